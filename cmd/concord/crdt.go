@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/concordrtc/concord/crdt"
+)
+
+func cmdCRDT(args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{errors.New("want a subcommand: state FILE... | dump FILE")}
+	}
+	switch args[0] {
+	case "state":
+		return crdtState(args[1:], stdin, stdout)
+	case "dump":
+		return crdtDump(args[1:], stdin, stdout)
+	}
+	return usageError{fmt.Errorf("unknown subcommand %q (want state or dump)", args[0])}
+}
+
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
+}
+
+// crdtState merges every file into one replica and prints the canonical state. Nothing is printed
+// on stdout when any input is malformed.
+func crdtState(files []string, stdin io.Reader, stdout io.Writer) error {
+	if len(files) == 0 {
+		return usageError{errors.New("want at least one FILE (- for stdin)")}
+	}
+	r := crdt.New(crdt.Config{})
+	for _, f := range files {
+		b, err := readInput(f, stdin)
+		if err != nil {
+			return err
+		}
+		if _, err := r.MergeStream(b); err != nil {
+			var se *crdt.StreamError
+			if errors.As(err, &se) {
+				return fmt.Errorf("%s: byte offset %d: %w", f, se.Offset, se.Err)
+			}
+			return fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	out, err := json.Marshal(r.StateJSON())
+	if err != nil {
+		return err
+	}
+	out = append(out, '\n')
+	_, err = stdout.Write(out)
+	return err
+}
+
+// crdtDump prints one line per message: offset, type, entity number/version, component,
+// timestamp and data length.
+func crdtDump(files []string, stdin io.Reader, stdout io.Writer) error {
+	if len(files) != 1 {
+		return usageError{errors.New("want exactly one FILE (- for stdin)")}
+	}
+	b, err := readInput(files[0], stdin)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	var rd crdt.Reader
+	var m crdt.Message
+	rd.Reset(b)
+	for {
+		off := rd.Offset()
+		err := rd.Next(&m)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var se *crdt.StreamError
+			if errors.As(err, &se) {
+				return fmt.Errorf("%s: byte offset %d: %w", files[0], se.Offset, se.Err)
+			}
+			return err
+		}
+		fmt.Fprintf(&out, "%8d %-24s entity=%d/v%d", off, m.Type, m.Entity.Number(), m.Entity.Version())
+		switch m.Type {
+		case crdt.DeleteEntity:
+		case crdt.DeleteEntityNetwork:
+			fmt.Fprintf(&out, " network=%d", m.NetworkID)
+		default:
+			fmt.Fprintf(&out, " component=%d timestamp=%d", m.Component, m.Timestamp)
+			if m.Type == crdt.PutComponentNetwork || m.Type == crdt.DeleteComponentNetwork {
+				fmt.Fprintf(&out, " network=%d", m.NetworkID)
+			}
+			if m.Type.HasData() {
+				fmt.Fprintf(&out, " len=%d", len(m.Data))
+			}
+		}
+		out.WriteByte('\n')
+	}
+	if rd.Skipped() > 0 {
+		fmt.Fprintf(&out, "(%d messages of unknown types skipped)\n", rd.Skipped())
+	}
+	_, err = stdout.Write(out.Bytes())
+	return err
+}

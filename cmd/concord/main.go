@@ -1,0 +1,90 @@
+// Command concord runs Concord: the signaling server with its demo page and dedicated host
+// (serve), a dedicated host process (host), headless bot peers (bot), benchmarks (bench) and
+// CRDT tools (crdt). It is the only place that prints to the terminal or exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+const usage = `concord — WebRTC host-authoritative multiplayer sessions
+
+Usage:
+  concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena]
+  concord host  [--server http://127.0.0.1:7880] [--room arena]
+  concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot]
+  concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON
+  concord crdt dump FILE         print one line per ADR-117 message
+
+Run "concord COMMAND -h" for the flags of a command.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes one command and returns the process exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "serve":
+		err = cmdServe(ctx, args[1:], stderr)
+	case "host":
+		err = cmdHost(ctx, args[1:], stderr)
+	case "bot":
+		err = cmdBot(ctx, args[1:], stdout, stderr)
+	case "crdt":
+		err = cmdCRDT(args[1:], stdin, stdout)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "concord: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "concord %s: %v\n", args[0], err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "concord %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ error }
+
+// newLogger logs to stderr: human-readable on a terminal, JSON otherwise.
+func newLogger(w io.Writer, level string) (zerolog.Logger, error) {
+	lv, err := zerolog.ParseLevel(level)
+	if err != nil {
+		return zerolog.Nop(), usageError{fmt.Errorf("bad --log-level %q", level)}
+	}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		}
+	}
+	return zerolog.New(w).Level(lv).With().Timestamp().Logger(), nil
+}

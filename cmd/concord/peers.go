@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// newPeer makes a peer with its own loopback-only WebRTC API. The caller runs it and closes the
+// returned API after Run returns.
+func newPeer(log zerolog.Logger, server, room, user, device string, kind signaling.Kind, token string, app peer.App) (*peer.Peer, *link.API, error) {
+	api, err := link.NewAPI(link.Config{Logger: log.With().Str("component", "pion").Logger().Level(zerolog.WarnLevel)})
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := peer.New(peer.Config{
+		Server: server, Room: room, User: user, Device: device, Kind: kind, Token: token, App: app,
+		Transport: peer.PionTransport{API: api},
+		Logger:    log,
+	})
+	if err != nil {
+		_ = api.Close()
+		return nil, nil, err
+	}
+	return p, api, nil
+}
+
+// runHost runs a dedicated host for room until ctx ends.
+func runHost(ctx context.Context, log zerolog.Logger, server, room, device, token string) error {
+	hl := log.With().Str("component", "host").Logger()
+	p, api, err := newPeer(hl, server, room, dedicatedHostUser, device, signaling.KindHost, token, arena.New(arena.Config{}))
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+	return p.Run(ctx)
+}
+
+func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", "http://127.0.0.1:7880", "signaling server URL")
+	room := fs.String("room", "arena", "room to host")
+	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token, when the server requires one (env CONCORD_TOKEN)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	return runHost(ctx, log, *server, *room, fmt.Sprintf("p%d", os.Getpid()), *token)
+}
+
+func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", "http://127.0.0.1:7880", "signaling server URL")
+	room := fs.String("room", "arena", "room to join")
+	n := fs.Int("n", 8, "number of bots")
+	moveFor := fs.Duration("move-for", 0, "stop writing after this long but stay connected (0: move forever)")
+	name := fs.String("name", "bot", "user name prefix")
+	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token, when the server requires one (env CONCORD_TOKEN)")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 || *n > 256 {
+		return usageError{fmt.Errorf("-n %d: want 1..256", *n)}
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	peers := make([]*peer.Peer, 0, *n)
+	errs := make(chan error, *n)
+	seed := uint64(time.Now().UnixNano())
+	for i := range *n {
+		user := fmt.Sprintf("%s%d", *name, i+1)
+		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed + uint64(i), MoveFor: *moveFor}})
+		p, api, err := newPeer(log.With().Str("bot", user).Logger(), *server, *room, user, fmt.Sprintf("p%d", os.Getpid()), signaling.KindBot, *token, app)
+		if err != nil {
+			cancel()
+			return err
+		}
+		peers = append(peers, p)
+		go func() {
+			defer api.Close()
+			errs <- p.Run(ctx)
+		}()
+	}
+	summary := time.NewTicker(time.Second)
+	defer summary.Stop()
+	running := *n
+	var firstErr error
+	for running > 0 {
+		select {
+		case err := <-errs:
+			running--
+			if err != nil && firstErr == nil && ctx.Err() == nil {
+				firstErr = err
+				cancel()
+			}
+		case <-summary.C:
+			fmt.Fprintln(stdout, summarize(peers))
+		case <-ctx.Done():
+			for running > 0 {
+				<-errs
+				running--
+			}
+		}
+	}
+	if errors.Is(firstErr, context.Canceled) {
+		firstErr = nil
+	}
+	return firstErr
+}
+
+// summarize is the one-line status of a group of bots.
+func summarize(peers []*peer.Peer) string {
+	synced, hosts := 0, map[string]bool{}
+	hashes := map[uint64]int{}
+	var in, out uint64
+	var rtts []time.Duration
+	entities := 0
+	for _, p := range peers {
+		st := p.Status()
+		if st.Synced {
+			synced++
+		}
+		hosts[fmt.Sprintf("%d/t%d", st.Host, st.Term)] = true
+		hashes[st.Hash]++
+		in += st.BytesIn
+		out += st.BytesOut
+		if st.RTT > 0 {
+			rtts = append(rtts, st.RTT)
+		}
+		entities = max(entities, st.Entities)
+	}
+	slices.Sort(rtts)
+	rtt := "-"
+	if len(rtts) > 0 {
+		rtt = rtts[len(rtts)/2].Round(10 * time.Microsecond).String()
+	}
+	hs := make([]string, 0, len(hosts))
+	for h := range hosts {
+		hs = append(hs, h)
+	}
+	slices.Sort(hs)
+	agree := "hashes differ"
+	if len(hashes) == 1 {
+		for h := range hashes {
+			agree = fmt.Sprintf("hashes equal %016x", h)
+		}
+	}
+	return fmt.Sprintf("%s bots: %d/%d synced, host %s, %d entities, %s (%d distinct), rtt p50 %s, in %d kB, out %d kB",
+		time.Now().Format(time.TimeOnly), synced, len(peers), strings.Join(hs, ","), entities, agree, len(hashes), rtt, in>>10, out>>10)
+}

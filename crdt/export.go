@@ -1,0 +1,318 @@
+package crdt
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Entry is one LWW entry as Range reports it.
+type Entry struct {
+	Entity    Entity
+	Component ComponentID
+	Timestamp Timestamp
+	// Deleted marks a tombstone (a deleted component); Data is then nil.
+	Deleted bool
+	// Data aliases the replica's storage: valid until the replica is next modified.
+	Data []byte
+}
+
+// AppendEntry is one value of an append set as RangeAppend reports it.
+type AppendEntry struct {
+	Entity    Entity
+	Component ComponentID
+	Timestamp Timestamp
+	// Data aliases the replica's storage: valid until the replica is next modified.
+	Data []byte
+}
+
+// sortedLWW returns the slot indexes of the LWW entries in ascending key order, that is by
+// entity (the full 32-bit id) and then component. The order is cached until the key set changes.
+func (r *Replica) sortedLWW() []int32 {
+	if r.lwwOrderOK {
+		return r.lwwOrder
+	}
+	order := r.lwwOrder[:0]
+	for i := range r.lww.slots {
+		if r.lww.slots[i].ref != 0 {
+			order = append(order, int32(i))
+		}
+	}
+	slots := r.lww.slots
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(slots[a].key, slots[b].key) })
+	r.lwwOrder, r.lwwOrderOK = order, true
+	return order
+}
+
+// sortedApp returns the append keys in ascending order, cached until the key set changes.
+func (r *Replica) sortedApp() []uint64 {
+	if r.appOrderOK {
+		return r.appOrder
+	}
+	order := r.appOrder[:0]
+	for k := range r.app {
+		order = append(order, k)
+	}
+	slices.Sort(order)
+	r.appOrder, r.appOrderOK = order, true
+	return order
+}
+
+// Range calls fn for every LWW entry in canonical order (entity, then component) until fn
+// returns false. fn must not modify the replica.
+func (r *Replica) Range(fn func(Entry) bool) {
+	for _, i := range r.sortedLWW() {
+		s := &r.lww.slots[i]
+		e := Entry{Entity: keyEntity(s.key), Component: keyComponent(s.key), Timestamp: s.ts}
+		if s.ref&refTomb != 0 {
+			e.Deleted = true
+		} else {
+			e.Data = *r.lww.data(s)
+		}
+		if !fn(e) {
+			return
+		}
+	}
+}
+
+// RangeDeleted calls fn for every entity number with a deleted version, in ascending number
+// order, with the highest deleted version, until fn returns false.
+func (r *Replica) RangeDeleted(fn func(number, version uint16) bool) {
+	if r.nDeleted == 0 {
+		return
+	}
+	for pi, p := range &r.del {
+		if p == nil {
+			continue
+		}
+		for j, st := range p {
+			if st != 0 && !fn(uint16(pi<<8|j), uint16(st-1)) {
+				return
+			}
+		}
+	}
+}
+
+// RangeAppend calls fn for every append value: keys in canonical order (entity, then
+// component), and within a key in ascending (timestamp, value) order, until fn returns false.
+// fn must not modify the replica.
+func (r *Replica) RangeAppend(fn func(AppendEntry) bool) {
+	for _, k := range r.sortedApp() {
+		for _, v := range r.app[k].vals {
+			if !fn(AppendEntry{Entity: keyEntity(k), Component: keyComponent(k), Timestamp: v.ts, Data: v.data}) {
+				return
+			}
+		}
+	}
+}
+
+// FNV-1a 64 parameters.
+const (
+	fnvOffset uint64 = 14695981039346656037
+	fnvPrime  uint64 = 1099511628211
+)
+
+func fnv1a(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+// Modes of a stateWriter.
+const (
+	writeAppend = iota
+	writeHash
+	writeDigests
+)
+
+// stateWriter receives the canonical messages of a replica and appends, hashes or digests them.
+type stateWriter struct {
+	mode    int
+	dst     []byte
+	buckets uint32 // 0: every message (writeAppend, writeHash)
+	bucket  uint32
+	hash    uint64
+	digests []uint64 // writeDigests: one running hash per bucket
+}
+
+func (w *stateWriter) emit(m *Message) {
+	switch w.mode {
+	case writeAppend:
+		if w.buckets == 0 || uint32(m.Entity.Number())%w.buckets == w.bucket {
+			w.dst = AppendMessage(w.dst, m)
+		}
+	case writeHash:
+		start := len(w.dst)
+		w.dst = AppendMessage(w.dst, m)
+		w.hash = fnv1a(w.hash, w.dst[start:])
+		w.dst = w.dst[:start]
+	case writeDigests:
+		start := len(w.dst)
+		w.dst = AppendMessage(w.dst, m)
+		b := uint32(m.Entity.Number()) % w.buckets
+		w.digests[b] = fnv1a(w.digests[b], w.dst[start:])
+		w.dst = w.dst[:start]
+	}
+}
+
+// walk emits the canonical message stream of the state: a DELETE_ENTITY for every deleted
+// entity number (ascending number, highest deleted version), then a PUT_COMPONENT or
+// DELETE_COMPONENT for every LWW entry (ascending entity, then component), then an APPEND_VALUE
+// for every append value (ascending entity, then component, then (timestamp, value)).
+func (r *Replica) walk(w *stateWriter) {
+	var m Message
+	r.RangeDeleted(func(number, version uint16) bool {
+		m = Message{Type: DeleteEntity, Entity: NewEntity(number, version)}
+		w.emit(&m)
+		return true
+	})
+	for _, i := range r.sortedLWW() {
+		s := &r.lww.slots[i]
+		m = Message{Type: PutComponent, Entity: keyEntity(s.key), Component: keyComponent(s.key), Timestamp: s.ts, Data: *r.lww.data(s)}
+		if s.ref&refTomb != 0 {
+			m.Type, m.Data = DeleteComponent, nil
+		}
+		w.emit(&m)
+	}
+	for _, k := range r.sortedApp() {
+		for _, v := range r.app[k].vals {
+			m = Message{Type: AppendValue, Entity: keyEntity(k), Component: keyComponent(k), Timestamp: v.ts, Data: v.data}
+			w.emit(&m)
+		}
+	}
+}
+
+// AppendState appends the whole state as a canonical @dcl/ecs message stream (the EngineApi
+// crdtGetState): DELETE_ENTITY for each deleted number with its highest deleted version, then
+// PUT_COMPONENT / DELETE_COMPONENT for every LWW entry, then APPEND_VALUE for every append value,
+// each group in ascending order (see doc.go). Two replicas with equal state write equal bytes.
+func (r *Replica) AppendState(dst []byte) []byte {
+	w := stateWriter{mode: writeAppend, dst: dst}
+	r.walk(&w)
+	return w.dst
+}
+
+// AppendBucketState appends the canonical messages of one bucket: those whose entity number
+// satisfies number % buckets == bucket, in AppendState order. buckets below 1 count as 1; a
+// bucket outside [0, buckets) appends nothing.
+func (r *Replica) AppendBucketState(dst []byte, bucket, buckets int) []byte {
+	if buckets < 1 {
+		buckets = 1
+	}
+	if bucket < 0 || bucket >= buckets {
+		return dst
+	}
+	w := stateWriter{mode: writeAppend, dst: dst, buckets: uint32(buckets), bucket: uint32(bucket)}
+	r.walk(&w)
+	return w.dst
+}
+
+// Hash returns the FNV-1a 64 hash of the bytes AppendState would write. Two replicas with equal
+// state have equal hashes; the empty state hashes to the FNV offset basis 0xcbf29ce484222325.
+func (r *Replica) Hash() uint64 {
+	w := stateWriter{mode: writeHash, dst: r.scratch[:0], hash: fnvOffset}
+	r.walk(&w)
+	r.keepScratch(w.dst)
+	return w.hash
+}
+
+// BucketDigests appends one digest per bucket to dst: digest b is the FNV-1a 64 hash of
+// AppendBucketState(nil, b, buckets). Replicas compare digests to find the buckets whose state
+// differs and exchange only those. buckets below 1 count as 1.
+func (r *Replica) BucketDigests(buckets int, dst []uint64) []uint64 {
+	if buckets < 1 {
+		buckets = 1
+	}
+	start := len(dst)
+	for range buckets {
+		dst = append(dst, fnvOffset)
+	}
+	w := stateWriter{mode: writeDigests, dst: r.scratch[:0], buckets: uint32(buckets), digests: dst[start:]}
+	r.walk(&w)
+	r.keepScratch(w.dst)
+	return dst
+}
+
+// keepScratch keeps a message-sized scratch buffer for the next hash, but not a huge one.
+func (r *Replica) keepScratch(b []byte) {
+	if cap(b) <= shrinkThreshold {
+		r.scratch = b[:0]
+	} else {
+		r.scratch = nil
+	}
+}
+
+// MergeStream merges every message of a concatenated stream (an AppendState export, a scene
+// state file, a batch from a peer) and returns how many were Applied. Messages of unknown types
+// are skipped. A malformed message stops the merge with a *StreamError at its offset; the
+// messages before it stay merged (any subset of messages is a valid CRDT state).
+func (r *Replica) MergeStream(b []byte) (applied int, err error) {
+	limit := r.maxMsg
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	var m Message
+	for off := 0; off < len(b); {
+		// Fast path for the common PUT_COMPONENT: the checks are those consumeMessage makes,
+		// and anything else (including every error) takes the general path below.
+		if rest := b[off:]; len(rest) >= putHeader {
+			length := le.Uint32(rest)
+			if MessageType(le.Uint32(rest[4:])) == PutComponent && length >= putHeader &&
+				uint64(length) <= uint64(limit) && uint64(length) <= uint64(len(rest)) &&
+				le.Uint32(rest[20:]) == length-putHeader {
+				ts := Timestamp(le.Uint32(rest[16:]))
+				if ts > r.clock {
+					r.clock = ts
+				}
+				if r.mergeLWW(Entity(le.Uint32(rest[8:])), ComponentID(le.Uint32(rest[12:])), ts, rest[putHeader:length], slotValue) == Applied {
+					applied++
+				}
+				off += int(length)
+				continue
+			}
+		}
+		n, err := consumeMessage(b[off:], &m, limit)
+		if err != nil {
+			return applied, &StreamError{Offset: off, Err: err}
+		}
+		off += n
+		if r.Merge(&m) == Applied {
+			applied++
+		}
+	}
+	return applied, nil
+}
+
+// AppendCorrection appends the corrective message for m, the reply ADR-117 prescribes when a
+// merge did not accept m: after Outdated, the local entry for m's key as a PUT_COMPONENT or
+// DELETE_COMPONENT with its timestamp; after Ignored, the DELETE_ENTITY of the highest deleted
+// version of m's entity number. Corrections always use the local (non-_NETWORK) types. When there
+// is nothing to correct (no entry for the key, an append value, or m is exactly the recorded
+// deletion) dst is returned unchanged. After Applied it appends the local entry, which equals m.
+func (r *Replica) AppendCorrection(dst []byte, m *Message) []byte {
+	if !m.Type.Known() {
+		return dst
+	}
+	if st := r.deletedStored(m.Entity.Number()); st > uint32(m.Entity.Version()) {
+		d := NewEntity(m.Entity.Number(), uint16(st-1))
+		if (m.Type == DeleteEntity || m.Type == DeleteEntityNetwork) && d == m.Entity {
+			return dst
+		}
+		c := Message{Type: DeleteEntity, Entity: d}
+		return AppendMessage(dst, &c)
+	}
+	switch m.Type {
+	case PutComponent, PutComponentNetwork, DeleteComponent, DeleteComponentNetwork:
+		s := r.lww.find(lwwKey(m.Entity, m.Component))
+		if s == nil {
+			return dst
+		}
+		c := Message{Type: PutComponent, Entity: m.Entity, Component: m.Component, Timestamp: s.ts, Data: *r.lww.data(s)}
+		if s.ref&refTomb != 0 {
+			c.Type, c.Data = DeleteComponent, nil
+		}
+		return AppendMessage(dst, &c)
+	}
+	return dst
+}

@@ -1,0 +1,53 @@
+package pionlog
+
+import (
+	"github.com/pion/logging"
+	"github.com/rs/zerolog"
+)
+
+// ScopeField is the zerolog field that carries the pion scope of a message
+// (for example "ice", "sctp" or "pc").
+const ScopeField = "pion"
+
+// Factory is a pion logging.LoggerFactory that writes to a zerolog.Logger.
+//
+// The zero value is valid and discards everything (a zero zerolog.Logger is
+// disabled). Filter pion's verbosity with the logger's own level, for example
+// Factory{Logger: l.Level(zerolog.WarnLevel)}.
+type Factory struct {
+	// Logger receives pion's messages. Default: disabled.
+	Logger zerolog.Logger
+}
+
+var _ logging.LoggerFactory = (*Factory)(nil)
+
+// New returns a Factory writing to l.
+func New(l zerolog.Logger) *Factory {
+	return &Factory{Logger: l}
+}
+
+// NewLogger returns a leveled logger for one pion scope. pion calls it once per
+// component instance, not per message.
+func (f *Factory) NewLogger(scope string) logging.LeveledLogger {
+	return &leveled{l: f.Logger.With().Str(ScopeField, scope).Logger()}
+}
+
+// leveled maps pion's LeveledLogger methods onto zerolog events. A disabled
+// level yields a nil *zerolog.Event, whose Msg/Msgf return without formatting,
+// so filtered-out messages cost no Sprintf.
+type leveled struct {
+	l zerolog.Logger
+}
+
+var _ logging.LeveledLogger = (*leveled)(nil)
+
+func (g *leveled) Trace(msg string)                  { g.l.Trace().Msg(msg) }
+func (g *leveled) Tracef(format string, args ...any) { g.l.Trace().Msgf(format, args...) }
+func (g *leveled) Debug(msg string)                  { g.l.Debug().Msg(msg) }
+func (g *leveled) Debugf(format string, args ...any) { g.l.Debug().Msgf(format, args...) }
+func (g *leveled) Info(msg string)                   { g.l.Info().Msg(msg) }
+func (g *leveled) Infof(format string, args ...any)  { g.l.Info().Msgf(format, args...) }
+func (g *leveled) Warn(msg string)                   { g.l.Warn().Msg(msg) }
+func (g *leveled) Warnf(format string, args ...any)  { g.l.Warn().Msgf(format, args...) }
+func (g *leveled) Error(msg string)                  { g.l.Error().Msg(msg) }
+func (g *leveled) Errorf(format string, args ...any) { g.l.Error().Msgf(format, args...) }

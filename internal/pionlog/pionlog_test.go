@@ -1,0 +1,69 @@
+package pionlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/pion/logging"
+	"github.com/rs/zerolog"
+)
+
+func TestLevelsAndScope(t *testing.T) {
+	tests := []struct {
+		name  string
+		log   func(l logging.LeveledLogger)
+		level string
+		msg   string
+	}{
+		{"trace", func(l logging.LeveledLogger) { l.Trace("t") }, "trace", "t"},
+		{"tracef", func(l logging.LeveledLogger) { l.Tracef("t%d", 1) }, "trace", "t1"},
+		{"debug", func(l logging.LeveledLogger) { l.Debug("d") }, "debug", "d"},
+		{"debugf", func(l logging.LeveledLogger) { l.Debugf("d%s", "x") }, "debug", "dx"},
+		{"info", func(l logging.LeveledLogger) { l.Info("i") }, "info", "i"},
+		{"infof", func(l logging.LeveledLogger) { l.Infof("i%v", true) }, "info", "itrue"},
+		{"warn", func(l logging.LeveledLogger) { l.Warn("w") }, "warn", "w"},
+		{"warnf", func(l logging.LeveledLogger) { l.Warnf("w%d", 2) }, "warn", "w2"},
+		{"error", func(l logging.LeveledLogger) { l.Error("e") }, "error", "e"},
+		{"errorf", func(l logging.LeveledLogger) { l.Errorf("e%d", 3) }, "error", "e3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			f := New(zerolog.New(&buf).Level(zerolog.TraceLevel))
+			tc.log(f.NewLogger("ice"))
+
+			var got map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+				t.Fatalf("output %q is not one JSON object: %v", buf.String(), err)
+			}
+			if got["level"] != tc.level || got["message"] != tc.msg || got[ScopeField] != "ice" {
+				t.Fatalf("got %v, want level=%s message=%s %s=ice", got, tc.level, tc.msg, ScopeField)
+			}
+		})
+	}
+}
+
+func TestFiltered(t *testing.T) {
+	var buf bytes.Buffer
+	f := New(zerolog.New(&buf).Level(zerolog.WarnLevel))
+	l := f.NewLogger("sctp")
+	l.Debugf("hidden %d", 1)
+	l.Info("hidden")
+	if buf.Len() != 0 {
+		t.Fatalf("levels below warn were written: %q", buf.String())
+	}
+	l.Warn("shown")
+	if buf.Len() == 0 {
+		t.Fatal("warn was filtered out")
+	}
+}
+
+func TestZeroFactoryDiscards(t *testing.T) {
+	var f Factory
+	l := f.NewLogger("pc")
+	l.Errorf("nothing %d", 1) // Must not panic; a zero zerolog.Logger is disabled.
+	if allocs := testing.AllocsPerRun(100, func() { l.Debugf("x %d", 1) }); allocs > 1 {
+		t.Fatalf("disabled logging allocates %v times per call", allocs)
+	}
+}

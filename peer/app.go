@@ -1,0 +1,102 @@
+package peer
+
+import (
+	"time"
+
+	"github.com/concordrtc/concord/crdt/schema"
+)
+
+// App is a game built on Concord. Every method runs on the peer's loop goroutine with the
+// world it may read and write; none may block.
+type App interface {
+	// Schemas is the schema table every peer of the room runs.
+	Schemas() *schema.Table
+	// HostStart runs when this peer becomes the host, before it serves any member. The world holds
+	// what the replica holds: nothing in a new room, everything a migration kept otherwise. A game
+	// spawns its initial world here when the world is empty.
+	HostStart(w *World)
+	// SpawnAvatar spawns the avatar of member p, which has just arrived (host only). It returns
+	// the zero entity and no error when the member gets no avatar. The peer gives the member
+	// authority over the entity.
+	SpawnAvatar(w *World, p PeerInfo) (Entity, error)
+	// Tick runs at the tick rate on every peer: the host's systems when w.IsHost(), and the local
+	// player's input (moving its avatar, grabbing) everywhere.
+	Tick(w *World, dt time.Duration)
+	// RPC handles an application RPC: on the host, from a member's PeerCommands; on a member, from
+	// the host's HostCommands.
+	RPC(w *World, from PeerIndex, typ uint32, data []byte)
+}
+
+// EventHandler is implemented by apps that want to hear what happened to the world.
+type EventHandler interface {
+	OnEvent(w *World, ev Event)
+}
+
+// PeerInfo describes a member of the room.
+type PeerInfo struct {
+	Index PeerIndex
+	ID    string // identity, "user/device"
+	Kind  string // "browser", "bot" or "host"
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventSpawned EventKind = iota + 1
+	EventUpdated
+	EventDespawned
+	EventAuthority
+	EventPeerEntered
+	EventPeerExited
+	// EventHostChanged: a new host term began (Term, Peer = the host).
+	EventHostChanged
+	// EventMigrating: the host went away; side-effect systems should pause until EventSynced.
+	EventMigrating
+	// EventSynced: this peer holds the host's world (after joining or after a migration).
+	EventSynced
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventSpawned:
+		return "spawned"
+	case EventUpdated:
+		return "updated"
+	case EventDespawned:
+		return "despawned"
+	case EventAuthority:
+		return "authority"
+	case EventPeerEntered:
+		return "peer-entered"
+	case EventPeerExited:
+		return "peer-exited"
+	case EventHostChanged:
+		return "host-changed"
+	case EventMigrating:
+		return "migrating"
+	case EventSynced:
+		return "synced"
+	}
+	return "unknown"
+}
+
+// Event is one thing that happened to the world or the room.
+type Event struct {
+	Kind   EventKind
+	Entity Entity
+	Props  uint32 // EventUpdated: the properties that changed
+	Peer   PeerIndex
+	Term   Term
+}
+
+// System RPC types: the top of the RPC type space belongs to Concord.
+const (
+	// FirstSystemRPC is the lowest RPC type reserved for Concord; apps use types below it.
+	FirstSystemRPC uint32 = 0xffffff00
+	// rpcLockRequest asks the host for a temporary lock on entity (u32 LE).
+	rpcLockRequest = FirstSystemRPC + 1
+	// rpcRelinquish hands a lock on entity (u32 LE) back to the host.
+	rpcRelinquish = FirstSystemRPC + 2
+)

@@ -1,0 +1,106 @@
+package peer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Defaults of Config.
+const (
+	DefaultTickInterval    = 50 * time.Millisecond
+	DefaultNetworkInterval = 50 * time.Millisecond
+	DefaultReportInterval  = time.Second
+	DefaultDigestInterval  = time.Second
+	DefaultQuietPeriod     = 300 * time.Millisecond
+	DefaultBuckets         = 256
+	// DefaultMaxDatagramsPerFlush bounds the unreliable datagrams sent to one remote per network
+	// interval (64 × 1200 B at 20 Hz ≈ 1.5 MB/s); what does not fit stays dirty for the next one.
+	DefaultMaxDatagramsPerFlush = 64
+)
+
+// Config configures a Peer. The zero value of every field but App, Server and Room works.
+type Config struct {
+	// Server is the signaling server's URL, e.g. http://127.0.0.1:7880.
+	Server string
+	// Room is the room to join.
+	Room string
+	// User and Device make the member's identity; User defaults to "anon", Device to "" (none).
+	User, Device string
+	// Kind is what this member is; default signaling.KindBot.
+	Kind signaling.Kind
+	// Token is the join token when the server requires one.
+	Token string
+	// App is the game. Required.
+	App App
+	// Transport makes links; required (cmd/concord passes a PionTransport over a loopback API).
+	Transport Transport
+	// Logger; default zerolog.Nop().
+	Logger zerolog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// TickInterval is the simulation tick; default DefaultTickInterval (20 Hz).
+	TickInterval time.Duration
+	// NetworkInterval is how often EntityUpdates are sent; default DefaultNetworkInterval (20 Hz).
+	NetworkInterval time.Duration
+	// ReportInterval is how often the replica is reported to signaling; default 1 s.
+	ReportInterval time.Duration
+	// DigestInterval is how often a member sends its bucket digests to the host (anti-entropy);
+	// default 1 s.
+	DigestInterval time.Duration
+	// QuietPeriod: the host repairs a differing bucket only when it has not changed for this long;
+	// default 300 ms (a bucket still moving will be repaired by the updates in flight).
+	QuietPeriod time.Duration
+	// Buckets is the number of digest buckets; default 256.
+	Buckets int
+	// MaxDatagramsPerFlush bounds unreliable datagrams per remote per network interval; default 64.
+	MaxDatagramsPerFlush int
+	// SignalingConfig configures the signaling client.
+	SignalingConfig signaling.ClientConfig
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.App == nil {
+		return c, fmt.Errorf("%w: App is required", ErrConfig)
+	}
+	if c.Transport == nil {
+		return c, fmt.Errorf("%w: Transport is required", ErrConfig)
+	}
+	if c.Server == "" || c.Room == "" {
+		return c, fmt.Errorf("%w: Server and Room are required", ErrConfig)
+	}
+	if c.User == "" {
+		c.User = "anon"
+	}
+	if c.Kind == "" {
+		c.Kind = signaling.KindBot
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = DefaultTickInterval
+	}
+	if c.NetworkInterval <= 0 {
+		c.NetworkInterval = DefaultNetworkInterval
+	}
+	if c.ReportInterval <= 0 {
+		c.ReportInterval = DefaultReportInterval
+	}
+	if c.DigestInterval <= 0 {
+		c.DigestInterval = DefaultDigestInterval
+	}
+	if c.QuietPeriod <= 0 {
+		c.QuietPeriod = DefaultQuietPeriod
+	}
+	if c.Buckets <= 0 {
+		c.Buckets = DefaultBuckets
+	}
+	if c.MaxDatagramsPerFlush <= 0 {
+		c.MaxDatagramsPerFlush = DefaultMaxDatagramsPerFlush
+	}
+	return c, nil
+}

@@ -1,0 +1,198 @@
+package peer_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+type room struct {
+	t      *testing.T
+	url    string
+	server *signaling.Server
+	api    *link.API
+	ctx    context.Context
+	peers  []*peer.Peer
+	errs   chan error
+}
+
+func newRoom(t *testing.T, rooms map[signaling.RoomID]signaling.RoomConfig) *room {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	srv := signaling.New(signaling.Config{Logger: log, Rooms: rooms})
+	hs := httptest.NewServer(srv.Handler())
+	api, err := link.NewAPI(link.Config{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &room{t: t, url: hs.URL, server: srv, api: api, ctx: ctx, errs: make(chan error, 64)}
+	t.Cleanup(func() {
+		cancel()
+		for _, p := range r.peers {
+			<-p.Done()
+		}
+		_ = srv.Close()
+		hs.Close()
+		_ = api.Close()
+	})
+	return r
+}
+
+func (r *room) join(user string, kind signaling.Kind, app peer.App) *peer.Peer {
+	r.t.Helper()
+	api, err := link.NewAPI(link.Config{Logger: zerolog.New(zerolog.NewTestWriter(r.t)).Level(zerolog.ErrorLevel)})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = api.Close() })
+	p, err := peer.New(peer.Config{
+		Server: r.url, Room: "arena", User: user, Kind: kind, App: app,
+		Transport:      peer.PionTransport{API: api},
+		Logger:         zerolog.New(zerolog.NewTestWriter(r.t)).Level(zerolog.InfoLevel).With().Str("who", user).Logger(),
+		ReportInterval: 200 * time.Millisecond, DigestInterval: 300 * time.Millisecond,
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.peers = append(r.peers, p)
+	go func() { r.errs <- p.Run(r.ctx) }()
+	return p
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: not reached in %v: %v", what, d, err)
+}
+
+func converged(peers []*peer.Peer) error {
+	var first peer.Status
+	for i, p := range peers {
+		st := p.Status()
+		if !st.Synced {
+			return fmt.Errorf("peer %d not synced", st.Self)
+		}
+		if i == 0 {
+			first = st
+			continue
+		}
+		if st.Hash != first.Hash || st.Entities != first.Entities {
+			return fmt.Errorf("peer %d hash %016x/%d entities, peer %d %016x/%d", st.Self, st.Hash, st.Entities, first.Self, first.Hash, first.Entities)
+		}
+	}
+	return nil
+}
+
+func TestArenaDedicatedHostAndBots(t *testing.T) {
+	r := newRoom(t, map[signaling.RoomID]signaling.RoomConfig{"arena": {PinnedHosts: []signaling.Identity{"host"}}})
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{}))
+	waitFor(t, 5*time.Second, "host elected", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host yet")
+		}
+		return nil
+	})
+	for i := range 4 {
+		r.join(fmt.Sprintf("bot%d", i), signaling.KindBot, arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: 2 * time.Second}}))
+	}
+	waitFor(t, 30*time.Second, "all replicas equal at rest", func() error { return converged(r.peers) })
+	st := host.Status()
+	if st.Entities != 1+8+4 {
+		t.Fatalf("host has %d entities, want room + 8 boxes + 4 avatars", st.Entities)
+	}
+}
+
+func TestWriteWithoutAuthorityRejected(t *testing.T) {
+	r := newRoom(t, nil)
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 2}))
+	waitFor(t, 5*time.Second, "host", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host")
+		}
+		return nil
+	})
+	bot := r.join("mallory", signaling.KindBot, arena.New(arena.Config{}))
+	waitFor(t, 10*time.Second, "synced", func() error { return converged(r.peers) })
+
+	var box peer.Entity
+	var before []byte
+	ctx := context.Background()
+	if err := bot.Do(ctx, func(w *peer.World) {
+		box = w.EntitiesOf(arena.SchemaBox)[0]
+		v, _ := w.Get(box, arena.BoxPos)
+		before = append([]byte(nil), v...)
+		if err := w.Set(box, arena.BoxPos, arena.AppendVec(nil, arena.Vec{X: 1, Y: 1})); err == nil {
+			t.Error("World.Set on a host-owned box succeeded on a member")
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Forge the write on the wire: an EntityUpdates for the host's box, stamped far in the future.
+	width, _ := netmsg.MaskWidth(2)
+	forged := netmsg.AppendEntityUpdates(nil, &netmsg.EntityUpdates{Time: 1 << 30, Updates: []netmsg.Update{{
+		NetworkID: uint64(box), Width: width, Mask: 1, Data: arena.AppendVec(nil, arena.Vec{X: 1, Y: 1}),
+	}}})
+	waitFor(t, 5*time.Second, "rejection counted", func() error {
+		if !bot.SendToHostForTest(link.Unreliable, forged) {
+			return fmt.Errorf("no link")
+		}
+		if host.Status().Rejected == 0 {
+			return fmt.Errorf("no rejection yet")
+		}
+		return nil
+	})
+	if err := host.Do(ctx, func(w *peer.World) {
+		v, _ := w.Get(box, arena.BoxPos)
+		if string(v) != string(before) {
+			t.Errorf("box moved by a forged write: %x, was %x", v, before)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLateJoinerLargeSnapshot(t *testing.T) {
+	const n = 10000
+	r := newRoom(t, nil)
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 1}))
+	waitFor(t, 5*time.Second, "host", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host")
+		}
+		return nil
+	})
+	if err := host.Do(context.Background(), func(w *peer.World) {
+		for i := range n {
+			pos := arena.Vec{X: int32(1000 + i%17000), Y: int32(1000 + (i/17000)*100)}
+			if _, err := w.Spawn(arena.SchemaBox, nil, arena.AppendVec(nil, pos), arena.AppendVec(nil, arena.Vec{})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.join("late", signaling.KindBot, arena.New(arena.Config{}))
+	waitFor(t, 60*time.Second, "late joiner matches the host", func() error { return converged(r.peers) })
+	if got := host.Status().Entities; got < n {
+		t.Fatalf("host has %d entities, want ≥ %d", got, n)
+	}
+}

@@ -1,0 +1,24 @@
+package peer
+
+import "errors"
+
+var (
+	// ErrNotHost: the operation is the host's (spawning, despawning).
+	ErrNotHost = errors.New("peer: only the host may do this")
+	// ErrNoAuthority: this peer may not write the entity.
+	ErrNoAuthority = errors.New("peer: no authority over entity")
+	// ErrNoEntity: no live entity has that id.
+	ErrNoEntity = errors.New("peer: no such entity")
+	// ErrNoProperty: the entity's schema has no such property.
+	ErrNoProperty = errors.New("peer: no such property")
+	// ErrExists: the entity exists already.
+	ErrExists = errors.New("peer: entity exists")
+	// ErrWorldFull: every entity number is in use.
+	ErrWorldFull = errors.New("peer: no free entity number")
+	// ErrClosed: the peer has stopped.
+	ErrClosed = errors.New("peer: closed")
+	// ErrSchemaMismatch: the host runs a different schema table; this peer cannot join.
+	ErrSchemaMismatch = errors.New("peer: schema table differs from the host's")
+	// ErrConfig: the configuration cannot work.
+	ErrConfig = errors.New("peer: invalid config")
+)

@@ -1,0 +1,222 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/transport/v4"
+	"github.com/pion/webrtc/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/pionlog"
+)
+
+// Defaults of Config fields left zero.
+const (
+	DefaultUDPMuxAddr              = "127.0.0.1:0"
+	DefaultUDPMuxBufferBytes       = 4 << 20
+	DefaultUnreliableDropThreshold = 64 << 10
+	DefaultReliableHighWater       = 1 << 20
+	DefaultICEDisconnectedTimeout  = 5 * time.Second
+	DefaultICEFailedTimeout        = 25 * time.Second
+	DefaultICEKeepaliveInterval    = 2 * time.Second
+)
+
+// Config configures an API. The zero value is valid: loopback only, one shared
+// ICE UDP socket on an ephemeral 127.0.0.1 port, logging disabled.
+type Config struct {
+	// Logger receives this package's logs and, through internal/pionlog,
+	// pion's. Default: disabled.
+	Logger zerolog.Logger
+
+	// AllowNonLoopback lifts the loopback-only candidate filters (interface
+	// "lo", local and remote IPs loopback). Default false: ICE gathers and
+	// accepts only loopback addresses, so tests cannot reach any other
+	// network. mDNS stays disabled, UDP4 stays the only network type and no
+	// ICE (STUN/TURN) server is ever configured, whatever this says.
+	AllowNonLoopback bool
+
+	// DisableUDPMux gives every connection its own ephemeral UDP socket
+	// instead of the shared one. Default false: one shared socket, which
+	// removed loopback drops under load (DESIGN §6 pitfall 3) and is what a
+	// server wants anyway (one port for all peers).
+	//
+	// Limit (pion's UDPMuxDefault routes non-STUN packets by remote address
+	// only): a muxed API cannot hold two live Conns to the same remote
+	// address. Many clients on one muxed host are fine as long as each client
+	// has its own address, so in-process tests with several clients give the
+	// clients' API DisableUDPMux (ephemeral socket per Conn) or one API each.
+	DisableUDPMux bool
+	// UDPMuxAddr is the address of the shared socket. Its IP must be a
+	// specific (not unspecified) address, and a loopback one unless
+	// AllowNonLoopback. Port 0 picks an ephemeral port; see API.UDPMuxAddr.
+	// Default "127.0.0.1:0".
+	UDPMuxAddr string
+	// UDPMuxBufferBytes sets the shared socket's kernel read and write
+	// buffers. The kernel caps it at net.core.rmem_max/wmem_max. Default 4 MiB.
+	UDPMuxBufferBytes int
+
+	// Net replaces the OS network for ICE (for example a pion vnet in tests,
+	// which needs AllowNonLoopback because vnet interfaces are not "lo").
+	// Default nil: the OS network.
+	Net transport.Net
+
+	// UnreliableDropThreshold: an unreliable Send is dropped (and counted)
+	// when the channel already buffers more than this many bytes. pion's
+	// unreliable channel would otherwise queue without bound (DESIGN §6
+	// pitfall 1). Default 64 KiB.
+	UnreliableDropThreshold uint64
+	// ReliableHighWater: a reliable Send fails with ErrBackpressure when the
+	// channel already buffers more than this many bytes. Default 1 MiB.
+	ReliableHighWater uint64
+
+	// ICE liveness: a connection without traffic for ICEDisconnectedTimeout
+	// is disconnected, which ends the link. Defaults are pion's: 5 s, 25 s
+	// and a 2 s keepalive.
+	ICEDisconnectedTimeout time.Duration
+	ICEFailedTimeout       time.Duration
+	ICEKeepaliveInterval   time.Duration
+}
+
+// API creates connections that share one configuration and, unless disabled,
+// one ICE UDP socket. It is safe for concurrent use. Close it after every Conn
+// it created has been closed.
+type API struct {
+	log      zerolog.Logger
+	pion     *webrtc.API
+	mux      *ice.UDPMuxDefault // nil when DisableUDPMux
+	muxAddr  net.Addr
+	dropAt   uint64
+	highAt   uint64
+	closeErr error
+	closeMu  sync.Once
+}
+
+// NewAPI validates cfg, opens the shared UDP socket and builds the pion API
+// with DESIGN §6's settings.
+func NewAPI(cfg Config) (*API, error) {
+	cfg = withDefaults(cfg)
+	a := &API{
+		log:    cfg.Logger.With().Str("component", "link").Logger(),
+		dropAt: cfg.UnreliableDropThreshold,
+		highAt: cfg.ReliableHighWater,
+	}
+	logs := pionlog.New(cfg.Logger)
+
+	var se webrtc.SettingEngine
+	se.LoggerFactory = logs
+	// Guideline 8: we run our own read loop per channel on a reused buffer
+	// instead of pion's OnMessage, which copies every message.
+	se.DetachDataChannels()
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.SetIncludeLoopbackCandidate(true)
+	if !cfg.AllowNonLoopback {
+		se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
+		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+		se.SetRemoteIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	}
+	se.SetICETimeouts(cfg.ICEDisconnectedTimeout, cfg.ICEFailedTimeout, cfg.ICEKeepaliveInterval)
+	// Advertised in SDP as a=max-message-size, so a conforming remote (pion,
+	// Chromium) refuses to send us anything larger than we can read.
+	se.SetSCTPMaxMessageSize(MaxReliableMessage)
+	if cfg.Net != nil {
+		se.SetNet(cfg.Net)
+	}
+	if !cfg.DisableUDPMux {
+		if err := a.openMux(cfg, logs); err != nil {
+			return nil, err
+		}
+		se.SetICEUDPMux(a.mux)
+	}
+
+	// Data only: an empty MediaEngine and no interceptors (the defaults are
+	// for RTP and would cost goroutines and memory per connection).
+	a.pion = webrtc.NewAPI(
+		webrtc.WithSettingEngine(se),
+		webrtc.WithMediaEngine(&webrtc.MediaEngine{}),
+		webrtc.WithInterceptorRegistry(nil),
+	)
+	a.log.Debug().Bool("loopback_only", !cfg.AllowNonLoopback).Stringer("udp_mux", a.muxAddr).Msg("link API ready")
+	return a, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.UDPMuxAddr == "" {
+		cfg.UDPMuxAddr = DefaultUDPMuxAddr
+	}
+	if cfg.UDPMuxBufferBytes <= 0 {
+		cfg.UDPMuxBufferBytes = DefaultUDPMuxBufferBytes
+	}
+	if cfg.UnreliableDropThreshold == 0 {
+		cfg.UnreliableDropThreshold = DefaultUnreliableDropThreshold
+	}
+	if cfg.ReliableHighWater == 0 {
+		cfg.ReliableHighWater = DefaultReliableHighWater
+	}
+	if cfg.ICEDisconnectedTimeout <= 0 {
+		cfg.ICEDisconnectedTimeout = DefaultICEDisconnectedTimeout
+	}
+	if cfg.ICEFailedTimeout <= 0 {
+		cfg.ICEFailedTimeout = DefaultICEFailedTimeout
+	}
+	if cfg.ICEKeepaliveInterval <= 0 {
+		cfg.ICEKeepaliveInterval = DefaultICEKeepaliveInterval
+	}
+	return cfg
+}
+
+func (a *API) openMux(cfg Config, logs *pionlog.Factory) error {
+	addr, err := net.ResolveUDPAddr("udp4", cfg.UDPMuxAddr)
+	if err != nil {
+		return fmt.Errorf("%w: UDPMuxAddr %q: %w", ErrConfig, cfg.UDPMuxAddr, err)
+	}
+	if addr.IP == nil || addr.IP.IsUnspecified() {
+		return fmt.Errorf("%w: UDPMuxAddr %q: need a specific IP, not a wildcard", ErrConfig, cfg.UDPMuxAddr)
+	}
+	if !cfg.AllowNonLoopback && !addr.IP.IsLoopback() {
+		return fmt.Errorf("%w: UDPMuxAddr %q is not loopback and AllowNonLoopback is false", ErrConfig, cfg.UDPMuxAddr)
+	}
+
+	var conn transport.UDPConn
+	if cfg.Net != nil {
+		conn, err = cfg.Net.ListenUDP("udp4", addr)
+	} else {
+		conn, err = net.ListenUDP("udp4", addr)
+	}
+	if err != nil {
+		return fmt.Errorf("link: listen on %s for the ICE UDP mux: %w", addr, err)
+	}
+	for _, set := range []func(int) error{conn.SetReadBuffer, conn.SetWriteBuffer} {
+		if err := set(cfg.UDPMuxBufferBytes); err != nil && !errors.Is(err, transport.ErrNotSupported) {
+			_ = conn.Close()
+			return fmt.Errorf("link: set ICE UDP mux buffer to %d bytes: %w", cfg.UDPMuxBufferBytes, err)
+		}
+	}
+	a.mux = ice.NewUDPMuxDefault(ice.UDPMuxParams{
+		Logger:  logs.NewLogger("udpmux"),
+		UDPConn: conn,
+		Net:     cfg.Net,
+	})
+	a.muxAddr = conn.LocalAddr()
+	return nil
+}
+
+// UDPMuxAddr returns the local address of the shared ICE UDP socket, or nil
+// when the mux is disabled.
+func (a *API) UDPMuxAddr() net.Addr { return a.muxAddr }
+
+// Close closes the shared UDP socket. Conns created by a must be closed
+// first: closing the socket under a live Conn kills it. Idempotent.
+func (a *API) Close() error {
+	a.closeMu.Do(func() {
+		if a.mux != nil {
+			a.closeErr = a.mux.Close()
+		}
+	})
+	return a.closeErr
+}

@@ -1,0 +1,45 @@
+package link
+
+import (
+	"reflect"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/webrtc/v4"
+)
+
+// streamMode is the delivery mode an SCTP stream really uses, read from pion's
+// unexported fields (the exported DataChannel accessors only echo the init).
+type streamMode struct {
+	Unordered        bool
+	ReliabilityType  byte
+	ReliabilityValue uint32
+}
+
+func (c *Conn) streamModeForTest(ch Channel) (streamMode, error) {
+	st := c.chans[ch].Load()
+	stream, err := streamOf(st.rw)
+	if err != nil {
+		return streamMode{}, err
+	}
+	v := reflect.ValueOf(stream).Elem()
+	return streamMode{
+		Unordered:        v.FieldByName("unordered").Bool(),
+		ReliabilityType:  byte(v.FieldByName("reliabilityType").Uint()),
+		ReliabilityValue: uint32(v.FieldByName("reliabilityValue").Uint()),
+	}, nil
+}
+
+func (c *Conn) dataChannelForTest(ch Channel) *webrtc.DataChannel { return c.dcs[ch] }
+
+// detachedForTest returns pion's view of the detached channel config.
+func (c *Conn) detachedForTest(ch Channel) *datachannel.DataChannel {
+	dc, _ := c.chans[ch].Load().rw.(*datachannel.DataChannel)
+	return dc
+}
+
+// rawWriteForTest writes without Send's size and backpressure checks, to make
+// the remote receive what a well-behaved Conn never sends.
+func (c *Conn) rawWriteForTest(ch Channel, p []byte) error {
+	_, err := c.chans[ch].Load().rw.Write(p)
+	return err
+}

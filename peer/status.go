@@ -1,0 +1,62 @@
+package peer
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Status is a snapshot of a peer, safe to read from any goroutine.
+type Status struct {
+	Self     PeerIndex
+	Host     PeerIndex
+	Term     Term
+	IsHost   bool
+	Synced   bool
+	Entities int
+	Clock    uint32
+	Hash     uint64
+	Members  int
+	Links    int
+	RTT      time.Duration
+	BytesIn  uint64
+	BytesOut uint64
+	// Rejected counts writes the host refused for lack of authority.
+	Rejected uint64
+	// Fenced counts messages ignored because they did not come from the host of the term.
+	Fenced uint64
+	// Dropped counts messages dropped as unusable (unknown entity, unknown extension, full queue).
+	Dropped uint64
+}
+
+type counters struct {
+	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn atomic.Uint64
+}
+
+// Status returns the latest published status (updated every report interval and on host changes).
+func (p *Peer) Status() Status { return *p.status.Load() }
+
+// publish computes and stores the status; loop goroutine only.
+func (p *Peer) publish() *Status {
+	st := &Status{
+		Self:     p.w.self,
+		Host:     p.w.host,
+		Term:     p.w.term,
+		IsHost:   p.host != nil,
+		Synced:   p.host != nil || (p.member != nil && p.member.synced),
+		Entities: p.w.Len(),
+		Clock:    uint32(p.w.r.Clock()),
+		Hash:     p.w.r.Hash(),
+		Members:  len(p.members),
+		Links:    len(p.remotes),
+		BytesIn:  p.count.bytesIn.Load(),
+		BytesOut: p.count.bytesOut.Load(),
+		Rejected: p.count.rejected.Load(),
+		Fenced:   p.count.fenced.Load(),
+		Dropped:  p.count.dropped.Load() + p.count.droppedIn.Load(),
+	}
+	if p.member != nil && p.member.hostLink != nil {
+		st.RTT = p.member.hostLink.rtt
+	}
+	p.status.Store(st)
+	return st
+}

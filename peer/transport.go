@@ -1,0 +1,89 @@
+package peer
+
+import (
+	"github.com/pion/webrtc/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Transport makes links to other members. The pion transport makes WebRTC connections; tests may
+// plug in another.
+type Transport interface {
+	Connect(cfg LinkConfig) (Link, error)
+}
+
+// LinkConfig describes one link to make.
+type LinkConfig struct {
+	// Local is this member's index, Remote the other end's.
+	Local   PeerIndex
+	Remote  PeerIndex
+	Session uint64
+	// Offerer is true on the member that starts the connection (the non-host side).
+	Offerer bool
+	// Signal sends a signaling payload to Remote; it may be called from any goroutine.
+	Signal  func(signaling.SignalPayload) error
+	Handler link.Handler
+	Logger  zerolog.Logger
+}
+
+// Link is a link.Link that is set up through signaling.
+type Link interface {
+	link.Link
+	// HandleSignal consumes a signaling payload from the remote end.
+	HandleSignal(signaling.SignalPayload) error
+	// Ready is closed when both data channels are open.
+	Ready() <-chan struct{}
+}
+
+// PionTransport makes WebRTC links with pion through a link.API.
+type PionTransport struct{ API *link.API }
+
+// Connect starts a pion connection as offerer or answerer.
+func (t PionTransport) Connect(cfg LinkConfig) (Link, error) {
+	cc := link.ConnConfig{
+		Handler: cfg.Handler,
+		Logger:  cfg.Logger,
+		Signal: func(s link.Signal) error {
+			return cfg.Signal(toPayload(s, cfg.Session))
+		},
+	}
+	var c *link.Conn
+	var err error
+	if cfg.Offerer {
+		c, err = t.API.NewOfferer(cc)
+	} else {
+		c, err = t.API.NewAnswerer(cc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pionLink{c}, nil
+}
+
+type pionLink struct{ *link.Conn }
+
+func (l pionLink) HandleSignal(p signaling.SignalPayload) error {
+	return l.Conn.HandleSignal(fromPayload(p))
+}
+
+func toPayload(s link.Signal, session uint64) signaling.SignalPayload {
+	p := signaling.SignalPayload{Kind: signaling.SignalKind(s.Kind), SDP: s.SDP, Session: session}
+	if c := s.Candidate; c != nil {
+		p.Candidate = &signaling.ICECandidate{
+			Candidate: c.Candidate, SDPMid: c.SDPMid, SDPMLineIndex: c.SDPMLineIndex, UsernameFragment: c.UsernameFragment,
+		}
+	}
+	return p
+}
+
+func fromPayload(p signaling.SignalPayload) link.Signal {
+	s := link.Signal{Kind: string(p.Kind), SDP: p.SDP}
+	if c := p.Candidate; c != nil {
+		s.Candidate = &webrtc.ICECandidateInit{
+			Candidate: c.Candidate, SDPMid: c.SDPMid, SDPMLineIndex: c.SDPMLineIndex, UsernameFragment: c.UsernameFragment,
+		}
+	}
+	return s
+}

@@ -1,0 +1,170 @@
+package peer
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// updItem is one Update to send: the properties of entity e whose current timestamp is ts.
+type updItem struct {
+	ts   crdt.Timestamp
+	e    Entity
+	mask uint32
+}
+
+// flushUpdates sends every remote its dirty properties as EntityUpdates datagrams.
+func (p *Peer) flushUpdates() {
+	if p.host != nil {
+		for _, r := range p.remotes {
+			if r.snapshotSent {
+				p.sendUpdates(r, r.dirty)
+			}
+		}
+		return
+	}
+	if p.member != nil && p.member.synced && p.member.hostLink != nil {
+		p.sendUpdates(p.member.hostLink, p.member.dirty)
+	}
+}
+
+// sendUpdates turns dirty (entity → property mask) into ≤ 1200-byte datagrams, one EntityUpdates
+// per timestamp (a relayed value keeps its author's stamp), and clears what it sent. At most
+// MaxDatagramsPerFlush datagrams go out; the rest stays dirty. A lost datagram is healed by the
+// digest exchange (anti-entropy).
+func (p *Peer) sendUpdates(r *remote, dirty map[Entity]uint32) {
+	if len(dirty) == 0 || !r.ready {
+		return
+	}
+	w := p.w
+	items := p.items[:0]
+	for e, mask := range dirty {
+		in := w.ents[e]
+		if in == nil {
+			delete(dirty, e)
+			continue
+		}
+		start := len(items)
+		for m := mask; m != 0; m &= m - 1 {
+			i := trailingZeros(m)
+			_, ts, ok, deleted := w.r.Get(e, in.schema.Properties[i].Component)
+			if !ok || deleted {
+				continue
+			}
+			j := start
+			for ; j < len(items) && items[j].ts != ts; j++ {
+			}
+			if j == len(items) {
+				items = append(items, updItem{ts: ts, e: e})
+			}
+			items[j].mask |= 1 << i
+		}
+		if len(items) == start {
+			delete(dirty, e)
+		}
+	}
+	slices.SortFunc(items, func(a, b updItem) int {
+		if c := cmp.Compare(a.ts, b.ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.e, b.e)
+	})
+	p.items = items
+
+	var wr netmsg.EntityUpdatesWriter
+	dgram := p.dgram[:0]
+	open := false
+	var cur crdt.Timestamp
+	sent := 0
+	for _, it := range items {
+		in := w.ents[it.e]
+		width, _ := netmsg.MaskWidth(len(in.schema.Properties))
+		vals := p.vals[:0]
+		for m := it.mask; m != 0; m &= m - 1 {
+			i := trailingZeros(m)
+			v, _, _, _ := w.r.Get(it.e, in.schema.Properties[i].Component)
+			vals = in.schema.AppendValue(vals, i, v)
+		}
+		p.vals = vals
+		u := netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask, Data: vals}
+		if netmsg.SizeUpdate(&u)+netmsg.MaxDatagram/64 > netmsg.MaxDatagram {
+			p.log.Warn().Uint64("entity", uint64(it.e)).Msg("update larger than a datagram; dropped")
+			dirty[it.e] &^= it.mask
+			continue
+		}
+		if !open || it.ts != cur {
+			if !wr.Reset(wr.Bytes(), uint64(it.ts), netmsg.MaxDatagram) {
+				if sent++; !p.sendDatagram(r, wr.Bytes()) || sent >= p.cfg.MaxDatagramsPerFlush {
+					return
+				}
+				wr.Reset(dgram[:0], uint64(it.ts), netmsg.MaxDatagram)
+			}
+			open, cur = true, it.ts
+		}
+		if !wr.Add(&u) {
+			if sent++; !p.sendDatagram(r, wr.Bytes()) || sent >= p.cfg.MaxDatagramsPerFlush {
+				return
+			}
+			wr.Reset(dgram[:0], uint64(it.ts), netmsg.MaxDatagram)
+			wr.Add(&u)
+		}
+		if dirty[it.e] &^= it.mask; dirty[it.e] == 0 {
+			delete(dirty, it.e)
+		}
+	}
+	if open && wr.Count() > 0 {
+		p.sendDatagram(r, wr.Bytes())
+	}
+	p.dgram = wr.Bytes()[:0]
+}
+
+func (p *Peer) sendDatagram(r *remote, b []byte) bool {
+	return p.sendOne(r, link.Unreliable, b)
+}
+
+// applyUpdates merges an EntityUpdates message from origin; admit decides, per entity, whether
+// origin may write it (the host's authority check; members admit everything from the host).
+func (p *Peer) applyUpdates(eu *netmsg.EntityUpdates, origin PeerIndex, admit func(e Entity) bool) {
+	if eu.Time > math.MaxUint32 {
+		p.count.dropped.Add(1)
+		return
+	}
+	ts := crdt.Timestamp(eu.Time)
+	for k := range eu.Updates {
+		u := &eu.Updates[k]
+		if u.NetworkID>>32 != 0 {
+			p.count.dropped.Add(1)
+			continue
+		}
+		e := Entity(u.NetworkID)
+		in := p.w.ents[e]
+		if in == nil || u.CheckMask(len(in.schema.Properties)) != nil {
+			p.count.dropped.Add(1) // not spawned here yet (the unreliable channel overtook it), or bad
+			continue
+		}
+		if !admit(e) {
+			continue
+		}
+		s := in.schema
+		err := s.ConsumeValues(u.Data, u.Mask, func(i int, v []byte) {
+			m := crdt.Message{Type: crdt.PutComponent, Entity: e, Component: s.Properties[i].Component, Timestamp: ts, Data: v}
+			p.w.mergeRemote(&m, origin)
+		})
+		if err != nil {
+			p.count.dropped.Add(1)
+		}
+	}
+}
+
+func trailingZeros(m uint32) int {
+	n := 0
+	for m&1 == 0 {
+		m >>= 1
+		n++
+	}
+	return n
+}

@@ -1,0 +1,479 @@
+package peer
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// PeerIndex identifies a member of a room; the signaling server assigns it.
+type PeerIndex = signaling.PeerIndex
+
+// Term numbers the successive hosts of a room.
+type Term = signaling.Term
+
+// Entity is an ADR-117 entity id (number | version<<16); TRNP carries it as the networkId.
+type Entity = crdt.Entity
+
+// FirstSpawnNumber is the lowest entity number the host allocates; numbers below it are reserved
+// (0 is the room itself).
+const FirstSpawnNumber = authority.ReservedNumbers
+
+// RoomEntity is the entity that holds room-wide host state (scores, rules).
+const RoomEntity Entity = 0
+
+type entityInfo struct {
+	schema   *schema.Schema
+	creation []byte
+	auth     authority.Record
+}
+
+// changeSink is told of every change the world accepts; the role turns them into traffic.
+// origin is 0 for a local write, the sender's peer index for a merged remote message.
+type changeSink interface {
+	propChanged(e Entity, prop int, origin PeerIndex)
+	spawned(e Entity, origin PeerIndex)
+	despawned(e Entity, origin PeerIndex)
+	authorityChanged(e Entity, rec authority.Record, origin PeerIndex)
+	// otherChanged reports a change TRNP cannot express (a tombstone, a component outside any
+	// schema, an append value); the host relays such changes as CRDT messages.
+	otherChanged(m *crdt.Message, origin PeerIndex)
+}
+
+// World is the replicated world as one peer sees it: the ADR-117 replica and the index its
+// schemas give it. Games read and write it from App callbacks, which all run on the peer's loop
+// goroutine; a World must not be used from any other goroutine.
+type World struct {
+	r       *crdt.Replica
+	schemas *schema.Table
+
+	self, host PeerIndex
+	term       Term
+	isHost     bool
+
+	ents     map[Entity]*entityInfo
+	byNumber map[uint16]Entity
+	stamp    crdt.Timestamp // the open batch's timestamp, 0 when none is open
+	next     uint16         // host: next entity number to try
+
+	sink   changeSink
+	events []Event
+	buf    []byte
+}
+
+func newWorld(schemas *schema.Table, cfg crdt.Config) *World {
+	return &World{
+		r:        crdt.New(cfg),
+		schemas:  schemas,
+		ents:     make(map[Entity]*entityInfo),
+		byNumber: make(map[uint16]Entity),
+		next:     FirstSpawnNumber,
+		sink:     nopSink{},
+	}
+}
+
+// Self is this peer's index.
+func (w *World) Self() PeerIndex { return w.self }
+
+// Host is the current host's index.
+func (w *World) Host() PeerIndex { return w.host }
+
+// Term is the current host term.
+func (w *World) Term() Term { return w.term }
+
+// IsHost reports whether this peer is the host and runs the authoritative simulation.
+func (w *World) IsHost() bool { return w.isHost }
+
+// Replica gives read access to the underlying CRDT replica (for tools and tests).
+func (w *World) Replica() *crdt.Replica { return w.r }
+
+// Schemas is the schema table the world runs.
+func (w *World) Schemas() *schema.Table { return w.schemas }
+
+// Len is the number of live entities with a schema.
+func (w *World) Len() int { return len(w.ents) }
+
+// Entities returns the live entities of a schema (every schema when id is 0... use EntitiesOf
+// for one schema), in ascending order.
+func (w *World) Entities() []Entity {
+	out := make([]Entity, 0, len(w.ents))
+	for e := range w.ents {
+		out = append(out, e)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// EntitiesOf returns the live entities of schema id in ascending order.
+func (w *World) EntitiesOf(id schema.ID) []Entity {
+	var out []Entity
+	for e, in := range w.ents {
+		if in.schema.ID == id {
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Exists reports whether e is a live entity with a schema.
+func (w *World) Exists(e Entity) bool { return w.ents[e] != nil }
+
+// SchemaOf returns the schema of a live entity.
+func (w *World) SchemaOf(e Entity) (*schema.Schema, bool) {
+	in := w.ents[e]
+	if in == nil {
+		return nil, false
+	}
+	return in.schema, true
+}
+
+// Creation returns the creation data of a live entity. It must not be modified.
+func (w *World) Creation(e Entity) []byte {
+	if in := w.ents[e]; in != nil {
+		return in.creation
+	}
+	return nil
+}
+
+// Get returns property prop of entity e. The slice aliases the replica: valid until the world
+// next changes; copy it to keep it.
+func (w *World) Get(e Entity, prop int) ([]byte, bool) {
+	in := w.ents[e]
+	if in == nil || prop < 0 || prop >= len(in.schema.Properties) {
+		return nil, false
+	}
+	data, _, ok, deleted := w.r.Get(e, in.schema.Properties[prop].Component)
+	if !ok || deleted {
+		return nil, false
+	}
+	return data, true
+}
+
+// Authority returns who writes e: the peer index of the avatar owner or lock holder, or the
+// host's index for host-owned entities.
+func (w *World) Authority(e Entity) PeerIndex {
+	in := w.ents[e]
+	if in == nil || in.auth.Kind == authority.KindHost {
+		return w.host
+	}
+	return PeerIndex(in.auth.Peer)
+}
+
+// AuthorityRecord returns the authority record of e.
+func (w *World) AuthorityRecord(e Entity) authority.Record {
+	if in := w.ents[e]; in != nil {
+		return in.auth
+	}
+	return authority.Record{}
+}
+
+// AvatarOf returns the avatar of member p.
+func (w *World) AvatarOf(p PeerIndex) (Entity, bool) {
+	for e, in := range w.ents {
+		if in.auth.Kind == authority.KindAvatar && PeerIndex(in.auth.Peer) == p {
+			return e, true
+		}
+	}
+	return 0, false
+}
+
+// CanWrite reports whether this peer may write e now: the host writes host-owned entities; a
+// member writes its avatar and the entities it holds a lock on.
+func (w *World) CanWrite(e Entity) bool {
+	in := w.ents[e]
+	if in == nil {
+		return false
+	}
+	if in.auth.Kind == authority.KindHost {
+		return w.isHost
+	}
+	return PeerIndex(in.auth.Peer) == w.self
+}
+
+// Set writes property prop of e. It fails without authority or with a value of the wrong size.
+func (w *World) Set(e Entity, prop int, value []byte) error {
+	in := w.ents[e]
+	if in == nil {
+		return fmt.Errorf("%w: %v", ErrNoEntity, e)
+	}
+	if prop < 0 || prop >= len(in.schema.Properties) {
+		return fmt.Errorf("%w: %s has no property %d", ErrNoProperty, in.schema.Name, prop)
+	}
+	if !w.CanWrite(e) {
+		return fmt.Errorf("%w: %v is written by peer %d", ErrNoAuthority, e, w.Authority(e))
+	}
+	if err := in.schema.CheckValue(prop, value); err != nil {
+		return err
+	}
+	if cur, ok := w.Get(e, prop); ok && bytes.Equal(cur, value) {
+		return nil
+	}
+	if w.r.WriteAt(e, in.schema.Properties[prop].Component, w.batchStamp(), value, false) == crdt.Applied {
+		w.sink.propChanged(e, prop, 0)
+	}
+	return nil
+}
+
+// Spawn creates an entity of schema id (host only) with the given creation data and property
+// values (a nil value leaves that property unset) and returns it.
+func (w *World) Spawn(id schema.ID, creation []byte, values ...[]byte) (Entity, error) {
+	if !w.isHost {
+		return 0, ErrNotHost
+	}
+	e, ok := w.allocate()
+	if !ok {
+		return 0, ErrWorldFull
+	}
+	return e, w.spawnAt(e, id, creation, values, authority.Record{})
+}
+
+// SpawnRoom creates the room entity (number 0) with schema id, for room-wide host state. It fails
+// if the room entity exists.
+func (w *World) SpawnRoom(id schema.ID, creation []byte, values ...[]byte) error {
+	if !w.isHost {
+		return ErrNotHost
+	}
+	if w.Exists(RoomEntity) {
+		return fmt.Errorf("%w: the room entity exists", ErrExists)
+	}
+	return w.spawnAt(RoomEntity, id, creation, values, authority.Record{})
+}
+
+func (w *World) spawnAt(e Entity, id schema.ID, creation []byte, values [][]byte, auth authority.Record) error {
+	s, ok := w.schemas.Lookup(id)
+	if !ok {
+		return fmt.Errorf("%w %d", schema.ErrUnknownSchema, id)
+	}
+	if len(values) > len(s.Properties) {
+		return fmt.Errorf("%w: %d values for %d properties of %s", ErrNoProperty, len(values), len(s.Properties), s.Name)
+	}
+	for i, v := range values {
+		if v != nil {
+			if err := s.CheckValue(i, v); err != nil {
+				return err
+			}
+		}
+	}
+	ts := w.batchStamp()
+	w.buf = schema.AppendMeta(w.buf[:0], id, creation)
+	w.r.WriteAt(e, schema.ComponentMeta, ts, w.buf, false)
+	w.ents[e] = &entityInfo{schema: s, creation: bytes.Clone(creation), auth: auth}
+	w.byNumber[e.Number()] = e
+	for i, v := range values {
+		if v != nil {
+			w.r.WriteAt(e, s.Properties[i].Component, ts, v, false)
+		}
+	}
+	if auth.Kind != authority.KindHost {
+		w.writeAuthority(e, auth)
+	}
+	w.events = append(w.events, Event{Kind: EventSpawned, Entity: e})
+	w.sink.spawned(e, 0)
+	return nil
+}
+
+// Despawn deletes entity e (host only).
+func (w *World) Despawn(e Entity) error {
+	if !w.isHost {
+		return ErrNotHost
+	}
+	if !w.Exists(e) {
+		return fmt.Errorf("%w: %v", ErrNoEntity, e)
+	}
+	m := w.r.DeleteEntity(e)
+	w.observe(&m, 0)
+	return nil
+}
+
+// allocate finds a free entity id: the next number never used, or a deleted number with its next
+// version. Deleted-entity versions guard reuse (ADR-117).
+func (w *World) allocate() (Entity, bool) {
+	for range 1 << 16 {
+		n := w.next
+		w.next++
+		if w.next == 0 {
+			w.next = FirstSpawnNumber
+		}
+		if n < FirstSpawnNumber {
+			continue
+		}
+		if _, live := w.byNumber[n]; live {
+			continue
+		}
+		var ver uint16
+		if dv, ok := w.r.DeletedVersion(n); ok {
+			if dv == 0xffff {
+				continue
+			}
+			ver = dv + 1
+		}
+		e := crdt.NewEntity(n, ver)
+		if _, _, ok, _ := w.r.Get(e, schema.ComponentMeta); ok {
+			continue
+		}
+		return e, true
+	}
+	return 0, false
+}
+
+// writeAuthority stores e's authority record in the replica (so that it survives migration).
+func (w *World) writeAuthority(e Entity, rec authority.Record) {
+	in := w.ents[e]
+	if in == nil {
+		return
+	}
+	in.auth = rec
+	w.buf = authority.AppendRecord(w.buf[:0], rec)
+	w.r.WriteAt(e, schema.ComponentAuthority, w.batchStamp(), w.buf, false)
+	w.sink.authorityChanged(e, rec, 0)
+}
+
+// batchStamp returns the timestamp of the open write batch, opening one above the clock.
+func (w *World) batchStamp() crdt.Timestamp {
+	if w.stamp == 0 {
+		w.stamp = w.r.Clock() + 1
+		w.r.ObserveClock(w.stamp)
+	}
+	return w.stamp
+}
+
+// closeBatch ends the open write batch; the next local write takes a new timestamp.
+func (w *World) closeBatch() { w.stamp = 0 }
+
+// mergeRemote merges a message from peer origin and keeps the index up to date.
+func (w *World) mergeRemote(m *crdt.Message, origin PeerIndex) crdt.Outcome {
+	o := w.r.Merge(m)
+	if o == crdt.Applied {
+		w.observe(m, origin)
+	}
+	return o
+}
+
+// observe updates the index after m was applied to the replica.
+func (w *World) observe(m *crdt.Message, origin PeerIndex) {
+	e := m.Entity
+	// Any message for version v of a number deletes its lower versions: drop them from the index.
+	if old, ok := w.byNumber[e.Number()]; ok && old != e && w.r.EntityDeleted(old) {
+		w.forget(old, origin)
+	}
+	switch m.Type {
+	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
+		if w.ents[e] != nil {
+			w.forget(e, origin)
+		}
+		return
+	case crdt.AppendValue:
+		w.sink.otherChanged(m, origin)
+		return
+	}
+	deleted := m.Type == crdt.DeleteComponent || m.Type == crdt.DeleteComponentNetwork
+	switch m.Component {
+	case schema.ComponentMeta:
+		if deleted {
+			if w.ents[e] != nil {
+				w.forget(e, origin)
+			}
+			w.sink.otherChanged(m, origin)
+			return
+		}
+		w.index(e, origin)
+		return
+	case schema.ComponentAuthority:
+		in := w.ents[e]
+		var rec authority.Record
+		if !deleted {
+			if _, err := authority.ConsumeRecord(m.Data, &rec); err != nil {
+				rec = authority.Record{}
+			}
+		}
+		if in != nil {
+			in.auth = rec
+			w.events = append(w.events, Event{Kind: EventAuthority, Entity: e, Peer: w.Authority(e)})
+		}
+		w.sink.authorityChanged(e, rec, origin)
+		return
+	}
+	in := w.ents[e]
+	if in != nil && !deleted {
+		if i, ok := in.schema.Index(m.Component); ok {
+			w.events = append(w.events, Event{Kind: EventUpdated, Entity: e, Props: 1 << i})
+			w.sink.propChanged(e, i, origin)
+			return
+		}
+	}
+	w.sink.otherChanged(m, origin)
+}
+
+// index (re)reads e's meta and authority components after its meta changed.
+func (w *World) index(e Entity, origin PeerIndex) {
+	data, _, ok, deleted := w.r.Get(e, schema.ComponentMeta)
+	if !ok || deleted {
+		return
+	}
+	id, creation, ok := schema.ParseMeta(data)
+	s, known := w.schemas.Lookup(id)
+	if !ok || !known {
+		// An entity of a schema we do not run: keep it in the replica, not in the index.
+		return
+	}
+	in := w.ents[e]
+	fresh := in == nil
+	if fresh {
+		in = &entityInfo{}
+		w.ents[e] = in
+		w.byNumber[e.Number()] = e
+	}
+	in.schema, in.creation = s, bytes.Clone(creation)
+	if a, _, ok, del := w.r.Get(e, schema.ComponentAuthority); ok && !del {
+		_, _ = authority.ConsumeRecord(a, &in.auth)
+	}
+	if fresh {
+		w.events = append(w.events, Event{Kind: EventSpawned, Entity: e})
+		w.sink.spawned(e, origin)
+	}
+}
+
+func (w *World) forget(e Entity, origin PeerIndex) {
+	delete(w.ents, e)
+	if w.byNumber[e.Number()] == e {
+		delete(w.byNumber, e.Number())
+	}
+	w.events = append(w.events, Event{Kind: EventDespawned, Entity: e})
+	w.sink.despawned(e, origin)
+}
+
+// reindex rebuilds the entity index from the replica (after a snapshot or a role change).
+func (w *World) reindex() {
+	clear(w.ents)
+	clear(w.byNumber)
+	w.r.Range(func(en crdt.Entry) bool {
+		if en.Component == schema.ComponentMeta && !en.Deleted {
+			if id, creation, ok := schema.ParseMeta(en.Data); ok {
+				if s, known := w.schemas.Lookup(id); known {
+					w.ents[en.Entity] = &entityInfo{schema: s, creation: bytes.Clone(creation)}
+					w.byNumber[en.Entity.Number()] = en.Entity
+				}
+			}
+		}
+		if en.Component == schema.ComponentAuthority && !en.Deleted {
+			if in := w.ents[en.Entity]; in != nil {
+				_, _ = authority.ConsumeRecord(en.Data, &in.auth)
+			}
+		}
+		return true
+	})
+}
+
+type nopSink struct{}
+
+func (nopSink) propChanged(Entity, int, PeerIndex)                   {}
+func (nopSink) spawned(Entity, PeerIndex)                            {}
+func (nopSink) despawned(Entity, PeerIndex)                          {}
+func (nopSink) authorityChanged(Entity, authority.Record, PeerIndex) {}
+func (nopSink) otherChanged(*crdt.Message, PeerIndex)                {}

@@ -1,0 +1,461 @@
+package signaling
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+)
+
+// JoinOptions say which room to join and as whom.
+type JoinOptions struct {
+	// Room is the room to join. Required.
+	Room RoomID
+	// User is the user name. Required in open mode; with a token it may be
+	// empty (the token names the user) or must match the token.
+	User string
+	// Device tells this connection apart from the user's others; a join with
+	// the same user and device replaces the older connection. If empty (and
+	// the token names none), the server makes up a unique device.
+	Device string
+	// Kind is browser, bot or host. If empty, the token's kind or "browser".
+	Kind Kind
+	// Token is the join token, required when the server has a secret.
+	Token string
+}
+
+// ClientConfig configures a Client. The zero value works.
+type ClientConfig struct {
+	// Logger receives the client's logs. The zero value discards them.
+	Logger zerolog.Logger
+	// Dialer dials the websocket. If nil, a dialer with a 10s handshake
+	// timeout and no proxy is used.
+	Dialer *websocket.Dialer
+	// Header is sent with the websocket handshake (for example Origin).
+	Header http.Header
+	// EventQueue is the capacity of Events. If the queue fills up (Events is
+	// not drained), the client disconnects with ErrEventOverflow rather than
+	// lose an event or block its reader. If zero, 256.
+	EventQueue int
+	// SendQueue is the number of outbound messages queued. If zero, 64.
+	SendQueue int
+	// PingInterval is how often the client pings the server. If zero, 1s.
+	PingInterval time.Duration
+	// PongWait is how long the server may stay silent before the client
+	// gives up on it. If zero, 3s.
+	PongWait time.Duration
+	// WriteWait bounds every socket write. If zero, 5s.
+	WriteWait time.Duration
+	// CloseGrace is how long Close waits for the server's close frame. If
+	// zero, 1s.
+	CloseGrace time.Duration
+}
+
+func (c ClientConfig) withDefaults() ClientConfig {
+	if c.Dialer == nil {
+		c.Dialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	}
+	if c.EventQueue <= 0 {
+		c.EventQueue = 256
+	}
+	if c.EventQueue < 2 {
+		c.EventQueue = 2 // one slot is reserved for Closed
+	}
+	if c.SendQueue <= 0 {
+		c.SendQueue = 64
+	}
+	if c.PingInterval <= 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	if c.PongWait <= 0 {
+		c.PongWait = DefaultPongWait
+	}
+	if c.WriteWait <= 0 {
+		c.WriteWait = DefaultWriteWait
+	}
+	if c.CloseGrace <= 0 {
+		c.CloseGrace = DefaultCloseGrace
+	}
+	return c
+}
+
+// Client is a member's connection to the signaling server. Its methods may be
+// called from any goroutine. It runs two goroutines (a reader and a writer)
+// until Close or until the connection fails.
+type Client struct {
+	cfg    ClientConfig
+	ws     *websocket.Conn
+	log    zerolog.Logger
+	joined Joined
+
+	events chan Event  // only the reader sends; closed after Closed
+	send   chan []byte // bounded outbound queue; never closed
+
+	done       chan struct{} // closed by shutdown
+	readerDone chan struct{}
+	writerDone chan struct{}
+	once       sync.Once
+	err        error // why the client ended; written in once before done closes
+	graceful   bool  // likewise
+
+	// Owned by the reader goroutine.
+	buf bytes.Buffer
+	msg serverMessage
+}
+
+// wsURL turns a server base URL into its websocket endpoint.
+func wsURL(serverURL string) (string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("signaling: server URL: %w", err)
+	}
+	switch u.Scheme {
+	case "http", "ws":
+		u.Scheme = "ws"
+	case "https", "wss":
+		u.Scheme = "wss"
+	default:
+		return "", fmt.Errorf("signaling: server URL %q: scheme must be http, https, ws or wss", serverURL)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("signaling: server URL %q has no host", serverURL)
+	}
+	if !strings.HasSuffix(u.Path, "/ws") {
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/ws"
+	}
+	return u.String(), nil
+}
+
+// Dial connects to the server at serverURL (its base URL, e.g.
+// http://127.0.0.1:7880; the client appends /ws unless the path already ends
+// in /ws), joins, and returns once the server has answered. A refused join
+// returns an error that wraps the server's Error (errors.Is(err,
+// ErrTokenExpired) and so on). ctx bounds the handshake and the join only.
+//
+// The first event on Events is the Joined that Dial received.
+func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientConfig) (*Client, error) {
+	cfg = cfg.withDefaults()
+	endpoint, err := wsURL(serverURL)
+	if err != nil {
+		return nil, err
+	}
+	join := clientMessage{V: ProtocolVersion, Type: typeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token}
+	frame, err := json.Marshal(join)
+	if err != nil {
+		return nil, fmt.Errorf("signaling: encoding join: %w", err)
+	}
+	// Check locally what the server would refuse anyway.
+	if err := decodeClientMessage(frame, new(clientMessage)); err != nil {
+		return nil, err
+	}
+	ws, resp, err := cfg.Dialer.DialContext(ctx, endpoint, cfg.Header)
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("signaling: dial %s: %w", endpoint, err)
+	}
+	c := &Client{
+		cfg: cfg, ws: ws,
+		log:        cfg.Logger.With().Str("room", string(opts.Room)).Logger(),
+		events:     make(chan Event, cfg.EventQueue),
+		send:       make(chan []byte, cfg.SendQueue),
+		done:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	joined, err := c.handshake(ctx, frame)
+	if err != nil {
+		_ = ws.Close()
+		return nil, fmt.Errorf("signaling: join %q: %w", opts.Room, err)
+	}
+	c.joined = joined
+	c.log = c.log.With().Uint64("peer", uint64(joined.Self)).Logger()
+	c.events <- joined // the queue is empty: this cannot block
+	go c.readLoop()
+	go c.writeLoop()
+	return c, nil
+}
+
+// handshake writes the join and reads the answer, within ctx.
+func (c *Client) handshake(ctx context.Context, frame []byte) (Joined, error) {
+	// Unblock the socket when ctx ends; the deadline is reset afterwards.
+	stop := context.AfterFunc(ctx, func() {
+		_ = c.ws.NetConn().SetDeadline(time.Now())
+	})
+	defer stop()
+	// A server that accepts the socket but never answers is given up after
+	// WriteWait+PongWait even if ctx has no deadline. ctx's own deadline
+	// works through the AfterFunc, so that the error is ctx's.
+	deadline := time.Now().Add(c.cfg.WriteWait + c.cfg.PongWait)
+	_ = c.ws.SetWriteDeadline(deadline)
+	_ = c.ws.SetReadDeadline(deadline)
+	fail := func(err error) (Joined, error) {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Joined{}, ctxErr
+		}
+		return Joined{}, err
+	}
+	if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+		return fail(err)
+	}
+	for {
+		data, err := c.next()
+		if err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				if e, ok := closeFrameError(ce); ok {
+					return fail(e)
+				}
+			}
+			return fail(err)
+		}
+		ev, err := decodeServerMessage(data, &c.msg)
+		if err != nil {
+			return fail(err)
+		}
+		switch ev := ev.(type) {
+		case Joined:
+			if !stop() {
+				return fail(ctx.Err())
+			}
+			_ = c.ws.SetWriteDeadline(time.Time{})
+			_ = c.ws.SetReadDeadline(time.Now().Add(c.cfg.PongWait))
+			return ev, nil
+		case Error:
+			return fail(ev)
+		}
+		// Anything else before joined is ignored.
+	}
+}
+
+// closeFrameError maps a server's 1008 or 1001 close frame to its Error.
+func closeFrameError(ce *websocket.CloseError) (Error, bool) {
+	switch ce.Code {
+	case websocket.ClosePolicyViolation, websocket.CloseGoingAway:
+		code := ErrorCode(ce.Text)
+		if sentinelOf(code) != nil {
+			return Error{Code: code, Message: "connection closed by the server"}, true
+		}
+	}
+	return Error{}, false
+}
+
+// Joined returns what the server said when this client joined.
+func (c *Client) Joined() Joined {
+	j := c.joined
+	j.Members = append([]Member(nil), j.Members...)
+	j.PinnedHosts = append([]Identity(nil), j.PinnedHosts...)
+	return j
+}
+
+// Self returns this client's peer index.
+func (c *Client) Self() PeerIndex { return c.joined.Self }
+
+// Events returns the event channel: Joined first, Closed last, then the
+// channel is closed. Drain it promptly (see ClientConfig.EventQueue).
+func (c *Client) Events() <-chan Event { return c.events }
+
+// SendSignal relays payload to the member with peer index to. It returns once
+// the message is queued, or with ctx's error, or ErrClosed.
+func (c *Client) SendSignal(ctx context.Context, to PeerIndex, payload SignalPayload) error {
+	m := clientMessage{V: ProtocolVersion, Type: typeSignal, To: to, Payload: &payload}
+	if to == 0 {
+		return fmt.Errorf("%w: peer index 0", ErrBadSignal)
+	}
+	if err := payload.Validate(); err != nil {
+		return err
+	}
+	return c.queue(ctx, m)
+}
+
+// SetSynced tells the server that this member has applied the host's
+// snapshot, which makes it eligible as host.
+func (c *Client) SetSynced(ctx context.Context) error {
+	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeSynced})
+}
+
+// ReportReplica sends the server a summary of this member's replica (about
+// once a second), shown in /api/rooms.
+func (c *Client) ReportReplica(ctx context.Context, r Report) error {
+	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeReport, Replica: &r})
+}
+
+func (c *Client) queue(ctx context.Context, m clientMessage) error {
+	frame, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("signaling: encoding %s: %w", m.Type, err)
+	}
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	select {
+	case c.send <- frame:
+		return nil
+	case <-c.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close leaves the room: it sends a close frame and waits for the server's
+// answer and for both goroutines to end. After CloseGrace it stops waiting
+// for the server and closes the socket, so Close returns within about
+// CloseGrace even if the server or the network is stuck. It is idempotent and
+// always returns nil.
+func (c *Client) Close() error {
+	c.shutdown(nil, true)
+	t := time.NewTimer(c.cfg.CloseGrace)
+	select {
+	case <-c.writerDone:
+	case <-t.C:
+		_ = c.ws.Close()
+	}
+	t.Stop()
+	<-c.readerDone
+	<-c.writerDone
+	return nil
+}
+
+// shutdown starts ending the client; the first call wins.
+func (c *Client) shutdown(err error, graceful bool) {
+	c.once.Do(func() {
+		c.err, c.graceful = err, graceful
+		close(c.done)
+		if !graceful {
+			_ = c.ws.Close()
+		}
+	})
+}
+
+func (c *Client) next() ([]byte, error) {
+	for {
+		typ, r, err := c.ws.NextReader()
+		if err != nil {
+			return nil, err
+		}
+		if typ != websocket.TextMessage {
+			continue
+		}
+		c.buf.Reset()
+		if _, err := c.buf.ReadFrom(r); err != nil {
+			return nil, err
+		}
+		return c.buf.Bytes(), nil
+	}
+}
+
+func (c *Client) alive() { _ = c.ws.SetReadDeadline(time.Now().Add(c.cfg.PongWait)) }
+
+func (c *Client) readLoop() {
+	defer close(c.readerDone)
+	c.ws.SetPongHandler(func(string) error { c.alive(); return nil })
+	c.ws.SetPingHandler(func(data string) error {
+		c.alive()
+		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.cfg.WriteWait))
+		if err != nil && !errors.Is(err, websocket.ErrCloseSent) && !isTimeout(err) {
+			return err
+		}
+		return nil
+	})
+	err := c.readMessages()
+	c.shutdown(err, false)
+	// Every exit goes through shutdown, so c.err is final here.
+	<-c.done
+	cause := c.err
+	if cause != nil {
+		cause = fmt.Errorf("%w: %w", ErrDisconnected, cause)
+	}
+	c.events <- Closed{Err: cause} // a slot is always free: see emit
+	close(c.events)
+}
+
+// readMessages returns why the connection ended.
+func (c *Client) readMessages() error {
+	for {
+		data, err := c.next()
+		if err != nil {
+			var ce *websocket.CloseError
+			switch {
+			case errors.As(err, &ce):
+				if e, ok := closeFrameError(ce); ok {
+					return e
+				}
+				return err
+			case isTimeout(err):
+				return fmt.Errorf("server silent for %v: %w", c.cfg.PongWait, err)
+			}
+			return err
+		}
+		c.alive()
+		ev, err := decodeServerMessage(data, &c.msg)
+		if err != nil {
+			c.log.Warn().Err(err).Msg("undecodable server message ignored")
+			continue
+		}
+		if ev == nil {
+			c.log.Debug().Str("type", string(c.msg.Type)).Msg("unknown server message ignored")
+			continue
+		}
+		if _, ok := ev.(Joined); ok {
+			continue
+		}
+		if !c.emit(ev) {
+			return ErrEventOverflow
+		}
+	}
+}
+
+// emit queues an event unless that would take the last slot, which is kept
+// for Closed. Only the reader sends on c.events, so the check cannot race.
+func (c *Client) emit(ev Event) bool {
+	if len(c.events) >= cap(c.events)-1 {
+		return false
+	}
+	c.events <- ev
+	return true
+}
+
+func (c *Client) writeLoop() {
+	defer close(c.writerDone)
+	ping := time.NewTicker(c.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case f := <-c.send:
+			_ = c.ws.SetWriteDeadline(time.Now().Add(c.cfg.WriteWait))
+			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
+				c.shutdown(err, false)
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteWait)); err != nil {
+				c.shutdown(err, false)
+			}
+		case <-c.done:
+			if c.graceful {
+				_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
+					time.Now().Add(c.cfg.WriteWait))
+				t := time.NewTimer(c.cfg.CloseGrace)
+				select {
+				case <-c.readerDone:
+				case <-t.C:
+				}
+				t.Stop()
+			}
+			_ = c.ws.Close()
+			return
+		}
+	}
+}

@@ -1,0 +1,341 @@
+package signaling
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+)
+
+// conn is one websocket on the server. Its reader is the HTTP handler's
+// goroutine (readLoop); its writer is writeLoop, which alone writes data
+// messages. Control frames (pings, pongs, close) go through
+// websocket.Conn.WriteControl, which is safe from any goroutine.
+type conn struct {
+	s    *Server
+	ws   *websocket.Conn
+	send chan []byte // bounded outbound queue; never closed
+
+	done       chan struct{} // closed by shutdown
+	readerDone chan struct{} // closed when readLoop returns
+	once       sync.Once
+	info       closeInfo      // written inside once before done is closed; read after <-done
+	wlog       zerolog.Logger // the writer's logger; never changes
+
+	// Owned by the reader goroutine.
+	log    zerolog.Logger
+	joined bool
+	index  PeerIndex
+	buf    bytes.Buffer
+	msg    clientMessage
+	bucket tokenBucket
+}
+
+// tokenBucket limits a rate; its zero value starts full.
+type tokenBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (b *tokenBucket) allow(now time.Time, rate float64, burst int) bool {
+	if b.last.IsZero() {
+		b.tokens = float64(burst)
+	} else if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(float64(burst), b.tokens+d.Seconds()*rate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// closeInfo says how a connection ends.
+type closeInfo struct {
+	reason LeaveReason // why the member leaves, if it had joined
+	// When graceful, the writer flushes the queue and sends a close frame
+	// with code and text, then waits CloseGrace for the peer's answer.
+	// Otherwise the socket is closed at once.
+	graceful bool
+	code     int
+	text     string
+}
+
+func newConn(s *Server, ws *websocket.Conn, log zerolog.Logger) *conn {
+	return &conn{
+		s: s, ws: ws, log: log, wlog: log,
+		send:       make(chan []byte, s.cfg.SendQueue),
+		done:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+	}
+}
+
+// enqueue queues frame without blocking and reports whether it fit.
+func (c *conn) enqueue(frame []byte) bool {
+	select {
+	case c.send <- frame:
+		return true
+	default:
+		return false
+	}
+}
+
+// shutdown starts ending the connection; the first call wins. It never
+// blocks, so the hub may call it.
+func (c *conn) shutdown(info closeInfo) {
+	c.once.Do(func() {
+		c.info = info
+		close(c.done)
+		if !info.graceful {
+			_ = c.ws.Close()
+		}
+	})
+}
+
+// writeLoop drains the send queue and pings, until shutdown.
+func (c *conn) writeLoop() {
+	defer c.s.wg.Done()
+	cfg := &c.s.cfg
+	ping := time.NewTicker(cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case f := <-c.send:
+			_ = c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteWait))
+			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
+				c.wlog.Debug().Err(err).Msg("write failed")
+				c.shutdown(closeInfo{reason: ReasonLost})
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteWait)); err != nil {
+				c.wlog.Debug().Err(err).Msg("ping failed")
+				c.shutdown(closeInfo{reason: ReasonLost})
+			}
+		case <-c.done:
+			c.finish()
+			return
+		}
+	}
+}
+
+// finish ends the socket after shutdown.
+func (c *conn) finish() {
+	cfg := &c.s.cfg
+	if c.info.graceful {
+		// Flush what is queued now, within one WriteWait in total, so that
+		// an error message reaches the peer before the close frame.
+		_ = c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteWait))
+		for n := len(c.send); n > 0; n-- {
+			if err := c.ws.WriteMessage(websocket.TextMessage, <-c.send); err != nil {
+				break
+			}
+		}
+		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.info.code, c.info.text), time.Now().Add(cfg.WriteWait))
+		// Wait for the peer's close frame (the reader returns on it), so the
+		// socket is not reset under data the peer has yet to read.
+		t := time.NewTimer(cfg.CloseGrace)
+		select {
+		case <-c.readerDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	_ = c.ws.Close()
+}
+
+// readLoop runs on the handler goroutine: the join, then every message, then
+// the leave.
+func (c *conn) readLoop() {
+	defer close(c.readerDone)
+	cfg := &c.s.cfg
+	c.ws.SetReadLimit(cfg.ReadLimit)
+	c.ws.SetPongHandler(func(string) error { c.alive(); return nil })
+	c.ws.SetPingHandler(func(data string) error {
+		c.alive()
+		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(cfg.WriteWait))
+		if err != nil && !errors.Is(err, websocket.ErrCloseSent) && !isTimeout(err) {
+			return err
+		}
+		return nil
+	})
+	_ = c.ws.SetReadDeadline(time.Now().Add(cfg.JoinTimeout))
+	if !c.join() {
+		c.drain()
+		return
+	}
+	reason := c.readMessages()
+	c.s.post(&evLeave{c: c, reason: reason})
+	c.shutdown(closeInfo{reason: reason})
+}
+
+// alive extends the read deadline of a joined socket: any frame from the peer
+// proves it is alive. Before the join only JoinTimeout counts.
+func (c *conn) alive() {
+	if c.joined {
+		_ = c.ws.SetReadDeadline(time.Now().Add(c.s.cfg.PongWait))
+	}
+}
+
+// next reads one message into c.buf. It returns binary=true for a binary
+// message, which the protocol does not use.
+func (c *conn) next() (data []byte, binary bool, err error) {
+	typ, r, err := c.ws.NextReader()
+	if err != nil {
+		return nil, false, err
+	}
+	c.buf.Reset()
+	if _, err := c.buf.ReadFrom(r); err != nil {
+		return nil, false, err
+	}
+	return c.buf.Bytes(), typ != websocket.TextMessage, nil
+}
+
+// join reads and admits the first message. It returns false if the socket
+// must close.
+func (c *conn) join() bool {
+	data, binary, err := c.next()
+	switch {
+	case err != nil:
+		if isTimeout(err) {
+			c.reject(fmt.Errorf("%w: no join within %v", ErrJoinTimeout, c.s.cfg.JoinTimeout))
+		} else {
+			c.shutdown(closeInfo{})
+		}
+		return false
+	case binary:
+		c.reject(fmt.Errorf("%w: binary messages are not part of the protocol", ErrBadMessage))
+		return false
+	}
+	if err := decodeClientMessage(data, &c.msg); err != nil {
+		c.reject(err)
+		return false
+	}
+	if c.msg.Type != typeJoin {
+		c.reject(fmt.Errorf("%w: got %q", ErrJoinRequired, c.msg.Type))
+		return false
+	}
+	req, err := c.s.authorize(&c.msg)
+	if err != nil {
+		c.reject(err)
+		return false
+	}
+	reply := make(chan joinResult, 1)
+	if !c.s.post(&evJoin{c: c, req: req, reply: reply}) {
+		return false
+	}
+	var res joinResult
+	select {
+	case res = <-reply:
+	case <-c.s.quit:
+		return false
+	}
+	if res.err != nil {
+		c.reject(res.err)
+		return false
+	}
+	c.joined, c.index = true, res.index
+	c.log = c.log.With().Str("room", string(req.room)).Uint64("peer", uint64(res.index)).Str("peerId", string(res.id)).Logger()
+	c.alive()
+	return true
+}
+
+// reject answers a failed join with an error message and a 1008 close frame.
+func (c *conn) reject(err error) {
+	c.s.stats.rejected.Add(1)
+	c.log.Info().Err(err).Msg("join rejected")
+	c.enqueue(encodeError(err, 0))
+	c.shutdown(closeInfo{graceful: true, code: websocket.ClosePolicyViolation, text: string(codeOf(err))})
+}
+
+// drain reads and discards until the peer answers the close frame or
+// CloseGrace passes.
+func (c *conn) drain() {
+	_ = c.ws.SetReadDeadline(time.Now().Add(c.s.cfg.CloseGrace))
+	for {
+		if _, _, err := c.ws.NextReader(); err != nil {
+			return
+		}
+	}
+}
+
+// readMessages handles a joined member's messages until the socket fails,
+// and returns why the member leaves.
+func (c *conn) readMessages() LeaveReason {
+	for {
+		data, binary, err := c.next()
+		if err != nil {
+			return c.leaveReason(err)
+		}
+		c.alive()
+		if binary {
+			c.replyError(fmt.Errorf("%w: binary messages are not part of the protocol", ErrBadMessage), 0)
+			continue
+		}
+		if err := decodeClientMessage(data, &c.msg); err != nil {
+			c.replyError(err, 0)
+			continue
+		}
+		switch m := &c.msg; m.Type {
+		case typeJoin:
+			c.replyError(fmt.Errorf("%w: this socket joined as peer %d", ErrAlreadyJoined, c.index), 0)
+		case typeSignal:
+			if !c.bucket.allow(c.s.cfg.Clock.Now(), c.s.cfg.SignalRate, c.s.cfg.SignalBurst) {
+				c.s.stats.relayErrors.Add(1)
+				c.replyError(fmt.Errorf("%w: more than %g signals per second", ErrRateLimited, c.s.cfg.SignalRate), m.To)
+				continue
+			}
+			frame := mustMarshal(signalMsg{V: ProtocolVersion, Type: typeSignal, From: c.index, To: m.To, Payload: *m.Payload})
+			c.s.post(&evSignal{c: c, to: m.To, room: m.Room, frame: frame})
+		case typeSynced:
+			c.s.post(&evSynced{c: c})
+		case typeReport:
+			c.s.post(&evReport{c: c, r: *m.Replica})
+		}
+	}
+}
+
+// replyError answers one bad message; the connection stays up.
+func (c *conn) replyError(err error, peer PeerIndex) {
+	c.s.stats.badMessages.Add(1)
+	c.log.Debug().Err(err).Msg("bad message")
+	if !c.enqueue(encodeError(err, peer)) {
+		c.s.stats.slow.Add(1)
+		c.shutdown(closeInfo{reason: ReasonDropped})
+	}
+}
+
+func (c *conn) leaveReason(err error) LeaveReason {
+	select {
+	case <-c.done:
+		if c.info.reason != "" {
+			return c.info.reason
+		}
+		return ReasonLeft
+	default:
+	}
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure:
+		return ReasonLeft
+	case errors.Is(err, websocket.ErrReadLimit):
+		c.log.Info().Int64("limit", c.s.cfg.ReadLimit).Msg("message over the read limit")
+		return ReasonError
+	case isTimeout(err):
+		c.s.stats.timeouts.Add(1)
+		c.log.Info().Dur("pongWait", c.s.cfg.PongWait).Msg("ping timeout")
+		return ReasonTimeout
+	}
+	c.log.Debug().Err(err).Msg("socket lost")
+	return ReasonLost
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,43 @@
+// Package signaling is Concord's "group call": a websocket server that keeps
+// rooms of members, elects each room's host, and relays WebRTC offers,
+// answers and ICE candidates between members; and the Go client for it.
+//
+// The server knows nothing about game state. For each room it owns the
+// membership, the peer indices (issued in join order from 1 and never reused
+// while the server runs, even if the room empties and opens again), the host
+// and its term, and the members' latest replica reports. The wire protocol is
+// JSON over one websocket per member; docs/protocol-signaling.part.md is its
+// specification.
+//
+// # Election
+//
+// Elect is the pure election rule (pinned hosts, power level, join order,
+// peer id; only synced members, unless none is). The server re-runs it on
+// every join, leave and synced report; whenever the result changes, the term
+// grows by one and every member gets a "host" message. A member that becomes
+// host counts as synced from then on. So a pinned or more powerful member
+// that joins a running room first syncs from the current host, reports
+// synced, and only then takes over, with a new term.
+//
+// # Goroutines
+//
+// One hub goroutine, started by New, owns every room; nothing else touches
+// room state. Each websocket has two goroutines: the HTTP handler's, which
+// reads and sends the hub events, and a writer, which alone writes data
+// messages from a bounded queue. The hub never blocks on a socket: a member
+// whose queue is full is disconnected (a slow consumer) and counted.
+// Server.Close sends every socket a close frame and waits for all of them.
+// The one mutex (Server.mu) guards the set of live sockets and the closed
+// flag; there is no lock order to keep.
+//
+// A Client runs a reader and a writer goroutine. Its methods may be called
+// from any goroutine; they never block beyond their context, and Events never
+// blocks the reader (an undrained queue disconnects instead).
+//
+// # Security
+//
+// With Config.Secret set, every join needs an HS256 JWT (see Claims and
+// IssueToken) that names the room; power level and the right to host come
+// only from the token. Without a secret the server is open (for development),
+// says so once at Warn level, and gives every member DefaultPowerLevel.
+package signaling

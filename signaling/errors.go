@@ -1,0 +1,145 @@
+package signaling
+
+import "errors"
+
+// Sentinel errors. Each wire error code (ErrorCode) maps to one of them, so a
+// Go client can test a server's answer with errors.Is.
+var (
+	// ErrBadMessage: a message is not valid JSON or breaks a field rule.
+	ErrBadMessage = errors.New("signaling: bad message")
+	// ErrUnsupportedVersion: a message's "v" is not ProtocolVersion.
+	ErrUnsupportedVersion = errors.New("signaling: unsupported protocol version")
+	// ErrJoinRequired: the first message on a socket was not a join.
+	ErrJoinRequired = errors.New("signaling: first message must be a join")
+	// ErrJoinTimeout: no join arrived within the join timeout.
+	ErrJoinTimeout = errors.New("signaling: join timeout")
+	// ErrAlreadyJoined: a join arrived on a socket that has joined.
+	ErrAlreadyJoined = errors.New("signaling: already joined")
+	// ErrTokenRequired: the server has a secret and the join carried no token.
+	ErrTokenRequired = errors.New("signaling: token required")
+	// ErrTokenInvalid: the token is malformed, badly signed or not yet valid.
+	ErrTokenInvalid = errors.New("signaling: token invalid")
+	// ErrTokenExpired: the token's "exp" has passed.
+	ErrTokenExpired = errors.New("signaling: token expired")
+	// ErrWrongRoom: the token or a signal names another room.
+	ErrWrongRoom = errors.New("signaling: wrong room")
+	// ErrTokenMismatch: the join names a user, device or kind its token does not.
+	ErrTokenMismatch = errors.New("signaling: join does not match token")
+	// ErrRoomFull: the room has its maximum number of members.
+	ErrRoomFull = errors.New("signaling: room full")
+	// ErrUnknownPeer: a signal names a peer index that is not in the sender's room.
+	ErrUnknownPeer = errors.New("signaling: unknown peer")
+	// ErrRateLimited: a member sent signals faster than Config.SignalRate.
+	ErrRateLimited = errors.New("signaling: rate limited")
+	// ErrBadSignal: a signal payload breaks the payload rules.
+	ErrBadSignal = errors.New("signaling: bad signal")
+	// ErrReplaced: another connection joined with the same identity.
+	ErrReplaced = errors.New("signaling: replaced by a newer connection")
+	// ErrServerClosing: the server is shutting down.
+	ErrServerClosing = errors.New("signaling: server closing")
+
+	// ErrServerClosed is returned by Server methods after Close.
+	ErrServerClosed = errors.New("signaling: server closed")
+	// ErrClosed is returned by Client methods after Close.
+	ErrClosed = errors.New("signaling: client closed")
+	// ErrDisconnected wraps why a client lost its connection (Closed.Err).
+	ErrDisconnected = errors.New("signaling: disconnected")
+	// ErrEventOverflow: the client's event queue filled up because Events was
+	// not drained; the client disconnects rather than drop an event.
+	ErrEventOverflow = errors.New("signaling: event queue overflow")
+	// ErrNoSecret: IssueToken was given an empty secret.
+	ErrNoSecret = errors.New("signaling: empty secret")
+	// ErrNoExpiry: IssueToken was given claims without ExpiresAt.
+	ErrNoExpiry = errors.New("signaling: token without expiry")
+)
+
+// ErrorCode is the machine-readable code of an error message.
+type ErrorCode string
+
+// Error codes sent in "error" messages and as the reason of 1008 close frames.
+const (
+	CodeBadMessage         ErrorCode = "bad_message"
+	CodeUnsupportedVersion ErrorCode = "unsupported_version"
+	CodeJoinRequired       ErrorCode = "join_required"
+	CodeJoinTimeout        ErrorCode = "join_timeout"
+	CodeAlreadyJoined      ErrorCode = "already_joined"
+	CodeTokenRequired      ErrorCode = "token_required"
+	CodeTokenInvalid       ErrorCode = "token_invalid"
+	CodeTokenExpired       ErrorCode = "token_expired"
+	CodeWrongRoom          ErrorCode = "wrong_room"
+	CodeTokenMismatch      ErrorCode = "token_mismatch"
+	CodeRoomFull           ErrorCode = "room_full"
+	CodeUnknownPeer        ErrorCode = "unknown_peer"
+	CodeBadSignal          ErrorCode = "bad_signal"
+	CodeRateLimited        ErrorCode = "rate_limited"
+	CodeReplaced           ErrorCode = "replaced"
+	CodeServerClosing      ErrorCode = "server_closing"
+)
+
+// codeTable pairs every code with its sentinel; the order is the order in
+// which codeOf tests a wrapped error.
+var codeTable = [...]struct {
+	code ErrorCode
+	err  error
+}{
+	{CodeBadSignal, ErrBadSignal},
+	{CodeBadMessage, ErrBadMessage},
+	{CodeUnsupportedVersion, ErrUnsupportedVersion},
+	{CodeJoinRequired, ErrJoinRequired},
+	{CodeJoinTimeout, ErrJoinTimeout},
+	{CodeAlreadyJoined, ErrAlreadyJoined},
+	{CodeTokenRequired, ErrTokenRequired},
+	{CodeTokenInvalid, ErrTokenInvalid},
+	{CodeTokenExpired, ErrTokenExpired},
+	{CodeWrongRoom, ErrWrongRoom},
+	{CodeTokenMismatch, ErrTokenMismatch},
+	{CodeRoomFull, ErrRoomFull},
+	{CodeUnknownPeer, ErrUnknownPeer},
+	{CodeRateLimited, ErrRateLimited},
+	{CodeReplaced, ErrReplaced},
+	{CodeServerClosing, ErrServerClosing},
+}
+
+// codeOf maps an error to its wire code; unknown errors are bad messages.
+func codeOf(err error) ErrorCode {
+	for _, e := range codeTable {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return CodeBadMessage
+}
+
+// sentinelOf maps a wire code to its sentinel, or nil for an unknown code.
+func sentinelOf(code ErrorCode) error {
+	for _, e := range codeTable {
+		if e.code == code {
+			return e.err
+		}
+	}
+	return nil
+}
+
+// Error is an error the server reported: on the client it is both an Event
+// (a non-fatal error, such as a signal to an unknown peer) and the error Dial
+// returns when a join is rejected. errors.Is(e, ErrRoomFull) and friends work
+// through Unwrap.
+type Error struct {
+	// Code is the machine-readable code.
+	Code ErrorCode
+	// Message is a human-readable explanation.
+	Message string
+	// PeerIndex is the peer a rejected signal was addressed to, else 0.
+	PeerIndex PeerIndex
+}
+
+// Error implements error.
+func (e Error) Error() string {
+	if e.Message == "" {
+		return "signaling: server error " + string(e.Code)
+	}
+	return "signaling: server error " + string(e.Code) + ": " + e.Message
+}
+
+// Unwrap returns the sentinel for the code, if the code is known.
+func (e Error) Unwrap() error { return sentinelOf(e.Code) }

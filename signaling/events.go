@@ -1,0 +1,74 @@
+package signaling
+
+// Event is what a Client delivers on Events: one of Joined, MemberJoined,
+// MemberLeft, MemberSynced, HostChanged, Signal, Error or Closed.
+type Event interface{ event() }
+
+// Joined is always the first event. It carries the room as it was when this
+// client joined; later changes arrive as further events.
+type Joined struct {
+	// Room is the room joined.
+	Room RoomID
+	// Self is this client's peer index.
+	Self PeerIndex
+	// PeerID is this client's identity; the server picks the device part when
+	// the join named none.
+	PeerID Identity
+	// Term is the room's current term.
+	Term Term
+	// Host is the current host, 0 if none.
+	Host PeerIndex
+	// Members lists every member, this client included, by peer index.
+	Members []Member
+	// PinnedHosts are the room's pinned hosts, in order, so that a peer can
+	// recompute Elect itself.
+	PinnedHosts []Identity
+}
+
+// MemberJoined announces a new member.
+type MemberJoined struct {
+	Member Member
+}
+
+// MemberLeft announces that a member left the room.
+type MemberLeft struct {
+	Index  PeerIndex
+	PeerID Identity
+	Reason LeaveReason
+}
+
+// MemberSynced announces that a member reported synced. A member that becomes
+// host counts as synced without this event.
+type MemberSynced struct {
+	Index PeerIndex
+}
+
+// HostChanged announces a new host and its term. Host 0 means that no member
+// may host. The new host counts as synced from now on (no MemberSynced is
+// sent for it).
+type HostChanged struct {
+	Term Term
+	Host PeerIndex
+}
+
+// Signal is an offer, answer or ICE candidate from another member.
+type Signal struct {
+	From    PeerIndex
+	Payload SignalPayload
+}
+
+// Closed is always the last event; the channel is closed after it. Err is nil
+// after Client.Close, and otherwise wraps ErrDisconnected and the cause (for
+// example ErrReplaced, ErrServerClosing or ErrEventOverflow).
+type Closed struct {
+	Err error
+}
+
+func (Joined) event()       {}
+func (MemberJoined) event() {}
+func (MemberLeft) event()   {}
+func (MemberSynced) event() {}
+func (HostChanged) event()  {}
+func (Signal) event()       {}
+func (Error) event()        {}
+func (Closed) event()       {}

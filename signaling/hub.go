@@ -1,0 +1,457 @@
+package signaling
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+)
+
+// The hub is the one goroutine that owns every room: membership, peer
+// indices, terms, hosts and replica reports. Connection goroutines send it
+// events on Server.events; it never blocks on a connection (sends to members
+// go through non-blocking enqueues), so one slow socket cannot stall a room.
+
+// hubEvent is one of the ev* types below.
+type hubEvent any
+
+// joinRequest is an authorized join, built by the connection's reader.
+type joinRequest struct {
+	room    RoomID
+	user    string
+	device  string // empty: the hub makes one up
+	kind    Kind
+	power   int
+	mayHost bool
+}
+
+type joinResult struct {
+	index PeerIndex
+	id    Identity
+	err   error
+}
+
+type evJoin struct {
+	c     *conn
+	req   joinRequest
+	reply chan joinResult // buffered, capacity 1
+}
+
+type evLeave struct {
+	c      *conn
+	reason LeaveReason
+}
+
+type evSignal struct {
+	c     *conn
+	to    PeerIndex
+	room  RoomID // optional check, "" if the sender named no room
+	frame []byte // the encoded signal message for the recipient
+}
+
+type evSynced struct{ c *conn }
+
+type evReport struct {
+	c *conn
+	r Report
+}
+
+type evRooms struct {
+	reply chan []RoomInfo // buffered, capacity 1
+}
+
+type member struct {
+	c       *conn
+	room    *room
+	index   PeerIndex
+	id      Identity
+	kind    Kind
+	power   int
+	mayHost bool
+	synced  bool
+
+	reported bool
+	report   Report
+
+	dropping bool // queued for removal as a slow consumer
+}
+
+func (m *member) info() Member {
+	return Member{Index: m.index, ID: m.id, Kind: m.kind, Power: m.power, MayHost: m.mayHost, Synced: m.synced}
+}
+
+type room struct {
+	id      RoomID
+	cfg     RoomConfig
+	members []*member // ordered by index
+	last    PeerIndex // the last index issued
+	term    Term
+	host    PeerIndex
+	log     zerolog.Logger
+}
+
+func (r *room) member(idx PeerIndex) *member {
+	i, ok := slices.BinarySearchFunc(r.members, idx, func(m *member, idx PeerIndex) int { return cmp.Compare(m.index, idx) })
+	if !ok {
+		return nil
+	}
+	return r.members[i]
+}
+
+func (r *room) byID(id Identity) *member {
+	for _, m := range r.members {
+		if m.id == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// retiredRoom keeps a deleted room's counters, so a room that empties and is
+// opened again continues its peer indices and terms instead of reusing them.
+type retiredRoom struct {
+	last PeerIndex
+	term Term
+	seq  uint64
+}
+
+type retiredKey struct {
+	id  RoomID
+	seq uint64
+}
+
+// maxRetiredRooms bounds the memory spent on retired rooms (about 100 bytes
+// each). Past it the oldest retired room is forgotten, and that room would
+// restart its indices at 1 if it were opened again.
+const maxRetiredRooms = 1 << 16
+
+type hub struct {
+	cfg   *Config
+	log   zerolog.Logger
+	stats *stats
+
+	rooms        map[RoomID]*room
+	members      map[*conn]*member
+	retired      map[RoomID]retiredRoom
+	retiredOrder []retiredKey // oldest first; entries may be stale
+	retiredSeq   uint64
+
+	cands   []Candidate // scratch for elections
+	drops   []*member   // slow consumers found during the current event
+	dropLog logLimiter
+}
+
+func newHub(cfg *Config, log zerolog.Logger, st *stats) *hub {
+	return &hub{
+		cfg: cfg, log: log, stats: st,
+		rooms:   make(map[RoomID]*room),
+		members: make(map[*conn]*member),
+		retired: make(map[RoomID]retiredRoom),
+	}
+}
+
+// run handles events until quit is closed.
+func (h *hub) run(events <-chan hubEvent, quit <-chan struct{}) {
+	for {
+		select {
+		case ev := <-events:
+			h.handle(ev)
+			h.processDrops()
+		case <-quit:
+			return
+		}
+	}
+}
+
+func (h *hub) handle(ev hubEvent) {
+	switch ev := ev.(type) {
+	case *evJoin:
+		h.join(ev)
+	case *evLeave:
+		if m := h.members[ev.c]; m != nil {
+			h.remove(m, ev.reason)
+		}
+	case *evSignal:
+		h.signal(ev)
+	case *evSynced:
+		h.synced(ev.c)
+	case *evReport:
+		if m := h.members[ev.c]; m != nil {
+			m.report, m.reported = ev.r, true
+		}
+	case *evRooms:
+		ev.reply <- h.snapshot()
+	default:
+		panic(fmt.Sprintf("signaling: unknown hub event %T", ev))
+	}
+}
+
+func (h *hub) join(ev *evJoin) {
+	req := ev.req
+	r := h.rooms[req.room]
+	var old *member
+	if r != nil && req.device != "" {
+		old = r.byID(NewIdentity(req.user, req.device))
+	}
+	limit := h.cfg.roomConfig(req.room).MaxMembers
+	n := 0
+	if r != nil {
+		n = len(r.members)
+	}
+	if old != nil {
+		n--
+	}
+	if n >= limit {
+		ev.reply <- joinResult{err: fmt.Errorf("%w: room %q has %d members, the limit is %d", ErrRoomFull, req.room, n, limit)}
+		return
+	}
+	if r == nil {
+		r = h.openRoom(req.room)
+	}
+	if old != nil {
+		// The newer connection wins: the old one is most likely a tab that
+		// reloaded or a bot that reconnected before its socket timed out.
+		old.c.enqueue(encodeError(fmt.Errorf("%w: %s joined again from another connection", ErrReplaced, old.id), 0))
+		old.c.shutdown(closeInfo{reason: ReasonReplaced, code: websocket.ClosePolicyViolation, text: string(CodeReplaced), graceful: true})
+		h.detach(old, ReasonReplaced)
+	}
+	r.last++
+	m := &member{c: ev.c, room: r, index: r.last, kind: req.kind, power: req.power, mayHost: req.mayHost}
+	device := req.device
+	if device == "" {
+		device = serverDevicePrefix + strconv.FormatUint(uint64(m.index), 10)
+	}
+	m.id = NewIdentity(req.user, device)
+	r.members = append(r.members, m)
+	h.members[ev.c] = m
+	h.stats.members.Add(1)
+	h.stats.joins.Add(1)
+
+	changed := h.elect(r)
+	h.send(m, h.joinedFrame(r, m))
+	joinedFrame := mustMarshal(memberJoinedMsg{V: ProtocolVersion, Type: typeMemberJoined, Member: m.info()})
+	var hostFrame []byte
+	if changed {
+		hostFrame = h.hostFrame(r)
+	}
+	for _, o := range r.members {
+		if o == m {
+			continue
+		}
+		h.send(o, joinedFrame)
+		if changed {
+			h.send(o, hostFrame)
+		}
+	}
+	r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("kind", string(m.kind)).
+		Int("power", m.power).Bool("mayHost", m.mayHost).Int("members", len(r.members)).Msg("member joined")
+	ev.reply <- joinResult{index: m.index, id: m.id}
+}
+
+func (h *hub) joinedFrame(r *room, self *member) []byte {
+	ms := make([]Member, len(r.members))
+	for i, m := range r.members {
+		ms[i] = m.info()
+	}
+	pinned := r.cfg.PinnedHosts
+	if pinned == nil {
+		pinned = []Identity{}
+	}
+	return mustMarshal(joinedMsg{V: ProtocolVersion, Type: typeJoined, Room: r.id, Self: self.index, PeerID: self.id,
+		Term: r.term, Host: r.host, Members: ms, Pinned: pinned})
+}
+
+func (h *hub) hostFrame(r *room) []byte {
+	return mustMarshal(hostMsg{V: ProtocolVersion, Type: typeHost, Term: r.term, Host: r.host})
+}
+
+func (h *hub) openRoom(id RoomID) *room {
+	r := &room{id: id, cfg: h.cfg.roomConfig(id), log: h.log.With().Str("room", string(id)).Logger()}
+	if old, ok := h.retired[id]; ok {
+		r.last, r.term = old.last, old.term
+		delete(h.retired, id)
+	}
+	h.rooms[id] = r
+	h.stats.rooms.Add(1)
+	r.log.Debug().Uint64("term", uint64(r.term)).Msg("room opened")
+	return r
+}
+
+func (h *hub) retire(r *room) {
+	delete(h.rooms, r.id)
+	h.stats.rooms.Add(-1)
+	h.retiredSeq++
+	h.retired[r.id] = retiredRoom{last: r.last, term: r.term, seq: h.retiredSeq}
+	h.retiredOrder = append(h.retiredOrder, retiredKey{id: r.id, seq: h.retiredSeq})
+	for len(h.retired) > maxRetiredRooms && len(h.retiredOrder) > 0 {
+		k := h.retiredOrder[0]
+		h.retiredOrder = h.retiredOrder[1:]
+		if old, ok := h.retired[k.id]; ok && old.seq == k.seq {
+			delete(h.retired, k.id)
+		}
+	}
+	r.log.Debug().Uint64("term", uint64(r.term)).Msg("room closed")
+}
+
+// detach takes m out of its room and tells the others, without electing.
+func (h *hub) detach(m *member, reason LeaveReason) {
+	r := m.room
+	delete(h.members, m.c)
+	if i := slices.Index(r.members, m); i >= 0 {
+		r.members = slices.Delete(r.members, i, i+1)
+	}
+	h.stats.members.Add(-1)
+	r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("reason", string(reason)).
+		Int("members", len(r.members)).Msg("member left")
+	if len(r.members) == 0 {
+		return
+	}
+	h.broadcast(r, mustMarshal(memberLeftMsg{V: ProtocolVersion, Type: typeMemberLeft, PeerIndex: m.index, PeerID: m.id, Reason: reason}))
+}
+
+// remove takes m out of its room, then closes the room or re-elects.
+func (h *hub) remove(m *member, reason LeaveReason) {
+	h.detach(m, reason)
+	r := m.room
+	if len(r.members) == 0 {
+		h.retire(r)
+		return
+	}
+	if h.elect(r) {
+		h.broadcast(r, h.hostFrame(r))
+	}
+}
+
+// elect recomputes the host of r. When it changes, the term grows and the new
+// host is marked synced: from now on its replica is the room's state.
+func (h *hub) elect(r *room) bool {
+	h.cands = h.cands[:0]
+	for _, m := range r.members {
+		h.cands = append(h.cands, Candidate{Index: m.index, ID: m.id, Power: m.power, JoinOrder: uint64(m.index), MayHost: m.mayHost, Synced: m.synced})
+	}
+	host, _ := Elect(h.cands, r.cfg.PinnedHosts)
+	if host == r.host {
+		return false
+	}
+	prev := r.host
+	r.host = host
+	r.term++
+	if m := r.member(host); m != nil {
+		m.synced = true
+	}
+	r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(host)).Uint64("previous", uint64(prev)).Msg("host elected")
+	return true
+}
+
+func (h *hub) synced(c *conn) {
+	m := h.members[c]
+	if m == nil || m.synced {
+		return
+	}
+	m.synced = true
+	r := m.room
+	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index}))
+	if h.elect(r) {
+		h.broadcast(r, h.hostFrame(r))
+	}
+}
+
+func (h *hub) signal(ev *evSignal) {
+	m := h.members[ev.c]
+	if m == nil {
+		return
+	}
+	r := m.room
+	var err error
+	var to *member
+	switch {
+	case ev.room != "" && ev.room != r.id:
+		err = fmt.Errorf("%w: signals stay in your room %q, not %q", ErrWrongRoom, r.id, ev.room)
+	case ev.to == m.index:
+		err = fmt.Errorf("%w: a member cannot signal itself", ErrBadSignal)
+	default:
+		if to = r.member(ev.to); to == nil {
+			err = fmt.Errorf("%w: no member with peer index %d in room %q", ErrUnknownPeer, ev.to, r.id)
+		}
+	}
+	if err != nil {
+		h.stats.relayErrors.Add(1)
+		h.send(m, encodeError(err, ev.to))
+		return
+	}
+	h.send(to, ev.frame)
+}
+
+func (h *hub) broadcast(r *room, frame []byte) {
+	for _, m := range r.members {
+		h.send(m, frame)
+	}
+}
+
+// send queues frame for m. A full queue marks m as a slow consumer; it is
+// dropped once the current event is done.
+func (h *hub) send(m *member, frame []byte) {
+	if m.dropping || m.c.enqueue(frame) {
+		return
+	}
+	m.dropping = true
+	h.drops = append(h.drops, m)
+}
+
+// processDrops disconnects the slow consumers found by send. Removing one
+// broadcasts to the rest, which may find more; each member is dropped once.
+func (h *hub) processDrops() {
+	for i := 0; i < len(h.drops); i++ {
+		m := h.drops[i]
+		if h.members[m.c] != m {
+			continue
+		}
+		h.stats.slow.Add(1)
+		if ok, suppressed := h.dropLog.allow(h.cfg.Clock.Now(), time.Second); ok {
+			m.room.log.Warn().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Int("suppressed", suppressed).
+				Msg("slow consumer dropped: send queue full")
+		}
+		m.c.shutdown(closeInfo{reason: ReasonDropped})
+		h.remove(m, ReasonDropped)
+	}
+	clear(h.drops)
+	h.drops = h.drops[:0]
+}
+
+func (h *hub) snapshot() []RoomInfo {
+	out := make([]RoomInfo, 0, len(h.rooms))
+	for _, r := range h.rooms {
+		ri := RoomInfo{Room: r.id, Term: r.term, Host: r.host, Members: make([]MemberInfo, len(r.members))}
+		for i, m := range r.members {
+			mi := MemberInfo{PeerIndex: m.index, PeerID: m.id, Kind: m.kind, Synced: m.synced}
+			if m.reported {
+				rep := m.report
+				mi.Replica = &rep
+			}
+			ri.Members[i] = mi
+		}
+		out = append(out, ri)
+	}
+	slices.SortFunc(out, func(a, b RoomInfo) int { return cmp.Compare(a.Room, b.Room) })
+	return out
+}
+
+// logLimiter lets one log line through per interval and counts the rest.
+type logLimiter struct {
+	next       time.Time
+	suppressed int
+}
+
+func (l *logLimiter) allow(now time.Time, every time.Duration) (bool, int) {
+	if now.Before(l.next) {
+		l.suppressed++
+		return false, 0
+	}
+	n := l.suppressed
+	l.next, l.suppressed = now.Add(every), 0
+	return true, n
+}

@@ -1,0 +1,414 @@
+package signaling
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// ProtocolVersion is the value of "v" in every message. A peer that receives
+// another version rejects the message with unsupported_version.
+const ProtocolVersion = 1
+
+// msgType is the "type" field of a message.
+type msgType string
+
+// Client to server.
+const (
+	typeJoin   msgType = "join"   // room, user, device, kind, token
+	typeSignal msgType = "signal" // to, payload, optional room
+	typeSynced msgType = "synced" // no fields
+	typeReport msgType = "report" // replica
+)
+
+// Server to client.
+const (
+	typeJoined       msgType = "joined"        // room, self, peerId, term, host, members, pinnedHosts
+	typeMemberJoined msgType = "member-joined" // member
+	typeMemberLeft   msgType = "member-left"   // peerIndex, peerId, reason
+	typeMemberSynced msgType = "member-synced" // peerIndex
+	typeHost         msgType = "host"          // term, host
+	// typeSignal is also sent to clients: from, to, payload.
+	typeError msgType = "error" // code, message, optional peerIndex
+)
+
+// SignalKind says what a signal payload carries.
+type SignalKind string
+
+// Signal kinds.
+const (
+	SignalOffer     SignalKind = "offer"     // SDP offer in SDP
+	SignalAnswer    SignalKind = "answer"    // SDP answer in SDP
+	SignalCandidate SignalKind = "candidate" // ICE candidate in Candidate
+)
+
+// ICECandidate is an ICE candidate in the shape of the browser's
+// RTCIceCandidateInit and pion's webrtc.ICECandidateInit (same JSON names).
+// An empty Candidate string means "end of candidates".
+type ICECandidate struct {
+	Candidate        string  `json:"candidate"`
+	SDPMid           *string `json:"sdpMid,omitempty"`
+	SDPMLineIndex    *uint16 `json:"sdpMLineIndex,omitempty"`
+	UsernameFragment *string `json:"usernameFragment,omitempty"`
+}
+
+// SignalPayload is what one member relays to another through the server.
+type SignalPayload struct {
+	// Kind is offer, answer or candidate.
+	Kind SignalKind `json:"kind"`
+	// SDP is the session description of an offer or answer.
+	SDP string `json:"sdp,omitempty"`
+	// Candidate is the ICE candidate of a candidate signal.
+	Candidate *ICECandidate `json:"candidate,omitempty"`
+	// Session is chosen by the offerer and echoed unchanged by the peers; it
+	// tells apart successive peer connections between the same two members
+	// (for example a primary link and a standby link). The server does not
+	// interpret it.
+	Session uint64 `json:"session,omitempty"`
+}
+
+// Validate checks the payload rules: offers and answers carry a non-empty SDP
+// and no candidate; candidates carry a candidate and no SDP.
+func (p *SignalPayload) Validate() error {
+	switch p.Kind {
+	case SignalOffer, SignalAnswer:
+		if p.SDP == "" {
+			return fmt.Errorf("%w: %s without sdp", ErrBadSignal, p.Kind)
+		}
+		if p.Candidate != nil {
+			return fmt.Errorf("%w: %s with a candidate", ErrBadSignal, p.Kind)
+		}
+	case SignalCandidate:
+		if p.Candidate == nil {
+			return fmt.Errorf("%w: candidate without candidate", ErrBadSignal)
+		}
+		if p.SDP != "" {
+			return fmt.Errorf("%w: candidate with sdp", ErrBadSignal)
+		}
+	default:
+		return fmt.Errorf("%w: unknown payload kind %q", ErrBadSignal, p.Kind)
+	}
+	return nil
+}
+
+// Report is a member's summary of its replica, sent about once a second and
+// shown in /api/rooms, so operators can see whether replicas agree.
+type Report struct {
+	// Term is the host term the member's replica follows.
+	Term Term
+	// Clock is the replica's Lamport clock.
+	Clock uint64
+	// Entities is the number of live entities.
+	Entities uint64
+	// Hash is a digest of the replica state; on the wire it is 16 lowercase
+	// hex digits (JSON numbers above 2^53 do not survive JavaScript).
+	Hash uint64
+}
+
+type reportJSON struct {
+	Term     Term   `json:"term"`
+	Clock    uint64 `json:"clock"`
+	Entities uint64 `json:"entities"`
+	Hash     string `json:"hash"`
+}
+
+// MarshalJSON encodes the report with the hash as 16 lowercase hex digits.
+func (r Report) MarshalJSON() ([]byte, error) {
+	return json.Marshal(reportJSON{Term: r.Term, Clock: r.Clock, Entities: r.Entities, Hash: formatHash(r.Hash)})
+}
+
+// UnmarshalJSON decodes a report; the hash must be exactly 16 lowercase hex
+// digits.
+func (r *Report) UnmarshalJSON(b []byte) error {
+	var j reportJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	h, err := parseHash(j.Hash)
+	if err != nil {
+		return err
+	}
+	*r = Report{Term: j.Term, Clock: j.Clock, Entities: j.Entities, Hash: h}
+	return nil
+}
+
+func formatHash(h uint64) string {
+	var b [16]byte
+	const digits = "0123456789abcdef"
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[h&0xf]
+		h >>= 4
+	}
+	return string(b[:])
+}
+
+func parseHash(s string) (uint64, error) {
+	if len(s) != 16 {
+		return 0, fmt.Errorf("%w: hash %q is not 16 hex digits", ErrBadMessage, s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return 0, fmt.Errorf("%w: hash %q is not lowercase hex", ErrBadMessage, s)
+		}
+	}
+	return strconv.ParseUint(s, 16, 64)
+}
+
+// Member describes one member of a room, as sent in joined and member-joined.
+type Member struct {
+	// Index is the member's peer index.
+	Index PeerIndex `json:"peerIndex"`
+	// ID is the member's identity, "user/device".
+	ID Identity `json:"peerId"`
+	// Kind is browser, bot or host.
+	Kind Kind `json:"kind"`
+	// Power is the member's power level.
+	Power int `json:"power"`
+	// MayHost is false when the member's token forbids hosting.
+	MayHost bool `json:"mayHost"`
+	// Synced is true once the member reported synced or became host.
+	Synced bool `json:"synced"`
+}
+
+// Candidate returns the member as an election candidate; join order is peer
+// index order.
+func (m Member) Candidate() Candidate {
+	return Candidate{Index: m.Index, ID: m.ID, Power: m.Power, JoinOrder: uint64(m.Index), MayHost: m.MayHost, Synced: m.Synced}
+}
+
+// LeaveReason says why a member left.
+type LeaveReason string
+
+// Leave reasons.
+const (
+	ReasonLeft     LeaveReason = "left"     // the member closed its socket with a close frame
+	ReasonReplaced LeaveReason = "replaced" // a newer connection joined with the same identity
+	ReasonTimeout  LeaveReason = "timeout"  // the member stopped answering pings
+	ReasonLost     LeaveReason = "lost"     // the socket broke without a close frame
+	ReasonDropped  LeaveReason = "dropped"  // the member's send queue overflowed (slow consumer)
+	ReasonError    LeaveReason = "error"    // the member broke the protocol (e.g. read limit)
+)
+
+// clientMessage is every message a client sends, flattened: fields that do not
+// belong to Type are ignored on decode and left empty on encode.
+type clientMessage struct {
+	V    int     `json:"v"`
+	Type msgType `json:"type"`
+
+	// join; Room is also an optional check on signal.
+	Room   RoomID `json:"room,omitempty"`
+	User   string `json:"user,omitempty"`
+	Device string `json:"device,omitempty"`
+	Kind   Kind   `json:"kind,omitempty"`
+	Token  string `json:"token,omitempty"`
+
+	// signal
+	To      PeerIndex      `json:"to,omitempty"`
+	Payload *SignalPayload `json:"payload,omitempty"`
+
+	// report
+	Replica *Report `json:"replica,omitempty"`
+}
+
+// decodeClientMessage decodes and validates one client message into dst,
+// overwriting every field. It never panics; errors wrap ErrBadMessage,
+// ErrUnsupportedVersion or ErrBadSignal.
+func decodeClientMessage(b []byte, dst *clientMessage) error {
+	*dst = clientMessage{}
+	if err := json.Unmarshal(b, dst); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadMessage, err)
+	}
+	if dst.V != ProtocolVersion {
+		return fmt.Errorf("%w: v=%d, this server speaks v=%d", ErrUnsupportedVersion, dst.V, ProtocolVersion)
+	}
+	switch dst.Type {
+	case typeJoin:
+		if err := checkRoom(dst.Room); err != nil {
+			return err
+		}
+		if dst.User != "" {
+			if err := checkUser(dst.User); err != nil {
+				return err
+			}
+		}
+		if err := checkDevice(dst.Device); err != nil {
+			return err
+		}
+		if dst.Kind != "" && !dst.Kind.Valid() {
+			return fmt.Errorf("%w: unknown kind %q", ErrBadMessage, dst.Kind)
+		}
+		if len(dst.Token) > maxTokenLen {
+			return fmt.Errorf("%w: token is %d bytes, the limit is %d", ErrBadMessage, len(dst.Token), maxTokenLen)
+		}
+	case typeSignal:
+		if dst.To == 0 {
+			return fmt.Errorf("%w: signal without \"to\"", ErrBadSignal)
+		}
+		if dst.Payload == nil {
+			return fmt.Errorf("%w: signal without payload", ErrBadSignal)
+		}
+		if err := dst.Payload.Validate(); err != nil {
+			return err
+		}
+		if dst.Room != "" {
+			if err := checkRoom(dst.Room); err != nil {
+				return err
+			}
+		}
+	case typeSynced:
+	case typeReport:
+		if dst.Replica == nil {
+			return fmt.Errorf("%w: report without replica", ErrBadMessage)
+		}
+	default:
+		return fmt.Errorf("%w: unknown message type %q", ErrBadMessage, dst.Type)
+	}
+	return nil
+}
+
+// Server-to-client messages, one struct per type so that every field is
+// always present.
+
+type joinedMsg struct {
+	V       int        `json:"v"`
+	Type    msgType    `json:"type"`
+	Room    RoomID     `json:"room"`
+	Self    PeerIndex  `json:"self"`
+	PeerID  Identity   `json:"peerId"`
+	Term    Term       `json:"term"`
+	Host    PeerIndex  `json:"host"`
+	Members []Member   `json:"members"`
+	Pinned  []Identity `json:"pinnedHosts"`
+}
+
+type memberJoinedMsg struct {
+	V      int     `json:"v"`
+	Type   msgType `json:"type"`
+	Member Member  `json:"member"`
+}
+
+type memberLeftMsg struct {
+	V         int         `json:"v"`
+	Type      msgType     `json:"type"`
+	PeerIndex PeerIndex   `json:"peerIndex"`
+	PeerID    Identity    `json:"peerId"`
+	Reason    LeaveReason `json:"reason"`
+}
+
+type memberSyncedMsg struct {
+	V         int       `json:"v"`
+	Type      msgType   `json:"type"`
+	PeerIndex PeerIndex `json:"peerIndex"`
+}
+
+type hostMsg struct {
+	V    int       `json:"v"`
+	Type msgType   `json:"type"`
+	Term Term      `json:"term"`
+	Host PeerIndex `json:"host"`
+}
+
+type signalMsg struct {
+	V       int           `json:"v"`
+	Type    msgType       `json:"type"`
+	From    PeerIndex     `json:"from"`
+	To      PeerIndex     `json:"to"`
+	Payload SignalPayload `json:"payload"`
+}
+
+type errorMsg struct {
+	V         int       `json:"v"`
+	Type      msgType   `json:"type"`
+	Code      ErrorCode `json:"code"`
+	Message   string    `json:"message"`
+	PeerIndex PeerIndex `json:"peerIndex,omitempty"`
+}
+
+// mustMarshal encodes a server message. The structs above hold no values
+// json cannot encode, so a failure is a bug in this package.
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("signaling: encoding a server message: " + err.Error())
+	}
+	return b
+}
+
+func encodeError(err error, peer PeerIndex) []byte {
+	return mustMarshal(errorMsg{V: ProtocolVersion, Type: typeError, Code: codeOf(err), Message: err.Error(), PeerIndex: peer})
+}
+
+// serverMessage is every message a server sends, flattened, as the client
+// decodes it.
+type serverMessage struct {
+	V    int     `json:"v"`
+	Type msgType `json:"type"`
+
+	Room    RoomID     `json:"room"`
+	Self    PeerIndex  `json:"self"`
+	PeerID  Identity   `json:"peerId"`
+	Term    Term       `json:"term"`
+	Host    PeerIndex  `json:"host"`
+	Members []Member   `json:"members"`
+	Pinned  []Identity `json:"pinnedHosts"`
+
+	Member    *Member     `json:"member"`
+	PeerIndex PeerIndex   `json:"peerIndex"`
+	Reason    LeaveReason `json:"reason"`
+
+	From    PeerIndex      `json:"from"`
+	To      PeerIndex      `json:"to"`
+	Payload *SignalPayload `json:"payload"`
+
+	Code    ErrorCode `json:"code"`
+	Message string    `json:"message"`
+}
+
+// decodeServerMessage decodes one server message into dst, overwriting every
+// field, and converts it to an Event. It returns a nil Event for message types
+// it does not know (a newer server may add some). It never panics.
+func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
+	*dst = serverMessage{}
+	if err := json.Unmarshal(b, dst); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadMessage, err)
+	}
+	if dst.V != ProtocolVersion {
+		return nil, fmt.Errorf("%w: v=%d, this client speaks v=%d", ErrUnsupportedVersion, dst.V, ProtocolVersion)
+	}
+	switch dst.Type {
+	case typeJoined:
+		if dst.Self == 0 {
+			return nil, fmt.Errorf("%w: joined without self", ErrBadMessage)
+		}
+		return Joined{Room: dst.Room, Self: dst.Self, PeerID: dst.PeerID, Term: dst.Term, Host: dst.Host, Members: dst.Members, PinnedHosts: dst.Pinned}, nil
+	case typeMemberJoined:
+		if dst.Member == nil || dst.Member.Index == 0 {
+			return nil, fmt.Errorf("%w: member-joined without member", ErrBadMessage)
+		}
+		return MemberJoined{Member: *dst.Member}, nil
+	case typeMemberLeft:
+		if dst.PeerIndex == 0 {
+			return nil, fmt.Errorf("%w: member-left without peerIndex", ErrBadMessage)
+		}
+		return MemberLeft{Index: dst.PeerIndex, PeerID: dst.PeerID, Reason: dst.Reason}, nil
+	case typeMemberSynced:
+		if dst.PeerIndex == 0 {
+			return nil, fmt.Errorf("%w: member-synced without peerIndex", ErrBadMessage)
+		}
+		return MemberSynced{Index: dst.PeerIndex}, nil
+	case typeHost:
+		return HostChanged{Term: dst.Term, Host: dst.Host}, nil
+	case typeSignal:
+		if dst.From == 0 || dst.Payload == nil {
+			return nil, fmt.Errorf("%w: signal without from or payload", ErrBadMessage)
+		}
+		if err := dst.Payload.Validate(); err != nil {
+			return nil, err
+		}
+		return Signal{From: dst.From, Payload: *dst.Payload}, nil
+	case typeError:
+		return Error{Code: dst.Code, Message: dst.Message, PeerIndex: dst.PeerIndex}, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,294 @@
+package signaling
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+)
+
+// RoomInfo is one room in GET /api/rooms.
+type RoomInfo struct {
+	Room    RoomID       `json:"room"`
+	Term    Term         `json:"term"`
+	Host    PeerIndex    `json:"host"`
+	Members []MemberInfo `json:"members"`
+}
+
+// MemberInfo is one member in GET /api/rooms.
+type MemberInfo struct {
+	PeerIndex PeerIndex `json:"peerIndex"`
+	PeerID    Identity  `json:"peerId"`
+	Kind      Kind      `json:"kind"`
+	Synced    bool      `json:"synced"`
+	// Replica is the member's latest report, null until its first.
+	Replica *Report `json:"replica"`
+}
+
+// Server is the signaling server. It does not listen: serve Handler with an
+// http.Server (or httptest.Server) of your choice.
+//
+// New starts one goroutine (the hub, which owns all rooms); every websocket
+// adds its handler goroutine (the reader) and one writer. Close stops them
+// all.
+type Server struct {
+	cfg      Config
+	log      zerolog.Logger
+	upgrader websocket.Upgrader
+	handler  http.Handler
+	events   chan hubEvent
+	quit     chan struct{} // closed by Close
+	stats    stats
+
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the hub, every handler and every writer
+
+	mu     sync.Mutex // guards the following fields
+	closed bool
+	conns  map[*conn]struct{}
+}
+
+// hubQueue is the capacity of the hub's event channel. Readers block when it
+// is full, which slows their sockets down, never the hub.
+const hubQueue = 256
+
+// New returns a running server. The zero Config works (see Config for the
+// defaults); without a Secret the server is open and says so once, at Warn
+// level.
+func New(cfg Config) *Server {
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		events: make(chan hubEvent, hubQueue),
+		quit:   make(chan struct{}),
+		conns:  make(map[*conn]struct{}),
+	}
+	s.upgrader = websocket.Upgrader{
+		HandshakeTimeout: cfg.WriteWait,
+		CheckOrigin:      cfg.CheckOrigin,
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws", s.serveWS)
+	mux.HandleFunc("GET /api/rooms", s.serveRooms)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	s.handler = mux
+	if cfg.Registerer != nil {
+		s.stats.register(cfg.Registerer, s.log)
+	}
+	if len(cfg.Secret) == 0 {
+		s.log.Warn().Msg("signaling: no Secret configured: the server is OPEN, anyone may join any room under any identity and every member may host")
+	} else if len(cfg.Secret) < 32 {
+		s.log.Warn().Int("bytes", len(cfg.Secret)).Msg("signaling: Secret is shorter than 32 bytes; HS256 tokens signed with it are weak")
+	}
+	h := newHub(&s.cfg, s.log, &s.stats)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		h.run(s.events, s.quit)
+	}()
+	return s
+}
+
+// Handler serves GET /ws (the websocket), GET /api/rooms and GET /healthz.
+// After Close it answers 503.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.enter() {
+			http.Error(w, ErrServerClosed.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer s.wg.Done()
+		s.handler.ServeHTTP(w, r)
+	})
+}
+
+// Close sends every socket a close frame (1001, "server_closing"), stops the
+// hub and waits for every goroutine of the server. Sockets whose peer has not
+// answered within CloseGrace are closed without waiting further, so Close
+// returns within about CloseGrace. It is idempotent; concurrent calls all
+// wait. It always returns nil.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		conns := make([]*conn, 0, len(s.conns))
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		for _, c := range conns {
+			c.shutdown(closeInfo{graceful: true, code: websocket.CloseGoingAway, text: string(CodeServerClosing)})
+		}
+		close(s.quit)
+		// Peers get CloseGrace to answer; then the sockets still open
+		// (a peer that does not read, a write stuck on a full buffer)
+		// are closed under them.
+		hardDone := make(chan struct{})
+		t := time.AfterFunc(s.cfg.CloseGrace, func() {
+			defer close(hardDone)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for c := range s.conns {
+				_ = c.ws.Close()
+			}
+		})
+		s.wg.Wait()
+		if !t.Stop() {
+			<-hardDone
+		}
+	})
+	s.wg.Wait()
+	return nil
+}
+
+// Stats returns the server's counters. It may be called from any goroutine.
+func (s *Server) Stats() Stats { return s.stats.snapshot() }
+
+// Rooms returns every room, sorted by name, with members by peer index: the
+// data of GET /api/rooms.
+func (s *Server) Rooms(ctx context.Context) ([]RoomInfo, error) {
+	reply := make(chan []RoomInfo, 1)
+	if !s.post(&evRooms{reply: reply}) {
+		return nil, ErrServerClosed
+	}
+	select {
+	case rooms := <-reply:
+		return rooms, nil
+	case <-s.quit:
+		return nil, ErrServerClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// enter admits a goroutine into the server's wait group unless it is closed.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) register(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.stats.conns.Add(1)
+	return true
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.stats.conns.Add(-1)
+}
+
+// post hands an event to the hub; it returns false once the server closes.
+func (s *Server) post(ev hubEvent) bool {
+	select {
+	case s.events <- ev:
+		return true
+	case <-s.quit:
+		return false
+	}
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		s.log.Debug().Err(err).Str("remote", r.RemoteAddr).Msg("websocket upgrade failed")
+		return
+	}
+	c := newConn(s, ws, s.log.With().Str("remote", r.RemoteAddr).Logger())
+	if !s.register(c) {
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, string(CodeServerClosing)),
+			time.Now().Add(s.cfg.WriteWait))
+		_ = ws.Close()
+		return
+	}
+	defer s.unregister(c)
+	// This handler holds a place in wg, so adding the writer cannot race
+	// with Close's Wait.
+	s.wg.Add(1)
+	go c.writeLoop()
+	c.readLoop()
+}
+
+func (s *Server) serveRooms(w http.ResponseWriter, r *http.Request) {
+	rooms, err := s.Rooms(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	b, err := json.Marshal(rooms)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
+}
+
+// authorize turns a join message into a join request: from its token when the
+// server has a secret, else from the message itself (open mode).
+func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
+	if len(s.cfg.Secret) == 0 {
+		if m.User == "" {
+			return joinRequest{}, fmt.Errorf("%w: join without user", ErrBadMessage)
+		}
+		kind := m.Kind
+		if kind == "" {
+			kind = KindBrowser
+		}
+		// Open mode: the power level never comes from the client.
+		return joinRequest{room: m.Room, user: m.User, device: m.Device, kind: kind, power: s.cfg.DefaultPowerLevel, mayHost: true}, nil
+	}
+	if m.Token == "" {
+		return joinRequest{}, fmt.Errorf("%w: this server needs a token to join %q", ErrTokenRequired, m.Room)
+	}
+	c, err := parseToken(s.cfg.Secret, m.Token, s.cfg.Clock.Now)
+	if err != nil {
+		return joinRequest{}, err
+	}
+	if c.Room != m.Room {
+		return joinRequest{}, fmt.Errorf("%w: the token is for room %q, not %q", ErrWrongRoom, c.Room, m.Room)
+	}
+	if m.User != "" && m.User != c.User {
+		return joinRequest{}, fmt.Errorf("%w: the token is for user %q, not %q", ErrTokenMismatch, c.User, m.User)
+	}
+	device := m.Device
+	if c.Device != "" {
+		if device != "" && device != c.Device {
+			return joinRequest{}, fmt.Errorf("%w: the token is for device %q, not %q", ErrTokenMismatch, c.Device, device)
+		}
+		device = c.Device
+	}
+	kind := m.Kind
+	if c.Kind != "" {
+		if kind != "" && kind != c.Kind {
+			return joinRequest{}, fmt.Errorf("%w: the token is for kind %q, not %q", ErrTokenMismatch, c.Kind, kind)
+		}
+		kind = c.Kind
+	}
+	if kind == "" {
+		kind = KindBrowser
+	}
+	return joinRequest{room: m.Room, user: c.User, device: device, kind: kind, power: c.Power, mayHost: c.MayHost}, nil
+}
