@@ -31,7 +31,8 @@ type numRec struct {
 }
 
 // Replica is one ADR-117 replica: the LWW map, the deleted-entity set, the append sets and a
-// Lamport clock. It is not safe for concurrent use; one goroutine at a time owns it.
+// Lamport clock. It is not safe for concurrent use; one goroutine at a time owns it. The zero
+// Replica is an empty replica with the default Config.
 type Replica struct {
 	clock     Timestamp
 	retention int

@@ -5,11 +5,10 @@ import (
 	"math/rand/v2"
 )
 
-// Slot states, as the state of an LWW entry is passed around.
+// States of an LWW entry, as they are passed around (a slot encodes them in ref).
 const (
-	slotEmpty uint8 = iota
-	slotValue       // a component value (possibly empty bytes)
-	slotTomb        // a deleted component (tombstone)
+	slotValue uint8 = iota + 1 // a component value (possibly empty bytes)
+	slotTomb                   // a deleted component (tombstone)
 )
 
 const (

@@ -57,6 +57,11 @@
 //	9  Pong           = 9 | bodyLength u32 (16) | nonce u64 | echoTime u64
 //	10 Close          = 10 | bodyLength u32 | code u16 | reasonLength u16 | reason (UTF-8, ≤ 256)
 //	11 Hello          = 11 | bodyLength u32 (24) | term u64 | peerIndex u64 | schemaFingerprint u64
+//	12 Stamp          = 12 | bodyLength u32 (8) | time u64
+//	13 Digest         = 13 | bodyLength u32 | term u64 | clock u32 | bucketCount u16 | digests [bucketCount]u64
+//
+// Stamp and Digest bodies belong to the session layer (package peer), which
+// encodes and decodes them; netmsg names them and checks their frames.
 //
 // # Limits
 //

@@ -2,7 +2,9 @@ package peer
 
 import (
 	"encoding/binary"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
@@ -287,7 +289,7 @@ func (h *hostRole) answerDigest(r *remote) {
 		r.snapshotSent = true
 		r.acceptRelayed = true
 		r.dirty = make(map[Entity]uint32)
-		h.entered = append(h.entered, netmsg.PeerInfo{PeerIndex: uint64(r.idx), PeerID: r.info.ID})
+		h.entered = append(h.entered, netmsg.PeerInfo{PeerIndex: uint64(r.idx), PeerID: wirePeerID(r.info.ID)})
 		if r.info.Kind != string(signaling.KindHost) {
 			if _, ok := w.AvatarOf(r.idx); !ok {
 				h.spawnAvatar(r.info)
@@ -301,7 +303,7 @@ func (h *hostRole) sendSnapshot(r *remote, cover hostsnapshot.Cover) {
 	p, w := h.p, h.w
 	peers := make([]netmsg.PeerInfo, 0, len(p.members))
 	for _, m := range p.members {
-		peers = append(peers, netmsg.PeerInfo{PeerIndex: uint64(m.Index), PeerID: string(m.ID)})
+		peers = append(peers, netmsg.PeerInfo{PeerIndex: uint64(m.Index), PeerID: wirePeerID(string(m.ID))})
 	}
 	hostsnapshot.Build(&h.snap, w.r, w.schemas, hostsnapshot.Options{
 		Term: uint64(w.term), LocalPeerIndex: uint64(r.idx), HostPeerIndex: uint64(w.self), Peers: peers, Cover: cover,
@@ -520,6 +522,20 @@ func appendEntry(dst []byte, en crdt.Entry) []byte {
 		m.Type, m.Data = crdt.DeleteComponent, nil
 	}
 	return crdt.AppendMessage(dst, &m)
+}
+
+// wirePeerID makes an identity fit TRNP's peer id (≤ 256 bytes of UTF-8): signaling admits
+// "user/device" of up to 257 bytes, so cut at a character boundary.
+func wirePeerID(id string) string {
+	if netmsg.ValidPeerID(id) == nil {
+		return id
+	}
+	b := []byte(strings.ToValidUTF8(id, "\uFFFD"))
+	for len(b) > netmsg.MaxPeerIDLen {
+		_, size := utf8.DecodeLastRune(b)
+		b = b[:len(b)-size]
+	}
+	return string(b)
 }
 
 // Close codes Concord sends in a Close message.

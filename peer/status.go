@@ -26,6 +26,9 @@ type Status struct {
 	Fenced uint64
 	// Dropped counts messages dropped as unusable (unknown entity, unknown extension, full queue).
 	Dropped uint64
+	// LinkLost counts unreliable datagrams the current links lost or dropped on the way out
+	// (the in-memory transport's simulated loss, a full send buffer).
+	LinkLost uint64
 }
 
 type counters struct {
@@ -53,6 +56,12 @@ func (p *Peer) publish() *Status {
 		Rejected: p.count.rejected.Load(),
 		Fenced:   p.count.fenced.Load(),
 		Dropped:  p.count.dropped.Load() + p.count.droppedIn.Load(),
+	}
+	for _, r := range p.remotes {
+		if r.l != nil {
+			c := r.l.Stats().Channels[1]
+			st.LinkLost += c.Lost + c.Dropped
+		}
 	}
 	if p.member != nil && p.member.hostLink != nil {
 		st.RTT = p.member.hostLink.rtt

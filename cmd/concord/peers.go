@@ -22,7 +22,7 @@ import (
 // newPeer makes a peer with its own loopback-only WebRTC API. The caller runs it and closes the
 // returned API after Run returns.
 func newPeer(log zerolog.Logger, server, room, user, device string, kind signaling.Kind, token string, app peer.App) (*peer.Peer, *link.API, error) {
-	api, err := link.NewAPI(link.Config{Logger: log.With().Str("component", "pion").Logger().Level(zerolog.WarnLevel)})
+	api, err := link.NewAPI(link.Config{Logger: log.With().Str("component", "pion").Logger().Level(zerolog.ErrorLevel)})
 	if err != nil {
 		return nil, nil, err
 	}

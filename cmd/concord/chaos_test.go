@@ -1,0 +1,527 @@
+//go:build linux
+
+// The chaos test kills a dedicated host process with SIGKILL in the middle of a busy room and
+// checks Concord's migration invariant (DESIGN §4): for every key, the converged timestamp is at
+// least the highest timestamp any surviving replica held when the host vanished, and no entity
+// disappears that had no reason to. It is Linux-only because it relies on SIGKILL and on
+// Pdeathsig, which keeps a host process from outliving a test binary that dies.
+
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+var (
+	chaosTrials = flag.Int("chaos.trials", 20, "number of host-kill trials TestChaosKillHost runs")
+	chaosSeed   = flag.Uint64("chaos.seed", 1, "seed of the first chaos trial; trial i uses seed+i")
+)
+
+const (
+	// chaosHostUser is the user of the dedicated host: the room's pinned host.
+	chaosHostUser = "host"
+	chaosBots     = 6
+	chaosBoxes    = 8 // arena's default
+	// chaosMoveFor is longer than any trial: bots stop when the test pauses their clock.
+	chaosMoveFor = 1000 * time.Hour
+)
+
+// TestChaosKillHost runs -chaos.trials trials. Each starts a signaling server in-process (room
+// "arena" pinned to user "host", as `concord serve --dedicated-host=false` does), a dedicated
+// host as a separate `concord host` process and six bots in-process, all moving avatars and
+// grabbing boxes. Once every bot is synced it waits a seeded 0.3–1.5 s, SIGKILLs the host,
+// records every survivor's replica at once, lets the bots stop 1–2 s later, waits until all
+// survivors follow a new term with equal hashes, and checks the invariant against the records.
+func TestChaosKillHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos trials start processes; skipped in -short mode")
+	}
+	bin := buildConcord(t)
+	var results []chaosResult
+	failed := 0
+	for i := range *chaosTrials {
+		seed := *chaosSeed + uint64(i)
+		var res chaosResult
+		if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { res = runChaosTrial(t, bin, seed) }) {
+			failed++
+			if failed >= 3 {
+				t.Fatalf("%d trials failed; stopping", failed)
+			}
+			continue
+		}
+		results = append(results, res)
+	}
+	if len(results) == 0 {
+		return
+	}
+	var keys, violations int
+	var reelect, conv []time.Duration
+	for _, r := range results {
+		keys += r.keys
+		violations += r.violations
+		reelect = append(reelect, r.reelected)
+		conv = append(conv, r.converged)
+	}
+	t.Logf("%d trials passed (%d failed): %d recorded keys checked, %d violations; kill→all follow the new host %s; kill→converged %s",
+		len(results), failed, keys, violations, spread(reelect), spread(conv))
+}
+
+type chaosResult struct {
+	keys       int
+	violations int
+	reelected  time.Duration // kill → every survivor synced under a new term
+	converged  time.Duration // kill → every survivor has the same hash under the new term
+}
+
+// spread formats min / median / max.
+func spread(ds []time.Duration) string {
+	slices.Sort(ds)
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("min %v / median %v / max %v", r(ds[0]), r(ds[len(ds)/2]), r(ds[len(ds)-1]))
+}
+
+// buildConcord builds the concord binary once for all trials, with the race detector when this
+// test binary has it (the race-built dependencies are then already in the build cache).
+func buildConcord(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go tool is needed to build concord: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "concord")
+	args := []string{"build", "-o", bin}
+	if raceEnabled() {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goTool, append(args, ".")...)
+	if cmd.Dir, err = os.Getwd(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("built %s in %v (race %v)", bin, time.Since(start).Round(time.Millisecond), raceEnabled())
+	return bin
+}
+
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+// chaosClock is the bots' clock: pausing it jumps it past MoveFor, which makes every bot stop
+// writing (and hand back a box it holds); resuming lets them move again.
+type chaosClock struct{ offset atomic.Int64 }
+
+func (c *chaosClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *chaosClock) pause()         { c.offset.Store(int64(10 * chaosMoveFor)) }
+
+func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
+	began := time.Now()
+	rng := rand.New(rand.NewPCG(seed, 0xc4a05))
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ctx, cancel := context.WithCancel(context.Background())
+
+	srv := signaling.New(signaling.Config{
+		Logger: log.With().Str("who", "signaling").Logger(),
+		Rooms:  map[signaling.RoomID]signaling.RoomConfig{"arena": {PinnedHosts: []signaling.Identity{chaosHostUser}}},
+	})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		_ = srv.Close()
+		hs.Close()
+	})
+
+	host := startHostProcess(t, bin, hs.URL)
+
+	// The dedicated host process is elected.
+	var hostIdx peer.PeerIndex
+	var term0 peer.Term
+	chaosPoll(t, 30*time.Second, "dedicated host elected", func() error {
+		rooms, err := srv.Rooms(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range rooms {
+			for _, m := range r.Members {
+				if r.Room == "arena" && m.PeerIndex == r.Host && strings.HasPrefix(string(m.PeerID), chaosHostUser+"/") {
+					hostIdx, term0 = r.Host, r.Term
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("rooms %+v", rooms)
+	})
+
+	// Six bots in-process, each with its own loopback-only WebRTC API.
+	clk := &chaosClock{}
+	var bots []*peer.Peer
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	for i := range chaosBots {
+		user := fmt.Sprintf("bot%d", i)
+		api, err := link.NewAPI(link.Config{Logger: log.Level(zerolog.ErrorLevel)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := peer.New(peer.Config{
+			Server: hs.URL, Room: "arena", User: user, Kind: signaling.KindBot,
+			App:       arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed<<8 | uint64(i), MoveFor: chaosMoveFor, Now: clk.now}}),
+			Transport: peer.PionTransport{API: api},
+			Logger:    log.With().Str("who", user).Logger(),
+			// Frequent status reports and digests make convergence visible (and repaired) sooner.
+			ReportInterval: 100 * time.Millisecond, DigestInterval: 250 * time.Millisecond,
+		})
+		if err != nil {
+			_ = api.Close()
+			t.Fatal(err)
+		}
+		bots = append(bots, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer api.Close()
+			if err := p.Run(ctx); err != nil && ctx.Err() == nil {
+				t.Errorf("%s: %v", user, err)
+			}
+		}()
+	}
+	chaosPoll(t, 60*time.Second, "every bot synced from the dedicated host", func() error {
+		for _, p := range bots {
+			if st := p.Status(); !st.Synced || st.Term != term0 || st.Host != hostIdx {
+				return fmt.Errorf("bot %d: synced %v, term %d host %d (want term %d host %d)", st.Self, st.Synced, st.Term, st.Host, term0, hostIdx)
+			}
+		}
+		return nil
+	})
+
+	setup := time.Since(began)
+
+	// The room plays for a while, then the host dies mid-stream.
+	played := time.Duration(300+rng.IntN(1200)) * time.Millisecond
+	time.Sleep(played)
+	if err := host.kill(); err != nil {
+		t.Fatalf("kill host: %v", err)
+	}
+	killed := time.Now()
+	stopAt := killed.Add(time.Duration(1000+rng.IntN(1000)) * time.Millisecond)
+
+	views, err := readChaosViews(ctx, bots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordedIn := time.Since(killed)
+	rec := newChaosView()
+	for _, v := range views {
+		rec.absorb(v)
+	}
+	if want := 1 + chaosBoxes + chaosBots; len(rec.live) != want {
+		t.Fatalf("survivors held %d live entities at the kill, want room + %d boxes + %d avatars = %d", len(rec.live), chaosBoxes, chaosBots, want)
+	}
+
+	time.Sleep(time.Until(stopAt))
+	clk.pause()
+
+	// Every survivor follows one new host (a bot) under a newer term, and all replicas agree.
+	var elected, reelected time.Duration
+	var final *chaosView
+	chaosPoll(t, 60*time.Second, "survivors converged under a new host", func() error {
+		if elected == 0 && !slices.ContainsFunc(bots, func(p *peer.Peer) bool { return p.Status().Term <= term0 }) {
+			elected = time.Since(killed)
+		}
+		first := bots[0].Status()
+		for _, p := range bots {
+			st := p.Status()
+			if !st.Synced || st.Term <= term0 || st.Term != first.Term || st.Host != first.Host {
+				return fmt.Errorf("bot %d: synced %v, term %d host %d; bot %d: term %d host %d (old term %d)",
+					st.Self, st.Synced, st.Term, st.Host, first.Self, first.Term, first.Host, term0)
+			}
+		}
+		if reelected == 0 {
+			reelected = time.Since(killed)
+		}
+		for _, p := range bots {
+			if st := p.Status(); st.Hash != first.Hash {
+				return fmt.Errorf("bot %d hash %016x, bot %d hash %016x", st.Self, st.Hash, first.Self, first.Hash)
+			}
+		}
+		// Statuses are published every ReportInterval: confirm on the replicas themselves.
+		views, err := readChaosViews(ctx, bots)
+		if err != nil {
+			return err
+		}
+		for _, v := range views[1:] {
+			if v.hash != views[0].hash || v.term != views[0].term {
+				return fmt.Errorf("bot %d: term %d hash %016x, bot %d: term %d hash %016x", v.self, v.term, v.hash, views[0].self, views[0].term, views[0].hash)
+			}
+		}
+		final = views[0]
+		return nil
+	})
+	converged := time.Since(killed)
+	if !slices.ContainsFunc(bots, func(p *peer.Peer) bool { return p.Status().Self == final.host }) {
+		t.Errorf("new host %d is not a surviving bot", final.host)
+	}
+
+	// No entity may vanish: the dedicated host had no avatar, every bot survived.
+	violations := checkChaosInvariant(rec, final, func(peer.Entity) bool { return false })
+	for e := range final.live {
+		if !rec.live[e] {
+			violations = append(violations, fmt.Sprintf("entity %v appeared", e))
+		}
+	}
+	for i, v := range violations {
+		if i == 20 {
+			t.Errorf("… and %d more violations", len(violations)-i)
+			break
+		}
+		t.Errorf("invariant violated: %s", v)
+	}
+	t.Logf("setup %v, played %v; recorded %d keys in %v; new host %d term %d→%d; after the kill: every bot saw the new term in %v, synced in %v, converged in %v",
+		setup.Round(time.Millisecond), played.Round(time.Millisecond), len(rec.keys), recordedIn.Round(time.Microsecond), final.host, term0, final.term,
+		elected.Round(time.Millisecond), reelected.Round(time.Millisecond), converged.Round(time.Millisecond))
+	if out := host.output(); bytes.Contains(out, []byte("DATA RACE")) {
+		t.Errorf("the host process reported a data race:\n%s", out)
+	}
+	return chaosResult{keys: len(rec.keys), violations: len(violations), reelected: reelected, converged: converged}
+}
+
+// hostProcess is a `concord host` child process.
+type hostProcess struct {
+	cmd    *exec.Cmd
+	waited chan struct{}
+	out    syncBuffer
+}
+
+func startHostProcess(t *testing.T, bin, url string) *hostProcess {
+	t.Helper()
+	h := &hostProcess{waited: make(chan struct{})}
+	h.cmd = exec.Command(bin, "host", "--server", url, "--room", "arena", "--log-level", "warn")
+	h.cmd.Stdout, h.cmd.Stderr = &h.out, &h.out
+	// A test binary that dies (a timeout panic) takes its host process with it.
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = h.cmd.Wait()
+		close(h.waited)
+	}()
+	t.Cleanup(func() {
+		_ = h.kill()
+		if t.Failed() {
+			t.Logf("host process output:\n%s", h.output())
+		}
+	})
+	return h
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (h *hostProcess) kill() error {
+	select {
+	case <-h.waited:
+		return nil
+	default:
+	}
+	err := h.cmd.Process.Kill()
+	if errors.Is(err, os.ErrProcessDone) {
+		err = nil
+	}
+	<-h.waited
+	return err
+}
+
+func (h *hostProcess) output() []byte { return h.out.bytes() }
+
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+// chaosPoll polls cond every 20 ms until it holds, or fails the test after d.
+func chaosPoll(t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in %v: %v", what, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type chaosKey struct {
+	e crdt.Entity
+	c crdt.ComponentID
+}
+
+// chaosView is what the invariant needs from a replica: every key's timestamp, the deleted
+// entity versions and the live entities. As a record it holds the maximum over several replicas.
+type chaosView struct {
+	self    peer.PeerIndex
+	host    peer.PeerIndex
+	term    peer.Term
+	hash    uint64
+	keys    map[chaosKey]crdt.Timestamp
+	deleted map[uint16]uint16
+	live    map[peer.Entity]bool
+}
+
+func newChaosView() *chaosView {
+	return &chaosView{keys: make(map[chaosKey]crdt.Timestamp), deleted: make(map[uint16]uint16), live: make(map[peer.Entity]bool)}
+}
+
+func readChaosView(ctx context.Context, p *peer.Peer) (*chaosView, error) {
+	v := newChaosView()
+	err := p.Do(ctx, func(w *peer.World) {
+		v.self, v.host, v.term = w.Self(), w.Host(), w.Term()
+		r := w.Replica()
+		v.hash = r.Hash()
+		r.Range(func(en crdt.Entry) bool {
+			v.keys[chaosKey{en.Entity, en.Component}] = en.Timestamp
+			return true
+		})
+		r.RangeDeleted(func(n, ver uint16) bool {
+			v.deleted[n] = ver
+			return true
+		})
+		for _, e := range w.Entities() {
+			v.live[e] = true
+		}
+	})
+	return v, err
+}
+
+// readChaosViews reads the peers' replicas concurrently, so that the views are as close to one
+// moment as the peers' loops allow.
+func readChaosViews(ctx context.Context, peers []*peer.Peer) ([]*chaosView, error) {
+	views := make([]*chaosView, len(peers))
+	errs := make([]error, len(peers))
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			views[i], errs[i] = readChaosView(ctx, p)
+		}()
+	}
+	wg.Wait()
+	return views, errors.Join(errs...)
+}
+
+// absorb raises v to the per-key maximum of v and o.
+func (v *chaosView) absorb(o *chaosView) {
+	for k, ts := range o.keys {
+		if cur, ok := v.keys[k]; !ok || ts > cur {
+			v.keys[k] = ts
+		}
+	}
+	for n, ver := range o.deleted {
+		if cur, ok := v.deleted[n]; !ok || ver > cur {
+			v.deleted[n] = ver
+		}
+	}
+	for e := range o.live {
+		v.live[e] = true
+	}
+}
+
+func (v *chaosView) entityDeleted(e crdt.Entity) bool {
+	ver, ok := v.deleted[e.Number()]
+	return ok && ver >= e.Version()
+}
+
+// checkChaosInvariant lists every way conv fails to dominate rec: a key lost or older, a deleted
+// version forgotten, a live entity gone that mayVanish does not excuse.
+func checkChaosInvariant(rec, conv *chaosView, mayVanish func(peer.Entity) bool) []string {
+	var out []string
+	keys := make([]chaosKey, 0, len(rec.keys))
+	for k := range rec.keys {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b chaosKey) int {
+		if c := cmp.Compare(a.e, b.e); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.c, b.c)
+	})
+	for _, k := range keys {
+		ts := rec.keys[k]
+		got, ok := conv.keys[k]
+		switch {
+		case ok && got >= ts:
+		case ok:
+			out = append(out, fmt.Sprintf("entity %v component %d: timestamp %d, a survivor held %d", k.e, k.c, got, ts))
+		case conv.entityDeleted(k.e) && mayVanish(k.e):
+		case conv.entityDeleted(k.e):
+			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): the entity was deleted", k.e, k.c, ts))
+		default:
+			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): lost", k.e, k.c, ts))
+		}
+	}
+	for n, ver := range rec.deleted {
+		if got, ok := conv.deleted[n]; !ok || got < ver {
+			out = append(out, fmt.Sprintf("entity number %d: deleted version %d forgotten (now %d, %v)", n, ver, got, ok))
+		}
+	}
+	for e := range rec.live {
+		if !conv.live[e] && !mayVanish(e) {
+			out = append(out, fmt.Sprintf("entity %v vanished", e))
+		}
+	}
+	return out
+}

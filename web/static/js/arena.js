@@ -1,0 +1,270 @@
+// The arena demo world, ported from internal/arena/arena.go: the same schemas, component ids,
+// fixed-point millimetre maths and physics constants, so that a browser host and a Go host run the
+// same game. Instead of the Go bot's script, the local player drives its avatar with the keyboard
+// and grabs boxes with the mouse.
+//
+// Positions and velocities are int32 millimetres (per second), encoded as two int32 little-endian.
+// hypot is Go's algorithm (max·sqrt(1+(min/max)²)) so that both compute the same pushes; Math.pow
+// may differ from Go's math.Pow in the last bit, which only matters for a host's own physics,
+// never for convergence (members take the host's values).
+
+import { SchemaTable } from './schema.js';
+import { ROOM_ENTITY } from './world.js';
+
+export const SCHEMA_AVATAR = 1;
+export const SCHEMA_BOX = 2;
+export const SCHEMA_ROOM = 3;
+
+export const AVATAR_POS = 0;
+export const AVATAR_COLOR = 1;
+export const AVATAR_NAME = 2;
+export const BOX_POS = 0;
+export const BOX_VEL = 1;
+export const ROOM_SCORE = 0;
+export const ROOM_GOALS = 1;
+
+export const WIDTH = 20000;
+export const HEIGHT = 12000;
+export const GOAL_X = 19000;
+export const BOX_RADIUS = 400;
+export const AVATAR_RADIUS = 350;
+const FRICTION_PER_SECOND = 0.25;
+const REST_SPEED = 30;
+const PUSH_SPEED = 2500;
+export const AVATAR_SPEED = 3000;
+
+export const SCHEMAS = [
+  { id: SCHEMA_AVATAR, name: 'avatar', properties: [
+    { name: 'pos', component: 1100, size: 8 },
+    { name: 'color', component: 1101, size: 4 },
+    { name: 'name', component: 1102, size: 0 },
+  ] },
+  { id: SCHEMA_BOX, name: 'box', properties: [
+    { name: 'pos', component: 1200, size: 8 },
+    { name: 'vel', component: 1201, size: 8 },
+  ] },
+  { id: SCHEMA_ROOM, name: 'room', properties: [
+    { name: 'score', component: 1300, size: 4 },
+    { name: 'goals', component: 1301, size: 4 },
+  ] },
+];
+
+let tableCache = null;
+/** The arena's schema table (the same fingerprint as arena.Schemas() in Go). */
+export function schemas() {
+  if (!tableCache) tableCache = new SchemaTable(SCHEMAS);
+  return tableCache;
+}
+
+/** Encodes a fixed-point vector as two int32 little-endian. */
+export function encodeVec(v) {
+  const b = new Uint8Array(8);
+  const dv = new DataView(b.buffer);
+  dv.setInt32(0, v.x | 0, true);
+  dv.setInt32(4, v.y | 0, true);
+  return b;
+}
+
+/** Decodes a vector; a value of the wrong size is the zero vector. */
+export function parseVec(b) {
+  if (!b || b.length !== 8) return { x: 0, y: 0 };
+  const dv = new DataView(b.buffer, b.byteOffset, 8);
+  return { x: dv.getInt32(0, true), y: dv.getInt32(4, true) };
+}
+
+export function u32(b) {
+  if (!b || b.length !== 4) return 0;
+  return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
+}
+
+export function encodeU32(v) {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, v >>> 0, true);
+  return b;
+}
+
+/** Go's math.Hypot on amd64: max·sqrt(1+(min/max)²). */
+export function hypot(p, q) {
+  p = Math.abs(p);
+  q = Math.abs(q);
+  if (p === Infinity || q === Infinity) return Infinity;
+  if (Number.isNaN(p) || Number.isNaN(q)) return NaN;
+  if (p < q) [p, q] = [q, p];
+  if (p === 0) return 0;
+  q = q / p;
+  return p * Math.sqrt(1 + q * q);
+}
+
+/** Go's int32(f) for the values the arena produces: truncation toward zero. */
+const i32 = (f) => Math.trunc(f) | 0;
+const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export function avatarName(w, e) {
+  const b = w.get(e, AVATAR_NAME);
+  return b ? dec.decode(b) : '';
+}
+
+/**
+ * Game is the arena as a peer app (the same hooks as peer.App in Go): schemas, hostStart,
+ * spawnAvatar, tick, rpc. The local player's input arrives through setKeys and the pointer methods.
+ */
+export class Game {
+  constructor({ boxes = 8 } = {}) {
+    this.boxes = boxes;
+    this.keys = { up: false, down: false, left: false, right: false };
+    this.holding = 0; // the box the local player holds (or is asking for)
+    this.heldFor = 0; // ms since the lock was asked for
+    this.pointer = null; // {x, y} in mm while the mouse button is down
+    this.grabOffset = { x: 0, y: 0 };
+  }
+
+  schemas() { return schemas(); }
+
+  /** Spawns the room and the boxes in a new room; after a migration the world is kept. */
+  hostStart(w) {
+    if (!w.exists(ROOM_ENTITY)) w.spawnRoom(SCHEMA_ROOM, new Uint8Array(0), encodeU32(0), encodeU32(0));
+    if (w.entitiesOf(SCHEMA_BOX).length > 0) return;
+    for (let i = 0; i < this.boxes; i++) {
+      const pos = { x: 3000 + (i % 4) * 3500, y: 3000 + (Math.floor(i / 4) % 3) * 3000 };
+      w.spawn(SCHEMA_BOX, new Uint8Array(0), encodeVec(pos), encodeVec({ x: 0, y: 0 }));
+    }
+  }
+
+  /** Gives every member an avatar at a spot of its own (same formula as Go, int32 arithmetic). */
+  spawnAvatar(w, info) {
+    const i = Number(info.index) | 0;
+    const pos = { x: 1000 + ((i * 1700) % (WIDTH - 2000)), y: 1000 + ((i * 1100) % (HEIGHT - 2000)) };
+    const color = new Uint8Array([(60 + ((i * 97) % 180)) & 255, (60 + ((i * 57) % 180)) & 255, (60 + ((i * 31) % 180)) & 255, 255]);
+    let name = enc.encode(info.id || '');
+    if (name.length > 64) name = name.subarray(0, 64);
+    return w.spawn(SCHEMA_AVATAR, new Uint8Array(0), encodeVec(pos), color, name);
+  }
+
+  rpc() {}
+
+  /** Runs the local input everywhere and the physics on the host. dtMs is the tick's length. */
+  tick(w, dtMs) {
+    if (!(dtMs > 0) || dtMs > 1000) dtMs = 50;
+    this.input(w, dtMs);
+    if (w.isHost) this.physics(w, dtMs);
+  }
+
+  setKeys(keys) { Object.assign(this.keys, keys); }
+
+  /** The mouse went down at pos (mm): grab the box under it, if any. */
+  pointerDown(w, pos) {
+    this.pointer = pos;
+    let best = 0;
+    let bestD = BOX_RADIUS * 1.3;
+    for (const e of w.entitiesOf(SCHEMA_BOX)) {
+      const p = parseVec(w.get(e, BOX_POS));
+      const d = hypot(p.x - pos.x, p.y - pos.y);
+      if (d < bestD) { best = e; bestD = d; }
+    }
+    if (!best) return false;
+    const p = parseVec(w.get(best, BOX_POS));
+    this.grabOffset = { x: p.x - pos.x, y: p.y - pos.y };
+    if (!w.isHost) {
+      if (w.authority(best) !== w.host) return false; // someone else holds it
+      try { w.requestLock(best); } catch { return false; }
+    }
+    this.holding = best;
+    this.heldFor = 0;
+    return true;
+  }
+
+  pointerMove(pos) { if (this.pointer) this.pointer = pos; }
+
+  /** The mouse went up: let go of the box. */
+  pointerUp(w) {
+    this.pointer = null;
+    if (!this.holding) return;
+    const e = this.holding;
+    this.holding = 0;
+    if (!w.isHost && w.exists(e) && w.authority(e) === w.self) {
+      w.set(e, BOX_VEL, encodeVec({ x: 0, y: 0 }));
+      try { w.relinquish(e); } catch { /* the host is gone; the lock expires */ }
+    }
+  }
+
+  input(w, dtMs) {
+    const me = w.avatarOf(w.self);
+    if (me === undefined || !w.canWrite(me)) return;
+    const k = this.keys;
+    let dx = (k.right ? 1 : 0) - (k.left ? 1 : 0);
+    let dy = (k.down ? 1 : 0) - (k.up ? 1 : 0);
+    if (dx !== 0 || dy !== 0) {
+      const pos = parseVec(w.get(me, AVATAR_POS));
+      const step = AVATAR_SPEED * dtMs / 1000;
+      const d = hypot(dx, dy);
+      pos.x = clamp(pos.x + i32(dx / d * step), AVATAR_RADIUS, WIDTH - AVATAR_RADIUS);
+      pos.y = clamp(pos.y + i32(dy / d * step), AVATAR_RADIUS, HEIGHT - AVATAR_RADIUS);
+      w.set(me, AVATAR_POS, encodeVec(pos));
+    }
+    if (!this.holding) return;
+    const e = this.holding;
+    if (!w.exists(e)) { this.holding = 0; return; }
+    if (!w.canWrite(e)) {
+      this.heldFor += dtMs;
+      if (this.heldFor > 1000) this.holding = 0; // the grant never came
+      return;
+    }
+    if (this.pointer) {
+      const p = {
+        x: clamp(this.pointer.x + this.grabOffset.x, BOX_RADIUS, WIDTH - BOX_RADIUS),
+        y: clamp(this.pointer.y + this.grabOffset.y, BOX_RADIUS, HEIGHT - BOX_RADIUS),
+      };
+      w.set(e, BOX_POS, encodeVec(p));
+      w.set(e, BOX_VEL, encodeVec({ x: 0, y: 0 }));
+    }
+  }
+
+  /** Moves free boxes, pushes boxes that avatars walk into, and scores goals (host only). */
+  physics(w, dtMs) {
+    const sec = dtMs / 1000;
+    const keep = Math.pow(FRICTION_PER_SECOND, sec);
+    const avatars = w.entitiesOf(SCHEMA_AVATAR);
+    for (const b of w.entitiesOf(SCHEMA_BOX)) {
+      if (!w.canWrite(b) || b === this.holding) continue; // a member (or this host's player) holds it
+      let pos = parseVec(w.get(b, BOX_POS));
+      let vel = parseVec(w.get(b, BOX_VEL));
+      for (const a of avatars) {
+        const apos = parseVec(w.get(a, AVATAR_POS));
+        const dx = (pos.x - apos.x) | 0;
+        const dy = (pos.y - apos.y) | 0;
+        const d = hypot(dx, dy);
+        if (d < BOX_RADIUS + AVATAR_RADIUS && d > 0) vel = { x: i32(dx / d * PUSH_SPEED), y: i32(dy / d * PUSH_SPEED) };
+      }
+      if (vel.x === 0 && vel.y === 0) continue;
+      pos.x = (pos.x + i32(vel.x * sec)) | 0;
+      pos.y = (pos.y + i32(vel.y * sec)) | 0;
+      vel = { x: i32(vel.x * keep), y: i32(vel.y * keep) };
+      if (pos.x < BOX_RADIUS || pos.x > WIDTH - BOX_RADIUS) {
+        vel.x = 0;
+        pos.x = clamp(pos.x, BOX_RADIUS, WIDTH - BOX_RADIUS);
+      }
+      if (pos.y < BOX_RADIUS || pos.y > HEIGHT - BOX_RADIUS) {
+        vel.y = 0;
+        pos.y = clamp(pos.y, BOX_RADIUS, HEIGHT - BOX_RADIUS);
+      }
+      if (hypot(vel.x, vel.y) < REST_SPEED) vel = { x: 0, y: 0 };
+      if (pos.x > GOAL_X) {
+        this.score(w);
+        pos = { x: WIDTH / 2, y: HEIGHT / 2 };
+        vel = { x: 0, y: 0 };
+      }
+      w.set(b, BOX_POS, encodeVec(pos));
+      w.set(b, BOX_VEL, encodeVec(vel));
+    }
+  }
+
+  score(w) {
+    const s = u32(w.get(ROOM_ENTITY, ROOM_SCORE));
+    const n = u32(w.get(ROOM_ENTITY, ROOM_GOALS));
+    w.set(ROOM_ENTITY, ROOM_SCORE, encodeU32(s + 10));
+    w.set(ROOM_ENTITY, ROOM_GOALS, encodeU32(n + 1));
+  }
+}

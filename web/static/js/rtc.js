@@ -1,0 +1,190 @@
+// One WebRTC link to another member: an RTCPeerConnection with Concord's two pre-negotiated data
+// channels (id 0 reliable+ordered, id 1 unordered with maxRetransmits 0), set up through signaling.
+//
+// The member side makes the offer; the host side answers. No ICE servers are used. Remote
+// candidates are queued until the remote description is set, and nothing ever waits for local
+// candidates: in a loopback-only network namespace Chromium may signal none, and the other end
+// learns the address from the first connectivity check.
+
+export const RELIABLE = 0;
+export const UNRELIABLE = 1;
+
+/** Above this many buffered bytes an unreliable send is dropped (stale updates are worthless). */
+export const UNRELIABLE_DROP_THRESHOLD = 64 * 1024;
+/** Above this many buffered bytes on the reliable channel the remote cannot keep up: the link is closed. */
+export const RELIABLE_HIGH_WATER = 1024 * 1024;
+/** Remote candidates queued before the remote description; more is a misbehaving peer. */
+const MAX_PENDING_CANDIDATES = 64;
+
+/**
+ * Link is one peer connection. Callbacks:
+ *   signal(payload)        send a SignalPayload to the remote end through signaling;
+ *   onMessage(ch, bytes)   a payload arrived on channel ch (Uint8Array);
+ *   onReady()              both channels are open;
+ *   onClose(reason)        the link is dead (called once).
+ */
+export class Link {
+  constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
+    this.remote = remote;
+    this.session = session;
+    this.offerer = offerer;
+    this.signalOut = signal;
+    this.onMessage = onMessage;
+    this.onReady = onReady;
+    this.onClose = onClose;
+    this.ready = false;
+    this.dead = false;
+    this.bytesIn = 0;
+    this.bytesOut = 0;
+    this.dropped = 0;
+    this.remoteSet = false;
+    this.pending = [];
+    this.chain = Promise.resolve(); // serializes signal handling (setRemoteDescription is async)
+
+    const pc = new RTCPeerConnection({ iceServers: [] });
+    this.pc = pc;
+    this.channels = [
+      pc.createDataChannel('reliable', { negotiated: true, id: 0 }),
+      pc.createDataChannel('unreliable', { negotiated: true, id: 1, ordered: false, maxRetransmits: 0 }),
+    ];
+    let open = 0;
+    this.channels.forEach((dc, ch) => {
+      dc.binaryType = 'arraybuffer';
+      dc.onopen = () => {
+        if (this.dead) return;
+        if (++open === 2) {
+          this.ready = true;
+          this.onReady();
+        }
+      };
+      dc.onclose = () => this.fail(`${dc.label} channel closed`);
+      dc.onmessage = (ev) => {
+        if (this.dead || !(ev.data instanceof ArrayBuffer)) return;
+        this.bytesIn += ev.data.byteLength;
+        this.onMessage(ch, new Uint8Array(ev.data));
+      };
+    });
+    pc.onicecandidate = (ev) => {
+      if (!ev.candidate || !ev.candidate.candidate || this.dead) return; // end of candidates is implied
+      const c = ev.candidate;
+      this.signalOut({
+        kind: 'candidate', session: this.session,
+        candidate: { candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex, usernameFragment: c.usernameFragment },
+      });
+    };
+    pc.onconnectionstatechange = () => {
+      const s = pc.connectionState;
+      if (s === 'failed' || s === 'closed' || s === 'disconnected') this.fail(`peer connection ${s}`);
+    };
+    if (offerer) {
+      this.chain = this.chain.then(async () => {
+        const offer = await pc.createOffer();
+        await pc.setLocalDescription(offer);
+        if (!this.dead) this.signalOut({ kind: 'offer', sdp: pc.localDescription.sdp, session: this.session });
+      }).catch((err) => this.fail(`create offer: ${err}`));
+    }
+  }
+
+  /** Consumes a SignalPayload from the remote end. */
+  handleSignal(p) {
+    this.chain = this.chain.then(() => this.applySignal(p)).catch((err) => this.fail(`signal ${p.kind}: ${err}`));
+    return this.chain;
+  }
+
+  async applySignal(p) {
+    if (this.dead) return;
+    const pc = this.pc;
+    switch (p.kind) {
+      case 'offer':
+        if (this.offerer) throw new Error('offer sent to the offerer');
+        await pc.setRemoteDescription({ type: 'offer', sdp: p.sdp });
+        await this.remoteDescriptionSet();
+        await pc.setLocalDescription(await pc.createAnswer());
+        if (!this.dead) this.signalOut({ kind: 'answer', sdp: pc.localDescription.sdp, session: this.session });
+        break;
+      case 'answer':
+        if (!this.offerer) throw new Error('answer sent to the answerer');
+        await pc.setRemoteDescription({ type: 'answer', sdp: p.sdp });
+        await this.remoteDescriptionSet();
+        break;
+      case 'candidate': {
+        const c = p.candidate;
+        if (!c || !c.candidate) return; // end of candidates
+        if (!this.remoteSet) {
+          if (this.pending.length >= MAX_PENDING_CANDIDATES) throw new Error('too many early candidates');
+          this.pending.push(c);
+          return;
+        }
+        await pc.addIceCandidate(c);
+        break;
+      }
+      default:
+        throw new Error(`unknown signal kind ${p.kind}`);
+    }
+  }
+
+  async remoteDescriptionSet() {
+    this.remoteSet = true;
+    const q = this.pending;
+    this.pending = [];
+    for (const c of q) await this.pc.addIceCandidate(c);
+  }
+
+  /**
+   * Sends one payload on channel ch. Returns false when it was not sent: an unreliable payload
+   * dropped over the buffer threshold or before the channel opened, or a dead link. A reliable
+   * channel over its high-water mark closes the link (the remote cannot keep up).
+   */
+  send(ch, bytes) {
+    if (this.dead) return false;
+    const dc = this.channels[ch];
+    if (dc.readyState !== 'open') {
+      this.dropped++;
+      return false;
+    }
+    if (ch === UNRELIABLE && dc.bufferedAmount > UNRELIABLE_DROP_THRESHOLD) {
+      this.dropped++;
+      return false;
+    }
+    if (ch === RELIABLE && dc.bufferedAmount > RELIABLE_HIGH_WATER) {
+      this.fail('remote cannot keep up');
+      return false;
+    }
+    try {
+      dc.send(bytes);
+    } catch (err) {
+      this.fail(`send: ${err}`);
+      return false;
+    }
+    this.bytesOut += bytes.byteLength;
+    return true;
+  }
+
+  fail(reason) {
+    if (this.dead) return;
+    this.dead = true;
+    this.ready = false;
+    this.reason = reason;
+    this.closeChannels();
+    this.onClose(reason);
+  }
+
+  closeChannels() {
+    for (const dc of this.channels) {
+      dc.onmessage = null;
+      dc.onclose = null;
+      try { dc.close(); } catch { /* closed */ }
+    }
+    this.pc.onconnectionstatechange = null;
+    this.pc.onicecandidate = null;
+    try { this.pc.close(); } catch { /* closed */ }
+  }
+
+  /** Closes the link without calling onClose. */
+  close() {
+    if (this.dead) return;
+    this.dead = true;
+    this.ready = false;
+    this.closeChannels();
+  }
+}

@@ -1,0 +1,523 @@
+// The replicated world as one peer sees it — a port of peer/world.go: the ADR-117 replica (crdt.js)
+// and the index its schemas give it (live entities, their schema, creation data and authority),
+// plus the host's authority table (a port of authority/table.go).
+//
+// Writes are batched exactly as the Go World batches them: the first local write of a loop step
+// opens a batch stamped clock+1, every later write of the step uses the same stamp, and the peer
+// closes the batch after the step. Every change the world accepts is reported to a sink (the host
+// or member role), which turns it into traffic. Everything runs on the page's single thread.
+
+import { Replica } from './crdt.js';
+import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta, parseMeta } from './schema.js';
+
+/** ADR-117 message types (docs/protocol-crdt.part.md). */
+export const PUT_COMPONENT = 1;
+export const DELETE_COMPONENT = 2;
+export const DELETE_ENTITY = 3;
+export const APPEND_VALUE = 4;
+export const PUT_COMPONENT_NETWORK = 5;
+export const DELETE_COMPONENT_NETWORK = 6;
+export const DELETE_ENTITY_NETWORK = 7;
+
+/** Entity numbers below this are reserved (0 is the room itself). */
+export const FIRST_SPAWN_NUMBER = 512;
+/** The entity that holds room-wide host state. */
+export const ROOM_ENTITY = 0;
+
+/** Authority record kinds (authority.Record). */
+export const KIND_HOST = 0;
+export const KIND_AVATAR = 1;
+export const KIND_LOCK = 2;
+
+/** Event kinds, as peer.EventKind. */
+export const Ev = Object.freeze({
+  Spawned: 'spawned', Updated: 'updated', Despawned: 'despawned', Authority: 'authority',
+  PeerEntered: 'peer-entered', PeerExited: 'peer-exited', HostChanged: 'host-changed',
+  Migrating: 'migrating', Synced: 'synced',
+});
+
+export const entityNumber = (e) => e & 0xffff;
+export const entityVersion = (e) => e >>> 16;
+export const newEntity = (number, version) => ((version << 16) | number) >>> 0;
+
+export class WorldError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** Encodes an authority record {kind, peer}: kind u8 | peer u64 LE (authority.AppendRecord). */
+export function encodeRecord(rec) {
+  const b = new Uint8Array(9);
+  b[0] = rec.kind;
+  new DataView(b.buffer).setBigUint64(1, BigInt(rec.peer || 0), true);
+  return b;
+}
+
+/** Decodes an authority record; null when malformed (authority.ConsumeRecord). */
+export function decodeRecord(b) {
+  if (!b || b.length < 9) return null;
+  const kind = b[0];
+  const peer = Number(new DataView(b.buffer, b.byteOffset, 9).getBigUint64(1, true));
+  if (kind === KIND_HOST) return peer === 0 ? { kind, peer: 0 } : null;
+  if (kind === KIND_AVATAR || kind === KIND_LOCK) return { kind, peer };
+  return null;
+}
+
+const HOST_RECORD = Object.freeze({ kind: KIND_HOST, peer: 0 });
+
+function bytesEqual(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** A sink that ignores every change (a peer with no role yet). */
+export const nopSink = Object.freeze({
+  propChanged() {}, spawned() {}, despawned() {}, authorityChanged() {}, otherChanged() {},
+});
+
+/**
+ * World: the replica and its index. Games read it with get/entitiesOf/authority… and write it with
+ * set (and, on the host, spawn/despawn).
+ */
+export class World {
+  constructor(table) {
+    this.r = new Replica();
+    this.schemas = table;
+    this.self = 0;
+    this.host = 0;
+    this.term = 0;
+    this.isHost = false;
+    this.ents = new Map(); // entity → {schema, creation, auth}
+    this.byNumber = new Map(); // number → entity
+    this.stamp = 0; // the open batch's timestamp, 0 when none is open
+    this.next = FIRST_SPAWN_NUMBER;
+    this.sink = nopSink;
+    this.events = [];
+    this.peer = null; // set by the Peer: RPCs and locks go through it
+  }
+
+  get clock() { return Number(this.r.clock); }
+  get size() { return this.ents.size; }
+
+  /** Live entities with a schema, ascending. */
+  entities() { return [...this.ents.keys()].sort((a, b) => a - b); }
+
+  /** Live entities of schema id, ascending. */
+  entitiesOf(id) {
+    const out = [];
+    for (const [e, info] of this.ents) if (info.schema.id === id) out.push(e);
+    return out.sort((a, b) => a - b);
+  }
+
+  exists(e) { return this.ents.has(e); }
+  schemaOf(e) { const i = this.ents.get(e); return i ? i.schema : undefined; }
+  creation(e) { const i = this.ents.get(e); return i ? i.creation : undefined; }
+
+  /** Property prop of e (a Uint8Array aliasing the replica: do not modify), or undefined. */
+  get(e, prop) {
+    const info = this.ents.get(e);
+    if (!info || prop < 0 || prop >= info.schema.properties.length) return undefined;
+    const v = this.r.get(e, info.schema.properties[prop].component);
+    if (!v || v.deleted) return undefined;
+    return v.data;
+  }
+
+  /** Who writes e: the avatar owner or lock holder, or the host's index for host-owned entities. */
+  authority(e) {
+    const info = this.ents.get(e);
+    if (!info || info.auth.kind === KIND_HOST) return this.host;
+    return info.auth.peer;
+  }
+
+  authorityRecord(e) {
+    const info = this.ents.get(e);
+    return info ? info.auth : HOST_RECORD;
+  }
+
+  /** The avatar of member p, or undefined. */
+  avatarOf(p) {
+    for (const [e, info] of this.ents) if (info.auth.kind === KIND_AVATAR && info.auth.peer === p) return e;
+    return undefined;
+  }
+
+  /** Whether this peer may write e now. */
+  canWrite(e) {
+    const info = this.ents.get(e);
+    if (!info) return false;
+    if (info.auth.kind === KIND_HOST) return this.isHost;
+    return info.auth.peer === this.self;
+  }
+
+  /** Writes property prop of e; throws a WorldError without authority or for a bad value. */
+  set(e, prop, value) {
+    const info = this.ents.get(e);
+    if (!info) throw new WorldError('no_entity', `world: no entity ${e}`);
+    const s = info.schema;
+    if (prop < 0 || prop >= s.properties.length) throw new WorldError('no_property', `world: ${s.name} has no property ${prop}`);
+    if (!this.canWrite(e)) throw new WorldError('no_authority', `world: ${e} is written by peer ${this.authority(e)}`);
+    s.checkValue(prop, value);
+    const cur = this.get(e, prop);
+    if (cur && bytesEqual(cur, value)) return;
+    if (this.r.writeAt(e, s.properties[prop].component, this.batchStamp(), value, false) === 'applied') {
+      this.sink.propChanged(e, prop, 0);
+    }
+  }
+
+  /** Creates an entity of schema id (host only) and returns it. A null value leaves a property unset. */
+  spawn(id, creation, ...values) {
+    if (!this.isHost) throw new WorldError('not_host', 'world: only the host spawns');
+    const e = this.allocate();
+    if (e === undefined) throw new WorldError('full', 'world: no free entity id');
+    this.spawnAt(e, id, creation, values, HOST_RECORD);
+    return e;
+  }
+
+  /** Creates the room entity (number 0) with schema id. */
+  spawnRoom(id, creation, ...values) {
+    if (!this.isHost) throw new WorldError('not_host', 'world: only the host spawns');
+    if (this.exists(ROOM_ENTITY)) throw new WorldError('exists', 'world: the room entity exists');
+    this.spawnAt(ROOM_ENTITY, id, creation, values, HOST_RECORD);
+  }
+
+  spawnAt(e, id, creation, values, auth) {
+    const s = this.schemas.lookup(id);
+    if (!s) throw new WorldError('unknown_schema', `world: unknown schema ${id}`);
+    if (values.length > s.properties.length) throw new WorldError('no_property', `world: ${values.length} values for ${s.name}`);
+    values.forEach((v, i) => { if (v != null) s.checkValue(i, v); });
+    const ts = this.batchStamp();
+    this.r.writeAt(e, COMPONENT_META, ts, appendMeta(id, creation), false);
+    this.ents.set(e, { schema: s, creation: creation.slice(), auth });
+    this.byNumber.set(entityNumber(e), e);
+    values.forEach((v, i) => { if (v != null) this.r.writeAt(e, s.properties[i].component, ts, v, false); });
+    if (auth.kind !== KIND_HOST) this.writeAuthority(e, auth);
+    this.events.push({ kind: Ev.Spawned, entity: e });
+    this.sink.spawned(e, 0);
+  }
+
+  /** Deletes entity e (host only). */
+  despawn(e) {
+    if (!this.isHost) throw new WorldError('not_host', 'world: only the host despawns');
+    if (!this.exists(e)) throw new WorldError('no_entity', `world: no entity ${e}`);
+    const m = { type: DELETE_ENTITY, entity: e, component: 0, timestamp: 0, data: null };
+    if (this.r.merge(m) === 'applied') this.observe(m, 0);
+  }
+
+  /** The highest deleted version of number n, or undefined. */
+  deletedVersion(n) {
+    let v;
+    this.r.rangeDeleted((number, version) => {
+      if (number === n) { v = version; return false; }
+      return true;
+    });
+    return v;
+  }
+
+  /** A free entity id: the next number never used, or a deleted number with its next version. */
+  allocate() {
+    let deleted = null;
+    for (let k = 0; k < 65536; k++) {
+      const n = this.next;
+      this.next = (this.next + 1) & 0xffff;
+      if (this.next === 0) this.next = FIRST_SPAWN_NUMBER;
+      if (n < FIRST_SPAWN_NUMBER || this.byNumber.has(n)) continue;
+      if (!deleted) {
+        deleted = new Map();
+        this.r.rangeDeleted((number, version) => { deleted.set(number, version); return true; });
+      }
+      let ver = 0;
+      if (deleted.has(n)) {
+        const dv = deleted.get(n);
+        if (dv === 0xffff) continue;
+        ver = dv + 1;
+      }
+      const e = newEntity(n, ver);
+      if (this.r.get(e, COMPONENT_META)) continue;
+      return e;
+    }
+    return undefined;
+  }
+
+  /** Stores e's authority record in the replica (so that it survives migration). */
+  writeAuthority(e, rec) {
+    const info = this.ents.get(e);
+    if (!info) return;
+    info.auth = { kind: rec.kind, peer: rec.peer };
+    this.r.writeAt(e, COMPONENT_AUTHORITY, this.batchStamp(), encodeRecord(rec), false);
+    this.sink.authorityChanged(e, info.auth, 0);
+  }
+
+  /** The open write batch's timestamp, opening a batch at clock+1. */
+  batchStamp() {
+    if (this.stamp === 0) {
+      this.stamp = this.clock + 1;
+      this.r.observeClock(this.stamp);
+    }
+    return this.stamp;
+  }
+
+  closeBatch() { this.stamp = 0; }
+
+  /** Merges a CRDT message from peer origin and keeps the index up to date. */
+  mergeRemote(m, origin) {
+    const o = this.r.merge(m);
+    if (o === 'applied') this.observe(m, origin);
+    return o;
+  }
+
+  /** Updates the index after m was applied to the replica. */
+  observe(m, origin) {
+    const e = m.entity >>> 0;
+    const old = this.byNumber.get(entityNumber(e));
+    if (old !== undefined && old !== e && this.r.entityDeleted(old)) this.forget(old, origin);
+    switch (m.type) {
+      case DELETE_ENTITY:
+      case DELETE_ENTITY_NETWORK:
+        if (this.ents.has(e)) this.forget(e, origin);
+        return;
+      case APPEND_VALUE:
+        this.sink.otherChanged(m, origin);
+        return;
+      default:
+    }
+    const deleted = m.type === DELETE_COMPONENT || m.type === DELETE_COMPONENT_NETWORK;
+    if (m.component === COMPONENT_META) {
+      if (deleted) {
+        if (this.ents.has(e)) this.forget(e, origin);
+        this.sink.otherChanged(m, origin);
+        return;
+      }
+      this.index(e, origin);
+      return;
+    }
+    if (m.component === COMPONENT_AUTHORITY) {
+      const info = this.ents.get(e);
+      const rec = (!deleted && decodeRecord(m.data)) || HOST_RECORD;
+      if (info) {
+        info.auth = { kind: rec.kind, peer: rec.peer };
+        this.events.push({ kind: Ev.Authority, entity: e, peer: this.authority(e) });
+      }
+      this.sink.authorityChanged(e, rec, origin);
+      return;
+    }
+    const info = this.ents.get(e);
+    if (info && !deleted) {
+      const i = info.schema.index(m.component);
+      if (i >= 0) {
+        this.events.push({ kind: Ev.Updated, entity: e, props: 1 << i });
+        this.sink.propChanged(e, i, origin);
+        return;
+      }
+    }
+    this.sink.otherChanged(m, origin);
+  }
+
+  /** (Re)reads e's meta and authority components after its meta changed. */
+  index(e, origin) {
+    const meta = this.r.get(e, COMPONENT_META);
+    if (!meta || meta.deleted) return;
+    const pm = parseMeta(meta.data);
+    const s = pm && this.schemas.lookup(pm.id);
+    if (!s) return; // an entity of a schema we do not run: kept in the replica, not in the index
+    let info = this.ents.get(e);
+    const fresh = !info;
+    if (fresh) {
+      info = { schema: s, creation: null, auth: HOST_RECORD };
+      this.ents.set(e, info);
+      this.byNumber.set(entityNumber(e), e);
+    }
+    info.schema = s;
+    info.creation = pm.creation.slice();
+    const a = this.r.get(e, COMPONENT_AUTHORITY);
+    if (a && !a.deleted) {
+      const rec = decodeRecord(a.data);
+      if (rec) info.auth = rec;
+    }
+    if (fresh) {
+      this.events.push({ kind: Ev.Spawned, entity: e });
+      this.sink.spawned(e, origin);
+    }
+  }
+
+  forget(e, origin) {
+    this.ents.delete(e);
+    if (this.byNumber.get(entityNumber(e)) === e) this.byNumber.delete(entityNumber(e));
+    this.events.push({ kind: Ev.Despawned, entity: e });
+    this.sink.despawned(e, origin);
+  }
+
+  // Members ask the host through the peer.
+  requestLock(e) { return this.peer.systemRPC(RPC_LOCK_REQUEST, e); }
+  relinquish(e) { return this.peer.systemRPC(RPC_RELINQUISH, e); }
+  sendRPC(type, data) { return this.peer.sendRPC(type, data); }
+}
+
+/** The lowest RPC type reserved for Concord. */
+export const FIRST_SYSTEM_RPC = 0xffffff00;
+/** Asks the host for a temporary lock on entity (u32 LE). */
+export const RPC_LOCK_REQUEST = FIRST_SYSTEM_RPC + 1;
+/** Hands a lock on entity (u32 LE) back to the host. */
+export const RPC_RELINQUISH = FIRST_SYSTEM_RPC + 2;
+
+// ---------------------------------------------------------------------------------------------
+// Authority (port of authority/table.go): who may write which entity, on the host.
+
+export const LOCK_TIMEOUT_MS = 3000;
+export const MAX_LOCKS_PER_PEER = 16;
+
+export class AuthorityError extends Error {
+  constructor(code, op, peer, e) {
+    super(`authority: ${code}: ${op} by peer ${peer} on entity ${e}`);
+    this.code = code;
+  }
+}
+
+const reserved = (e) => (e & 0xffff) < FIRST_SPAWN_NUMBER;
+
+export class AuthorityTable {
+  constructor(host) {
+    this.host = host;
+    this.records = new Map(); // entity → {kind, peer}; absent = host-owned
+    this.holders = new Map(); // peer → {lastHeard, locks: []}
+  }
+
+  author(e) {
+    const r = this.records.get(e);
+    return r ? r.peer : this.host;
+  }
+
+  admitWrite(peer, e) {
+    if (this.author(e) !== peer) throw new AuthorityError('not_authority', 'write', peer, e);
+  }
+
+  admitCorrection(peer, e, relayed) {
+    const r = this.records.get(e);
+    if ((r && r.peer === peer) || (!r && (relayed || peer === this.host))) return;
+    throw new AuthorityError('not_authority', 'correction', peer, e);
+  }
+
+  setAvatar(e, owner) {
+    if (reserved(e)) throw new AuthorityError('not_lockable', 'set-avatar', owner, e);
+    const r = this.records.get(e);
+    if (r) {
+      if (r.kind === KIND_LOCK) throw new AuthorityError('lock_held', 'set-avatar', owner, e);
+      if (r.peer !== owner) throw new AuthorityError('not_authority', 'set-avatar', owner, e);
+      return { entity: e, from: owner, to: owner };
+    }
+    this.records.set(e, { kind: KIND_AVATAR, peer: owner });
+    return { entity: e, from: this.host, to: owner };
+  }
+
+  despawn(e) {
+    const r = this.records.get(e);
+    if (r) this.release(e, r);
+  }
+
+  leave(peer) {
+    const released = [];
+    const h = this.holders.get(peer);
+    if (h) {
+      for (const e of h.locks) {
+        this.records.delete(e);
+        released.push({ entity: e, from: peer, to: this.host });
+      }
+      this.holders.delete(peer);
+    }
+    const avatars = [];
+    for (const [e, r] of this.records) {
+      if (r.kind === KIND_AVATAR && r.peer === peer) {
+        this.records.delete(e);
+        avatars.push(e);
+      }
+    }
+    avatars.sort((a, b) => a - b);
+    released.sort((a, b) => a.entity - b.entity);
+    return { avatars, released };
+  }
+
+  requestLock(peer, e, now) {
+    if (peer === this.host || reserved(e)) throw new AuthorityError('not_lockable', 'lock', peer, e);
+    let from = this.host;
+    const r = this.records.get(e);
+    if (r) {
+      if (r.kind === KIND_AVATAR) throw new AuthorityError('not_lockable', 'lock', peer, e);
+      if (r.peer === peer) {
+        this.heard(this.holders.get(peer), now);
+        return { entity: e, from: peer, to: peer };
+      }
+      if (this.live(r.peer, now)) throw new AuthorityError('lock_held', 'lock', peer, e);
+      from = r.peer;
+    }
+    const h = this.holders.get(peer);
+    if (h && h.locks.length >= MAX_LOCKS_PER_PEER) throw new AuthorityError('too_many_locks', 'lock', peer, e);
+    if (r) this.release(e, r);
+    this.lock(peer, e, now);
+    return { entity: e, from, to: peer };
+  }
+
+  relinquish(peer, e) {
+    const r = this.records.get(e);
+    if (!r || r.kind !== KIND_LOCK || r.peer !== peer) throw new AuthorityError('not_authority', 'relinquish', peer, e);
+    this.release(e, r);
+    return { entity: e, from: peer, to: this.host };
+  }
+
+  touch(peer, now) {
+    const h = this.holders.get(peer);
+    if (h) this.heard(h, now);
+  }
+
+  expire(now) {
+    const out = [];
+    for (const [p, h] of this.holders) {
+      if (now - h.lastHeard <= LOCK_TIMEOUT_MS) continue;
+      for (const e of h.locks) {
+        this.records.delete(e);
+        out.push({ entity: e, from: p, to: this.host });
+      }
+      this.holders.delete(p);
+    }
+    return out.sort((a, b) => a.entity - b.entity);
+  }
+
+  restore(e, r, now) {
+    if (r.kind !== KIND_HOST && r.kind !== KIND_AVATAR && r.kind !== KIND_LOCK) throw new AuthorityError('unknown_kind', 'restore', r.peer, e);
+    const hostOwned = r.kind === KIND_HOST || (r.kind === KIND_LOCK && r.peer === this.host);
+    if (!hostOwned && reserved(e)) throw new AuthorityError('not_lockable', 'restore', r.peer, e);
+    const old = this.records.get(e);
+    if (old) this.release(e, old);
+    if (hostOwned) return;
+    if (r.kind === KIND_LOCK) this.lock(r.peer, e, now);
+    else this.records.set(e, { kind: KIND_AVATAR, peer: r.peer });
+  }
+
+  heard(h, now) { if (h && now > h.lastHeard) h.lastHeard = now; }
+
+  live(peer, now) {
+    const h = this.holders.get(peer);
+    return !!h && now - h.lastHeard <= LOCK_TIMEOUT_MS;
+  }
+
+  lock(peer, e, now) {
+    this.records.set(e, { kind: KIND_LOCK, peer });
+    let h = this.holders.get(peer);
+    if (!h) {
+      h = { lastHeard: now, locks: [] };
+      this.holders.set(peer, h);
+    }
+    this.heard(h, now);
+    h.locks.push(e);
+  }
+
+  release(e, r) {
+    this.records.delete(e);
+    if (r.kind !== KIND_LOCK) return;
+    const h = this.holders.get(r.peer);
+    if (!h) return;
+    const i = h.locks.indexOf(e);
+    if (i >= 0) h.locks.splice(i, 1);
+    if (h.locks.length === 0) this.holders.delete(r.peer);
+  }
+}
