@@ -329,7 +329,7 @@ func (u *lwwRun) find(k uint64) *lwwRec {
 }
 
 // Apply merges snapshot s into a replica through merge (which must merge into r and may keep indexes of its
-// own up to date), raises r's clock to the host's, and appends to corrections every entry of the covered
+// own up to date; like Replica.Merge it must not retain the message, which Apply reuses), raises r's clock to the host's, and appends to corrections every entry of the covered
 // buckets where the replica wins over the snapshot, as ADR-117 messages. It validates the whole snapshot
 // before merging anything: on error nothing was merged.
 func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(*crdt.Message) crdt.Outcome, corrections []byte) (Info, []byte, error) {
@@ -402,8 +402,8 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 		return ts
 	}
 	// The meta values are rebuilt into one buffer that is only ever appended to: the records
-	// keep every one of them until the corrections are computed. One Message serves every merge
-	// (merge may keep it, so it lives on the heap: once, not once per value).
+	// keep every one of them until the corrections are computed. One Message serves every merge:
+	// it escapes through merge, so a Message per value would be a heap allocation per value.
 	var metaBuf []byte
 	for i := range s.Spawns {
 		sp := &s.Spawns[i]

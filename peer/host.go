@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 	"time"
@@ -33,13 +34,14 @@ type hostRole struct {
 	rejectLog int
 	reassert  map[Entity]bool // entities to re-stamp after rejected writes
 
-	hc    netmsg.HostCommands
-	eu    netmsg.EntityUpdates
-	pc    netmsg.PeerCommands
-	snap  netmsg.HostSnapshot
-	dig   digestMsg
-	own   []uint64
-	arena []byte
+	hc       netmsg.HostCommands
+	eu       netmsg.EntityUpdates
+	pc       netmsg.PeerCommands
+	snap     netmsg.HostSnapshot
+	dig      digestMsg
+	own      []uint64
+	ownStale bool // the world changed since own was computed
+	arena    []byte
 }
 
 func newHostRole(p *Peer) *hostRole {
@@ -174,6 +176,11 @@ func (h *hostRole) handle(r *remote, m netmsg.Message) error {
 		if err := parseDigest(m.Body, &h.dig); err != nil {
 			return err
 		}
+		if r.snapshotSent {
+			// A member sends its next digest after its corrections, on the same ordered
+			// channel: its answer to the sync snapshot is in.
+			r.answered = true
+		}
 		h.answerDigest(r)
 	case netmsg.TypePeerCommands:
 		if _, err := netmsg.ConsumePeerCommands(m.Raw, &h.pc); err != nil {
@@ -241,19 +248,33 @@ func (h *hostRole) restamp() {
 		return
 	}
 	w := h.w
+	var now map[Entity]bool
+	for e := range h.reassert {
+		if h.ownerPending(e) {
+			continue // kept for a later batch
+		}
+		if now == nil {
+			now = make(map[Entity]bool)
+		}
+		now[e] = true
+		delete(h.reassert, e)
+	}
+	if len(now) == 0 {
+		return
+	}
 	var entries []crdt.Entry
 	w.r.Range(func(en crdt.Entry) bool {
-		if h.reassert[en.Entity] {
+		if now[en.Entity] {
 			en.Data = append([]byte(nil), en.Data...)
 			entries = append(entries, en)
 		}
 		return true
 	})
-	clear(h.reassert)
 	if len(entries) == 0 {
 		return
 	}
 	ts := w.batchStamp()
+	h.ownStale = true
 	for _, en := range entries {
 		w.r.WriteAt(en.Entity, en.Component, ts, en.Data, en.Deleted)
 		en.Timestamp = ts
@@ -268,7 +289,11 @@ func (h *hostRole) restamp() {
 func (h *hostRole) answerDigest(r *remote) {
 	p, w := h.p, h.w
 	n := len(h.dig.digests)
-	h.own = w.r.BucketDigests(n, h.own[:0])
+	if h.ownStale || len(h.own) != n {
+		// Every change marks the digests stale; between changes all members share one computation.
+		h.own = w.r.BucketDigests(n, h.own[:0])
+		h.ownStale = false
+	}
 	now := p.cfg.Now()
 	var differ []int
 	for b := range n {
@@ -322,15 +347,58 @@ func (h *hostRole) corrections(r *remote, b *netmsg.CrdtBatch) {
 	}
 	relayed := r.acceptRelayed
 	r.acceptRelayed = false
+	r.answered = true
 	var rd crdt.Reader
 	var m crdt.Message
 	for rd.Reset(b.Messages); rd.Next(&m) == nil; {
 		if err := h.auth.AdmitCorrection(authority.PeerIndex(r.idx), authority.EntityID(m.Entity), relayed); err != nil {
+			if h.holds(&m) {
+				// This host already has the value or a newer one: the member converges to it
+				// without a re-stamp (which would bury any newer write of the entity's owner
+				// still on its way here).
+				h.p.count.rejected.Add(1)
+				continue
+			}
 			h.rejected(r, m.Entity, m.Timestamp, err)
 			continue
 		}
 		h.w.mergeRemote(&m, r.idx)
 	}
+}
+
+// holds reports whether the replica's entry for m's key is newer than m, or the same value.
+func (h *hostRole) holds(m *crdt.Message) bool {
+	if m.Type != crdt.PutComponent && m.Type != crdt.DeleteComponent {
+		return false
+	}
+	data, ts, ok, deleted := h.w.r.Get(m.Entity, m.Component)
+	if !ok || ts < m.Timestamp {
+		return false
+	}
+	if ts > m.Timestamp {
+		return true
+	}
+	if m.Type == crdt.DeleteComponent {
+		return deleted
+	}
+	return !deleted && bytes.Equal(data, m.Data)
+}
+
+// ownerPending reports whether e is written by another member (its avatar, or a lock it holds)
+// whose answer to its sync snapshot has not arrived yet. Until it has, this host may hold an
+// older value of the owner's writes than a member whose correction it rejected, and re-stamping
+// the entity now would put that older value above the owner's latest write (seen in
+// TestMigrationKeepsLastWrites): re-stamping waits for the owner's corrections.
+func (h *hostRole) ownerPending(e Entity) bool {
+	owner := PeerIndex(h.auth.Author(authority.EntityID(e)))
+	if owner == h.w.self {
+		return false
+	}
+	if _, present := h.p.members[owner]; !present {
+		return false // memberLeft returns its entities to the host
+	}
+	r := h.p.remotes[owner]
+	return r == nil || !r.answered
 }
 
 func (h *hostRole) rpc(r *remote, rpc netmsg.RPC) {
@@ -447,6 +515,7 @@ func (h *hostRole) flushCommands() {
 // changeSink: the host turns accepted changes into traffic.
 
 func (h *hostRole) touch(e Entity) {
+	h.ownStale = true
 	if n := len(h.changed); n > 0 {
 		h.changed[int(e.Number())%n] = h.p.cfg.Now()
 	}

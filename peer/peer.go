@@ -634,9 +634,12 @@ type remote struct {
 	// acceptRelayed: the member's next CRDT batch answers its sync snapshot and may carry host
 	// entities it received from the previous host.
 	acceptRelayed bool
-	info          PeerInfo
-	dirty         map[Entity]uint32
-	closeOnce     sync.Once
+	// answered: the member has answered its sync snapshot (its corrections, if it had any, are
+	// merged), so this host holds its latest writes.
+	answered  bool
+	info      PeerInfo
+	dirty     map[Entity]uint32
+	closeOnce sync.Once
 }
 
 func (r *remote) close() {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/peer"
@@ -80,20 +81,24 @@ func TestChaosKillHost(t *testing.T) {
 	if len(results) == 0 {
 		return
 	}
-	var keys, violations int
+	var keys, violations, locked int
 	var reelect, conv []time.Duration
 	for _, r := range results {
 		keys += r.keys
+		if r.locked > 0 {
+			locked++
+		}
 		violations += r.violations
 		reelect = append(reelect, r.reelected)
 		conv = append(conv, r.converged)
 	}
-	t.Logf("%d trials passed (%d failed): %d recorded keys checked, %d violations; kill→all follow the new host %s; kill→converged %s",
-		len(results), failed, keys, violations, spread(reelect), spread(conv))
+	t.Logf("%d trials passed (%d failed), %d with a box held at the kill: %d recorded keys checked, %d violations; kill→every survivor synced under the new host %s; kill→converged %s",
+		len(results), failed, locked, keys, violations, spread(reelect), spread(conv))
 }
 
 type chaosResult struct {
 	keys       int
+	locked     int // boxes held by a bot at the kill
 	violations int
 	reelected  time.Duration // kill → every survivor synced under a new term
 	converged  time.Duration // kill → every survivor has the same hash under the new term
@@ -151,6 +156,35 @@ type chaosClock struct{ offset atomic.Int64 }
 func (c *chaosClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *chaosClock) pause()         { c.offset.Store(int64(10 * chaosMoveFor)) }
 
+// chaosApp is the arena with a record of when each host term was announced and synced.
+type chaosApp struct {
+	*arena.Game
+	mu     sync.Mutex // guards the following fields
+	hostAt map[peer.Term]time.Time
+	syncAt map[peer.Term]time.Time
+}
+
+// OnEvent runs on the peer's loop.
+func (a *chaosApp) OnEvent(w *peer.World, ev peer.Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hostAt == nil {
+		a.hostAt, a.syncAt = make(map[peer.Term]time.Time), make(map[peer.Term]time.Time)
+	}
+	switch ev.Kind {
+	case peer.EventHostChanged:
+		a.hostAt[ev.Term] = time.Now()
+	case peer.EventSynced:
+		a.syncAt[ev.Term] = time.Now()
+	}
+}
+
+func (a *chaosApp) at(term peer.Term) (hostChanged, synced time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hostAt[term], a.syncAt[term]
+}
+
 func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	began := time.Now()
 	rng := rand.New(rand.NewPCG(seed, 0xc4a05))
@@ -191,6 +225,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	// Six bots in-process, each with its own loopback-only WebRTC API.
 	clk := &chaosClock{}
 	var bots []*peer.Peer
+	var apps []*chaosApp
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		cancel()
@@ -198,13 +233,15 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	})
 	for i := range chaosBots {
 		user := fmt.Sprintf("bot%d", i)
+		app := &chaosApp{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed<<8 | uint64(i), MoveFor: chaosMoveFor, Now: clk.now}})}
+		apps = append(apps, app)
 		api, err := link.NewAPI(link.Config{Logger: log.Level(zerolog.ErrorLevel)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p, err := peer.New(peer.Config{
 			Server: hs.URL, Room: "arena", User: user, Kind: signaling.KindBot,
-			App:       arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed<<8 | uint64(i), MoveFor: chaosMoveFor, Now: clk.now}}),
+			App:       app,
 			Transport: peer.PionTransport{API: api},
 			Logger:    log.With().Str("who", user).Logger(),
 			// Frequent status reports and digests make convergence visible (and repaired) sooner.
@@ -261,12 +298,8 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	clk.pause()
 
 	// Every survivor follows one new host (a bot) under a newer term, and all replicas agree.
-	var elected, reelected time.Duration
 	var final *chaosView
 	chaosPoll(t, 60*time.Second, "survivors converged under a new host", func() error {
-		if elected == 0 && !slices.ContainsFunc(bots, func(p *peer.Peer) bool { return p.Status().Term <= term0 }) {
-			elected = time.Since(killed)
-		}
 		first := bots[0].Status()
 		for _, p := range bots {
 			st := p.Status()
@@ -274,9 +307,6 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 				return fmt.Errorf("bot %d: synced %v, term %d host %d; bot %d: term %d host %d (old term %d)",
 					st.Self, st.Synced, st.Term, st.Host, first.Self, first.Term, first.Host, term0)
 			}
-		}
-		if reelected == 0 {
-			reelected = time.Since(killed)
 		}
 		for _, p := range bots {
 			if st := p.Status(); st.Hash != first.Hash {
@@ -297,6 +327,15 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 		return nil
 	})
 	converged := time.Since(killed)
+	// When every survivor heard of the new term, and when each had synced under it.
+	var elected, reelected time.Duration
+	for _, a := range apps {
+		hc, sy := a.at(final.term)
+		if hc.IsZero() || sy.IsZero() {
+			t.Fatalf("a bot saw no host change or sync for term %d", final.term)
+		}
+		elected, reelected = max(elected, hc.Sub(killed)), max(reelected, sy.Sub(killed))
+	}
 	if !slices.ContainsFunc(bots, func(p *peer.Peer) bool { return p.Status().Self == final.host }) {
 		t.Errorf("new host %d is not a surviving bot", final.host)
 	}
@@ -315,13 +354,13 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 		}
 		t.Errorf("invariant violated: %s", v)
 	}
-	t.Logf("setup %v, played %v; recorded %d keys in %v; new host %d term %d→%d; after the kill: every bot saw the new term in %v, synced in %v, converged in %v",
-		setup.Round(time.Millisecond), played.Round(time.Millisecond), len(rec.keys), recordedIn.Round(time.Microsecond), final.host, term0, final.term,
+	t.Logf("setup %v, played %v; recorded %d keys (%d boxes locked) in %v; new host %d term %d→%d; after the kill: every bot saw the new term in %v, synced in %v, converged in %v",
+		setup.Round(time.Millisecond), played.Round(time.Millisecond), len(rec.keys), rec.locks, recordedIn.Round(time.Microsecond), final.host, term0, final.term,
 		elected.Round(time.Millisecond), reelected.Round(time.Millisecond), converged.Round(time.Millisecond))
 	if out := host.output(); bytes.Contains(out, []byte("DATA RACE")) {
 		t.Errorf("the host process reported a data race:\n%s", out)
 	}
-	return chaosResult{keys: len(rec.keys), violations: len(violations), reelected: reelected, converged: converged}
+	return chaosResult{keys: len(rec.keys), locked: rec.locks, violations: len(violations), reelected: reelected, converged: converged}
 }
 
 // hostProcess is a `concord host` child process.
@@ -419,6 +458,7 @@ type chaosView struct {
 	keys    map[chaosKey]crdt.Timestamp
 	deleted map[uint16]uint16
 	live    map[peer.Entity]bool
+	locks   int // boxes a member held a lock on (a record keeps the maximum)
 }
 
 func newChaosView() *chaosView {
@@ -441,6 +481,9 @@ func readChaosView(ctx context.Context, p *peer.Peer) (*chaosView, error) {
 		})
 		for _, e := range w.Entities() {
 			v.live[e] = true
+			if w.AuthorityRecord(e).Kind == authority.KindLock {
+				v.locks++
+			}
 		}
 	})
 	return v, err
@@ -478,6 +521,7 @@ func (v *chaosView) absorb(o *chaosView) {
 	for e := range o.live {
 		v.live[e] = true
 	}
+	v.locks = max(v.locks, o.locks)
 }
 
 func (v *chaosView) entityDeleted(e crdt.Entity) bool {

@@ -23,6 +23,8 @@ Usage:
   concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena]
   concord host  [--server http://127.0.0.1:7880] [--room arena]
   concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot]
+  concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
+  concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
   concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON
   concord crdt dump FILE         print one line per ADR-117 message
 
@@ -51,6 +53,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBot(ctx, args[1:], stdout, stderr)
 	case "crdt":
 		err = cmdCRDT(args[1:], stdin, stdout)
+	case "bench":
+		err = cmdBench(ctx, args[1:], stdout, stderr)
+	case "bench-host": // hidden: the host process `bench migration` kills
+		err = cmdBenchHost(ctx, args[1:], stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -840,22 +840,28 @@ export function concat(...parts) {
  *   w.clear();
  */
 export class EntityUpdatesWriter {
+  #limit;
+  #buf;
+  #dv;
+  #len;
+  #start;
+  #count;
+
   /** @param {number} [limit] cap of the whole datagram; zero or less means MAX_DATAGRAM */
   constructor(limit = MAX_DATAGRAM) {
-    this.limit = limit > 0 ? limit : MAX_DATAGRAM;
-    this.buf = new Uint8Array(this.limit);
-    this.dv = new DataView(this.buf.buffer);
-    this.len = 0;
-    this.start = -1;
-    /** Number of updates in the current message. */
-    this.count = 0;
+    this.#limit = limit > 0 ? limit : MAX_DATAGRAM;
+    this.#buf = new Uint8Array(this.#limit);
+    this.#dv = new DataView(this.#buf.buffer);
+    this.#len = 0;
+    this.#start = -1;
+    this.#count = 0;
   }
 
   /** Empties the datagram. */
   clear() {
-    this.len = 0;
-    this.start = -1;
-    this.count = 0;
+    this.#len = 0;
+    this.#start = -1;
+    this.#count = 0;
   }
 
   /**
@@ -865,15 +871,15 @@ export class EntityUpdatesWriter {
    * @returns {boolean}
    */
   begin(time) {
-    this.count = 0;
-    this.start = -1;
+    this.#count = 0;
+    this.#start = -1;
     const t = toU64(time, 'time');
-    if (this.len + EU_HEADER > this.limit) return false;
-    this.start = this.len;
-    this.buf[this.len] = Type.EntityUpdates;
-    this.dv.setBigUint64(this.len + 1, t, true);
-    this.dv.setUint32(this.len + 9, 0, true);
-    this.len += EU_HEADER;
+    if (this.#len + EU_HEADER > this.#limit) return false;
+    this.#start = this.#len;
+    this.#buf[this.#len] = Type.EntityUpdates;
+    this.#dv.setBigUint64(this.#len + 1, t, true);
+    this.#dv.setUint32(this.#len + 9, 0, true);
+    this.#len += EU_HEADER;
     return true;
   }
 
@@ -883,7 +889,7 @@ export class EntityUpdatesWriter {
    * @returns {boolean}
    */
   fits(u) {
-    return this.start >= 0 && this.count < 0xffffffff && this.len + sizeUpdate(u) <= this.limit;
+    return this.#start >= 0 && this.#count < 0xffffffff && this.#len + sizeUpdate(u) <= this.#limit;
   }
 
   /**
@@ -894,20 +900,38 @@ export class EntityUpdatesWriter {
    * @returns {boolean}
    */
   add(u) {
-    updateCheck(u);
+    const data = updateCheck(u);
+    const id = toU64(u.networkId, 'network id');
     if (!this.fits(u)) return false;
-    const w = new Writer(sizeUpdate(u));
-    writeUpdate(w, u);
-    this.buf.set(w.result(), this.len);
-    this.len += w.len;
-    this.count++;
-    this.dv.setUint32(this.start + 9, this.count, true);
+    const dv = this.#dv;
+    let o = this.#len;
+    dv.setBigUint64(o, id, true);
+    const code = u.maskBits === 8 ? 0 : u.maskBits === 16 ? 1 : 2;
+    dv.setUint16(o + 8, (code << 14) | data.length, true);
+    o += 10;
+    if (code === 0) this.#buf[o++] = u.mask;
+    else if (code === 1) {
+      dv.setUint16(o, u.mask, true);
+      o += 2;
+    } else {
+      dv.setUint32(o, u.mask, true);
+      o += 4;
+    }
+    this.#buf.set(data, o);
+    this.#len = o + data.length;
+    this.#count++;
+    dv.setUint32(this.#start + 9, this.#count, true);
     return true;
+  }
+
+  /** Number of updates in the current message. */
+  get count() {
+    return this.#count;
   }
 
   /** Bytes written so far, current message included. */
   get length() {
-    return this.len;
+    return this.#len;
   }
 
   /**
@@ -915,7 +939,7 @@ export class EntityUpdatesWriter {
    * @returns {Uint8Array}
    */
   bytes() {
-    return this.buf.slice(0, this.len);
+    return this.#buf.slice(0, this.#len);
   }
 }
 
@@ -968,34 +992,41 @@ export function fragment(payload, messageId, maxFragment = MAX_RELIABLE) {
  * with the bytes received, not with the announced totalLength.
  */
 export class Reassembler {
+  #maxTotal;
+  #active;
+  #id;
+  #total;
+  #buf;
+  #len;
+
   /** @param {{maxTotal?: number}} [cfg] maxTotal: cap of a payload in bytes, default 64 MiB */
   constructor(cfg = {}) {
-    this.maxTotal = cfg.maxTotal > 0 ? cfg.maxTotal : DEFAULT_MAX_TOTAL;
-    this.active = false;
-    this.id = 0;
-    this.total = 0;
-    this.buf = EMPTY;
-    this.len = 0;
+    this.#maxTotal = cfg.maxTotal > 0 ? cfg.maxTotal : DEFAULT_MAX_TOTAL;
+    this.#active = false;
+    this.#id = 0;
+    this.#total = 0;
+    this.#buf = EMPTY;
+    this.#len = 0;
   }
 
   /** Whether a payload is partly received. */
   get inProgress() {
-    return this.active;
+    return this.#active;
   }
 
   /** Bytes received of the payload in progress. */
   get buffered() {
-    return this.active ? this.len : 0;
+    return this.#active ? this.#len : 0;
   }
 
   /** Drops the payload in progress. */
   reset() {
-    this.active = false;
-    this.buf = EMPTY;
-    this.len = 0;
+    this.#active = false;
+    this.#buf = EMPTY;
+    this.#len = 0;
   }
 
-  fail(code, detail) {
+  #fail(code, detail) {
     this.reset();
     throw new ProtocolError(code, -1, `netmsg: protocol error in Fragment: ${code}: ${detail}`, Type.Fragment);
   }
@@ -1008,38 +1039,38 @@ export class Reassembler {
    */
   push(f) {
     const chunk = f.chunk;
-    if (!this.active) {
-      if (f.offset !== 0) this.fail('fragment', `message ${f.messageId} starts at offset ${f.offset}, want 0`);
-      if (f.totalLength > this.maxTotal) this.fail('too_large', `message ${f.messageId} of ${f.totalLength} bytes exceeds ${this.maxTotal}`);
-      this.active = true;
-      this.id = f.messageId;
-      this.total = f.totalLength;
-      this.buf = EMPTY;
-      this.len = 0;
-    } else if (f.messageId !== this.id) {
-      this.fail('fragment', `message ${f.messageId} interrupts message ${this.id}`);
-    } else if (f.totalLength !== this.total) {
-      this.fail('fragment', `message ${f.messageId} changed total length from ${this.total} to ${f.totalLength}`);
-    } else if (f.offset !== this.len) {
-      this.fail('fragment', `message ${f.messageId} fragment at offset ${f.offset}, want ${this.len}`);
+    if (!this.#active) {
+      if (f.offset !== 0) this.#fail('fragment', `message ${f.messageId} starts at offset ${f.offset}, want 0`);
+      if (f.totalLength > this.#maxTotal) this.#fail('too_large', `message ${f.messageId} of ${f.totalLength} bytes exceeds ${this.#maxTotal}`);
+      this.#active = true;
+      this.#id = f.messageId;
+      this.#total = f.totalLength;
+      this.#buf = EMPTY;
+      this.#len = 0;
+    } else if (f.messageId !== this.#id) {
+      this.#fail('fragment', `message ${f.messageId} interrupts message ${this.#id}`);
+    } else if (f.totalLength !== this.#total) {
+      this.#fail('fragment', `message ${f.messageId} changed total length from ${this.#total} to ${f.totalLength}`);
+    } else if (f.offset !== this.#len) {
+      this.#fail('fragment', `message ${f.messageId} fragment at offset ${f.offset}, want ${this.#len}`);
     }
-    if (f.offset + chunk.length > this.total) {
-      this.fail('fragment', `message ${f.messageId} chunk of ${chunk.length} bytes at ${f.offset} runs past total ${this.total}`);
+    if (f.offset + chunk.length > this.#total) {
+      this.#fail('fragment', `message ${f.messageId} chunk of ${chunk.length} bytes at ${f.offset} runs past total ${this.#total}`);
     }
-    if (chunk.length === 0 && this.total !== 0) this.fail('fragment', `message ${f.messageId} empty chunk at offset ${f.offset}`);
-    const need = this.len + chunk.length;
-    if (need > this.buf.length) {
-      const nb = new Uint8Array(Math.min(this.total, Math.max(need, 2 * this.buf.length)));
-      nb.set(this.buf.subarray(0, this.len));
-      this.buf = nb;
+    if (chunk.length === 0 && this.#total !== 0) this.#fail('fragment', `message ${f.messageId} empty chunk at offset ${f.offset}`);
+    const need = this.#len + chunk.length;
+    if (need > this.#buf.length) {
+      const nb = new Uint8Array(Math.min(this.#total, Math.max(need, 2 * this.#buf.length)));
+      nb.set(this.#buf.subarray(0, this.#len));
+      this.#buf = nb;
     }
-    this.buf.set(chunk, this.len);
-    this.len = need;
-    if (this.len < this.total) return null;
-    const out = this.total === 0 ? new Uint8Array(0) : this.buf;
-    this.active = false;
-    this.buf = EMPTY;
-    this.len = 0;
+    this.#buf.set(chunk, this.#len);
+    this.#len = need;
+    if (this.#len < this.#total) return null;
+    const out = this.#total === 0 ? new Uint8Array(0) : this.#buf;
+    this.#active = false;
+    this.#buf = EMPTY;
+    this.#len = 0;
     return out;
   }
 }

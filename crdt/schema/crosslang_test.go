@@ -1,0 +1,228 @@
+package schema_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/internal/arena"
+)
+
+// The schema tables, fingerprints and value encodings the JavaScript schema module
+// (web/static/js/schema.js, tested by web/test/schema.test.js) must reproduce exactly.
+var crossDir = filepath.Join("..", "..", "testdata", "schema")
+
+var updateCross = boolFlag("update", "rewrite ../../testdata/schema from crosslang_test.go")
+
+// boolFlag defines a bool flag, or reuses one of that name that another test file of this test
+// binary already defined (two definitions would panic).
+func boolFlag(name, usage string) func() bool {
+	if f := flag.Lookup(name); f != nil {
+		return func() bool { return f.Value.String() == "true" }
+	}
+	p := flag.Bool(name, false, usage)
+	return func() bool { return *p }
+}
+
+type jProperty struct {
+	Name      string `json:"name"`
+	Component uint32 `json:"component"`
+	Size      int    `json:"size"`
+}
+
+type jSchema struct {
+	ID         uint32      `json:"id"`
+	Name       string      `json:"name"`
+	Properties []jProperty `json:"properties"`
+}
+
+// jTable is a schema table with its fingerprint (16 hex digits).
+type jTable struct {
+	Name        string    `json:"name,omitempty"`
+	Schemas     []jSchema `json:"schemas"`
+	Fingerprint string    `json:"fingerprint"`
+}
+
+// jValues is one ConsumeValues call: the values it reports (index, hex) or the error it returns.
+type jValues struct {
+	Table  string   `json:"table"`
+	Schema uint32   `json:"schema"`
+	Mask   uint32   `json:"mask"`
+	Data   string   `json:"data"`
+	Values [][2]any `json:"values"`
+	Error  string   `json:"error,omitempty"`
+}
+
+type jTables struct {
+	Note   string    `json:"note"`
+	Tables []jTable  `json:"tables"`
+	Values []jValues `json:"values"`
+}
+
+func tableJSON(name string, t *schema.Table) jTable {
+	jt := jTable{Name: name, Schemas: []jSchema{}, Fingerprint: fmt.Sprintf("%016x", t.Fingerprint())}
+	for _, id := range t.IDs() {
+		s, _ := t.Lookup(id)
+		js := jSchema{ID: uint32(s.ID), Name: s.Name, Properties: []jProperty{}}
+		for _, p := range s.Properties {
+			js.Properties = append(js.Properties, jProperty{Name: p.Name, Component: uint32(p.Component), Size: p.Size})
+		}
+		jt.Schemas = append(jt.Schemas, js)
+	}
+	return jt
+}
+
+// crossProps returns n properties on components base.. with fixed sizes 1–5 and every third
+// property variable.
+func crossProps(n int, base crdt.ComponentID) []schema.Property {
+	ps := make([]schema.Property, n)
+	for i := range ps {
+		size := i%5 + 1
+		if i%3 == 1 {
+			size = 0
+		}
+		ps[i] = schema.Property{Name: fmt.Sprintf("p%d", i), Component: base + crdt.ComponentID(i), Size: size}
+	}
+	return ps
+}
+
+// crossTables returns the tables the JavaScript module must fingerprint as Go does.
+func crossTables() map[string]*schema.Table {
+	return map[string]*schema.Table{
+		"empty": schema.MustTable(),
+		"arena": arena.Schemas(),
+		"edges": schema.MustTable(
+			schema.Schema{ID: 0, Name: "zero", Properties: []schema.Property{{Name: "v", Component: 1024, Size: schema.MaxValueSize}}},
+			schema.Schema{ID: 0xffffffff, Name: "max", Properties: []schema.Property{{Name: "v", Component: 0xffffffff}}},
+			schema.Schema{ID: 9, Name: "p9", Properties: crossProps(9, 2000)},
+			schema.Schema{ID: 17, Name: "p17", Properties: crossProps(17, 3000)},
+			schema.Schema{ID: 32, Name: "p32", Properties: crossProps(32, 4000)},
+			schema.Schema{ID: 8, Name: "p8", Properties: crossProps(8, 1024)},
+		),
+		"renamed edges": schema.MustTable(
+			schema.Schema{ID: 8, Name: "other", Properties: crossProps(8, 1024)},
+		),
+	}
+}
+
+// crossValues returns ConsumeValues cases, valid and malformed, on the "edges" table.
+func crossValues(t *schema.Table) []jValues {
+	rng := rand.New(rand.NewPCG(5, 5))
+	var out []jValues
+	add := func(id schema.ID, mask uint32, data []byte) {
+		s, _ := t.Lookup(id)
+		v := jValues{Table: "edges", Schema: uint32(id), Mask: mask, Data: hex.EncodeToString(data), Values: [][2]any{}}
+		err := s.ConsumeValues(data, mask, func(i int, b []byte) {
+			v.Values = append(v.Values, [2]any{i, hex.EncodeToString(b)})
+		})
+		switch {
+		case err == nil:
+		case errors.Is(err, schema.ErrMaskOutOfRange):
+			v.Error = "mask_out_of_range"
+		case errors.Is(err, schema.ErrValueSize):
+			v.Error = "value_size"
+		case errors.Is(err, schema.ErrShortData):
+			v.Error = "short_data"
+		case errors.Is(err, schema.ErrTrailingData):
+			v.Error = "trailing_data"
+		default:
+			panic(err)
+		}
+		out = append(out, v)
+	}
+	for _, id := range []schema.ID{8, 9, 17, 32} {
+		s, _ := t.Lookup(id)
+		for range 6 {
+			mask := rng.Uint32() & s.FullMask()
+			var data []byte
+			for i := range s.Properties {
+				if mask&(1<<i) != 0 {
+					n := s.Properties[i].Size
+					if n == 0 {
+						n = rng.IntN(6)
+					}
+					v := make([]byte, n)
+					for j := range v {
+						v[j] = byte(rng.Uint32())
+					}
+					data = s.AppendValue(data, i, v)
+				}
+			}
+			add(id, mask, data)
+			if len(data) > 0 {
+				add(id, mask, data[:len(data)-1])
+			}
+			add(id, mask, append(bytes.Clone(data), 0))
+		}
+		add(id, s.FullMask()+1, nil)
+	}
+	add(0, 1, make([]byte, schema.MaxValueSize))
+	add(0xffffffff, 1, []byte{0x01, 0x10})                                // a 4097-byte variable value
+	add(0xffffffff, 1, append([]byte{0x00, 0x10}, make([]byte, 4096)...)) // exactly MaxValueSize
+	add(0xffffffff, 1, []byte{0x05})
+	add(9, 0, nil)
+	add(9, 0, []byte{1})
+	return out
+}
+
+func buildCross() (arenaJSON []byte, tablesJSON []byte, err error) {
+	tables := crossTables()
+	arenaJSON, err = json.MarshalIndent(tableJSON("arena", tables["arena"]), "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	all := jTables{Note: "Written by `go test ./crdt/schema -run TestCrossLanguageVectors -update` (crdt/schema/crosslang_test.go); " +
+		"checked by that test and by web/test/schema.test.js. Fingerprints are FNV-1a 64 as 16 hex digits."}
+	for _, name := range []string{"empty", "arena", "edges", "renamed edges"} {
+		all.Tables = append(all.Tables, tableJSON(name, tables[name]))
+	}
+	all.Values = crossValues(tables["edges"])
+	tablesJSON, err = json.MarshalIndent(all, "", " ")
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(arenaJSON, '\n'), append(tablesJSON, '\n'), nil
+}
+
+// TestCrossLanguageVectors writes (with -update) or checks testdata/schema/arena.json (the arena's
+// schema table and its fingerprint) and testdata/schema/tables.json (edge-case tables and
+// ConsumeValues cases).
+func TestCrossLanguageVectors(t *testing.T) {
+	arenaJSON, tablesJSON, err := buildCross()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"arena.json": arenaJSON, "tables.json": tablesJSON}
+	for name, got := range files {
+		path := filepath.Join(crossDir, name)
+		if updateCross() {
+			if err := os.MkdirAll(crossDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (write it with go test ./crdt/schema -run TestCrossLanguageVectors -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what Go computes now (stale file or changed schemas: rewrite with -update "+
+				"and re-run the JavaScript tests)", path)
+		}
+	}
+	if tablesJSON == nil || !bytes.Contains(arenaJSON, []byte(`"fingerprint"`)) {
+		t.Fatal("nothing to check")
+	}
+}

@@ -1,0 +1,706 @@
+package peer_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// The tests in this file check Concord's migration invariant (DESIGN §4) across host changes:
+// for every key, the converged timestamp is at least the highest timestamp any surviving replica
+// held when the old host vanished (or handed over); an entity disappears only when it was the
+// avatar of a member that is gone. Peers run in-process over MemoryTransport; a "kill" cancels a
+// peer's Run context, so it stops at once without flushing what it had not sent.
+
+const (
+	migBoxes = 8 // arena's default
+	// migMoveFor is longer than any test: bots stop when the test pauses their clock.
+	migMoveFor = 1000 * time.Hour
+)
+
+// TestMigrationHandoverChain passes a busy room from a dedicated host to a bot, from that bot to
+// the next, and back to a dedicated host that rejoins: a planned handover, where the pinned host
+// first syncs from the bot and only then is elected. Nothing a survivor held is lost at any step.
+func TestMigrationHandoverChain(t *testing.T) {
+	r := newMigRoom(t, &peer.MemoryTransport{Pipe: link.PipeConfig{Seed: 11}})
+	h1 := r.start("host", "dedicated", signaling.KindHost, 0)
+	r.waitHost(h1)
+	var bots []*migPeer
+	for i := range 4 {
+		bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, uint64(100+i)))
+	}
+	r.waitSynced(append([]*migPeer{h1}, bots...), h1)
+	a, b, rest := bots[0], bots[1], bots[2:]
+
+	// Step 1: the dedicated host dies; the earliest bot takes over. Nothing may vanish.
+	r.play(400 * time.Millisecond)
+	term := h1.Status().Term
+	final := r.killAndConverge(h1, bots, term, nil)
+	if final.host != a.Status().Self {
+		t.Fatalf("step 1: host %d, want the earliest bot %d", final.host, a.Status().Self)
+	}
+	r.resume()
+
+	// Step 2: that bot dies; the next one takes over, and the dead bot's avatar (only it) goes.
+	r.play(600 * time.Millisecond)
+	avatarA := r.avatarOf(b, a.Status().Self)
+	term = final.term
+	final = r.killAndConverge(a, bots[1:], term, map[peer.Entity]bool{avatarA: true})
+	if final.host != b.Status().Self {
+		t.Fatalf("step 2: host %d, want bot %d", final.host, b.Status().Self)
+	}
+	if final.live[avatarA] {
+		t.Fatalf("step 2: the dead host's avatar %v is still live", avatarA)
+	}
+	r.resume()
+
+	// Step 3: the dedicated host rejoins. It is pinned, so once it has synced from bot b,
+	// signaling elects it (one more term) and it takes over while the bots keep moving.
+	r.play(400 * time.Millisecond)
+	term = final.term
+	survivors := append([]*migPeer{b}, rest...)
+	h2 := r.start("host", "dedicated", signaling.KindHost, 0)
+	pollUntil(t, 20*time.Second, "the rejoined dedicated host takes over", func() error {
+		if st := h2.Status(); !st.IsHost {
+			return fmt.Errorf("h2: term %d host %d", st.Term, st.Host)
+		}
+		return nil
+	})
+	all := append(slices.Clone(survivors), h2)
+	rec := r.record(all) // nobody leaves: every replica is a survivor's
+	r.play(time.Second)  // the room keeps playing under its new host
+	r.pause()
+	final = r.converge(all, term)
+	h2Self := h2.Status().Self
+	if final.host != h2Self || final.term != term+1 {
+		t.Fatalf("step 3: host %d term %d, want the dedicated host %d in term %d", final.host, final.term, h2Self, term+1)
+	}
+	r.check("step 3 (planned handover)", rec, final, nil)
+	r.checkWrites("step 3 (planned handover)", all, final)
+
+	// The pinned host was elected only after it had synced: its first host change to itself
+	// comes after its sync from b, and by then it held the whole world.
+	var synced, elected *migEvent
+	for _, ev := range h2.app.log() {
+		switch {
+		case ev.kind == peer.EventSynced && ev.peer == b.Status().Self && synced == nil:
+			synced = &ev
+		case ev.kind == peer.EventHostChanged && ev.peer == h2Self && elected == nil:
+			if synced == nil {
+				t.Fatalf("the dedicated host was elected (term %d) before it synced", ev.term)
+			}
+			elected = &ev
+		}
+	}
+	if synced == nil || elected == nil {
+		t.Fatalf("dedicated host events: synced %v elected %v", synced, elected)
+	}
+	if want := 1 + migBoxes + len(survivors); elected.entities != want {
+		t.Errorf("the dedicated host held %d entities when elected, want %d", elected.entities, want)
+	}
+	if elected.term != synced.term+1 {
+		t.Errorf("elected in term %d after syncing in term %d: want exactly one election", elected.term, synced.term)
+	}
+
+	// No pause: a bot that stayed a member saw the other bots' avatars move on across the
+	// takeover (their writes travel through the host; the outgoing one relays them until the
+	// incoming one does).
+	gap := rest[0].app.longestUpdateGap(elected.at.Add(-time.Second), elected.at.Add(time.Second))
+	t.Logf("planned handover: synced→elected %v; longest gap in other avatars' updates around it %v",
+		elected.at.Sub(synced.at).Round(time.Microsecond), gap.Round(time.Millisecond))
+	if gap > time.Second {
+		t.Errorf("updates paused for %v across the planned handover", gap)
+	}
+}
+
+// TestMigrationLossy kills the dedicated host of a room whose unreliable channel loses 20% of the
+// datagrams (and reorders 10%), while a bot holds a box: the survivors still converge, with the
+// invariant.
+func TestMigrationLossy(t *testing.T) {
+	r := newMigRoom(t, &peer.MemoryTransport{Pipe: link.PipeConfig{Loss: 0.2, Reorder: 0.1, Seed: 23}})
+	h := r.start("host", "dedicated", signaling.KindHost, 0)
+	r.waitHost(h)
+	var bots []*migPeer
+	for i := range 5 {
+		bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, uint64(200+i)))
+	}
+	r.waitSynced(append([]*migPeer{h}, bots...), h)
+	r.waitLock(h)
+	final := r.killAndConverge(h, bots, h.Status().Term, nil)
+	if final.host != bots[0].Status().Self {
+		t.Fatalf("host %d, want the earliest bot %d", final.host, bots[0].Status().Self)
+	}
+}
+
+// TestMigrationDoubleFailure kills the dedicated host, then kills the bot that signaling elects
+// next the moment it learns it is the host, before it has served anyone: the bot after it takes
+// over and the room converges, losing only the dead bot's avatar. Links are lossy.
+func TestMigrationDoubleFailure(t *testing.T) {
+	r := newMigRoom(t, &peer.MemoryTransport{Pipe: link.PipeConfig{Loss: 0.2, Reorder: 0.1, Seed: 37}})
+	h := r.start("host", "dedicated", signaling.KindHost, 0)
+	r.waitHost(h)
+	var bots []*migPeer
+	for i := range 5 {
+		bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, uint64(300+i)))
+	}
+	r.waitSynced(append([]*migPeer{h}, bots...), h)
+	victim, survivors := bots[0], bots[1:]
+	victim.app.killOnHost(victim.cancel)
+	r.play(500 * time.Millisecond)
+	avatar := r.avatarOf(survivors[0], victim.Status().Self)
+	term := h.Status().Term
+
+	h.cancel()
+	rec := r.record(survivors)
+	select {
+	case <-victim.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second host did not die on its election")
+	}
+	rec.absorb(r.record(survivors)) // and again once the second host is gone
+	r.play(time.Second)
+	r.pause()
+	final := r.converge(survivors, term)
+	if final.host != survivors[0].Status().Self || final.term < term+2 {
+		t.Fatalf("host %d term %d, want bot %d after two more elections (from term %d)", final.host, final.term, survivors[0].Status().Self, term)
+	}
+	if final.live[avatar] {
+		t.Fatalf("the dead bot's avatar %v is still live", avatar)
+	}
+	r.check("double failure", rec, final, map[peer.Entity]bool{avatar: true})
+	r.checkWrites("double failure", survivors, final)
+	ev := victim.app.log()
+	if !slices.ContainsFunc(ev, func(e migEvent) bool { return e.kind == peer.EventHostChanged && e.peer == victim.Status().Self }) {
+		t.Fatal("the victim never learnt it was the host")
+	}
+}
+
+// TestMigrationKeepsLastWrites stops the bots and kills the host a moment later, while the
+// bots' last moves are still on their way (and 20% of the datagrams are lost): members then hold
+// different versions of each other's avatars, and the new host may hold an older one than some
+// member. Every avatar must end where its owner last put it, on every replica.
+func TestMigrationKeepsLastWrites(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := newMigRoom(t, &peer.MemoryTransport{Pipe: link.PipeConfig{Loss: 0.2, Reorder: 0.1, Seed: 400 + seed}})
+			h := r.start("host", "dedicated", signaling.KindHost, 0)
+			r.waitHost(h)
+			var bots []*migPeer
+			for i := range 5 {
+				bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, seed<<8|uint64(i)))
+			}
+			r.waitSynced(append([]*migPeer{h}, bots...), h)
+			r.play(time.Duration(500+100*seed) * time.Millisecond)
+			term := h.Status().Term
+			r.pause()
+			r.play(time.Duration(20*seed) * time.Millisecond)
+			h.cancel()
+			rec := r.record(bots)
+			<-h.Done()
+			final := r.converge(bots, term)
+			r.check("host killed after the bots stopped", rec, final, nil)
+			r.checkWrites("host killed after the bots stopped", bots, final)
+		})
+	}
+}
+
+// migRoom is a signaling server and the peers of one room, with one clock for every bot.
+type migRoom struct {
+	t     *testing.T
+	url   string
+	tr    peer.Transport
+	log   zerolog.Logger
+	clock migClock
+	wg    sync.WaitGroup
+	peers []*migPeer
+}
+
+type migPeer struct {
+	*peer.Peer
+	name   string
+	app    *migApp
+	cancel context.CancelFunc
+}
+
+// kill stops the peer abruptly and waits until it has.
+func (p *migPeer) kill() {
+	p.cancel()
+	<-p.Done()
+}
+
+func newMigRoom(t *testing.T, tr peer.Transport) *migRoom {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	srv := signaling.New(signaling.Config{
+		Logger: log.With().Str("who", "signaling").Logger(),
+		Rooms:  map[signaling.RoomID]signaling.RoomConfig{"arena": {PinnedHosts: []signaling.Identity{"host"}}},
+	})
+	hs := httptest.NewServer(srv.Handler())
+	r := &migRoom{t: t, url: hs.URL, tr: tr, log: log}
+	t.Cleanup(func() {
+		for _, p := range r.peers {
+			p.cancel()
+		}
+		r.wg.Wait()
+		_ = srv.Close()
+		hs.Close()
+	})
+	return r
+}
+
+// start runs a peer; a non-zero seed makes it a scripted bot.
+func (r *migRoom) start(user, device string, kind signaling.Kind, seed uint64) *migPeer {
+	r.t.Helper()
+	game := arena.New(arena.Config{})
+	if seed != 0 {
+		game = arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: migMoveFor, Now: r.clock.now}})
+	}
+	app := &migApp{Game: game}
+	p, err := peer.New(peer.Config{
+		Server: r.url, Room: "arena", User: user, Device: device, Kind: kind, App: app, Transport: r.tr,
+		Logger:         r.log.With().Str("who", user).Logger(),
+		ReportInterval: 100 * time.Millisecond, DigestInterval: 200 * time.Millisecond,
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mp := &migPeer{Peer: p, name: user, app: app, cancel: cancel}
+	r.peers = append(r.peers, mp)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
+			r.t.Errorf("%s: %v", user, err)
+		}
+	}()
+	// Peers join one at a time, so that peer indexes (and the election's join order) follow
+	// the order of start calls.
+	pollUntil(r.t, 10*time.Second, user+" joined", func() error {
+		if mp.Status().Self == 0 {
+			return errors.New("not joined yet")
+		}
+		return nil
+	})
+	return mp
+}
+
+func (r *migRoom) waitHost(h *migPeer) {
+	r.t.Helper()
+	pollUntil(r.t, 10*time.Second, h.name+" hosts", func() error {
+		if !h.Status().IsHost {
+			return errors.New("not host yet")
+		}
+		return nil
+	})
+}
+
+// waitSynced waits until every peer follows host h and is synced.
+func (r *migRoom) waitSynced(peers []*migPeer, h *migPeer) {
+	r.t.Helper()
+	pollUntil(r.t, 20*time.Second, "every peer synced", func() error {
+		hs := h.Status()
+		for _, p := range peers {
+			if st := p.Status(); !st.Synced || st.Term != hs.Term || st.Host != hs.Self {
+				return fmt.Errorf("%s: synced %v term %d host %d; want term %d host %d", p.name, st.Synced, st.Term, st.Host, hs.Term, hs.Self)
+			}
+		}
+		return nil
+	})
+}
+
+// waitLock waits until some member holds a lock on a box (as host h sees it).
+func (r *migRoom) waitLock(h *migPeer) {
+	r.t.Helper()
+	pollUntil(r.t, 20*time.Second, "a bot holds a box", func() error {
+		v, err := r.view(h)
+		if err != nil {
+			return err
+		}
+		if v.locks == 0 {
+			return errors.New("no lock")
+		}
+		return nil
+	})
+}
+
+// play lets the room run for d: part of the scenario, not a synchronisation.
+func (r *migRoom) play(d time.Duration) { time.Sleep(d) }
+
+func (r *migRoom) pause()  { r.clock.offset.Store(int64(10 * migMoveFor)) }
+func (r *migRoom) resume() { r.clock.offset.Store(0) }
+
+// avatarOf returns member idx's avatar as p sees it.
+func (r *migRoom) avatarOf(p *migPeer, idx peer.PeerIndex) peer.Entity {
+	r.t.Helper()
+	var e peer.Entity
+	var ok bool
+	if err := p.Do(context.Background(), func(w *peer.World) { e, ok = w.AvatarOf(idx) }); err != nil || !ok {
+		r.t.Fatalf("no avatar of %d on %s: %v", idx, p.name, err)
+	}
+	return e
+}
+
+// killAndConverge kills the host victim while the bots move, records the survivors at once, lets
+// the bots move on for a second during the migration, stops them, waits for convergence and
+// checks the invariant (only the entities in vanish may disappear). It returns the converged view.
+func (r *migRoom) killAndConverge(victim *migPeer, survivors []*migPeer, term peer.Term, vanish map[peer.Entity]bool) *migView {
+	r.t.Helper()
+	victim.cancel()
+	rec := r.record(survivors)
+	<-victim.Done()
+	r.play(time.Second)
+	r.pause()
+	final := r.converge(survivors, term)
+	step := fmt.Sprintf("%s killed in term %d", victim.name, term)
+	r.check(step, rec, final, vanish)
+	r.checkWrites(step, survivors, final)
+	return final
+}
+
+// record reads the peers' replicas concurrently and returns the per-key maximum.
+func (r *migRoom) record(peers []*migPeer) *migView {
+	r.t.Helper()
+	views := make([]*migView, len(peers))
+	errs := make([]error, len(peers))
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			views[i], errs[i] = r.view(p)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		r.t.Fatal(err)
+	}
+	rec := newMigView()
+	for _, v := range views {
+		rec.absorb(v)
+	}
+	return rec
+}
+
+// converge waits until the peers follow one host under a term after term, synced, with equal
+// replicas, and returns the converged view.
+func (r *migRoom) converge(peers []*migPeer, term peer.Term) *migView {
+	r.t.Helper()
+	var final *migView
+	pollUntil(r.t, 40*time.Second, "survivors converged under a new host", func() error {
+		first := peers[0].Status()
+		for _, p := range peers {
+			st := p.Status()
+			if !st.Synced || st.Term <= term || st.Term != first.Term || st.Host != first.Host || st.Hash != first.Hash {
+				return fmt.Errorf("%s: synced %v term %d host %d hash %016x; %s: term %d host %d hash %016x (old term %d)",
+					p.name, st.Synced, st.Term, st.Host, st.Hash, peers[0].name, first.Term, first.Host, first.Hash, term)
+			}
+		}
+		var views []*migView
+		for _, p := range peers {
+			v, err := r.view(p)
+			if err != nil {
+				return err
+			}
+			views = append(views, v)
+		}
+		for i, v := range views {
+			if v.hash != views[0].hash || v.term != views[0].term {
+				return fmt.Errorf("%s: term %d hash %016x; %s: term %d hash %016x", peers[i].name, v.term, v.hash, peers[0].name, views[0].term, views[0].hash)
+			}
+		}
+		if !slices.ContainsFunc(peers, func(p *migPeer) bool { return p.Status().Self == views[0].host }) {
+			return fmt.Errorf("host %d is none of the peers", views[0].host)
+		}
+		final = views[0]
+		return nil
+	})
+	return final
+}
+
+// checkWrites fails the test for every bot whose avatar, in final, is not where the bot last put
+// it: the owner's latest write must survive the migration (timestamps alone cannot tell a value
+// re-stamped from an older one).
+func (r *migRoom) checkWrites(step string, peers []*migPeer, final *migView) {
+	r.t.Helper()
+	for _, p := range peers {
+		want := p.app.wrote()
+		if want == nil {
+			continue
+		}
+		if got := final.avatars[p.Status().Self]; !bytes.Equal(got, want) {
+			r.t.Errorf("%s: %s's avatar is at %v, but the last position it wrote is %v", step, p.name, arena.ParseVec(got), arena.ParseVec(want))
+		}
+	}
+}
+
+// check fails the test for every way final loses what rec held.
+func (r *migRoom) check(step string, rec, final *migView, vanish map[peer.Entity]bool) {
+	r.t.Helper()
+	violations := checkMigInvariant(rec, final, func(e peer.Entity) bool { return vanish[e] })
+	for e := range final.live {
+		if !rec.live[e] {
+			violations = append(violations, fmt.Sprintf("entity %v appeared", e))
+		}
+	}
+	for i, v := range violations {
+		if i == 20 {
+			r.t.Errorf("%s: … and %d more", step, len(violations)-i)
+			break
+		}
+		r.t.Errorf("%s: invariant violated: %s", step, v)
+	}
+	r.t.Logf("%s: %d recorded keys (%d boxes locked), %d live entities; converged in term %d under host %d: %d violations",
+		step, len(rec.keys), rec.locks, len(rec.live), final.term, final.host, len(violations))
+}
+
+func (r *migRoom) view(p *migPeer) (*migView, error) {
+	v := newMigView()
+	err := p.Do(context.Background(), func(w *peer.World) {
+		v.self, v.host, v.term = w.Self(), w.Host(), w.Term()
+		rp := w.Replica()
+		v.hash = rp.Hash()
+		rp.Range(func(en crdt.Entry) bool {
+			v.keys[migKey{en.Entity, en.Component}] = en.Timestamp
+			return true
+		})
+		rp.RangeDeleted(func(n, ver uint16) bool {
+			v.deleted[n] = ver
+			return true
+		})
+		for _, e := range w.Entities() {
+			v.live[e] = true
+			switch rec := w.AuthorityRecord(e); rec.Kind {
+			case authority.KindLock:
+				v.locks++
+			case authority.KindAvatar:
+				pos, _ := w.Get(e, arena.AvatarPos)
+				v.avatars[peer.PeerIndex(rec.Peer)] = bytes.Clone(pos)
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p.name, err)
+	}
+	return v, nil
+}
+
+// migClock is the bots' clock: pausing it jumps it past MoveFor, so every bot stops writing
+// (handing back a box it holds); resuming lets them move again.
+type migClock struct{ offset atomic.Int64 }
+
+func (c *migClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// migApp is the arena with a log of host changes and syncs, the times at which other members'
+// avatars moved, and an optional kill switch for when this peer becomes the host.
+type migApp struct {
+	*arena.Game
+	mu      sync.Mutex // guards the following fields
+	events  []migEvent
+	updates []time.Time
+	onHost  func()
+	lastPos []byte // the avatar position this bot wrote last
+}
+
+type migEvent struct {
+	kind     peer.EventKind
+	term     peer.Term
+	peer     peer.PeerIndex
+	at       time.Time
+	entities int // live entities when it happened
+}
+
+// OnEvent runs on the peer's loop.
+func (a *migApp) OnEvent(w *peer.World, ev peer.Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch ev.Kind {
+	case peer.EventHostChanged, peer.EventSynced:
+		a.events = append(a.events, migEvent{kind: ev.Kind, term: ev.Term, peer: ev.Peer, at: time.Now(), entities: w.Len()})
+		if ev.Kind == peer.EventHostChanged && ev.Peer == w.Self() && a.onHost != nil {
+			a.onHost()
+		}
+	case peer.EventUpdated:
+		if rec := w.AuthorityRecord(ev.Entity); rec.Kind == authority.KindAvatar && peer.PeerIndex(rec.Peer) != w.Self() {
+			a.updates = append(a.updates, time.Now())
+		}
+	}
+}
+
+// Tick runs the game and notes the avatar position the bot wrote, if it moved.
+func (a *migApp) Tick(w *peer.World, dt time.Duration) {
+	me, ok := w.AvatarOf(w.Self())
+	var before []byte
+	if ok {
+		v, _ := w.Get(me, arena.AvatarPos)
+		before = bytes.Clone(v)
+	}
+	a.Game.Tick(w, dt)
+	if !ok {
+		return
+	}
+	if after, _ := w.Get(me, arena.AvatarPos); !bytes.Equal(before, after) {
+		a.mu.Lock()
+		a.lastPos = bytes.Clone(after)
+		a.mu.Unlock()
+	}
+}
+
+// wrote returns the avatar position the bot wrote last.
+func (a *migApp) wrote() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastPos
+}
+
+func (a *migApp) killOnHost(kill func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onHost = kill
+}
+
+func (a *migApp) log() []migEvent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.events)
+}
+
+// longestUpdateGap is the longest time in [from, to] without an update of another's avatar.
+func (a *migApp) longestUpdateGap(from, to time.Time) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prev, gap := from, time.Duration(0)
+	for _, at := range a.updates {
+		if at.Before(from) {
+			continue
+		}
+		if at.After(to) {
+			break
+		}
+		gap = max(gap, at.Sub(prev))
+		prev = at
+	}
+	return max(gap, to.Sub(prev))
+}
+
+type migKey struct {
+	e crdt.Entity
+	c crdt.ComponentID
+}
+
+// migView is what the invariant needs from a replica: every key's timestamp, the deleted entity
+// versions and the live entities. As a record it holds the maximum over several replicas.
+type migView struct {
+	self    peer.PeerIndex
+	host    peer.PeerIndex
+	term    peer.Term
+	hash    uint64
+	keys    map[migKey]crdt.Timestamp
+	deleted map[uint16]uint16
+	live    map[peer.Entity]bool
+	locks   int
+	// avatars maps a member to its avatar's position (a view of one replica only).
+	avatars map[peer.PeerIndex][]byte
+}
+
+func newMigView() *migView {
+	return &migView{keys: make(map[migKey]crdt.Timestamp), deleted: make(map[uint16]uint16), live: make(map[peer.Entity]bool),
+		avatars: make(map[peer.PeerIndex][]byte)}
+}
+
+// absorb raises v to the per-key maximum of v and o.
+func (v *migView) absorb(o *migView) {
+	for k, ts := range o.keys {
+		if cur, ok := v.keys[k]; !ok || ts > cur {
+			v.keys[k] = ts
+		}
+	}
+	for n, ver := range o.deleted {
+		if cur, ok := v.deleted[n]; !ok || ver > cur {
+			v.deleted[n] = ver
+		}
+	}
+	for e := range o.live {
+		v.live[e] = true
+	}
+	v.locks = max(v.locks, o.locks)
+}
+
+func (v *migView) entityDeleted(e crdt.Entity) bool {
+	ver, ok := v.deleted[e.Number()]
+	return ok && ver >= e.Version()
+}
+
+// checkMigInvariant lists every way conv fails to dominate rec: a key lost or older, a deleted
+// version forgotten, a live entity gone that mayVanish does not excuse.
+func checkMigInvariant(rec, conv *migView, mayVanish func(peer.Entity) bool) []string {
+	var out []string
+	keys := make([]migKey, 0, len(rec.keys))
+	for k := range rec.keys {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b migKey) int {
+		if c := cmp.Compare(a.e, b.e); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.c, b.c)
+	})
+	for _, k := range keys {
+		ts := rec.keys[k]
+		got, ok := conv.keys[k]
+		switch {
+		case ok && got >= ts:
+		case ok:
+			out = append(out, fmt.Sprintf("entity %v component %d: timestamp %d, a survivor held %d", k.e, k.c, got, ts))
+		case conv.entityDeleted(k.e) && mayVanish(k.e):
+		case conv.entityDeleted(k.e):
+			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): the entity was deleted", k.e, k.c, ts))
+		default:
+			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): lost", k.e, k.c, ts))
+		}
+	}
+	for n, ver := range rec.deleted {
+		if got, ok := conv.deleted[n]; !ok || got < ver {
+			out = append(out, fmt.Sprintf("entity number %d: deleted version %d forgotten (now %d, %v)", n, ver, got, ok))
+		}
+	}
+	for e := range rec.live {
+		if !conv.live[e] && !mayVanish(e) {
+			out = append(out, fmt.Sprintf("entity %v vanished", e))
+		}
+	}
+	return out
+}
+
+// pollUntil polls cond every 20 ms until it holds, or fails the test after d.
+func pollUntil(t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in %v: %v", what, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

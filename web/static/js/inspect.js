@@ -1,0 +1,183 @@
+// The room inspector (/inspect): polls /api/rooms every second and shows every room's members,
+// host and term, each member's replica report with the hashes that differ from the host's
+// highlighted, and a small chart per member of its Lamport clock's growth (writes it has seen per
+// second) over the last minute. /api/rooms carries no per-member byte counts; the clock rate is the
+// traffic signal available without changing signaling.
+//
+// "Observe" joins a room as a member (kind host, so the host spawns no avatar for it) and lists the
+// entities of its replica.
+
+import { Peer } from './peer.js';
+import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, avatarName, u32 } from './arena.js';
+import { KIND_AVATAR, KIND_LOCK } from './world.js';
+
+const $ = (id) => document.getElementById(id);
+const HISTORY = 60;
+const history = new Map(); // room/peerIndex → [{t, clock}]
+let observer = null;
+
+function el(tag, props = {}, ...children) {
+  const e = document.createElement(tag);
+  Object.assign(e, props);
+  e.append(...children);
+  return e;
+}
+
+async function poll() {
+  let rooms;
+  try {
+    const r = await fetch('/api/rooms', { cache: 'no-store' });
+    rooms = await r.json();
+    $('poll').textContent = `updated ${new Date().toLocaleTimeString()}`;
+    $('poll').className = 'chip chip-ok';
+  } catch {
+    $('poll').textContent = 'server unreachable';
+    $('poll').className = 'chip chip-bad';
+    return;
+  }
+  const t = Date.now();
+  for (const room of rooms) {
+    for (const m of room.members) {
+      if (!m.replica) continue;
+      const key = `${room.room}/${m.peerIndex}`;
+      const h = history.get(key) || [];
+      h.push({ t, clock: m.replica.clock });
+      while (h.length > HISTORY + 1) h.shift();
+      history.set(key, h);
+    }
+  }
+  render(rooms);
+  const sel = $('observe-room');
+  const cur = sel.value;
+  const names = rooms.map((r) => r.room);
+  if (sel.options.length !== names.length || [...sel.options].some((o, i) => o.value !== names[i])) {
+    sel.replaceChildren(...names.map((n) => el('option', { value: n, textContent: n })));
+    if (names.includes(cur)) sel.value = cur;
+  }
+}
+
+function render(rooms) {
+  const root = $('rooms');
+  root.replaceChildren();
+  if (rooms.length === 0) {
+    root.append(el('p', { className: 'muted', textContent: 'No open rooms.' }));
+    return;
+  }
+  for (const room of rooms) {
+    const host = room.members.find((m) => m.peerIndex === room.host);
+    const hostHash = host && host.replica ? host.replica.hash : null;
+    const reporting = room.members.filter((m) => m.replica);
+    const diverged = reporting.filter((m) => hostHash && m.synced && m.replica.hash !== hostHash);
+    const badge = !hostHash
+      ? el('span', { className: 'badge idle', textContent: 'no host report' })
+      : diverged.length === 0
+        ? el('span', { className: 'badge ok', textContent: 'all synced replicas equal' })
+        : el('span', { className: 'badge bad', textContent: `${diverged.length} diverged` });
+    const table = el('table');
+    table.append(el('tr', {}, ...['peer', 'identity', 'kind', 'synced', 'term', 'clock', 'entities', 'replica hash', 'writes/s (60 s)'].map((h) => el('th', { textContent: h }))));
+    for (const m of room.members) {
+      const r = m.replica;
+      const tr = el('tr');
+      if (m.peerIndex === room.host) tr.className = 'is-host';
+      if (hostHash && r && m.synced && r.hash !== hostHash) tr.className = 'diverged';
+      const spark = el('canvas', { className: 'spark', width: 180, height: 28 });
+      drawSpark(spark, history.get(`${room.room}/${m.peerIndex}`) || []);
+      tr.append(
+        el('td', { textContent: `#${m.peerIndex}${m.peerIndex === room.host ? ' ★' : ''}` }),
+        el('td', { textContent: m.peerId }),
+        el('td', { textContent: m.kind }),
+        el('td', { textContent: m.synced ? 'yes' : 'no' }),
+        el('td', { textContent: r ? String(r.term) : '–' }),
+        el('td', { textContent: r ? String(r.clock) : '–' }),
+        el('td', { textContent: r ? String(r.entities) : '–' }),
+        el('td', { className: 'hash mono', textContent: r ? r.hash : '–' }),
+        el('td', {}, spark),
+      );
+      table.append(tr);
+    }
+    root.append(el('div', { className: 'room' },
+      el('h2', { textContent: room.room }),
+      el('div', { className: 'meta' }, `host #${room.host}${host ? ` (${host.peerId}, ${host.kind})` : ''} · term ${room.term} · ${room.members.length} member${room.members.length === 1 ? '' : 's'} · `, badge),
+      table));
+  }
+}
+
+/** Draws the clock growth per second from successive reports. */
+function drawSpark(canvas, h) {
+  const ctx = canvas.getContext('2d');
+  const W = canvas.width;
+  const H = canvas.height;
+  ctx.clearRect(0, 0, W, H);
+  const rates = [];
+  for (let i = 1; i < h.length; i++) {
+    const dt = (h[i].t - h[i - 1].t) / 1000;
+    rates.push(dt > 0 ? Math.max(0, h[i].clock - h[i - 1].clock) / dt : 0);
+  }
+  ctx.fillStyle = '#eef0f4';
+  ctx.fillRect(0, H - 1, W, 1);
+  if (rates.length === 0) return;
+  const max = Math.max(1, ...rates);
+  const step = W / HISTORY;
+  ctx.fillStyle = '#2f6fde';
+  rates.forEach((r, i) => {
+    const bh = Math.max(1, (r / max) * (H - 10));
+    ctx.fillRect(W - (rates.length - i) * step, H - bh, Math.max(1, step - 1), bh);
+  });
+  ctx.fillStyle = '#6b7385';
+  ctx.font = '10px system-ui, sans-serif';
+  ctx.textBaseline = 'top';
+  ctx.fillText(`${Math.round(rates[rates.length - 1])}/s (max ${Math.round(max)})`, 2, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observer: a member whose replica lists the entities.
+
+$('observe').addEventListener('click', async () => {
+  const room = $('observe-room').value;
+  if (!room) return;
+  if (observer) observer.stop();
+  $('observe-state').textContent = `joining ${room}…`;
+  observer = new Peer({ room, user: 'inspector', kind: 'host', app: new Game(), log: () => {} });
+  try {
+    await observer.run();
+  } catch (err) {
+    $('observe-state').textContent = `cannot join: ${err.message}`;
+    observer = null;
+  }
+});
+
+function renderEntities() {
+  const table = $('entities');
+  if (!observer) return;
+  const st = observer.status();
+  $('observe-state').textContent = `#${st.self} · ${st.state} · term ${st.term} · host #${st.host} · ${st.entities} entities · hash ${st.hash}`;
+  const w = observer.world;
+  table.replaceChildren(el('tr', {}, ...['entity', 'number/version', 'schema', 'authority', 'state'].map((h) => el('th', { textContent: h }))));
+  for (const e of w.entities()) {
+    const s = w.schemaOf(e);
+    const rec = w.authorityRecord(e);
+    const auth = rec.kind === KIND_AVATAR ? `avatar of #${rec.peer}` : rec.kind === KIND_LOCK ? `locked by #${rec.peer}` : 'host';
+    let state = '';
+    if (s.id === SCHEMA_AVATAR) {
+      const p = parseVec(w.get(e, 0));
+      state = `${avatarName(w, e)} at (${p.x}, ${p.y})`;
+    } else if (s.id === SCHEMA_BOX) {
+      const p = parseVec(w.get(e, 0));
+      const v = parseVec(w.get(e, 1));
+      state = `at (${p.x}, ${p.y}) moving (${v.x}, ${v.y})`;
+    } else if (s.id === SCHEMA_ROOM) {
+      state = `score ${u32(w.get(e, 0))}, ${u32(w.get(e, 1))} goals`;
+    }
+    table.append(el('tr', {},
+      el('td', { className: 'mono', textContent: String(e) }),
+      el('td', { textContent: `${e & 0xffff}/v${e >>> 16}` }),
+      el('td', { textContent: s.name }),
+      el('td', { textContent: auth }),
+      el('td', { textContent: state })));
+  }
+}
+
+poll();
+setInterval(poll, 1000);
+setInterval(renderEntities, 500);
+window.addEventListener('pagehide', () => { if (observer) observer.stop(); });

@@ -1,0 +1,409 @@
+// The arena page: pick or name a room, join it, draw the world, move with the keyboard, grab boxes
+// with the mouse, and show the session's state. When this tab is the host it runs the arena's host
+// logic and Go bots follow it.
+//
+// window.concord exposes the running peer for tools and the end-to-end tests: status(),
+// entities(), entries(), and debug helpers that send forged messages (see debugHooks).
+
+import { Peer } from './peer.js';
+import { randomDevice } from './signaling.js';
+import * as netmsg from './netmsg.js';
+import * as crdt from './crdt.js';
+import * as hostsnapshot from './hostsnapshot.js';
+import { RELIABLE, UNRELIABLE } from './rtc.js';
+import { KIND_AVATAR, KIND_LOCK, PUT_COMPONENT, ROOM_ENTITY } from './world.js';
+import {
+  Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
+  AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, encodeVec, u32, avatarName,
+} from './arena.js';
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+
+const ADJ = ['brisk', 'calm', 'eager', 'jolly', 'lucky', 'merry', 'nimble', 'quiet', 'sunny', 'witty'];
+const NOUN = ['otter', 'heron', 'lynx', 'panda', 'fox', 'robin', 'koala', 'ibis', 'marten', 'wren'];
+function randomName() {
+  const r = new Uint8Array(2);
+  crypto.getRandomValues(r);
+  return `${ADJ[r[0] % ADJ.length]}-${NOUN[r[1] % NOUN.length]}`;
+}
+
+function fmtBytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(2)} MiB`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lobby
+
+function showLobby() {
+  $('lobby').hidden = false;
+  const user = localStorage.getItem('concord.user') || randomName();
+  $('user-input').value = user;
+  $('join-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const room = $('room-input').value.trim() || 'arena';
+    const name = $('user-input').value.trim() || randomName();
+    localStorage.setItem('concord.user', name);
+    location.search = `?room=${encodeURIComponent(room)}&user=${encodeURIComponent(name)}`;
+  });
+  const refresh = async () => {
+    try {
+      const rooms = await (await fetch('/api/rooms')).json();
+      const ul = $('room-list');
+      ul.replaceChildren();
+      if (rooms.length === 0) {
+        const li = document.createElement('li');
+        li.className = 'muted';
+        li.textContent = 'none yet';
+        ul.append(li);
+      }
+      for (const r of rooms) {
+        const li = document.createElement('li');
+        const a = document.createElement('a');
+        a.href = `/?room=${encodeURIComponent(r.room)}&user=${encodeURIComponent($('user-input').value.trim())}`;
+        a.textContent = r.room;
+        li.append(a, ` — ${r.members.length} member${r.members.length === 1 ? '' : 's'}, host #${r.host}, term ${r.term}`);
+        ul.append(li);
+      }
+    } catch { /* the server is away; try again */ }
+  };
+  refresh();
+  setInterval(refresh, 2000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Game
+
+async function join(room, user) {
+  $('game').hidden = false;
+  $('room-label').textContent = `room ${room}`;
+  document.title = `${room} — Concord arena`;
+  const game = new Game();
+  const device = sessionStorage.getItem('concord.device') || randomDevice();
+  sessionStorage.setItem('concord.device', device);
+  const peer = new Peer({
+    room, user, device, kind: 'browser', app: game,
+    log: (level, msg, fields) => {
+      const f = fields ? ' ' + JSON.stringify(fields) : '';
+      (level === 'warn' ? console.warn : console.info)(`concord: ${msg}${f}`);
+    },
+  });
+  window.concord = makeAPI(peer, game);
+  try {
+    await peer.run();
+  } catch (err) {
+    showError(`cannot join: ${err.message}`);
+    setConn('failed', 'chip-bad');
+    return;
+  }
+  window.addEventListener('pagehide', () => peer.stop());
+  setupInput(peer, game);
+  const canvas = $('arena');
+  const draw = () => {
+    drawArena(canvas, peer, game);
+    requestAnimationFrame(draw);
+  };
+  requestAnimationFrame(draw);
+  setInterval(() => updatePanel(peer), 250);
+  updatePanel(peer);
+  canvas.focus();
+}
+
+function showError(text) {
+  const e = $('error');
+  e.textContent = text;
+  e.hidden = false;
+}
+
+function setConn(text, cls) {
+  const c = $('conn');
+  c.textContent = text;
+  c.className = `chip ${cls}`;
+}
+
+const KEYS = {
+  KeyW: 'up', ArrowUp: 'up', KeyS: 'down', ArrowDown: 'down',
+  KeyA: 'left', ArrowLeft: 'left', KeyD: 'right', ArrowRight: 'right',
+};
+
+function setupInput(peer, game) {
+  const canvas = $('arena');
+  const onKey = (down) => (ev) => {
+    const k = KEYS[ev.code];
+    if (!k || ev.target instanceof HTMLInputElement) return;
+    ev.preventDefault();
+    game.setKeys({ [k]: down });
+  };
+  window.addEventListener('keydown', onKey(true));
+  window.addEventListener('keyup', onKey(false));
+  window.addEventListener('blur', () => game.setKeys({ up: false, down: false, left: false, right: false }));
+  const toWorld = (ev) => {
+    const rect = canvas.getBoundingClientRect();
+    return {
+      x: Math.round(((ev.clientX - rect.left) / rect.width) * WIDTH),
+      y: Math.round(((ev.clientY - rect.top) / rect.height) * HEIGHT),
+    };
+  };
+  canvas.addEventListener('pointerdown', (ev) => {
+    canvas.focus();
+    canvas.setPointerCapture(ev.pointerId);
+    peer.do((w) => game.pointerDown(w, toWorld(ev)));
+  });
+  canvas.addEventListener('pointermove', (ev) => game.pointerMove(toWorld(ev)));
+  const up = () => peer.do((w) => game.pointerUp(w));
+  canvas.addEventListener('pointerup', up);
+  canvas.addEventListener('pointercancel', up);
+}
+
+function rgba(c, a = 1) {
+  if (!c || c.length !== 4) return `rgba(120,120,120,${a})`;
+  return `rgba(${c[0]},${c[1]},${c[2]},${a})`;
+}
+
+function drawArena(canvas, peer, game) {
+  const dpr = window.devicePixelRatio || 1;
+  const cssW = canvas.clientWidth || 1000;
+  const cssH = Math.round(cssW * HEIGHT / WIDTH);
+  if (canvas.width !== Math.round(cssW * dpr) || canvas.height !== Math.round(cssH * dpr)) {
+    canvas.width = Math.round(cssW * dpr);
+    canvas.height = Math.round(cssH * dpr);
+  }
+  const ctx = canvas.getContext('2d');
+  const s = canvas.width / WIDTH; // device pixels per mm
+  const px = (mm) => mm * s;
+  const w = peer.world;
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.fillStyle = '#fbfbf8';
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+
+  // Grid every metre.
+  ctx.strokeStyle = '#eceee8';
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (let x = 1000; x < WIDTH; x += 1000) { ctx.moveTo(px(x), 0); ctx.lineTo(px(x), canvas.height); }
+  for (let y = 1000; y < HEIGHT; y += 1000) { ctx.moveTo(0, px(y)); ctx.lineTo(canvas.width, px(y)); }
+  ctx.stroke();
+
+  // Goal zone.
+  ctx.fillStyle = 'rgba(46, 160, 90, 0.10)';
+  ctx.fillRect(px(GOAL_X), 0, canvas.width - px(GOAL_X), canvas.height);
+  ctx.strokeStyle = '#2ea05a';
+  ctx.lineWidth = Math.max(2, px(40));
+  ctx.setLineDash([px(300), px(200)]);
+  ctx.beginPath();
+  ctx.moveTo(px(GOAL_X), 0);
+  ctx.lineTo(px(GOAL_X), canvas.height);
+  ctx.stroke();
+  ctx.setLineDash([]);
+  ctx.save();
+  ctx.translate(px(GOAL_X + 500), canvas.height / 2);
+  ctx.rotate(Math.PI / 2);
+  ctx.fillStyle = '#2ea05a';
+  ctx.font = `600 ${Math.round(px(420))}px system-ui, sans-serif`;
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'middle';
+  ctx.fillText('GOAL', 0, 0);
+  ctx.restore();
+
+  // Boxes.
+  const r = px(BOX_RADIUS);
+  for (const e of w.entitiesOf(SCHEMA_BOX)) {
+    const p = parseVec(w.get(e, BOX_POS));
+    const rec = w.authorityRecord(e);
+    const mine = rec.kind === KIND_LOCK && rec.peer === w.self;
+    const held = rec.kind === KIND_LOCK;
+    const x = px(p.x) - r;
+    const y = px(p.y) - r;
+    ctx.fillStyle = held ? (mine ? '#f3c969' : '#f0d9a8') : '#d9a55b';
+    ctx.strokeStyle = held ? '#9a6a12' : '#8a5a1c';
+    ctx.lineWidth = Math.max(1.5, px(held ? 70 : 40));
+    roundRect(ctx, x, y, 2 * r, 2 * r, px(90));
+    ctx.fill();
+    ctx.stroke();
+    ctx.strokeStyle = 'rgba(138, 90, 28, 0.35)';
+    ctx.lineWidth = Math.max(1, px(25));
+    ctx.beginPath();
+    ctx.moveTo(x + px(120), y + px(120)); ctx.lineTo(x + 2 * r - px(120), y + 2 * r - px(120));
+    ctx.moveTo(x + 2 * r - px(120), y + px(120)); ctx.lineTo(x + px(120), y + 2 * r - px(120));
+    ctx.stroke();
+  }
+
+  // Avatars.
+  const ar = px(AVATAR_RADIUS);
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'bottom';
+  ctx.font = `500 ${Math.max(11, Math.round(px(330)))}px system-ui, sans-serif`;
+  for (const e of w.entitiesOf(SCHEMA_AVATAR)) {
+    const p = parseVec(w.get(e, AVATAR_POS));
+    const rec = w.authorityRecord(e);
+    const me = rec.kind === KIND_AVATAR && rec.peer === w.self;
+    ctx.beginPath();
+    ctx.arc(px(p.x), px(p.y), ar, 0, 2 * Math.PI);
+    ctx.fillStyle = rgba(w.get(e, AVATAR_COLOR));
+    ctx.fill();
+    ctx.lineWidth = me ? Math.max(2, px(90)) : Math.max(1, px(40));
+    ctx.strokeStyle = me ? '#1d2330' : 'rgba(0,0,0,0.35)';
+    ctx.stroke();
+    const name = avatarName(w, e).split('/')[0] + (me ? ' (you)' : '') + (rec.peer === w.host ? ' ★' : '');
+    const ty = px(p.y) - ar - px(80);
+    ctx.lineWidth = Math.max(2, px(60));
+    ctx.strokeStyle = 'rgba(251,251,248,0.9)';
+    ctx.strokeText(name, px(p.x), ty);
+    ctx.fillStyle = '#1d2330';
+    ctx.fillText(name, px(p.x), ty);
+  }
+
+  // Score.
+  const score = u32(w.get(ROOM_ENTITY, ROOM_SCORE));
+  const goals = u32(w.get(ROOM_ENTITY, ROOM_GOALS));
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'top';
+  ctx.fillStyle = '#1d2330';
+  ctx.font = `700 ${Math.round(px(520))}px system-ui, sans-serif`;
+  ctx.fillText(`${score}`, px(350), px(250));
+  ctx.font = `500 ${Math.round(px(280))}px system-ui, sans-serif`;
+  ctx.fillStyle = '#6b7385';
+  ctx.fillText(`score · ${goals} goal${goals === 1 ? '' : 's'}`, px(350), px(820));
+
+  if (!peer.status().synced) {
+    ctx.fillStyle = 'rgba(29,35,48,0.55)';
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    ctx.fillStyle = '#fff';
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'middle';
+    ctx.font = `600 ${Math.round(px(600))}px system-ui, sans-serif`;
+    ctx.fillText(peer.status().state === 'migrating' ? 'host changing…' : 'connecting…', canvas.width / 2, canvas.height / 2);
+  }
+}
+
+function roundRect(ctx, x, y, w, h, r) {
+  ctx.beginPath();
+  ctx.moveTo(x + r, y);
+  ctx.arcTo(x + w, y, x + w, y + h, r);
+  ctx.arcTo(x + w, y + h, x, y + h, r);
+  ctx.arcTo(x, y + h, x, y, r);
+  ctx.arcTo(x, y, x + w, y, r);
+  ctx.closePath();
+}
+
+function updatePanel(peer) {
+  const st = peer.status();
+  const chip = {
+    connected: ['connected', 'chip-ok'], hosting: ['connected', 'chip-ok'], migrating: ['migrating', 'chip-warn'],
+    connecting: ['connecting', 'chip-warn'], 'no host': ['no host', 'chip-bad'], left: ['left', 'chip-idle'],
+  }[st.state] || [st.state, 'chip-idle'];
+  setConn(st.signaling === 'closed' && st.state !== 'left' ? `${chip[0]} · signaling lost` : chip[0], chip[1]);
+  const role = $('role');
+  role.textContent = st.isHost ? 'you are the host' : st.synced ? 'member' : '';
+  role.className = `chip ${st.isHost ? 'chip-host' : 'chip-idle'}`;
+  const hostMember = peer.members.get(st.host);
+  $('st-self').textContent = `#${st.self} ${st.peerId}`;
+  $('st-host').textContent = st.host ? `#${st.host} ${hostMember ? `${hostMember.peerId} (${hostMember.kind})` : ''}` : 'none';
+  $('st-term').textContent = String(st.term);
+  $('st-rtt').textContent = st.isHost ? '— (host)' : st.rtt ? `${st.rtt.toFixed(2)} ms` : '…';
+  $('st-bytes').textContent = `${fmtBytes(st.bytesIn)} / ${fmtBytes(st.bytesOut)}`;
+  $('st-entities').textContent = String(st.entities);
+  $('st-clock').textContent = String(st.clock);
+  $('st-hash').textContent = st.hash;
+  const w = peer.world;
+  $('st-score').textContent = `${u32(w.get(ROOM_ENTITY, ROOM_SCORE))} (${u32(w.get(ROOM_ENTITY, ROOM_GOALS))} goals)`;
+  const ul = $('members');
+  ul.replaceChildren();
+  for (const m of [...peer.members.values()].sort((a, b) => a.peerIndex - b.peerIndex)) {
+    const li = document.createElement('li');
+    const dot = document.createElement('span');
+    dot.className = 'dot';
+    const av = w.avatarOf(m.peerIndex);
+    dot.style.background = av !== undefined ? rgba(w.get(av, AVATAR_COLOR)) : '#ccc';
+    const name = document.createElement('span');
+    name.textContent = `#${m.peerIndex} ${m.peerId}`;
+    const tag = document.createElement('span');
+    tag.className = 'tag';
+    tag.textContent = [m.kind, m.peerIndex === st.host ? 'host' : '', m.peerIndex === st.self ? 'you' : ''].filter(Boolean).join(' · ');
+    li.append(dot, name, tag);
+    ul.append(li);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// window.concord: tools and tests
+
+function makeAPI(peer, game) {
+  const w = peer.world;
+  return {
+    peer, game, netmsg, crdt, hostsnapshot,
+    status: () => peer.status(),
+    /** Live entities: {entity, schema, authority: {kind, peer}}. */
+    entities: () => w.entities().map((e) => ({ entity: e, schema: w.schemaOf(e).id, authority: { ...w.authorityRecord(e) } })),
+    /** Every LWW entry's key and timestamp: {entity, component, timestamp}. */
+    entries: () => {
+      const out = [];
+      w.r.range((en) => { out.push({ entity: en.entity >>> 0, component: en.component, timestamp: Number(en.timestamp) }); return true; });
+      return out;
+    },
+    debug: debugHooks(peer),
+  };
+}
+
+/**
+ * Hooks that make this page a misbehaving member, for the end-to-end tests. Each returns true when
+ * its message went out on the link to the host.
+ */
+function debugHooks(peer) {
+  const w = peer.world;
+  const hostLink = () => (peer.member && peer.member.hostLink && peer.member.hostLink.ready ? peer.member.hostLink : null);
+  const sendRaw = (ch, bytes) => {
+    const r = hostLink();
+    return !!r && r.link.send(ch === 'unreliable' || ch === UNRELIABLE ? UNRELIABLE : RELIABLE, bytes);
+  };
+  return {
+    sendRaw,
+    boxPos: (e) => parseVec(w.get(e, BOX_POS)),
+    /** A HostSnapshot, as if this member were the host, that puts box e at pos. */
+    forgeSnapshot(e, pos) {
+      const snap = hostsnapshot.build(w.r, w.schemas, {
+        term: BigInt(w.term), localPeerIndex: BigInt(w.host), hostPeerIndex: BigInt(w.self), peers: [],
+        cover: hostsnapshot.Cover.all(peer.opts.buckets),
+      });
+      for (const sp of snap.spawns) {
+        if (Number(sp.networkId) === e) {
+          const u = sp.updateData.slice();
+          u.set(encodeVec(pos), 1); // after the u8 mask: the box's position
+          sp.updateData = u;
+        }
+      }
+      snap.hostTime = BigInt(w.clock + 1000);
+      return sendRaw(RELIABLE, netmsg.encode({ type: netmsg.Type.HostSnapshot, ...snap }));
+    },
+    /**
+     * A write without authority: this member writes box e's position into its own replica (stamped
+     * above everything it has seen) and sends it to the host as an EntityUpdates.
+     */
+    forgeUpdate(e, pos) {
+      const ts = w.clock + 1;
+      const v = encodeVec(pos);
+      w.r.writeAt(e, w.schemaOf(e).properties[BOX_POS].component, ts, v, false);
+      const u = { networkId: BigInt(e), maskBits: 8, mask: 1 << BOX_POS, data: v };
+      return sendRaw(UNRELIABLE, netmsg.encode({ type: netmsg.Type.EntityUpdates, time: BigInt(ts), updates: [u] }));
+    },
+    /** A CRDT correction for a host entity outside the sync window: the host must refuse it. */
+    forgeCorrection(e, pos) {
+      const ts = w.clock + 1;
+      const m = { type: PUT_COMPONENT, entity: e, component: w.schemaOf(e).properties[BOX_POS].component, timestamp: ts, data: encodeVec(pos) };
+      w.r.writeAt(m.entity, m.component, ts, m.data, false);
+      return sendRaw(RELIABLE, netmsg.encode({ type: netmsg.Type.CrdtBatch, term: BigInt(w.term), messages: crdt.encodeMessage(m) }));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const room = params.get('room');
+if (room) {
+  const user = params.get('user') || localStorage.getItem('concord.user') || randomName();
+  join(room, user);
+} else {
+  showLobby();
+}
