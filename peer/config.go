@@ -44,7 +44,8 @@ type Config struct {
 	Now func() time.Time
 	// TickInterval is the simulation tick; default DefaultTickInterval (20 Hz).
 	TickInterval time.Duration
-	// NetworkInterval is how often EntityUpdates are sent; default DefaultNetworkInterval (20 Hz).
+	// NetworkInterval is how often EntityUpdates are sent, right after a tick; default
+	// DefaultNetworkInterval (20 Hz). Below TickInterval it means after every tick.
 	NetworkInterval time.Duration
 	// ReportInterval is how often the replica is reported to signaling; default 1 s.
 	ReportInterval time.Duration

@@ -178,8 +178,10 @@ func (h *hostRole) handle(r *remote, m netmsg.Message) error {
 		}
 		if r.snapshotSent {
 			// A member sends its next digest after its corrections, on the same ordered
-			// channel: its answer to the sync snapshot is in.
+			// channel: its answer to the sync snapshot is in, and the window in which its
+			// corrections may carry host entities closes.
 			r.answered = true
+			r.acceptRelayed = false
 		}
 		h.answerDigest(r)
 	case netmsg.TypePeerCommands:
@@ -275,6 +277,7 @@ func (h *hostRole) restamp() {
 	}
 	ts := w.batchStamp()
 	h.ownStale = true
+	w.gen++
 	for _, en := range entries {
 		w.r.WriteAt(en.Entity, en.Component, ts, en.Data, en.Deleted)
 		en.Timestamp = ts

@@ -146,7 +146,9 @@ func (m *memberRole) handle(msg netmsg.Message, stamp uint64) error {
 		if Term(info.Term) != w.term {
 			p.count.fenced.Add(1)
 		}
-		if len(corr) > 0 {
+		if len(corr) > 0 || !m.synced {
+			// The answer to the sync snapshot is sent even when empty: it closes the host's window
+			// for corrections to host entities.
 			m.buf = netmsg.AppendCrdtBatch(m.buf[:0], &netmsg.CrdtBatch{Term: uint64(w.term), Messages: corr})
 			p.send(m.hostLink, link.Reliable, m.buf)
 		}

@@ -125,7 +125,9 @@ func TestMigrationHandoverChain(t *testing.T) {
 	gap := rest[0].app.longestUpdateGap(elected.at.Add(-time.Second), elected.at.Add(time.Second))
 	t.Logf("planned handover: synced→elected %v; longest gap in other avatars' updates around it %v",
 		elected.at.Sub(synced.at).Round(time.Microsecond), gap.Round(time.Millisecond))
-	if gap > time.Second {
+	// Typically 100–200 ms (a few network intervals); the bound leaves room for a loaded machine
+	// and still rules out the multi-second pause of a snapshot-and-respawn migration.
+	if gap > 2*time.Second {
 		t.Errorf("updates paused for %v across the planned handover", gap)
 	}
 }

@@ -42,13 +42,16 @@ type Peer struct {
 	quit   chan struct{} // closed when Run starts shutting down: helper goroutines give up
 	linkWG sync.WaitGroup
 
-	status atomic.Pointer[Status]
-	count  counters
-	out    []byte // scratch for outgoing payloads
-	items  []updItem
-	dgram  []byte
-	vals   []byte
-	pool   sync.Pool
+	status  atomic.Pointer[Status]
+	hash    uint64 // the replica hash last published, for world generation hashGen
+	hashGen uint64
+	hashOK  bool
+	count   counters
+	out     []byte // scratch for outgoing payloads
+	items   []updItem
+	dgram   []byte
+	vals    []byte
+	pool    sync.Pool
 }
 
 // loopEvent is posted to the loop by link goroutines.
@@ -117,13 +120,12 @@ func (p *Peer) Run(ctx context.Context) error {
 func (p *Peer) loop(ctx context.Context) error {
 	tick := time.NewTicker(p.cfg.TickInterval)
 	defer tick.Stop()
-	netTick := time.NewTicker(p.cfg.NetworkInterval)
-	defer netTick.Stop()
 	report := time.NewTicker(p.cfg.ReportInterval)
 	defer report.Stop()
 	digest := time.NewTicker(p.cfg.DigestInterval)
 	defer digest.Stop()
 	last := p.cfg.Now()
+	var lastFlush time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -145,8 +147,12 @@ func (p *Peer) loop(ctx context.Context) error {
 			if p.host != nil {
 				p.host.tick(now)
 			}
-		case <-netTick.C:
-			p.flushUpdates()
+			// Updates leave right after the tick that made them (a separate ticker could fire
+			// first and hold a tick's writes back one interval), at most every NetworkInterval.
+			if now.Sub(lastFlush) >= p.cfg.NetworkInterval-p.cfg.TickInterval/2 {
+				lastFlush = now
+				p.flushUpdates()
+			}
 		case <-report.C:
 			p.report(ctx)
 		case <-digest.C:

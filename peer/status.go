@@ -38,8 +38,12 @@ type counters struct {
 // Status returns the latest published status (updated every report interval and on host changes).
 func (p *Peer) Status() Status { return *p.status.Load() }
 
-// publish computes and stores the status; loop goroutine only.
+// publish computes and stores the status; loop goroutine only. The replica hash is recomputed
+// only when the world changed since the last one (a hash walks the whole replica).
 func (p *Peer) publish() *Status {
+	if p.hashGen != p.w.gen || !p.hashOK {
+		p.hash, p.hashGen, p.hashOK = p.w.r.Hash(), p.w.gen, true
+	}
 	st := &Status{
 		Self:     p.w.self,
 		Host:     p.w.host,
@@ -48,7 +52,7 @@ func (p *Peer) publish() *Status {
 		Synced:   p.host != nil || (p.member != nil && p.member.synced),
 		Entities: p.w.Len(),
 		Clock:    uint32(p.w.r.Clock()),
-		Hash:     p.w.r.Hash(),
+		Hash:     p.hash,
 		Members:  len(p.members),
 		Links:    len(p.remotes),
 		BytesIn:  p.count.bytesIn.Load(),

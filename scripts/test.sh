@@ -45,3 +45,20 @@ echo "== JavaScript client: unit tests on the shared golden vectors"
 
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
+
+echo "== Chromium end-to-end (web/e2e): browsers and Go peers in one room, inside a loopback-only network namespace"
+if [ "$(id -u)" = 0 ]; then
+  pkgs=()
+  command -v chromium >/dev/null || pkgs+=(chromium)
+  command -v ip >/dev/null || pkgs+=(iproute2)
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
+  fi
+  (cd web/e2e && npm ci --no-audit --no-fund --loglevel=error)
+  e2e_dir="$(mktemp -d)"
+  go build -o "$e2e_dir/concord" ./cmd/concord
+  CONCORD_BIN="$e2e_dir/concord" node web/e2e/run.mjs
+  rm -rf "$e2e_dir"
+else
+  echo "test.sh: skipping the Chromium end-to-end tests: they need root to create a network namespace" >&2
+fi

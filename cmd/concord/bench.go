@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math/bits"
 	"net"
 	"net/http"
@@ -118,7 +119,7 @@ func (pr *benchProbe) expectFresh(t time.Time) {
 	pr.freshAfter.Store(t.UnixNano())
 }
 
-// benchApp is the peer.App of every bench peer. As host it spawns entities movers in an empty
+// benchApp is the peer.App of every bench peer. As host it spawns `entities` movers in an empty
 // world and, every tick, moves the first moving ones: a new position and the current wall-clock
 // time, so that receivers can measure latency. As member it only records (probe).
 type benchApp struct {
@@ -273,6 +274,18 @@ func (h *benchHist) merge(o *benchHist) {
 	h.n += o.n
 }
 
+// above returns the fraction of the values at or above d (to the bucket's precision).
+func (h *benchHist) above(d time.Duration) float64 {
+	if h.n == 0 {
+		return 0
+	}
+	var n uint64
+	for i := benchHistIndex(int64(d)); i < len(h.counts); i++ {
+		n += h.counts[i]
+	}
+	return float64(n) / float64(h.n)
+}
+
 // quantile returns the q-quantile (0 < q ≤ 1), or 0 for an empty benchHist.
 func (h *benchHist) quantile(q float64) time.Duration {
 	if h.n == 0 {
@@ -403,6 +416,9 @@ type benchPeers struct {
 	wg     sync.WaitGroup
 	errs   chan error
 
+	// reportInterval and digestInterval override the peers' defaults when not zero.
+	reportInterval, digestInterval time.Duration
+
 	peers  []*peer.Peer
 	probes []*benchProbe
 	trans  []*countingTransport
@@ -423,7 +439,8 @@ func (b *benchPeers) start(user string, kind signaling.Kind, app *benchApp) (*pe
 	ct := &countingTransport{inner: peer.PionTransport{API: api}}
 	p, err := peer.New(peer.Config{
 		Server: b.url, Room: benchRoom, User: user, Kind: kind, App: app, Transport: ct,
-		Logger: b.log.With().Str("who", user).Logger(),
+		Logger:         b.log.With().Str("who", user).Logger(),
+		ReportInterval: b.reportInterval, DigestInterval: b.digestInterval,
 	})
 	if err != nil {
 		_ = api.Close()
@@ -711,10 +728,14 @@ func runConcordFanout(ctx context.Context, o fanoutOptions, log zerolog.Logger) 
 			}
 		}
 	}()
-	defer func() {
-		close(samplerStop)
-		<-samplerDone
-	}()
+	var stopOnce sync.Once
+	stopSampler := func() {
+		stopOnce.Do(func() {
+			close(samplerStop)
+			<-samplerDone
+		})
+	}
+	defer stopSampler()
 	if err := benchSleep(ctx, time.Until(from)); err != nil {
 		return nil, err
 	}
@@ -750,6 +771,7 @@ func runConcordFanout(ctx context.Context, o fanoutOptions, log zerolog.Logger) 
 	t1, cpu1 := time.Now(), benchCPUTime()
 	hi1, ho1, bi1, bo1 := byteCounts()
 	stopProfile()
+	stopSampler() // rates belong to the sampler until it has stopped
 	if err != nil {
 		return nil, err
 	}
@@ -992,12 +1014,12 @@ func printFanout(w io.Writer, r *fanoutResult) {
 	fmt.Fprintf(w, "concord bench fanout: 1 host + %d bots, %d entities moved every %v tick, %v measured per phase after %v warm-up, GOMAXPROCS %d, %d CPUs\n",
 		o.bots, o.entities, benchTick, o.duration, o.warmup, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tCPU %1core\thost in B/s\thost out B/s\tbot in B/s\tbot out B/s\tdgrams/s/bot\tB/dgram\thost drops/s\tupdates/s/bot\tdelivered\tlatency p50\tp99\t")
+	fmt.Fprintln(tw, "phase\tCPU %1core\thost in B/s\thost out B/s\tbot in B/s\tbot out B/s\tdgrams/s/bot\tB/dgram\thost drops/s\tupdates/s/bot\tdelivered\tlatency p50\tp99\t≥40ms\t")
 	want := float64(o.entities) * float64(time.Second/benchTick)
 	row := func(name string, p *phaseResult) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f%%\t%v\t%v\t\n", name, p.cpuPercent(),
+		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f%%\t%v\t%v\t%.1f%%\t\n", name, p.cpuPercent(),
 			p.hostIn, p.hostOut, p.botIn, p.botOut, p.dgrams, p.dgramLen, p.dropped, p.updates, 100*p.updates/want,
-			p.lat.quantile(0.5).Round(time.Microsecond), p.lat.quantile(0.99).Round(time.Microsecond))
+			p.lat.quantile(0.5).Round(time.Microsecond), p.lat.quantile(0.99).Round(time.Microsecond), 100*p.lat.above(40*time.Millisecond))
 	}
 	row("concord", &r.concord)
 	row("raw pion", &r.raw)
@@ -1074,6 +1096,9 @@ type migrationOptions struct {
 	trials     int
 	settle     time.Duration
 	cpuProfile string
+	// reportInterval and digestInterval override the in-process peers' defaults (experiments
+	// on where the time goes: each report hashes the whole replica, each digest walks it).
+	reportInterval, digestInterval time.Duration
 	// hostCommand makes the command of one bench host process (args are bench-host's flags).
 	hostCommand func(args []string) *exec.Cmd
 	hostLog     string // bench-host's -log-level
@@ -1081,14 +1106,18 @@ type migrationOptions struct {
 
 type migrationTrial struct {
 	detect    time.Duration // kill → the first survivor hears of a new host
+	hosting   time.Duration // kill → the new host has started hosting
+	first     time.Duration // kill → the first member synced under the new term
 	synced    time.Duration // kill → every survivor synced under the new term
 	converged time.Duration // kill → every survivor holds the same state (detected)
 	flowing   time.Duration // new host resumes → every member has received a fresh update
 	bytes     uint64        // sum over survivors of bytes in+out, kill → converged
-	behind    int           // survivors whose newest value was older than the newest any survivor held
-	lostEnts  int           // survivors missing entities after convergence
-	lostVals  int           // moving entities whose converged value is older than one a survivor had seen
-	fullHash  bool          // the full replica hashes were equal at the check
+	// staleKeys and staleBuckets sum, over survivors, the moving entities (and their digest
+	// buckets) where the survivor held an older value than the newest any survivor held.
+	staleKeys, staleBuckets int
+	lostEnts                int  // survivors missing entities after convergence
+	lostVals                int  // moving entities whose converged value is older than one a survivor had seen
+	fullHash                bool // the full replica hashes were equal at the check
 }
 
 // pause is the user-visible gap: until the state converged, plus until updates reached everyone
@@ -1112,6 +1141,8 @@ func cmdBenchMigration(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&o.trials, "trials", 20, "host kills")
 	fs.DurationVar(&o.settle, "settle", 500*time.Millisecond, "steady state before each kill")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process over all trials to this file")
+	fs.DurationVar(&o.reportInterval, "report-interval", 0, "the bots' status report interval (0: peer's default, 1s)")
+	fs.DurationVar(&o.digestInterval, "digest-interval", 0, "the bots' anti-entropy digest interval (0: peer's default, 1s)")
 	standby := fs.Bool("standby", false, "keep a standby connection to the next host (not available yet)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -1150,10 +1181,11 @@ func cmdBenchMigration(ctx context.Context, args []string, stdout, stderr io.Wri
 
 // benchHostProc is one running bench host.
 type benchHostProc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	out    *benchTail
-	waited chan error
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	out      *benchTail
+	waited   chan error
+	killOnce sync.Once
 }
 
 func startBenchHostProc(o migrationOptions, url string) (*benchHostProc, error) {
@@ -1174,10 +1206,13 @@ func startBenchHostProc(o migrationOptions, url string) (*benchHostProc, error) 
 }
 
 // kill sends SIGKILL to the process (only to it: it was started by this benchmark) and reaps it.
+// Idempotent.
 func (hp *benchHostProc) kill() {
-	_ = hp.cmd.Process.Signal(syscall.SIGKILL)
-	<-hp.waited
-	_ = hp.stdin.Close()
+	hp.killOnce.Do(func() {
+		_ = hp.cmd.Process.Signal(syscall.SIGKILL)
+		<-hp.waited
+		_ = hp.stdin.Close()
+	})
 }
 
 // benchTail keeps the last max bytes written to it.
@@ -1211,6 +1246,7 @@ func runMigration(ctx context.Context, o migrationOptions, log zerolog.Logger, p
 	}
 	defer sig.stop()
 	bp := newBenchPeers(ctx, sig.url, log)
+	bp.reportInterval, bp.digestInterval = o.reportInterval, o.digestInterval
 	defer bp.close()
 	hold := new(atomic.Bool)
 
@@ -1359,17 +1395,29 @@ func runMigrationTrial(ctx context.Context, o migrationOptions, bp *benchPeers, 
 		pr.expectFresh(kill)
 	}
 	_ = hp.cmd.Process.Signal(syscall.SIGKILL)
-	var newest int64
-	sents := make([]int64, len(bp.probes))
-	for i, pr := range bp.probes {
-		sents[i] = pr.lastSent.Load()
-		newest = max(newest, sents[i])
-	}
 	tr = &migrationTrial{}
-	for _, s := range sents {
-		if s < newest {
-			tr.behind++
+	// The divergence the kill left: copy what every survivor has seen of the moving entities
+	// (nothing new can arrive: the host is dead), then count the keys and buckets where a
+	// survivor is older than the newest any survivor holds.
+	views := make([]map[peer.Entity]int64, len(bp.peers))
+	if err := benchDoAll(ctx, bp.peers, func(i int, _ *peer.World) { views[i] = maps.Clone(bp.probes[i].seen) }); err != nil {
+		return nil, err
+	}
+	newest := make(map[peer.Entity]int64)
+	for _, v := range views {
+		for e, s := range v {
+			newest[e] = max(newest[e], s)
 		}
+	}
+	for _, v := range views {
+		buckets := make(map[int]bool)
+		for e, s := range newest {
+			if v[e] < s {
+				tr.staleKeys++
+				buckets[int(e.Number())%peer.DefaultBuckets] = true
+			}
+		}
+		tr.staleBuckets += len(buckets)
 	}
 	hp.kill()
 	hp = nil
@@ -1391,15 +1439,25 @@ func runMigrationTrial(ctx context.Context, o migrationOptions, bp *benchPeers, 
 	}); err != nil {
 		return nil, err
 	}
-	var firstHeard, lastSynced int64
-	for _, pr := range bp.probes {
+	var firstHeard, firstSynced, lastSynced, hosting int64
+	for i, pr := range bp.probes {
 		if h := pr.hostChangedAt.Load(); firstHeard == 0 || h < firstHeard {
 			firstHeard = h
 		}
-		lastSynced = max(lastSynced, pr.syncedAt.Load())
+		at := pr.syncedAt.Load()
+		if uint64(bp.peers[i].Status().Self) == pr.host.Load() {
+			hosting = at
+			continue
+		}
+		if firstSynced == 0 || at < firstSynced {
+			firstSynced = at
+		}
+		lastSynced = max(lastSynced, at)
 	}
 	tr.detect = time.Duration(firstHeard - kill.UnixNano())
-	tr.synced = time.Duration(lastSynced - kill.UnixNano())
+	tr.hosting = time.Duration(hosting - kill.UnixNano())
+	tr.first = time.Duration(firstSynced - kill.UnixNano())
+	tr.synced = time.Duration(max(lastSynced, hosting) - kill.UnixNano())
 
 	// 4. Converged: the moving entities (the only ones written since the world was made, so the
 	// only ones that can differ) hold equal values and stamps everywhere; checked cheaply while
@@ -1545,15 +1603,18 @@ func printMigration(w io.Writer, r *migrationResult) {
 	o := r.opts
 	fmt.Fprintf(w, "concord bench migration: %d surviving peers in this process + 1 bench host process killed with SIGKILL per trial, %d entities (%d moved every %v tick), %d trials, GOMAXPROCS %d, %d CPUs\n",
 		o.peers, o.entities, o.moving, benchTick, o.trials, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	if o.reportInterval != 0 || o.digestInterval != 0 {
+		fmt.Fprintf(w, "experiment: bots report every %v and send digests every %v (0: default 1s)\n", o.reportInterval, o.digestInterval)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "trial\tdetect\tsynced\tconverged\tflowing\tpause\tbytes\tbehind\tlost ents\tlost vals\tfull hash\t")
+	fmt.Fprintln(tw, "trial\tdetect\thosting\tfirst synced\tall synced\tconverged\tflowing\tpause\tbytes\tstale keys\tstale buckets\tlost ents\tlost vals\tfull hash\t")
 	var pauses, conv []time.Duration
 	var byteCounts []uint64
 	lostEnts, lostVals, hashBad := 0, 0, 0
 	for i, t := range r.trials {
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%t\t\n", i+1, ms(t.detect), ms(t.synced), ms(t.converged), ms(t.flowing), ms(t.pause()),
-			t.bytes, t.behind, t.lostEnts, t.lostVals, t.fullHash)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%t\t\n", i+1, ms(t.detect), ms(t.hosting), ms(t.first), ms(t.synced), ms(t.converged), ms(t.flowing), ms(t.pause()),
+			t.bytes, t.staleKeys, t.staleBuckets, t.lostEnts, t.lostVals, t.fullHash)
 		pauses = append(pauses, t.pause())
 		conv = append(conv, t.converged)
 		byteCounts = append(byteCounts, t.bytes)

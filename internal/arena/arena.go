@@ -1,10 +1,3 @@
-// Package arena is Concord's demo world: avatars move, boxes can be grabbed (an authority lock)
-// and pushed, a score lives in room state, and boxes slide to rest with friction so that a room
-// without input comes to rest and replicas can be compared. The dedicated host, the bots and
-// (in JavaScript) the browser page all run it.
-//
-// Positions and velocities are fixed-point int32 millimetres (per second), so that Go and
-// JavaScript compute and encode identical values. A Game is used by one peer's loop goroutine.
 package arena
 
 import (
@@ -86,6 +79,9 @@ func ParseVec(b []byte) Vec {
 	}
 	return Vec{int32(binary.LittleEndian.Uint32(b)), int32(binary.LittleEndian.Uint32(b[4:]))}
 }
+
+// ParseU32 decodes a uint32 property; a value of the wrong size is 0.
+func ParseU32(b []byte) uint32 { return u32(b) }
 
 func u32(b []byte) uint32 {
 	if len(b) != 4 {

@@ -27,7 +27,13 @@ const NETNS_ENV = 'CONCORD_E2E_NETNS';
 // ---------------------------------------------------------------------------------------------
 // Network namespace: create, re-exec inside, delete.
 
-if (!process.env[NETNS_ENV]) {
+// Already inside a namespace whose only interface is lo (`ip netns exec X node run.mjs`): run in
+// place. Otherwise make one.
+const onlyLoopback = () => {
+  const names = readdirSync('/sys/class/net');
+  return names.length === 1 && names[0] === 'lo';
+};
+if (!process.env[NETNS_ENV] && !onlyLoopback()) {
   process.exit(outsideNamespace());
 }
 
@@ -66,9 +72,8 @@ function outsideNamespace() {
 
 const { chromium } = await import('playwright-core');
 
-const ifaces = readdirSync('/sys/class/net');
-if (ifaces.length !== 1 || ifaces[0] !== 'lo') {
-  console.error(`e2e: refusing to run: network interfaces ${ifaces.join(', ')} (want only lo)`);
+if (!onlyLoopback()) {
+  console.error(`e2e: refusing to run: network interfaces ${readdirSync('/sys/class/net').join(', ')} (want only lo)`);
   process.exit(2);
 }
 const bin = process.env.CONCORD_BIN;
@@ -199,8 +204,16 @@ class Env {
   async page(user = 'alice', room = 'arena') {
     const ctx = await this.browser();
     const page = await ctx.newPage();
-    page.on('pageerror', (err) => console.error(`  [${user}] page error: ${err.message}`));
-    page.on('console', (m) => { if (m.type() === 'error') console.error(`  [${user}] console: ${m.text()}`); });
+    const log = createWriteStream(join(artifacts, 'logs', `${this.name}-page-${user}.log`));
+    page.on('pageerror', (err) => {
+      log.write(`pageerror ${err.stack || err.message}\n`);
+      console.error(`  [${user}] page error: ${err.message}`);
+    });
+    page.on('console', (m) => {
+      log.write(`${new Date().toISOString()} ${m.type()} ${m.text()}\n`);
+      if (m.type() === 'error') console.error(`  [${user}] console: ${m.text()}`);
+    });
+    page.on('close', () => log.end());
     await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}`);
     await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
     return page;
@@ -240,7 +253,8 @@ class Env {
 
   async close() {
     if (this.context) await this.context.close().catch(() => {});
-    await Promise.all(this.procs.map((p) => p.kill('SIGTERM')));
+    await Promise.all(this.procs.filter((p) => p !== this.server).map((p) => p.kill('SIGTERM')));
+    if (this.server) await this.server.kill('SIGTERM');
     if (this.tmp) rmSync(this.tmp, { recursive: true, force: true });
   }
 }
@@ -250,6 +264,71 @@ function describe(r) {
 }
 
 const status = (page) => page.evaluate(() => window.concord.status());
+
+/** The page's own avatar position (mm). */
+const myPos = (page) => page.evaluate(() => {
+  const c = window.concord;
+  const w = c.peer.world;
+  const e = w.avatarOf(w.self);
+  return e === undefined ? null : c.debug.avatarPos(e);
+});
+
+/** Holds key down until the page's avatar has moved at least minMm, then lets go. */
+async function walk(page, key, minMm) {
+  const p0 = await myPos(page);
+  check(p0, 'the page has no avatar');
+  await page.locator('#arena').focus();
+  await page.keyboard.down(key);
+  try {
+    await waitFor(`the avatar to move with ${key}`, 10000, async () => {
+      const p = await myPos(page);
+      return Math.hypot(p.x - p0.x, p.y - p0.y) >= minMm;
+    }, 50);
+  } finally {
+    await page.keyboard.up(key);
+  }
+  return { from: p0, to: await myPos(page) };
+}
+
+/** Drags box e with the mouse by (dx, dy) mm; returns where the page sees it after the drag. */
+async function dragBox(page, e, dx, dy) {
+  const box = await page.locator('#arena').boundingBox();
+  const p0 = await page.evaluate((b) => window.concord.debug.boxPos(b), e);
+  const sx = (x) => box.x + (x / 20000) * box.width;
+  const sy = (y) => box.y + (y / 12000) * box.height;
+  await page.mouse.move(sx(p0.x), sy(p0.y));
+  await page.mouse.down();
+  // Hold still until this page may write the box (a member waits for the host's lock grant).
+  await waitFor('the box to be writable', 5000, () => page.evaluate((b) => window.concord.peer.world.canWrite(b), e), 50);
+  const steps = 10;
+  for (let i = 1; i <= steps; i++) {
+    await page.mouse.move(sx(p0.x + (dx * i) / steps), sy(p0.y + (dy * i) / steps));
+    await waitFor('the box to follow the mouse', 5000, async () => {
+      const p = await page.evaluate((b) => window.concord.debug.boxPos(b), e);
+      return Math.abs(p.x - (p0.x + (dx * i) / steps)) < 200 && Math.abs(p.y - (p0.y + (dy * i) / steps)) < 200;
+    }, 25);
+  }
+  await page.mouse.up();
+  return { from: p0, to: await page.evaluate((b) => window.concord.debug.boxPos(b), e) };
+}
+
+/** A box far from every avatar, so that nothing pushes it while the test drags it. */
+const quietBox = (page) => page.evaluate(() => {
+  const c = window.concord;
+  const w = c.peer.world;
+  let best = 0;
+  let bestD = -1;
+  for (const e of w.entitiesOf(2)) {
+    const p = c.debug.boxPos(e);
+    let d = Infinity;
+    for (const a of w.entitiesOf(1)) {
+      const q = c.debug.avatarPos(a);
+      d = Math.min(d, Math.hypot(p.x - q.x, p.y - q.y));
+    }
+    if (w.authority(e) === w.host && d > bestD && p.y > 2000 && p.y < 10000 && p.x < 14000) { best = e; bestD = d; }
+  }
+  return best;
+});
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios.
@@ -268,22 +347,56 @@ scenario('browser-joins-dedicated-host', async (env) => {
   const ents = await page.evaluate(() => window.concord.entities());
   check(ents.filter((e) => e.schema === 2).length === 8, 'the page does not see 8 boxes');
   check(ents.filter((e) => e.schema === 1).length === 5, 'the page does not see 5 avatars');
+
+  // Keyboard: the avatar (client authority) moves and every replica follows.
+  const moved = await walk(page, 'ArrowDown', 1500);
+  // Mouse: grab a box (a lock from the Go host), carry it, let go (the lock returns to the host).
+  const box = await quietBox(page);
+  check(box, 'no free box to drag');
+  const drag = await dragBox(page, box, 2500, 0);
+  check(drag.to.x - drag.from.x > 2000, `the box did not follow the mouse: ${JSON.stringify(drag)}`);
+  await waitFor('the lock to return to the host', 5000, () => page.evaluate((b) => window.concord.peer.world.authority(b) === window.concord.peer.world.host, box));
+  const r2 = await env.converged(6, 30000);
+  const st2 = await status(page);
+  check(st2.hash === r2.members[0].replica.hash, 'page hash differs after input');
+  const seen = await page.evaluate((b) => window.concord.debug.boxPos(b), box);
+  // (An avatar standing where the box was dropped may push it on: physics, not a conflict.)
+  check(Math.hypot(seen.x - drag.from.x, seen.y - drag.from.y) > 1000, `the drag was undone: ${JSON.stringify(drag)} → ${JSON.stringify(seen)}`);
   await page.locator('#arena').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, 'screenshot.png') });
   copyFileSync(join(artifacts, 'screenshot.png'), join(repo, 'docs', 'screenshot.png'));
-  return `6 replicas at ${st.hash}, ${st.entities} entities`;
+  // The inspector shows the room, with every hash equal; observing adds a seventh replica.
+  const insp = await (await env.browser()).newPage();
+  await insp.goto(`${env.url}/inspect`);
+  await waitFor('the inspector to list the room', 10000, () => insp.evaluate(() => document.querySelectorAll('#rooms tr').length === 7));
+  await insp.click('#observe');
+  await waitFor('the inspector to observe', 15000, () => insp.evaluate(() => document.querySelectorAll('#entities tr').length === 15));
+  await env.converged(7, 30000);
+  await insp.screenshot({ path: join(artifacts, 'inspect.png'), fullPage: true });
+  return `6 replicas at ${st.hash}, ${st.entities} entities; walked ${Math.round(Math.hypot(moved.to.x - moved.from.x, moved.to.y - moved.from.y))} mm; dragged box ${box} by lock ${drag.to.x - drag.from.x} mm; converged again at ${st2.hash}`;
 });
 
 scenario('browser-hosts-go-bots', async (env) => {
   await env.serve(['--dedicated-host=false']);
   const page = await env.page('alice');
   await waitFor('the browser to become host', 10000, async () => (await status(page)).isHost);
-  env.bots(4, '3s');
+  const bots = env.bots(4, '3s');
   const r = await env.converged(5, 40000);
   const st = await status(page);
   check(r.host === st.self, `host is ${r.host}, not the browser (${st.self})`);
   check(st.entities === 8 + 1 + 5, `browser host has ${st.entities} entities, want 14`);
-  return `browser host ${st.self} term ${r.term}, 5 replicas at ${st.hash}`;
+  await walk(page, 'KeyD', 1500);
+  const box = await quietBox(page);
+  check(box, 'no free box to drag');
+  const drag = await dragBox(page, box, 0, 2000);
+  check(drag.to.y - drag.from.y > 1500, `the box did not follow the mouse: ${JSON.stringify(drag)}`);
+  const r2 = await env.converged(5, 30000);
+  check(r2.members[0].replica.hash === (await status(page)).hash, 'page hash differs after input');
+  await page.screenshot({ path: join(artifacts, 'browser-host.png') });
+  // The bots leave: the browser host despawns their avatars.
+  await bots.kill('SIGTERM');
+  await waitFor('the browser host to despawn the avatars of members who left', 10000, async () => (await status(page)).entities === 8 + 1 + 1);
+  return `browser host ${st.self} term ${r.term}, 5 replicas at ${st.hash}; after walking and dragging box ${box}: ${r2.members[0].replica.hash}; bots left, avatars despawned`;
 });
 
 scenario('migration', async (env) => {
@@ -329,6 +442,86 @@ scenario('migration', async (env) => {
   const want = 8 + 1 + 3;
   check(r3.members.every((m) => m.replica.entities === want), `entity counts ${r3.members.map((m) => m.replica.entities)} (want ${want})`);
   return `Go host killed → browser host, converged in ${dt1} ms; browser closed → bot host, converged in ${dt2} ms; ${before.ents.length} entity ids kept`;
+});
+
+scenario('migration-while-moving', async (env) => {
+  await env.serve(['--dedicated-host=false']);
+  const hostProc = env.host();
+  await waitFor('the Go host to host', 10000, async () => {
+    const r = await env.room();
+    return r && r.host && r.members.find((m) => m.peerIndex === r.host).kind === 'host';
+  });
+  env.bots(3, '7s');
+  await waitFor('the bots to sync', 15000, async () => {
+    const r = await env.room();
+    return r && r.members.length === 4 && r.members.every((m) => m.synced);
+  });
+  const page = await env.page('alice');
+  await waitFor('the browser to sync', 10000, async () => (await status(page)).synced);
+  const st1 = await status(page);
+  const before = await page.evaluate(() => ({ ents: window.concord.entities(), entries: window.concord.entries() }));
+  check(st1.entities === 8 + 1 + 4, `browser sees ${st1.entities} entities before the kill`);
+  // Kill the host while the bots are still moving and carrying boxes.
+  const t0 = Date.now();
+  await hostProc.kill('SIGKILL');
+  await waitFor('a bot to take over', 10000, async () => {
+    const st = await status(page);
+    return st.term > st1.term && st.synced && !st.isHost;
+  });
+  const dtSync = Date.now() - t0;
+  const r = await env.converged(4, 40000);
+  const after = await page.evaluate(() => ({ ents: window.concord.entities(), entries: window.concord.entries() }));
+  const hostKind = r.members.find((m) => m.peerIndex === r.host).kind;
+  check(hostKind === 'bot', `the new host is a ${hostKind}`);
+  const ids = (list, schema) => list.filter((e) => e.schema === schema).map((e) => e.entity).sort((a, b) => a - b).join(',');
+  check(ids(before.ents, 2) === ids(after.ents, 2), `box ids changed: ${ids(before.ents, 2)} → ${ids(after.ents, 2)}`);
+  check(ids(before.ents, 1) === ids(after.ents, 1), `avatar ids changed: ${ids(before.ents, 1)} → ${ids(after.ents, 1)}`);
+  const ts = new Map(after.entries.map((e) => [`${e.entity}/${e.component}`, e.timestamp]));
+  for (const e of before.entries) {
+    const t = ts.get(`${e.entity}/${e.component}`);
+    check(t !== undefined && t >= e.timestamp, `key ${e.entity}/${e.component} went from t=${e.timestamp} to ${t}`);
+  }
+  const locks = after.ents.filter((e) => e.authority.kind === 2);
+  check(locks.length === 0, `locks left after the bots stopped: ${JSON.stringify(locks)}`);
+  return `browser re-synced with the new bot host ${dtSync} ms after the kill; 4 replicas equal at ${r.members[0].replica.hash}; ${before.entries.length} keys, none went back`;
+});
+
+scenario('browser-host-authority', async (env) => {
+  await env.serve(['--dedicated-host=false']);
+  const page = await env.page('alice');
+  await waitFor('the browser to become host', 10000, async () => (await status(page)).isHost);
+  env.bots(2, '2s');
+  // A second member in the same page, linked to the browser host in memory: it misbehaves.
+  await page.evaluate(() => window.concord.addMemoryMember('mallory'));
+  const mal = (fn, arg) => page.evaluate(([src, a]) => (0, eval)(src)(window.concord.extras.mallory, a), [fn.toString(), arg]);
+  await waitFor('mallory to sync', 10000, () => mal((x) => x.status().synced));
+  await env.converged(4, 40000);
+  const box = await quietBox(page);
+  const pos0 = await page.evaluate((b) => window.concord.debug.boxPos(b), box);
+  const rej0 = (await status(page)).rejected;
+  const sent = await mal((x, b) => ({
+    update: x.debug.forgeUpdate(b, { x: 19500, y: 6000 }),
+    correction: x.debug.forgeCorrection(b, { x: 500, y: 500 }),
+    snapshot: x.debug.forgeSnapshot(b, { x: 100, y: 100 }),
+  }), box);
+  check(sent.update && sent.correction && sent.snapshot, `a forged message was not sent: ${JSON.stringify(sent)}`);
+  await waitFor('the browser host to reject the writes', 10000, async () => (await status(page)).rejected >= rej0 + 2);
+  const r = await env.converged(4, 30000);
+  for (const who of ['host', 'mallory']) {
+    const pos = who === 'host'
+      ? await page.evaluate((b) => window.concord.debug.boxPos(b), box)
+      : await mal((x, b) => x.debug.boxPos(b), box);
+    check(pos.x === pos0.x && pos.y === pos0.y, `${who} sees the box moved from ${JSON.stringify(pos0)} to ${JSON.stringify(pos)}`);
+  }
+  // A lock: granted by the browser host, then taken back when its holder falls silent for 3 s.
+  await mal((x, b) => x.debug.requestLock(b), box);
+  await waitFor('the lock to be granted', 5000, () => mal((x, b) => x.peer.world.authority(b) === x.peer.world.self, box));
+  const t0 = Date.now();
+  await mal((x) => x.debug.silence());
+  await waitFor('the lock to expire', 10000, () => page.evaluate((b) => window.concord.peer.world.authority(b) === window.concord.peer.world.self, box));
+  const expired = Date.now() - t0;
+  check(expired >= 2500, `the lock expired after ${expired} ms, before the 3 s timeout`);
+  return `browser host rejected ${(await status(page)).rejected - rej0} forged writes and re-asserted the box; 4 replicas at ${r.members[0].replica.hash}; a silent holder's lock expired after ${expired} ms`;
 });
 
 scenario('bad-input-from-browser', async (env) => {

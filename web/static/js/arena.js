@@ -119,6 +119,8 @@ export class Game {
     this.heldFor = 0; // ms since the lock was asked for
     this.pointer = null; // {x, y} in mm while the mouse button is down
     this.grabOffset = { x: 0, y: 0 };
+    this.pendingRelease = 0; // a box let go of before its lock was granted
+    this.pendingFor = 0;
   }
 
   schemas() { return schemas(); }
@@ -184,10 +186,19 @@ export class Game {
     if (!this.holding) return;
     const e = this.holding;
     this.holding = 0;
-    if (!w.isHost && w.exists(e) && w.authority(e) === w.self) {
-      w.set(e, BOX_VEL, encodeVec({ x: 0, y: 0 }));
-      try { w.relinquish(e); } catch { /* the host is gone; the lock expires */ }
+    if (w.isHost || !w.exists(e)) return;
+    if (w.authority(e) === w.self) {
+      this.release(w, e);
+    } else {
+      // The grant is still on its way: hand it back when it arrives (a lock is never kept unused).
+      this.pendingRelease = e;
+      this.pendingFor = 0;
     }
+  }
+
+  release(w, e) {
+    w.set(e, BOX_VEL, encodeVec({ x: 0, y: 0 }));
+    try { w.relinquish(e); } catch { /* the host is gone; the next host takes the lock back */ }
   }
 
   input(w, dtMs) {
@@ -204,12 +215,26 @@ export class Game {
       pos.y = clamp(pos.y + i32(dy / d * step), AVATAR_RADIUS, HEIGHT - AVATAR_RADIUS);
       w.set(me, AVATAR_POS, encodeVec(pos));
     }
+    if (this.pendingRelease && !w.isHost) {
+      const p = this.pendingRelease;
+      this.pendingFor += dtMs;
+      if (w.exists(p) && w.authority(p) === w.self) {
+        this.release(w, p);
+        this.pendingRelease = 0;
+      } else if (this.pendingFor > 2000) {
+        this.pendingRelease = 0;
+      }
+    }
     if (!this.holding) return;
     const e = this.holding;
     if (!w.exists(e)) { this.holding = 0; return; }
     if (!w.canWrite(e)) {
       this.heldFor += dtMs;
-      if (this.heldFor > 1000) this.holding = 0; // the grant never came
+      if (this.heldFor > 1000) { // no grant yet: give up, and hand it back if it still comes
+        this.pendingRelease = w.isHost ? 0 : e;
+        this.pendingFor = 0;
+        this.holding = 0;
+      }
       return;
     }
     if (this.pointer) {

@@ -91,6 +91,7 @@ async function join(room, user) {
     },
   });
   window.concord = makeAPI(peer, game);
+  setConn('connecting', 'chip-warn');
   try {
     await peer.run();
   } catch (err) {
@@ -235,6 +236,7 @@ function drawArena(canvas, peer, game) {
   ctx.textAlign = 'center';
   ctx.textBaseline = 'bottom';
   ctx.font = `500 ${Math.max(11, Math.round(px(330)))}px system-ui, sans-serif`;
+  const labels = [];
   for (const e of w.entitiesOf(SCHEMA_AVATAR)) {
     const p = parseVec(w.get(e, AVATAR_POS));
     const rec = w.authorityRecord(e);
@@ -246,13 +248,26 @@ function drawArena(canvas, peer, game) {
     ctx.lineWidth = me ? Math.max(2, px(90)) : Math.max(1, px(40));
     ctx.strokeStyle = me ? '#1d2330' : 'rgba(0,0,0,0.35)';
     ctx.stroke();
-    const name = avatarName(w, e).split('/')[0] + (me ? ' (you)' : '') + (rec.peer === w.host ? ' ★' : '');
-    const ty = px(p.y) - ar - px(80);
+    const name = avatarName(w, e).split('/')[0] + (me ? ' (you)' : '') + (rec.peer === w.host ? ' ★ host' : '');
+    labels.push({ name, x: px(p.x), y: px(p.y) - ar - px(80), me });
+  }
+  // Names above the avatars, nudged up so that none covers another.
+  const lh = Math.max(11, Math.round(px(330))) * 1.15;
+  const placed = [];
+  for (const l of labels.sort((a, b) => b.y - a.y)) {
+    const half = ctx.measureText(l.name).width / 2 + 2;
+    let y = l.y;
+    for (let tries = 0; tries < 8; tries++) {
+      const hit = placed.find((q) => Math.abs(q.x - l.x) < q.half + half && Math.abs(q.y - y) < lh);
+      if (!hit) break;
+      y = hit.y - lh;
+    }
+    placed.push({ x: l.x, y, half });
     ctx.lineWidth = Math.max(2, px(60));
     ctx.strokeStyle = 'rgba(251,251,248,0.9)';
-    ctx.strokeText(name, px(p.x), ty);
-    ctx.fillStyle = '#1d2330';
-    ctx.fillText(name, px(p.x), ty);
+    ctx.strokeText(l.name, l.x, y);
+    ctx.fillStyle = l.me ? '#000' : '#1d2330';
+    ctx.fillText(l.name, l.x, y);
   }
 
   // Score.
@@ -300,6 +315,7 @@ function updatePanel(peer) {
   role.className = `chip ${st.isHost ? 'chip-host' : 'chip-idle'}`;
   const hostMember = peer.members.get(st.host);
   $('st-self').textContent = `#${st.self} ${st.peerId}`;
+  $('st-self').title = st.peerId;
   $('st-host').textContent = st.host ? `#${st.host} ${hostMember ? `${hostMember.peerId} (${hostMember.kind})` : ''}` : 'none';
   $('st-term').textContent = String(st.term);
   $('st-rtt').textContent = st.isHost ? '— (host)' : st.rtt ? `${st.rtt.toFixed(2)} ms` : '…';
@@ -318,10 +334,16 @@ function updatePanel(peer) {
     const av = w.avatarOf(m.peerIndex);
     dot.style.background = av !== undefined ? rgba(w.get(av, AVATAR_COLOR)) : '#ccc';
     const name = document.createElement('span');
-    name.textContent = `#${m.peerIndex} ${m.peerId}`;
+    name.className = 'who';
+    const [u, d] = String(m.peerId).split('/');
+    const b = document.createElement('b');
+    b.textContent = u;
+    const small = document.createElement('small');
+    small.textContent = ` #${m.peerIndex} ${d || ''}`;
+    name.append(b, small);
     const tag = document.createElement('span');
     tag.className = 'tag';
-    tag.textContent = [m.kind, m.peerIndex === st.host ? 'host' : '', m.peerIndex === st.self ? 'you' : ''].filter(Boolean).join(' · ');
+    tag.textContent = [m.kind === 'host' ? 'dedicated' : m.kind, m.peerIndex === st.host ? '★ hosting' : '', m.peerIndex === st.self ? 'you' : ''].filter(Boolean).join(' · ');
     li.append(dot, name, tag);
     ul.append(li);
   }
@@ -344,6 +366,22 @@ function makeAPI(peer, game) {
       return out;
     },
     debug: debugHooks(peer),
+    extras: {},
+    /**
+     * Adds another member to the room from this page, linked to the host without WebRTC (an
+     * in-page MemoryLink; the host must be this page's peer or another page-local peer). For tests
+     * of a browser host: the extra member can misbehave through its own debug hooks.
+     */
+    async addMemoryMember(user) {
+      const p = new Peer({
+        room: peer.opts.room, user, device: randomDevice(), kind: 'browser', app: new Game(), memory: true,
+        log: (level, msg, fields) => console.info(`concord[${user}]: ${msg}${fields ? ' ' + JSON.stringify(fields) : ''}`),
+      });
+      await p.run();
+      window.addEventListener('pagehide', () => p.stop());
+      this.extras[user] = { peer: p, debug: debugHooks(p), status: () => p.status() };
+      return p.status();
+    },
   };
 }
 
@@ -361,6 +399,9 @@ function debugHooks(peer) {
   return {
     sendRaw,
     boxPos: (e) => parseVec(w.get(e, BOX_POS)),
+    avatarPos: (e) => parseVec(w.get(e, AVATAR_POS)),
+    requestLock: (e) => peer.do((ww) => ww.requestLock(e)),
+    silence: () => peer.silence(),
     /** A HostSnapshot, as if this member were the host, that puts box e at pos. */
     forgeSnapshot(e, pos) {
       const snap = hostsnapshot.build(w.r, w.schemas, {

@@ -13,7 +13,7 @@ import * as crdt from './crdt.js';
 import * as hostsnapshot from './hostsnapshot.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta } from './schema.js';
 import { SignalingClient } from './signaling.js';
-import { Link, RELIABLE, UNRELIABLE } from './rtc.js';
+import { Link, MemoryLink, isMemoryOffer, RELIABLE, UNRELIABLE } from './rtc.js';
 import {
   World, AuthorityTable, Ev, nopSink, encodeRecord, entityNumber,
   PUT_COMPONENT, DELETE_COMPONENT, DELETE_ENTITY,
@@ -54,6 +54,22 @@ function trailingZeros(m) {
   return 31 - Math.clz32(m & -m);
 }
 
+const utf8 = new TextEncoder();
+const utf8Lossy = new TextDecoder('utf-8');
+
+/**
+ * Makes an identity fit TRNP's peer id (≤ 256 bytes of UTF-8): signaling admits "user/device" of
+ * up to 257 bytes, so cut at a character boundary (Go's wirePeerID).
+ */
+export function wirePeerID(id) {
+  let b = utf8.encode(String(id ?? ''));
+  if (b.length <= netmsg.MAX_PEER_ID_LEN) return utf8Lossy.decode(b);
+  let n = netmsg.MAX_PEER_ID_LEN;
+  while (n > 0 && (b[n] & 0xc0) === 0x80) n--;
+  b = b.subarray(0, n);
+  return utf8Lossy.decode(b);
+}
+
 /** A message of the ADR-117 state as a CrdtBatch/correction entry (appendEntry in Go). */
 function entryMessage(e, c, ts, data, deleted) {
   return deleted
@@ -76,6 +92,9 @@ class Remote {
     this.helloed = false;
     this.snapshotSent = false;
     this.acceptRelayed = false;
+    // answered: the member has answered its sync snapshot (its corrections, if it had any, are
+    // merged), so this host holds its latest writes.
+    this.answered = false;
     this.info = null;
     this.dirty = new Map(); // entity → property mask
   }
@@ -145,6 +164,15 @@ export class Peer {
 
   every(ms, fn) {
     this.timers.push(setInterval(() => this.step(fn), ms));
+  }
+
+  /**
+   * Stops the timers (ticks, updates, digests, reports, pings) but keeps the links and the
+   * signaling socket: the peer goes silent, as a hung tab would. For tests.
+   */
+  silence() {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
   }
 
   /** Leaves the room: closes every link and the signaling socket. */
@@ -274,16 +302,20 @@ export class Peer {
         r.close();
         this.remotes.delete(from);
       }
-      r = this.connect(from, session, false);
+      r = this.connect(from, session, false, isMemoryOffer(pl));
     }
     if (!r || r.session !== session) return; // a signal for no link
     r.link.handleSignal(pl);
   }
 
-  /** Makes a link to member idx. */
-  connect(idx, session, offerer) {
+  /**
+   * Makes a link to member idx: WebRTC, or an in-page MemoryLink when this peer was made with
+   * opts.memory (as offerer) or the offer asks for one (as answerer).
+   */
+  connect(idx, session, offerer, memory = offerer && !!this.opts.memory) {
     const r = new Remote(this, idx, session);
-    r.link = new Link({
+    const LinkClass = memory ? MemoryLink : Link;
+    r.link = new LinkClass({
       remote: idx, session, offerer,
       signal: (pl) => this.sig && this.sig.signal(idx, pl),
       onMessage: (ch, bytes) => this.step(() => this.linkMessage(r, ch, bytes)),
@@ -668,7 +700,10 @@ class MemberRole {
         }
         const { info, corrections } = hostsnapshot.apply(w.r, w.schemas, m, (cm) => w.mergeRemote(cm, w.host));
         if (Number(info.term) !== w.term) p.count.fenced++;
-        if (corrections.length > 0) {
+        // The first batch after a sync snapshot may carry host entities (values a previous host
+        // sent that this host missed). This member always sends it, empty when it has nothing to
+        // correct, so that the host closes that window at once.
+        if (corrections.length > 0 || !this.synced) {
           p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(w.term), messages: corrections }));
         }
         if (!this.synced) {
@@ -784,6 +819,8 @@ class HostRole {
     this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
     this.rejectLog = 0;
     this.reassert = new Set();
+    this.own = null; // the host's bucket digests, recomputed after a change
+    this.ownStale = true;
   }
 
   /** Becomes the host: rebuild authority from the replica, let go of members that are gone, resume. */
@@ -893,6 +930,9 @@ class HostRole {
       }
       case Type.Digest:
         if (!r.helloed) throw new Error('digest before hello');
+        // A member sends its next digest after its corrections, on the same ordered channel: its
+        // answer to the sync snapshot is in.
+        if (r.snapshotSent) r.answered = true;
         this.answerDigest(r, m);
         break;
       case Type.PeerCommands:
@@ -937,14 +977,21 @@ class HostRole {
   restamp() {
     if (this.reassert.size === 0) return;
     const w = this.w;
+    const due = new Set();
+    for (const e of this.reassert) {
+      if (this.ownerPending(e)) continue; // kept for a later batch
+      due.add(e);
+      this.reassert.delete(e);
+    }
+    if (due.size === 0) return;
     const entries = [];
     w.r.range((en) => {
-      if (this.reassert.has(en.entity >>> 0)) entries.push({ ...en, data: en.data ? en.data.slice() : en.data });
+      if (due.has(en.entity >>> 0)) entries.push({ ...en, data: en.data ? en.data.slice() : en.data });
       return true;
     });
-    this.reassert.clear();
     if (entries.length === 0) return;
     const ts = w.batchStamp();
+    this.ownStale = true;
     for (const en of entries) {
       w.r.writeAt(en.entity, en.component, ts, en.data, en.deleted);
       this.relay.push(entryMessage(en.entity, en.component, ts, en.data, en.deleted));
@@ -956,7 +1003,12 @@ class HostRole {
     const p = this.p;
     const w = this.w;
     const n = dig.digests.length;
-    const own = w.r.bucketDigests(n);
+    if (this.ownStale || !this.own || this.own.length !== n) {
+      // Every change marks the digests stale; between changes all members share one computation.
+      this.own = w.r.bucketDigests(n);
+      this.ownStale = false;
+    }
+    const own = this.own;
     const t = now();
     const differ = [];
     for (let b = 0; b < n; b++) {
@@ -971,7 +1023,7 @@ class HostRole {
       r.snapshotSent = true;
       r.acceptRelayed = true;
       r.dirty = new Map();
-      this.entered.push({ peerIndex: BigInt(r.idx), peerId: r.info.id });
+      this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(r.info.id) });
       if (r.info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(r.info);
       p.log('info', 'member synced by snapshot', { member: r.idx, buckets: differ.length });
     }
@@ -981,7 +1033,7 @@ class HostRole {
     const p = this.p;
     const w = this.w;
     const peers = [];
-    for (const m of p.members.values()) peers.push({ peerIndex: BigInt(m.peerIndex), peerId: m.peerId });
+    for (const m of p.members.values()) peers.push({ peerIndex: BigInt(m.peerIndex), peerId: wirePeerID(m.peerId) });
     const snap = hostsnapshot.build(w.r, w.schemas, {
       term: BigInt(w.term), localPeerIndex: BigInt(r.idx), hostPeerIndex: BigInt(w.self), peers, cover,
     });
@@ -997,15 +1049,47 @@ class HostRole {
     }
     const relayed = r.acceptRelayed;
     r.acceptRelayed = false;
+    r.answered = true;
     for (const m of crdt.readStream(b.messages)) {
       try {
         this.auth.admitCorrection(r.idx, m.entity >>> 0, relayed);
       } catch (err) {
+        if (this.holds(m)) {
+          // This host already has the value or a newer one: the member converges to it without a
+          // re-stamp (which would bury any newer write of the entity's owner still on its way).
+          this.p.count.rejected++;
+          continue;
+        }
         this.rejected(r, m.entity >>> 0, m.timestamp || 0, err);
         continue;
       }
       w.mergeRemote(m, r.idx);
     }
+  }
+
+  /** Whether the replica's entry for m's key is newer than m, or the same value. */
+  holds(m) {
+    if (m.type !== PUT_COMPONENT && m.type !== DELETE_COMPONENT) return false;
+    const v = this.w.r.get(m.entity, m.component);
+    if (!v || v.ts < m.timestamp) return false;
+    if (v.ts > m.timestamp) return true;
+    if (m.type === DELETE_COMPONENT) return v.deleted;
+    if (v.deleted || v.data.length !== m.data.length) return false;
+    for (let i = 0; i < v.data.length; i++) if (v.data[i] !== m.data[i]) return false;
+    return true;
+  }
+
+  /**
+   * Whether e is written by another member (its avatar, or a lock it holds) whose answer to its
+   * sync snapshot has not arrived yet: until it has, this host may hold an older value of the
+   * owner's writes, and re-stamping now would put it above the owner's latest write.
+   */
+  ownerPending(e) {
+    const owner = this.auth.author(e);
+    if (owner === this.w.self) return false;
+    if (!this.p.members.has(owner)) return false; // memberLeft returns its entities to the host
+    const r = this.p.remotes.get(owner);
+    return !r || !r.answered;
   }
 
   rpc(r, rpc) {
@@ -1090,6 +1174,7 @@ class HostRole {
   // change sink: the host turns accepted changes into traffic.
 
   touch(e) {
+    this.ownStale = true;
     const n = this.changed.length;
     if (n > 0) this.changed[entityNumber(e) % n] = now();
   }

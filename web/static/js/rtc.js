@@ -188,3 +188,86 @@ export class Link {
     this.closeChannels();
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// In-page links, for tests and tools: two Peers in one page connected without WebRTC. They are
+// set up through signaling like a WebRTC link (the offer's sdp is "memory:<token>"), so that the
+// host side needs no special case beyond choosing this class for such an offer.
+
+const memoryOffers = new Map(); // token → offering MemoryLink
+let memoryNext = 0;
+
+/** Reports whether a signal payload sets up an in-page link. */
+export function isMemoryOffer(p) {
+  return p.kind === 'offer' && typeof p.sdp === 'string' && p.sdp.startsWith('memory:');
+}
+
+/** MemoryLink has Link's interface; both channels deliver in order, asynchronously, copying. */
+export class MemoryLink {
+  constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
+    Object.assign(this, { remote, session, offerer, signalOut: signal, onMessage, onReady, onClose });
+    this.ready = false;
+    this.dead = false;
+    this.other = null;
+    this.bytesIn = 0;
+    this.bytesOut = 0;
+    if (offerer) {
+      this.token = `memory:${++memoryNext}`;
+      memoryOffers.set(this.token, this);
+      queueMicrotask(() => { if (!this.dead) this.signalOut({ kind: 'offer', sdp: this.token, session }); });
+    }
+  }
+
+  handleSignal(p) {
+    if (this.dead) return Promise.resolve();
+    if (p.kind === 'offer' && !this.offerer) {
+      const o = memoryOffers.get(p.sdp);
+      memoryOffers.delete(p.sdp);
+      if (!o || o.dead) {
+        this.fail('unknown memory offer');
+        return Promise.resolve();
+      }
+      this.other = o;
+      o.other = this;
+      this.signalOut({ kind: 'answer', sdp: p.sdp, session: this.session });
+      setTimeout(() => { this.open(); o.open(); }, 0);
+    }
+    return Promise.resolve();
+  }
+
+  open() {
+    if (this.dead || this.ready) return;
+    this.ready = true;
+    this.onReady();
+  }
+
+  send(ch, bytes) {
+    if (this.dead || !this.ready || !this.other) return false;
+    const copy = bytes.slice();
+    const o = this.other;
+    this.bytesOut += copy.length;
+    setTimeout(() => {
+      if (o.dead) return;
+      o.bytesIn += copy.length;
+      o.onMessage(ch, copy);
+    }, 0);
+    return true;
+  }
+
+  fail(reason) {
+    if (this.dead) return;
+    this.close();
+    this.reason = reason;
+    this.onClose(reason);
+  }
+
+  close() {
+    if (this.dead) return;
+    this.dead = true;
+    this.ready = false;
+    if (this.token) memoryOffers.delete(this.token);
+    const o = this.other;
+    this.other = null;
+    if (o) setTimeout(() => o.fail('remote closed'), 0);
+  }
+}

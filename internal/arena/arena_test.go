@@ -1,0 +1,149 @@
+package arena_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/signaling"
+)
+
+type room struct {
+	t     *testing.T
+	url   string
+	tr    *peer.MemoryTransport
+	ctx   context.Context
+	peers []*peer.Peer
+}
+
+func newRoom(t *testing.T) *room {
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	srv := signaling.New(signaling.Config{Logger: log})
+	hs := httptest.NewServer(srv.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &room{t: t, url: hs.URL, tr: &peer.MemoryTransport{}, ctx: ctx}
+	t.Cleanup(func() {
+		cancel()
+		for _, p := range r.peers {
+			<-p.Done()
+		}
+		_ = srv.Close()
+		hs.Close()
+	})
+	return r
+}
+
+func (r *room) join(user string, kind signaling.Kind, g *arena.Game) *peer.Peer {
+	p, err := peer.New(peer.Config{Server: r.url, Room: "arena", User: user, Kind: kind, App: g, Transport: r.tr,
+		Logger: zerolog.New(zerolog.NewTestWriter(r.t)).Level(zerolog.WarnLevel)})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.peers = append(r.peers, p)
+	go func() { _ = p.Run(r.ctx) }()
+	return p
+}
+
+func poll(t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+func hosting(p *peer.Peer) func() error {
+	return func() error {
+		if !p.Status().IsHost {
+			return fmt.Errorf("not host")
+		}
+		return nil
+	}
+}
+
+// TestBoxScoresAndRests pushes a box toward the goal: the room scores, the box is put back in the
+// middle, and every box comes to rest.
+func TestBoxScoresAndRests(t *testing.T) {
+	r := newRoom(t)
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 3}))
+	poll(t, 5*time.Second, "host", hosting(host))
+	ctx := context.Background()
+	if err := host.Do(ctx, func(w *peer.World) {
+		box := w.EntitiesOf(arena.SchemaBox)[0]
+		if err := w.Set(box, arena.BoxPos, arena.AppendVec(nil, arena.Vec{X: arena.GoalX - 1500, Y: 6000})); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Set(box, arena.BoxVel, arena.AppendVec(nil, arena.Vec{X: 6000})); err != nil {
+			t.Fatal(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 10*time.Second, "goal scored and boxes at rest", func() error {
+		var err error
+		_ = host.Do(ctx, func(w *peer.World) {
+			s, _ := w.Get(peer.RoomEntity, arena.RoomScore)
+			if arena.ParseU32(s) != 10 {
+				err = fmt.Errorf("score %d", arena.ParseU32(s))
+				return
+			}
+			for _, b := range w.EntitiesOf(arena.SchemaBox) {
+				v, _ := w.Get(b, arena.BoxVel)
+				if arena.ParseVec(v) != (arena.Vec{}) {
+					err = fmt.Errorf("box %v still moving: %+v", b, arena.ParseVec(v))
+					return
+				}
+			}
+		})
+		return err
+	})
+}
+
+// TestBotsGrabBoxes: scripted bots take locks on boxes (authority moves to them), and the room
+// comes to rest with equal replicas once they stop.
+func TestBotsGrabBoxes(t *testing.T) {
+	r := newRoom(t)
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 4}))
+	poll(t, 5*time.Second, "host", hosting(host))
+	var bots []*peer.Peer
+	for i := range 3 {
+		bots = append(bots, r.join(fmt.Sprintf("bot%d", i), signaling.KindBot,
+			arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: 6 * time.Second}})))
+	}
+	ctx := context.Background()
+	poll(t, 10*time.Second, "a bot holds a box", func() error {
+		held := false
+		_ = host.Do(ctx, func(w *peer.World) {
+			for _, b := range w.EntitiesOf(arena.SchemaBox) {
+				if w.Authority(b) != w.Self() {
+					held = true
+				}
+			}
+		})
+		if !held {
+			return fmt.Errorf("no lock granted yet")
+		}
+		return nil
+	})
+	poll(t, 30*time.Second, "equal replicas at rest", func() error {
+		first := host.Status()
+		for _, b := range bots {
+			st := b.Status()
+			if !st.Synced || st.Hash != first.Hash {
+				return fmt.Errorf("bot %d: synced %v hash %016x, host %016x", st.Self, st.Synced, st.Hash, first.Hash)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,24 @@
+// Package peer is one participant of a Concord room: a signaling client, WebRTC links to other
+// members, and the host or member role over a World, the replicated ADR-117 state.
+//
+// A game implements App (schemas, host start, avatar spawning, a tick, RPCs) and optionally
+// EventHandler; New(Config) and Run(ctx) join a room and play it:
+//
+//	p, _ := peer.New(peer.Config{Server: url, Room: "arena", App: game, Transport: peer.PionTransport{API: api}})
+//	err := p.Run(ctx)
+//
+// Inside App callbacks the game reads and writes the World: Spawn/Despawn (host), Set/Get
+// properties, RequestLock/Relinquish (members), SendRPC/BroadcastRPC. Writes without authority
+// fail locally; the host rejects them on the wire too (docs/protocol.md, "Session").
+//
+// Goroutines: Run's loop owns every piece of state (the World, the role, the links' session
+// state). Link read goroutines only copy payloads and post them to the loop; pion callbacks only
+// post events. Per link one watcher goroutine waits for it to open and close; timers started by
+// the loop post functions back to it. Run waits for all of them before it returns. Other
+// goroutines reach a running peer only through Do (a function run on the loop) and Status (a
+// snapshot published by the loop). App methods must not block.
+//
+// Transport: PionTransport makes real WebRTC connections (loopback-only by default, see
+// peer/link); MemoryTransport joins members of one process through in-memory pipes with seeded
+// loss, for deterministic tests.
+package peer
