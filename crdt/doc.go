@@ -35,5 +35,5 @@
 // then every LWW entry as PUT_COMPONENT or DELETE_COMPONENT (ascending entity as a full 32-bit id,
 // then component), then every append value as APPEND_VALUE (ascending entity, component, then
 // timestamp and value). Hash is FNV-1a 64 over exactly those bytes; BucketDigests hashes the same
-// messages split by entity number % buckets. docs/protocol-crdt.part.md is the full description.
+// messages split by entity number % buckets. docs/protocol.md §3 is the full description.
 package crdt

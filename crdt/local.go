@@ -23,6 +23,7 @@ func (r *Replica) WriteAt(e Entity, c ComponentID, ts Timestamp, data []byte, de
 			return NoChange
 		}
 		r.lww.set(s, data, state)
+		r.changes++
 		return Applied
 	}
 	return r.mergeLWW(e, c, ts, data, state)

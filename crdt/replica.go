@@ -53,6 +53,9 @@ type Replica struct {
 	appOrderOK bool
 
 	scratch []byte // one encoded message while hashing
+
+	// changes counts modifications of the state (not of the clock), see Changes.
+	changes uint64
 }
 
 // New returns an empty replica.
@@ -76,6 +79,13 @@ func lwwKey(e Entity, c ComponentID) uint64 { return uint64(e)<<32 | uint64(c) }
 
 func keyEntity(k uint64) Entity         { return Entity(k >> 32) }
 func keyComponent(k uint64) ComponentID { return ComponentID(k) }
+
+// Changes counts the modifications of the replica's state since it was created: two calls that
+// return the same count bracket an unchanged state (the clock aside), so a caller may cache
+// anything derived from the state (a hash, digests) under it. Note that a merge can change the
+// state without reporting Applied: a message for version v of an entity number deletes the
+// lower versions of that number whatever happens to the message itself.
+func (r *Replica) Changes() uint64 { return r.changes }
 
 // Clock returns the Lamport clock: the highest timestamp written or observed.
 func (r *Replica) Clock() Timestamp { return r.clock }
@@ -151,6 +161,7 @@ func (r *Replica) admit(e Entity) bool {
 // raiseDeleted records version ver of number n as deleted (it must exceed the recorded one)
 // and removes the entries of every version ≤ ver of n.
 func (r *Replica) raiseDeleted(n, ver uint16) {
+	r.changes++
 	p := r.del[n>>8]
 	if p == nil {
 		p = new([256]uint32)
@@ -257,6 +268,7 @@ func (r *Replica) mergeLWW(e Entity, c ComponentID, ts Timestamp, data []byte, s
 	}
 	s.ts = ts
 	r.lww.set(s, data, state)
+	r.changes++
 	return Applied
 }
 

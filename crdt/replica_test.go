@@ -696,3 +696,34 @@ func TestHashGolden(t *testing.T) {
 		t.Fatalf("Hash = %#x, want 0xe294e18bfb34ad10", got)
 	}
 }
+
+// TestChanges: Changes moves with every change of the state and only then, so callers may cache
+// hashes and digests under it.
+func TestChanges(t *testing.T) {
+	r := New(Config{})
+	e := NewEntity(600, 0)
+	step := func(name string, want bool, fn func()) {
+		t.Helper()
+		before := r.Changes()
+		fn()
+		if moved := r.Changes() != before; moved != want {
+			t.Errorf("%s: Changes moved = %v, want %v", name, moved, want)
+		}
+	}
+	put := func(e Entity, ts Timestamp, v byte) *Message {
+		return &Message{Type: PutComponent, Entity: e, Component: 1100, Timestamp: ts, Data: []byte{v}}
+	}
+	step("new key", true, func() { r.Merge(put(e, 5, 1)) })
+	step("same message", false, func() { r.Merge(put(e, 5, 1)) })
+	step("older", false, func() { r.Merge(put(e, 4, 9)) })
+	step("equal ts, smaller value", false, func() { r.Merge(put(e, 5, 0)) })
+	step("newer", true, func() { r.Merge(put(e, 6, 1)) })
+	step("clock only", false, func() { r.ObserveClock(100) })
+	step("write at a stamp", true, func() { r.WriteAt(e, 1100, 101, []byte{7}, false) })
+	step("rewrite at the same stamp", true, func() { r.WriteAt(e, 1100, 101, []byte{3}, false) })
+	step("append", true, func() { r.Merge(&Message{Type: AppendValue, Entity: e, Component: 7, Timestamp: 1, Data: []byte{1}}) })
+	step("append again", false, func() { r.Merge(&Message{Type: AppendValue, Entity: e, Component: 7, Timestamp: 1, Data: []byte{1}}) })
+	step("higher version deletes the lower", true, func() { r.Merge(put(NewEntity(600, 1), 1, 1)) })
+	step("delete entity", true, func() { r.Merge(&Message{Type: DeleteEntity, Entity: NewEntity(600, 1)}) })
+	step("delete entity again", false, func() { r.Merge(&Message{Type: DeleteEntity, Entity: NewEntity(600, 1)}) })
+}

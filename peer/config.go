@@ -59,6 +59,11 @@ type Config struct {
 	Buckets int
 	// MaxDatagramsPerFlush bounds unreliable datagrams per remote per network interval; default 64.
 	MaxDatagramsPerFlush int
+	// Standby makes a synced member keep an idle standby link to the member signaling would elect
+	// next, so that a host migration needs no new ICE/DTLS handshake: when that member becomes
+	// host, the standby link becomes the link to the host. Default false. A peer answers standby
+	// offers whatever this setting.
+	Standby bool
 	// SignalingConfig configures the signaling client.
 	SignalingConfig signaling.ClientConfig
 }

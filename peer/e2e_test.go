@@ -51,22 +51,32 @@ func newRoom(t *testing.T, rooms map[signaling.RoomID]signaling.RoomConfig) *roo
 
 func (r *room) join(user string, kind signaling.Kind, app peer.App) *peer.Peer {
 	r.t.Helper()
+	return r.joinWith(r.ctx, user, kind, app, nil)
+}
+
+// joinWith starts a peer under ctx, letting tweak adjust its Config.
+func (r *room) joinWith(ctx context.Context, user string, kind signaling.Kind, app peer.App, tweak func(*peer.Config)) *peer.Peer {
+	r.t.Helper()
 	api, err := link.NewAPI(link.Config{Logger: zerolog.New(zerolog.NewTestWriter(r.t)).Level(zerolog.ErrorLevel)})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { _ = api.Close() })
-	p, err := peer.New(peer.Config{
+	cfg := peer.Config{
 		Server: r.url, Room: "arena", User: user, Kind: kind, App: app,
 		Transport:      peer.PionTransport{API: api},
-		Logger:         zerolog.New(zerolog.NewTestWriter(r.t)).Level(zerolog.InfoLevel).With().Str("who", user).Logger(),
+		Logger:         zerolog.New(zerolog.NewTestWriter(r.t)).Level(zerolog.WarnLevel).With().Str("who", user).Logger(),
 		ReportInterval: 200 * time.Millisecond, DigestInterval: 300 * time.Millisecond,
-	})
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	p, err := peer.New(cfg)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.peers = append(r.peers, p)
-	go func() { r.errs <- p.Run(r.ctx) }()
+	go func() { r.errs <- p.Run(ctx) }()
 	return p
 }
 
@@ -194,5 +204,62 @@ func TestLateJoinerLargeSnapshot(t *testing.T) {
 	waitFor(t, 60*time.Second, "late joiner matches the host", func() error { return converged(r.peers) })
 	if got := host.Status().Entities; got < n {
 		t.Fatalf("host has %d entities, want ≥ %d", got, n)
+	}
+}
+
+// TestStandbyLinkPromoted: with Config.Standby, members keep an idle link to the next host in
+// election order; when the host goes, the members promote it instead of connecting anew, and the
+// room converges.
+func TestStandbyLinkPromoted(t *testing.T) {
+	r := newRoom(t, nil)
+	hostCtx, killHost := context.WithCancel(r.ctx)
+	standby := func(c *peer.Config) { c.Standby = true }
+	host := r.joinWith(hostCtx, "host", signaling.KindHost, arena.New(arena.Config{}), standby)
+	waitFor(t, 5*time.Second, "host", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host")
+		}
+		return nil
+	})
+	var bots []*peer.Peer
+	for i := range 4 {
+		bots = append(bots, r.joinWith(r.ctx, fmt.Sprintf("bot%d", i), signaling.KindBot,
+			arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: time.Second}}), standby))
+	}
+	waitFor(t, 20*time.Second, "synced, standby links up", func() error {
+		if err := converged(append([]*peer.Peer{host}, bots...)); err != nil {
+			return err
+		}
+		// Every bot but the next host holds an open standby link.
+		n := 0
+		for _, b := range bots {
+			if b.Status().Standby {
+				n++
+			}
+		}
+		if n < len(bots)-1 {
+			return fmt.Errorf("%d bots with a standby link, want %d", n, len(bots)-1)
+		}
+		return nil
+	})
+	killHost()
+	<-host.Done()
+	waitFor(t, 20*time.Second, "converged under a bot", func() error {
+		for _, b := range bots {
+			if st := b.Status(); st.Host == host.Status().Self {
+				return fmt.Errorf("bot %d still follows the old host", st.Self)
+			}
+		}
+		return converged(bots)
+	})
+	var promoted uint64
+	for _, b := range bots {
+		promoted += b.Status().StandbyPromoted
+	}
+	if promoted < uint64(len(bots)-1) {
+		t.Fatalf("%d standby links promoted, want %d (every member but the new host)", promoted, len(bots)-1)
+	}
+	if got := bots[0].Status().Entities; got != 1+8+4 {
+		t.Fatalf("%d entities after migration, want room + 8 boxes + 4 avatars", got)
 	}
 }

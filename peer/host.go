@@ -34,14 +34,14 @@ type hostRole struct {
 	rejectLog int
 	reassert  map[Entity]bool // entities to re-stamp after rejected writes
 
-	hc       netmsg.HostCommands
-	eu       netmsg.EntityUpdates
-	pc       netmsg.PeerCommands
-	snap     netmsg.HostSnapshot
-	dig      digestMsg
-	own      []uint64
-	ownStale bool // the world changed since own was computed
-	arena    []byte
+	hc    netmsg.HostCommands
+	eu    netmsg.EntityUpdates
+	pc    netmsg.PeerCommands
+	snap  netmsg.HostSnapshot
+	dig   digestMsg
+	own   []uint64
+	ownAt uint64 // Replica.Changes() when own was computed
+	arena []byte
 }
 
 func newHostRole(p *Peer) *hostRole {
@@ -52,6 +52,14 @@ func newHostRole(p *Peer) *hostRole {
 // gone, and resume the simulation with the clock above everything seen.
 func (h *hostRole) start() {
 	p, w := h.p, h.w
+	if s := p.standby; s != nil {
+		// This peer is the host now: its own standby link has no use.
+		p.standby = nil
+		if p.remotes[s.idx] == s {
+			delete(p.remotes, s.idx)
+		}
+		go s.close()
+	}
 	now := p.cfg.Now()
 	w.isHost = true
 	w.sink = h
@@ -276,8 +284,6 @@ func (h *hostRole) restamp() {
 		return
 	}
 	ts := w.batchStamp()
-	h.ownStale = true
-	w.gen++
 	for _, en := range entries {
 		w.r.WriteAt(en.Entity, en.Component, ts, en.Data, en.Deleted)
 		en.Timestamp = ts
@@ -292,10 +298,10 @@ func (h *hostRole) restamp() {
 func (h *hostRole) answerDigest(r *remote) {
 	p, w := h.p, h.w
 	n := len(h.dig.digests)
-	if h.ownStale || len(h.own) != n {
-		// Every change marks the digests stale; between changes all members share one computation.
+	if h.ownAt != w.r.Changes() || len(h.own) != n {
+		// Between two changes of the replica every member's digest is compared with one computation.
 		h.own = w.r.BucketDigests(n, h.own[:0])
-		h.ownStale = false
+		h.ownAt = w.r.Changes()
 	}
 	now := p.cfg.Now()
 	var differ []int
@@ -518,7 +524,6 @@ func (h *hostRole) flushCommands() {
 // changeSink: the host turns accepted changes into traffic.
 
 func (h *hostRole) touch(e Entity) {
-	h.ownStale = true
 	if n := len(h.changed); n > 0 {
 		h.changed[int(e.Number())%n] = h.p.cfg.Now()
 	}

@@ -18,7 +18,9 @@ type memberRole struct {
 	w        *World
 	hostLink *remote
 	synced   bool
-	dirty    map[Entity]uint32 // this member's own writes not yet sent
+	// greetedAt is when Hello and Digest last went to the host.
+	greetedAt time.Time
+	dirty     map[Entity]uint32 // this member's own writes not yet sent
 
 	snap netmsg.HostSnapshot
 	hc   netmsg.HostCommands
@@ -48,6 +50,21 @@ func (m *memberRole) follow(host PeerIndex) {
 		m.w.events = append(m.w.events, Event{Kind: EventMigrating, Term: m.w.term, Peer: host})
 	}
 	m.synced = false
+	if s := p.standby; s != nil && s.idx == host && p.remotes[host] == s {
+		// The standby link becomes the link to the new host: no ICE/DTLS handshake.
+		p.standby = nil
+		m.hostLink = s
+		if s.ready {
+			m.linkReady()
+		}
+		p.count.promoted.Add(1)
+		p.log.Debug().Uint64("host", uint64(host)).Msg("standby link promoted")
+		return
+	}
+	if r := p.remotes[host]; r != nil {
+		delete(p.remotes, host) // an inbound standby link from the new host: replace it
+		go r.close()
+	}
 	p.session++
 	r := p.connect(host, p.session, true)
 	m.hostLink = r
@@ -81,6 +98,7 @@ func (m *memberRole) linkReady() {
 	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.term), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
 	b = m.appendDigest(b)
 	m.buf = b
+	m.greetedAt = p.cfg.Now()
 	p.send(m.hostLink, link.Reliable, b)
 }
 
@@ -93,7 +111,16 @@ func (m *memberRole) appendDigest(b []byte) []byte {
 
 // sendDigest runs every DigestInterval: the host repairs the buckets that differ.
 func (m *memberRole) sendDigest() {
-	if !m.synced || m.hostLink == nil || !m.hostLink.ready {
+	if m.hostLink == nil || !m.hostLink.ready {
+		return
+	}
+	if !m.synced {
+		// Greeted, and the host has sent nothing since (the greeting reached it before it knew it
+		// was host, and it had no standby state to keep it aside): greet again. Never while an
+		// answer is arriving: a second digest would count as this member's answer to it.
+		if !m.greetedAt.IsZero() && m.hostLink.lastHeard.Before(m.greetedAt) && m.p.cfg.Now().Sub(m.greetedAt) >= m.p.cfg.DigestInterval {
+			m.linkReady()
+		}
 		return
 	}
 	m.buf = m.appendDigest(m.buf[:0])
@@ -157,6 +184,7 @@ func (m *memberRole) handle(msg netmsg.Message, stamp uint64) error {
 			w.events = append(w.events, Event{Kind: EventSynced, Term: w.term, Peer: w.host})
 			p.log.Info().Int("entities", w.Len()).Int("corrections", len(corr)).Str("cover", info.Cover.String()).Msg("synced")
 			p.setSynced()
+			p.updateStandby()
 		}
 	case netmsg.TypeHostCommands:
 		if _, err := netmsg.ConsumeHostCommands(msg.Raw, &m.hc); err != nil {

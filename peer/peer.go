@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,9 @@ type Peer struct {
 	sig       *signaling.Client
 	sigEvents <-chan signaling.Event
 	members   map[PeerIndex]signaling.Member
-	remotes   map[PeerIndex]*remote // host: one per member; member: the host
+	pinned    []signaling.Identity
+	remotes   map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
+	standby   *remote               // member with Config.Standby: idle link to the next host
 	session   uint64
 
 	host   *hostRole   // non-nil while this peer is the host
@@ -42,16 +45,16 @@ type Peer struct {
 	quit   chan struct{} // closed when Run starts shutting down: helper goroutines give up
 	linkWG sync.WaitGroup
 
-	status  atomic.Pointer[Status]
-	hash    uint64 // the replica hash last published, for world generation hashGen
-	hashGen uint64
-	hashOK  bool
-	count   counters
-	out     []byte // scratch for outgoing payloads
-	items   []updItem
-	dgram   []byte
-	vals    []byte
-	pool    sync.Pool
+	status atomic.Pointer[Status]
+	hash   uint64 // the replica hash last published, computed at Replica.Changes() == hashAt
+	hashAt uint64
+	hashOK bool
+	count  counters
+	out    []byte // scratch for outgoing payloads
+	items  []updItem
+	dgram  []byte
+	vals   []byte
+	pool   sync.Pool
 }
 
 // loopEvent is posted to the loop by link goroutines.
@@ -110,6 +113,7 @@ func (p *Peer) Run(ctx context.Context) error {
 	for _, m := range j.Members {
 		p.members[m.Index] = m
 	}
+	p.pinned = j.PinnedHosts
 	p.log.Info().Uint64("term", uint64(j.Term)).Uint64("host", uint64(j.Host)).Int("members", len(j.Members)).Msg("joined room")
 	defer p.shutdown()
 	p.setHost(j.Term, j.Host)
@@ -250,6 +254,7 @@ func (p *Peer) handleSignaling(ev signaling.Event) error {
 		p.log.Warn().Err(ev.Err).Msg("signaling connection closed; keeping links")
 		p.sigClosed()
 	}
+	p.updateStandby()
 	return nil
 }
 
@@ -296,6 +301,16 @@ func (p *Peer) becomeHost() {
 	}
 	p.host = newHostRole(p)
 	p.host.start()
+	for _, r := range p.remotes {
+		aside := r.aside
+		r.aside = nil
+		for _, raw := range aside {
+			if err := p.handlePayload(r, link.Reliable, raw, 0); err != nil {
+				p.dropRemote(r)
+				break
+			}
+		}
+	}
 }
 
 func (p *Peer) stepDown() {
@@ -309,10 +324,16 @@ func (p *Peer) stepDown() {
 // new offer when this peer is the host.
 func (p *Peer) handleSignal(from PeerIndex, pl signaling.SignalPayload) {
 	r := p.remotes[from]
-	if pl.Kind == signaling.SignalOffer && p.host != nil {
+	// The host answers members' offers; a member answers standby offers (links that become the
+	// links to it if it is elected next). A member's own link to the host is never replaced.
+	isHostLink := p.member != nil && r != nil && r == p.member.hostLink
+	if pl.Kind == signaling.SignalOffer && (p.host != nil || !isHostLink) && (r == nil || r.session != pl.Session) {
 		if r != nil {
-			r.close()
+			if r == p.standby {
+				p.standby = nil
+			}
 			delete(p.remotes, from)
+			go r.close()
 		}
 		r = p.connect(from, pl.Session, false)
 		if r == nil {
@@ -416,6 +437,9 @@ func (p *Peer) handleLinkEvent(ev loopEvent) {
 	case evClosed:
 		p.log.Info().Uint64("remote", uint64(r.idx)).Msg("link closed")
 		delete(p.remotes, r.idx)
+		if r == p.standby {
+			p.standby = nil
+		}
 		if p.host != nil {
 			p.host.linkClosed(r)
 		}
@@ -507,6 +531,15 @@ func (p *Peer) handlePayload(r *remote, ch link.Channel, payload []byte, depth i
 			err2 = p.member.handle(m, stamp)
 		default:
 			p.count.fenced.Add(1) // a message from a peer that is not the host of this term
+			if p.host == nil && (m.Type == netmsg.TypeHello || m.Type == typeDigest) {
+				// A member that learned of the new term first greets us over its standby link
+				// before we learn we are its host: keep the greeting aside (TRNP keeps messages
+				// aside in case the host changes) and answer it when we become host.
+				if len(r.aside) >= 4 {
+					r.aside = r.aside[1:]
+				}
+				r.aside = append(r.aside, bytes.Clone(m.Raw))
+			}
 		}
 		if err2 != nil {
 			return err2
@@ -576,6 +609,7 @@ func (p *Peer) dropRemote(r *remote) {
 }
 
 func (p *Peer) report(ctx context.Context) {
+	p.updateStandby() // also after links the other end closed
 	st := p.publish()
 	if p.sig == nil {
 		return
@@ -611,6 +645,43 @@ func (p *Peer) after(d time.Duration, fn func()) {
 	}()
 }
 
+// updateStandby keeps, for a synced member with Config.Standby, one idle link to the member that
+// signaling would elect if the host went away (DESIGN §4), computed with the server's own
+// election function over what this peer knows of the room.
+func (p *Peer) updateStandby() {
+	target := PeerIndex(0)
+	if p.cfg.Standby && p.member != nil && p.member.synced {
+		cands := make([]signaling.Candidate, 0, len(p.members))
+		for _, m := range p.members {
+			if m.Index != p.w.host {
+				c := m.Candidate()
+				if m.Index == p.w.self {
+					c.Synced = true // the server announces other members' sync, not our own
+				}
+				cands = append(cands, c)
+			}
+		}
+		if next, ok := signaling.Elect(cands, p.pinned); ok && next != p.w.self {
+			target = next
+		}
+	}
+	if s := p.standby; s != nil && s.idx != target {
+		p.standby = nil
+		if p.remotes[s.idx] == s {
+			delete(p.remotes, s.idx)
+		}
+		go s.close()
+	}
+	if target == 0 || p.standby != nil {
+		return
+	}
+	if r := p.remotes[target]; r != nil {
+		return // it offered us a standby link first; keep one link per pair
+	}
+	p.session++
+	p.standby = p.connect(target, p.session, true)
+}
+
 // setSynced tells signaling that this member holds the host's world (and may host next).
 func (p *Peer) setSynced() {
 	if p.sig == nil || p.sigEvents == nil {
@@ -640,6 +711,9 @@ type remote struct {
 	// acceptRelayed: the member's next CRDT batch answers its sync snapshot and may carry host
 	// entities it received from the previous host.
 	acceptRelayed bool
+	// aside holds greetings (Hello, Digest) received while this peer was not the host, for
+	// when it becomes host.
+	aside [][]byte
 	// answered: the member has answered its sync snapshot (its corrections, if it had any, are
 	// merged), so this host holds its latest writes.
 	answered  bool

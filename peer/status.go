@@ -29,10 +29,14 @@ type Status struct {
 	// LinkLost counts unreliable datagrams the current links lost or dropped on the way out
 	// (the in-memory transport's simulated loss, a full send buffer).
 	LinkLost uint64
+	// Standby reports an open standby link to the next host in election order.
+	Standby bool
+	// StandbyPromoted counts migrations that reused a standby link instead of connecting anew.
+	StandbyPromoted uint64
 }
 
 type counters struct {
-	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn atomic.Uint64
+	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn, promoted atomic.Uint64
 }
 
 // Status returns the latest published status (updated every report interval and on host changes).
@@ -41,25 +45,27 @@ func (p *Peer) Status() Status { return *p.status.Load() }
 // publish computes and stores the status; loop goroutine only. The replica hash is recomputed
 // only when the world changed since the last one (a hash walks the whole replica).
 func (p *Peer) publish() *Status {
-	if p.hashGen != p.w.gen || !p.hashOK {
-		p.hash, p.hashGen, p.hashOK = p.w.r.Hash(), p.w.gen, true
+	if p.hashAt != p.w.r.Changes() || !p.hashOK {
+		p.hash, p.hashAt, p.hashOK = p.w.r.Hash(), p.w.r.Changes(), true
 	}
 	st := &Status{
-		Self:     p.w.self,
-		Host:     p.w.host,
-		Term:     p.w.term,
-		IsHost:   p.host != nil,
-		Synced:   p.host != nil || (p.member != nil && p.member.synced),
-		Entities: p.w.Len(),
-		Clock:    uint32(p.w.r.Clock()),
-		Hash:     p.hash,
-		Members:  len(p.members),
-		Links:    len(p.remotes),
-		BytesIn:  p.count.bytesIn.Load(),
-		BytesOut: p.count.bytesOut.Load(),
-		Rejected: p.count.rejected.Load(),
-		Fenced:   p.count.fenced.Load(),
-		Dropped:  p.count.dropped.Load() + p.count.droppedIn.Load(),
+		Self:            p.w.self,
+		Host:            p.w.host,
+		Term:            p.w.term,
+		IsHost:          p.host != nil,
+		Synced:          p.host != nil || (p.member != nil && p.member.synced),
+		Entities:        p.w.Len(),
+		Clock:           uint32(p.w.r.Clock()),
+		Hash:            p.hash,
+		Members:         len(p.members),
+		Links:           len(p.remotes),
+		BytesIn:         p.count.bytesIn.Load(),
+		BytesOut:        p.count.bytesOut.Load(),
+		Rejected:        p.count.rejected.Load(),
+		Fenced:          p.count.fenced.Load(),
+		Dropped:         p.count.dropped.Load() + p.count.droppedIn.Load(),
+		StandbyPromoted: p.count.promoted.Load(),
+		Standby:         p.standby != nil && p.standby.ready,
 	}
 	for _, r := range p.remotes {
 		if r.l != nil {

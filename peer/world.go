@@ -61,10 +61,6 @@ type World struct {
 	stamp    crdt.Timestamp // the open batch's timestamp, 0 when none is open
 	next     uint16         // host: next entity number to try
 
-	// gen counts changes to the replica, so that derived values (the published hash) are
-	// recomputed only when it moved.
-	gen uint64
-
 	sink   changeSink
 	events []Event
 	buf    []byte
@@ -219,7 +215,6 @@ func (w *World) Set(e Entity, prop int, value []byte) error {
 		return nil
 	}
 	if w.r.WriteAt(e, in.schema.Properties[prop].Component, w.batchStamp(), value, false) == crdt.Applied {
-		w.gen++
 		w.sink.propChanged(e, prop, 0)
 	}
 	return nil
@@ -266,7 +261,6 @@ func (w *World) spawnAt(e Entity, id schema.ID, creation []byte, values [][]byte
 		}
 	}
 	ts := w.batchStamp()
-	w.gen++
 	w.buf = schema.AppendMeta(w.buf[:0], id, creation)
 	w.r.WriteAt(e, schema.ComponentMeta, ts, w.buf, false)
 	w.ents[e] = &entityInfo{schema: s, creation: bytes.Clone(creation), auth: auth}
@@ -293,7 +287,6 @@ func (w *World) Despawn(e Entity) error {
 		return fmt.Errorf("%w: %v", ErrNoEntity, e)
 	}
 	m := w.r.DeleteEntity(e)
-	w.gen++
 	w.observe(&m, 0)
 	return nil
 }
@@ -336,7 +329,6 @@ func (w *World) writeAuthority(e Entity, rec authority.Record) {
 		return
 	}
 	in.auth = rec
-	w.gen++
 	w.buf = authority.AppendRecord(w.buf[:0], rec)
 	w.r.WriteAt(e, schema.ComponentAuthority, w.batchStamp(), w.buf, false)
 	w.sink.authorityChanged(e, rec, 0)
@@ -358,7 +350,6 @@ func (w *World) closeBatch() { w.stamp = 0 }
 func (w *World) mergeRemote(m *crdt.Message, origin PeerIndex) crdt.Outcome {
 	o := w.r.Merge(m)
 	if o == crdt.Applied {
-		w.gen++
 		w.observe(m, origin)
 	}
 	return o

@@ -6,7 +6,7 @@
 // membership, the peer indices (issued in join order from 1 and never reused
 // while the server runs, even if the room empties and opens again), the host
 // and its term, and the members' latest replica reports. The wire protocol is
-// JSON over one websocket per member; docs/protocol-signaling.part.md is its
+// JSON over one websocket per member; docs/protocol.md §4 is its
 // specification.
 //
 // # Election

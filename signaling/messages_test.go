@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Golden client messages: the examples of docs/protocol-signaling.part.md.
+// Golden client messages: the examples of docs/protocol.md §4.
 var goldenClientMessages = []string{
 	`{"v":1,"type":"join","room":"lobby","user":"alice","device":"tab-1","kind":"browser","token":"eyJhbGciOiJIUzI1NiJ9.e30.x"}`,
 	`{"v":1,"type":"join","room":"lobby","user":"bob"}`,
@@ -104,7 +104,7 @@ func TestDecodeClientMessageFields(t *testing.T) {
 }
 
 // TestServerMessageGolden pins the wire form of every server message; the
-// same strings appear in docs/protocol-signaling.part.md.
+// same strings appear in docs/protocol.md §4.
 func TestServerMessageGolden(t *testing.T) {
 	alice := Member{Index: 1, ID: "alice/tab-1", Kind: KindBrowser, Power: 50, MayHost: true, Synced: true}
 	bob := Member{Index: 2, ID: "bob/~2", Kind: KindBot, Power: 0, MayHost: true, Synced: false}

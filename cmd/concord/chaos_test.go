@@ -343,6 +343,11 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 
 	// Every survivor follows one new host (a bot) under a newer term, and all replicas agree.
 	var final *chaosView
+	defer func() {
+		if t.Failed() {
+			dumpDivergence(t, bots)
+		}
+	}()
 	chaosPoll(t, 60*time.Second, "survivors converged under a new host", func() error {
 		first := bots[0].Status()
 		for _, p := range bots {
@@ -632,4 +637,40 @@ func checkChaosInvariant(rec, conv *chaosView, mayVanish func(peer.Entity) bool)
 		}
 	}
 	return out
+}
+
+// dumpDivergence logs, for every bot whose replica differs from the first bot's, the entries that
+// differ, so that a failed convergence can be diagnosed from the CI log.
+func dumpDivergence(t *testing.T, bots []*peer.Peer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	states := make([]map[string]string, len(bots))
+	for i, b := range bots {
+		st := map[string]string{}
+		_ = b.Do(ctx, func(w *peer.World) {
+			w.Replica().Range(func(en crdt.Entry) bool {
+				st[fmt.Sprintf("%v/%d", en.Entity, en.Component)] = fmt.Sprintf("ts=%d del=%v %x", en.Timestamp, en.Deleted, en.Data)
+				return true
+			})
+			w.Replica().RangeDeleted(func(n, v uint16) bool {
+				st[fmt.Sprintf("deleted %d", n)] = fmt.Sprintf("v%d", v)
+				return true
+			})
+			s := b.Status()
+			st["~status"] = fmt.Sprintf("self %d host %d term %d synced %v", s.Self, s.Host, s.Term, s.Synced)
+		})
+		states[i] = st
+	}
+	for i := 1; i < len(bots); i++ {
+		for k, v := range states[i] {
+			if states[0][k] != v {
+				t.Logf("bot[%d] %s: %s; bot[0]: %s", i, k, v, states[0][k])
+			}
+		}
+		for k, v := range states[0] {
+			if _, ok := states[i][k]; !ok {
+				t.Logf("bot[%d] lacks %s (bot[0]: %s)", i, k, v)
+			}
+		}
+	}
 }

@@ -151,7 +151,7 @@ test('cross-language vectors: Go and JS compute identical state, hash, digests, 
   assert.equal(dclCases, dcl.scenarios.length, 'every @dcl/ecs scenario has a Go hash');
 });
 
-test('state hash golden (docs/protocol-crdt.part.md)', () => {
+test('state hash golden (docs/protocol.md §3)', () => {
   const r = new Replica();
   r.merge({ type: MT.DeleteEntity, entity: 513 });
   r.merge({ type: MT.PutComponent, entity: 512, component: 1, timestamp: 1, data: Uint8Array.of(1) });

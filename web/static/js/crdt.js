@@ -1,6 +1,6 @@
 // Concord's ADR-117 replica, exactly as the Go package crdt (the reference): the @dcl/ecs 7.x
 // wire codec, the merge rules that converge in every delivery order, the Lamport clock, and the
-// canonical export, hash and bucket digests (byte-identical to Go's). docs/protocol-crdt.part.md
+// canonical export, hash and bucket digests (byte-identical to Go's). docs/protocol.md §3
 // is the specification.
 //
 // Entities, component ids and timestamps are numbers (u32). An entity is version << 16 | number.
@@ -418,7 +418,7 @@ function dataOf(d) {
 
 /**
  * One ADR-117 replica: the LWW map, the deleted-entity set, the append sets and a Lamport clock,
- * with Go's merge rules (see docs/protocol-crdt.part.md). Not shared between tasks: one owner.
+ * with Go's merge rules (see docs/protocol.md §3). Not shared between tasks: one owner.
  */
 export class Replica {
   #retention;

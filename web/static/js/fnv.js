@@ -1,4 +1,4 @@
-// FNV-1a 64, as Concord hashes replica state (docs/protocol-crdt.part.md "State hash") and schema
+// FNV-1a 64, as Concord hashes replica state (docs/protocol.md §3 "State hash") and schema
 // tables. The 64-bit state is kept as two 32-bit halves so that hashing costs no BigInt per byte:
 // h × 0x100000001b3 = h × 0x1b3 + (h << 40), and both parts are exact in doubles.
 

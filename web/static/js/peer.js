@@ -1,6 +1,6 @@
 // A participant of a room — a port of the Go peer (peer/peer.go, member.go, host.go, updates.go):
 // a signaling client, WebRTC links to other members, and the host or member role over a World.
-// The session protocol is docs/protocol-session.part.md; this file follows the Go code step by step
+// The session protocol is docs/protocol.md §5; this file follows the Go code step by step
 // so that a browser and Go peers can be each other's host.
 //
 // The page has one thread, so the Go loop becomes "steps": every event (a link message, a

@@ -1,4 +1,4 @@
-// Websocket client of Concord's signaling protocol (docs/protocol-signaling.part.md).
+// Websocket client of Concord's signaling protocol (docs/protocol.md §4).
 //
 // A SignalingClient joins one room and turns the server's messages into calls of onEvent. It
 // keeps no game state. Every method runs on the page's single thread.

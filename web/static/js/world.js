@@ -10,7 +10,7 @@
 import { Replica } from './crdt.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta, parseMeta } from './schema.js';
 
-/** ADR-117 message types (docs/protocol-crdt.part.md). */
+/** ADR-117 message types (docs/protocol.md §3). */
 export const PUT_COMPONENT = 1;
 export const DELETE_COMPONENT = 2;
 export const DELETE_ENTITY = 3;
