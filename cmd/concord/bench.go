@@ -418,6 +418,7 @@ type benchPeers struct {
 
 	// reportInterval and digestInterval override the peers' defaults when not zero.
 	reportInterval, digestInterval time.Duration
+	standby                        bool // peer.Config.Standby
 
 	peers  []*peer.Peer
 	probes []*benchProbe
@@ -440,7 +441,7 @@ func (b *benchPeers) start(user string, kind signaling.Kind, app *benchApp) (*pe
 	p, err := peer.New(peer.Config{
 		Server: b.url, Room: benchRoom, User: user, Kind: kind, App: app, Transport: ct,
 		Logger:         b.log.With().Str("who", user).Logger(),
-		ReportInterval: b.reportInterval, DigestInterval: b.digestInterval,
+		ReportInterval: b.reportInterval, DigestInterval: b.digestInterval, Standby: b.standby,
 	})
 	if err != nil {
 		_ = api.Close()
@@ -1102,6 +1103,7 @@ type migrationOptions struct {
 	// hostCommand makes the command of one bench host process (args are bench-host's flags).
 	hostCommand func(args []string) *exec.Cmd
 	hostLog     string // bench-host's -log-level
+	standby     bool   // members keep standby links to the next host
 }
 
 type migrationTrial struct {
@@ -1143,14 +1145,10 @@ func cmdBenchMigration(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process over all trials to this file")
 	fs.DurationVar(&o.reportInterval, "report-interval", 0, "the bots' status report interval (0: peer's default, 1s)")
 	fs.DurationVar(&o.digestInterval, "digest-interval", 0, "the bots' anti-entropy digest interval (0: peer's default, 1s)")
-	standby := fs.Bool("standby", false, "keep a standby connection to the next host (not available yet)")
+	fs.BoolVar(&o.standby, "standby", false, "members keep a standby link to the next host (peer.Config.Standby)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if *standby {
-		fmt.Fprintln(stdout, "concord bench migration -standby: standby connections are not implemented in peer; the standby variant is not available yet")
-		return errors.New("-standby is not available yet")
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
@@ -1246,7 +1244,7 @@ func runMigration(ctx context.Context, o migrationOptions, log zerolog.Logger, p
 	}
 	defer sig.stop()
 	bp := newBenchPeers(ctx, sig.url, log)
-	bp.reportInterval, bp.digestInterval = o.reportInterval, o.digestInterval
+	bp.reportInterval, bp.digestInterval, bp.standby = o.reportInterval, o.digestInterval, o.standby
 	defer bp.close()
 	hold := new(atomic.Bool)
 
@@ -1649,7 +1647,11 @@ func printMigration(w io.Writer, r *migrationResult) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "lost: %d survivor replicas short of entities, %d newest values lost, %d trials with unequal full hashes\n", lostEnts, lostVals, hashBad)
-	fmt.Fprintln(w, "standby variant (-standby): not available yet — peer has no standby connections")
+	if o.standby {
+		fmt.Fprintln(w, "standby links: on (members kept an idle link to the next host and promoted it)")
+	} else {
+		fmt.Fprintln(w, "standby links: off (members connected to the new host after the kill; -standby to compare)")
+	}
 }
 
 // benchQuantile is the nearest-rank q-quantile of ds (which it sorts).
