@@ -241,11 +241,4 @@ func (p *Peer) applyUpdates(eu *netmsg.EntityUpdates, origin PeerIndex, admit fu
 	}
 }
 
-func trailingZeros(m uint32) int {
-	n := 0
-	for m&1 == 0 {
-		m >>= 1
-		n++
-	}
-	return n
-}
+func trailingZeros(m uint32) int { return bits.TrailingZeros32(m) }

@@ -98,8 +98,8 @@ func (w *World) Schemas() *schema.Table { return w.schemas }
 // Len is the number of live entities with a schema.
 func (w *World) Len() int { return len(w.ents) }
 
-// Entities returns the live entities of a schema (every schema when id is 0... use EntitiesOf
-// for one schema), in ascending order.
+// Entities returns every live entity with a schema, in ascending order (EntitiesOf filters by
+// schema).
 func (w *World) Entities() []Entity {
 	out := make([]Entity, 0, len(w.ents))
 	for e := range w.ents {
