@@ -2,7 +2,6 @@ package peer_test
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/authority"
-	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -53,20 +52,20 @@ func TestMigrationHandoverChain(t *testing.T) {
 	r.play(400 * time.Millisecond)
 	term := h1.Status().Term
 	final := r.killAndConverge(h1, bots, term, nil)
-	if final.host != a.Status().Self {
-		t.Fatalf("step 1: host %d, want the earliest bot %d", final.host, a.Status().Self)
+	if final.Host != a.Status().Self {
+		t.Fatalf("step 1: host %d, want the earliest bot %d", final.Host, a.Status().Self)
 	}
 	r.resume()
 
 	// Step 2: that bot dies; the next one takes over, and the dead bot's avatar (only it) goes.
 	r.play(600 * time.Millisecond)
 	avatarA := r.avatarOf(b, a.Status().Self)
-	term = final.term
+	term = final.Term
 	final = r.killAndConverge(a, bots[1:], term, map[peer.Entity]bool{avatarA: true})
-	if final.host != b.Status().Self {
-		t.Fatalf("step 2: host %d, want bot %d", final.host, b.Status().Self)
+	if final.Host != b.Status().Self {
+		t.Fatalf("step 2: host %d, want bot %d", final.Host, b.Status().Self)
 	}
-	if final.live[avatarA] {
+	if final.Live[avatarA] {
 		t.Fatalf("step 2: the dead host's avatar %v is still live", avatarA)
 	}
 	r.resume()
@@ -74,7 +73,7 @@ func TestMigrationHandoverChain(t *testing.T) {
 	// Step 3: the dedicated host rejoins. It is pinned, so once it has synced from bot b,
 	// signaling elects it (one more term) and it takes over while the bots keep moving.
 	r.play(400 * time.Millisecond)
-	term = final.term
+	term = final.Term
 	survivors := append([]*migPeer{b}, rest...)
 	h2 := r.start("host", "dedicated", signaling.KindHost, 0)
 	pollUntil(t, 20*time.Second, "the rejoined dedicated host takes over", func() error {
@@ -89,8 +88,8 @@ func TestMigrationHandoverChain(t *testing.T) {
 	r.pause()
 	final = r.converge(all, term)
 	h2Self := h2.Status().Self
-	if final.host != h2Self || final.term != term+1 {
-		t.Fatalf("step 3: host %d term %d, want the dedicated host %d in term %d", final.host, final.term, h2Self, term+1)
+	if final.Host != h2Self || final.Term != term+1 {
+		t.Fatalf("step 3: host %d term %d, want the dedicated host %d in term %d", final.Host, final.Term, h2Self, term+1)
 	}
 	r.check("step 3 (planned handover)", rec, final, nil)
 	r.checkWrites("step 3 (planned handover)", all, final)
@@ -146,8 +145,8 @@ func TestMigrationLossy(t *testing.T) {
 	r.waitSynced(append([]*migPeer{h}, bots...), h)
 	r.waitLock(h)
 	final := r.killAndConverge(h, bots, h.Status().Term, nil)
-	if final.host != bots[0].Status().Self {
-		t.Fatalf("host %d, want the earliest bot %d", final.host, bots[0].Status().Self)
+	if final.Host != bots[0].Status().Self {
+		t.Fatalf("host %d, want the earliest bot %d", final.Host, bots[0].Status().Self)
 	}
 }
 
@@ -176,14 +175,14 @@ func TestMigrationDoubleFailure(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the second host did not die on its election")
 	}
-	rec.absorb(r.record(survivors)) // and again once the second host is gone
+	rec.Absorb(r.record(survivors)) // and again once the second host is gone
 	r.play(time.Second)
 	r.pause()
 	final := r.converge(survivors, term)
-	if final.host != survivors[0].Status().Self || final.term < term+2 {
-		t.Fatalf("host %d term %d, want bot %d after two more elections (from term %d)", final.host, final.term, survivors[0].Status().Self, term)
+	if final.Host != survivors[0].Status().Self || final.Term < term+2 {
+		t.Fatalf("host %d term %d, want bot %d after two more elections (from term %d)", final.Host, final.Term, survivors[0].Status().Self, term)
 	}
-	if final.live[avatar] {
+	if final.Live[avatar] {
 		t.Fatalf("the dead bot's avatar %v is still live", avatar)
 	}
 	r.check("double failure", rec, final, map[peer.Entity]bool{avatar: true})
@@ -336,7 +335,7 @@ func (r *migRoom) waitLock(h *migPeer) {
 		if err != nil {
 			return err
 		}
-		if v.locks == 0 {
+		if v.Locks == 0 {
 			return errors.New("no lock")
 		}
 		return nil
@@ -394,9 +393,9 @@ func (r *migRoom) record(peers []*migPeer) *migView {
 	if err := errors.Join(errs...); err != nil {
 		r.t.Fatal(err)
 	}
-	rec := newMigView()
+	rec := migrationcheck.NewView()
 	for _, v := range views {
-		rec.absorb(v)
+		rec.Absorb(v)
 	}
 	return rec
 }
@@ -424,12 +423,12 @@ func (r *migRoom) converge(peers []*migPeer, term peer.Term) *migView {
 			views = append(views, v)
 		}
 		for i, v := range views {
-			if v.hash != views[0].hash || v.term != views[0].term {
-				return fmt.Errorf("%s: term %d hash %016x; %s: term %d hash %016x", peers[i].name, v.term, v.hash, peers[0].name, views[0].term, views[0].hash)
+			if v.Hash != views[0].Hash || v.Term != views[0].Term {
+				return fmt.Errorf("%s: term %d hash %016x; %s: term %d hash %016x", peers[i].name, v.Term, v.Hash, peers[0].name, views[0].Term, views[0].Hash)
 			}
 		}
-		if !slices.ContainsFunc(peers, func(p *migPeer) bool { return p.Status().Self == views[0].host }) {
-			return fmt.Errorf("host %d is none of the peers", views[0].host)
+		if !slices.ContainsFunc(peers, func(p *migPeer) bool { return p.Status().Self == views[0].Host }) {
+			return fmt.Errorf("host %d is none of the peers", views[0].Host)
 		}
 		final = views[0]
 		return nil
@@ -447,7 +446,7 @@ func (r *migRoom) checkWrites(step string, peers []*migPeer, final *migView) {
 		if want == nil {
 			continue
 		}
-		if got := final.avatars[p.Status().Self]; !bytes.Equal(got, want) {
+		if got := final.Avatars[p.Status().Self]; !bytes.Equal(got, want) {
 			r.t.Errorf("%s: %s's avatar is at %v, but the last position it wrote is %v", step, p.name, arena.ParseVec(got), arena.ParseVec(want))
 		}
 	}
@@ -456,9 +455,9 @@ func (r *migRoom) checkWrites(step string, peers []*migPeer, final *migView) {
 // check fails the test for every way final loses what rec held.
 func (r *migRoom) check(step string, rec, final *migView, vanish map[peer.Entity]bool) {
 	r.t.Helper()
-	violations := checkMigInvariant(rec, final, func(e peer.Entity) bool { return vanish[e] })
-	for e := range final.live {
-		if !rec.live[e] {
+	violations := migrationcheck.Check(rec, final, func(e peer.Entity) bool { return vanish[e] })
+	for e := range final.Live {
+		if !rec.Live[e] {
 			violations = append(violations, fmt.Sprintf("entity %v appeared", e))
 		}
 	}
@@ -470,35 +469,12 @@ func (r *migRoom) check(step string, rec, final *migView, vanish map[peer.Entity
 		r.t.Errorf("%s: invariant violated: %s", step, v)
 	}
 	r.t.Logf("%s: %d recorded keys (%d boxes locked), %d live entities; converged in term %d under host %d: %d violations",
-		step, len(rec.keys), rec.locks, len(rec.live), final.term, final.host, len(violations))
+		step, len(rec.Keys), rec.Locks, len(rec.Live), final.Term, final.Host, len(violations))
 }
 
 func (r *migRoom) view(p *migPeer) (*migView, error) {
-	v := newMigView()
-	err := p.Do(context.Background(), func(w *peer.World) {
-		v.self, v.host, v.term = w.Self(), w.Host(), w.Term()
-		rp := w.Replica()
-		v.hash = rp.Hash()
-		rp.Range(func(en crdt.Entry) bool {
-			v.keys[migKey{en.Entity, en.Component}] = en.Timestamp
-			return true
-		})
-		rp.RangeDeleted(func(n, ver uint16) bool {
-			v.deleted[n] = ver
-			return true
-		})
-		for _, e := range w.Entities() {
-			v.live[e] = true
-			switch rec := w.AuthorityRecord(e); rec.Kind {
-			case authority.KindLock:
-				v.locks++
-			case authority.KindAvatar:
-				pos, _ := w.Get(e, arena.AvatarPos)
-				v.avatars[peer.PeerIndex(rec.Peer)] = bytes.Clone(pos)
-			}
-		}
-	})
-	if err != nil {
+	var v *migView
+	if err := p.Do(context.Background(), func(w *peer.World) { v = migrationcheck.Read(w) }); err != nil {
 		return nil, fmt.Errorf("read %s: %w", p.name, err)
 	}
 	return v, nil
@@ -602,95 +578,6 @@ func (a *migApp) longestUpdateGap(from, to time.Time) time.Duration {
 	return max(gap, to.Sub(prev))
 }
 
-type migKey struct {
-	e crdt.Entity
-	c crdt.ComponentID
-}
-
-// migView is what the invariant needs from a replica: every key's timestamp, the deleted entity
-// versions and the live entities. As a record it holds the maximum over several replicas.
-type migView struct {
-	self    peer.PeerIndex
-	host    peer.PeerIndex
-	term    peer.Term
-	hash    uint64
-	keys    map[migKey]crdt.Timestamp
-	deleted map[uint16]uint16
-	live    map[peer.Entity]bool
-	locks   int
-	// avatars maps a member to its avatar's position (a view of one replica only).
-	avatars map[peer.PeerIndex][]byte
-}
-
-func newMigView() *migView {
-	return &migView{keys: make(map[migKey]crdt.Timestamp), deleted: make(map[uint16]uint16), live: make(map[peer.Entity]bool),
-		avatars: make(map[peer.PeerIndex][]byte)}
-}
-
-// absorb raises v to the per-key maximum of v and o.
-func (v *migView) absorb(o *migView) {
-	for k, ts := range o.keys {
-		if cur, ok := v.keys[k]; !ok || ts > cur {
-			v.keys[k] = ts
-		}
-	}
-	for n, ver := range o.deleted {
-		if cur, ok := v.deleted[n]; !ok || ver > cur {
-			v.deleted[n] = ver
-		}
-	}
-	for e := range o.live {
-		v.live[e] = true
-	}
-	v.locks = max(v.locks, o.locks)
-}
-
-func (v *migView) entityDeleted(e crdt.Entity) bool {
-	ver, ok := v.deleted[e.Number()]
-	return ok && ver >= e.Version()
-}
-
-// checkMigInvariant lists every way conv fails to dominate rec: a key lost or older, a deleted
-// version forgotten, a live entity gone that mayVanish does not excuse.
-func checkMigInvariant(rec, conv *migView, mayVanish func(peer.Entity) bool) []string {
-	var out []string
-	keys := make([]migKey, 0, len(rec.keys))
-	for k := range rec.keys {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b migKey) int {
-		if c := cmp.Compare(a.e, b.e); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.c, b.c)
-	})
-	for _, k := range keys {
-		ts := rec.keys[k]
-		got, ok := conv.keys[k]
-		switch {
-		case ok && got >= ts:
-		case ok:
-			out = append(out, fmt.Sprintf("entity %v component %d: timestamp %d, a survivor held %d", k.e, k.c, got, ts))
-		case conv.entityDeleted(k.e) && mayVanish(k.e):
-		case conv.entityDeleted(k.e):
-			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): the entity was deleted", k.e, k.c, ts))
-		default:
-			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): lost", k.e, k.c, ts))
-		}
-	}
-	for n, ver := range rec.deleted {
-		if got, ok := conv.deleted[n]; !ok || got < ver {
-			out = append(out, fmt.Sprintf("entity number %d: deleted version %d forgotten (now %d, %v)", n, ver, got, ok))
-		}
-	}
-	for e := range rec.live {
-		if !conv.live[e] && !mayVanish(e) {
-			out = append(out, fmt.Sprintf("entity %v vanished", e))
-		}
-	}
-	return out
-}
-
 // pollUntil polls cond every 20 ms until it holds, or fails the test after d.
 func pollUntil(t *testing.T, d time.Duration, what string, cond func() error) {
 	t.Helper()
@@ -706,3 +593,6 @@ func pollUntil(t *testing.T, d time.Duration, what string, cond func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// migView is the invariant's view of a replica (package migrationcheck).
+type migView = migrationcheck.View

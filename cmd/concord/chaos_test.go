@@ -12,7 +12,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -33,9 +32,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -330,12 +329,12 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 		t.Fatal(err)
 	}
 	recordedIn := time.Since(killed)
-	rec := newChaosView()
+	rec := migrationcheck.NewView()
 	for _, v := range views {
-		rec.absorb(v)
+		rec.Absorb(v)
 	}
-	if want := 1 + chaosBoxes + chaosBots; len(rec.live) != want {
-		t.Fatalf("survivors held %d live entities at the kill, want room + %d boxes + %d avatars = %d", len(rec.live), chaosBoxes, chaosBots, want)
+	if want := 1 + chaosBoxes + chaosBots; len(rec.Live) != want {
+		t.Fatalf("survivors held %d live entities at the kill, want room + %d boxes + %d avatars = %d", len(rec.Live), chaosBoxes, chaosBots, want)
 	}
 
 	time.Sleep(time.Until(stopAt))
@@ -368,8 +367,8 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 			return err
 		}
 		for _, v := range views[1:] {
-			if v.hash != views[0].hash || v.term != views[0].term {
-				return fmt.Errorf("bot %d: term %d hash %016x, bot %d: term %d hash %016x", v.self, v.term, v.hash, views[0].self, views[0].term, views[0].hash)
+			if v.Hash != views[0].Hash || v.Term != views[0].Term {
+				return fmt.Errorf("bot %d: term %d hash %016x, bot %d: term %d hash %016x", v.Self, v.Term, v.Hash, views[0].Self, views[0].Term, views[0].Hash)
 			}
 		}
 		final = views[0]
@@ -379,20 +378,20 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	// When every survivor heard of the new term, and when each had synced under it.
 	var elected, reelected time.Duration
 	for _, a := range apps {
-		hc, sy := a.at(final.term)
+		hc, sy := a.at(final.Term)
 		if hc.IsZero() || sy.IsZero() {
-			t.Fatalf("a bot saw no host change or sync for term %d", final.term)
+			t.Fatalf("a bot saw no host change or sync for term %d", final.Term)
 		}
 		elected, reelected = max(elected, hc.Sub(killed)), max(reelected, sy.Sub(killed))
 	}
-	if !slices.ContainsFunc(bots, func(p *peer.Peer) bool { return p.Status().Self == final.host }) {
-		t.Errorf("new host %d is not a surviving bot", final.host)
+	if !slices.ContainsFunc(bots, func(p *peer.Peer) bool { return p.Status().Self == final.Host }) {
+		t.Errorf("new host %d is not a surviving bot", final.Host)
 	}
 
 	// No entity may vanish: the dedicated host had no avatar, every bot survived.
-	violations := checkChaosInvariant(rec, final, func(peer.Entity) bool { return false })
-	for e := range final.live {
-		if !rec.live[e] {
+	violations := migrationcheck.Check(rec, final, func(peer.Entity) bool { return false })
+	for e := range final.Live {
+		if !rec.Live[e] {
 			violations = append(violations, fmt.Sprintf("entity %v appeared", e))
 		}
 	}
@@ -400,7 +399,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	// re-stamped from an older one.
 	for i, p := range bots {
 		want := apps[i].wrote()
-		if got := final.avatars[p.Status().Self]; want != nil && !bytes.Equal(got, want) {
+		if got := final.Avatars[p.Status().Self]; want != nil && !bytes.Equal(got, want) {
 			violations = append(violations, fmt.Sprintf("bot %d's avatar is at %v, but the last position it wrote is %v",
 				p.Status().Self, arena.ParseVec(got), arena.ParseVec(want)))
 		}
@@ -417,12 +416,12 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 		mode = "bots stopped just before the kill"
 	}
 	t.Logf("%s; setup %v, played %v; recorded %d keys (%d boxes locked) in %v; new host %d term %d→%d; after the kill: every bot saw the new term in %v, synced in %v, converged in %v",
-		mode, setup.Round(time.Millisecond), played.Round(time.Millisecond), len(rec.keys), rec.locks, recordedIn.Round(time.Microsecond), final.host, term0, final.term,
+		mode, setup.Round(time.Millisecond), played.Round(time.Millisecond), len(rec.Keys), rec.Locks, recordedIn.Round(time.Microsecond), final.Host, term0, final.Term,
 		elected.Round(time.Millisecond), reelected.Round(time.Millisecond), converged.Round(time.Millisecond))
 	if out := host.output(); bytes.Contains(out, []byte("DATA RACE")) {
 		t.Errorf("the host process reported a data race:\n%s", out)
 	}
-	return chaosResult{keys: len(rec.keys), locked: rec.locks, violations: len(violations), reelected: reelected, converged: converged}
+	return chaosResult{keys: len(rec.Keys), locked: rec.Locks, violations: len(violations), reelected: reelected, converged: converged}
 }
 
 // hostProcess is a `concord host` child process.
@@ -505,56 +504,9 @@ func chaosPoll(t *testing.T, d time.Duration, what string, cond func() error) {
 	}
 }
 
-type chaosKey struct {
-	e crdt.Entity
-	c crdt.ComponentID
-}
-
-// chaosView is what the invariant needs from a replica: every key's timestamp, the deleted
-// entity versions and the live entities. As a record it holds the maximum over several replicas.
-type chaosView struct {
-	self    peer.PeerIndex
-	host    peer.PeerIndex
-	term    peer.Term
-	hash    uint64
-	keys    map[chaosKey]crdt.Timestamp
-	deleted map[uint16]uint16
-	live    map[peer.Entity]bool
-	locks   int // boxes a member held a lock on (a record keeps the maximum)
-	// avatars maps a member to its avatar's position (a view of one replica only).
-	avatars map[peer.PeerIndex][]byte
-}
-
-func newChaosView() *chaosView {
-	return &chaosView{keys: make(map[chaosKey]crdt.Timestamp), deleted: make(map[uint16]uint16), live: make(map[peer.Entity]bool),
-		avatars: make(map[peer.PeerIndex][]byte)}
-}
-
 func readChaosView(ctx context.Context, p *peer.Peer) (*chaosView, error) {
-	v := newChaosView()
-	err := p.Do(ctx, func(w *peer.World) {
-		v.self, v.host, v.term = w.Self(), w.Host(), w.Term()
-		r := w.Replica()
-		v.hash = r.Hash()
-		r.Range(func(en crdt.Entry) bool {
-			v.keys[chaosKey{en.Entity, en.Component}] = en.Timestamp
-			return true
-		})
-		r.RangeDeleted(func(n, ver uint16) bool {
-			v.deleted[n] = ver
-			return true
-		})
-		for _, e := range w.Entities() {
-			v.live[e] = true
-			switch rec := w.AuthorityRecord(e); rec.Kind {
-			case authority.KindLock:
-				v.locks++
-			case authority.KindAvatar:
-				pos, _ := w.Get(e, arena.AvatarPos)
-				v.avatars[peer.PeerIndex(rec.Peer)] = bytes.Clone(pos)
-			}
-		}
-	})
+	var v *chaosView
+	err := p.Do(ctx, func(w *peer.World) { v = migrationcheck.Read(w) })
 	return v, err
 }
 
@@ -573,70 +525,6 @@ func readChaosViews(ctx context.Context, peers []*peer.Peer) ([]*chaosView, erro
 	}
 	wg.Wait()
 	return views, errors.Join(errs...)
-}
-
-// absorb raises v to the per-key maximum of v and o.
-func (v *chaosView) absorb(o *chaosView) {
-	for k, ts := range o.keys {
-		if cur, ok := v.keys[k]; !ok || ts > cur {
-			v.keys[k] = ts
-		}
-	}
-	for n, ver := range o.deleted {
-		if cur, ok := v.deleted[n]; !ok || ver > cur {
-			v.deleted[n] = ver
-		}
-	}
-	for e := range o.live {
-		v.live[e] = true
-	}
-	v.locks = max(v.locks, o.locks)
-}
-
-func (v *chaosView) entityDeleted(e crdt.Entity) bool {
-	ver, ok := v.deleted[e.Number()]
-	return ok && ver >= e.Version()
-}
-
-// checkChaosInvariant lists every way conv fails to dominate rec: a key lost or older, a deleted
-// version forgotten, a live entity gone that mayVanish does not excuse.
-func checkChaosInvariant(rec, conv *chaosView, mayVanish func(peer.Entity) bool) []string {
-	var out []string
-	keys := make([]chaosKey, 0, len(rec.keys))
-	for k := range rec.keys {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b chaosKey) int {
-		if c := cmp.Compare(a.e, b.e); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.c, b.c)
-	})
-	for _, k := range keys {
-		ts := rec.keys[k]
-		got, ok := conv.keys[k]
-		switch {
-		case ok && got >= ts:
-		case ok:
-			out = append(out, fmt.Sprintf("entity %v component %d: timestamp %d, a survivor held %d", k.e, k.c, got, ts))
-		case conv.entityDeleted(k.e) && mayVanish(k.e):
-		case conv.entityDeleted(k.e):
-			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): the entity was deleted", k.e, k.c, ts))
-		default:
-			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): lost", k.e, k.c, ts))
-		}
-	}
-	for n, ver := range rec.deleted {
-		if got, ok := conv.deleted[n]; !ok || got < ver {
-			out = append(out, fmt.Sprintf("entity number %d: deleted version %d forgotten (now %d, %v)", n, ver, got, ok))
-		}
-	}
-	for e := range rec.live {
-		if !conv.live[e] && !mayVanish(e) {
-			out = append(out, fmt.Sprintf("entity %v vanished", e))
-		}
-	}
-	return out
 }
 
 // dumpDivergence logs, for every bot whose replica differs from the first bot's, the entries that
@@ -674,3 +562,6 @@ func dumpDivergence(t *testing.T, bots []*peer.Peer) {
 		}
 	}
 }
+
+// chaosView is the invariant's view of a replica (package migrationcheck).
+type chaosView = migrationcheck.View

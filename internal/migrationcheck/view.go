@@ -1,0 +1,131 @@
+package migrationcheck
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/peer"
+)
+
+// Key is one LWW key of a replica.
+type Key struct {
+	Entity    crdt.Entity
+	Component crdt.ComponentID
+}
+
+// View is what the invariant needs from a replica: every key's timestamp, the deleted entity
+// versions and the live entities. As a record (Absorb) it holds the maximum over several replicas.
+type View struct {
+	Self, Host peer.PeerIndex
+	Term       peer.Term
+	Hash       uint64
+	Keys       map[Key]crdt.Timestamp
+	Deleted    map[uint16]uint16
+	Live       map[peer.Entity]bool
+	Locks      int
+	// Avatars maps a member to its arena avatar's position (a view of one replica only).
+	Avatars map[peer.PeerIndex][]byte
+}
+
+// NewView returns an empty View.
+func NewView() *View {
+	return &View{Keys: make(map[Key]crdt.Timestamp), Deleted: make(map[uint16]uint16),
+		Live: make(map[peer.Entity]bool), Avatars: make(map[peer.PeerIndex][]byte)}
+}
+
+// Read takes the view of w. It must run on w's peer loop.
+func Read(w *peer.World) *View {
+	v := NewView()
+	v.Self, v.Host, v.Term = w.Self(), w.Host(), w.Term()
+	r := w.Replica()
+	v.Hash = r.Hash()
+	r.Range(func(en crdt.Entry) bool {
+		v.Keys[Key{en.Entity, en.Component}] = en.Timestamp
+		return true
+	})
+	r.RangeDeleted(func(n, ver uint16) bool {
+		v.Deleted[n] = ver
+		return true
+	})
+	for _, e := range w.Entities() {
+		v.Live[e] = true
+		switch rec := w.AuthorityRecord(e); rec.Kind {
+		case authority.KindLock:
+			v.Locks++
+		case authority.KindAvatar:
+			pos, _ := w.Get(e, arena.AvatarPos)
+			v.Avatars[peer.PeerIndex(rec.Peer)] = bytes.Clone(pos)
+		}
+	}
+	return v
+}
+
+// Absorb raises v to the per-key maximum of v and o.
+func (v *View) Absorb(o *View) {
+	for k, ts := range o.Keys {
+		if cur, ok := v.Keys[k]; !ok || ts > cur {
+			v.Keys[k] = ts
+		}
+	}
+	for n, ver := range o.Deleted {
+		if cur, ok := v.Deleted[n]; !ok || ver > cur {
+			v.Deleted[n] = ver
+		}
+	}
+	for e := range o.Live {
+		v.Live[e] = true
+	}
+	v.Locks = max(v.Locks, o.Locks)
+}
+
+// EntityDeleted reports whether version e of its number is deleted in v.
+func (v *View) EntityDeleted(e crdt.Entity) bool {
+	ver, ok := v.Deleted[e.Number()]
+	return ok && ver >= e.Version()
+}
+
+// Check lists every way conv fails to dominate rec: a key lost or older, a deleted version
+// forgotten, a live entity gone that mayVanish does not excuse. Empty means the invariant holds.
+func Check(rec, conv *View, mayVanish func(peer.Entity) bool) []string {
+	var out []string
+	keys := make([]Key, 0, len(rec.Keys))
+	for k := range rec.Keys {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b Key) int {
+		if c := cmp.Compare(a.Entity, b.Entity); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Component, b.Component)
+	})
+	for _, k := range keys {
+		ts := rec.Keys[k]
+		got, ok := conv.Keys[k]
+		switch {
+		case ok && got >= ts:
+		case ok:
+			out = append(out, fmt.Sprintf("entity %v component %d: timestamp %d, a survivor held %d", k.Entity, k.Component, got, ts))
+		case conv.EntityDeleted(k.Entity) && mayVanish(k.Entity):
+		case conv.EntityDeleted(k.Entity):
+			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): the entity was deleted", k.Entity, k.Component, ts))
+		default:
+			out = append(out, fmt.Sprintf("entity %v component %d (timestamp %d): lost", k.Entity, k.Component, ts))
+		}
+	}
+	for n, ver := range rec.Deleted {
+		if got, ok := conv.Deleted[n]; !ok || got < ver {
+			out = append(out, fmt.Sprintf("entity number %d: deleted version %d forgotten (now %d, %v)", n, ver, got, ok))
+		}
+	}
+	for e := range rec.Live {
+		if !conv.Live[e] && !mayVanish(e) {
+			out = append(out, fmt.Sprintf("entity %v vanished", e))
+		}
+	}
+	return out
+}
