@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,23 +13,12 @@ import (
 	"testing"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/golden"
 )
 
 // crossPath is the file of replica hashes, digests and canonical states that the JavaScript
 // replica (web/static/js/crdt.js, tested by web/test/crdt.test.js) must reproduce exactly.
 var crossPath = filepath.Join("..", "testdata", "crdt", "hashes.json")
-
-var updateCross = boolFlag("update", "rewrite ../testdata/crdt/hashes.json from crosslang_test.go")
-
-// boolFlag defines a bool flag, or reuses one of that name that another test file of this test
-// binary already defined (two definitions would panic).
-func boolFlag(name, usage string) func() bool {
-	if f := flag.Lookup(name); f != nil {
-		return func() bool { return f.Value.String() == "true" }
-	}
-	p := flag.Bool(name, false, usage)
-	return func() bool { return *p }
-}
 
 // crossFile is the layout of testdata/crdt/hashes.json.
 type crossFile struct {
@@ -308,23 +296,8 @@ func TestCrossLanguageVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if updateCross() {
-		if err := os.MkdirAll(filepath.Dir(crossPath), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(crossPath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s (%d cases)", crossPath, len(f.Cases))
+	if golden.Check(t, crossPath, got, "go test ./crdt -run TestCrossLanguageVectors -update") {
 		return
-	}
-	want, err := os.ReadFile(crossPath)
-	if err != nil {
-		t.Fatalf("%v (write it with go test ./crdt -run TestCrossLanguageVectors -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from what Go computes now: the replica's canonical bytes changed, or the file is stale "+
-			"(if the change is intended, rewrite it with -update and re-run the JavaScript tests)", crossPath)
 	}
 	// The file must hold something that can fail: every random case has messages and a state.
 	for _, c := range f.Cases {

@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/hostsnapshot"
+	"github.com/concordrtc/concord/internal/golden"
 	"github.com/concordrtc/concord/netmsg"
 )
 
@@ -24,18 +23,6 @@ import (
 // JavaScript module (web/static/js/hostsnapshot.js, tested by web/test/hostsnapshot.test.js) must
 // reproduce byte for byte.
 var crossPath = filepath.Join("..", "testdata", "hostsnapshot", "vectors.json")
-
-var updateCross = boolFlag("update", "rewrite ../testdata/hostsnapshot/vectors.json from crosslang_test.go")
-
-// boolFlag defines a bool flag, or reuses one of that name that another test file of this test
-// binary already defined (two definitions would panic).
-func boolFlag(name, usage string) func() bool {
-	if f := flag.Lookup(name); f != nil {
-		return func() bool { return f.Value.String() == "true" }
-	}
-	p := flag.Bool(name, false, usage)
-	return func() bool { return *p }
-}
 
 // crossProps returns n properties on components base.. with fixed sizes 1–5 and every third
 // property variable.
@@ -543,23 +530,8 @@ func TestCrossLanguageVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	if updateCross() {
-		if err := os.MkdirAll(filepath.Dir(crossPath), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(crossPath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s: %d builds, %d applies, %d errors", crossPath, len(f.Builds), len(f.Applies), len(f.Errors))
+	if golden.Check(t, crossPath, got, "go test ./hostsnapshot -run TestCrossLanguageVectors -update") {
 		return
-	}
-	want, err := os.ReadFile(crossPath)
-	if err != nil {
-		t.Fatalf("%v (write it with go test ./hostsnapshot -run TestCrossLanguageVectors -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from what Go computes now (stale file or changed snapshot layout: rewrite with -update "+
-			"and re-run the JavaScript tests)", crossPath)
 	}
 	// The vectors must exercise what they claim: corrections flow both ways, partial covers
 	// carry less, and every error class appears.

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
@@ -80,20 +81,6 @@ func (r *room) joinWith(ctx context.Context, user string, kind signaling.Kind, a
 	return p
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not reached in %v: %v", what, d, err)
-}
-
 func converged(peers []*peer.Peer) error {
 	var first peer.Status
 	for i, p := range peers {
@@ -115,7 +102,7 @@ func converged(peers []*peer.Peer) error {
 func TestArenaDedicatedHostAndBots(t *testing.T) {
 	r := newRoom(t, map[signaling.RoomID]signaling.RoomConfig{"arena": {PinnedHosts: []signaling.Identity{"host"}}})
 	host := r.join("host", signaling.KindHost, arena.New(arena.Config{}))
-	waitFor(t, 5*time.Second, "host elected", func() error {
+	poll.Until(t, 5*time.Second, "host elected", func() error {
 		if !host.Status().IsHost {
 			return fmt.Errorf("not host yet")
 		}
@@ -124,7 +111,7 @@ func TestArenaDedicatedHostAndBots(t *testing.T) {
 	for i := range 4 {
 		r.join(fmt.Sprintf("bot%d", i), signaling.KindBot, arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: 2 * time.Second}}))
 	}
-	waitFor(t, 30*time.Second, "all replicas equal at rest", func() error { return converged(r.peers) })
+	poll.Until(t, 30*time.Second, "all replicas equal at rest", func() error { return converged(r.peers) })
 	st := host.Status()
 	if st.Entities != 1+8+4 {
 		t.Fatalf("host has %d entities, want room + 8 boxes + 4 avatars", st.Entities)
@@ -134,14 +121,14 @@ func TestArenaDedicatedHostAndBots(t *testing.T) {
 func TestWriteWithoutAuthorityRejected(t *testing.T) {
 	r := newRoom(t, nil)
 	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 2}))
-	waitFor(t, 5*time.Second, "host", func() error {
+	poll.Until(t, 5*time.Second, "host", func() error {
 		if !host.Status().IsHost {
 			return fmt.Errorf("not host")
 		}
 		return nil
 	})
 	bot := r.join("mallory", signaling.KindBot, arena.New(arena.Config{}))
-	waitFor(t, 10*time.Second, "synced", func() error { return converged(r.peers) })
+	poll.Until(t, 10*time.Second, "synced", func() error { return converged(r.peers) })
 
 	var box peer.Entity
 	var before []byte
@@ -161,7 +148,7 @@ func TestWriteWithoutAuthorityRejected(t *testing.T) {
 	forged := netmsg.AppendEntityUpdates(nil, &netmsg.EntityUpdates{Time: 1 << 30, Updates: []netmsg.Update{{
 		NetworkID: uint64(box), Width: width, Mask: 1, Data: arena.AppendVec(nil, arena.Vec{X: 1, Y: 1}),
 	}}})
-	waitFor(t, 5*time.Second, "rejection counted", func() error {
+	poll.Until(t, 5*time.Second, "rejection counted", func() error {
 		if !bot.SendToHostForTest(link.Unreliable, forged) {
 			return fmt.Errorf("no link")
 		}
@@ -184,7 +171,7 @@ func TestLateJoinerLargeSnapshot(t *testing.T) {
 	const n = 10000
 	r := newRoom(t, nil)
 	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 1}))
-	waitFor(t, 5*time.Second, "host", func() error {
+	poll.Until(t, 5*time.Second, "host", func() error {
 		if !host.Status().IsHost {
 			return fmt.Errorf("not host")
 		}
@@ -201,7 +188,7 @@ func TestLateJoinerLargeSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.join("late", signaling.KindBot, arena.New(arena.Config{}))
-	waitFor(t, 60*time.Second, "late joiner matches the host", func() error { return converged(r.peers) })
+	poll.Until(t, 60*time.Second, "late joiner matches the host", func() error { return converged(r.peers) })
 	if got := host.Status().Entities; got < n {
 		t.Fatalf("host has %d entities, want ≥ %d", got, n)
 	}
@@ -215,7 +202,7 @@ func TestStandbyLinkPromoted(t *testing.T) {
 	hostCtx, killHost := context.WithCancel(r.ctx)
 	standby := func(c *peer.Config) { c.Standby = true }
 	host := r.joinWith(hostCtx, "host", signaling.KindHost, arena.New(arena.Config{}), standby)
-	waitFor(t, 5*time.Second, "host", func() error {
+	poll.Until(t, 5*time.Second, "host", func() error {
 		if !host.Status().IsHost {
 			return fmt.Errorf("not host")
 		}
@@ -226,7 +213,7 @@ func TestStandbyLinkPromoted(t *testing.T) {
 		bots = append(bots, r.joinWith(r.ctx, fmt.Sprintf("bot%d", i), signaling.KindBot,
 			arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: time.Second}}), standby))
 	}
-	waitFor(t, 20*time.Second, "synced, standby links up", func() error {
+	poll.Until(t, 20*time.Second, "synced, standby links up", func() error {
 		if err := converged(append([]*peer.Peer{host}, bots...)); err != nil {
 			return err
 		}
@@ -244,7 +231,7 @@ func TestStandbyLinkPromoted(t *testing.T) {
 	})
 	killHost()
 	<-host.Done()
-	waitFor(t, 20*time.Second, "converged under a bot", func() error {
+	poll.Until(t, 20*time.Second, "converged under a bot", func() error {
 		for _, b := range bots {
 			if st := b.Status(); st.Host == host.Status().Self {
 				return fmt.Errorf("bot %d still follows the old host", st.Self)

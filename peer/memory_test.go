@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -46,7 +47,7 @@ func TestMemoryTransportLossyConverges(t *testing.T) {
 		return p
 	}
 	host := start("host", signaling.KindHost, arena.New(arena.Config{}))
-	waitFor(t, 5*time.Second, "host", func() error {
+	poll.Until(t, 5*time.Second, "host", func() error {
 		if !host.Status().IsHost {
 			return fmt.Errorf("not host")
 		}
@@ -55,7 +56,7 @@ func TestMemoryTransportLossyConverges(t *testing.T) {
 	for i := range 4 {
 		start(fmt.Sprintf("bot%d", i), signaling.KindBot, arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: 1500 * time.Millisecond}}))
 	}
-	waitFor(t, 30*time.Second, "lossy room converges at rest", func() error { return converged(peers) })
+	poll.Until(t, 30*time.Second, "lossy room converges at rest", func() error { return converged(peers) })
 	var lost uint64
 	for _, p := range peers {
 		lost += p.Status().LinkLost

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/migrationcheck"
+	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -76,7 +76,7 @@ func TestMigrationHandoverChain(t *testing.T) {
 	term = final.Term
 	survivors := append([]*migPeer{b}, rest...)
 	h2 := r.start("host", "dedicated", signaling.KindHost, 0)
-	pollUntil(t, 20*time.Second, "the rejoined dedicated host takes over", func() error {
+	poll.Until(t, 20*time.Second, "the rejoined dedicated host takes over", func() error {
 		if st := h2.Status(); !st.IsHost {
 			return fmt.Errorf("h2: term %d host %d", st.Term, st.Host)
 		}
@@ -228,7 +228,7 @@ type migRoom struct {
 	url   string
 	tr    peer.Transport
 	log   zerolog.Logger
-	clock migClock
+	clock migrationcheck.Clock
 	wg    sync.WaitGroup
 	peers []*migPeer
 }
@@ -271,9 +271,9 @@ func (r *migRoom) start(user, device string, kind signaling.Kind, seed uint64) *
 	r.t.Helper()
 	game := arena.New(arena.Config{})
 	if seed != 0 {
-		game = arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: migMoveFor, Now: r.clock.now}})
+		game = arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: migMoveFor, Now: r.clock.Now}})
 	}
-	app := &migApp{Game: game}
+	app := &migApp{Bot: &migrationcheck.Bot{Game: game}}
 	p, err := peer.New(peer.Config{
 		Server: r.url, Room: "arena", User: user, Device: device, Kind: kind, App: app, Transport: r.tr,
 		Logger:         r.log.With().Str("who", user).Logger(),
@@ -294,7 +294,7 @@ func (r *migRoom) start(user, device string, kind signaling.Kind, seed uint64) *
 	}()
 	// Peers join one at a time, so that peer indexes (and the election's join order) follow
 	// the order of start calls.
-	pollUntil(r.t, 10*time.Second, user+" joined", func() error {
+	poll.Until(r.t, 10*time.Second, user+" joined", func() error {
 		if mp.Status().Self == 0 {
 			return errors.New("not joined yet")
 		}
@@ -305,7 +305,7 @@ func (r *migRoom) start(user, device string, kind signaling.Kind, seed uint64) *
 
 func (r *migRoom) waitHost(h *migPeer) {
 	r.t.Helper()
-	pollUntil(r.t, 10*time.Second, h.name+" hosts", func() error {
+	poll.Until(r.t, 10*time.Second, h.name+" hosts", func() error {
 		if !h.Status().IsHost {
 			return errors.New("not host yet")
 		}
@@ -316,7 +316,7 @@ func (r *migRoom) waitHost(h *migPeer) {
 // waitSynced waits until every peer follows host h and is synced.
 func (r *migRoom) waitSynced(peers []*migPeer, h *migPeer) {
 	r.t.Helper()
-	pollUntil(r.t, 20*time.Second, "every peer synced", func() error {
+	poll.Until(r.t, 20*time.Second, "every peer synced", func() error {
 		hs := h.Status()
 		for _, p := range peers {
 			if st := p.Status(); !st.Synced || st.Term != hs.Term || st.Host != hs.Self {
@@ -330,7 +330,7 @@ func (r *migRoom) waitSynced(peers []*migPeer, h *migPeer) {
 // waitLock waits until some member holds a lock on a box (as host h sees it).
 func (r *migRoom) waitLock(h *migPeer) {
 	r.t.Helper()
-	pollUntil(r.t, 20*time.Second, "a bot holds a box", func() error {
+	poll.Until(r.t, 20*time.Second, "a bot holds a box", func() error {
 		v, err := r.view(h)
 		if err != nil {
 			return err
@@ -345,8 +345,8 @@ func (r *migRoom) waitLock(h *migPeer) {
 // play lets the room run for d: part of the scenario, not a synchronisation.
 func (r *migRoom) play(d time.Duration) { time.Sleep(d) }
 
-func (r *migRoom) pause()  { r.clock.offset.Store(int64(10 * migMoveFor)) }
-func (r *migRoom) resume() { r.clock.offset.Store(0) }
+func (r *migRoom) pause()  { r.clock.Jump(10 * migMoveFor) }
+func (r *migRoom) resume() { r.clock.Resume() }
 
 // avatarOf returns member idx's avatar as p sees it.
 func (r *migRoom) avatarOf(p *migPeer, idx peer.PeerIndex) peer.Entity {
@@ -405,7 +405,7 @@ func (r *migRoom) record(peers []*migPeer) *migView {
 func (r *migRoom) converge(peers []*migPeer, term peer.Term) *migView {
 	r.t.Helper()
 	var final *migView
-	pollUntil(r.t, 40*time.Second, "survivors converged under a new host", func() error {
+	poll.Until(r.t, 40*time.Second, "survivors converged under a new host", func() error {
 		first := peers[0].Status()
 		for _, p := range peers {
 			st := p.Status()
@@ -442,7 +442,7 @@ func (r *migRoom) converge(peers []*migPeer, term peer.Term) *migView {
 func (r *migRoom) checkWrites(step string, peers []*migPeer, final *migView) {
 	r.t.Helper()
 	for _, p := range peers {
-		want := p.app.wrote()
+		want := p.app.Wrote()
 		if want == nil {
 			continue
 		}
@@ -480,21 +480,14 @@ func (r *migRoom) view(p *migPeer) (*migView, error) {
 	return v, nil
 }
 
-// migClock is the bots' clock: pausing it jumps it past MoveFor, so every bot stops writing
-// (handing back a box it holds); resuming lets them move again.
-type migClock struct{ offset atomic.Int64 }
-
-func (c *migClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
-
 // migApp is the arena with a log of host changes and syncs, the times at which other members'
 // avatars moved, and an optional kill switch for when this peer becomes the host.
 type migApp struct {
-	*arena.Game
+	*migrationcheck.Bot
 	mu      sync.Mutex // guards the following fields
 	events  []migEvent
 	updates []time.Time
 	onHost  func()
-	lastPos []byte // the avatar position this bot wrote last
 }
 
 type migEvent struct {
@@ -520,32 +513,6 @@ func (a *migApp) OnEvent(w *peer.World, ev peer.Event) {
 			a.updates = append(a.updates, time.Now())
 		}
 	}
-}
-
-// Tick runs the game and notes the avatar position the bot wrote, if it moved.
-func (a *migApp) Tick(w *peer.World, dt time.Duration) {
-	me, ok := w.AvatarOf(w.Self())
-	var before []byte
-	if ok {
-		v, _ := w.Get(me, arena.AvatarPos)
-		before = bytes.Clone(v)
-	}
-	a.Game.Tick(w, dt)
-	if !ok {
-		return
-	}
-	if after, _ := w.Get(me, arena.AvatarPos); !bytes.Equal(before, after) {
-		a.mu.Lock()
-		a.lastPos = bytes.Clone(after)
-		a.mu.Unlock()
-	}
-}
-
-// wrote returns the avatar position the bot wrote last.
-func (a *migApp) wrote() []byte {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.lastPos
 }
 
 func (a *migApp) killOnHost(kill func()) {
@@ -576,22 +543,6 @@ func (a *migApp) longestUpdateGap(from, to time.Time) time.Duration {
 		prev = at
 	}
 	return max(gap, to.Sub(prev))
-}
-
-// pollUntil polls cond every 20 ms until it holds, or fails the test after d.
-func pollUntil(t *testing.T, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached in %v: %v", what, d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // migView is the invariant's view of a replica (package migrationcheck).

@@ -25,7 +25,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +34,7 @@ import (
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/migrationcheck"
+	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -152,20 +152,12 @@ func raceEnabled() bool {
 	return false
 }
 
-// chaosClock is the bots' clock: pausing it jumps it past MoveFor, which makes every bot stop
-// writing (and hand back a box it holds); resuming lets them move again.
-type chaosClock struct{ offset atomic.Int64 }
-
-func (c *chaosClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *chaosClock) pause()         { c.offset.Store(int64(10 * chaosMoveFor)) }
-
 // chaosApp is the arena with a record of when each host term was announced and synced.
 type chaosApp struct {
-	*arena.Game
-	mu      sync.Mutex // guards the following fields
-	hostAt  map[peer.Term]time.Time
-	syncAt  map[peer.Term]time.Time
-	lastPos []byte // the avatar position this bot wrote last
+	*migrationcheck.Bot
+	mu     sync.Mutex // guards the following fields
+	hostAt map[peer.Term]time.Time
+	syncAt map[peer.Term]time.Time
 }
 
 // OnEvent runs on the peer's loop.
@@ -181,32 +173,6 @@ func (a *chaosApp) OnEvent(w *peer.World, ev peer.Event) {
 	case peer.EventSynced:
 		a.syncAt[ev.Term] = time.Now()
 	}
-}
-
-// Tick runs the game and notes the avatar position the bot wrote, if it moved.
-func (a *chaosApp) Tick(w *peer.World, dt time.Duration) {
-	me, ok := w.AvatarOf(w.Self())
-	var before []byte
-	if ok {
-		v, _ := w.Get(me, arena.AvatarPos)
-		before = bytes.Clone(v)
-	}
-	a.Game.Tick(w, dt)
-	if !ok {
-		return
-	}
-	if after, _ := w.Get(me, arena.AvatarPos); !bytes.Equal(before, after) {
-		a.mu.Lock()
-		a.lastPos = bytes.Clone(after)
-		a.mu.Unlock()
-	}
-}
-
-// wrote returns the avatar position the bot wrote last.
-func (a *chaosApp) wrote() []byte {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.lastPos
 }
 
 func (a *chaosApp) at(term peer.Term) (hostChanged, synced time.Time) {
@@ -236,7 +202,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	// The dedicated host process is elected.
 	var hostIdx peer.PeerIndex
 	var term0 peer.Term
-	chaosPoll(t, 30*time.Second, "dedicated host elected", func() error {
+	poll.Until(t, 30*time.Second, "dedicated host elected", func() error {
 		rooms, err := srv.Rooms(ctx)
 		if err != nil {
 			return err
@@ -253,7 +219,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	})
 
 	// Six bots in-process, each with its own loopback-only WebRTC API.
-	clk := &chaosClock{}
+	clk := &migrationcheck.Clock{}
 	var bots []*peer.Peer
 	var apps []*chaosApp
 	var wg sync.WaitGroup
@@ -263,7 +229,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	})
 	for i := range chaosBots {
 		user := fmt.Sprintf("bot%d", i)
-		app := &chaosApp{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed<<8 | uint64(i), MoveFor: chaosMoveFor, Now: clk.now}})}
+		app := &chaosApp{Bot: &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed<<8 | uint64(i), MoveFor: chaosMoveFor, Now: clk.Now}})}}
 		apps = append(apps, app)
 		api, err := link.NewAPI(link.Config{Logger: log.Level(zerolog.ErrorLevel)})
 		if err != nil {
@@ -291,7 +257,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 			}
 		}()
 	}
-	chaosPoll(t, 60*time.Second, "every bot synced from the dedicated host", func() error {
+	poll.Until(t, 60*time.Second, "every bot synced from the dedicated host", func() error {
 		for _, p := range bots {
 			if st := p.Status(); !st.Synced || st.Term != term0 || st.Host != hostIdx {
 				return fmt.Errorf("bot %d: synced %v, term %d host %d (want term %d host %d)", st.Self, st.Synced, st.Term, st.Host, term0, hostIdx)
@@ -310,7 +276,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	if stopEarly {
 		lead := time.Duration(rng.IntN(100)) * time.Millisecond
 		time.Sleep(played - lead)
-		clk.pause()
+		clk.Jump(10 * chaosMoveFor)
 		time.Sleep(lead)
 	} else {
 		time.Sleep(played)
@@ -338,7 +304,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	}
 
 	time.Sleep(time.Until(stopAt))
-	clk.pause()
+	clk.Jump(10 * chaosMoveFor)
 
 	// Every survivor follows one new host (a bot) under a newer term, and all replicas agree.
 	var final *chaosView
@@ -347,7 +313,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 			dumpDivergence(t, bots)
 		}
 	}()
-	chaosPoll(t, 60*time.Second, "survivors converged under a new host", func() error {
+	poll.Until(t, 60*time.Second, "survivors converged under a new host", func() error {
 		first := bots[0].Status()
 		for _, p := range bots {
 			st := p.Status()
@@ -398,7 +364,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 	// Every bot's avatar is where the bot last put it: timestamps alone cannot tell a value
 	// re-stamped from an older one.
 	for i, p := range bots {
-		want := apps[i].wrote()
+		want := apps[i].Wrote()
 		if got := final.Avatars[p.Status().Self]; want != nil && !bytes.Equal(got, want) {
 			violations = append(violations, fmt.Sprintf("bot %d's avatar is at %v, but the last position it wrote is %v",
 				p.Status().Self, arena.ParseVec(got), arena.ParseVec(want)))
@@ -486,22 +452,6 @@ func (s *syncBuffer) bytes() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return bytes.Clone(s.b.Bytes())
-}
-
-// chaosPoll polls cond every 20 ms until it holds, or fails the test after d.
-func chaosPoll(t *testing.T, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached in %v: %v", what, d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func readChaosView(ctx context.Context, p *peer.Peer) (*chaosView, error) {

@@ -5,33 +5,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/golden"
 )
 
 // The schema tables, fingerprints and value encodings the JavaScript schema module
 // (web/static/js/schema.js, tested by web/test/schema.test.js) must reproduce exactly.
 var crossDir = filepath.Join("..", "..", "testdata", "schema")
-
-var updateCross = boolFlag("update", "rewrite ../../testdata/schema from crosslang_test.go")
-
-// boolFlag defines a bool flag, or reuses one of that name that another test file of this test
-// binary already defined (two definitions would panic).
-func boolFlag(name, usage string) func() bool {
-	if f := flag.Lookup(name); f != nil {
-		return func() bool { return f.Value.String() == "true" }
-	}
-	p := flag.Bool(name, false, usage)
-	return func() bool { return *p }
-}
 
 type jProperty struct {
 	Name      string `json:"name"`
@@ -203,24 +190,7 @@ func TestCrossLanguageVectors(t *testing.T) {
 	}
 	files := map[string][]byte{"arena.json": arenaJSON, "tables.json": tablesJSON}
 	for name, got := range files {
-		path := filepath.Join(crossDir, name)
-		if updateCross() {
-			if err := os.MkdirAll(crossDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (write it with go test ./crdt/schema -run TestCrossLanguageVectors -update)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from what Go computes now (stale file or changed schemas: rewrite with -update "+
-				"and re-run the JavaScript tests)", path)
-		}
+		golden.Check(t, filepath.Join(crossDir, name), got, "go test ./crdt/schema -run TestCrossLanguageVectors -update")
 	}
 	if tablesJSON == nil || !bytes.Contains(arenaJSON, []byte(`"fingerprint"`)) {
 		t.Fatal("nothing to check")

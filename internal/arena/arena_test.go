@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -50,19 +51,6 @@ func (r *room) join(user string, kind signaling.Kind, g *arena.Game) *peer.Peer 
 	return p
 }
 
-func poll(t *testing.T, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 func hosting(p *peer.Peer) func() error {
 	return func() error {
 		if !p.Status().IsHost {
@@ -77,7 +65,7 @@ func hosting(p *peer.Peer) func() error {
 func TestBoxScoresAndRests(t *testing.T) {
 	r := newRoom(t)
 	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 3}))
-	poll(t, 5*time.Second, "host", hosting(host))
+	poll.Until(t, 5*time.Second, "host", hosting(host))
 	ctx := context.Background()
 	if err := host.Do(ctx, func(w *peer.World) {
 		box := w.EntitiesOf(arena.SchemaBox)[0]
@@ -90,7 +78,7 @@ func TestBoxScoresAndRests(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 10*time.Second, "goal scored and boxes at rest", func() error {
+	poll.Until(t, 10*time.Second, "goal scored and boxes at rest", func() error {
 		var err error
 		_ = host.Do(ctx, func(w *peer.World) {
 			s, _ := w.Get(peer.RoomEntity, arena.RoomScore)
@@ -115,14 +103,14 @@ func TestBoxScoresAndRests(t *testing.T) {
 func TestBotsGrabBoxes(t *testing.T) {
 	r := newRoom(t)
 	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 4}))
-	poll(t, 5*time.Second, "host", hosting(host))
+	poll.Until(t, 5*time.Second, "host", hosting(host))
 	var bots []*peer.Peer
 	for i := range 3 {
 		bots = append(bots, r.join(fmt.Sprintf("bot%d", i), signaling.KindBot,
 			arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: 6 * time.Second}})))
 	}
 	ctx := context.Background()
-	poll(t, 10*time.Second, "a bot holds a box", func() error {
+	poll.Until(t, 10*time.Second, "a bot holds a box", func() error {
 		held := false
 		_ = host.Do(ctx, func(w *peer.World) {
 			for _, b := range w.EntitiesOf(arena.SchemaBox) {
@@ -136,7 +124,7 @@ func TestBotsGrabBoxes(t *testing.T) {
 		}
 		return nil
 	})
-	poll(t, 30*time.Second, "equal replicas at rest", func() error {
+	poll.Until(t, 30*time.Second, "equal replicas at rest", func() error {
 		first := host.Status()
 		for _, b := range bots {
 			st := b.Status()
