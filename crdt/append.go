@@ -98,6 +98,6 @@ func (r *Replica) mergeAppend(e Entity, c ComponentID, ts Timestamp, data []byte
 	}
 	i := set.insertAt(ts, buf)
 	set.vals = slices.Insert(set.vals, i, appendVal{ts: ts, data: buf})
-	r.changes++
+	r.changed(e.Number())
 	return Applied
 }

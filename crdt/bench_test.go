@@ -147,9 +147,10 @@ func BenchmarkAppendState(b *testing.B) {
 	b.ReportMetric(float64(benchKeys)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
+// BenchmarkHash: a Hash after nothing changed (the sums are up to date).
 func BenchmarkHash(b *testing.B) {
 	r := benchReplica(b)
-	b.SetBytes(int64(len(r.AppendState(nil))))
+	r.Hash()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -157,13 +158,48 @@ func BenchmarkHash(b *testing.B) {
 	}
 }
 
-func BenchmarkBucketDigests(b *testing.B) {
+// BenchmarkHashFromScratch: the first Hash of a replica, every entity to sum.
+func BenchmarkHashFromScratch(b *testing.B) {
 	r := benchReplica(b)
-	var d []uint64
 	b.SetBytes(int64(len(r.AppendState(nil))))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		d = r.BucketDigests(64, d[:0])
+		for i := range r.dirty {
+			r.dirty[i] = ^uint64(0)
+		}
+		r.anyDirty = true
+		r.Hash()
+	}
+}
+
+// BenchmarkHashAfterMoves: 100 entities of the replica changed since the last Hash, as in a room
+// where 100 entities move every tick.
+func BenchmarkHashAfterMoves(b *testing.B) {
+	r := benchReplica(b)
+	r.Hash()
+	val := []byte("moved")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range 100 {
+			r.Put(NewEntity(uint16(512+(i*100+j)%benchEntities), 0), 1, val)
+		}
+		r.Hash()
+	}
+}
+
+// BenchmarkBucketDigests: 256 digests after 100 entities changed.
+func BenchmarkBucketDigests(b *testing.B) {
+	r := benchReplica(b)
+	d := r.BucketDigests(256, nil)
+	val := []byte("moved")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range 100 {
+			r.Put(NewEntity(uint16(512+(i*100+j)%benchEntities), 0), 1, val)
+		}
+		d = r.BucketDigests(256, d[:0])
 	}
 }

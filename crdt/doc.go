@@ -34,6 +34,8 @@
 // AppendState writes DELETE_ENTITY per deleted number (ascending number, highest version),
 // then every LWW entry as PUT_COMPONENT or DELETE_COMPONENT (ascending entity as a full 32-bit id,
 // then component), then every append value as APPEND_VALUE (ascending entity, component, then
-// timestamp and value). Hash is FNV-1a 64 over exactly those bytes; BucketDigests hashes the same
-// messages split by entity number % buckets. docs/protocol.md §3 is the full description.
+// timestamp and value). Hash is a set hash of exactly those messages (the sum of a 64-bit hash of
+// each), kept incrementally per entity number so that it costs the entities changed since the last
+// call; BucketDigests splits the same sum by entity number % buckets. docs/protocol.md §3 is the
+// full description.
 package crdt

@@ -105,54 +105,16 @@ func (r *Replica) RangeAppend(fn func(AppendEntry) bool) {
 	}
 }
 
-// FNV-1a 64 parameters.
-const (
-	fnvOffset uint64 = 14695981039346656037
-	fnvPrime  uint64 = 1099511628211
-)
-
-func fnv1a(h uint64, b []byte) uint64 {
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= fnvPrime
-	}
-	return h
-}
-
-// Modes of a stateWriter.
-const (
-	writeAppend = iota
-	writeHash
-	writeDigests
-)
-
-// stateWriter receives the canonical messages of a replica and appends, hashes or digests them.
+// stateWriter receives the canonical messages of a replica and appends those of its bucket.
 type stateWriter struct {
-	mode    int
 	dst     []byte
-	buckets uint32 // 0: every message (writeAppend, writeHash)
+	buckets uint32 // 0: every message
 	bucket  uint32
-	hash    uint64
-	digests []uint64 // writeDigests: one running hash per bucket
 }
 
 func (w *stateWriter) emit(m *Message) {
-	switch w.mode {
-	case writeAppend:
-		if w.buckets == 0 || uint32(m.Entity.Number())%w.buckets == w.bucket {
-			w.dst = AppendMessage(w.dst, m)
-		}
-	case writeHash:
-		start := len(w.dst)
+	if w.buckets == 0 || uint32(m.Entity.Number())%w.buckets == w.bucket {
 		w.dst = AppendMessage(w.dst, m)
-		w.hash = fnv1a(w.hash, w.dst[start:])
-		w.dst = w.dst[:start]
-	case writeDigests:
-		start := len(w.dst)
-		w.dst = AppendMessage(w.dst, m)
-		b := uint32(m.Entity.Number()) % w.buckets
-		w.digests[b] = fnv1a(w.digests[b], w.dst[start:])
-		w.dst = w.dst[:start]
 	}
 }
 
@@ -188,7 +150,7 @@ func (r *Replica) walk(w *stateWriter) {
 // PUT_COMPONENT / DELETE_COMPONENT for every LWW entry, then APPEND_VALUE for every append value,
 // each group in ascending order (see doc.go). Two replicas with equal state write equal bytes.
 func (r *Replica) AppendState(dst []byte) []byte {
-	w := stateWriter{mode: writeAppend, dst: dst}
+	w := stateWriter{dst: dst}
 	r.walk(&w)
 	return w.dst
 }
@@ -203,44 +165,9 @@ func (r *Replica) AppendBucketState(dst []byte, bucket, buckets int) []byte {
 	if bucket < 0 || bucket >= buckets {
 		return dst
 	}
-	w := stateWriter{mode: writeAppend, dst: dst, buckets: uint32(buckets), bucket: uint32(bucket)}
+	w := stateWriter{dst: dst, buckets: uint32(buckets), bucket: uint32(bucket)}
 	r.walk(&w)
 	return w.dst
-}
-
-// Hash returns the FNV-1a 64 hash of the bytes AppendState would write. Two replicas with equal
-// state have equal hashes; the empty state hashes to the FNV offset basis 0xcbf29ce484222325.
-func (r *Replica) Hash() uint64 {
-	w := stateWriter{mode: writeHash, dst: r.scratch[:0], hash: fnvOffset}
-	r.walk(&w)
-	r.keepScratch(w.dst)
-	return w.hash
-}
-
-// BucketDigests appends one digest per bucket to dst: digest b is the FNV-1a 64 hash of
-// AppendBucketState(nil, b, buckets). Replicas compare digests to find the buckets whose state
-// differs and exchange only those. buckets below 1 count as 1.
-func (r *Replica) BucketDigests(buckets int, dst []uint64) []uint64 {
-	if buckets < 1 {
-		buckets = 1
-	}
-	start := len(dst)
-	for range buckets {
-		dst = append(dst, fnvOffset)
-	}
-	w := stateWriter{mode: writeDigests, dst: r.scratch[:0], buckets: uint32(buckets), digests: dst[start:]}
-	r.walk(&w)
-	r.keepScratch(w.dst)
-	return dst
-}
-
-// keepScratch keeps a message-sized scratch buffer for the next hash, but not a huge one.
-func (r *Replica) keepScratch(b []byte) {
-	if cap(b) <= shrinkThreshold {
-		r.scratch = b[:0]
-	} else {
-		r.scratch = nil
-	}
 }
 
 // MergeStream merges every message of a concatenated stream (an AppendState export, a scene
@@ -315,4 +242,55 @@ func (r *Replica) AppendCorrection(dst []byte, m *Message) []byte {
 		return AppendMessage(dst, &c)
 	}
 	return dst
+}
+
+// LiveVersion returns the version of entity number n that holds entries, if any: at most one
+// version of a number holds entries at a time.
+func (r *Replica) LiveVersion(n uint16) (version uint16, ok bool) {
+	if rec := r.nums[n]; rec != nil {
+		return rec.version, true
+	}
+	return 0, false
+}
+
+// RangeEntity calls fn for every LWW entry of entity e, in ascending component order, until fn
+// returns false, and reports whether it ran to the end. Together with LiveVersion it lets a
+// caller read part of the state (a few digest buckets) without walking the whole of it. fn must
+// not modify the replica.
+func (r *Replica) RangeEntity(e Entity, fn func(Entry) bool) bool {
+	rec := r.nums[e.Number()]
+	if rec == nil || rec.version != e.Version() {
+		return true
+	}
+	for _, c := range rec.lww {
+		s := r.lww.find(lwwKey(e, c))
+		en := Entry{Entity: e, Component: c, Timestamp: s.ts}
+		if s.ref&refTomb != 0 {
+			en.Deleted = true
+		} else {
+			en.Data = *r.lww.data(s)
+		}
+		if !fn(en) {
+			return false
+		}
+	}
+	return true
+}
+
+// RangeEntityAppend calls fn for every append value of entity e: components in ascending order,
+// values within one in ascending (timestamp, value) order, until fn returns false, and reports
+// whether it ran to the end. fn must not modify the replica.
+func (r *Replica) RangeEntityAppend(e Entity, fn func(AppendEntry) bool) bool {
+	rec := r.nums[e.Number()]
+	if rec == nil || rec.version != e.Version() {
+		return true
+	}
+	for _, c := range rec.app {
+		for _, v := range r.app[lwwKey(e, c)].vals {
+			if !fn(AppendEntry{Entity: e, Component: c, Timestamp: v.ts, Data: v.data}) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -23,7 +23,7 @@ func (r *Replica) WriteAt(e Entity, c ComponentID, ts Timestamp, data []byte, de
 			return NoChange
 		}
 		r.lww.set(s, data, state)
-		r.changes++
+		r.changed(e.Number())
 		return Applied
 	}
 	return r.mergeLWW(e, c, ts, data, state)

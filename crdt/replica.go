@@ -3,6 +3,7 @@ package crdt
 import (
 	"bytes"
 	"math"
+	"slices"
 )
 
 // DefaultAppendRetention is how many values an append set keeps when Config.AppendRetention is zero.
@@ -26,8 +27,8 @@ type Config struct {
 // deletes every lower version, so at most one version of a number holds entries at a time.
 type numRec struct {
 	version uint16
-	lww     []ComponentID
-	app     []ComponentID
+	lww     []ComponentID // ascending
+	app     []ComponentID // ascending
 }
 
 // Replica is one ADR-117 replica: the LWW map, the deleted-entity set, the append sets and a
@@ -56,6 +57,13 @@ type Replica struct {
 
 	// changes counts modifications of the state (not of the clock), see Changes.
 	changes uint64
+
+	// The set hash (digest.go): per entity number, the sum of its messages' element hashes, in
+	// pages of 256 numbers allocated on first use; their total; and the numbers changed since.
+	sums     [256]*[256]uint64
+	total    uint64
+	dirty    [1024]uint64
+	anyDirty bool
 }
 
 // New returns an empty replica.
@@ -161,7 +169,7 @@ func (r *Replica) admit(e Entity) bool {
 // raiseDeleted records version ver of number n as deleted (it must exceed the recorded one)
 // and removes the entries of every version ≤ ver of n.
 func (r *Replica) raiseDeleted(n, ver uint16) {
-	r.changes++
+	r.changed(n)
 	p := r.del[n>>8]
 	if p == nil {
 		p = new([256]uint32)
@@ -211,11 +219,15 @@ func (r *Replica) index(e Entity, c ComponentID, app bool) {
 	}
 	// rec.version == e.Version() here: admit removed lower versions, and a higher live
 	// version would have made admit refuse e.
+	// The component lists stay sorted: an entity has a handful of components, and hashing
+	// and RangeEntity read them in order.
 	if app {
-		rec.app = append(rec.app, c)
+		i, _ := slices.BinarySearch(rec.app, c)
+		rec.app = slices.Insert(rec.app, i, c)
 		r.appOrderOK = false
 	} else {
-		rec.lww = append(rec.lww, c)
+		i, _ := slices.BinarySearch(rec.lww, c)
+		rec.lww = slices.Insert(rec.lww, i, c)
 		r.lwwOrderOK = false
 	}
 }
@@ -268,7 +280,7 @@ func (r *Replica) mergeLWW(e Entity, c ComponentID, ts Timestamp, data []byte, s
 	}
 	s.ts = ts
 	r.lww.set(s, data, state)
-	r.changes++
+	r.changed(e.Number())
 	return Applied
 }
 

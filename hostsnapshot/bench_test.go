@@ -92,3 +92,31 @@ func BenchmarkApply10k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMigrationSnapshot10k is the snapshot of a migration between two nearly equal
+// 10,000-entity replicas: 3 of 256 buckets differ, so the host builds and the member applies
+// those 3 buckets. Its cost should follow the buckets, not the world.
+func BenchmarkMigrationSnapshot10k(b *testing.B) {
+	src := benchWorld(b)
+	dst := clone(b, src)
+	cover := Only(256, 1, 100, 200)
+	var snap, got netmsg.HostSnapshot
+	var wire, corr []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		Build(&snap, src, benchTable, Options{Cover: cover})
+		wire = netmsg.AppendHostSnapshot(wire[:0], &snap)
+		if _, err := netmsg.ConsumeHostSnapshot(wire, &got); err != nil {
+			b.Fatal(err)
+		}
+		var err error
+		if _, corr, err = Apply(dst, benchTable, &got, dst.Merge, corr[:0]); err != nil {
+			b.Fatal(err)
+		}
+		if len(corr) != 0 {
+			b.Fatal("corrections from an equal replica")
+		}
+	}
+	b.SetBytes(int64(len(wire)))
+}

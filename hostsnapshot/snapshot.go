@@ -59,28 +59,22 @@ func Build(dst *netmsg.HostSnapshot, r *crdt.Replica, t *schema.Table, o Options
 	}
 	b := builder{r: r, t: t, cover: o.Cover}
 	b.stream = make([]byte, 0, 1024)
-	r.RangeDeleted(func(number, version uint16) bool {
-		if b.cover.Number(number) {
-			m := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
-			b.stream = crdt.AppendMessage(b.stream, &m)
-		}
-		return true
-	})
-	r.Range(func(e crdt.Entry) bool {
+	walkCover(r, o.Cover, func(number, version uint16) {
+		m := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
+		b.stream = crdt.AppendMessage(b.stream, &m)
+	}, func(e crdt.Entry) {
 		if len(b.entries) > 0 && b.entries[0].Entity != e.Entity {
 			b.flush()
 		}
 		b.entries = append(b.entries, e)
-		return true
+	}, func(a crdt.AppendEntry) {
+		if len(b.entries) > 0 {
+			b.flush() // the last entity's entries, before the first append value
+		}
+		m := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
+		b.stream = crdt.AppendMessage(b.stream, &m)
 	})
 	b.flush()
-	r.RangeAppend(func(a crdt.AppendEntry) bool {
-		if b.cover.Number(a.Entity.Number()) {
-			m := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
-			b.stream = crdt.AppendMessage(b.stream, &m)
-		}
-		return true
-	})
 
 	dst.HostTime = uint64(r.Clock())
 	dst.LocalPeerIndex, dst.HostPeerIndex = o.LocalPeerIndex, o.HostPeerIndex
@@ -427,43 +421,30 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 	streamed.sortFrom(0)
 	r.ObserveClock(h.info.Clock)
 
-	cover := h.info.Cover
-	r.RangeDeleted(func(number, version uint16) bool {
-		if cover.Number(number) {
-			if v, ok := seenDeleted[number]; !ok || v < version {
-				c := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
-				corrections = crdt.AppendMessage(corrections, &c)
-			}
+	walkCover(r, h.info.Cover, func(number, version uint16) {
+		if v, ok := seenDeleted[number]; !ok || v < version {
+			c := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
+			corrections = crdt.AppendMessage(corrections, &c)
 		}
-		return true
-	})
-	r.Range(func(en crdt.Entry) bool {
-		if !cover.Number(en.Entity.Number()) {
-			return true
-		}
+	}, func(en crdt.Entry) {
 		k := uint64(en.Entity)<<32 | uint64(en.Component)
 		sv := spawned.find(k)
 		if sr := streamed.find(k); sr != nil {
 			sv = sr
 		}
 		if sv != nil && sv.ts == en.Timestamp && sv.deleted == en.Deleted && bytes.Equal(sv.data, en.Data) {
-			return true
+			return
 		}
 		c := crdt.Message{Type: crdt.PutComponent, Entity: en.Entity, Component: en.Component, Timestamp: en.Timestamp, Data: en.Data}
 		if en.Deleted {
 			c.Type, c.Data = crdt.DeleteComponent, nil
 		}
 		corrections = crdt.AppendMessage(corrections, &c)
-		return true
-	})
-	r.RangeAppend(func(a crdt.AppendEntry) bool {
-		if cover.Number(a.Entity.Number()) {
-			if _, ok := seenAppend[appendKey(a.Entity, a.Component, a.Timestamp, a.Data)]; !ok {
-				c := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
-				corrections = crdt.AppendMessage(corrections, &c)
-			}
+	}, func(a crdt.AppendEntry) {
+		if _, ok := seenAppend[appendKey(a.Entity, a.Component, a.Timestamp, a.Data)]; !ok {
+			c := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
+			corrections = crdt.AppendMessage(corrections, &c)
 		}
-		return true
 	})
 	return h.info, corrections, nil
 }

@@ -1,10 +1,11 @@
 // The ADR-117 replica against the @dcl/ecs differential vectors, the Go cross-language vectors
-// (testdata/crdt/hashes.json), hand-made rules and randomized inputs.
+// (testdata/crdt/hashes.json), hand-made rules and randomized inputs; the set hash (fnv.js) against
+// BigInt references and the incremental hash and digests against a from-scratch sum.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as crdt from '../static/js/crdt.js';
 import { ProtocolError } from '../static/js/netmsg.js';
-import { fnv1a64, FNV_OFFSET } from '../static/js/fnv.js';
+import { fnv1a64, FNV_OFFSET, fmix64, elementHash, elementHashAdd, u64Add, u64Sub, u64Array, u64Value } from '../static/js/fnv.js';
 import { readJSON, fromHex, toHex, hex16, Rng } from './helpers.js';
 
 const { MessageType: MT, Replica } = crdt;
@@ -12,6 +13,40 @@ const dcl = readJSON('crdt/testdata/dcl/vectors.json');
 const cross = readJSON('testdata/crdt/hashes.json');
 
 const ORDERS = 24;
+const M64 = (1n << 64n) - 1n;
+
+/** BigInt reference of MurmurHash3 fmix64. */
+function refFmix64(x) {
+  x &= M64;
+  x ^= x >> 33n;
+  x = (x * 0xff51afd7ed558ccdn) & M64;
+  x ^= x >> 33n;
+  x = (x * 0xc4ceb9fe1a85ec53n) & M64;
+  x ^= x >> 33n;
+  return x;
+}
+
+/** BigInt reference of FNV-1a 64, one BigInt step per byte. */
+function refFnv(bytes) {
+  let h = FNV_OFFSET;
+  for (const x of bytes) h = ((h ^ BigInt(x)) * 0x100000001b3n) & M64;
+  return h;
+}
+
+/**
+ * The set hash of a canonical stream computed from scratch, the definition of docs/protocol.md
+ * §3: the sum mod 2⁶⁴ of elementHash over its messages (elementHash is checked against the BigInt
+ * reference by its own test).
+ */
+function setHash(stream) {
+  let sum = 0n;
+  for (let off = 0; off < stream.length;) {
+    const { n } = crdt.decodeMessage(stream, off);
+    sum = (sum + elementHash(stream, off, off + n)) & M64;
+    off += n;
+  }
+  return sum;
+}
 
 /** Delivers msgs into a new replica in a random order, some twice, some stray duplicates. */
 function deliver(rng, msgs, cfg) {
@@ -124,12 +159,14 @@ test('cross-language vectors: Go and JS compute identical state, hash, digests, 
       const state = r.appendState();
       assert.equal(toHex(state), c.state, 'appendState');
       assert.equal(hex16(r.hash()), c.hash, 'hash');
-      assert.equal(r.hash(), fnv1a64(state));
+      assert.equal(r.hash(), setHash(state));
       const d256 = r.bucketDigests(256);
       assert.equal(d256.length, 256);
       for (let b = 0; b < 256; b++) {
-        assert.equal(hex16(d256[b]), c.digests256[String(b)] ?? hex16(FNV_OFFSET), `bucket ${b}`);
+        // Go omits the buckets whose digest is 0 (empty ones).
+        assert.equal(hex16(d256[b]), c.digests256[String(b)] ?? '0000000000000000', `bucket ${b}`);
       }
+      assert.equal(d256.reduce((a, x) => (a + x) & M64, 0n), r.hash(), 'the digests add up to the hash');
       assert.deepEqual([...r.bucketDigests(7)].map(hex16), c.digests7);
       assert.equal(toHex(r.bucketState(5, 7)), c.bucket5of7);
       assert.deepEqual(r.stateJSON(), c.stateJSON);
@@ -164,9 +201,93 @@ test('state hash golden (docs/protocol.md §3)', () => {
       '1400000002000000000200000200000002000000' +
       '190000000400000000020000030000000300000001000000ff',
   );
-  assert.equal(r.hash(), 0xe294e18bfb34ad10n);
-  assert.equal(new Replica().hash(), 0xcbf29ce484222325n);
-  assert.deepEqual([...new Replica().bucketDigests(3)], [FNV_OFFSET, FNV_OFFSET, FNV_OFFSET]);
+  // Element hashes of the four messages, then their sum (crdt.TestHashGolden).
+  const state = r.appendState();
+  const elems = [];
+  for (let off = 0; off < state.length;) {
+    const { n } = crdt.decodeMessage(state, off);
+    elems.push(elementHash(state, off, off + n));
+    off += n;
+  }
+  assert.deepEqual(elems, [0x7ce2255786bcb4f3n, 0x5d5e04077e1061cdn, 0xbf557037860aff7dn, 0x80880e599274f22an]);
+  assert.equal(r.hash(), 0x1a1da7f01d4d0867n);
+  assert.deepEqual([...r.bucketDigests(2)], [(0x1a1da7f01d4d0867n - 0x7ce2255786bcb4f3n) & M64, 0x7ce2255786bcb4f3n]);
+  assert.deepEqual([...r.bucketDigests(1)], [0x1a1da7f01d4d0867n]);
+  assert.equal(new Replica().hash(), 0n);
+  assert.deepEqual([...new Replica().bucketDigests(3)], [0n, 0n, 0n]);
+  // The returned digests are the caller's: changing them changes nothing in the replica.
+  const d = r.bucketDigests(2);
+  d[0] = 5n;
+  assert.equal(r.bucketDigests(2)[0], (0x1a1da7f01d4d0867n - 0x7ce2255786bcb4f3n) & M64);
+  // Deleting everything of 512 leaves the DELETE_ENTITY of 513 and its 512 v0 counterpart.
+  r.deleteEntity(512);
+  const del512 = elementHash(crdt.encodeMessage({ type: MT.DeleteEntity, entity: 512 }));
+  assert.equal(r.hash(), (0x7ce2255786bcb4f3n + del512) & M64);
+  assert.deepEqual([...r.bucketDigests(2)], [del512, 0x7ce2255786bcb4f3n]);
+});
+
+test('fmix64 and the element hash match BigInt references', () => {
+  for (const x of [0n, 1n, M64, 1n << 63n, 0xffffffffn, 1n << 32n, 0xff51afd7ed558ccdn, 0xc4ceb9fe1a85ec53n]) {
+    assert.equal(fmix64(x), refFmix64(x), hex16(x));
+  }
+  const rng = new Rng(99);
+  for (let i = 0; i < 20000; i++) {
+    // Random words, sometimes with long runs of 0 or 1 bits (carries across the 16-bit limbs).
+    let hi = rng.next();
+    let lo = rng.next();
+    if (rng.int(4) === 0) lo = rng.int(2) ? lo | 0xffff0000 : lo & 0xffff;
+    if (rng.int(4) === 0) hi = rng.int(2) ? 0xffffffff : 0;
+    const x = (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
+    assert.equal(fmix64(x), refFmix64(x), hex16(x));
+  }
+  assert.equal(fmix64(-1n), refFmix64(M64), 'taken mod 2^64');
+  for (let i = 0; i < 300; i++) {
+    const b = rng.bytes(rng.int(70));
+    const start = rng.int(b.length + 1);
+    const end = start + rng.int(b.length - start + 1);
+    const want = refFmix64(refFnv(b.subarray(start, end)));
+    assert.equal(elementHash(b, start, end), want);
+    // elementHashAdd accumulates mod 2^64 into a (high, low) pair.
+    const acc = new Uint32Array(4);
+    const base = (BigInt(rng.next()) << 32n) | BigInt(rng.next());
+    acc[2] = Number(base >> 32n);
+    acc[3] = Number(base & 0xffffffffn);
+    elementHashAdd(acc, 1, b, start, end);
+    assert.equal(u64Value(acc, 1), (base + want) & M64);
+    assert.equal(u64Value(acc, 0), 0n, 'the other pair is untouched');
+  }
+});
+
+test('u64 pair sums carry and borrow between the halves', () => {
+  const rng = new Rng(5);
+  const pick = () => {
+    switch (rng.int(4)) {
+      case 0:
+        return M64 - BigInt(rng.int(3));
+      case 1:
+        return BigInt(rng.int(3)) + (BigInt(rng.int(2)) << 32n) + (rng.int(2) ? 0xffffffffn : 0n);
+      default:
+        return (BigInt(rng.next()) << 32n) | BigInt(rng.next());
+    }
+  };
+  const set = (p, i, x) => {
+    p[2 * i] = Number(x >> 32n);
+    p[2 * i + 1] = Number(x & 0xffffffffn);
+  };
+  for (let i = 0; i < 2000; i++) {
+    const a = pick();
+    const b = pick();
+    const p = new Uint32Array(4);
+    set(p, 0, a);
+    set(p, 1, b);
+    u64Add(p, 0, p, 1);
+    assert.equal(u64Value(p, 0), (a + b) & M64);
+    set(p, 0, a);
+    u64Sub(p, 0, p, 1);
+    assert.equal(u64Value(p, 0), (a - b) & M64);
+  }
+  const p = new Uint32Array([0x01234567, 0x89abcdef, 0xffffffff, 0]);
+  assert.deepEqual([...u64Array(p, 2)], [0x0123456789abcdefn, 0xffffffff00000000n]);
 });
 
 test('decoder errors follow Go (code and offset of the message)', async (t) => {
@@ -364,12 +485,86 @@ test('property: merge is order- and duplicate-independent; digests split the has
     const parts = [];
     for (let b = 0; b < buckets; b++) {
       const bs = ref.bucketState(b, buckets);
-      assert.equal(digests[b], fnv1a64(bs));
+      assert.equal(digests[b], setHash(bs));
       parts.push(bs);
     }
+    assert.equal(ref.hash(), setHash(ref.appendState()));
     // Every canonical message lands in exactly one bucket.
     assert.equal(parts.reduce((n, p) => n + p.length, 0), ref.appendState().length);
     assert.equal(ref.bucketState(buckets, buckets).length, 0);
+  }
+});
+
+/** Compares hash() and bucketDigests(buckets) with the from-scratch sums of the export. */
+function checkSums(r, step, buckets) {
+  const hash = r.hash();
+  assert.equal(hash, setHash(r.appendState()), `step ${step}: hash`);
+  const d = r.bucketDigests(buckets);
+  let total = 0n;
+  for (let b = 0; b < buckets; b++) {
+    assert.equal(d[b], setHash(r.bucketState(b, buckets)), `step ${step}: digest ${b} of ${buckets}`);
+    total = (total + d[b]) & M64;
+  }
+  assert.equal(total, hash, `step ${step}: the digests of ${buckets} buckets add up to the hash`);
+}
+
+test('the incremental hash and digests equal the from-scratch sums after every kind of change', () => {
+  // As crdt.TestHashIncremental: values, tombstones, append values and evictions, explicit and
+  // implicit deletions, writeAt replacing at its own stamp, local writes; checked after every
+  // change, after 5 and after 50.
+  for (const every of [1, 5, 50]) {
+    const rng = new Rng(11 + every);
+    const r = new Replica({ appendRetention: 3 });
+    // Most checks reuse one bucket count (the kept digests move with each change); some switch.
+    const usual = 7;
+    for (let step = 0; step < 1500; step++) {
+      const m = randomMessage(rng);
+      // Spread the numbers over several pages and buckets, up to the last page. Versions follow the
+      // deleted version, so that deleted numbers come back to life: mostly the next live version,
+      // sometimes a deleted one (ignored) or one above (an implicit deletion).
+      const n = crdt.entityNumber(m.entity) + [0, 300, 600, 64800][rng.int(4)];
+      const dv = r.deletedVersion(n);
+      const live = dv === undefined ? 0 : dv + 1;
+      const k = rng.int(10);
+      m.entity = crdt.entityOf(n, k === 0 ? Math.max(0, live - 1) : k === 1 ? live + 1 : live);
+      // Local writes tick the clock: keep the timestamps near it, so that merges win, tie and lose.
+      m.timestamp = Math.max(0, r.clock - 2 + rng.int(4));
+      switch (rng.int(12)) {
+        case 0:
+        case 1: {
+          if (m.type === MT.PutComponent || m.type === MT.PutComponentNetwork || m.type === MT.DeleteComponent) {
+            // Often at the entry's own stamp: writeAt replaces it whatever the values.
+            const cur = r.get(m.entity, m.component);
+            const ts = cur !== undefined && rng.int(2) === 0 ? cur.ts : m.timestamp;
+            r.writeAt(m.entity, m.component, ts, m.data, m.type === MT.DeleteComponent);
+          } else r.merge(m);
+          break;
+        }
+        case 2:
+          r.put(m.entity, m.component, m.data ?? new Uint8Array(0));
+          break;
+        case 3:
+          r.appendValue(m.entity, m.component, m.data ?? Uint8Array.of(1));
+          break;
+        case 4:
+          if (rng.int(4) === 0) r.deleteEntity(m.entity);
+          else r.deleteComponent(m.entity, m.component);
+          break;
+        default:
+          r.merge(m);
+      }
+      if (step % every === 0) {
+        checkSums(r, step, step % (every * 10) === 0 ? [1, 2, 256][rng.int(3)] : usual);
+      }
+    }
+    checkSums(r, -1, usual);
+    checkSums(r, -1, 256);
+    assert.ok(r.liveEntities >= 8 && r.size >= 16, `a state worth hashing: ${r.liveEntities} entities, ${r.size} entries`);
+    // A replica built from the export hashes the same, though its sums were built in another order.
+    const cp = new Replica({ appendRetention: 3 });
+    cp.mergeStream(r.appendState());
+    assert.equal(cp.hash(), r.hash());
+    assert.deepEqual([...cp.bucketDigests(256)], [...r.bucketDigests(256)]);
   }
 });
 

@@ -1,7 +1,7 @@
 // Concord's ADR-117 replica, exactly as the Go package crdt (the reference): the @dcl/ecs 7.x
 // wire codec, the merge rules that converge in every delivery order, the Lamport clock, and the
-// canonical export, hash and bucket digests (byte-identical to Go's). docs/protocol.md §3
-// is the specification.
+// canonical export, hash and bucket digests (equal to Go's). docs/protocol.md §3 is the
+// specification.
 //
 // Entities, component ids and timestamps are numbers (u32). An entity is version << 16 | number.
 // A message is {type, entity, component, timestamp, networkId, data}: data is a Uint8Array for
@@ -10,7 +10,7 @@
 // bad_length or too_large; offset = start of the malformed message).
 
 import { ProtocolError } from './netmsg.js';
-import { fnvStates, fnvUpdate, fnvValue, fnv1a64 } from './fnv.js';
+import { elementHashAdd, u64Add, u64Array, u64IsZero, u64Sub, u64Value } from './fnv.js';
 
 /** ADR-117 message types as @dcl/ecs 7.x numbers them. */
 export const MessageType = Object.freeze({
@@ -45,6 +45,10 @@ const PUT_NET_HEADER = 28;
 const LEGACY_DEN_LENGTH = 12;
 const MAX_U32 = 0xffffffff;
 const EMPTY = new Uint8Array(0);
+/** A hash scratch buffer larger than this is dropped after use rather than kept (as Go's). */
+const SHRINK_THRESHOLD = 64 << 10;
+/** Pages of per-number sums: 256 pages of 256 numbers, each a (high, low) pair. */
+const SUM_PAGES = 256;
 
 /**
  * Composes an entity id from its number and version.
@@ -410,6 +414,10 @@ class NumRec {
   }
 }
 
+// Scratch pairs of the hash refresh (one replica refreshes at a time: JS runs one task at once).
+const SUM = new Uint32Array(2);
+const DELTA = new Uint32Array(2);
+
 function dataOf(d) {
   if (d === null || d === undefined) return EMPTY;
   if (!(d instanceof Uint8Array)) throw new TypeError('crdt: data must be a Uint8Array');
@@ -433,6 +441,21 @@ export class Replica {
   /** @type {number[]|null} cached ascending keys of #deleted */
   #delOrder;
   #lwwCount;
+  // The set hash, kept incrementally as Go's crdt/digest.go keeps it: pair n & 0xff of page
+  // #sums[n >> 8] is the sum of the element hashes of entity number n's canonical messages (a page
+  // is created when one of its numbers first has a non-zero sum), #total the sum of them all. A state change marks its
+  // number in #dirtyBits/#dirtyList; hash() and bucketDigests() recompute only those numbers.
+  /** @type {(Uint32Array|undefined)[]} */
+  #sums = new Array(SUM_PAGES);
+  #total = new Uint32Array(2);
+  /** @type {Uint32Array|null} one bit per entity number, allocated at the first change */
+  #dirtyBits = null;
+  /** @type {number[]} the numbers whose bit is set, each once */
+  #dirtyList = [];
+  /** @type {{buckets: number, sums: Uint32Array}|null} the digests of the last bucket count asked for, kept current */
+  #bucketSums = null;
+  /** @type {Buf|null} message scratch for the element hashes */
+  #scratch = null;
 
   /**
    * @param {{appendRetention?: number, maxMessageSize?: number}} [cfg] appendRetention: values
@@ -486,6 +509,7 @@ export class Replica {
 
   /** Records version ver of number n as deleted and removes every entry of versions ≤ ver. */
   #raiseDeleted(n, ver) {
+    this.#changed(n);
     if (!this.#deleted.has(n)) this.#delOrder = null;
     this.#deleted.set(n, ver);
     const rec = this.#nums.get(n);
@@ -524,6 +548,7 @@ export class Replica {
       rec.lww.set(c, { ts, data: data === null ? null : data.slice() });
       rec.lwwOrder = null;
       this.#lwwCount++;
+      this.#changed(e & 0xffff);
       return Outcome.Applied;
     }
     if (ts < s.ts) return Outcome.Outdated;
@@ -534,6 +559,7 @@ export class Replica {
     }
     s.ts = ts;
     s.data = data === null ? null : data.slice();
+    this.#changed(e & 0xffff);
     return Outcome.Applied;
   }
 
@@ -567,6 +593,7 @@ export class Replica {
       else hi = mid;
     }
     set.splice(lo, 0, { ts, data: buf });
+    this.#changed(e & 0xffff);
     return Outcome.Applied;
   }
 
@@ -622,6 +649,7 @@ export class Replica {
     if (s !== undefined && s.ts === ts) {
       if (compareValues(s.data, d) === 0) return Outcome.NoChange;
       s.data = d === null ? null : d.slice();
+      this.#changed(entity & 0xffff);
       return Outcome.Applied;
     }
     return this.#mergeLWW(entity, component, ts, d);
@@ -781,15 +809,14 @@ export class Replica {
   }
 
   /**
-   * Calls emit(buf, number) after writing each canonical message into buf, where number is the
-   * message's entity number; the whole state if bucket < 0, else only number % buckets === bucket.
+   * Writes the canonical messages into buf: the whole state if bucket < 0, else only those whose
+   * entity number % buckets === bucket.
    */
-  #walk(buf, buckets, bucket, emit) {
+  #walk(buf, buckets, bucket) {
     const want = (n) => bucket < 0 || n % buckets === bucket;
     for (const n of this.#sortedDeleted()) {
       if (!want(n)) continue;
       buf.msg(T.DeleteEntity, this.#deleted.get(n) * 65536 + n, 0, 0, 0, null);
-      if (emit) emit(n);
     }
     const recs = this.#sortedNums();
     for (const rec of recs) {
@@ -798,7 +825,6 @@ export class Replica {
         const s = rec.lww.get(c);
         if (s.data === null) buf.msg(T.DeleteComponent, rec.entity, c, s.ts, 0, null);
         else buf.msg(T.PutComponent, rec.entity, c, s.ts, 0, s.data);
-        if (emit) emit(rec.number);
       }
     }
     for (const rec of recs) {
@@ -806,7 +832,6 @@ export class Replica {
       for (const c of rec.sortedApp()) {
         for (const v of rec.app.get(c)) {
           buf.msg(T.AppendValue, rec.entity, c, v.ts, 0, v.data);
-          if (emit) emit(rec.number);
         }
       }
     }
@@ -820,7 +845,7 @@ export class Replica {
    */
   appendState() {
     const buf = new Buf(1024);
-    this.#walk(buf, 1, -1, null);
+    this.#walk(buf, 1, -1);
     return buf.result();
   }
 
@@ -835,36 +860,127 @@ export class Replica {
     if (!(buckets >= 1)) buckets = 1;
     if (!(bucket >= 0 && bucket < buckets)) return new Uint8Array(0);
     const buf = new Buf(256);
-    this.#walk(buf, buckets, bucket, null);
+    this.#walk(buf, buckets, bucket);
     return buf.result();
   }
 
-  /**
-   * FNV-1a 64 of appendState(), as Go's Hash. The empty state hashes to 0xcbf29ce484222325.
-   * @returns {bigint}
-   */
-  hash() {
-    return fnv1a64(this.appendState());
+  /** Marks entity number n as changed since the last hash (Go's changed). */
+  #changed(n) {
+    let bits = this.#dirtyBits;
+    if (bits === null) bits = this.#dirtyBits = new Uint32Array(65536 / 32);
+    const w = n >>> 5;
+    const m = 1 << (n & 31);
+    if ((bits[w] & m) === 0) {
+      bits[w] |= m;
+      this.#dirtyList.push(n);
+    }
   }
 
   /**
-   * One FNV-1a 64 digest per bucket, digest b hashing bucketState(b, buckets), as Go's
-   * BucketDigests. An empty bucket's digest is the offset basis. buckets below 1 count as 1.
+   * Writes into SUM[0..1] the sum of the element hashes of entity number n's canonical messages:
+   * its DELETE_ENTITY, if a version of it is deleted, and every entry of its live version. The
+   * sum does not depend on order, so the maps are walked unsorted.
+   */
+  #numberSum(n) {
+    SUM[0] = 0;
+    SUM[1] = 0;
+    let buf = this.#scratch;
+    if (buf === null) buf = this.#scratch = new Buf(256);
+    const v = this.#deleted.get(n);
+    if (v !== undefined) {
+      buf.len = 0;
+      buf.msg(T.DeleteEntity, v * 65536 + n, 0, 0, 0, null);
+      elementHashAdd(SUM, 0, buf.b, 0, buf.len);
+    }
+    const rec = this.#nums.get(n);
+    if (rec !== undefined) {
+      for (const [c, s] of rec.lww) {
+        buf.len = 0;
+        if (s.data === null) buf.msg(T.DeleteComponent, rec.entity, c, s.ts, 0, null);
+        else buf.msg(T.PutComponent, rec.entity, c, s.ts, 0, s.data);
+        elementHashAdd(SUM, 0, buf.b, 0, buf.len);
+      }
+      for (const [c, set] of rec.app) {
+        for (const x of set) {
+          buf.len = 0;
+          buf.msg(T.AppendValue, rec.entity, c, x.ts, 0, x.data);
+          elementHashAdd(SUM, 0, buf.b, 0, buf.len);
+        }
+      }
+    }
+    if (buf.b.length > SHRINK_THRESHOLD) this.#scratch = null;
+  }
+
+  /** Brings the per-number sums, the total and the kept bucket digests up to date with the state. */
+  #refreshSums() {
+    const list = this.#dirtyList;
+    if (list.length === 0) return;
+    const bits = this.#dirtyBits;
+    const bs = this.#bucketSums;
+    for (const n of list) {
+      bits[n >>> 5] = 0;
+      this.#numberSum(n);
+      const pi = n >>> 8;
+      let page = this.#sums[pi];
+      if (page === undefined) {
+        if (u64IsZero(SUM, 0)) continue;
+        page = this.#sums[pi] = new Uint32Array(512);
+      }
+      const k = n & 0xff;
+      // DELTA = new sum − old sum, added to everything that counts number n.
+      DELTA[0] = SUM[0];
+      DELTA[1] = SUM[1];
+      u64Sub(DELTA, 0, page, k);
+      page[2 * k] = SUM[0];
+      page[2 * k + 1] = SUM[1];
+      u64Add(this.#total, 0, DELTA, 0);
+      if (bs !== null) u64Add(bs.sums, n % bs.buckets, DELTA, 0);
+    }
+    list.length = 0;
+  }
+
+  /**
+   * The state hash, as Go's Hash: the sum modulo 2⁶⁴ of the element hashes
+   * (fmix64(FNV-1a 64(message)), see fnv.js) of every message appendState() writes. Equal states
+   * hash equal; the empty state hashes to 0n. Costs time in proportion to the entity numbers
+   * changed since the last hash() or bucketDigests(), not to the state.
+   * @returns {bigint}
+   */
+  hash() {
+    this.#refreshSums();
+    return u64Value(this.#total, 0);
+  }
+
+  /**
+   * One digest per bucket, as Go's BucketDigests: digest b is the sum modulo 2⁶⁴ of the element
+   * hashes of the messages of bucketState(b, buckets), 0n for an empty bucket, so the digests of
+   * any bucket count add up to hash(). buckets below 1 count as 1. The digests of the last bucket
+   * count asked for are kept up to date, so asking again with the same count costs the numbers
+   * changed since plus the buckets; another count costs a pass over the entity numbers once. The
+   * array is new on every call: the caller may keep it.
    * @param {number} buckets
    * @returns {BigUint64Array}
    */
   bucketDigests(buckets) {
     if (!(buckets >= 1)) buckets = 1;
     buckets = Math.floor(buckets);
-    const states = fnvStates(buckets);
-    const buf = new Buf(256);
-    this.#walk(buf, 1, -1, (n) => {
-      fnvUpdate(states, n % buckets, buf.b, 0, buf.len);
-      buf.len = 0;
-    });
-    const out = new BigUint64Array(buckets);
-    for (let i = 0; i < buckets; i++) out[i] = fnvValue(states, i);
-    return out;
+    this.#refreshSums();
+    let bs = this.#bucketSums;
+    if (bs === null || bs.buckets !== buckets) {
+      const sums = new Uint32Array(2 * buckets);
+      for (let pi = 0; pi < SUM_PAGES; pi++) {
+        const page = this.#sums[pi];
+        if (page === undefined) continue;
+        // Numbers pi << 8 … (pi << 8) + 255; keep the bucket running instead of dividing each number.
+        let b = (pi << 8) % buckets;
+        for (let k = 0; k < 256; k++) {
+          if (page[2 * k] !== 0 || page[2 * k + 1] !== 0) u64Add(sums, b, page, k);
+          if (++b === buckets) b = 0;
+        }
+      }
+      bs = this.#bucketSums = { buckets, sums };
+    }
+    return u64Array(bs.sums, buckets);
   }
 
   /**
