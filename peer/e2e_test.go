@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/netmsg"
@@ -249,4 +250,86 @@ func TestStandbyLinkPromoted(t *testing.T) {
 	if got := bots[0].Status().Entities; got != 1+8+4 {
 		t.Fatalf("%d entities after migration, want room + 8 boxes + 4 avatars", got)
 	}
+}
+
+// TestOwnerWriteAfterRestamp: a member's forged write to another member's avatar makes the host
+// re-stamp the avatar above the forgery. The owner, which has not heard of the re-stamp yet, then
+// moves its avatar at a stamp below the host's: its write is newer than the value the host
+// re-stamped, so it must win (before, the host kept the re-stamped older value and the owner's
+// last move was lost).
+func TestOwnerWriteAfterRestamp(t *testing.T) {
+	r := newRoom(t, nil)
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 1}))
+	poll.Until(t, 5*time.Second, "host", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host")
+		}
+		return nil
+	})
+	owner := r.join("owner", signaling.KindBot, arena.New(arena.Config{}))
+	mallory := r.join("mallory", signaling.KindBot, arena.New(arena.Config{}))
+	poll.Until(t, 10*time.Second, "synced", func() error {
+		if err := converged(r.peers); err != nil {
+			return err
+		}
+		return owner.Do(context.Background(), func(w *peer.World) {}) // loop alive
+	})
+	ctx := context.Background()
+	var avatar peer.Entity
+	var before crdt.Timestamp
+	poll.Until(t, 5*time.Second, "owner's avatar", func() error {
+		var err error
+		if e := owner.Do(ctx, func(w *peer.World) {
+			a, ok := w.AvatarOf(owner.Status().Self)
+			if !ok {
+				err = fmt.Errorf("no avatar yet")
+				return
+			}
+			avatar = a
+			_, before, _, _ = w.Replica().Get(crdt.Entity(a), 1100)
+		}); e != nil {
+			return e
+		}
+		return err
+	})
+	avatarPos := func(p *peer.Peer) (v []byte, ts crdt.Timestamp) {
+		if err := p.Do(ctx, func(w *peer.World) {
+			d, s, _, _ := w.Replica().Get(crdt.Entity(avatar), 1100)
+			v, ts = append([]byte(nil), d...), s
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return v, ts
+	}
+	width, _ := netmsg.MaskWidth(3)
+	update := func(ts crdt.Timestamp, pos arena.Vec) []byte {
+		return netmsg.AppendEntityUpdates(nil, &netmsg.EntityUpdates{Time: uint64(ts), Updates: []netmsg.Update{{
+			NetworkID: uint64(avatar), Width: width, Mask: 1, Data: arena.AppendVec(nil, pos),
+		}}})
+	}
+	// Mallory writes the owner's avatar 1000 stamps ahead: rejected, and re-stamped above that.
+	forged := before + 1000
+	poll.Until(t, 5*time.Second, "host re-stamped the avatar", func() error {
+		if !mallory.SendToHostForTest(link.Unreliable, update(forged, arena.Vec{X: 1, Y: 1})) {
+			return fmt.Errorf("no link")
+		}
+		if _, ts := avatarPos(host); ts <= forged {
+			return fmt.Errorf("avatar stamped %d, forgery %d", ts, forged)
+		}
+		return nil
+	})
+	// The owner moves, stamped below the re-stamp but after its last write.
+	moved := arena.AppendVec(nil, arena.Vec{X: 4321, Y: 1234})
+	poll.Until(t, 5*time.Second, "the owner's move kept", func() error {
+		if !owner.SendToHostForTest(link.Unreliable, update(before+1, arena.Vec{X: 4321, Y: 1234})) {
+			return fmt.Errorf("no link")
+		}
+		for _, p := range []*peer.Peer{host, owner, mallory} {
+			if v, _ := avatarPos(p); string(v) != string(moved) {
+				return fmt.Errorf("peer %d: avatar at %x, want %x", p.Status().Self, v, moved)
+			}
+		}
+		return nil
+	})
+	poll.Until(t, 10*time.Second, "converged", func() error { return converged(r.peers) })
 }

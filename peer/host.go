@@ -32,7 +32,8 @@ type hostRole struct {
 
 	changed   []time.Time // per bucket: when it last changed here
 	rejectLog int
-	reassert  map[Entity]bool // entities to re-stamp after rejected writes
+	reassert  map[Entity]bool         // entities to re-stamp after rejected writes
+	restamped map[uint64]restampedKey // keys restamp rewrote, until their author writes again
 
 	hc    netmsg.HostCommands
 	eu    netmsg.EntityUpdates
@@ -206,7 +207,7 @@ func (h *hostRole) handle(r *remote, m netmsg.Message) error {
 		if _, err := netmsg.ConsumeEntityUpdates(m.Raw, &h.eu); err != nil {
 			return err
 		}
-		p.applyUpdates(&h.eu, r.idx, func(e Entity) bool { return h.admit(r, e, crdt.Timestamp(h.eu.Time)) })
+		p.applyUpdates(&h.eu, r.idx, func(e Entity) bool { return h.admit(r, e, crdt.Timestamp(h.eu.Time)) }, h.mergeWrite)
 	case netmsg.TypeCrdtBatch:
 		var b netmsg.CrdtBatch
 		if _, err := netmsg.ConsumeCrdtBatch(m.Raw, &b); err != nil {
@@ -273,21 +274,70 @@ func (h *hostRole) restamp() {
 		return
 	}
 	var entries []crdt.Entry
-	w.r.Range(func(en crdt.Entry) bool {
-		if now[en.Entity] {
+	for e := range now {
+		w.r.RangeEntity(e, func(en crdt.Entry) bool {
 			en.Data = append([]byte(nil), en.Data...)
 			entries = append(entries, en)
-		}
-		return true
-	})
+			return true
+		})
+	}
 	if len(entries) == 0 {
 		return
 	}
 	ts := w.batchStamp()
+	if h.restamped == nil || len(h.restamped) > maxRestamped {
+		h.restamped = make(map[uint64]restampedKey)
+	}
 	for _, en := range entries {
 		w.r.WriteAt(en.Entity, en.Component, ts, en.Data, en.Deleted)
+		k := entryKey(en.Entity, en.Component)
+		before := en.Timestamp
+		if prev, ok := h.restamped[k]; ok && prev.after == before {
+			before = prev.before // re-stamped again, unchanged since: keep its author's stamp
+		}
+		h.restamped[k] = restampedKey{before: before, after: ts}
 		en.Timestamp = ts
 		h.relay = appendEntry(h.relay, en)
+	}
+}
+
+// restampedKey is what restamp did to one key: the entry's timestamp before, and the host's
+// stamp it rewrote the entry with.
+type restampedKey struct{ before, after crdt.Timestamp }
+
+// maxRestamped bounds the keys remembered; past it the memory starts over (a rejection storm).
+const maxRestamped = 1 << 16
+
+func entryKey(e Entity, c crdt.ComponentID) uint64 { return uint64(e)<<32 | uint64(c) }
+
+// mergeWrite merges an admitted write from a member: the entity's author, or a peer it lets write.
+// A re-stamp puts the host's value above the rejected write, so the author's next writes, stamped
+// by a clock that has not yet seen the re-stamp, arrive below it; yet they are newer than the
+// value that was re-stamped. Such a write wins: the host rewrites it under its own stamp.
+func (h *hostRole) mergeWrite(m *crdt.Message, origin PeerIndex) {
+	w := h.w
+	if w.mergeRemote(m, origin) != crdt.Outdated || len(h.restamped) == 0 {
+		return
+	}
+	k := entryKey(m.Entity, m.Component)
+	rk, ok := h.restamped[k]
+	if !ok {
+		return
+	}
+	if _, ts, found, _ := w.r.Get(m.Entity, m.Component); !found || ts != rk.after {
+		delete(h.restamped, k) // written since the re-stamp: nothing left to make up for
+		return
+	}
+	if m.Timestamp <= rk.before {
+		return // older than the value re-stamped (a late datagram)
+	}
+	delete(h.restamped, k)
+	ts := w.batchStamp()
+	deleted := m.Type == crdt.DeleteComponent || m.Type == crdt.DeleteComponentNetwork
+	if w.r.WriteAt(m.Entity, m.Component, ts, m.Data, deleted) == crdt.Applied {
+		rewritten := *m
+		rewritten.Timestamp = ts
+		w.observe(&rewritten, w.self) // to every member, the author included: its stamp changed
 	}
 }
 

@@ -207,7 +207,7 @@ func (m *memberRole) handle(msg netmsg.Message, stamp uint64) error {
 		if _, err := netmsg.ConsumeEntityUpdates(msg.Raw, &m.eu); err != nil {
 			return err
 		}
-		p.applyUpdates(&m.eu, w.host, func(Entity) bool { return true })
+		p.applyUpdates(&m.eu, w.host, func(Entity) bool { return true }, w.mergeRemoteWrite)
 	case netmsg.TypeCrdtBatch:
 		var b netmsg.CrdtBatch
 		if _, err := netmsg.ConsumeCrdtBatch(msg.Raw, &b); err != nil {

@@ -204,9 +204,9 @@ func (p *Peer) sendDatagram(r *remote, b []byte, rec *[]byte) bool {
 	return true
 }
 
-// applyUpdates merges an EntityUpdates message from origin; admit decides, per entity, whether
-// origin may write it (the host's authority check; members admit everything from the host).
-func (p *Peer) applyUpdates(eu *netmsg.EntityUpdates, origin PeerIndex, admit func(e Entity) bool) {
+// applyUpdates merges an EntityUpdates message from origin with merge; admit decides, per entity,
+// whether origin may write it (the host's authority check; members admit everything from the host).
+func (p *Peer) applyUpdates(eu *netmsg.EntityUpdates, origin PeerIndex, admit func(e Entity) bool, merge func(m *crdt.Message, origin PeerIndex)) {
 	if eu.Time > math.MaxUint32 {
 		p.count.dropped.Add(1)
 		return
@@ -233,7 +233,7 @@ func (p *Peer) applyUpdates(eu *netmsg.EntityUpdates, origin PeerIndex, admit fu
 		s := in.schema
 		err := s.ConsumeValues(u.Data, u.Mask, func(i int, v []byte) {
 			m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: s.Properties[i].Component, Timestamp: ts, Data: v}
-			p.w.mergeRemote(&m, origin)
+			merge(&m, origin)
 		})
 		if err != nil {
 			p.count.dropped.Add(1)

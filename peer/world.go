@@ -355,6 +355,9 @@ func (w *World) mergeRemote(m *crdt.Message, origin PeerIndex) crdt.Outcome {
 	return o
 }
 
+// mergeRemoteWrite is mergeRemote without its outcome.
+func (w *World) mergeRemoteWrite(m *crdt.Message, origin PeerIndex) { w.mergeRemote(m, origin) }
+
 // observe updates the index after m was applied to the replica.
 func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 	e := m.Entity
