@@ -318,12 +318,14 @@ func TestOwnerWriteAfterRestamp(t *testing.T) {
 		}
 		return nil
 	})
-	// The owner moves, stamped below the re-stamp but after its last write.
+	// The owner moves twice, stamped below the re-stamp but after its last write: its last move is
+	// kept, not only its first one. The reliable channel keeps the two moves in order.
 	moved := arena.AppendVec(nil, arena.Vec{X: 4321, Y: 1234})
-	poll.Until(t, 5*time.Second, "the owner's move kept", func() error {
-		if !owner.SendToHostForTest(link.Unreliable, update(before+1, arena.Vec{X: 4321, Y: 1234})) {
-			return fmt.Errorf("no link")
-		}
+	if !owner.SendToHostForTest(link.Reliable, update(before+1, arena.Vec{X: 1111, Y: 2222})) ||
+		!owner.SendToHostForTest(link.Reliable, update(before+2, arena.Vec{X: 4321, Y: 1234})) {
+		t.Fatal("no link")
+	}
+	poll.Until(t, 5*time.Second, "the owner's last move kept", func() error {
 		for _, p := range []*peer.Peer{host, owner, mallory} {
 			if v, _ := avatarPos(p); string(v) != string(moved) {
 				return fmt.Errorf("peer %d: avatar at %x, want %x", p.Status().Self, v, moved)

@@ -331,10 +331,11 @@ func (h *hostRole) mergeWrite(m *crdt.Message, origin PeerIndex) {
 	if m.Timestamp <= rk.before {
 		return // older than the value re-stamped (a late datagram)
 	}
-	delete(h.restamped, k)
 	ts := w.batchStamp()
 	deleted := m.Type == crdt.DeleteComponent || m.Type == crdt.DeleteComponentNetwork
 	if w.r.WriteAt(m.Entity, m.Component, ts, m.Data, deleted) == crdt.Applied {
+		// The author's next writes of the burst, stamped before it hears of ts, are newer still.
+		h.restamped[k] = restampedKey{before: m.Timestamp, after: ts}
 		rewritten := *m
 		rewritten.Timestamp = ts
 		w.observe(&rewritten, w.self) // to every member, the author included: its stamp changed

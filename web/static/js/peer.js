@@ -35,6 +35,8 @@ export const DEFAULTS = Object.freeze({
 const CONNECT_TIMEOUT_MS = 5000;
 /** How far above its clock the host follows a timestamp it rejected. */
 const MAX_CLOCK_SKEW = 1 << 20;
+/** Keys re-stamped and remembered at most; past it the memory starts over (a rejection storm). */
+const MAX_RESTAMPED = 1 << 16;
 /** Close code: the member runs another schema table. */
 export const CLOSE_SCHEMA_MISMATCH = 1;
 
@@ -71,6 +73,11 @@ export function wirePeerID(id) {
 }
 
 /** A message of the ADR-117 state as a CrdtBatch/correction entry (appendEntry in Go). */
+/** The key of an LWW entry, as a BigInt (entity << 32 | component). */
+function entryKey(e, c) {
+  return (BigInt(e >>> 0) << 32n) | BigInt(c >>> 0);
+}
+
 function entryMessage(e, c, ts, data, deleted) {
   return deleted
     ? { type: DELETE_COMPONENT, entity: e, component: c, timestamp: ts, data: null }
@@ -570,8 +577,11 @@ export class Peer {
     else dirty.set(e, left);
   }
 
-  /** Merges an EntityUpdates message from origin; admit decides, per entity, whether origin may write it. */
-  applyUpdates(eu, origin, admit) {
+  /**
+   * Merges an EntityUpdates message from origin with merge (default: the world's mergeRemote);
+   * admit decides, per entity, whether origin may write it.
+   */
+  applyUpdates(eu, origin, admit, merge = (m, o) => this.w.mergeRemote(m, o)) {
     if (eu.time > BigInt(U32_MAX)) {
       this.count.dropped++;
       return;
@@ -599,7 +609,7 @@ export class Peer {
         continue;
       }
       for (const [i, v] of vals) {
-        w.mergeRemote({ type: PUT_COMPONENT, entity: e, component: s.properties[i].component, timestamp: ts, data: v }, origin);
+        merge({ type: PUT_COMPONENT, entity: e, component: s.properties[i].component, timestamp: ts, data: v }, origin);
       }
     }
   }
@@ -819,6 +829,8 @@ class HostRole {
     this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
     this.rejectLog = 0;
     this.reassert = new Set();
+    /** @type {Map<bigint, {before: number, after: number}>} keys restamp rewrote, until their author writes again */
+    this.restamped = new Map();
     this.own = null; // the host's bucket digests, recomputed after a change
     this.ownStale = true;
   }
@@ -940,7 +952,7 @@ class HostRole {
         break;
       case Type.EntityUpdates:
         if (!r.snapshotSent) return;
-        p.applyUpdates(m, r.idx, (e) => this.admit(r, e, m.time));
+        p.applyUpdates(m, r.idx, (e) => this.admit(r, e, m.time), (cm, origin) => this.mergeWrite(cm, origin));
         break;
       case Type.CrdtBatch:
         this.corrections(r, m);
@@ -992,9 +1004,42 @@ class HostRole {
     if (entries.length === 0) return;
     const ts = w.batchStamp();
     this.ownStale = true;
+    if (this.restamped.size > MAX_RESTAMPED) this.restamped.clear();
     for (const en of entries) {
       w.r.writeAt(en.entity, en.component, ts, en.data, en.deleted);
+      const k = entryKey(en.entity, en.component);
+      const prev = this.restamped.get(k);
+      // Re-stamped again, unchanged since: keep its author's stamp.
+      const before = prev !== undefined && prev.after === en.timestamp ? prev.before : en.timestamp;
+      this.restamped.set(k, { before, after: ts });
       this.relay.push(entryMessage(en.entity, en.component, ts, en.data, en.deleted));
+    }
+  }
+
+  /**
+   * Merges an admitted write from a member. A re-stamp puts the host's value above a rejected
+   * write, so the author's next writes, stamped by a clock that has not seen the re-stamp yet,
+   * arrive below it although they are newer than the value re-stamped: such a write wins, rewritten
+   * under the host's stamp (as Go's hostRole.mergeWrite).
+   */
+  mergeWrite(m, origin) {
+    const w = this.w;
+    if (w.mergeRemote(m, origin) !== 'outdated' || this.restamped.size === 0) return;
+    const k = entryKey(m.entity, m.component);
+    const rk = this.restamped.get(k);
+    if (rk === undefined) return;
+    const cur = w.r.get(m.entity, m.component);
+    if (cur === undefined || cur.ts !== rk.after) {
+      this.restamped.delete(k); // written since the re-stamp: nothing left to make up for
+      return;
+    }
+    if (m.timestamp <= rk.before) return; // older than the value re-stamped (a late datagram)
+    const ts = w.batchStamp();
+    const deleted = m.data === null;
+    if (w.r.writeAt(m.entity, m.component, ts, m.data, deleted) === 'applied') {
+      // The author's next writes of the burst, stamped before it hears of ts, are newer still.
+      this.restamped.set(k, { before: m.timestamp, after: ts });
+      w.observe({ ...m, timestamp: ts }, w.self); // to every member, the author included
     }
   }
 

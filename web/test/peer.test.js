@@ -1,0 +1,292 @@
+// The browser host role (peer.js HostRole) after a rejected write, driven directly with no
+// network: a Peer made host by setHost, two members whose links only record what the host sends,
+// and encoded TRNP messages fed through the peer's link handler. It mirrors Go's
+// TestOwnerWriteAfterRestamp (peer/e2e_test.go) and hostRole.restamp/mergeWrite (peer/host.go):
+// a forged write to a member's avatar makes the host re-stamp the avatar above the forgery; the
+// owner's next write, stamped below the re-stamp but after the value re-stamped, must still win.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Peer } from '../static/js/peer.js';
+import { Game, SCHEMA_AVATAR, AVATAR_POS, encodeVec, parseVec } from '../static/js/arena.js';
+import * as netmsg from '../static/js/netmsg.js';
+import { Type } from '../static/js/netmsg.js';
+import * as crdt from '../static/js/crdt.js';
+import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
+
+const HOST = 1;
+const OWNER = 2;
+const MALLORY = 3;
+const TERM = 1;
+const POS = 1100; // the avatar's pos component (arena.js SCHEMAS)
+
+/** A link that records what the host sends to one member. */
+class RecordingLink {
+  constructor() {
+    this.sent = [];
+    this.dead = false;
+  }
+
+  send(ch, bytes) {
+    this.sent.push({ ch, bytes: bytes.slice() });
+    return true;
+  }
+
+  close() { this.dead = true; }
+
+  /** The messages sent since the last take, decoded, with the channel each came on. */
+  take() {
+    const out = [];
+    for (const { ch, bytes } of this.sent) for (const m of netmsg.readMessages(bytes)) out.push({ ch, m });
+    this.sent = [];
+    return out;
+  }
+}
+
+/**
+ * A browser peer hosting term 1 of a room with two synced members, OWNER and MALLORY (bots, so
+ * each got an avatar). Warnings other than rejected writes fail the test.
+ */
+function newRoom() {
+  const warnings = [];
+  const log = (level, msg, fields) => {
+    if (level === 'warn' && msg !== 'write rejected') warnings.push(`${msg} ${JSON.stringify(fields)}`);
+  };
+  const p = new Peer({ app: new Game({ boxes: 1 }), kind: 'host', log });
+  p.w.self = HOST;
+  for (const [idx, kind] of [[HOST, 'host'], [OWNER, 'bot'], [MALLORY, 'bot']]) {
+    p.members.set(idx, { peerIndex: idx, peerId: `user${idx}/device`, kind });
+  }
+  p.step(() => p.setHost(TERM, HOST));
+  assert.ok(p.host, 'the peer hosts');
+  const room = { p, warnings, remotes: new Map(), links: new Map() };
+  for (const idx of [OWNER, MALLORY]) {
+    // connect() as the answerer of an in-page link makes the Remote and starts nothing; the
+    // recording link then stands in for the MemoryLink.
+    const r = p.connect(idx, 1, false, true);
+    const link = new RecordingLink();
+    r.link = link;
+    r.ready = true;
+    room.remotes.set(idx, r);
+    room.links.set(idx, link);
+    const hello = netmsg.encode({ type: Type.Hello, term: BigInt(TERM), peerIndex: BigInt(idx), schemaFingerprint: p.w.schemas.fingerprint });
+    const digest = netmsg.encode({ type: Type.Digest, term: BigInt(TERM), clock: 0, digests: new BigUint64Array(p.opts.buckets) });
+    deliver(room, idx, RELIABLE, netmsg.concat(hello, digest));
+    assert.ok(r.snapshotSent, `member ${idx} got its sync snapshot`);
+    // Its answer to the snapshot (no corrections): the host now holds its latest writes.
+    deliver(room, idx, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(TERM), messages: new Uint8Array(0) }));
+    assert.ok(r.answered, `member ${idx} answered its snapshot`);
+  }
+  room.avatar = p.w.avatarOf(OWNER);
+  assert.notEqual(room.avatar, undefined, 'the owner has an avatar');
+  assert.equal(p.w.schemaOf(room.avatar).id, SCHEMA_AVATAR);
+  assert.notEqual(p.w.avatarOf(MALLORY), undefined, 'mallory has an avatar');
+  drain(room);
+  return room;
+}
+
+/** Runs one loop step in which member idx's link delivers payload (as rtc.js's onMessage does). */
+function deliver(room, idx, ch, payload) {
+  const r = room.remotes.get(idx);
+  room.p.step(() => room.p.linkMessage(r, ch, payload));
+  assert.equal(room.p.remotes.get(idx), r, `member ${idx}'s link is still up`);
+  assert.deepEqual(room.warnings, [], 'no warnings but rejected writes');
+}
+
+/** Sends, as member idx, an EntityUpdates moving entity e to pos, stamped ts. */
+function move(room, idx, e, ts, pos) {
+  const u = { networkId: BigInt(e), maskBits: netmsg.maskWidth(3), mask: 1 << AVATAR_POS, data: encodeVec(pos) };
+  deliver(room, idx, UNRELIABLE, netmsg.encode({ type: Type.EntityUpdates, time: BigInt(ts), updates: [u] }));
+}
+
+/** Flushes the host's updates and clears every member's dirty set and recorded traffic. */
+function drain(room) {
+  room.p.step(() => room.p.flushUpdates());
+  for (const link of room.links.values()) link.take();
+  for (const r of room.remotes.values()) assert.equal(r.dirty.size, 0, `member ${r.idx} has nothing queued`);
+}
+
+/** The host's entry of the avatar's pos: {pos, ts}. */
+function avatarPos(room) {
+  const v = room.p.w.r.get(room.avatar, POS);
+  assert.ok(v && !v.deleted, 'the avatar has a position');
+  return { pos: parseVec(v.data), ts: v.ts };
+}
+
+/** What the host remembers of its re-stamp of the avatar's pos, or undefined. */
+function restampedPos(room) {
+  return room.p.host.restamped.get((BigInt(room.avatar) << 32n) | BigInt(POS));
+}
+
+/** The CRDT messages for the avatar's pos in the CrdtBatches among msgs (from RecordingLink.take). */
+function relayedPos(msgs, room) {
+  const out = [];
+  for (const { ch, m } of msgs) {
+    if (m.type !== Type.CrdtBatch) continue;
+    assert.equal(ch, RELIABLE);
+    for (const cm of crdt.readStream(m.messages)) {
+      if (cm.entity === room.avatar && cm.component === POS) out.push(cm);
+    }
+  }
+  return out;
+}
+
+/** The avatar's pos updates (time and position) in the EntityUpdates among msgs. */
+function updatedPos(msgs, room) {
+  const out = [];
+  for (const { ch, m } of msgs) {
+    if (m.type !== Type.EntityUpdates) continue;
+    assert.equal(ch, UNRELIABLE);
+    for (const u of m.updates) {
+      if (u.networkId === BigInt(room.avatar) && (u.mask & (1 << AVATAR_POS)) !== 0) {
+        out.push({ ts: Number(m.time), pos: parseVec(u.data.subarray(0, 8)) });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Mallory forges a move of the owner's avatar 1000 stamps ahead: rejected, and re-stamped above
+ * it in the same step. Returns the stamps: before (the owner's last write), forged, after.
+ */
+function forge(room, forged) {
+  const start = avatarPos(room);
+  const rejected = room.p.count.rejected;
+  move(room, MALLORY, room.avatar, forged, { x: 1, y: 1 });
+  assert.equal(room.p.count.rejected, rejected + 1, 'the forgery is rejected');
+  const now = avatarPos(room);
+  assert.deepEqual(now.pos, start.pos, 'the forgery did not move the avatar');
+  assert.ok(now.ts > forged, `re-stamped at ${now.ts}, above the forgery ${forged}`);
+  // Every member is told of the re-stamp, as a CRDT message.
+  for (const [idx, link] of room.links) {
+    const relayed = relayedPos(link.take(), room);
+    assert.equal(relayed.length, 1, `member ${idx} hears of the re-stamp`);
+    assert.equal(relayed[0].timestamp, now.ts);
+  }
+  return now.ts;
+}
+
+/**
+ * The owner's write at ts wins: the host holds moved under a stamp of its own above the re-stamp
+ * `after`, and sends that value and stamp to every member, the owner included.
+ */
+function assertOwnerWins(room, ts, moved, after) {
+  move(room, OWNER, room.avatar, ts, moved);
+  const now = avatarPos(room);
+  assert.deepEqual(now.pos, moved, 'the owner\'s write is kept');
+  assert.ok(now.ts > after, `rewritten at ${now.ts}, above the re-stamp ${after}`);
+  // The record now stands for the owner's write: its next writes of the burst are newer still.
+  assert.deepEqual(restampedPos(room), { before: ts, after: now.ts }, 'the record follows the owner\'s write');
+  for (const [idx, r] of room.remotes) {
+    assert.equal(r.dirty.get(room.avatar) & (1 << AVATAR_POS), 1 << AVATAR_POS, `queued for member ${idx}`);
+  }
+  room.p.step(() => room.p.flushUpdates());
+  for (const [idx, link] of room.links) {
+    assert.deepEqual(updatedPos(link.take(), room), [{ ts: now.ts, pos: moved }], `member ${idx} is sent the owner's write`);
+  }
+  return now.ts;
+}
+
+/** A write at ts by member idx that must lose: nothing changes and nothing is sent. */
+function assertLoses(room, idx, ts, pos, want) {
+  const keep = restampedPos(room);
+  move(room, idx, room.avatar, ts, pos);
+  assert.deepEqual(avatarPos(room), want, `the write stamped ${ts} by ${idx} is not kept`);
+  assert.deepEqual(restampedPos(room), keep, 'the re-stamp record is unchanged');
+  for (const [i, r] of room.remotes) assert.equal(r.dirty.has(room.avatar), false, `nothing queued for member ${i}`);
+  room.p.step(() => room.p.flushUpdates());
+  for (const [i, link] of room.links) assert.deepEqual(link.take(), [], `nothing sent to member ${i}`);
+}
+
+test('owner write stamped below the re-stamp but after its last write wins', () => {
+  const room = newRoom();
+  const { pos: start, ts: before } = avatarPos(room);
+  const after = forge(room, before + 1000);
+  assert.deepEqual(restampedPos(room), { before, after }, 'the re-stamp remembers the owner\'s stamp');
+  assert.deepEqual(avatarPos(room), { pos: start, ts: after });
+  assertOwnerWins(room, before + 1, { x: 4321, y: 1234 }, after);
+  assert.deepEqual(room.warnings, []);
+});
+
+test('a burst of owner writes below the re-stamp keeps its last one', () => {
+  const room = newRoom();
+  const { ts: before } = avatarPos(room);
+  const after = forge(room, before + 1000);
+  // The owner moves three times before it hears of any host stamp: each move wins in turn.
+  const won1 = assertOwnerWins(room, before + 1, { x: 1111, y: 2222 }, after);
+  const won2 = assertOwnerWins(room, before + 2, { x: 3333, y: 4444 }, won1);
+  const won3 = assertOwnerWins(room, before + 3, { x: 4321, y: 1234 }, won2);
+  // A reordered datagram of the burst arrives last: it is older than the kept write and loses.
+  assertLoses(room, OWNER, before + 2, { x: 3333, y: 4444 }, { pos: { x: 4321, y: 1234 }, ts: won3 });
+  assert.deepEqual(room.warnings, []);
+});
+
+test('a late write, stamped at or below the value re-stamped, stays outdated', () => {
+  const room = newRoom();
+  const { pos: start, ts: before } = avatarPos(room);
+  const after = forge(room, before + 1000);
+  const held = { pos: start, ts: after };
+  // Datagrams the owner sent before its last write (or that write itself, again) arrive late.
+  assertLoses(room, OWNER, before, { x: 7, y: 7 }, held);
+  assertLoses(room, OWNER, before - 1, { x: 8, y: 8 }, held);
+  // The late writes did not use up the make-up: the owner's next write still wins.
+  const won = assertOwnerWins(room, before + 1, { x: 4321, y: 1234 }, after);
+  // After it, a datagram older than the kept write loses by plain last-writer-wins.
+  assertLoses(room, OWNER, before, { x: 9, y: 9 }, { pos: { x: 4321, y: 1234 }, ts: won });
+});
+
+test('a second re-stamp of an unchanged key keeps the owner\'s stamp as before', () => {
+  const room = newRoom();
+  const { pos: start, ts: before } = avatarPos(room);
+  const after1 = forge(room, before + 1000);
+  const after2 = forge(room, after1 + 1000);
+  assert.ok(after2 > after1);
+  assert.deepEqual(restampedPos(room), { before, after: after2 }, 'before is still the owner\'s stamp');
+  assert.deepEqual(avatarPos(room), { pos: start, ts: after2 });
+  // A write between the first re-stamp and the owner's stamp is still late.
+  assertLoses(room, OWNER, before, { x: 7, y: 7 }, { pos: start, ts: after2 });
+  // Stamped below both re-stamps (but after the owner's last write): it wins.
+  assertOwnerWins(room, before + 1, { x: 4321, y: 1234 }, after2);
+});
+
+test('a forged write by a member that is not the author stays rejected', () => {
+  const room = newRoom();
+  const { pos: start, ts: before } = avatarPos(room);
+  const after = forge(room, before + 1000);
+  const rk = restampedPos(room);
+  const held = { pos: start, ts: after };
+  // In the re-stamp's window, mallory writes with the stamp the owner's next write would carry.
+  for (const ts of [before + 1, after - 1, after + 1]) {
+    const rejected = room.p.count.rejected;
+    move(room, MALLORY, room.avatar, ts, { x: 666, y: 666 });
+    assert.equal(room.p.count.rejected, rejected + 1, `mallory's write at ${ts} is rejected`);
+    // A rejection re-stamps again (same value, higher stamp); the value never changes.
+    const now = avatarPos(room);
+    assert.deepEqual(now.pos, start, `mallory's write at ${ts} did not move the avatar`);
+    assert.ok(now.ts > held.ts, `re-stamped again at ${now.ts}, above ${held.ts}`);
+    held.ts = now.ts;
+    assert.deepEqual(restampedPos(room), { before: rk.before, after: now.ts });
+    for (const [i, link] of room.links) {
+      for (const m of relayedPos(link.take(), room)) assert.deepEqual(parseVec(m.data), start, `member ${i} is sent the held value`);
+    }
+    for (const r of room.remotes.values()) assert.equal(r.dirty.has(room.avatar), false);
+  }
+  // The owner's own write is still the one that wins.
+  assertOwnerWins(room, before + 1, { x: 4321, y: 1234 }, held.ts);
+});
+
+test('once the owner has written above the re-stamp, an older write of its loses', () => {
+  const room = newRoom();
+  const { ts: before } = avatarPos(room);
+  const after = forge(room, before + 1000);
+  // The owner has heard of the re-stamp: its write is above it and wins as any newer write.
+  const newer = { x: 5000, y: 5000 };
+  move(room, OWNER, room.avatar, after + 1, newer);
+  assert.deepEqual(avatarPos(room), { pos: newer, ts: after + 1 });
+  drain(room);
+  // A datagram it sent before, reordered, arrives now: it must not bury the newer value.
+  move(room, OWNER, room.avatar, before + 1, { x: 4321, y: 1234 });
+  assert.deepEqual(avatarPos(room), { pos: newer, ts: after + 1 }, 'the newer write is kept');
+  assert.equal(restampedPos(room), undefined, 'nothing is left to make up for');
+  for (const [i, r] of room.remotes) assert.equal(r.dirty.has(room.avatar), false, `nothing queued for member ${i}`);
+});
