@@ -168,7 +168,7 @@ func BenchmarkHashFromScratch(b *testing.B) {
 		for i := range r.dirty {
 			r.dirty[i] = ^uint64(0)
 		}
-		r.anyDirty = true
+		r.nDirty = 0x10000
 		r.Hash()
 	}
 }

@@ -42,13 +42,19 @@ func ElementHash(encoded []byte) uint64 { return fmix64(fnv1a(fnvOffset, encoded
 // changed records a modification of the state that touched entity number n.
 func (r *Replica) changed(n uint16) {
 	r.changes++
-	r.dirty[n>>6] |= 1 << (n & 63)
-	r.anyDirty = true
+	if bit := uint64(1) << (n & 63); r.dirty[n>>6]&bit == 0 {
+		r.dirty[n>>6] |= bit
+		r.nDirty++
+	}
 }
 
 // refreshSums brings the per-number sums and their total up to date with the state.
 func (r *Replica) refreshSums() {
-	if !r.anyDirty {
+	if r.nDirty == 0 {
+		return
+	}
+	if r.nDirty > len(r.nums)/2+64 {
+		r.resum() // most of the state changed (a snapshot merged): one pass over all of it
 		return
 	}
 	for wi := range r.dirty {
@@ -68,7 +74,63 @@ func (r *Replica) refreshSums() {
 		}
 		r.dirty[wi] = 0
 	}
-	r.anyDirty = false
+	r.nDirty = 0
+}
+
+// resum recomputes every per-number sum in one pass over the state's storage, in its memory order
+// rather than number by number.
+func (r *Replica) resum() {
+	for _, page := range &r.sums {
+		if page != nil {
+			clear(page[:])
+		}
+	}
+	add := func(n uint16, h uint64) {
+		page := r.sums[n>>8]
+		if page == nil {
+			page = new([256]uint64)
+			r.sums[n>>8] = page
+		}
+		page[n&0xff] += h
+	}
+	b := r.scratch[:0]
+	var m Message
+	r.RangeDeleted(func(number, version uint16) bool {
+		m = Message{Type: DeleteEntity, Entity: NewEntity(number, version)}
+		b = AppendMessage(b[:0], &m)
+		add(number, ElementHash(b))
+		return true
+	})
+	for i := range r.lww.slots {
+		s := &r.lww.slots[i]
+		if s.ref == 0 {
+			continue
+		}
+		m = Message{Type: PutComponent, Entity: keyEntity(s.key), Component: keyComponent(s.key), Timestamp: s.ts, Data: *r.lww.data(s)}
+		if s.ref&refTomb != 0 {
+			m.Type, m.Data = DeleteComponent, nil
+		}
+		b = AppendMessage(b[:0], &m)
+		add(m.Entity.Number(), ElementHash(b))
+	}
+	for k, set := range r.app {
+		for _, v := range set.vals {
+			m = Message{Type: AppendValue, Entity: keyEntity(k), Component: keyComponent(k), Timestamp: v.ts, Data: v.data}
+			b = AppendMessage(b[:0], &m)
+			add(m.Entity.Number(), ElementHash(b))
+		}
+	}
+	r.keepScratch(b)
+	r.total = 0
+	for _, page := range &r.sums {
+		if page != nil {
+			for _, v := range page {
+				r.total += v
+			}
+		}
+	}
+	clear(r.dirty[:])
+	r.nDirty = 0
 }
 
 // numberSum returns the sum of the element hashes of the canonical messages of entity number n:

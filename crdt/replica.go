@@ -60,10 +60,10 @@ type Replica struct {
 
 	// The set hash (digest.go): per entity number, the sum of its messages' element hashes, in
 	// pages of 256 numbers allocated on first use; their total; and the numbers changed since.
-	sums     [256]*[256]uint64
-	total    uint64
-	dirty    [1024]uint64
-	anyDirty bool
+	sums   [256]*[256]uint64
+	total  uint64
+	dirty  [1024]uint64
+	nDirty int // bits set in dirty
 }
 
 // New returns an empty replica.
