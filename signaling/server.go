@@ -41,11 +41,11 @@ type Server struct {
 	cfg       Config
 	resumeKey []byte // signs resume tokens; nil in open mode
 	log       zerolog.Logger
-	upgrader websocket.Upgrader
-	handler  http.Handler
-	events   chan hubEvent
-	quit     chan struct{} // closed by Close
-	stats    stats
+	upgrader  websocket.Upgrader
+	handler   http.Handler
+	events    chan hubEvent
+	quit      chan struct{} // closed by Close
+	stats     stats
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the hub, every handler and every writer
@@ -67,10 +67,10 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg:       cfg,
 		resumeKey: deriveResumeKey(cfg.Secret),
-		log:    cfg.Logger,
-		events: make(chan hubEvent, hubQueue),
-		quit:   make(chan struct{}),
-		conns:  make(map[*conn]struct{}),
+		log:       cfg.Logger,
+		events:    make(chan hubEvent, hubQueue),
+		quit:      make(chan struct{}),
+		conns:     make(map[*conn]struct{}),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteWait,
