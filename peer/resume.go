@@ -32,9 +32,7 @@ func (p *Peer) signalingLost(ctx context.Context, cause error) {
 		// Another connection joined with this identity (the same device elsewhere): fighting
 		// it for the index would only take turns at replacing each other.
 		p.log.Error().Err(cause).Msg("signaling connection replaced by another with this identity; not redialing, keeping links")
-		if old != nil {
-			go old.Close()
-		}
+		p.closeLater(old)
 		return
 	}
 	p.log.Warn().Err(cause).Msg("signaling connection lost; keeping links and redialing")
@@ -95,6 +93,19 @@ func (p *Peer) redial(ctx context.Context, old *signaling.Client, claim signalin
 	}
 }
 
+// closeLater closes a signaling client off the loop (Close waits up to CloseGrace for the
+// server), on a goroutine that shutdown waits for.
+func (p *Peer) closeLater(c *signaling.Client) {
+	if c == nil {
+		return
+	}
+	p.linkWG.Add(1)
+	go func() {
+		defer p.linkWG.Done()
+		_ = c.Close()
+	}()
+}
+
 // permanent reports whether a failed resume would fail the same way again: the server refused
 // the claim, or the join itself (a token that expired or does not fit, another protocol).
 func permanent(err error) bool {
@@ -115,7 +126,7 @@ func (p *Peer) adopt(ctx context.Context, c *signaling.Client, attempts int) {
 	if j.Self != p.w.self {
 		// Dial checks this; a server that broke the rule would give this peer two indices.
 		p.log.Error().Uint64("self", uint64(j.Self)).Msg("signaling resumed under another peer index; leaving it")
-		go c.Close()
+		p.closeLater(c)
 		p.resumeRefused(signaling.ErrResumeIgnored)
 		return
 	}
