@@ -20,6 +20,14 @@ const (
 	// DefaultMaxDatagramsPerFlush bounds the unreliable datagrams sent to one remote per network
 	// interval (64 × 1200 B at 20 Hz ≈ 1.5 MB/s); what does not fit stays dirty for the next one.
 	DefaultMaxDatagramsPerFlush = 64
+	// DefaultRedialMin and DefaultRedialMax bound the wait between signaling redials. The max
+	// stays below signaling.DefaultResumeGrace, so that every live peer is back before a
+	// server that waits for a host gives up on it.
+	DefaultRedialMin = 100 * time.Millisecond
+	DefaultRedialMax = time.Second
+	// DefaultResumeSettle is how long a host gives members to resume before it takes the ones
+	// that have not as gone.
+	DefaultResumeSettle = 3 * time.Second
 )
 
 // Config configures a Peer. The zero value of every field but App, Server and Room works.
@@ -64,6 +72,17 @@ type Config struct {
 	// host, the standby link becomes the link to the host. Default false. A peer answers standby
 	// offers whatever this setting.
 	Standby bool
+	// RedialMin and RedialMax bound the wait before each attempt to reach the signaling server
+	// again after losing it: it starts at RedialMin and doubles up to RedialMax, and each wait
+	// is drawn between half of it and all of it (jitter). Defaults DefaultRedialMin (100 ms)
+	// and DefaultRedialMax (1 s). The peer redials until it resumes, the server refuses the
+	// resume for good, or Run ends.
+	RedialMin, RedialMax time.Duration
+	// ResumeSettle: after signaling resumes, the host waits this long before it takes the
+	// members that have not resumed (and have no open link to it) as gone, despawning their
+	// avatars and releasing their locks; a new host elected right after a resume waits too.
+	// Default DefaultResumeSettle (3 s).
+	ResumeSettle time.Duration
 	// SignalingConfig configures the signaling client.
 	SignalingConfig signaling.ClientConfig
 }
@@ -104,6 +123,16 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Buckets <= 0 {
 		c.Buckets = DefaultBuckets
+	}
+	if c.RedialMin <= 0 {
+		c.RedialMin = DefaultRedialMin
+	}
+	if c.RedialMax <= 0 {
+		c.RedialMax = DefaultRedialMax
+	}
+	c.RedialMax = max(c.RedialMax, c.RedialMin)
+	if c.ResumeSettle <= 0 {
+		c.ResumeSettle = DefaultResumeSettle
 	}
 	if c.MaxDatagramsPerFlush <= 0 {
 		c.MaxDatagramsPerFlush = DefaultMaxDatagramsPerFlush

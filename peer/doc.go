@@ -18,6 +18,12 @@
 // goroutines reach a running peer only through Do (a function run on the loop) and Status (a
 // snapshot published by the loop). App methods must not block.
 //
+// Signaling outage: links do not need the signaling server once open, so when it goes away the
+// room plays on. One redial goroutine, owned by the peer and waited for by Run, dials again with
+// backoff and jitter (Config.RedialMin, RedialMax) and claims the old peer index, term and host;
+// it only posts the new client to the loop, which reconciles (resume.go). Status.Signaling,
+// Resumes and ResumeRefused show the state.
+//
 // Transport: PionTransport makes real WebRTC connections (loopback-only by default, see
 // peer/link); MemoryTransport joins members of one process through in-memory pipes with seeded
 // loss, for deterministic tests.

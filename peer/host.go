@@ -72,17 +72,12 @@ func (h *hostRole) start() {
 			}
 		}
 	}
-	// Members that are gone lose their avatars and locks.
-	gone := map[PeerIndex]bool{}
-	for _, in := range w.ents {
-		if in.auth.Kind != authority.KindHost {
-			if _, ok := p.members[PeerIndex(in.auth.Peer)]; !ok {
-				gone[PeerIndex(in.auth.Peer)] = true
-			}
-		}
-	}
-	for idx := range gone {
-		h.memberLeft(idx)
+	// Members that are gone lose their avatars and locks; right after a signaling resume,
+	// once the others have had time to resume too.
+	if !p.resumedAt.IsZero() && now.Sub(p.resumedAt) < p.cfg.ResumeSettle {
+		h.sweepLater()
+	} else {
+		h.sweepGone()
 	}
 	// A lock this peer held as a member is now plain host ownership.
 	for e, in := range w.ents {
@@ -98,6 +93,43 @@ func (h *hostRole) start() {
 		}
 	}
 	w.events = append(w.events, Event{Kind: EventSynced, Term: w.term, Peer: w.self})
+}
+
+// sweepGone takes the members that own avatars or locks but are not in the room (as signaling
+// says) and have no open link to this host as gone. Without signaling it does nothing: absence
+// from a room nobody can see proves nothing.
+func (h *hostRole) sweepGone() {
+	p, w := h.p, h.w
+	if p.sig == nil {
+		return
+	}
+	gone := map[PeerIndex]bool{}
+	for _, in := range w.ents {
+		if in.auth.Kind != authority.KindHost {
+			idx := PeerIndex(in.auth.Peer)
+			if _, ok := p.members[idx]; ok || idx == w.self {
+				continue
+			}
+			if r := p.remotes[idx]; r != nil && r.ready && p.host == h {
+				continue
+			}
+			gone[idx] = true
+		}
+	}
+	for idx := range gone {
+		p.log.Info().Uint64("member", uint64(idx)).Msg("member gone: not in the room")
+		h.memberLeft(idx)
+	}
+}
+
+// sweepLater runs sweepGone once the members have had ResumeSettle to resume.
+func (h *hostRole) sweepLater() {
+	p := h.p
+	p.after(p.cfg.ResumeSettle, func() {
+		if p.host == h {
+			h.sweepGone()
+		}
+	})
 }
 
 func (h *hostRole) stop() {

@@ -181,6 +181,7 @@ func (m *memberRole) handle(msg netmsg.Message, stamp uint64) error {
 		}
 		if !m.synced {
 			m.synced = true
+			p.held = true
 			w.events = append(w.events, Event{Kind: EventSynced, Term: w.term, Peer: w.host})
 			p.log.Info().Int("entities", w.Len()).Int("corrections", len(corr)).Str("cover", info.Cover.String()).Msg("synced")
 			p.setSynced()

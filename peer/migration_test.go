@@ -231,6 +231,8 @@ type migRoom struct {
 	clock migrationcheck.Clock
 	wg    sync.WaitGroup
 	peers []*migPeer
+	// configure, if set, adjusts every peer's Config before it starts.
+	configure func(*peer.Config)
 }
 
 type migPeer struct {
@@ -274,11 +276,15 @@ func (r *migRoom) start(user, device string, kind signaling.Kind, seed uint64) *
 		game = arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: migMoveFor, Now: r.clock.Now}})
 	}
 	app := &migApp{Bot: &migrationcheck.Bot{Game: game}}
-	p, err := peer.New(peer.Config{
+	cfg := peer.Config{
 		Server: r.url, Room: "arena", User: user, Device: device, Kind: kind, App: app, Transport: r.tr,
 		Logger:         r.log.With().Str("who", user).Logger(),
 		ReportInterval: 100 * time.Millisecond, DigestInterval: 200 * time.Millisecond,
-	})
+	}
+	if r.configure != nil {
+		r.configure(&cfg)
+	}
+	p, err := peer.New(cfg)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -17,7 +17,10 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-var errMalformed = errors.New("peer: malformed message")
+var (
+	errMalformed   = errors.New("peer: malformed message")
+	errNoSignaling = errors.New("peer: signaling is down")
+)
 
 // Peer is one member of a room: a signaling client, links to other members, and the host or
 // member role over a World. One goroutine, the loop started by Run, owns all of its state;
@@ -28,13 +31,19 @@ type Peer struct {
 	app App
 	w   *World
 
-	sig       *signaling.Client
+	sig       *signaling.Client // nil while signaling is down
 	sigEvents <-chan signaling.Event
-	members   map[PeerIndex]signaling.Member
-	pinned    []signaling.Identity
-	remotes   map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
-	standby   *remote               // member with Config.Standby: idle link to the next host
-	session   uint64
+	// sigNow is sig for link goroutines, which signal through whichever client is current.
+	sigNow      atomic.Pointer[signaling.Client]
+	resumeToken string    // the server's proof of this peer's index, for a resume
+	held        bool      // the replica has held the room's state (synced or hosted)
+	resumedAt   time.Time // when signaling last resumed; zero if it never did
+	resumeErr   error     // why signaling refused to resume this peer, if it did
+	members     map[PeerIndex]signaling.Member
+	pinned      []signaling.Identity
+	remotes     map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
+	standby     *remote               // member with Config.Standby: idle link to the next host
+	session     uint64
 
 	host   *hostRole   // non-nil while this peer is the host
 	member *memberRole // non-nil while it is not
@@ -99,6 +108,9 @@ func New(cfg Config) (*Peer, error) {
 // the signaling connection before it returns.
 func (p *Peer) Run(ctx context.Context) error {
 	defer close(p.done)
+	// Helper goroutines (the signaling redial) end with Run, whatever ends it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	sig, err := signaling.Dial(ctx, p.cfg.Server, signaling.JoinOptions{
 		Room: signaling.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
 	}, p.cfg.SignalingConfig)
@@ -106,8 +118,10 @@ func (p *Peer) Run(ctx context.Context) error {
 		return err
 	}
 	p.sig = sig
+	p.sigNow.Store(sig)
 	p.sigEvents = sig.Events()
 	j := sig.Joined()
+	p.resumeToken = j.ResumeToken
 	p.w.self = j.Self
 	p.log = p.log.With().Uint64("peer", uint64(j.Self)).Logger()
 	for _, m := range j.Members {
@@ -116,6 +130,7 @@ func (p *Peer) Run(ctx context.Context) error {
 	p.pinned = j.PinnedHosts
 	p.log.Info().Uint64("term", uint64(j.Term)).Uint64("host", uint64(j.Host)).Int("members", len(j.Members)).Msg("joined room")
 	defer p.shutdown()
+	defer cancel() // before shutdown waits for the redial goroutine
 	p.setHost(j.Term, j.Host)
 	p.afterEvent()
 	return p.loop(ctx)
@@ -139,7 +154,7 @@ func (p *Peer) loop(ctx context.Context) error {
 				p.sigEvents = nil // signaling is gone; links and the world go on
 				continue
 			}
-			if err := p.handleSignaling(ev); err != nil {
+			if err := p.handleSignaling(ctx, ev); err != nil {
 				return err
 			}
 		case ev := <-p.events:
@@ -229,7 +244,7 @@ func (p *Peer) shutdown() {
 	}
 }
 
-func (p *Peer) handleSignaling(ev signaling.Event) error {
+func (p *Peer) handleSignaling(ctx context.Context, ev signaling.Event) error {
 	switch ev := ev.(type) {
 	case signaling.MemberJoined:
 		p.members[ev.Member.Index] = ev.Member
@@ -250,20 +265,21 @@ func (p *Peer) handleSignaling(ev signaling.Event) error {
 	case signaling.Error:
 		p.log.Warn().Str("code", string(ev.Code)).Str("message", ev.Message).Msg("signaling error")
 	case signaling.Closed:
-		// Links stay up: the room keeps playing without signaling, and nothing is lost.
-		p.log.Warn().Err(ev.Err).Msg("signaling connection closed; keeping links")
-		p.sigClosed()
+		// Links stay up: the room keeps playing without signaling, and nothing is lost; the
+		// peer redials and resumes its index (resume.go).
+		p.signalingLost(ctx, ev.Err)
 	}
 	p.updateStandby()
 	return nil
 }
 
-// sigClosed keeps the loop running without signaling events.
-func (p *Peer) sigClosed() { p.sigEvents = nil }
-
-// setHost adopts a host announcement.
+// setHost adopts a host announcement. The same term and host again (a resumed signaling
+// connection) changes nothing; neither does "no host" in the term this peer knows a host for:
+// that is a server waiting for the host to resume (its resume grace), which announces the host
+// in the same term if it comes back and a new term otherwise.
 func (p *Peer) setHost(term Term, host PeerIndex) {
-	if term < p.w.term {
+	if term < p.w.term || (term == p.w.term && (host == p.w.host || (host == 0 && p.w.host != 0))) {
+		p.publish()
 		return
 	}
 	prevHost := p.w.host
@@ -299,6 +315,7 @@ func (p *Peer) becomeHost() {
 		p.member.stop()
 		p.member = nil
 	}
+	p.held = true
 	p.host = newHostRole(p)
 	p.host.start()
 	for _, r := range p.remotes {
@@ -353,12 +370,15 @@ func (p *Peer) handleSignal(from PeerIndex, pl signaling.SignalPayload) {
 // connect makes a link to member idx and starts its watcher.
 func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
 	r := &remote{idx: idx, session: session, p: p}
-	sig := p.sig
 	ctx := context.Background()
 	l, err := p.cfg.Transport.Connect(LinkConfig{
 		Local: p.w.self, Remote: idx, Session: session, Offerer: offerer,
 		Logger: p.log.With().Uint64("remote", uint64(idx)).Logger(),
 		Signal: func(pl signaling.SignalPayload) error {
+			sig := p.sigNow.Load() // the current client: a resume may have replaced it
+			if sig == nil {
+				return errNoSignaling
+			}
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			return sig.SendSignal(sctx, idx, pl)

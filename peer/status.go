@@ -33,10 +33,18 @@ type Status struct {
 	Standby bool
 	// StandbyPromoted counts migrations that reused a standby link instead of connecting anew.
 	StandbyPromoted uint64
+	// Signaling reports a live signaling connection. While it is down the room plays on over
+	// the links, and the peer redials (Config.RedialMin, RedialMax).
+	Signaling bool
+	// Resumes counts signaling connections resumed under this peer's index after a loss.
+	Resumes uint64
+	// ResumeRefused is why the server refused to resume this peer, "" if it did not: the peer
+	// then plays on without signaling and stops redialing.
+	ResumeRefused string
 }
 
 type counters struct {
-	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn, promoted atomic.Uint64
+	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
 }
 
 // Status returns the latest published status (updated every report interval and on host changes).
@@ -66,6 +74,11 @@ func (p *Peer) publish() *Status {
 		Dropped:         p.count.dropped.Load() + p.count.droppedIn.Load(),
 		StandbyPromoted: p.count.promoted.Load(),
 		Standby:         p.standby != nil && p.standby.ready,
+		Signaling:       p.sig != nil,
+		Resumes:         p.count.resumes.Load(),
+	}
+	if p.resumeErr != nil {
+		st.ResumeRefused = p.resumeErr.Error()
 	}
 	for _, r := range p.remotes {
 		if r.l != nil {

@@ -31,6 +31,10 @@ type JoinOptions struct {
 	Kind Kind
 	// Token is the join token, required when the server has a secret.
 	Token string
+	// Resume, if not nil, reclaims the peer index this member held on an earlier connection
+	// (see Resume). Dial then fails with an error that wraps ErrResumeRefused if the server
+	// refuses the claim or gives another index.
+	Resume *Resume
 }
 
 // ClientConfig configures a Client. The zero value works.
@@ -148,7 +152,7 @@ func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientCon
 	if err != nil {
 		return nil, err
 	}
-	join := clientMessage{V: ProtocolVersion, Type: typeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token}
+	join := clientMessage{V: ProtocolVersion, Type: typeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token, Resume: opts.Resume}
 	frame, err := json.Marshal(join)
 	if err != nil {
 		return nil, fmt.Errorf("signaling: encoding join: %w", err)
@@ -174,6 +178,13 @@ func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientCon
 		writerDone: make(chan struct{}),
 	}
 	joined, err := c.handshake(ctx, frame)
+	if err == nil && opts.Resume != nil && joined.Self != opts.Resume.Index {
+		// A server that predates resume ignored the claim and issued a new index: leave at
+		// once, so that the room does not count this member twice.
+		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
+			time.Now().Add(c.cfg.WriteWait))
+		err = fmt.Errorf("%w: claimed peer %d, joined as %d", ErrResumeIgnored, opts.Resume.Index, joined.Self)
+	}
 	if err != nil {
 		_ = ws.Close()
 		return nil, fmt.Errorf("signaling: join %q: %w", opts.Room, err)

@@ -43,6 +43,16 @@ type Config struct {
 	// power levels are DefaultPowerLevel. New logs a warning once when open.
 	Secret []byte
 
+	// ResumeGrace is how long a room without a host, into which members have resumed naming a
+	// host that has not come back, waits for that host before it elects another (term+1). A
+	// host that resumes within it is host again in its own term: no migration. Keep it above
+	// the peers' redial interval (peer.DefaultRedialMax). If zero, DefaultResumeGrace (2s).
+	ResumeGrace time.Duration
+	// AfterFunc starts the hub's timers (the resume grace): it calls f once after d unless the
+	// returned stop function is called first. If nil, time.AfterFunc. Tests inject a fake to
+	// fire a grace period on demand.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+
 	// Rooms holds per-room settings; rooms not listed get the defaults.
 	Rooms map[RoomID]RoomConfig
 	// MaxMembers caps rooms without their own cap. If zero, 64 is used.
@@ -99,6 +109,7 @@ const (
 	DefaultSendQueue    = 256
 	DefaultSignalRate   = 50
 	DefaultSignalBurst  = 200
+	DefaultResumeGrace  = 2 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -134,6 +145,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SignalBurst <= 0 {
 		c.SignalBurst = DefaultSignalBurst
+	}
+	if c.ResumeGrace <= 0 {
+		c.ResumeGrace = DefaultResumeGrace
+	}
+	if c.AfterFunc == nil {
+		c.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
 	// Copy the maps and slices the hub reads, so a caller changing its
 	// Config later cannot race with the hub.

@@ -221,6 +221,9 @@ func (c *conn) join() bool {
 		return false
 	}
 	req, err := c.s.authorize(&c.msg)
+	if err == nil {
+		err = c.s.checkResume(&c.msg, &req)
+	}
 	if err != nil {
 		c.reject(err)
 		return false

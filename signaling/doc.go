@@ -19,6 +19,17 @@
 // that joins a running room first syncs from the current host, reports
 // synced, and only then takes over, with a new term.
 //
+// # Resume
+//
+// A member that lost its connection (a crashed or restarted server, a network blip) joins again
+// with a Resume claim: its old peer index, term and host, and the ResumeToken of its last
+// Joined (an HMAC of room, index and identity under a key derived from Config.Secret, so a
+// restarted server checks it; an open server trusts every claim). The server gives the index
+// back unless another identity holds it, raises the room's next index and term, restores a host
+// that resumes in its own term without a new term, and holds the election for ResumeGrace while
+// members name a host that has not come back. Refusals wrap ErrResumeRefused.
+// docs/protocol.md §5 "Session: signaling outage and resume" has the rules.
+//
 // # Goroutines
 //
 // One hub goroutine, started by New, owns every room; nothing else touches
@@ -26,7 +37,8 @@
 // reads and sends the hub events, and a writer, which alone writes data
 // messages from a bounded queue. The hub never blocks on a socket: a member
 // whose queue is full is disconnected (a slow consumer) and counted.
-// Server.Close sends every socket a close frame and waits for all of them.
+// Server.Close sends every socket a close frame and waits for all of them. Resume grace timers
+// (Config.AfterFunc) only post an event to the hub; the hub stops them when it quits.
 // The one mutex (Server.mu) guards the set of live sockets and the closed
 // flag; there is no lock order to keep.
 //

@@ -1,6 +1,9 @@
 package signaling
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Each wire error code (ErrorCode) maps to one of them, so a
 // Go client can test a server's answer with errors.Is.
@@ -38,6 +41,20 @@ var (
 	// ErrServerClosing: the server is shutting down.
 	ErrServerClosing = errors.New("signaling: server closing")
 
+	// ErrResumeRefused is the parent of every refused resume (errors.Is holds for each of the
+	// three below): the member cannot get its index back from this server, and joining anew
+	// would give it another one. Retrying does not help.
+	ErrResumeRefused = errors.New("signaling: resume refused")
+	// ErrIndexTaken: another member (another identity) holds the claimed peer index.
+	ErrIndexTaken = fmt.Errorf("%w: peer index taken", ErrResumeRefused)
+	// ErrResumeToken: the resume token does not match the room, index and identity.
+	ErrResumeToken = fmt.Errorf("%w: bad resume token", ErrResumeRefused)
+	// ErrResumeRoom: the claim was issued in another room than the one joined.
+	ErrResumeRoom = fmt.Errorf("%w: resume claim is for another room", ErrResumeRefused)
+	// ErrResumeIgnored is the client's own: the server answered a resume with another index,
+	// as a server that predates resume does. Dial leaves that room again.
+	ErrResumeIgnored = fmt.Errorf("%w: the server does not support resume", ErrResumeRefused)
+
 	// ErrServerClosed is returned by Server methods after Close.
 	ErrServerClosed = errors.New("signaling: server closed")
 	// ErrClosed is returned by Client methods after Close.
@@ -74,6 +91,9 @@ const (
 	CodeRateLimited        ErrorCode = "rate_limited"
 	CodeReplaced           ErrorCode = "replaced"
 	CodeServerClosing      ErrorCode = "server_closing"
+	CodeIndexTaken         ErrorCode = "index_taken"
+	CodeResumeToken        ErrorCode = "resume_token_invalid"
+	CodeResumeRoom         ErrorCode = "resume_room_mismatch"
 )
 
 // codeTable pairs every code with its sentinel; the order is the order in
@@ -98,6 +118,9 @@ var codeTable = [...]struct {
 	{CodeRateLimited, ErrRateLimited},
 	{CodeReplaced, ErrReplaced},
 	{CodeServerClosing, ErrServerClosing},
+	{CodeIndexTaken, ErrIndexTaken},
+	{CodeResumeToken, ErrResumeToken},
+	{CodeResumeRoom, ErrResumeRoom},
 }
 
 // codeOf maps an error to its wire code; unknown errors are bad messages.

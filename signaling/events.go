@@ -23,6 +23,9 @@ type Joined struct {
 	// PinnedHosts are the room's pinned hosts, in order, so that a peer can
 	// recompute Elect itself.
 	PinnedHosts []Identity
+	// ResumeToken proves, in a later join's Resume claim, that this member held Self. It is
+	// empty on an open server (no secret), which trusts every claim.
+	ResumeToken string
 }
 
 // MemberJoined announces a new member.

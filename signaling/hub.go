@@ -27,6 +27,9 @@ type joinRequest struct {
 	kind    Kind
 	power   int
 	mayHost bool
+	// resume is the join's claim, its token checked; device is set (the server's made-up
+	// device for the claimed index if the join named none).
+	resume *Resume
 }
 
 type joinResult struct {
@@ -58,6 +61,12 @@ type evSynced struct{ c *conn }
 type evReport struct {
 	c *conn
 	r Report
+}
+
+// evGrace is a room's resume grace running out; seq tells a stale timer apart.
+type evGrace struct {
+	r   *room
+	seq uint64
 }
 
 type evRooms struct {
@@ -92,6 +101,14 @@ type room struct {
 	term    Term
 	host    PeerIndex
 	log     zerolog.Logger
+
+	// Resume grace: while waiting, the room has no host and holds its election, because
+	// members resumed naming awaitHost (in awaitTerm) as host and it may come back too.
+	waiting   bool
+	awaitHost PeerIndex
+	awaitTerm Term
+	graceSeq  uint64
+	graceStop func() bool
 }
 
 func (r *room) member(idx PeerIndex) *member {
@@ -133,6 +150,10 @@ type hub struct {
 	cfg   *Config
 	log   zerolog.Logger
 	stats *stats
+	// resumeKey signs resume tokens; nil in open mode.
+	resumeKey []byte
+	// post hands a timer's event to the hub from the timer's goroutine.
+	post func(hubEvent)
 
 	rooms        map[RoomID]*room
 	members      map[*conn]*member
@@ -145,9 +166,9 @@ type hub struct {
 	dropLog logLimiter
 }
 
-func newHub(cfg *Config, log zerolog.Logger, st *stats) *hub {
+func newHub(cfg *Config, log zerolog.Logger, st *stats, resumeKey []byte, post func(hubEvent)) *hub {
 	return &hub{
-		cfg: cfg, log: log, stats: st,
+		cfg: cfg, log: log, stats: st, resumeKey: resumeKey, post: post,
 		rooms:   make(map[RoomID]*room),
 		members: make(map[*conn]*member),
 		retired: make(map[RoomID]retiredRoom),
@@ -162,6 +183,9 @@ func (h *hub) run(events <-chan hubEvent, quit <-chan struct{}) {
 			h.handle(ev)
 			h.processDrops()
 		case <-quit:
+			for _, r := range h.rooms {
+				h.endGrace(r)
+			}
 			return
 		}
 	}
@@ -183,6 +207,8 @@ func (h *hub) handle(ev hubEvent) {
 		if m := h.members[ev.c]; m != nil {
 			m.report, m.reported = ev.r, true
 		}
+	case *evGrace:
+		h.graceOver(ev)
 	case *evRooms:
 		ev.reply <- h.snapshot()
 	default:
@@ -196,6 +222,12 @@ func (h *hub) join(ev *evJoin) {
 	var old *member
 	if r != nil && req.device != "" {
 		old = r.byID(NewIdentity(req.user, req.device))
+	}
+	if rc := req.resume; rc != nil && r != nil {
+		if held := r.member(rc.Index); held != nil && held != old {
+			ev.reply <- joinResult{err: fmt.Errorf("%w: peer %d of room %q is %s", ErrIndexTaken, rc.Index, req.room, held.id)}
+			return
+		}
 	}
 	limit := h.cfg.roomConfig(req.room).MaxMembers
 	n := 0
@@ -217,39 +249,157 @@ func (h *hub) join(ev *evJoin) {
 		// reloaded or a bot that reconnected before its socket timed out.
 		old.c.enqueue(encodeError(fmt.Errorf("%w: %s joined again from another connection", ErrReplaced, old.id), 0))
 		old.c.shutdown(closeInfo{reason: ReasonReplaced, code: websocket.ClosePolicyViolation, text: string(CodeReplaced), graceful: true})
+		if req.resume != nil && old.index == req.resume.Index {
+			// The member resumes over its own connection, which the server still holds (the
+			// old socket has not timed out yet): it keeps its place, and the others hear
+			// nothing, so the host does not take its avatar away.
+			delete(h.members, old.c)
+			old.c = ev.c
+			old.kind, old.power, old.mayHost = req.kind, req.power, req.mayHost
+			h.members[ev.c] = old
+			h.stats.joins.Add(1)
+			h.admit(r, old, req.resume, false)
+			ev.reply <- joinResult{index: old.index, id: old.id}
+			return
+		}
 		h.detach(old, ReasonReplaced)
 	}
-	r.last++
-	m := &member{c: ev.c, room: r, index: r.last, kind: req.kind, power: req.power, mayHost: req.mayHost}
+	m := &member{c: ev.c, room: r, kind: req.kind, power: req.power, mayHost: req.mayHost}
+	if rc := req.resume; rc != nil {
+		m.index = rc.Index
+		r.last = max(r.last, rc.Index)
+		i, _ := slices.BinarySearchFunc(r.members, m.index, func(m *member, idx PeerIndex) int { return cmp.Compare(m.index, idx) })
+		r.members = slices.Insert(r.members, i, m)
+	} else {
+		r.last++
+		m.index = r.last
+		r.members = append(r.members, m)
+	}
 	device := req.device
 	if device == "" {
 		device = serverDevicePrefix + strconv.FormatUint(uint64(m.index), 10)
 	}
 	m.id = NewIdentity(req.user, device)
-	r.members = append(r.members, m)
 	h.members[ev.c] = m
 	h.stats.members.Add(1)
 	h.stats.joins.Add(1)
+	h.admit(r, m, req.resume, true)
+	ev.reply <- joinResult{index: m.index, id: m.id}
+}
 
-	changed := h.elect(r)
+// admit finishes a join: it applies m's resume claim rc (if any), elects, and tells m and the others
+// (announce: the others have not seen m yet).
+func (h *hub) admit(r *room, m *member, rc *Resume, announce bool) {
+	hostChanged := false
+	if rc != nil {
+		hostChanged = h.resume(r, m, rc)
+	}
+	if h.elect(r) {
+		hostChanged = true
+	}
 	h.send(m, h.joinedFrame(r, m))
 	joinedFrame := mustMarshal(memberJoinedMsg{V: ProtocolVersion, Type: typeMemberJoined, Member: m.info()})
 	var hostFrame []byte
-	if changed {
+	if hostChanged {
 		hostFrame = h.hostFrame(r)
 	}
 	for _, o := range r.members {
 		if o == m {
 			continue
 		}
-		h.send(o, joinedFrame)
-		if changed {
+		if announce {
+			h.send(o, joinedFrame)
+		}
+		if hostChanged {
 			h.send(o, hostFrame)
 		}
 	}
-	r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("kind", string(m.kind)).
-		Int("power", m.power).Bool("mayHost", m.mayHost).Int("members", len(r.members)).Msg("member joined")
-	ev.reply <- joinResult{index: m.index, id: m.id}
+	ev := r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("kind", string(m.kind)).
+		Int("power", m.power).Bool("mayHost", m.mayHost).Int("members", len(r.members))
+	if rc != nil {
+		ev.Bool("resumed", true).Uint64("claimedTerm", uint64(rc.Term)).Uint64("claimedHost", uint64(rc.Host)).
+			Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Bool("waiting", r.waiting)
+	}
+	ev.Msg("member joined")
+}
+
+// resume applies the rules of a resume claim (docs/protocol.md §5 "Resume") to the room m has
+// just rejoined with its claimed index, and reports whether the room's term or host changed.
+func (h *hub) resume(r *room, m *member, rc *Resume) bool {
+	changed := false
+	if rc.Synced {
+		m.synced = true
+	}
+	if rc.Term > r.term {
+		if r.host != 0 {
+			// The member knew a later term than this room's host: move the room past it, so
+			// that no two members ever hold different hosts for one term.
+			r.term = rc.Term + 1
+			changed = true
+			r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Uint64("claimed", uint64(rc.Term)).
+				Msg("term raised past a resumed member's")
+		} else {
+			r.term = rc.Term
+		}
+	}
+	switch {
+	case r.host == 0 && rc.Host == m.index && rc.Term == r.term && m.mayHost:
+		// The host came back in its own term: it is host again, no term bump, no migration.
+		r.host = m.index
+		m.synced = true
+		h.endGrace(r)
+		r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Msg("host resumed")
+		return true
+	case r.host == 0 && rc.Host != 0 && rc.Host != m.index && r.member(rc.Host) == nil:
+		// A member names a host that has not come back (yet): give it ResumeGrace.
+		if !r.waiting || rc.Term >= r.awaitTerm {
+			r.awaitHost, r.awaitTerm = rc.Host, rc.Term
+		}
+		h.startGrace(r)
+	case r.waiting && m.index == r.awaitHost:
+		// The awaited host is back but cannot host in its term: wait no longer.
+		h.endGrace(r)
+	}
+	return changed
+}
+
+func (h *hub) startGrace(r *room) {
+	if r.waiting {
+		return
+	}
+	r.waiting = true
+	r.graceSeq++
+	ev := &evGrace{r: r, seq: r.graceSeq}
+	r.graceStop = h.cfg.AfterFunc(h.cfg.ResumeGrace, func() { h.post(ev) })
+	r.log.Info().Uint64("term", uint64(r.term)).Uint64("awaiting", uint64(r.awaitHost)).Dur("grace", h.cfg.ResumeGrace).
+		Msg("waiting for the host to resume")
+}
+
+// endGrace stops waiting; the caller elects.
+func (h *hub) endGrace(r *room) {
+	if !r.waiting {
+		return
+	}
+	r.waiting = false
+	r.graceSeq++
+	r.awaitHost, r.awaitTerm = 0, 0
+	if r.graceStop != nil {
+		r.graceStop()
+		r.graceStop = nil
+	}
+}
+
+func (h *hub) graceOver(ev *evGrace) {
+	r := ev.r
+	if h.rooms[r.id] != r || !r.waiting || r.graceSeq != ev.seq {
+		return
+	}
+	awaited := r.awaitHost
+	h.endGrace(r)
+	r.log.Info().Uint64("term", uint64(r.term)).Uint64("awaited", uint64(awaited)).Msg("resume grace over; electing")
+	if h.elect(r) {
+		h.broadcast(r, h.hostFrame(r))
+	}
 }
 
 func (h *hub) joinedFrame(r *room, self *member) []byte {
@@ -262,7 +412,7 @@ func (h *hub) joinedFrame(r *room, self *member) []byte {
 		pinned = []Identity{}
 	}
 	return mustMarshal(joinedMsg{V: ProtocolVersion, Type: typeJoined, Room: r.id, Self: self.index, PeerID: self.id,
-		Term: r.term, Host: r.host, Members: ms, Pinned: pinned})
+		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, self.id)})
 }
 
 func (h *hub) hostFrame(r *room) []byte {
@@ -282,6 +432,7 @@ func (h *hub) openRoom(id RoomID) *room {
 }
 
 func (h *hub) retire(r *room) {
+	h.endGrace(r)
 	delete(h.rooms, r.id)
 	h.stats.rooms.Add(-1)
 	h.retiredSeq++
@@ -329,6 +480,9 @@ func (h *hub) remove(m *member, reason LeaveReason) {
 // elect recomputes the host of r. When it changes, the term grows and the new
 // host is marked synced: from now on its replica is the room's state.
 func (h *hub) elect(r *room) bool {
+	if r.waiting {
+		return false // the resume grace holds the election
+	}
 	h.cands = h.cands[:0]
 	for _, m := range r.members {
 		h.cands = append(h.cands, Candidate{Index: m.index, ID: m.id, Power: m.power, JoinOrder: uint64(m.index), MayHost: m.mayHost, Synced: m.synced})

@@ -15,7 +15,7 @@ type msgType string
 
 // Client to server.
 const (
-	typeJoin   msgType = "join"   // room, user, device, kind, token
+	typeJoin   msgType = "join"   // room, user, device, kind, token, optional resume
 	typeSignal msgType = "signal" // to, payload, optional room
 	typeSynced msgType = "synced" // no fields
 	typeReport msgType = "report" // replica
@@ -23,7 +23,7 @@ const (
 
 // Server to client.
 const (
-	typeJoined       msgType = "joined"        // room, self, peerId, term, host, members, pinnedHosts
+	typeJoined       msgType = "joined"        // room, self, peerId, term, host, members, pinnedHosts, resumeToken
 	typeMemberJoined msgType = "member-joined" // member
 	typeMemberLeft   msgType = "member-left"   // peerIndex, peerId, reason
 	typeMemberSynced msgType = "member-synced" // peerIndex
@@ -202,6 +202,9 @@ type clientMessage struct {
 	Device string `json:"device,omitempty"`
 	Kind   Kind   `json:"kind,omitempty"`
 	Token  string `json:"token,omitempty"`
+	// Resume is present only when the join reclaims a peer index (docs/protocol.md §5
+	// "Resume"); clients older than resume never send it.
+	Resume *Resume `json:"resume,omitempty"`
 
 	// signal
 	To      PeerIndex      `json:"to,omitempty"`
@@ -240,6 +243,11 @@ func decodeClientMessage(b []byte, dst *clientMessage) error {
 		}
 		if len(dst.Token) > maxTokenLen {
 			return fmt.Errorf("%w: token is %d bytes, the limit is %d", ErrBadMessage, len(dst.Token), maxTokenLen)
+		}
+		if dst.Resume != nil {
+			if err := dst.Resume.check(); err != nil {
+				return err
+			}
 		}
 	case typeSignal:
 		if dst.To == 0 {
@@ -280,6 +288,9 @@ type joinedMsg struct {
 	Host    PeerIndex  `json:"host"`
 	Members []Member   `json:"members"`
 	Pinned  []Identity `json:"pinnedHosts"`
+	// ResumeToken lets the member reclaim Self after losing its connection; empty on an open
+	// server, where resume claims are trusted.
+	ResumeToken string `json:"resumeToken,omitempty"`
 }
 
 type memberJoinedMsg struct {
@@ -352,6 +363,7 @@ type serverMessage struct {
 	Host    PeerIndex  `json:"host"`
 	Members []Member   `json:"members"`
 	Pinned  []Identity `json:"pinnedHosts"`
+	Resume  string     `json:"resumeToken"`
 
 	Member    *Member     `json:"member"`
 	PeerIndex PeerIndex   `json:"peerIndex"`
@@ -381,7 +393,7 @@ func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
 		if dst.Self == 0 {
 			return nil, fmt.Errorf("%w: joined without self", ErrBadMessage)
 		}
-		return Joined{Room: dst.Room, Self: dst.Self, PeerID: dst.PeerID, Term: dst.Term, Host: dst.Host, Members: dst.Members, PinnedHosts: dst.Pinned}, nil
+		return Joined{Room: dst.Room, Self: dst.Self, PeerID: dst.PeerID, Term: dst.Term, Host: dst.Host, Members: dst.Members, PinnedHosts: dst.Pinned, ResumeToken: dst.Resume}, nil
 	case typeMemberJoined:
 		if dst.Member == nil || dst.Member.Index == 0 {
 			return nil, fmt.Errorf("%w: member-joined without member", ErrBadMessage)

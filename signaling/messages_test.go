@@ -212,6 +212,8 @@ func FuzzDecodeClientMessage(f *testing.F) {
 	}
 	f.Add([]byte(`{"v":1,"type":"report","replica":{"term":1,"clock":1,"entities":1,"hash":"0123456789abcdef"}}`))
 	f.Add([]byte(`{"v":1,"type":"signal","to":18446744073709551615,"payload":{"kind":"candidate","candidate":{"candidate":""}}}`))
+	f.Add([]byte(`{"v":1,"type":"join","room":"r","user":"u","resume":{"peerIndex":3,"term":2,"host":1,"synced":true,"room":"r","token":"abc"}}`))
+	f.Add([]byte(`{"v":1,"type":"join","room":"r","user":"u","resume":{"peerIndex":0}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m clientMessage
 		if err := decodeClientMessage(b, &m); err != nil {
@@ -238,6 +240,7 @@ func FuzzDecodeServerMessage(f *testing.F) {
 	f.Add([]byte(`{"v":1,"type":"member-joined","member":{"peerIndex":2,"peerId":"bob/~2","kind":"bot","power":0,"mayHost":true,"synced":false}}`))
 	f.Add([]byte(`{"v":1,"type":"member-left","peerIndex":1,"peerId":"alice/tab-1","reason":"timeout"}`))
 	f.Add([]byte(`{"v":1,"type":"host","term":2,"host":2}`))
+	f.Add([]byte(`{"v":1,"type":"joined","room":"r","self":3,"peerId":"u/d","term":2,"host":1,"members":[],"pinnedHosts":[],"resumeToken":"q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA"}`))
 	f.Add([]byte(`{"v":1,"type":"signal","from":1,"to":2,"payload":{"kind":"offer","sdp":"v=0"}}`))
 	f.Add([]byte(`{"v":1,"type":"error","code":"unknown_peer","message":"x","peerIndex":7}`))
 	f.Fuzz(func(t *testing.T, b []byte) {

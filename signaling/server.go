@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,13 +38,14 @@ type MemberInfo struct {
 // adds its handler goroutine (the reader) and one writer. Close stops them
 // all.
 type Server struct {
-	cfg      Config
-	log      zerolog.Logger
-	upgrader websocket.Upgrader
-	handler  http.Handler
-	events   chan hubEvent
-	quit     chan struct{} // closed by Close
-	stats    stats
+	cfg       Config
+	resumeKey []byte // signs resume tokens; nil in open mode
+	log       zerolog.Logger
+	upgrader  websocket.Upgrader
+	handler   http.Handler
+	events    chan hubEvent
+	quit      chan struct{} // closed by Close
+	stats     stats
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the hub, every handler and every writer
@@ -63,11 +65,12 @@ const hubQueue = 256
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		events: make(chan hubEvent, hubQueue),
-		quit:   make(chan struct{}),
-		conns:  make(map[*conn]struct{}),
+		cfg:       cfg,
+		resumeKey: deriveResumeKey(cfg.Secret),
+		log:       cfg.Logger,
+		events:    make(chan hubEvent, hubQueue),
+		quit:      make(chan struct{}),
+		conns:     make(map[*conn]struct{}),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteWait,
@@ -89,7 +92,15 @@ func New(cfg Config) *Server {
 	} else if len(cfg.Secret) < 32 {
 		s.log.Warn().Int("bytes", len(cfg.Secret)).Msg("signaling: Secret is shorter than 32 bytes; HS256 tokens signed with it are weak")
 	}
-	h := newHub(&s.cfg, s.log, &s.stats)
+	// A timer's event enters the wait group like a handler, so Close waits for it too.
+	post := func(ev hubEvent) {
+		if !s.enter() {
+			return
+		}
+		defer s.wg.Done()
+		s.post(ev)
+	}
+	h := newHub(&s.cfg, s.log, &s.stats, s.resumeKey, post)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -291,4 +302,26 @@ func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
 		kind = KindBrowser
 	}
 	return joinRequest{room: m.Room, user: c.User, device: device, kind: kind, power: c.Power, mayHost: c.MayHost}, nil
+}
+
+// checkResume adds a join's resume claim to req once its room and token check out. A join
+// without a device resumes the device the server made up for the claimed index.
+func (s *Server) checkResume(m *clientMessage, req *joinRequest) error {
+	rc := m.Resume
+	if rc == nil {
+		return nil
+	}
+	if rc.Room != "" && rc.Room != req.room {
+		return fmt.Errorf("%w: the claim is for room %q, the join for %q", ErrResumeRoom, rc.Room, req.room)
+	}
+	if req.device == "" {
+		req.device = serverDevicePrefix + strconv.FormatUint(uint64(rc.Index), 10)
+	}
+	id := NewIdentity(req.user, req.device)
+	if !checkResumeToken(s.resumeKey, req.room, rc.Index, id, rc.Token) {
+		return fmt.Errorf("%w: for peer %d as %s in room %q", ErrResumeToken, rc.Index, id, req.room)
+	}
+	claim := *rc
+	req.resume = &claim
+	return nil
 }

@@ -309,7 +309,8 @@ function updatePanel(peer) {
     connected: ['connected', 'chip-ok'], hosting: ['connected', 'chip-ok'], migrating: ['migrating', 'chip-warn'],
     connecting: ['connecting', 'chip-warn'], 'no host': ['no host', 'chip-bad'], left: ['left', 'chip-idle'],
   }[st.state] || [st.state, 'chip-idle'];
-  setConn(st.signaling === 'closed' && st.state !== 'left' ? `${chip[0]} · signaling lost` : chip[0], chip[1]);
+  const sigNote = { closed: ' · signaling lost, reconnecting', refused: ' · signaling refused (playing on)' }[st.signaling];
+  setConn(sigNote && st.state !== 'left' ? chip[0] + sigNote : chip[0], chip[1]);
   const role = $('role');
   role.textContent = st.isHost ? 'you are the host' : st.synced ? 'member' : '';
   role.className = `chip ${st.isHost ? 'chip-host' : 'chip-idle'}`;

@@ -12,7 +12,7 @@ import { Type, MAX_RELIABLE, MAX_DATAGRAM } from './netmsg.js';
 import * as crdt from './crdt.js';
 import * as hostsnapshot from './hostsnapshot.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta } from './schema.js';
-import { SignalingClient } from './signaling.js';
+import { SignalingClient, REDIAL, redialWait, nextRedialDelay } from './signaling.js';
 import { Link, MemoryLink, isMemoryOffer, RELIABLE, UNRELIABLE } from './rtc.js';
 import {
   World, AuthorityTable, Ev, nopSink, encodeRecord, entityNumber,
@@ -29,6 +29,11 @@ export const DEFAULTS = Object.freeze({
   quietMs: 300,
   buckets: 256,
   maxDatagramsPerFlush: 64,
+  // Signaling redial waits (docs/protocol.md §5 "Session: signaling outage and resume").
+  redialMinMs: REDIAL.min,
+  redialMaxMs: REDIAL.max,
+  // After a resume, how long the host gives members to resume before it takes the absent ones as gone.
+  resumeSettleMs: 3000,
 });
 
 /** How long a member waits for its link to the host to open before making it again. */
@@ -135,6 +140,11 @@ export class Peer {
     this.stopped = false;
     this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, fenced: 0, dropped: 0 };
     this.signalingState = 'connecting';
+    this.resumeToken = '';
+    this.held = false; // the replica has held the room's state (synced or hosted)
+    this.resumes = 0;
+    this.resumedAt = 0;
+    this.resumeRefused = '';
     this.peerId = '';
     this.listeners = new Set();
   }
@@ -143,13 +153,10 @@ export class Peer {
 
   /** Joins the room; resolves once joined (the session then runs until stop()). */
   async run() {
-    this.sig = new SignalingClient({
-      url: this.opts.url, room: this.opts.room, user: this.opts.user, device: this.opts.device,
-      kind: this.opts.kind || 'browser', token: this.opts.token,
-      onEvent: (ev) => this.step(() => this.handleSignaling(ev)),
-    });
+    this.sig = this.signalingClient(null);
     const j = await this.sig.connect();
     this.signalingState = 'connected';
+    this.resumeToken = j.resumeToken || '';
     this.w.self = j.self;
     this.peerId = j.peerId;
     for (const m of j.members) this.members.set(m.peerIndex, m);
@@ -167,6 +174,76 @@ export class Peer {
     this.every(this.opts.reportMs, () => this.report());
     this.every(this.opts.digestMs, () => { if (this.member) this.member.sendDigest(); });
     return j;
+  }
+
+  /** A signaling client for this peer, with a resume claim or none. */
+  signalingClient(resume) {
+    const c = new SignalingClient({
+      url: this.opts.url, room: this.opts.room, user: this.opts.user, device: this.opts.device,
+      kind: this.opts.kind || 'browser', token: this.opts.token, resume, WebSocketImpl: this.opts.WebSocket,
+      // Only the current client's events count: a replaced one's late close is ignored.
+      onEvent: (ev) => this.step(() => { if (this.sig === c) this.handleSignaling(ev); }),
+    });
+    return c;
+  }
+
+  /**
+   * Redials signaling after an unexpected close, with the resume claim of this peer's index, term
+   * and host, until it resumes, the server refuses for good, or the peer stops.
+   */
+  async redial() {
+    const w = this.w;
+    const claim = {
+      peerIndex: w.self, term: w.term, host: w.host, synced: this.held, room: this.opts.room,
+    };
+    if (this.resumeToken) claim.token = this.resumeToken;
+    let delay = this.opts.redialMinMs;
+    for (let attempt = 1; !this.stopped; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, redialWait(delay)));
+      if (this.stopped) return;
+      const c = this.signalingClient(claim);
+      try {
+        const j = await c.connect();
+        if (this.stopped) {
+          c.close();
+          return;
+        }
+        this.step(() => this.adopt(c, j, attempt));
+        return;
+      } catch (err) {
+        if (err && err.permanent) {
+          this.step(() => {
+            this.signalingState = 'refused';
+            this.resumeRefused = err.message;
+            this.log('error', 'signaling refused to resume this peer; playing on without signaling, state kept', { err: err.message });
+          });
+          return;
+        }
+        delay = nextRedialDelay(delay, this.opts.redialMaxMs);
+      }
+    }
+  }
+
+  /** Takes a resumed signaling client and reconciles with what the server says. */
+  adopt(c, j, attempts) {
+    if (j.self !== this.w.self) {
+      c.close();
+      this.signalingState = 'refused';
+      this.resumeRefused = `resumed as ${j.self}, not ${this.w.self}`;
+      return;
+    }
+    this.sig = c;
+    this.signalingState = 'connected';
+    this.resumeToken = j.resumeToken || '';
+    this.members.clear();
+    for (const m of j.members) this.members.set(m.peerIndex, m);
+    this.resumes++;
+    this.resumedAt = now();
+    this.log('info', 'signaling resumed', { attempts, term: j.term, host: j.host, members: j.members.length });
+    this.setHost(j.term, j.host);
+    if (this.host) this.host.sweepLater();
+    if (this.host || (this.member && this.member.synced)) this.setSynced();
+    this.report();
   }
 
   every(ms, fn) {
@@ -258,17 +335,29 @@ export class Peer {
         this.log('warn', 'signaling error', { code: ev.code, message: ev.message });
         break;
       case 'closed':
-        // Links stay up: the room keeps playing without signaling.
+        // Links stay up: the room keeps playing without signaling; the peer redials and
+        // resumes its index, unless its identity joined elsewhere (which it would only fight).
         this.signalingState = 'closed';
-        this.log('warn', 'signaling connection closed; keeping links', { code: ev.code, reason: ev.reason });
+        if (ev.reason === 'replaced') {
+          this.log('error', 'signaling connection replaced by another with this identity; not redialing', { code: ev.code });
+          break;
+        }
+        this.log('warn', 'signaling connection closed; keeping links and redialing', { code: ev.code, reason: ev.reason });
+        this.redial();
         break;
       default:
     }
   }
 
+  /**
+   * Adopts a host announcement. The same term and host again (a resumed signaling connection)
+   * changes nothing; neither does "no host" in the term this peer knows a host for: a server
+   * waiting for the host to resume.
+   */
   setHost(term, host) {
     const w = this.w;
     if (term < w.term) return;
+    if (term === w.term && (host === w.host || (host === 0 && w.host !== 0))) return;
     const prevHost = w.host;
     w.term = term;
     w.host = host;
@@ -290,6 +379,7 @@ export class Peer {
       this.member.stop();
       this.member = null;
     }
+    this.held = true;
     this.host = new HostRole(this);
     this.host.start();
   }
@@ -466,7 +556,7 @@ export class Peer {
     else if (w.host === 0 && w.self) state = 'no host';
     return {
       self: w.self, peerId: this.peerId, host: w.host, term: w.term, isHost: !!this.host, synced, state,
-      signaling: this.signalingState,
+      signaling: this.signalingState, resumes: this.resumes, resumeRefused: this.resumeRefused,
       entities: w.size, clock: w.clock, hash: hex16(w.r.hash()),
       members: this.members.size, links: this.remotes.size, rtt,
       bytesIn: this.count.bytesIn, bytesOut: this.count.bytesOut,
@@ -719,6 +809,7 @@ class MemberRole {
         if (!this.synced) {
           this.synced = true;
           this.wasSynced = true;
+          p.held = true;
           w.events.push({ kind: Ev.Synced, term: w.term, peer: w.host });
           p.log('info', 'synced', { entities: w.size, corrections: corrections.length });
           p.setSynced();
@@ -852,11 +943,10 @@ class HostRole {
         }
       }
     }
-    const gone = new Set();
-    for (const info of w.ents.values()) {
-      if (info.auth.kind !== KIND_HOST && !p.members.has(info.auth.peer)) gone.add(info.auth.peer);
-    }
-    for (const idx of gone) this.memberLeft(idx);
+    // Members that are gone lose their avatars and locks; right after a signaling resume, once
+    // the others have had time to resume too.
+    if (p.resumedAt && t - p.resumedAt < p.opts.resumeSettleMs) this.sweepLater();
+    else this.sweepGone();
     for (const [e, info] of w.ents) {
       if (info.auth.kind === KIND_LOCK && info.auth.peer === w.self) w.writeAuthority(e, { kind: KIND_HOST, peer: 0 });
     }
@@ -894,6 +984,30 @@ class HostRole {
   }
 
   /** Despawns the member's avatars and returns its locks to the host. */
+  /**
+   * Takes members that own avatars or locks but are not in the room (as signaling says) and have
+   * no open link to this host as gone. Without signaling it does nothing.
+   */
+  sweepGone() {
+    const p = this.p;
+    if (!p.sig || p.signalingState !== 'connected') return;
+    const gone = new Set();
+    for (const info of this.w.ents.values()) {
+      const idx = info.auth.peer;
+      if (info.auth.kind === KIND_HOST || idx === this.w.self || p.members.has(idx)) continue;
+      const r = p.remotes.get(idx);
+      if (r && r.ready) continue;
+      gone.add(idx);
+    }
+    for (const idx of gone) this.memberLeft(idx);
+  }
+
+  /** Runs sweepGone once members have had resumeSettleMs to resume. */
+  sweepLater() {
+    const p = this.p;
+    p.after(p.opts.resumeSettleMs, () => { if (p.host === this) this.sweepGone(); });
+  }
+
   memberLeft(idx) {
     const p = this.p;
     const w = this.w;

@@ -23,6 +23,38 @@ export class SignalingError extends Error {
     super(`signaling: ${code}: ${message}`);
     this.code = code;
   }
+
+  /**
+   * True when a resume failed for good: the server refused the claim or the join itself, so
+   * redialing would fail the same way (docs/protocol.md §5 "Session: signaling outage and
+   * resume"). Network errors, timeouts, a full room and a closing server are worth a retry.
+   */
+  get permanent() {
+    return PERMANENT_CODES.has(this.code);
+  }
+}
+
+/** Error codes after which a redial cannot succeed. 'resume_ignored' is the client's own. */
+export const PERMANENT_CODES = new Set([
+  'index_taken', 'resume_token_invalid', 'resume_room_mismatch', 'resume_ignored',
+  'token_required', 'token_invalid', 'token_expired', 'token_mismatch', 'wrong_room',
+  'unsupported_version', 'bad_message',
+]);
+
+/** Redial waits (ms): the first is min, each next doubles up to max. */
+export const REDIAL = Object.freeze({ min: 100, max: 1000 });
+
+/**
+ * The wait before a redial: between half of delay and all of it (jitter, so that peers that lost
+ * the server together do not come back in lockstep). random() is in [0, 1).
+ */
+export function redialWait(delay, random = Math.random) {
+  return Math.floor(delay / 2 + random() * (delay / 2 + 1));
+}
+
+/** The delay after a failed redial: doubled, at most max. */
+export function nextRedialDelay(delay, max = REDIAL.max) {
+  return Math.min(2 * delay, max);
 }
 
 /**
@@ -33,9 +65,15 @@ export class SignalingError extends Error {
  * and finally {type: 'closed', code, reason} when the socket closes.
  */
 export class SignalingClient {
-  constructor({ url = defaultURL(), room, user, device = randomDevice(), kind = 'browser', token = '', onEvent = () => {} }) {
+  /**
+   * resume, if set, is the claim {peerIndex, term, host, synced, room, token} of a member that
+   * lost its connection: connect() then rejects unless the server gives peerIndex back.
+   * WebSocketImpl replaces the browser's WebSocket (tests).
+   */
+  constructor({ url = defaultURL(), room, user, device = randomDevice(), kind = 'browser', token = '', resume = null, onEvent = () => {}, WebSocketImpl = globalThis.WebSocket }) {
     this.url = url;
-    this.join = { room, user, device, kind, token };
+    this.join = { room, user, device, kind, token, resume };
+    this.WebSocket = WebSocketImpl;
     this.onEvent = onEvent;
     this.ws = null;
     this.joined = null; // the `joined` message
@@ -47,7 +85,7 @@ export class SignalingClient {
   /** Opens the socket and joins; resolves with the `joined` message or rejects with a SignalingError. */
   connect(timeoutMs = 5000) {
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(this.url);
+      const ws = new this.WebSocket(this.url);
       this.ws = ws;
       let settled = false;
       const timer = setTimeout(() => fail(new SignalingError('timeout', 'no joined message in time')), timeoutMs);
@@ -62,6 +100,7 @@ export class SignalingClient {
         const j = { v: VERSION, type: 'join', room: this.join.room, user: this.join.user, kind: this.join.kind };
         if (this.join.device) j.device = this.join.device;
         if (this.join.token) j.token = this.join.token;
+        if (this.join.resume) j.resume = this.join.resume;
         this.sendJSON(j);
       };
       ws.onmessage = (ev) => {
@@ -75,6 +114,12 @@ export class SignalingClient {
         }
         if (!settled) {
           if (msg.type === 'joined') {
+            const r = this.join.resume;
+            if (r && msg.self !== r.peerIndex) {
+              // A server that predates resume ignored the claim and issued a new index.
+              fail(new SignalingError('resume_ignored', `claimed peer ${r.peerIndex}, joined as ${msg.self}`));
+              return;
+            }
             settled = true;
             clearTimeout(timer);
             this.joined = msg;
@@ -99,7 +144,7 @@ export class SignalingClient {
   }
 
   sendJSON(obj) {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+    if (!this.ws || this.ws.readyState !== this.WebSocket.OPEN) return false;
     const s = JSON.stringify(obj);
     this.sentBytes += s.length;
     this.ws.send(s);
@@ -137,6 +182,6 @@ export class SignalingClient {
 
   /** Leaves gracefully (close frame). */
   close() {
-    if (this.ws && this.ws.readyState <= WebSocket.OPEN) this.ws.close(1000, 'left');
+    if (this.ws && this.ws.readyState <= this.WebSocket.OPEN) this.ws.close(1000, 'left');
   }
 }

@@ -1,0 +1,163 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Recovery from a signaling outage (docs/protocol.md §5 "Resume"). Links between members do not
+// need the signaling server once they are up, so when the server goes away the room plays on.
+// The peer redials in the background with exponential backoff and jitter, claiming its old peer
+// index, term and host; the server gives the index back (authority is keyed by it), restores a
+// host that survived in its own term (no migration), and elects a new host only when the old
+// one does not come back within its resume grace.
+
+// dialTimeout bounds one attempt to reach the signaling server.
+const dialTimeout = 5 * time.Second
+
+// signalingLost handles an unexpected end of the signaling connection: the links and the world
+// go on, and a redial starts unless the server ended this connection for a reason that a new
+// one would meet again.
+func (p *Peer) signalingLost(ctx context.Context, cause error) {
+	old := p.sig
+	p.sig = nil
+	p.sigNow.Store(nil)
+	p.sigEvents = nil
+	p.publish()
+	if errors.Is(cause, signaling.ErrReplaced) {
+		// Another connection joined with this identity (the same device elsewhere): fighting
+		// it for the index would only take turns at replacing each other.
+		p.log.Error().Err(cause).Msg("signaling connection replaced by another with this identity; not redialing, keeping links")
+		p.closeLater(old)
+		return
+	}
+	p.log.Warn().Err(cause).Msg("signaling connection lost; keeping links and redialing")
+	claim := signaling.Resume{
+		Index: p.w.self, Term: p.w.term, Host: p.w.host, Synced: p.held,
+		Room: signaling.RoomID(p.cfg.Room), Token: p.resumeToken,
+	}
+	p.linkWG.Add(1)
+	go p.redial(ctx, old, claim)
+}
+
+// redial runs on its own goroutine, owned by the peer (linkWG): it dials until the server takes
+// the claim, the claim is refused for good, or the peer stops. It only posts its outcome to the
+// loop.
+func (p *Peer) redial(ctx context.Context, old *signaling.Client, claim signaling.Resume) {
+	defer p.linkWG.Done()
+	if old != nil {
+		_ = old.Close() // its goroutines have ended or end now; Close waits for them
+	}
+	delay := p.cfg.RedialMin
+	for attempt := 1; ; attempt++ {
+		// Full delay halved plus a random half: peers that lost the server together do not
+		// come back in lockstep, and no wait exceeds RedialMax.
+		wait := delay/2 + rand.N(delay/2+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-p.quit:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		c, err := signaling.Dial(dctx, p.cfg.Server, signaling.JoinOptions{
+			Room: signaling.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
+			Resume: &claim,
+		}, p.cfg.SignalingConfig)
+		cancel()
+		if err == nil {
+			select {
+			case p.calls <- func() { p.adopt(ctx, c, attempt) }:
+			case <-p.quit:
+				_ = c.Close()
+			}
+			return
+		}
+		if permanent(err) {
+			select {
+			case p.calls <- func() { p.resumeRefused(err) }:
+			case <-p.quit:
+			}
+			return
+		}
+		p.log.Debug().Err(err).Int("attempt", attempt).Dur("waited", wait).Msg("signaling redial failed")
+		delay = min(2*delay, p.cfg.RedialMax)
+	}
+}
+
+// closeLater closes a signaling client off the loop (Close waits up to CloseGrace for the
+// server), on a goroutine that shutdown waits for.
+func (p *Peer) closeLater(c *signaling.Client) {
+	if c == nil {
+		return
+	}
+	p.linkWG.Add(1)
+	go func() {
+		defer p.linkWG.Done()
+		_ = c.Close()
+	}()
+}
+
+// permanent reports whether a failed resume would fail the same way again: the server refused
+// the claim, or the join itself (a token that expired or does not fit, another protocol).
+func permanent(err error) bool {
+	for _, e := range []error{
+		signaling.ErrResumeRefused, signaling.ErrTokenRequired, signaling.ErrTokenInvalid, signaling.ErrTokenExpired,
+		signaling.ErrTokenMismatch, signaling.ErrWrongRoom, signaling.ErrUnsupportedVersion, signaling.ErrBadMessage,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// adopt takes a resumed signaling client on the loop and reconciles with what the server says.
+func (p *Peer) adopt(ctx context.Context, c *signaling.Client, attempts int) {
+	j := c.Joined()
+	if j.Self != p.w.self {
+		// Dial checks this; a server that broke the rule would give this peer two indices.
+		p.log.Error().Uint64("self", uint64(j.Self)).Msg("signaling resumed under another peer index; leaving it")
+		p.closeLater(c)
+		p.resumeRefused(signaling.ErrResumeIgnored)
+		return
+	}
+	p.sig = c
+	p.sigNow.Store(c)
+	p.sigEvents = c.Events()
+	p.resumeToken = j.ResumeToken
+	clear(p.members)
+	for _, m := range j.Members {
+		p.members[m.Index] = m
+	}
+	p.pinned = j.PinnedHosts
+	p.resumedAt = p.cfg.Now()
+	p.count.resumes.Add(1)
+	p.log.Info().Int("attempts", attempts).Uint64("term", uint64(j.Term)).Uint64("host", uint64(j.Host)).
+		Int("members", len(j.Members)).Msg("signaling resumed")
+	p.setHost(j.Term, j.Host)
+	if p.host != nil {
+		p.host.sweepLater()
+	}
+	if p.host != nil || (p.member != nil && p.member.synced) {
+		p.setSynced()
+	}
+	p.updateStandby()
+	p.report(ctx)
+}
+
+// resumeRefused runs on the loop when the server will not give this peer its index back: the
+// room plays on over the links, without signaling (no elections, no new links).
+func (p *Peer) resumeRefused(err error) {
+	p.resumeErr = err
+	p.log.Error().Err(err).Msg("signaling refused to resume this peer; playing on without signaling, state kept")
+	p.publish()
+}

@@ -1,0 +1,187 @@
+// Signaling outage and resume in the browser client (docs/protocol.md §5 "Session: signaling
+// outage and resume"): the resume claim on the wire, refusals, the redial backoff, and a peer that
+// loses its server, redials, and is host again in its own term. A fake WebSocket stands in for
+// the server; no network is used.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { SignalingClient, SignalingError, redialWait, nextRedialDelay, REDIAL } from '../static/js/signaling.js';
+import { Peer } from '../static/js/peer.js';
+import { Game, schemas } from '../static/js/arena.js';
+
+/**
+ * FakeServer answers joins through fake sockets. onJoin(msg) returns the server's answer (a
+ * joined or an error message); while down, sockets fail to open.
+ */
+class FakeServer {
+  constructor() {
+    this.down = false;
+    this.joins = [];
+    this.sockets = [];
+    this.onJoin = () => null;
+    const server = this;
+    this.WebSocket = class FakeWebSocket {
+      static OPEN = 1;
+      constructor(url) {
+        this.url = url;
+        this.readyState = 0;
+        server.sockets.push(this);
+        setTimeout(() => {
+          if (server.down) {
+            this.readyState = 3;
+            if (this.onerror) this.onerror({});
+            if (this.onclose) this.onclose({ code: 1006, reason: '' });
+            return;
+          }
+          this.readyState = 1;
+          this.onopen();
+        }, 1);
+      }
+
+      send(s) {
+        const m = JSON.parse(s);
+        if (m.type !== 'join') return;
+        server.joins.push(m);
+        const reply = server.onJoin(m);
+        setTimeout(() => {
+          if (this.readyState !== 1 || !reply) return;
+          this.onmessage({ data: JSON.stringify(reply) });
+          if (reply.type === 'error') this.close(1008, reply.code);
+        }, 1);
+      }
+
+      close(code = 1000, reason = '') {
+        if (this.readyState === 3) return;
+        this.readyState = 3;
+        setTimeout(() => { if (this.onclose) this.onclose({ code, reason }); }, 1);
+      }
+
+      /** The server process dies: the socket breaks without a close frame. */
+      crash() {
+        if (this.readyState === 3) return;
+        this.readyState = 3;
+        this.onclose({ code: 1006, reason: '' });
+      }
+    };
+  }
+
+  live() { return this.sockets.filter((s) => s.readyState === 1); }
+}
+
+function joined(self, term, host, token = '') {
+  const m = { v: 1, type: 'joined', room: 'r', self, peerId: `u/d`, term, host, members: [{ peerIndex: self, peerId: 'u/d', kind: 'browser', power: 0, mayHost: true, synced: true }], pinnedHosts: [] };
+  if (token) m.resumeToken = token;
+  return m;
+}
+
+/** Polls cond every 5 ms until it holds or ms pass. */
+async function until(what, cond, ms = 5000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (cond()) return;
+    if (Date.now() > deadline) assert.fail(`${what}: not reached in ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+test('the join carries the resume claim; another index is refused for good', async () => {
+  const srv = new FakeServer();
+  srv.onJoin = () => joined(9, 1, 9);
+  const claim = { peerIndex: 3, term: 2, host: 1, synced: true, room: 'r', token: 'tok' };
+  const c = new SignalingClient({ url: 'ws://x/ws', room: 'r', user: 'u', device: 'd', resume: claim, WebSocketImpl: srv.WebSocket });
+  await assert.rejects(c.connect(), (err) => err instanceof SignalingError && err.code === 'resume_ignored' && err.permanent);
+  assert.deepEqual(srv.joins[0].resume, claim);
+});
+
+test('refusals are permanent, outages are not', async () => {
+  const tests = [
+    { code: 'index_taken', permanent: true },
+    { code: 'resume_token_invalid', permanent: true },
+    { code: 'resume_room_mismatch', permanent: true },
+    { code: 'token_expired', permanent: true },
+    { code: 'room_full', permanent: false },
+    { code: 'server_closing', permanent: false },
+  ];
+  for (const tt of tests) {
+    const srv = new FakeServer();
+    srv.onJoin = () => ({ v: 1, type: 'error', code: tt.code, message: 'no' });
+    const c = new SignalingClient({ url: 'ws://x/ws', room: 'r', user: 'u', resume: { peerIndex: 2 }, WebSocketImpl: srv.WebSocket });
+    await assert.rejects(c.connect(), (err) => err.code === tt.code && err.permanent === tt.permanent, tt.code);
+  }
+  assert.equal(new SignalingError('network', 'down').permanent, false);
+});
+
+test('redial waits grow from min to max with jitter', () => {
+  let delay = REDIAL.min;
+  const seen = [];
+  for (let i = 0; i < 8; i++) {
+    for (const r of [0, 0.5, 0.999999]) {
+      const w = redialWait(delay, () => r);
+      assert.ok(w >= delay / 2 && w <= delay, `wait ${w} for delay ${delay}`);
+    }
+    seen.push(delay);
+    delay = nextRedialDelay(delay);
+  }
+  assert.deepEqual(seen, [100, 200, 400, 800, 1000, 1000, 1000, 1000]);
+});
+
+test('a host that loses signaling redials and is host again in its own term', async () => {
+  const srv = new FakeServer();
+  srv.onJoin = () => joined(1, 4, 1, 'tok-1');
+  let hostStarts = 0;
+  const game = new Game();
+  const app = {
+    schemas: () => schemas(),
+    hostStart: (w) => { hostStarts++; game.hostStart(w); },
+    spawnAvatar: (w, info) => game.spawnAvatar(w, info),
+    tick: () => {},
+    rpc: () => {},
+  };
+  const logs = [];
+  const p = new Peer({
+    url: 'ws://x/ws', room: 'r', user: 'u', device: 'd', app, WebSocket: srv.WebSocket,
+    redialMinMs: 10, redialMaxMs: 40, resumeSettleMs: 20, reportMs: 20,
+    log: (level, msg) => logs.push(`${level} ${msg}`),
+  });
+  try {
+    await p.run();
+    await until('host', () => p.status().isHost);
+    const before = p.status();
+    assert.equal(before.term, 4);
+
+    // The server dies; redials fail while it is down.
+    srv.down = true;
+    for (const s of srv.live()) s.crash();
+    await until('signaling lost', () => p.status().signaling === 'closed');
+    await until('a few redials', () => srv.sockets.length >= 4);
+    assert.equal(srv.joins.length, 1, 'no join reached a server that is down');
+    assert.ok(p.status().isHost, 'the host plays on without signaling');
+
+    // A new server takes the claim.
+    srv.onJoin = (m) => (m.resume && m.resume.peerIndex === 1 ? joined(1, 4, 1, 'tok-1') : joined(7, 1, 7));
+    srv.down = false;
+    await until('resumed', () => p.status().signaling === 'connected' && p.status().resumes === 1);
+    const claim = srv.joins[1].resume;
+    assert.deepEqual(claim, { peerIndex: 1, term: 4, host: 1, synced: true, room: 'r', token: 'tok-1' });
+    const after = p.status();
+    assert.equal(after.self, 1);
+    assert.equal(after.term, 4);
+    assert.ok(after.isHost);
+    assert.ok(after.entities > 0);
+    assert.equal(after.entities, before.entities, 'nothing spawned or lost across the resume');
+    assert.equal(hostStarts, 1, 'no second hostStart: no migration');
+
+    // A server that refuses the claim: the peer stops redialing and plays on.
+    srv.onJoin = () => ({ v: 1, type: 'error', code: 'index_taken', message: 'taken' });
+    for (const s of srv.live()) s.crash();
+    await until('refused', () => p.status().signaling === 'refused');
+    const joins = srv.joins.length;
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(srv.joins.length, joins, 'no redial after a refusal');
+    assert.match(p.status().resumeRefused, /index_taken/);
+    assert.ok(p.status().isHost);
+    assert.ok(logs.some((l) => l.startsWith('error signaling refused')));
+  } finally {
+    p.stop();
+  }
+});
