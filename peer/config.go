@@ -25,8 +25,8 @@ const (
 	// server that waits for a host gives up on it.
 	DefaultRedialMin = 100 * time.Millisecond
 	DefaultRedialMax = time.Second
-	// DefaultResumeSettle is how long a host gives members to resume before it takes the ones
-	// that have not as gone.
+	// DefaultResumeSettle is how long a new or resumed host gives members to resume before it
+	// takes the ones that have not as gone.
 	DefaultResumeSettle = 3 * time.Second
 )
 
@@ -78,9 +78,9 @@ type Config struct {
 	// and DefaultRedialMax (1 s). The peer redials until it resumes, the server refuses the
 	// resume for good, or Run ends.
 	RedialMin, RedialMax time.Duration
-	// ResumeSettle: after signaling resumes, the host waits this long before it takes the
-	// members that have not resumed (and have no open link to it) as gone, despawning their
-	// avatars and releasing their locks; a new host elected right after a resume waits too.
+	// ResumeSettle: a peer that becomes host, or a host whose signaling resumes, waits this long
+	// before it takes the members signaling does not list (and that have no open link to it) as
+	// gone, despawning their avatars and releasing their locks.
 	// Default DefaultResumeSettle (3 s).
 	ResumeSettle time.Duration
 	// SignalingConfig configures the signaling client.

@@ -72,13 +72,12 @@ func (h *hostRole) start() {
 			}
 		}
 	}
-	// Members that are gone lose their avatars and locks; right after a signaling resume,
-	// once the others have had time to resume too.
-	if !p.resumedAt.IsZero() && now.Sub(p.resumedAt) < p.cfg.ResumeSettle {
-		h.sweepLater()
-	} else {
-		h.sweepGone()
-	}
+	// Members that are gone lose their avatars and locks, but not at once: this peer may have
+	// been elected by a signaling server that was losing its sockets one by one, and that view
+	// of who is in the room would delete the avatars of members that are only cut off from
+	// signaling; a deletion is final. Members that are in the room by then, or linked and
+	// heard, stay.
+	h.sweepLater()
 	// A lock this peer held as a member is now plain host ownership.
 	for e, in := range w.ents {
 		if in.auth.Kind == authority.KindLock && PeerIndex(in.auth.Peer) == w.self {
@@ -178,8 +177,53 @@ func (h *hostRole) memberLeft(idx PeerIndex) {
 	h.exited = append(h.exited, idx)
 }
 
+// signalingLeft handles signaling's word that member idx left the room. A member whose link to
+// this host is still up has only lost its signaling socket (a network fault on signaling's side;
+// it redials and resumes its index): it keeps its avatar and locks until its link closes too.
+// Despawning it now would delete its avatar for good, everywhere.
+func (h *hostRole) signalingLeft(idx PeerIndex) {
+	if r := h.p.remotes[idx]; r != nil && r.ready {
+		h.p.log.Info().Uint64("member", uint64(idx)).Msg("member left signaling but its link is up: kept while it is heard")
+		h.confirmGone(idx)
+		return
+	}
+	h.memberLeft(idx)
+}
+
+// confirmGone takes member idx, which signaling no longer lists, as gone once it has been silent
+// on its link for a while: a member cut off from signaling alone still sends its digests (every
+// DigestInterval) and pings (every ReportInterval). A crashed member's link takes the ICE timeout
+// to close; this does not wait for it.
+func (h *hostRole) confirmGone(idx PeerIndex) {
+	p := h.p
+	silence := 2 * max(p.cfg.DigestInterval, p.cfg.ReportInterval)
+	p.after(silence, func() {
+		if p.host != h {
+			return
+		}
+		if _, listed := p.members[idx]; listed {
+			return // resumed
+		}
+		r := p.remotes[idx]
+		if r == nil {
+			return // its link closed: linkClosed took it as gone, or signaling is down
+		}
+		if r.ready && p.cfg.Now().Sub(r.lastHeard) < silence {
+			h.confirmGone(idx)
+			return
+		}
+		p.log.Info().Uint64("member", uint64(idx)).Msg("member gone: not in the room and silent")
+		h.memberLeft(idx)
+	})
+}
+
+// linkClosed: a member that signaling no longer lists, and whose link is now gone too, has left.
+// A member still listed may reconnect; so may anyone while signaling is down (absence from a
+// room nobody can see proves nothing).
 func (h *hostRole) linkClosed(r *remote) {
-	// The member may reconnect; its avatar stays until signaling says it left.
+	if _, listed := h.p.members[r.idx]; !listed && h.p.sig != nil && r.ready {
+		h.memberLeft(r.idx)
+	}
 }
 
 func (h *hostRole) tick(now time.Time) {
@@ -442,7 +486,16 @@ func (h *hostRole) corrections(r *remote, b *netmsg.CrdtBatch) {
 	r.answered = true
 	var rd crdt.Reader
 	var m crdt.Message
+	orphaned := false
 	for rd.Reset(b.Messages); rd.Next(&m) == nil; {
+		if relayed && (m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork) && !h.w.r.EntityDeleted(m.Entity) {
+			// Only a host deletes entities, and a deletion is final in every replica that holds
+			// it: refusing one (another member's avatar, say) would leave this member apart for
+			// good. Its first batch carries what the previous host sent it, deletions included.
+			h.w.mergeRemote(&m, r.idx)
+			orphaned = true
+			continue
+		}
 		if err := h.auth.AdmitCorrection(authority.PeerIndex(r.idx), authority.EntityID(m.Entity), relayed); err != nil {
 			if h.holds(&m) {
 				// This host already has the value or a newer one: the member converges to it
@@ -455,6 +508,21 @@ func (h *hostRole) corrections(r *remote, b *netmsg.CrdtBatch) {
 			continue
 		}
 		h.w.mergeRemote(&m, r.idx)
+	}
+	if orphaned {
+		h.respawnAvatars()
+	}
+}
+
+// respawnAvatars gives a new avatar to every synced member that has none (a deletion of its
+// avatar by the previous host reached this host late).
+func (h *hostRole) respawnAvatars() {
+	for _, r := range h.p.remotes {
+		if r.snapshotSent && r.info.Kind != string(signaling.KindHost) {
+			if _, ok := h.w.AvatarOf(r.idx); !ok {
+				h.spawnAvatar(r.info)
+			}
+		}
 	}
 }
 

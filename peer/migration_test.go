@@ -178,7 +178,7 @@ func TestMigrationDoubleFailure(t *testing.T) {
 	rec.Absorb(r.record(survivors)) // and again once the second host is gone
 	r.play(time.Second)
 	r.pause()
-	final := r.converge(survivors, term)
+	final := r.converge(survivors, term, avatar)
 	if final.Host != survivors[0].Status().Self || final.Term < term+2 {
 		t.Fatalf("host %d term %d, want bot %d after two more elections (from term %d)", final.Host, final.Term, survivors[0].Status().Self, term)
 	}
@@ -280,6 +280,7 @@ func (r *migRoom) start(user, device string, kind signaling.Kind, seed uint64) *
 		Server: r.url, Room: "arena", User: user, Device: device, Kind: kind, App: app, Transport: r.tr,
 		Logger:         r.log.With().Str("who", user).Logger(),
 		ReportInterval: 100 * time.Millisecond, DigestInterval: 200 * time.Millisecond,
+		ResumeSettle: 500 * time.Millisecond, // a new host sweeps members that are gone after it
 	}
 	if r.configure != nil {
 		r.configure(&cfg)
@@ -375,7 +376,11 @@ func (r *migRoom) killAndConverge(victim *migPeer, survivors []*migPeer, term pe
 	<-victim.Done()
 	r.play(time.Second)
 	r.pause()
-	final := r.converge(survivors, term)
+	var gone []peer.Entity
+	for e := range vanish {
+		gone = append(gone, e)
+	}
+	final := r.converge(survivors, term, gone...)
 	step := fmt.Sprintf("%s killed in term %d", victim.name, term)
 	r.check(step, rec, final, vanish)
 	r.checkWrites(step, survivors, final)
@@ -408,7 +413,10 @@ func (r *migRoom) record(peers []*migPeer) *migView {
 
 // converge waits until the peers follow one host under a term after term, synced, with equal
 // replicas, and returns the converged view.
-func (r *migRoom) converge(peers []*migPeer, term peer.Term) *migView {
+// converge waits until every peer follows one host in a term above term with equal replicas, and
+// the entities in gone (avatars of dead members, which a new host sweeps after ResumeSettle) are
+// deleted.
+func (r *migRoom) converge(peers []*migPeer, term peer.Term, gone ...peer.Entity) *migView {
 	r.t.Helper()
 	var final *migView
 	poll.Until(r.t, 40*time.Second, "survivors converged under a new host", func() error {
@@ -435,6 +443,11 @@ func (r *migRoom) converge(peers []*migPeer, term peer.Term) *migView {
 		}
 		if !slices.ContainsFunc(peers, func(p *migPeer) bool { return p.Status().Self == views[0].Host }) {
 			return fmt.Errorf("host %d is none of the peers", views[0].Host)
+		}
+		for _, e := range gone {
+			if views[0].Live[e] {
+				return fmt.Errorf("the avatar %v of a dead member is still live", e)
+			}
 		}
 		final = views[0]
 		return nil

@@ -35,10 +35,9 @@ type Peer struct {
 	sigEvents <-chan signaling.Event
 	// sigNow is sig for link goroutines, which signal through whichever client is current.
 	sigNow      atomic.Pointer[signaling.Client]
-	resumeToken string    // the server's proof of this peer's index, for a resume
-	held        bool      // the replica has held the room's state (synced or hosted)
-	resumedAt   time.Time // when signaling last resumed; zero if it never did
-	resumeErr   error     // why signaling refused to resume this peer, if it did
+	resumeToken string // the server's proof of this peer's index, for a resume
+	held        bool   // the replica has held the room's state (synced or hosted)
+	resumeErr   error  // why signaling refused to resume this peer, if it did
 	members     map[PeerIndex]signaling.Member
 	pinned      []signaling.Identity
 	remotes     map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
@@ -256,7 +255,7 @@ func (p *Peer) handleSignaling(ctx context.Context, ev signaling.Event) error {
 	case signaling.MemberLeft:
 		delete(p.members, ev.Index)
 		if p.host != nil {
-			p.host.memberLeft(ev.Index)
+			p.host.signalingLeft(ev.Index)
 		}
 	case signaling.HostChanged:
 		p.setHost(ev.Term, ev.Host)
@@ -631,6 +630,9 @@ func (p *Peer) dropRemote(r *remote) {
 func (p *Peer) report(ctx context.Context) {
 	p.updateStandby() // also after links the other end closed
 	st := p.publish()
+	if p.member != nil {
+		p.member.ping() // with or without signaling: the host hears that this member is alive
+	}
 	if p.sig == nil {
 		return
 	}
@@ -640,9 +642,6 @@ func (p *Peer) report(ctx context.Context) {
 		Term: st.Term, Clock: uint64(st.Clock), Entities: uint64(st.Entities), Hash: st.Hash,
 	}); err != nil {
 		p.log.Debug().Err(err).Msg("replica report failed")
-	}
-	if p.member != nil {
-		p.member.ping()
 	}
 }
 

@@ -139,7 +139,6 @@ func (p *Peer) adopt(ctx context.Context, c *signaling.Client, attempts int) {
 		p.members[m.Index] = m
 	}
 	p.pinned = j.PinnedHosts
-	p.resumedAt = p.cfg.Now()
 	p.count.resumes.Add(1)
 	p.log.Info().Int("attempts", attempts).Uint64("term", uint64(j.Term)).Uint64("host", uint64(j.Host)).
 		Int("members", len(j.Members)).Msg("signaling resumed")

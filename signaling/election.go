@@ -96,3 +96,26 @@ func ranksBefore(a, b *Candidate) bool {
 	}
 	return a.Index < b.Index
 }
+
+// Preempts reports whether winner, the member Elect picked, takes the room over from cur, the
+// current host, which is still present and may host. A running host hands over only to a member
+// that ranks before it by the pinned-host order or by power (a planned handover); join order
+// decides only an open seat. Without this, a member that resumes an older, lower peer index
+// after a signaling outage would take the room from the host that kept it running: a needless
+// migration.
+func Preempts(winner, cur Candidate, pinned []Identity) bool {
+	if wr, cr := pinRank(winner.ID, pinned), pinRank(cur.ID, pinned); wr != cr {
+		return wr < cr
+	}
+	return winner.Power > cur.Power
+}
+
+// pinRank is the position of the first pinned identity id matches, or len(pinned).
+func pinRank(id Identity, pinned []Identity) int {
+	for i, p := range pinned {
+		if p.Matches(id) {
+			return i
+		}
+	}
+	return len(pinned)
+}

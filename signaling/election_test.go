@@ -235,3 +235,34 @@ func TestIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestPreempts: a running host hands over only to a member that ranks before it by pinned order
+// or power, never by join order alone.
+func TestPreempts(t *testing.T) {
+	pinned := []Identity{"dedicated", "backup/box"}
+	c := func(id Identity, power int, order uint64) Candidate {
+		return Candidate{Index: PeerIndex(order), ID: id, Power: power, JoinOrder: order, MayHost: true, Synced: true}
+	}
+	tests := []struct {
+		name        string
+		winner, cur Candidate
+		want        bool
+	}{
+		{"earlier join alone", c("a/1", 0, 2), c("b/1", 0, 3), false},
+		{"higher power", c("a/1", 5, 9), c("b/1", 0, 3), true},
+		{"lower power, earlier join", c("a/1", 0, 1), c("b/1", 1, 3), false},
+		{"pinned over unpinned", c("dedicated/x", 0, 9), c("b/1", 9, 1), true},
+		{"earlier pin over later pin", c("dedicated/x", 0, 9), c("backup/box", 0, 1), true},
+		{"later pin over earlier pin", c("backup/box", 9, 1), c("dedicated/x", 0, 9), false},
+		{"same pin, higher power", c("dedicated/b", 2, 9), c("dedicated/a", 1, 1), true},
+		{"same pin, earlier join", c("dedicated/b", 0, 1), c("dedicated/a", 0, 9), false},
+		{"unpinned over pinned", c("a/1", 99, 1), c("dedicated/x", 0, 9), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Preempts(tt.winner, tt.cur, pinned); got != tt.want {
+				t.Fatalf("Preempts = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -491,6 +491,20 @@ func (h *hub) elect(r *room) bool {
 	if host == r.host {
 		return false
 	}
+	if cur := r.member(r.host); cur != nil && cur.mayHost && host != 0 {
+		var win, now Candidate
+		for _, c := range h.cands {
+			switch c.Index {
+			case host:
+				win = c
+			case cur.index:
+				now = c
+			}
+		}
+		if !Preempts(win, now, r.cfg.PinnedHosts) {
+			return false // the running host keeps the room
+		}
+	}
 	prev := r.host
 	r.host = host
 	r.term++

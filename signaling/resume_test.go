@@ -178,6 +178,17 @@ func TestResumeRules(t *testing.T) {
 			after: &want{term: 7, host: 1},
 		},
 		{
+			// Elect ranks the lower index first, yet the running host keeps the room: a
+			// switch would be a migration for nothing.
+			name: "a resumed lower index does not take the room from its running host",
+			claims: []claim{
+				{user: "h", index: 3, term: 5, host: 3, synced: true},
+				{user: "m", index: 2, term: 5, host: 3, synced: true},
+			},
+			want:  []want{{self: 3, term: 5, host: 3}, {self: 2, term: 5, host: 3}},
+			after: &want{term: 5, host: 3},
+		},
+		{
 			name: "fresh joins wait with the room",
 			claims: []claim{
 				{user: "m", index: 4, term: 3, host: 2, synced: true},

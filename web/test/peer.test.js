@@ -46,12 +46,12 @@ class RecordingLink {
  * A browser peer hosting term 1 of a room with two synced members, OWNER and MALLORY (bots, so
  * each got an avatar). Warnings other than rejected writes fail the test.
  */
-function newRoom() {
+function newRoom({ answered = [OWNER, MALLORY], opts = {} } = {}) {
   const warnings = [];
   const log = (level, msg, fields) => {
     if (level === 'warn' && msg !== 'write rejected') warnings.push(`${msg} ${JSON.stringify(fields)}`);
   };
-  const p = new Peer({ app: new Game({ boxes: 1 }), kind: 'host', log });
+  const p = new Peer({ app: new Game({ boxes: 1 }), kind: 'host', log, ...opts });
   p.w.self = HOST;
   for (const [idx, kind] of [[HOST, 'host'], [OWNER, 'bot'], [MALLORY, 'bot']]) {
     p.members.set(idx, { peerIndex: idx, peerId: `user${idx}/device`, kind });
@@ -72,6 +72,7 @@ function newRoom() {
     const digest = netmsg.encode({ type: Type.Digest, term: BigInt(TERM), clock: 0, digests: new BigUint64Array(p.opts.buckets) });
     deliver(room, idx, RELIABLE, netmsg.concat(hello, digest));
     assert.ok(r.snapshotSent, `member ${idx} got its sync snapshot`);
+    if (!answered.includes(idx)) continue; // its window for the previous host's state stays open
     // Its answer to the snapshot (no corrections): the host now holds its latest writes.
     deliver(room, idx, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(TERM), messages: new Uint8Array(0) }));
     assert.ok(r.answered, `member ${idx} answered its snapshot`);
@@ -289,4 +290,65 @@ test('once the owner has written above the re-stamp, an older write of its loses
   assert.deepEqual(avatarPos(room), { pos: newer, ts: after + 1 }, 'the newer write is kept');
   assert.equal(restampedPos(room), undefined, 'nothing is left to make up for');
   for (const [i, r] of room.remotes) assert.equal(r.dirty.has(room.avatar), false, `nothing queued for member ${i}`);
+});
+
+/** Sends, as member idx, a CrdtBatch deleting entity e. */
+function deleteBatch(room, idx, e) {
+  const m = { type: crdt.MessageType.DeleteEntity, entity: e, component: 0, timestamp: 0, networkId: 0, data: null };
+  deliver(room, idx, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(TERM), messages: crdt.encodeMessage(m) }));
+}
+
+test('a deletion in a member\'s first batch is admitted whoever owns the entity, and its owner gets a new avatar', () => {
+  // Mallory has not answered its sync snapshot: its first batch carries what the previous host
+  // sent it, and the previous host deleted the owner's avatar.
+  const room = newRoom({ answered: [OWNER] });
+  const old = room.avatar;
+  deleteBatch(room, MALLORY, old);
+  assert.equal(room.p.w.r.entityDeleted(old), true, 'the deletion is merged');
+  const fresh = room.p.w.avatarOf(OWNER);
+  assert.notEqual(fresh, undefined, 'the owner has an avatar again');
+  assert.notEqual(fresh, old);
+  assert.equal(room.p.w.schemaOf(fresh).id, SCHEMA_AVATAR);
+});
+
+test('a deletion after a member\'s first batch is refused when the member does not own the entity', () => {
+  const room = newRoom();
+  const rejected = room.p.count.rejected;
+  deleteBatch(room, MALLORY, room.avatar);
+  assert.equal(room.p.w.r.entityDeleted(room.avatar), false, 'the owner\'s avatar lives');
+  assert.equal(room.p.count.rejected, rejected + 1);
+});
+
+/** Waits for cond with a deadline, letting the peer's timers run. */
+async function until(what, cond, ms = 2000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) assert.fail(`not reached in ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+test('a member that leaves signaling but stays heard on its link keeps its avatar; a silent one loses it', async () => {
+  const room = newRoom({ opts: { digestMs: 20, reportMs: 20 } }); // silence allowance 40 ms
+  const { p } = room;
+  const mallorys = p.w.avatarOf(MALLORY);
+  p.step(() => p.handleSignaling({ type: 'member-left', peerIndex: OWNER }));
+  p.step(() => p.handleSignaling({ type: 'member-left', peerIndex: MALLORY }));
+  assert.ok(p.w.exists(room.avatar) && p.w.exists(mallorys), 'nobody despawned on signaling\'s word alone');
+  // The owner keeps talking (pings, as a member does every report); mallory falls silent.
+  const ping = netmsg.encode({ type: Type.Ping, nonce: 1n, sendTime: 0 });
+  const talk = setInterval(() => deliver(room, OWNER, RELIABLE, ping), 10);
+  try {
+    await until('the silent member despawned', () => !p.w.exists(mallorys));
+    const end = Date.now() + 200;
+    await until('200 ms more', () => Date.now() > end, 1000);
+    assert.ok(p.w.exists(room.avatar), 'the member still heard keeps its avatar');
+    // It resumes its index: listed again, it stays for good.
+    p.step(() => p.handleSignaling({ type: 'member-joined', member: { peerIndex: OWNER, peerId: 'user2/device', kind: 'bot' } }));
+  } finally {
+    clearInterval(talk);
+  }
+  const end = Date.now() + 200;
+  await until('200 ms of silence after the resume', () => Date.now() > end, 1000);
+  assert.ok(p.w.exists(room.avatar), 'a resumed member is not swept for its silence');
 });

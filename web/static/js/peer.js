@@ -16,7 +16,7 @@ import { SignalingClient, REDIAL, redialWait, nextRedialDelay } from './signalin
 import { Link, MemoryLink, isMemoryOffer, RELIABLE, UNRELIABLE } from './rtc.js';
 import {
   World, AuthorityTable, Ev, nopSink, encodeRecord, entityNumber,
-  PUT_COMPONENT, DELETE_COMPONENT, DELETE_ENTITY,
+  PUT_COMPONENT, DELETE_COMPONENT, DELETE_ENTITY, DELETE_ENTITY_NETWORK,
   KIND_HOST, KIND_AVATAR, KIND_LOCK, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH,
 } from './world.js';
 
@@ -143,7 +143,6 @@ export class Peer {
     this.resumeToken = '';
     this.held = false; // the replica has held the room's state (synced or hosted)
     this.resumes = 0;
-    this.resumedAt = 0;
     this.resumeRefused = '';
     this.peerId = '';
     this.listeners = new Set();
@@ -238,7 +237,6 @@ export class Peer {
     this.members.clear();
     for (const m of j.members) this.members.set(m.peerIndex, m);
     this.resumes++;
-    this.resumedAt = now();
     this.log('info', 'signaling resumed', { attempts, term: j.term, host: j.host, members: j.members.length });
     this.setHost(j.term, j.host);
     if (this.host) this.host.sweepLater();
@@ -323,7 +321,7 @@ export class Peer {
       }
       case 'member-left':
         this.members.delete(ev.peerIndex);
-        if (this.host) this.host.memberLeft(ev.peerIndex);
+        if (this.host) this.host.signalingLeft(ev.peerIndex);
         break;
       case 'host':
         this.setHost(ev.term, ev.host);
@@ -943,10 +941,10 @@ class HostRole {
         }
       }
     }
-    // Members that are gone lose their avatars and locks; right after a signaling resume, once
-    // the others have had time to resume too.
-    if (p.resumedAt && t - p.resumedAt < p.opts.resumeSettleMs) this.sweepLater();
-    else this.sweepGone();
+    // Members that are gone lose their avatars and locks, but not at once: this peer may have been
+    // elected by a signaling server losing its sockets one by one, whose view of the room would
+    // delete the avatars of members only cut off from signaling (as Go's hostRole.start).
+    this.sweepLater();
     for (const [e, info] of w.ents) {
       if (info.auth.kind === KIND_LOCK && info.auth.peer === w.self) w.writeAuthority(e, { kind: KIND_HOST, peer: 0 });
     }
@@ -983,7 +981,6 @@ class HostRole {
     w.writeAuthority(e, { kind: KIND_AVATAR, peer: info.index });
   }
 
-  /** Despawns the member's avatars and returns its locks to the host. */
   /**
    * Takes members that own avatars or locks but are not in the room (as signaling says) and have
    * no open link to this host as gone. Without signaling it does nothing.
@@ -1008,6 +1005,7 @@ class HostRole {
     p.after(p.opts.resumeSettleMs, () => { if (p.host === this) this.sweepGone(); });
   }
 
+  /** Despawns the member's avatars and returns its locks to the host. */
   memberLeft(idx) {
     const p = this.p;
     const w = this.w;
@@ -1025,8 +1023,42 @@ class HostRole {
     this.exited.push(idx);
   }
 
-  linkClosed() {
-    // The member may reconnect; its avatar stays until signaling says it left.
+  /**
+   * Signaling says member idx left the room. A member whose link to this host is still up has only
+   * lost its signaling socket (it redials and resumes its index): it keeps its avatar and locks
+   * while it is heard, for a deletion would be final everywhere (as Go's hostRole.signalingLeft).
+   */
+  signalingLeft(idx) {
+    const r = this.p.remotes.get(idx);
+    if (r && r.ready) {
+      this.p.log('info', 'member left signaling but its link is up: kept while it is heard', { member: idx });
+      this.confirmGone(idx);
+      return;
+    }
+    this.memberLeft(idx);
+  }
+
+  /** Takes member idx, unlisted by signaling, as gone once it has been silent on its link for a while. */
+  confirmGone(idx) {
+    const p = this.p;
+    const silence = 2 * Math.max(p.opts.digestMs, p.opts.reportMs);
+    p.after(silence, () => {
+      if (p.host !== this || p.members.has(idx)) return; // resumed
+      const r = p.remotes.get(idx);
+      if (!r) return; // its link closed: linkClosed took it as gone, or signaling is down
+      if (r.ready && now() - r.lastHeard < silence) {
+        this.confirmGone(idx);
+        return;
+      }
+      p.log('info', 'member gone: not in the room and silent', { member: idx });
+      this.memberLeft(idx);
+    });
+  }
+
+  /** A member that signaling no longer lists, and whose link is now gone too, has left. */
+  linkClosed(r) {
+    const p = this.p;
+    if (!p.members.has(r.idx) && p.sig && p.signalingState === 'connected' && r.ready) this.memberLeft(r.idx);
   }
 
   tick(t) {
@@ -1209,7 +1241,15 @@ class HostRole {
     const relayed = r.acceptRelayed;
     r.acceptRelayed = false;
     r.answered = true;
+    let orphaned = false;
     for (const m of crdt.readStream(b.messages)) {
+      if (relayed && (m.type === DELETE_ENTITY || m.type === DELETE_ENTITY_NETWORK) && !w.r.entityDeleted(m.entity >>> 0)) {
+        // Only a host deletes entities, and a deletion is final in every replica that holds it:
+        // refusing one would leave this member apart for good (as Go's hostRole.corrections).
+        w.mergeRemote(m, r.idx);
+        orphaned = true;
+        continue;
+      }
       try {
         this.auth.admitCorrection(r.idx, m.entity >>> 0, relayed);
       } catch (err) {
@@ -1223,6 +1263,14 @@ class HostRole {
         continue;
       }
       w.mergeRemote(m, r.idx);
+    }
+    if (orphaned) this.respawnAvatars();
+  }
+
+  /** Gives a new avatar to every synced member that has none (its deletion reached this host late). */
+  respawnAvatars() {
+    for (const r of this.p.remotes.values()) {
+      if (r.snapshotSent && r.info && r.info.kind !== 'host' && this.w.avatarOf(r.idx) === undefined) this.spawnAvatar(r.info);
     }
   }
 
