@@ -335,3 +335,74 @@ func TestOwnerWriteAfterRestamp(t *testing.T) {
 	})
 	poll.Until(t, 10*time.Second, "converged", func() error { return converged(r.peers) })
 }
+
+// TestRelayedDeletionAdmitted: a member's first batch after its sync snapshot may carry a
+// deletion the previous host made of another member's avatar (say, of a member it took as gone).
+// A deletion is final in every replica that holds it, so the host admits it whoever owns the
+// entity, and gives the member whose avatar it was a new one; the room converges. Outside that
+// window the same deletion is refused.
+func TestRelayedDeletionAdmitted(t *testing.T) {
+	r := newRoom(t, nil)
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 1}))
+	poll.Until(t, 5*time.Second, "host", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host")
+		}
+		return nil
+	})
+	owner := r.join("owner", signaling.KindBot, arena.New(arena.Config{}))
+	other := r.join("other", signaling.KindBot, arena.New(arena.Config{}))
+	poll.Until(t, 10*time.Second, "synced", func() error { return converged(r.peers) })
+	ctx := context.Background()
+	avatarOf := func(p *peer.Peer, idx peer.PeerIndex) (e peer.Entity, ok bool) {
+		if err := p.Do(ctx, func(w *peer.World) { e, ok = w.AvatarOf(idx) }); err != nil {
+			t.Fatal(err)
+		}
+		return e, ok
+	}
+	old, ok := avatarOf(host, owner.Status().Self)
+	if !ok {
+		t.Fatal("the owner has no avatar")
+	}
+	del := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.Entity(old)}
+	batch := netmsg.AppendCrdtBatch(nil, &netmsg.CrdtBatch{Term: uint64(host.Status().Term), Messages: crdt.AppendMessage(nil, &del)})
+	deleted := func() bool {
+		var d bool
+		if err := host.Do(ctx, func(w *peer.World) { d = w.Replica().EntityDeleted(crdt.Entity(old)) }); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+
+	// Outside the window: refused, the avatar lives.
+	rejected := host.Status().Rejected
+	if !other.SendToHostForTest(link.Reliable, batch) {
+		t.Fatal("no link")
+	}
+	poll.Until(t, 5*time.Second, "the deletion refused", func() error {
+		if host.Status().Rejected == rejected {
+			return fmt.Errorf("not handled yet")
+		}
+		return nil
+	})
+	if deleted() {
+		t.Fatal("a deletion outside the first batch was admitted")
+	}
+
+	// In the window: admitted, and the owner gets a new avatar everywhere.
+	if !host.ReopenFirstBatchForTest(other.Status().Self) || !other.SendToHostForTest(link.Reliable, batch) {
+		t.Fatal("no window or no link")
+	}
+	poll.Until(t, 10*time.Second, "the deletion admitted and a new avatar everywhere", func() error {
+		if !deleted() {
+			return fmt.Errorf("not deleted on the host")
+		}
+		for _, p := range r.peers {
+			e, ok := avatarOf(p, owner.Status().Self)
+			if !ok || e == old {
+				return fmt.Errorf("peer %d: the owner's avatar is %v (%v), the old one was %v", p.Status().Self, e, ok, old)
+			}
+		}
+		return converged(r.peers)
+	})
+}

@@ -16,3 +16,20 @@ func (p *Peer) SendToHostForTest(ch link.Channel, payload []byte) bool {
 	}
 	return <-done
 }
+
+// ReopenFirstBatchForTest makes the host take member idx's next CRDT batch as its answer to a
+// sync snapshot (the window in which it may carry what the previous host sent it), as right after
+// a migration; it reports whether idx is a synced member of this host.
+func (p *Peer) ReopenFirstBatchForTest(idx PeerIndex) bool {
+	done := make(chan bool, 1)
+	p.calls <- func() {
+		r := p.remotes[idx]
+		if p.host == nil || r == nil || !r.snapshotSent {
+			done <- false
+			return
+		}
+		r.acceptRelayed = true
+		done <- true
+	}
+	return <-done
+}
