@@ -82,6 +82,19 @@ func (r *room) joinWith(ctx context.Context, user string, kind signaling.Kind, a
 	return p
 }
 
+// joinHost starts a dedicated host running app and waits until it hosts.
+func (r *room) joinHost(app peer.App) *peer.Peer {
+	r.t.Helper()
+	host := r.join("host", signaling.KindHost, app)
+	poll.Until(r.t, 5*time.Second, "host elected", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host yet")
+		}
+		return nil
+	})
+	return host
+}
+
 func converged(peers []*peer.Peer) error {
 	var first peer.Status
 	for i, p := range peers {
@@ -259,13 +272,7 @@ func TestStandbyLinkPromoted(t *testing.T) {
 // last move was lost).
 func TestOwnerWriteAfterRestamp(t *testing.T) {
 	r := newRoom(t, nil)
-	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 1}))
-	poll.Until(t, 5*time.Second, "host", func() error {
-		if !host.Status().IsHost {
-			return fmt.Errorf("not host")
-		}
-		return nil
-	})
+	host := r.joinHost(arena.New(arena.Config{Boxes: 1}))
 	owner := r.join("owner", signaling.KindBot, arena.New(arena.Config{}))
 	mallory := r.join("mallory", signaling.KindBot, arena.New(arena.Config{}))
 	poll.Until(t, 10*time.Second, "synced", func() error {
@@ -343,13 +350,7 @@ func TestOwnerWriteAfterRestamp(t *testing.T) {
 // window the same deletion is refused.
 func TestRelayedDeletionAdmitted(t *testing.T) {
 	r := newRoom(t, nil)
-	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 1}))
-	poll.Until(t, 5*time.Second, "host", func() error {
-		if !host.Status().IsHost {
-			return fmt.Errorf("not host")
-		}
-		return nil
-	})
+	host := r.joinHost(arena.New(arena.Config{Boxes: 1}))
 	owner := r.join("owner", signaling.KindBot, arena.New(arena.Config{}))
 	other := r.join("other", signaling.KindBot, arena.New(arena.Config{}))
 	poll.Until(t, 10*time.Second, "synced", func() error { return converged(r.peers) })

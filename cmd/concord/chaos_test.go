@@ -36,7 +36,6 @@ import (
 	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
-	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -231,31 +230,7 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 		user := fmt.Sprintf("bot%d", i)
 		app := &chaosApp{Bot: &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed<<8 | uint64(i), MoveFor: chaosMoveFor, Now: clk.Now}})}}
 		apps = append(apps, app)
-		api, err := link.NewAPI(link.Config{Logger: log.Level(zerolog.ErrorLevel)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := peer.New(peer.Config{
-			Server: hs.URL, Room: "arena", User: user, Kind: signaling.KindBot,
-			App:       app,
-			Transport: peer.PionTransport{API: api},
-			Logger:    log.With().Str("who", user).Logger(),
-			// Frequent status reports and digests make convergence visible (and repaired) sooner.
-			ReportInterval: 100 * time.Millisecond, DigestInterval: 250 * time.Millisecond,
-		})
-		if err != nil {
-			_ = api.Close()
-			t.Fatal(err)
-		}
-		bots = append(bots, p)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer api.Close()
-			if err := p.Run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("%s: %v", user, err)
-			}
-		}()
+		bots = append(bots, startTestBot(t, ctx, &wg, hs.URL, user, app, log))
 	}
 	poll.Until(t, 60*time.Second, "every bot synced from the dedicated host", func() error {
 		for _, p := range bots {

@@ -23,7 +23,6 @@ import (
 	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
-	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -75,30 +74,7 @@ func TestResumeServeAndHostKilled(t *testing.T) {
 	for i := range nBots {
 		user := fmt.Sprintf("bot%d", i)
 		app := &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(900 + i), MoveFor: chaosMoveFor, Now: clk.Now}})}
-		api, err := link.NewAPI(link.Config{Logger: log.Level(zerolog.ErrorLevel)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := peer.New(peer.Config{
-			Server: url, Room: "arena", User: user, Kind: signaling.KindBot, App: app,
-			Transport: peer.PionTransport{API: api},
-			Logger:    log.With().Str("who", user).Logger(),
-			// Frequent reports make convergence visible in /api/rooms sooner.
-			ReportInterval: 100 * time.Millisecond, DigestInterval: 250 * time.Millisecond,
-		})
-		if err != nil {
-			_ = api.Close()
-			t.Fatal(err)
-		}
-		bots = append(bots, p)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer api.Close()
-			if err := p.Run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("%s: %v", user, err)
-			}
-		}()
+		bots = append(bots, startTestBot(t, ctx, &wg, url, user, app, log))
 	}
 	poll.Until(t, 30*time.Second, "every bot synced from the host process", func() error {
 		for _, p := range bots {
