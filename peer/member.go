@@ -58,7 +58,7 @@ func (m *memberRole) follow(host PeerIndex) {
 			m.linkReady()
 		}
 		p.count.promoted.Add(1)
-		p.log.Debug().Uint64("host", uint64(host)).Msg("standby link promoted")
+		p.log.Info().Uint64("host", uint64(host)).Msg("standby link promoted")
 		return
 	}
 	if r := p.remotes[host]; r != nil {

@@ -20,8 +20,8 @@ import (
 )
 
 // newPeer makes a peer with its own loopback-only WebRTC API. The caller runs it and closes the
-// returned API after Run returns.
-func newPeer(log zerolog.Logger, server, room, user, device string, kind signaling.Kind, token string, app peer.App) (*peer.Peer, *link.API, error) {
+// returned API after Run returns. standby: peer.Config.Standby.
+func newPeer(log zerolog.Logger, server, room, user, device string, kind signaling.Kind, token string, app peer.App, standby bool) (*peer.Peer, *link.API, error) {
 	api, err := link.NewAPI(link.Config{Logger: log.With().Str("component", "pion").Logger().Level(zerolog.ErrorLevel)})
 	if err != nil {
 		return nil, nil, err
@@ -30,6 +30,7 @@ func newPeer(log zerolog.Logger, server, room, user, device string, kind signali
 		Server: server, Room: room, User: user, Device: device, Kind: kind, Token: token, App: app,
 		Transport: peer.PionTransport{API: api},
 		Logger:    log,
+		Standby:   standby,
 	})
 	if err != nil {
 		_ = api.Close()
@@ -41,7 +42,7 @@ func newPeer(log zerolog.Logger, server, room, user, device string, kind signali
 // runHost runs a dedicated host for room until ctx ends.
 func runHost(ctx context.Context, log zerolog.Logger, server, room, device, token string) error {
 	hl := log.With().Str("component", "host").Logger()
-	p, api, err := newPeer(hl, server, room, dedicatedHostUser, device, signaling.KindHost, token, arena.New(arena.Config{}))
+	p, api, err := newPeer(hl, server, room, dedicatedHostUser, device, signaling.KindHost, token, arena.New(arena.Config{}), false)
 	if err != nil {
 		return err
 	}
@@ -74,6 +75,7 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	n := fs.Int("n", 8, "number of bots")
 	moveFor := fs.Duration("move-for", 0, "stop writing after this long but stay connected (0: move forever)")
 	name := fs.String("name", "bot", "user name prefix")
+	standby := fs.Bool("standby", false, "keep an idle standby link to the next host, so that a migration needs no new WebRTC handshake (peer.Config.Standby)")
 	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token, when the server requires one (env CONCORD_TOKEN)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -94,7 +96,7 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for i := range *n {
 		user := fmt.Sprintf("%s%d", *name, i+1)
 		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed + uint64(i), MoveFor: *moveFor}})
-		p, api, err := newPeer(log.With().Str("bot", user).Logger(), *server, *room, user, fmt.Sprintf("p%d", os.Getpid()), signaling.KindBot, *token, app)
+		p, api, err := newPeer(log.With().Str("bot", user).Logger(), *server, *room, user, fmt.Sprintf("p%d", os.Getpid()), signaling.KindBot, *token, app, *standby)
 		if err != nil {
 			cancel()
 			return err
