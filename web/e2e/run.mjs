@@ -233,14 +233,20 @@ class Env {
    * Waits until the room has `members` members, every one synced and reporting the host's term
    * and the same replica hash, twice in a row (so the room is at rest, not momentarily equal).
    */
-  async converged(members, timeoutMs = 30000, room = 'arena') {
+  /**
+   * Waits until the room has `members` synced members with equal hashes in the room's term, twice in
+   * a row (and, if `entities` is given, that many entities in every replica).
+   */
+  async converged(members, timeoutMs = 30000, room = 'arena', entities = undefined) {
     let prev = '';
-    return waitFor(`${members} members with equal hashes`, timeoutMs, async () => {
+    const what = `${members} members with equal hashes${entities === undefined ? '' : ` and ${entities} entities`}`;
+    return waitFor(what, timeoutMs, async () => {
       const r = await this.room(room);
       if (!r || r.members.length !== members || !r.host) throw new Error(r ? describe(r) : 'no room');
       const hashes = new Set();
       for (const m of r.members) {
         if (!m.synced || !m.replica || m.replica.term !== r.term) throw new Error(describe(r));
+        if (entities !== undefined && m.replica.entities !== entities) throw new Error(describe(r));
         hashes.add(m.replica.hash);
       }
       if (hashes.size !== 1) throw new Error(describe(r));
@@ -431,17 +437,18 @@ scenario('migration', async (env) => {
     check(t !== undefined && t >= e.timestamp, `key ${e.entity}/${e.component} went from t=${e.timestamp} to ${t}`);
   }
 
-  // 2. Close the browser host's tab: a Go bot takes over.
+  // 2. Close the browser host's tab: a Go bot takes over. The new host sweeps the browser's avatar
+  // once members have had peer.Config.ResumeSettle (3 s) to come back.
+  const want = 8 + 1 + 3;
   const t1 = Date.now();
   await page.close();
-  const r3 = await env.converged(3, 30000);
+  const r3 = await env.converged(3, 30000, 'arena', want);
   const dt2 = Date.now() - t1;
   check(r3.term > r2.term, 'the term did not grow after the browser left');
   const hostKind = r3.members.find((m) => m.peerIndex === r3.host).kind;
   check(hostKind === 'bot', `the new host is a ${hostKind}`);
-  const want = 8 + 1 + 3;
   check(r3.members.every((m) => m.replica.entities === want), `entity counts ${r3.members.map((m) => m.replica.entities)} (want ${want})`);
-  return `Go host killed → browser host, converged in ${dt1} ms; browser closed → bot host, converged in ${dt2} ms; ${before.ents.length} entity ids kept`;
+  return `Go host killed → browser host, converged in ${dt1} ms; browser closed → bot host, converged with the browser's avatar swept (after ResumeSettle, 3 s) in ${dt2} ms; ${before.ents.length} entity ids kept`;
 });
 
 scenario('migration-while-moving', async (env) => {
