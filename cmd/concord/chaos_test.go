@@ -25,7 +25,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -374,25 +373,7 @@ type hostProcess struct {
 
 func startHostProcess(t *testing.T, bin, url string) *hostProcess {
 	t.Helper()
-	h := &hostProcess{waited: make(chan struct{})}
-	h.cmd = exec.Command(bin, "host", "--server", url, "--room", "arena", "--log-level", "warn")
-	h.cmd.Stdout, h.cmd.Stderr = &h.out, &h.out
-	// A test binary that dies (a timeout panic) takes its host process with it.
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = h.cmd.Wait()
-		close(h.waited)
-	}()
-	t.Cleanup(func() {
-		_ = h.kill()
-		if t.Failed() {
-			t.Logf("host process output:\n%s", h.output())
-		}
-	})
-	return h
+	return startProcess(t, bin, "host", "--server", url, "--room", "arena", "--log-level", "warn")
 }
 
 // kill sends SIGKILL and waits until the process is gone.

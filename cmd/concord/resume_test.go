@@ -221,7 +221,8 @@ func waitHealthy(t *testing.T, url string) {
 	})
 }
 
-// startProcess runs bin with args, killed with the test (or the test binary).
+// startProcess runs bin with args, killed with the test (or the test binary: a test that dies of
+// a timeout panic takes its processes with it).
 func startProcess(t *testing.T, bin string, args ...string) *hostProcess {
 	t.Helper()
 	h := &hostProcess{waited: make(chan struct{})}
