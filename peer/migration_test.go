@@ -136,13 +136,7 @@ func TestMigrationHandoverChain(t *testing.T) {
 // invariant.
 func TestMigrationLossy(t *testing.T) {
 	r := newMigRoom(t, &peer.MemoryTransport{Pipe: link.PipeConfig{Loss: 0.2, Reorder: 0.1, Seed: 23}})
-	h := r.start("host", "dedicated", signaling.KindHost, 0)
-	r.waitHost(h)
-	var bots []*migPeer
-	for i := range 5 {
-		bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, uint64(200+i)))
-	}
-	r.waitSynced(append([]*migPeer{h}, bots...), h)
+	h, bots := startRoom(r, 5, 200)
 	r.waitLock(h)
 	final := r.killAndConverge(h, bots, h.Status().Term, nil)
 	if final.Host != bots[0].Status().Self {
@@ -155,13 +149,7 @@ func TestMigrationLossy(t *testing.T) {
 // over and the room converges, losing only the dead bot's avatar. Links are lossy.
 func TestMigrationDoubleFailure(t *testing.T) {
 	r := newMigRoom(t, &peer.MemoryTransport{Pipe: link.PipeConfig{Loss: 0.2, Reorder: 0.1, Seed: 37}})
-	h := r.start("host", "dedicated", signaling.KindHost, 0)
-	r.waitHost(h)
-	var bots []*migPeer
-	for i := range 5 {
-		bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, uint64(300+i)))
-	}
-	r.waitSynced(append([]*migPeer{h}, bots...), h)
+	h, bots := startRoom(r, 5, 300)
 	victim, survivors := bots[0], bots[1:]
 	victim.app.killOnHost(victim.cancel)
 	r.play(500 * time.Millisecond)
@@ -201,13 +189,7 @@ func TestMigrationKeepsLastWrites(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := newMigRoom(t, &peer.MemoryTransport{Pipe: link.PipeConfig{Loss: 0.2, Reorder: 0.1, Seed: 400 + seed}})
-			h := r.start("host", "dedicated", signaling.KindHost, 0)
-			r.waitHost(h)
-			var bots []*migPeer
-			for i := range 5 {
-				bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, seed<<8|uint64(i)))
-			}
-			r.waitSynced(append([]*migPeer{h}, bots...), h)
+			h, bots := startRoom(r, 5, seed<<8)
 			r.play(time.Duration(500+100*seed) * time.Millisecond)
 			term := h.Status().Term
 			r.pause()
@@ -269,6 +251,18 @@ func newMigRoom(t *testing.T, tr peer.Transport) *migRoom {
 }
 
 // start runs a peer; a non-zero seed makes it a scripted bot.
+// startRoom starts a dedicated host and n bots and waits until every one is synced.
+func startRoom(r *migRoom, n int, seed uint64) (*migPeer, []*migPeer) {
+	h := r.start("host", "dedicated", signaling.KindHost, 0)
+	r.waitHost(h)
+	var bots []*migPeer
+	for i := range n {
+		bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, seed+uint64(i)))
+	}
+	r.waitSynced(append([]*migPeer{h}, bots...), h)
+	return h, bots
+}
+
 func (r *migRoom) start(user, device string, kind signaling.Kind, seed uint64) *migPeer {
 	r.t.Helper()
 	game := arena.New(arena.Config{})

@@ -142,9 +142,10 @@ func (p *Peer) adopt(ctx context.Context, c *signaling.Client, attempts int) {
 	p.count.resumes.Add(1)
 	p.log.Info().Int("attempts", attempts).Uint64("term", uint64(j.Term)).Uint64("host", uint64(j.Host)).
 		Int("members", len(j.Members)).Msg("signaling resumed")
+	hosting := p.host
 	p.setHost(j.Term, j.Host)
-	if p.host != nil {
-		p.host.sweepLater()
+	if p.host != nil && p.host == hosting {
+		p.host.sweepLater() // a host that just started has scheduled its own sweep
 	}
 	if p.host != nil || (p.member != nil && p.member.synced) {
 		p.setSynced()

@@ -171,18 +171,6 @@ func newOutageRoom(t *testing.T, seed uint64) (*migRoom, *outageServer) {
 	return r, o
 }
 
-// startRoom starts a dedicated host and n bots and waits until every one is synced.
-func startRoom(r *migRoom, n int, seed uint64) (*migPeer, []*migPeer) {
-	h := r.start("host", "dedicated", signaling.KindHost, 0)
-	r.waitHost(h)
-	var bots []*migPeer
-	for i := range n {
-		bots = append(bots, r.start(fmt.Sprintf("bot%d", i), "", signaling.KindBot, seed+uint64(i)))
-	}
-	r.waitSynced(append([]*migPeer{h}, bots...), h)
-	return h, bots
-}
-
 // waitSignaling waits until every peer's signaling is up (or down).
 func waitSignaling(r *migRoom, peers []*migPeer, up bool) {
 	r.t.Helper()

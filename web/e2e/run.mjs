@@ -405,6 +405,21 @@ scenario('browser-hosts-go-bots', async (env) => {
   return `browser host ${st.self} term ${r.term}, 5 replicas at ${st.hash}; after walking and dragging box ${box}: ${r2.members[0].replica.hash}; bots left, avatars despawned`;
 });
 
+/**
+ * Checks a migration kept what the browser saw before it: the same box and avatar ids, and no key
+ * with an older timestamp than before. before and after are {ents, entries} read from the page.
+ */
+function checkKept(before, after) {
+  const ids = (list, schema) => list.filter((e) => e.schema === schema).map((e) => e.entity).sort((a, b) => a - b).join(',');
+  check(ids(before.ents, 2) === ids(after.ents, 2), `box ids changed: ${ids(before.ents, 2)} → ${ids(after.ents, 2)}`);
+  check(ids(before.ents, 1) === ids(after.ents, 1), `avatar ids changed: ${ids(before.ents, 1)} → ${ids(after.ents, 1)}`);
+  const ts = new Map(after.entries.map((e) => [`${e.entity}/${e.component}`, e.timestamp]));
+  for (const e of before.entries) {
+    const t = ts.get(`${e.entity}/${e.component}`);
+    check(t !== undefined && t >= e.timestamp, `key ${e.entity}/${e.component} went from t=${e.timestamp} to ${t}`);
+  }
+}
+
 scenario('migration', async (env) => {
   await env.serve(['--dedicated-host=false']);
   const hostProc = env.host();
@@ -428,14 +443,7 @@ scenario('migration', async (env) => {
   const dt1 = Date.now() - t0;
   check(r2.term > r1.term, 'the term did not grow');
   const after = await page.evaluate(() => ({ ents: window.concord.entities(), entries: window.concord.entries() }));
-  const ids = (list, schema) => list.filter((e) => e.schema === schema).map((e) => e.entity).sort((a, b) => a - b).join(',');
-  check(ids(before.ents, 2) === ids(after.ents, 2), `box ids changed: ${ids(before.ents, 2)} → ${ids(after.ents, 2)}`);
-  check(ids(before.ents, 1) === ids(after.ents, 1), `avatar ids changed: ${ids(before.ents, 1)} → ${ids(after.ents, 1)}`);
-  const ts = new Map(after.entries.map((e) => [`${e.entity}/${e.component}`, e.timestamp]));
-  for (const e of before.entries) {
-    const t = ts.get(`${e.entity}/${e.component}`);
-    check(t !== undefined && t >= e.timestamp, `key ${e.entity}/${e.component} went from t=${e.timestamp} to ${t}`);
-  }
+  checkKept(before, after);
 
   // 2. Close the browser host's tab: a Go bot takes over. The new host sweeps the browser's avatar
   // once members have had peer.Config.ResumeSettle (3 s) to come back.
@@ -480,14 +488,7 @@ scenario('migration-while-moving', async (env) => {
   const after = await page.evaluate(() => ({ ents: window.concord.entities(), entries: window.concord.entries() }));
   const hostKind = r.members.find((m) => m.peerIndex === r.host).kind;
   check(hostKind === 'bot', `the new host is a ${hostKind}`);
-  const ids = (list, schema) => list.filter((e) => e.schema === schema).map((e) => e.entity).sort((a, b) => a - b).join(',');
-  check(ids(before.ents, 2) === ids(after.ents, 2), `box ids changed: ${ids(before.ents, 2)} → ${ids(after.ents, 2)}`);
-  check(ids(before.ents, 1) === ids(after.ents, 1), `avatar ids changed: ${ids(before.ents, 1)} → ${ids(after.ents, 1)}`);
-  const ts = new Map(after.entries.map((e) => [`${e.entity}/${e.component}`, e.timestamp]));
-  for (const e of before.entries) {
-    const t = ts.get(`${e.entity}/${e.component}`);
-    check(t !== undefined && t >= e.timestamp, `key ${e.entity}/${e.component} went from t=${e.timestamp} to ${t}`);
-  }
+  checkKept(before, after);
   const locks = after.ents.filter((e) => e.authority.kind === 2);
   check(locks.length === 0, `locks left after the bots stopped: ${JSON.stringify(locks)}`);
   return `browser re-synced with the new bot host ${dtSync} ms after the kill; 4 replicas equal at ${r.members[0].replica.hash}; ${before.entries.length} keys, none went back`;

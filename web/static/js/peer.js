@@ -238,8 +238,9 @@ export class Peer {
     for (const m of j.members) this.members.set(m.peerIndex, m);
     this.resumes++;
     this.log('info', 'signaling resumed', { attempts, term: j.term, host: j.host, members: j.members.length });
+    const hosting = this.host;
     this.setHost(j.term, j.host);
-    if (this.host) this.host.sweepLater();
+    if (this.host && this.host === hosting) this.host.sweepLater(); // a host that just started scheduled its own
     if (this.host || (this.member && this.member.synced)) this.setSynced();
     this.report();
   }
