@@ -5,12 +5,12 @@ go 1.26.0
 require (
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/gorilla/websocket v1.5.3
-	github.com/pion/datachannel v1.6.2
-	github.com/pion/ice/v4 v4.4.2
+	github.com/pion/datachannel v1.6.3
+	github.com/pion/ice/v4 v4.4.8
 	github.com/pion/logging v0.2.4
-	github.com/pion/sctp v1.11.1
-	github.com/pion/transport/v4 v4.1.0
-	github.com/pion/webrtc/v4 v4.2.20
+	github.com/pion/sctp v1.12.0
+	github.com/pion/transport/v5 v5.1.4
+	github.com/pion/webrtc/v4 v4.2.26
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.35.1
 )
@@ -22,16 +22,16 @@ require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/pion/dtls/v3 v3.1.8 // indirect
-	github.com/pion/interceptor v0.1.48 // indirect
-	github.com/pion/mdns/v2 v2.2.0 // indirect
+	github.com/pion/dtls/v3 v3.1.15 // indirect
+	github.com/pion/interceptor v0.1.51 // indirect
+	github.com/pion/mdns/v2 v2.2.2 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
-	github.com/pion/rtcp v1.2.17 // indirect
-	github.com/pion/rtp v1.10.5 // indirect
-	github.com/pion/sdp/v3 v3.0.19 // indirect
-	github.com/pion/srtp/v3 v3.0.13 // indirect
-	github.com/pion/stun/v4 v4.0.0 // indirect
-	github.com/pion/turn/v5 v5.1.0 // indirect
+	github.com/pion/rtcp v1.2.20 // indirect
+	github.com/pion/rtp v1.10.6 // indirect
+	github.com/pion/sdp/v3 v3.0.20 // indirect
+	github.com/pion/srtp/v3 v3.1.3 // indirect
+	github.com/pion/stun/v4 v4.0.1 // indirect
+	github.com/pion/turn/v5 v5.1.3 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect

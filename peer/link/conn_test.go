@@ -13,7 +13,7 @@ import (
 
 	"github.com/pion/datachannel"
 	"github.com/pion/sctp"
-	"github.com/pion/transport/v4/test"
+	"github.com/pion/transport/v5/test"
 	"github.com/pion/webrtc/v4"
 )
 

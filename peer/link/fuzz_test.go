@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pion/transport/v4/test"
-	"github.com/pion/transport/v4/vnet"
+	"github.com/pion/transport/v5/test"
+	"github.com/pion/transport/v5/vnet"
 	"github.com/pion/webrtc/v4"
 	"github.com/rs/zerolog"
 )

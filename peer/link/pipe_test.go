@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pion/transport/v4/test"
+	"github.com/pion/transport/v5/test"
 )
 
 // recorder records the sequence numbers a pipe end receives, per channel.

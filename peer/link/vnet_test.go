@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pion/transport/v4"
-	"github.com/pion/transport/v4/test"
-	"github.com/pion/transport/v4/vnet"
+	"github.com/pion/transport/v5"
+	"github.com/pion/transport/v5/test"
+	"github.com/pion/transport/v5/vnet"
 
 	"github.com/concordrtc/concord/internal/pionlog"
 )
