@@ -46,16 +46,17 @@ func (id Identity) Device() string {
 	return d
 }
 
-// Matches reports whether the pinned-host pattern p names the member identity
-// id: either exactly, or p is a bare user and id is one of that user's devices.
-func (p Identity) Matches(id Identity) bool {
-	if p == "" {
+// Matches reports whether id, read as a pinned-host pattern, names the member
+// identity m: either exactly, or id is a bare user and m is one of that user's
+// devices.
+func (id Identity) Matches(m Identity) bool {
+	if id == "" {
 		return false
 	}
-	if p == id {
+	if id == m {
 		return true
 	}
-	return !strings.Contains(string(p), "/") && id.User() == string(p)
+	return !strings.Contains(string(id), "/") && m.User() == string(id)
 }
 
 // String returns the identity as "user/device".
