@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -126,11 +125,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&o.dedicatedHost, "dedicated-host", true, "run a dedicated host for --room in this process")
 	fs.StringVar(&o.room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
