@@ -29,8 +29,8 @@ func (g *greeter) HostStart(w *peer.World) {
 }
 
 func (g *greeter) SpawnAvatar(*peer.World, peer.PeerInfo) (peer.Entity, error) { return 0, nil }
-func (g *greeter) Tick(*peer.World, time.Duration)                              {}
-func (g *greeter) RPC(*peer.World, peer.PeerIndex, uint32, []byte)              {}
+func (g *greeter) Tick(*peer.World, time.Duration)                             {}
+func (g *greeter) RPC(*peer.World, peer.PeerIndex, uint32, []byte)             {}
 
 // OnEvent makes greeter an EventHandler too: it hears when its peer has synced.
 func (g *greeter) OnEvent(w *peer.World, ev peer.Event) {

@@ -219,7 +219,9 @@ func TestRunHostProfile(t *testing.T) {
 	prof := t.TempDir() + "/host.prof"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- RunHost(ctx, HostOptions{Server: sig.url, Entities: 10, CPUProfile: prof}, zerolog.Nop()) }()
+	go func() {
+		done <- RunHost(ctx, HostOptions{Server: sig.url, Entities: 10, CPUProfile: prof}, zerolog.Nop())
+	}()
 	if err := wait(context.Background(), 10*time.Second, "bench host elected", nil, func() error {
 		rooms, err := sig.srv.Rooms(context.Background())
 		if err != nil || len(rooms) == 0 || rooms[0].Host == 0 {
