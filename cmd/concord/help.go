@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // helpText is a command's usage line and what it does, printed above its flags by -h and by
@@ -136,5 +135,5 @@ func usageHint(name string) string {
 	if _, ok := helps[name]; !ok {
 		return `Run "concord help" for usage.`
 	}
-	return fmt.Sprintf("Run \"concord help %s\" for usage.", strings.TrimSpace(name))
+	return fmt.Sprintf("Run \"concord help %s\" for usage.", name)
 }
