@@ -13,7 +13,12 @@ import (
 
 // greeter is the smallest App: the host spawns one entity holding a greeting; members only watch.
 type greeter struct {
-	synced chan struct{} // closed when this peer holds the host's world
+	hosting chan struct{} // closed when this peer starts hosting
+	synced  chan struct{} // closed when this peer, a member, holds the host's world
+}
+
+func newGreeter() *greeter {
+	return &greeter{hosting: make(chan struct{}), synced: make(chan struct{})}
 }
 
 var greeterSchemas = schema.MustTable(schema.Schema{ID: 1, Name: "sign", Properties: []schema.Property{
@@ -26,16 +31,27 @@ func (g *greeter) HostStart(w *peer.World) {
 	if len(w.EntitiesOf(1)) == 0 {
 		_, _ = w.Spawn(1, nil, []byte("hello, room"))
 	}
+	closeOnce(g.hosting)
 }
 
 func (g *greeter) SpawnAvatar(*peer.World, peer.PeerInfo) (peer.Entity, error) { return 0, nil }
 func (g *greeter) Tick(*peer.World, time.Duration)                             {}
 func (g *greeter) RPC(*peer.World, peer.PeerIndex, uint32, []byte)             {}
 
-// OnEvent makes greeter an EventHandler too: it hears when its peer has synced.
+// OnEvent makes greeter an EventHandler too: it hears when its peer, a member, has synced.
 func (g *greeter) OnEvent(w *peer.World, ev peer.Event) {
 	if ev.Kind == peer.EventSynced && !w.IsHost() {
-		close(g.synced)
+		closeOnce(g.synced)
+	}
+}
+
+// closeOnce closes ch unless it is closed: a peer hosts and syncs again after a migration. Only
+// the peer's loop calls it.
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
 	}
 }
 
@@ -58,12 +74,18 @@ func ExampleNew() {
 		go func() { _ = p.Run(ctx) }()
 		return p
 	}
-	host := join("host", signaling.KindHost, &greeter{synced: make(chan struct{})})
-	member := &greeter{synced: make(chan struct{})}
-	m := join("guest", signaling.KindBot, member)
-
+	// The first member of a room hosts it; the guest joins once it does.
+	hostApp, guestApp := newGreeter(), newGreeter()
+	host := join("host", signaling.KindHost, hostApp)
 	select {
-	case <-member.synced:
+	case <-hostApp.hosting:
+	case <-ctx.Done():
+		fmt.Println("no host:", ctx.Err())
+		return
+	}
+	m := join("guest", signaling.KindBot, guestApp)
+	select {
+	case <-guestApp.synced:
 	case <-ctx.Done():
 		fmt.Println("not synced:", ctx.Err())
 		return
