@@ -9,7 +9,7 @@
 
 import { Peer } from './peer.js';
 import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, avatarName, u32 } from './arena.js';
-import { KIND_AVATAR, KIND_LOCK } from './world.js';
+import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 
 const $ = (id) => document.getElementById(id);
 const HISTORY = 60;

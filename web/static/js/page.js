@@ -11,7 +11,8 @@ import * as netmsg from './netmsg.js';
 import * as crdt from './crdt.js';
 import * as hostsnapshot from './hostsnapshot.js';
 import { RELIABLE, UNRELIABLE } from './rtc.js';
-import { KIND_AVATAR, KIND_LOCK, PUT_COMPONENT, ROOM_ENTITY } from './world.js';
+import { KIND_AVATAR, KIND_LOCK } from './authority.js';
+import { ROOM_ENTITY } from './world.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
   AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, encodeVec, u32, avatarName,
