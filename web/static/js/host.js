@@ -10,6 +10,7 @@ import { RELIABLE } from './rtc.js';
 import { AuthorityTable, KIND_HOST, KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH } from './world.js';
 import { CLOSE_SCHEMA_MISMATCH } from './links.js';
+import { hex16 } from './status.js';
 import { now, mixin } from './loop.js';
 import { HostRestamp } from './restamp.js';
 import { HostCommands } from './hostcommands.js';
@@ -207,8 +208,10 @@ export class HostRole {
     switch (m.type) {
       case Type.Hello: {
         if (m.schemaFingerprint !== w.schemas.fingerprint) {
-          p.send(r, RELIABLE, netmsg.encode({ type: Type.Close, code: CLOSE_SCHEMA_MISMATCH, reason: 'schema table differs from the host\'s' }));
-          p.log('warn', 'member runs another schema table; refused', { member: r.idx });
+          // The reason names both tables, so that the member's error can.
+          const reason = `schema table differs from the host's: host ${hex16(w.schemas.fingerprint)}, member ${hex16(m.schemaFingerprint)}`;
+          p.send(r, RELIABLE, netmsg.encode({ type: Type.Close, code: CLOSE_SCHEMA_MISMATCH, reason }));
+          p.log('warn', 'member runs another schema table; refused', { member: r.idx, host: hex16(w.schemas.fingerprint), schema: hex16(m.schemaFingerprint) });
           return;
         }
         if (Number(m.peerIndex) !== r.idx) throw new Error('hello from the wrong peer index');

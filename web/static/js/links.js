@@ -6,9 +6,20 @@ import * as netmsg from './netmsg.js';
 import { Type, MAX_RELIABLE } from './netmsg.js';
 import { Link, MemoryLink, isMemoryOffer, RELIABLE, UNRELIABLE } from './rtc.js';
 import { now } from './loop.js';
+import { hex16 } from './status.js';
 
 /** Close code: the member runs another schema table. */
 export const CLOSE_SCHEMA_MISMATCH = 1;
+
+/**
+ * The error that ends a member whose schema table is not the host's (peer.ErrSchemaMismatch):
+ * it names this peer's table and what it knows of the host's.
+ */
+export function schemaMismatch(ours, host) {
+  const err = new Error(`peer: schema table differs from the host's: ours ${hex16(ours)}, ${host}`);
+  err.code = 'schema_mismatch';
+  return err;
+}
 
 /** One link to another peer, and what the host keeps about the member at its end. */
 export class Remote {
@@ -22,6 +33,9 @@ export class Remote {
     this.fragID = 0;
     this.lastHeard = 0;
     this.rtt = 0; // ms
+    // The term in which this link was made, raised while its remote stays the host: the term of
+    // the host messages that carry none on the wire (a member's fence checks it).
+    this.term = 0;
     // host side
     this.helloed = false;
     this.snapshotSent = false;
@@ -60,6 +74,7 @@ export class PeerLinks {
    */
   connect(idx, session, offerer, memory = offerer && !!this.opts.memory) {
     const r = new Remote(this, idx, session);
+    r.term = this.w.term;
     const LinkClass = memory ? MemoryLink : Link;
     r.link = new LinkClass({
       remote: idx, session, offerer,
@@ -88,7 +103,12 @@ export class PeerLinks {
   }
 
   linkMessage(r, ch, bytes) {
-    if (this.remotes.get(r.idx) !== r) return;
+    if (this.remotes.get(r.idx) !== r) {
+      // A link this peer has let go of. A member still hears what its previous host sent before
+      // the link closed: the fence refuses it, and counts it.
+      if (this.member) this.member.admit(r, r.term);
+      return;
+    }
     r.ready = true;
     this.count.bytesIn += bytes.length;
     r.lastHeard = now();
@@ -124,11 +144,15 @@ export class PeerLinks {
           continue;
         case Type.Close:
           this.log('warn', 'remote closed the session', { remote: r.idx, code: m.code, reason: m.reason });
+          if (m.code === CLOSE_SCHEMA_MISMATCH && this.member && r === this.member.hostLink) {
+            this.fail(schemaMismatch(this.w.schemas.fingerprint, `the host closed the link: ${m.reason}`));
+            return;
+          }
           continue;
         default:
       }
       if (this.host) this.host.handle(r, m);
-      else if (this.member && r === this.member.hostLink) this.member.handle(m, stamp);
+      else if (this.member) this.member.handle(r, m, stamp);
       else this.count.fenced++;
     }
   }

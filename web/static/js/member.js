@@ -8,7 +8,9 @@ import * as crdt from './crdt.js';
 import * as hostsnapshot from './hostsnapshot.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta } from './schema.js';
 import { RELIABLE } from './rtc.js';
-import { KIND_HOST, KIND_AVATAR, KIND_LOCK, encodeRecord } from './authority.js';
+import { KIND_HOST, KIND_AVATAR, KIND_LOCK, encodeRecord, AuthorityError, Reject } from './authority.js';
+import { schemaMismatch } from './links.js';
+import { hex16 } from './status.js';
 import { Ev } from './world.js';
 
 /** How long a member waits for its link to the host to open before making it again. */
@@ -24,6 +26,7 @@ export class MemberRole {
     this.synced = false;
     this.wasSynced = false;
     this.dirty = new Map();
+    this.refusals = 0; // host messages refused, for the log
     p.w.sink = this;
     p.w.isHost = false;
   }
@@ -96,18 +99,49 @@ export class MemberRole {
     });
   }
 
-  /** Processes one message from the host of the current term. */
-  handle(m, stamp) {
+  /**
+   * Whether a host message stamped with term, heard on link r, is the current host's: r must be
+   * the link this member made to the host, and the fence must accept (term, r's peer). A newer
+   * term from the host signaling named is adopted (the host was elected again and spoke before
+   * signaling told this member). Every refusal is counted (status().fenced).
+   */
+  admit(r, term) {
+    const p = this.p;
+    let err = p.fence.accept(term, r.idx);
+    if (err && err.code === Reject.FutureTerm && r === this.hostLink && r.idx === p.fence.host) {
+      p.setHost(term, r.idx);
+      err = null;
+    }
+    if (!err && r !== this.hostLink) err = new AuthorityError(Reject.NotHost, 'host message', r.idx, 0, term);
+    if (!err) return true;
+    p.count.fenced++;
+    if (this.refusals++ < 10) p.log('info', 'host message refused', { remote: r.idx, term, err: err.message });
+    return false;
+  }
+
+  /** Processes one message heard on link r, once the fence admits it. */
+  handle(r, m, stamp) {
     const p = this.p;
     const w = this.w;
+    let term = r.term;
+    if (m.type === Type.CrdtBatch) term = Number(m.term);
+    else if (m.type === Type.HostSnapshot) term = Number(hostsnapshot.hostStateTerm(m.hostState));
+    if (!this.admit(r, term)) return;
     switch (m.type) {
       case Type.HostSnapshot: {
         if (Number(m.hostPeerIndex) !== w.host || Number(m.localPeerIndex) !== w.self) {
           p.count.fenced++;
           return;
         }
-        const { info, corrections } = hostsnapshot.apply(w.r, w.schemas, m, (cm) => w.mergeRemote(cm, w.host));
-        if (Number(info.term) !== w.term) p.count.fenced++;
+        let corrections;
+        try {
+          ({ corrections } = hostsnapshot.apply(w.r, w.schemas, m, (cm) => w.mergeRemote(cm, w.host)));
+        } catch (err) {
+          if (err.code !== 'schema_mismatch') throw err;
+          const fp = hostsnapshot.readHostState(m.hostState).fingerprint;
+          p.fail(schemaMismatch(w.schemas.fingerprint, `host ${hex16(fp)}`));
+          return;
+        }
         // The first batch after a sync snapshot may carry host entities (values a previous host
         // sent that this host missed). This member always sends it, empty when it has nothing to
         // correct, so that the host closes that window at once.
@@ -137,10 +171,6 @@ export class MemberRole {
         p.applyUpdates(m, w.host, () => true);
         break;
       case Type.CrdtBatch:
-        if (Number(m.term) !== w.term) {
-          p.count.fenced++;
-          return;
-        }
         for (const cm of crdt.readStream(m.messages)) w.mergeRemote(cm, w.host);
         break;
       default:

@@ -10,6 +10,7 @@
 
 import { REDIAL } from './signaling.js';
 import { World, Ev, nopSink, FIRST_SYSTEM_RPC } from './world.js';
+import { Fence } from './authority.js';
 import { now, mixin } from './loop.js';
 import { PeerLinks } from './links.js';
 import { PeerUpdates } from './updates.js';
@@ -68,6 +69,12 @@ export class Peer {
     this.resumeRefused = '';
     this.peerId = '';
     this.listeners = new Set();
+    // Tells host messages of the current host from stale or premature ones (member.admit).
+    this.fence = new Fence();
+    // The error that ended the session (a schema mismatch), or null.
+    this.error = null;
+    /** Settles when the session ends: with null after stop(), with the error after a fatal one. */
+    this.done = new Promise((resolve) => { this.finish = resolve; });
   }
 
   get world() { return this.w; }
@@ -123,6 +130,18 @@ export class Peer {
     for (const r of this.remotes.values()) r.close();
     this.remotes.clear();
     if (this.sig) this.sig.close();
+    this.finish(this.error);
+  }
+
+  /**
+   * Ends the session with err (as Go's Run returns a fatal error): nothing is retried, neither the
+   * link to the host nor signaling. done settles with err; status() shows it.
+   */
+  fail(err) {
+    if (this.stopped) return;
+    this.error = err;
+    this.log('error', 'session ended', { err: err.message });
+    this.stop();
   }
 
   /** Runs fn as one loop step (see the file comment). Nested steps run inline. */
@@ -217,6 +236,12 @@ export class Peer {
     const prevHost = w.host;
     w.term = term;
     w.host = host;
+    // The fence follows signaling's newest word. A host named in the term this peer knew without
+    // one is that word too, though not a newer term: the fence starts over with it.
+    if (!this.fence.observe(term, host)) {
+      this.fence = new Fence();
+      this.fence.observe(term, host);
+    }
     w.events.push({ kind: Ev.HostChanged, term, peer: host });
     this.log('info', 'host changed', { term, host });
     if (host === w.self) {
@@ -227,6 +252,7 @@ export class Peer {
       if (this.host) this.stepDown();
       if (!this.member) this.member = new MemberRole(this);
       if (prevHost !== host) this.member.follow(host);
+      else if (this.member.hostLink) this.member.hostLink.term = term; // the same host, elected again
     }
   }
 

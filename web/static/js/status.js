@@ -23,7 +23,8 @@ export class PeerStatus {
     if (this.member && this.member.hostLink) rtt = this.member.hostLink.rtt;
     const synced = !!this.host || !!(this.member && this.member.synced);
     let state = 'connecting';
-    if (this.stopped) state = 'left';
+    if (this.error) state = 'failed';
+    else if (this.stopped) state = 'left';
     else if (this.host) state = 'hosting';
     else if (this.member && this.member.synced) state = 'connected';
     else if (this.member && this.member.wasSynced) state = 'migrating';
@@ -35,6 +36,7 @@ export class PeerStatus {
       members: this.members.size, links: this.remotes.size, rtt,
       bytesIn: this.count.bytesIn, bytesOut: this.count.bytesOut,
       rejected: this.count.rejected, fenced: this.count.fenced, dropped: this.count.dropped,
+      error: this.error ? this.error.message : '',
     };
   }
 }
