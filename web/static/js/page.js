@@ -98,6 +98,12 @@ async function join(room, user) {
     return;
   }
   window.addEventListener('pagehide', () => peer.stop());
+  // A fatal error (a schema table other than the host's) ends the session: say so, retry nothing.
+  peer.done.then((err) => {
+    if (!err) return;
+    showError(`cannot play in this room: ${err.message}`);
+    setConn('failed', 'chip-bad');
+  });
   setupInput(peer, game);
   const canvas = $('arena');
   const draw = () => {
@@ -306,6 +312,7 @@ function updatePanel(peer) {
   const chip = {
     connected: ['connected', 'chip-ok'], hosting: ['connected', 'chip-ok'], migrating: ['migrating', 'chip-warn'],
     connecting: ['connecting', 'chip-warn'], 'no host': ['no host', 'chip-bad'], left: ['left', 'chip-idle'],
+    failed: ['failed', 'chip-bad'],
   }[st.state] || [st.state, 'chip-idle'];
   const sigNote = { closed: ' · signaling lost, reconnecting', refused: ' · signaling refused (playing on)' }[st.signaling];
   setConn(sigNote && st.state !== 'left' ? chip[0] + sigNote : chip[0], chip[1]);

@@ -60,6 +60,7 @@ export class Peer {
     this.member = null;
     this.depth = 0;
     this.timers = [];
+    this.pending = new Set(); // after()'s timeouts, cleared by stop()
     this.stopped = false;
     this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, fenced: 0, dropped: 0 };
     this.signalingState = 'connecting';
@@ -110,7 +111,12 @@ export class Peer {
 
   /** after runs fn as a step once ms have passed, unless the peer stops first. */
   after(ms, fn) {
-    setTimeout(() => this.step(fn), ms);
+    if (this.stopped) return;
+    const t = setTimeout(() => {
+      this.pending.delete(t);
+      this.step(fn);
+    }, ms);
+    this.pending.add(t);
   }
 
   /**
@@ -127,6 +133,8 @@ export class Peer {
     if (this.stopped) return;
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    for (const t of this.pending) clearTimeout(t);
+    this.pending.clear();
     for (const r of this.remotes.values()) r.close();
     this.remotes.clear();
     if (this.sig) this.sig.close();
