@@ -40,13 +40,7 @@ export class HostRole {
     this.p = p;
     this.w = p.w;
     this.auth = null;
-    this.spawns = [];
-    this.despawns = [];
-    this.transfers = [];
-    this.rpcs = [];
-    this.entered = [];
-    this.exited = [];
-    this.relay = []; // CRDT messages TRNP cannot carry
+    this.clearCommands();
     this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
     this.rejectLog = 0;
     this.reassert = new Set();

@@ -52,13 +52,18 @@ export class HostCommands {
     }
     const buf = netmsg.concat(...parts);
     for (const r of p.remotes.values()) if (r.snapshotSent) p.send(r, RELIABLE, buf);
+    this.clearCommands();
+  }
+
+  /** Empties the queues of what the step produced (flushCommands sends them). */
+  clearCommands() {
     this.spawns = [];
     this.despawns = [];
     this.transfers = [];
     this.rpcs = [];
     this.entered = [];
     this.exited = [];
-    this.relay = [];
+    this.relay = []; // CRDT messages TRNP cannot carry
   }
 
   touch(e) {
