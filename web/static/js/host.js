@@ -202,10 +202,10 @@ export class HostRole {
     switch (m.type) {
       case Type.Hello: {
         if (m.schemaFingerprint !== w.schemas.fingerprint) {
-          // The reason names both tables, so that the member's error can.
-          const reason = `schema table differs from the host's: host ${hex16(w.schemas.fingerprint)}, member ${hex16(m.schemaFingerprint)}`;
+          // The reason names both tables, so that the member's error can (as Go's host says it).
+          const reason = `schema table ${hex16(m.schemaFingerprint)} differs from the host's ${hex16(w.schemas.fingerprint)}`;
           p.send(r, RELIABLE, netmsg.encode({ type: Type.Close, code: CLOSE_SCHEMA_MISMATCH, reason }));
-          p.log('warn', 'member runs another schema table; refused', { member: r.idx, host: hex16(w.schemas.fingerprint), schema: hex16(m.schemaFingerprint) });
+          p.log('warn', 'member runs another schema table; refused', { member: r.idx, reason });
           return;
         }
         if (Number(m.peerIndex) !== r.idx) throw new Error('hello from the wrong peer index');

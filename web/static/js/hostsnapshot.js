@@ -403,17 +403,6 @@ export function readHostState(hostState) {
   return { version: b[0], term, clock, fingerprint, cover, stamps, stream: b.subarray(o) };
 }
 
-/**
- * The term a hostState carries, read without decoding the rest (a member fences the snapshot on
- * it before merging anything). Throws a SnapshotError when hostState is too short for it.
- * @param {Uint8Array} hostState
- * @returns {bigint}
- */
-export function hostStateTerm(hostState) {
-  if (hostState.length < FIXED) throw new SnapshotError('host_state', `${hostState.length} bytes`);
-  return new DataView(hostState.buffer, hostState.byteOffset, FIXED).getBigUint64(1, true);
-}
-
 function spawnSchema(table, sp) {
   if (sp.networkId >> 32n !== 0n) throw new SnapshotError('spawn', `network id ${sp.networkId} has upper 32 bits set`);
   const s = table.lookup(sp.schemaId);

@@ -13,10 +13,10 @@ export const CLOSE_SCHEMA_MISMATCH = 1;
 
 /**
  * The error that ends a member whose schema table is not the host's (peer.ErrSchemaMismatch):
- * it names this peer's table and what it knows of the host's.
+ * it names this peer's table and, in what the host said, the host's.
  */
-export function schemaMismatch(ours, host) {
-  const err = new Error(`peer: schema table differs from the host's: ours ${hex16(ours)}, ${host}`);
+export function schemaMismatch(ours, host, said) {
+  const err = new Error(`peer: schema table differs from the host's: this peer runs schema table ${hex16(ours)}; the host (peer ${host}) ${said}`);
   err.code = 'schema_mismatch';
   return err;
 }
@@ -106,7 +106,7 @@ export class PeerLinks {
     if (this.remotes.get(r.idx) !== r) {
       // A link this peer has let go of. A member still hears what its previous host sent before
       // the link closed: the fence refuses it, and counts it.
-      if (this.member) this.member.admit(r, r.term);
+      if (this.member) this.member.admit(r);
       return;
     }
     r.ready = true;
@@ -144,8 +144,8 @@ export class PeerLinks {
           continue;
         case Type.Close:
           this.log('warn', 'remote closed the session', { remote: r.idx, code: m.code, reason: m.reason });
-          if (m.code === CLOSE_SCHEMA_MISMATCH && this.member && r === this.member.hostLink) {
-            this.fail(schemaMismatch(this.w.schemas.fingerprint, `the host closed the link: ${m.reason}`));
+          if (m.code === CLOSE_SCHEMA_MISMATCH && this.member && this.member.admit(r)) {
+            this.fail(schemaMismatch(this.w.schemas.fingerprint, r.idx, `refused it: ${m.reason}`));
             return;
           }
           continue;

@@ -100,22 +100,17 @@ export class MemberRole {
   }
 
   /**
-   * Whether a host message stamped with term, heard on link r, is the current host's: r must be
-   * the link this member made to the host, and the fence must accept (term, r's peer). A newer
-   * term from the host signaling named is adopted (the host was elected again and spoke before
-   * signaling told this member). Every refusal is counted (status().fenced).
+   * Whether the host messages heard on link r may be merged (Go's memberRole.fenced): the fence
+   * must accept r's term (the term in which r became the link to the host) from r's peer, and r
+   * must be the link this member holds to the host. Every refusal is counted (status().fenced).
    */
-  admit(r, term) {
+  admit(r) {
     const p = this.p;
-    let err = p.fence.accept(term, r.idx);
-    if (err && err.code === Reject.FutureTerm && r === this.hostLink && r.idx === p.fence.host) {
-      p.setHost(term, r.idx);
-      err = null;
-    }
-    if (!err && r !== this.hostLink) err = new AuthorityError(Reject.NotHost, 'host message', r.idx, 0, term);
+    let err = p.fence.accept(r.term, r.idx);
+    if (!err && r !== this.hostLink) err = new AuthorityError(Reject.NotHost, 'host message', r.idx, 0, r.term);
     if (!err) return true;
     p.count.fenced++;
-    if (this.refusals++ < 10) p.log('info', 'host message refused', { remote: r.idx, term, err: err.message });
+    if (this.refusals++ < 10) p.log('info', 'host message fenced', { remote: r.idx, err: err.message });
     return false;
   }
 
@@ -123,25 +118,24 @@ export class MemberRole {
   handle(r, m, stamp) {
     const p = this.p;
     const w = this.w;
-    let term = r.term;
-    if (m.type === Type.CrdtBatch) term = Number(m.term);
-    else if (m.type === Type.HostSnapshot) term = Number(hostsnapshot.hostStateTerm(m.hostState));
-    if (!this.admit(r, term)) return;
+    if (!this.admit(r)) return;
     switch (m.type) {
       case Type.HostSnapshot: {
         if (Number(m.hostPeerIndex) !== w.host || Number(m.localPeerIndex) !== w.self) {
           p.count.fenced++;
           return;
         }
+        let info;
         let corrections;
         try {
-          ({ corrections } = hostsnapshot.apply(w.r, w.schemas, m, (cm) => w.mergeRemote(cm, w.host)));
+          ({ info, corrections } = hostsnapshot.apply(w.r, w.schemas, m, (cm) => w.mergeRemote(cm, w.host)));
         } catch (err) {
           if (err.code !== 'schema_mismatch') throw err;
           const fp = hostsnapshot.readHostState(m.hostState).fingerprint;
-          p.fail(schemaMismatch(w.schemas.fingerprint, `host ${hex16(fp)}`));
+          p.fail(schemaMismatch(w.schemas.fingerprint, r.idx, `sent a snapshot of schema table ${hex16(fp)}`));
           return;
         }
+        if (Number(info.term) !== w.term) p.count.fenced++;
         // The first batch after a sync snapshot may carry host entities (values a previous host
         // sent that this host missed). This member always sends it, empty when it has nothing to
         // correct, so that the host closes that window at once.
@@ -171,6 +165,10 @@ export class MemberRole {
         p.applyUpdates(m, w.host, () => true);
         break;
       case Type.CrdtBatch:
+        if (Number(m.term) !== w.term) {
+          p.count.fenced++;
+          return;
+        }
         for (const cm of crdt.readStream(m.messages)) w.mergeRemote(cm, w.host);
         break;
       default:
