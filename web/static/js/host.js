@@ -35,10 +35,28 @@ function u32le(b) {
   return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
 }
 
+/** What the host keeps about one member, for as long as its link lasts (Go's hostMember). */
+class HostMember {
+  constructor(r) {
+    this.r = r;
+    this.helloed = false;
+    this.snapshotSent = false;
+    // acceptRelayed: the member's next CRDT batch answers its sync snapshot and may carry host
+    // entities it received from the previous host.
+    this.acceptRelayed = false;
+    // answered: the member has answered its sync snapshot (its corrections, if it had any, are
+    // merged), so this host holds its latest writes.
+    this.answered = false;
+    this.info = null;
+    this.dirty = new Map(); // entity → property mask
+  }
+}
+
 export class HostRole {
   constructor(p) {
     this.p = p;
     this.w = p.w;
+    this.mems = new Map(); // peer index → HostMember, one per member link
     this.auth = null;
     this.clearCommands();
     this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
@@ -85,6 +103,23 @@ export class HostRole {
   stop() {
     for (const r of this.p.remotes.values()) r.close();
     this.p.remotes.clear();
+    this.mems.clear();
+  }
+
+  /** The state of the member at the other end of r, made fresh for a new link. */
+  memberOf(r) {
+    let hm = this.mems.get(r.idx);
+    if (!hm || hm.r !== r) {
+      hm = new HostMember(r);
+      this.mems.set(r.idx, hm);
+    }
+    return hm;
+  }
+
+  /** Drops the state kept for r's member (its link is gone or replaced). */
+  forget(r) {
+    const hm = this.mems.get(r.idx);
+    if (hm && hm.r === r) this.mems.delete(r.idx);
   }
 
   spawnAvatar(info) {
@@ -140,6 +175,7 @@ export class HostRole {
       p.remotes.delete(idx);
       r.close();
     }
+    this.mems.delete(idx);
     const { avatars, released } = this.auth.leave(idx);
     for (const [e, info] of w.ents) {
       if (info.auth.kind === KIND_AVATAR && info.auth.peer === idx) avatars.push(e);
@@ -184,6 +220,7 @@ export class HostRole {
   /** A member that signaling no longer lists, and whose link is now gone too, has left. */
   linkClosed(r) {
     const p = this.p;
+    this.forget(r);
     if (!p.members.has(r.idx) && p.sig && p.signalingState === 'connected' && r.ready) this.memberLeft(r.idx);
   }
 
@@ -199,6 +236,7 @@ export class HostRole {
     const p = this.p;
     const w = this.w;
     this.auth.touch(r.idx, now());
+    const hm = this.memberOf(r);
     switch (m.type) {
       case Type.Hello: {
         if (m.schemaFingerprint !== w.schemas.fingerprint) {
@@ -209,27 +247,27 @@ export class HostRole {
           return;
         }
         if (Number(m.peerIndex) !== r.idx) throw new Error('hello from the wrong peer index');
-        r.helloed = true;
+        hm.helloed = true;
         const mem = p.members.get(r.idx);
-        r.info = { index: r.idx, id: mem ? mem.peerId : '', kind: mem ? mem.kind : '' };
+        hm.info = { index: r.idx, id: mem ? mem.peerId : '', kind: mem ? mem.kind : '' };
         break;
       }
       case Type.Digest:
-        if (!r.helloed) throw new Error('digest before hello');
+        if (!hm.helloed) throw new Error('digest before hello');
         // A member sends its next digest after its corrections, on the same ordered channel: its
         // answer to the sync snapshot is in.
-        if (r.snapshotSent) r.answered = true;
-        this.answerDigest(r, m);
+        if (hm.snapshotSent) hm.answered = true;
+        this.answerDigest(hm, m);
         break;
       case Type.PeerCommands:
         for (const rpc of m.rpcs) this.rpc(r, rpc);
         break;
       case Type.EntityUpdates:
-        if (!r.snapshotSent) return;
+        if (!hm.snapshotSent) return;
         p.applyUpdates(m, r.idx, (e) => this.admit(r, e, m.time), (cm, origin) => this.mergeWrite(cm, origin));
         break;
       case Type.CrdtBatch:
-        this.corrections(r, m);
+        this.corrections(hm, m);
         break;
       default:
         p.count.dropped++;
@@ -237,7 +275,8 @@ export class HostRole {
   }
 
   /** Compares a member's bucket digests with the host's; answers with a HostSnapshot of what differs. */
-  answerDigest(r, dig) {
+  answerDigest(hm, dig) {
+    const r = hm.r;
     const p = this.p;
     const w = this.w;
     const n = dig.digests.length;
@@ -251,18 +290,18 @@ export class HostRole {
     const differ = [];
     for (let b = 0; b < n; b++) {
       if (own[b] === dig.digests[b]) continue;
-      if (r.snapshotSent && n === this.changed.length && t - this.changed[b] < p.opts.quietMs) continue;
+      if (hm.snapshotSent && n === this.changed.length && t - this.changed[b] < p.opts.quietMs) continue;
       differ.push(b);
     }
-    const first = !r.snapshotSent;
+    const first = !hm.snapshotSent;
     if (!first && differ.length === 0) return;
     this.sendSnapshot(r, hostsnapshot.Cover.only(n, differ));
     if (first) {
-      r.snapshotSent = true;
-      r.acceptRelayed = true;
-      r.dirty = new Map();
-      this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(r.info.id) });
-      if (r.info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(r.info);
+      hm.snapshotSent = true;
+      hm.acceptRelayed = true;
+      hm.dirty = new Map();
+      this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(hm.info.id) });
+      if (hm.info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(hm.info);
       p.log('info', 'member synced by snapshot', { member: r.idx, buckets: differ.length });
     }
   }

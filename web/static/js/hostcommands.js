@@ -51,7 +51,7 @@ export class HostCommands {
       parts.push(netmsg.encode({ type: Type.CrdtBatch, term: BigInt(w.term), messages: netmsg.concat(...this.relay.map((m) => crdt.encodeMessage(m))) }));
     }
     const buf = netmsg.concat(...parts);
-    for (const r of p.remotes.values()) if (r.snapshotSent) p.send(r, RELIABLE, buf);
+    for (const hm of this.mems.values()) if (hm.snapshotSent) p.send(hm.r, RELIABLE, buf);
     this.clearCommands();
   }
 
@@ -74,8 +74,8 @@ export class HostCommands {
 
   propChanged(e, prop, origin) {
     this.touch(e);
-    for (const r of this.p.remotes.values()) {
-      if (r.snapshotSent && r.idx !== origin) r.dirty.set(e, (r.dirty.get(e) || 0) | (1 << prop));
+    for (const [idx, hm] of this.mems) {
+      if (hm.snapshotSent && idx !== origin) hm.dirty.set(e, (hm.dirty.get(e) || 0) | (1 << prop));
     }
   }
 
@@ -91,7 +91,7 @@ export class HostCommands {
   despawned(e) {
     this.touch(e);
     this.auth.despawn(e);
-    for (const r of this.p.remotes.values()) r.dirty.delete(e);
+    for (const hm of this.mems.values()) hm.dirty.delete(e);
     this.despawns.push(e);
   }
 

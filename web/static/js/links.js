@@ -21,7 +21,7 @@ export function schemaMismatch(ours, host, said) {
   return err;
 }
 
-/** One link to another peer, and what the host keeps about the member at its end. */
+/** One link to another peer (the host keeps what it knows of the member at its end: HostMember). */
 export class Remote {
   constructor(peer, idx, session) {
     this.p = peer;
@@ -36,15 +36,6 @@ export class Remote {
     // The term in which this link was made, raised while its remote stays the host: the term of
     // the host messages that carry none on the wire (a member's fence checks it).
     this.term = 0;
-    // host side
-    this.helloed = false;
-    this.snapshotSent = false;
-    this.acceptRelayed = false;
-    // answered: the member has answered its sync snapshot (its corrections, if it had any, are
-    // merged), so this host holds its latest writes.
-    this.answered = false;
-    this.info = null;
-    this.dirty = new Map(); // entity → property mask
   }
 
   close() {
@@ -61,6 +52,7 @@ export class PeerLinks {
       if (r) {
         r.close();
         this.remotes.delete(from);
+        this.host.forget(r);
       }
       r = this.connect(from, session, false, isMemoryOffer(pl));
     }

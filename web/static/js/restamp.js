@@ -105,16 +105,17 @@ export class HostRestamp {
     }
   }
 
-  /** Merges a member's CRDT corrections that authority allows. */
-  corrections(r, b) {
+  /** Merges the CRDT corrections of member hm that authority allows. */
+  corrections(hm, b) {
+    const r = hm.r;
     const w = this.w;
     if (Number(b.term) !== w.term) {
       this.p.count.fenced++;
       return;
     }
-    const relayed = r.acceptRelayed;
-    r.acceptRelayed = false;
-    r.answered = true;
+    const relayed = hm.acceptRelayed;
+    hm.acceptRelayed = false;
+    hm.answered = true;
     let orphaned = false;
     for (const m of crdt.readStream(b.messages)) {
       if (relayed && (m.type === DeleteEntity || m.type === DeleteEntityNetwork) && !w.r.entityDeleted(m.entity >>> 0)) {
@@ -143,8 +144,8 @@ export class HostRestamp {
 
   /** Gives a new avatar to every synced member that has none (its deletion reached this host late). */
   respawnAvatars() {
-    for (const r of this.p.remotes.values()) {
-      if (r.snapshotSent && r.info && r.info.kind !== 'host' && this.w.avatarOf(r.idx) === undefined) this.spawnAvatar(r.info);
+    for (const [idx, hm] of this.mems) {
+      if (hm.snapshotSent && hm.info && hm.info.kind !== 'host' && this.w.avatarOf(idx) === undefined) this.spawnAvatar(hm.info);
     }
   }
 
@@ -169,7 +170,7 @@ export class HostRestamp {
     const owner = this.auth.author(e);
     if (owner === this.w.self) return false;
     if (!this.p.members.has(owner)) return false; // memberLeft returns its entities to the host
-    const r = this.p.remotes.get(owner);
-    return !r || !r.answered;
+    const hm = this.mems.get(owner);
+    return !hm || !hm.answered;
   }
 }

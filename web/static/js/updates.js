@@ -17,7 +17,7 @@ function trailingZeros(m) {
 export class PeerUpdates {
   flushUpdates() {
     if (this.host) {
-      for (const r of this.remotes.values()) if (r.snapshotSent) this.sendUpdates(r, r.dirty);
+      for (const hm of this.host.mems.values()) if (hm.snapshotSent) this.sendUpdates(hm.r, hm.dirty);
       return;
     }
     if (this.member && this.member.synced && this.member.hostLink) this.sendUpdates(this.member.hostLink, this.member.dirty);
