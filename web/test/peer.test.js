@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Peer } from '../static/js/peer.js';
-import { Game, SCHEMA_AVATAR, AVATAR_POS, encodeVec, parseVec } from '../static/js/arena.js';
+import { Game, SCHEMA_AVATAR, SCHEMA_BOX, AVATAR_POS, BOX_POS, encodeVec, parseVec } from '../static/js/arena.js';
+import { RPC_LOCK_REQUEST, RPC_RELINQUISH } from '../static/js/world.js';
 import * as netmsg from '../static/js/netmsg.js';
 import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
@@ -356,4 +357,43 @@ test('a member that leaves signaling but stays heard on its link keeps its avata
   const end = Date.now() + 200;
   await until('200 ms of silence after the resume', () => Date.now() > end, 1000);
   assert.ok(p.w.exists(room.avatar), 'a resumed member is not swept for its silence');
+});
+
+/** Sends, as member idx, a system RPC (lock request or relinquish) for entity e. */
+function systemRPC(room, idx, type, e) {
+  const data = new Uint8Array(4);
+  new DataView(data.buffer).setUint32(0, e, true);
+  deliver(room, idx, RELIABLE, netmsg.encode({ type: Type.PeerCommands, rpcs: [{ type, data }] }));
+}
+
+test('a write just after its writer lost the authority is an expected race: counted, not warned', () => {
+  const room = newRoom();
+  const { p } = room;
+  const warned = [];
+  const log = p.log;
+  p.log = (level, msg, fields) => {
+    if (level === 'warn' && msg === 'write rejected') warned.push(fields.member);
+    log(level, msg, fields);
+  };
+  const [box] = p.w.entitiesOf(SCHEMA_BOX);
+  const moveBox = (idx, pos) => {
+    const u = { networkId: BigInt(box), maskBits: netmsg.maskWidth(2), mask: 1 << BOX_POS, data: encodeVec(pos) };
+    deliver(room, idx, UNRELIABLE, netmsg.encode({ type: Type.EntityUpdates, time: BigInt(p.w.clock + 1), updates: [u] }));
+  };
+  systemRPC(room, OWNER, RPC_LOCK_REQUEST, box);
+  assert.equal(p.w.authority(box), OWNER, 'the owner holds the lock');
+  moveBox(OWNER, { x: 5000, y: 5000 });
+  assert.equal(p.count.rejected, 0, 'the holder writes the box');
+  systemRPC(room, OWNER, RPC_RELINQUISH, box);
+  assert.equal(p.w.authority(box), HOST, 'the lock is back with the host');
+  // The owner's next datagram left before it heard of the transfer.
+  moveBox(OWNER, { x: 5100, y: 5000 });
+  assert.deepEqual([p.count.rejected, p.count.rejectedRace], [1, 1]);
+  assert.deepEqual(warned, [], 'a race is not warned of');
+  // Mallory never held the box: a real rejection.
+  moveBox(MALLORY, { x: 100, y: 100 });
+  assert.deepEqual([p.count.rejected, p.count.rejectedRace], [2, 1]);
+  assert.deepEqual(warned, [MALLORY]);
+  assert.deepEqual(parseVec(p.w.get(box, BOX_POS)), { x: 5000, y: 5000 }, 'the box stays where its holder left it');
+  assert.equal(p.status().rejectedRace, 1);
 });

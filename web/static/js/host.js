@@ -61,6 +61,7 @@ export class HostRole {
     this.clearCommands();
     this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
     this.rejectLog = 0;
+    this.lost = new Map(); // entity → {peer, at}: who last lost its authority, and when
     this.reassert = new Set();
     /** @type {Map<bigint, {before: number, after: number}>} keys restamp rewrote, until their author writes again */
     this.restamped = new Map();
@@ -227,6 +228,7 @@ export class HostRole {
   tick(t) {
     for (const x of this.auth.expire(t)) {
       this.p.log('info', 'lock expired', { entity: x.entity, holder: x.from });
+      this.authorityLost(x.entity, x.from);
       this.w.writeAuthority(x.entity, { kind: KIND_HOST, peer: 0 });
     }
   }
@@ -337,12 +339,16 @@ export class HostRole {
         } catch {
           return; // refused
         }
-        if (t.from !== t.to) w.writeAuthority(e, { kind: KIND_LOCK, peer: r.idx });
+        if (t.from !== t.to) {
+          this.authorityLost(e, t.from);
+          w.writeAuthority(e, { kind: KIND_LOCK, peer: r.idx });
+        }
         break;
       }
       case RPC_RELINQUISH:
         try {
           this.auth.relinquish(r.idx, e);
+          this.authorityLost(e, r.idx);
           w.writeAuthority(e, { kind: KIND_HOST, peer: 0 });
         } catch { /* not its lock */ }
         break;

@@ -85,7 +85,8 @@ async function join(room, user) {
     room, user, device, kind: 'browser', app: game,
     log: (level, msg, fields) => {
       const f = fields ? ' ' + JSON.stringify(fields) : '';
-      (level === 'warn' ? console.warn : console.info)(`concord: ${msg}${f}`);
+      const out = { warn: console.warn, error: console.error, debug: console.debug }[level] || console.info;
+      out(`concord: ${msg}${f}`);
     },
   });
   window.concord = makeAPI(peer, game);

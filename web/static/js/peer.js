@@ -49,7 +49,7 @@ export class Peer {
   constructor(opts) {
     this.opts = { ...DEFAULTS, ...opts };
     this.app = opts.app;
-    this.log = opts.log || ((level, msg, fields) => console[level === 'warn' ? 'warn' : 'log'](`concord: ${msg}`, fields || ''));
+    this.log = opts.log || ((level, msg, fields) => console[{ warn: 'warn', error: 'error', debug: 'debug' }[level] || 'log'](`concord: ${msg}`, fields || ''));
     this.w = new World(this.app.schemas());
     this.w.peer = this;
     this.sig = null;
@@ -62,7 +62,7 @@ export class Peer {
     this.timers = [];
     this.pending = new Set(); // after()'s timeouts, cleared by stop()
     this.stopped = false;
-    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, fenced: 0, dropped: 0 };
+    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, fenced: 0, dropped: 0 };
     this.signalingState = 'connecting';
     this.resumeToken = '';
     this.held = false; // the replica has held the room's state (synced or hosted)

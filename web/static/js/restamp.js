@@ -3,11 +3,18 @@
 // host"). These are methods of HostRole (see loop.js mixin).
 
 import * as crdt from './crdt.js';
+import { now } from './loop.js';
 
 /** How far above its clock the host follows a timestamp it rejected. */
 const MAX_CLOCK_SKEW = 1 << 20;
 /** Keys re-stamped and remembered at most; past it the memory starts over (a rejection storm). */
 const MAX_RESTAMPED = 1 << 16;
+/**
+ * How long after a member lost the authority over an entity (it handed a lock back, or the lock
+ * expired) its writes to it are an expected race rather than a fault: the member keeps writing
+ * until the host's transfer reaches it, one round trip later (Go's raceWindow).
+ */
+const RACE_WINDOW_MS = 2000;
 const { PutComponent, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
 
 /** The key of an LWW entry, as a BigInt (entity << 32 | component). */
@@ -34,13 +41,31 @@ export class HostRestamp {
     }
   }
 
+  /** Notes that member from no longer writes e (a lock handed back, expired or taken over). */
+  authorityLost(e, from) {
+    if (from === this.w.self || from === 0) return;
+    if (this.lost.size > MAX_RESTAMPED) this.lost.clear();
+    this.lost.set(e, { peer: from, at: now() });
+  }
+
+  /** Whether a rejected write of member idx to e is an expected race of normal play. */
+  race(idx, e) {
+    const l = this.lost.get(e);
+    return l !== undefined && l.peer === idx && now() - l.at < RACE_WINDOW_MS;
+  }
+
   rejected(r, e, ts, err) {
     const p = this.p;
     p.count.rejected++;
-    if (this.rejectLog < 20 || this.rejectLog % 1000 === 0) {
-      p.log('warn', 'write rejected', { member: r.idx, entity: e, err: err.message });
+    if (this.race(r.idx, e)) {
+      p.count.rejectedRace++;
+      p.log('debug', 'write rejected: authority just moved (expected race)', { member: r.idx, entity: e, err: err.message });
+    } else {
+      if (this.rejectLog < 20 || this.rejectLog % 1000 === 0) {
+        p.log('warn', 'write rejected', { member: r.idx, entity: e, err: err.message });
+      }
+      this.rejectLog++;
     }
-    this.rejectLog++;
     const t = BigInt(ts);
     if (t > BigInt(this.w.clock) + BigInt(MAX_CLOCK_SKEW)) return;
     this.w.r.observeClock(Number(t));
@@ -131,7 +156,9 @@ export class HostRestamp {
         if (this.holds(m)) {
           // This host already has the value or a newer one: the member converges to it without a
           // re-stamp (which would bury any newer write of the entity's owner still on its way).
+          // An expected race: counted, not logged.
           this.p.count.rejected++;
+          this.p.count.rejectedRace++;
           continue;
         }
         this.rejected(r, m.entity >>> 0, m.timestamp || 0, err);

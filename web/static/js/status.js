@@ -35,7 +35,7 @@ export class PeerStatus {
       entities: w.size, clock: w.clock, hash: hex16(w.r.hash()),
       members: this.members.size, links: this.remotes.size, rtt,
       bytesIn: this.count.bytesIn, bytesOut: this.count.bytesOut,
-      rejected: this.count.rejected, fenced: this.count.fenced, dropped: this.count.dropped,
+      rejected: this.count.rejected, rejectedRace: this.count.rejectedRace, fenced: this.count.fenced, dropped: this.count.dropped,
       error: this.error ? this.error.message : '',
     };
   }
