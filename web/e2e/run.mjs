@@ -216,6 +216,9 @@ class Env {
     page.on('close', () => log.end());
     await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}`);
     await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
+    // The hooks that read the world and forge messages are test-only: injected, never served.
+    await page.addScriptTag({ path: join(here, 'debug.mjs'), type: 'module' });
+    await waitFor(`${user}'s debug hooks`, 5000, () => page.evaluate(() => !!window.concord.debug), 50);
     return page;
   }
 
