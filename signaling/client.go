@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -110,6 +111,10 @@ type Client struct {
 	once       sync.Once
 	err        error // why the client ended; written in once before done closes
 	graceful   bool  // likewise
+
+	// resumeToken is the latest resume token (Joined's, then each HostChanged's); the reader
+	// stores it.
+	resumeToken atomic.Pointer[string]
 
 	// Owned by the reader goroutine.
 	buf bytes.Buffer
@@ -269,6 +274,17 @@ func (c *Client) Joined() Joined {
 	return j
 }
 
+// ResumeToken returns the latest resume token the server gave this client: the one of Joined,
+// replaced by each HostChanged that carries one. A resume claim should carry it, because it
+// vouches for the latest term (a claim more than MaxTermSkew terms ahead of its token's is
+// refused). Empty on an open server.
+func (c *Client) ResumeToken() string {
+	if p := c.resumeToken.Load(); p != nil {
+		return *p
+	}
+	return c.joined.ResumeToken
+}
+
 // Self returns this client's peer index.
 func (c *Client) Self() PeerIndex { return c.joined.Self }
 
@@ -420,8 +436,13 @@ func (c *Client) readMessages() error {
 			c.log.Debug().Str("type", string(c.msg.Type)).Msg("unknown server message ignored")
 			continue
 		}
-		if _, ok := ev.(Joined); ok {
+		switch ev := ev.(type) {
+		case Joined:
 			continue
+		case HostChanged:
+			if ev.ResumeToken != "" {
+				c.resumeToken.Store(&ev.ResumeToken)
+			}
 		}
 		if !c.emit(ev) {
 			return ErrEventOverflow

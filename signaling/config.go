@@ -83,6 +83,14 @@ type Config struct {
 	SignalRate  float64
 	SignalBurst int
 
+	// ErrorRate and ErrorBurst bound how many of a member's messages may be refused (bad
+	// messages, rate limits, unknown peers, false reports): a token bucket refilled at ErrorRate
+	// per second holding ErrorBurst. A member past it is a repeat offender: it gets
+	// too_many_errors and a 1008 close, and leaves with reason error. Signals refused because
+	// their recipient is busy do not count. If zero, 10 per second and 100.
+	ErrorRate  float64
+	ErrorBurst int
+
 	// SendQueue is the number of outbound messages queued per socket. A
 	// member whose queue is full is disconnected (a slow consumer) rather
 	// than stall its room. If zero, 256.
@@ -110,6 +118,8 @@ const (
 	DefaultSignalRate   = 50
 	DefaultSignalBurst  = 200
 	DefaultResumeGrace  = 2 * time.Second
+	DefaultErrorRate    = 10
+	DefaultErrorBurst   = 100
 )
 
 func (c Config) withDefaults() Config {
@@ -145,6 +155,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SignalBurst <= 0 {
 		c.SignalBurst = DefaultSignalBurst
+	}
+	if c.ErrorRate <= 0 {
+		c.ErrorRate = DefaultErrorRate
+	}
+	if c.ErrorBurst <= 0 {
+		c.ErrorBurst = DefaultErrorBurst
 	}
 	if c.ResumeGrace <= 0 {
 		c.ResumeGrace = DefaultResumeGrace

@@ -27,6 +27,10 @@ type conn struct {
 	info       closeInfo      // written inside once before done is closed; read after <-done
 	wlog       zerolog.Logger // the writer's logger; never changes
 
+	// strikes counts refused messages; the reader and the hub both strike.
+	strikeMu sync.Mutex
+	strikes  tokenBucket // guarded by strikeMu
+
 	// Owned by the reader goroutine.
 	log    zerolog.Logger
 	joined bool
@@ -251,6 +255,7 @@ func (c *conn) join() bool {
 // reject answers a failed join with an error message and a 1008 close frame.
 func (c *conn) reject(err error) {
 	c.s.stats.rejected.Add(1)
+	c.s.stats.refuse(err)
 	c.log.Info().Err(err).Msg("join rejected")
 	c.enqueue(encodeError(err, 0))
 	c.shutdown(closeInfo{graceful: true, code: websocket.ClosePolicyViolation, text: string(codeOf(err))})
@@ -306,11 +311,35 @@ func (c *conn) readMessages() LeaveReason {
 // replyError answers one bad message; the connection stays up.
 func (c *conn) replyError(err error, peer PeerIndex) {
 	c.s.stats.badMessages.Add(1)
+	c.s.stats.refuse(err)
 	c.log.Debug().Err(err).Msg("bad message")
 	if !c.enqueue(encodeError(err, peer)) {
 		c.s.stats.slow.Add(1)
 		c.shutdown(closeInfo{reason: ReasonDropped})
+		return
 	}
+	c.strike(err)
+}
+
+// strike counts a refused message against the member. Past Config.ErrorBurst refusals
+// (refilled at ErrorRate per second) it is a repeat offender: told too_many_errors and dropped.
+// A signal refused because its recipient is busy is no offence of the sender's.
+func (c *conn) strike(err error) {
+	if errors.Is(err, ErrRecipientBusy) {
+		return
+	}
+	cfg := &c.s.cfg
+	c.strikeMu.Lock()
+	ok := c.strikes.allow(cfg.Clock.Now(), cfg.ErrorRate, cfg.ErrorBurst)
+	c.strikeMu.Unlock()
+	if ok {
+		return
+	}
+	drop := fmt.Errorf("%w: more than %d refused messages (last: %v)", ErrTooManyErrors, cfg.ErrorBurst, err)
+	c.s.stats.refuse(drop)
+	c.wlog.Warn().Err(err).Int("burst", cfg.ErrorBurst).Msg("repeat offender dropped")
+	c.enqueue(encodeError(drop, 0))
+	c.shutdown(closeInfo{reason: ReasonError, graceful: true, code: websocket.ClosePolicyViolation, text: string(CodeTooManyErrors)})
 }
 
 func (c *conn) leaveReason(err error) LeaveReason {

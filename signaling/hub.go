@@ -30,6 +30,20 @@ type joinRequest struct {
 	// resume is the join's claim, its token checked; device is set (the server's made-up
 	// device for the claimed index if the join named none).
 	resume *Resume
+	// vouched is the term the claim's resume token was issued in (hasVouched: the server has
+	// a secret); an open server vouches for none.
+	vouched    Term
+	hasVouched bool
+}
+
+// vouchedTerm is the term the server vouches for in the request's claim: its token's term with
+// a secret, else the claim's own (an open server trusts claims, within MaxTermSkew of a running
+// room).
+func (req *joinRequest) vouchedTerm() Term {
+	if req.resume == nil || req.hasVouched {
+		return req.vouched
+	}
+	return req.resume.Term
 }
 
 type joinResult struct {
@@ -205,6 +219,11 @@ func (h *hub) handle(ev hubEvent) {
 		h.synced(ev.c)
 	case *evReport:
 		if m := h.members[ev.c]; m != nil {
+			if ev.r.Term > m.room.term {
+				// A member follows no term the server has not announced: the claim is false.
+				h.refuse(m, fmt.Errorf("%w: report of term %d, room %q is at term %d", ErrBadMessage, ev.r.Term, m.room.id, m.room.term), 0)
+				return
+			}
 			m.report, m.reported = ev.r, true
 		}
 	case *evGrace:
@@ -226,6 +245,12 @@ func (h *hub) join(ev *evJoin) {
 	if rc := req.resume; rc != nil && r != nil {
 		if held := r.member(rc.Index); held != nil && held != old {
 			ev.reply <- joinResult{err: fmt.Errorf("%w: peer %d of room %q is %s", ErrIndexTaken, rc.Index, req.room, held.id)}
+			return
+		}
+		// An open server vouches for no term but the running room's: a claim may run ahead of it
+		// only as far as a member that missed a few elections can.
+		if !req.hasVouched && rc.Term > r.term+MaxTermSkew {
+			ev.reply <- joinResult{err: fmt.Errorf("%w: term %d, room %q is at term %d (at most %d ahead)", ErrResumeTerm, rc.Term, req.room, r.term, MaxTermSkew)}
 			return
 		}
 	}
@@ -258,7 +283,7 @@ func (h *hub) join(ev *evJoin) {
 			old.kind, old.power, old.mayHost = req.kind, req.power, req.mayHost
 			h.members[ev.c] = old
 			h.stats.joins.Add(1)
-			h.admit(r, old, req.resume, false)
+			h.admit(r, old, req.resume, req.vouchedTerm(), false)
 			ev.reply <- joinResult{index: old.index, id: old.id}
 			return
 		}
@@ -283,26 +308,22 @@ func (h *hub) join(ev *evJoin) {
 	h.members[ev.c] = m
 	h.stats.members.Add(1)
 	h.stats.joins.Add(1)
-	h.admit(r, m, req.resume, true)
+	h.admit(r, m, req.resume, req.vouchedTerm(), true)
 	ev.reply <- joinResult{index: m.index, id: m.id}
 }
 
 // admit finishes a join: it applies m's resume claim rc (if any), elects, and tells m and the others
 // (announce: the others have not seen m yet).
-func (h *hub) admit(r *room, m *member, rc *Resume, announce bool) {
+func (h *hub) admit(r *room, m *member, rc *Resume, vouched Term, announce bool) {
 	hostChanged := false
 	if rc != nil {
-		hostChanged = h.resume(r, m, rc)
+		hostChanged = h.resume(r, m, rc, vouched)
 	}
 	if h.elect(r) {
 		hostChanged = true
 	}
 	h.send(m, h.joinedFrame(r, m))
 	joinedFrame := mustMarshal(memberJoinedMsg{V: ProtocolVersion, Type: typeMemberJoined, Member: m.info()})
-	var hostFrame []byte
-	if hostChanged {
-		hostFrame = h.hostFrame(r)
-	}
 	for _, o := range r.members {
 		if o == m {
 			continue
@@ -310,9 +331,9 @@ func (h *hub) admit(r *room, m *member, rc *Resume, announce bool) {
 		if announce {
 			h.send(o, joinedFrame)
 		}
-		if hostChanged {
-			h.send(o, hostFrame)
-		}
+	}
+	if hostChanged {
+		h.broadcastHost(r, m)
 	}
 	ev := r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("kind", string(m.kind)).
 		Int("power", m.power).Bool("mayHost", m.mayHost).Int("members", len(r.members))
@@ -325,7 +346,8 @@ func (h *hub) admit(r *room, m *member, rc *Resume, announce bool) {
 
 // resume applies the rules of a resume claim (docs/protocol.md §5 "Resume") to the room m has
 // just rejoined with its claimed index, and reports whether the room's term or host changed.
-func (h *hub) resume(r *room, m *member, rc *Resume) bool {
+// vouched is the term the claim's token vouches for (the claim's own term on an open server).
+func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 	changed := false
 	if rc.Synced {
 		m.synced = true
@@ -333,11 +355,15 @@ func (h *hub) resume(r *room, m *member, rc *Resume) bool {
 	if rc.Term > r.term {
 		if r.host != 0 {
 			// The member knew a later term than this room's host: move the room past it, so
-			// that no two members ever hold different hosts for one term.
-			r.term = rc.Term + 1
-			changed = true
-			r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Uint64("claimed", uint64(rc.Term)).
-				Msg("term raised past a resumed member's")
+			// that no two members ever hold different hosts for one term. Only a term the
+			// server vouches for moves a running room: an unvouched skew would let a member
+			// raise the term (and get a token for it) again and again.
+			if t := min(rc.Term, vouched); t > r.term {
+				r.term = min(t+1, MaxTerm)
+				changed = true
+				r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Uint64("claimed", uint64(rc.Term)).
+					Msg("term raised past a resumed member's")
+			}
 		} else {
 			r.term = rc.Term
 		}
@@ -398,7 +424,7 @@ func (h *hub) graceOver(ev *evGrace) {
 	h.endGrace(r)
 	r.log.Info().Uint64("term", uint64(r.term)).Uint64("awaited", uint64(awaited)).Msg("resume grace over; electing")
 	if h.elect(r) {
-		h.broadcast(r, h.hostFrame(r))
+		h.broadcastHost(r, nil)
 	}
 }
 
@@ -412,11 +438,27 @@ func (h *hub) joinedFrame(r *room, self *member) []byte {
 		pinned = []Identity{}
 	}
 	return mustMarshal(joinedMsg{V: ProtocolVersion, Type: typeJoined, Room: r.id, Self: self.index, PeerID: self.id,
-		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, self.id)})
+		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, r.term, self.id)})
 }
 
-func (h *hub) hostFrame(r *room) []byte {
-	return mustMarshal(hostMsg{V: ProtocolVersion, Type: typeHost, Term: r.term, Host: r.host})
+// broadcastHost tells every member of r but except the room's host and term. With a secret each
+// member's message carries its resume token for the new term, so one frame per member.
+func (h *hub) broadcastHost(r *room, except *member) {
+	var shared []byte
+	for _, m := range r.members {
+		if m == except {
+			continue
+		}
+		if h.resumeKey == nil {
+			if shared == nil {
+				shared = mustMarshal(hostMsg{V: ProtocolVersion, Type: typeHost, Term: r.term, Host: r.host})
+			}
+			h.send(m, shared)
+			continue
+		}
+		h.send(m, mustMarshal(hostMsg{V: ProtocolVersion, Type: typeHost, Term: r.term, Host: r.host,
+			ResumeToken: resumeToken(h.resumeKey, r.id, m.index, r.term, m.id)}))
+	}
 }
 
 func (h *hub) openRoom(id RoomID) *room {
@@ -473,7 +515,7 @@ func (h *hub) remove(m *member, reason LeaveReason) {
 		return
 	}
 	if h.elect(r) {
-		h.broadcast(r, h.hostFrame(r))
+		h.broadcastHost(r, nil)
 	}
 }
 
@@ -507,7 +549,7 @@ func (h *hub) elect(r *room) bool {
 	}
 	prev := r.host
 	r.host = host
-	r.term++
+	r.term = min(r.term+1, MaxTerm) // saturates: a term never wraps
 	if m := r.member(host); m != nil {
 		m.synced = true
 	}
@@ -524,7 +566,7 @@ func (h *hub) synced(c *conn) {
 	r := m.room
 	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index}))
 	if h.elect(r) {
-		h.broadcast(r, h.hostFrame(r))
+		h.broadcastHost(r, nil)
 	}
 }
 
@@ -548,10 +590,18 @@ func (h *hub) signal(ev *evSignal) {
 	}
 	if err != nil {
 		h.stats.relayErrors.Add(1)
-		h.send(m, encodeError(err, ev.to))
+		h.refuse(m, err, ev.to)
 		return
 	}
 	h.send(to, ev.frame)
+}
+
+// refuse tells m why its message was refused and counts it against m (a repeat offender is
+// dropped).
+func (h *hub) refuse(m *member, err error, peer PeerIndex) {
+	h.stats.refuse(err)
+	h.send(m, encodeError(err, peer))
+	m.c.strike(err)
 }
 
 func (h *hub) broadcast(r *room, frame []byte) {

@@ -91,6 +91,10 @@ func (p *SignalPayload) Validate() error {
 	return nil
 }
 
+// maxSafeInt is the largest integer a JavaScript number holds exactly (2^53−1): the bound of
+// every number a member reports, so that the inspector shows what was sent.
+const maxSafeInt = 1<<53 - 1
+
 // Report is a member's summary of its replica, sent about once a second and
 // shown in /api/rooms, so operators can see whether replicas agree.
 type Report struct {
@@ -269,6 +273,9 @@ func decodeClientMessage(b []byte, dst *clientMessage) error {
 		if dst.Replica == nil {
 			return fmt.Errorf("%w: report without replica", ErrBadMessage)
 		}
+		if r := dst.Replica; r.Term > MaxTerm || r.Clock > maxSafeInt || r.Entities > maxSafeInt {
+			return fmt.Errorf("%w: report numbers above %d (term %d, clock %d, entities %d)", ErrBadMessage, maxSafeInt, r.Term, r.Clock, r.Entities)
+		}
 	default:
 		return fmt.Errorf("%w: unknown message type %q", ErrBadMessage, dst.Type)
 	}
@@ -318,6 +325,8 @@ type hostMsg struct {
 	Type msgType   `json:"type"`
 	Term Term      `json:"term"`
 	Host PeerIndex `json:"host"`
+	// ResumeToken is the member's resume token for the new term; empty on an open server.
+	ResumeToken string `json:"resumeToken,omitempty"`
 }
 
 type signalMsg struct {
@@ -410,7 +419,7 @@ func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
 		}
 		return MemberSynced{Index: dst.PeerIndex}, nil
 	case typeHost:
-		return HostChanged{Term: dst.Term, Host: dst.Host}, nil
+		return HostChanged{Term: dst.Term, Host: dst.Host, ResumeToken: dst.Resume}, nil
 	case typeSignal:
 		if dst.From == 0 || dst.Payload == nil {
 			return nil, fmt.Errorf("%w: signal without from or payload", ErrBadMessage)

@@ -318,8 +318,17 @@ func (s *Server) checkResume(m *clientMessage, req *joinRequest) error {
 		req.device = serverDevicePrefix + strconv.FormatUint(uint64(rc.Index), 10)
 	}
 	id := NewIdentity(req.user, req.device)
-	if !checkResumeToken(s.resumeKey, req.room, rc.Index, id, rc.Token) {
+	vouched, ok := checkResumeToken(s.resumeKey, req.room, rc.Index, id, rc.Token)
+	if !ok {
 		return fmt.Errorf("%w: for peer %d as %s in room %q", ErrResumeToken, rc.Index, id, req.room)
+	}
+	if s.resumeKey != nil {
+		// The token vouches for the term it was issued in; a claim may run ahead of it only by
+		// the elections a member can have seen since (MaxTermSkew).
+		if rc.Term > vouched+MaxTermSkew {
+			return fmt.Errorf("%w: term %d, the resume token vouches for term %d (at most %d ahead)", ErrResumeTerm, rc.Term, vouched, MaxTermSkew)
+		}
+		req.vouched, req.hasVouched = vouched, true
 	}
 	claim := *rc
 	req.resume = &claim
