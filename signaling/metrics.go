@@ -96,7 +96,7 @@ func (s *stats) register(reg prometheus.Registerer, log zerolog.Logger) {
 	}
 	for i := range s.refused {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "concord", Subsystem: "signaling", Name: "refusals_total",
-			Help: "Refused messages, joins and claims by the error code the sender was told; repeat offenders dropped count as too_many_errors.",
+			Help:        "Refused messages, joins and claims by the error code the sender was told; repeat offenders dropped count as too_many_errors.",
 			ConstLabels: prometheus.Labels{"code": string(codeTable[i].code)}}, func() float64 { return float64(s.refused[i].Load()) }))
 	}
 	for _, c := range []struct {
@@ -104,7 +104,7 @@ func (s *stats) register(reg prometheus.Registerer, log zerolog.Logger) {
 		v    *atomic.Uint64
 	}{{"total", &s.connsTotal}, {"address", &s.connsAddr}} {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "concord", Subsystem: "signaling", Name: "refused_connections_total",
-			Help: "Websocket handshakes refused at a connection cap (total: MaxConns, address: MaxConnsPerAddr).",
+			Help:        "Websocket handshakes refused at a connection cap (total: MaxConns, address: MaxConnsPerAddr).",
 			ConstLabels: prometheus.Labels{"cap": c.name}}, func() float64 { return float64(c.v.Load()) }))
 	}
 	for _, c := range cs {
