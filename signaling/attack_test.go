@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -128,4 +130,91 @@ func TestAttackReportClaims(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAttackSignalFlood: ten members relay offers of the largest size as fast as they can at the
+// host, whose events nobody drains for a while. The server sheds signals (the flooders hear
+// recipient_busy or rate_limited), the host's client sheds what its queue cannot take, and the
+// host stays in the room: no leave, no new term, and it still hears members and honest signals.
+func TestAttackSignalFlood(t *testing.T) {
+	e := newEnv(t, Config{SendQueue: 64, RecvSignalRate: 100, RecvSignalBurst: 200})
+	cfg := e.clientConfig()
+	cfg.EventQueue = 32
+	h, err := e.dialErr(JoinOptions{Room: "r", User: "host"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next[Joined](t, h)
+	var flooders []*Client
+	for i := range 10 {
+		f, _ := e.joined(JoinOptions{Room: "r", User: fmt.Sprintf("f%d", i)})
+		flooders = append(flooders, f)
+	}
+	offer := SignalPayload{Kind: SignalOffer, SDP: strings.Repeat("s", MaxSDPLen)}
+	var wg sync.WaitGroup
+	for _, f := range flooders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Drain f's events so that f itself is not the one to overflow.
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				for {
+					select {
+					case <-f.Events():
+					case <-done:
+						return
+					}
+				}
+			}()
+			for range 300 {
+				if err := f.SendSignal(t.Context(), 1, offer); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	checkFor(t, waitTimeout, func() error {
+		if st := e.srv.Stats(); st.Refused[CodeRecipientBusy]+st.Refused[CodeRateLimited] == 0 || h.ShedSignals() == 0 {
+			return fmt.Errorf("refused %v, host shed %d: want both", st.Refused, h.ShedSignals())
+		}
+		return nil
+	})
+	// The host is still there, and still hears the room. The honest signal is retried while
+	// the host's budget refills, as a peer retries its negotiation.
+	late, _ := e.joined(JoinOptions{Room: "r", User: "late"})
+	retry := time.NewTicker(50 * time.Millisecond)
+	defer retry.Stop()
+	deadline := time.After(waitTimeout)
+	sawJoin := false
+	for {
+		select {
+		case ev := <-h.Events():
+			switch ev := ev.(type) {
+			case MemberJoined:
+				sawJoin = sawJoin || ev.Member.ID == "late/~12"
+			case Signal:
+				if ev.Payload.SDP != "honest" {
+					continue
+				}
+				if !sawJoin {
+					t.Fatal("the honest signal arrived before late's member-joined")
+				}
+				if st := e.srv.Stats(); st.SlowConsumers != 0 || e.rooms()[0].Term != 1 {
+					t.Fatalf("stats %+v, term %d: the host was dropped", st, e.rooms()[0].Term)
+				}
+				return
+			case Closed, HostChanged:
+				t.Fatalf("host got %T %+v", ev, ev)
+			}
+		case <-retry.C:
+			if err := late.SendSignal(t.Context(), 1, SignalPayload{Kind: SignalOffer, SDP: "honest"}); err != nil {
+				t.Fatal(err)
+			}
+		case <-deadline:
+			t.Fatal("the host never got the honest signal")
+		}
+	}
 }

@@ -47,9 +47,13 @@ type ClientConfig struct {
 	Dialer *websocket.Dialer
 	// Header is sent with the websocket handshake (for example Origin).
 	Header http.Header
-	// EventQueue is the capacity of Events. If the queue fills up (Events is
-	// not drained), the client disconnects with ErrEventOverflow rather than
-	// lose an event or block its reader. If zero, 256.
+	// EventQueue is the capacity of Events. Signals are shed (dropped and
+	// counted, see Client.ShedSignals) once the queue is three quarters full,
+	// so that a flood of signals from other members cannot disconnect the
+	// client; WebRTC negotiation retries. If the queue fills up with other
+	// events (Events is not drained), the client disconnects with
+	// ErrEventOverflow rather than lose an event or block its reader. If zero,
+	// 256.
 	EventQueue int
 	// SendQueue is the number of outbound messages queued. If zero, 64.
 	SendQueue int
@@ -115,6 +119,8 @@ type Client struct {
 	// resumeToken is the latest resume token (Joined's, then each HostChanged's); the reader
 	// stores it.
 	resumeToken atomic.Pointer[string]
+	shed        atomic.Uint64 // signals shed by the reader
+
 
 	// Owned by the reader goroutine.
 	buf bytes.Buffer
@@ -285,6 +291,10 @@ func (c *Client) ResumeToken() string {
 	return c.joined.ResumeToken
 }
 
+// ShedSignals returns how many received signals the client dropped because its event queue
+// was three quarters full (see ClientConfig.EventQueue).
+func (c *Client) ShedSignals() uint64 { return c.shed.Load() }
+
 // Self returns this client's peer index.
 func (c *Client) Self() PeerIndex { return c.joined.Self }
 
@@ -442,6 +452,14 @@ func (c *Client) readMessages() error {
 		case HostChanged:
 			if ev.ResumeToken != "" {
 				c.resumeToken.Store(&ev.ResumeToken)
+			}
+		case Signal:
+			// The last quarter of the queue is for events that cannot be lost.
+			if len(c.events) >= cap(c.events)-max(1, cap(c.events)/4) {
+				if n := c.shed.Add(1); n&(n-1) == 0 { // log at 1, 2, 4, 8, ...
+					c.log.Warn().Uint64("shed", n).Uint64("from", uint64(ev.From)).Msg("event queue three quarters full: signal shed")
+				}
+				continue
 			}
 		}
 		if !c.emit(ev) {

@@ -225,7 +225,7 @@ func TestClientSendBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := SignalPayload{Kind: SignalOffer, SDP: strings.Repeat("s", 32<<10)}
+	big := SignalPayload{Kind: SignalOffer, SDP: strings.Repeat("s", MaxSDPLen)}
 	for i := 0; ; i++ {
 		if i > 1000 {
 			t.Fatal("SendSignal never blocked")

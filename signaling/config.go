@@ -75,13 +75,20 @@ type Config struct {
 	CloseGrace time.Duration
 	// ReadLimit caps one inbound message in bytes. If zero, 64 KiB.
 	ReadLimit int64
-	// SignalRate and SignalBurst limit the signals one member may send: a
-	// token bucket refilled at SignalRate per second holding at most
-	// SignalBurst. A signal over the limit is answered with rate_limited and
-	// not relayed, so that one member cannot flood another off the server
-	// (its send queue would overflow). If zero, 50 per second and 200.
+	// SignalRate and SignalBurst limit the signals one member may send to one
+	// other member: a token bucket per pair, refilled at SignalRate per second
+	// holding at most SignalBurst. A signal over the limit is answered with
+	// rate_limited and not relayed. Per pair, so a host's budget grows with the
+	// members it answers. If zero, 50 per second and 200.
 	SignalRate  float64
 	SignalBurst int
+	// RecvSignalRate and RecvSignalBurst limit the signals relayed to one
+	// member from all others together (a token bucket per recipient). A
+	// signal over it, or one that would fill the last quarter of the
+	// recipient's send queue, is not relayed: the sender gets recipient_busy
+	// and the recipient stays. If zero, 1000 per second and 4000.
+	RecvSignalRate  float64
+	RecvSignalBurst int
 
 	// ErrorRate and ErrorBurst bound how many of a member's messages may be refused (bad
 	// messages, rate limits, unknown peers, false reports): a token bucket refilled at ErrorRate
@@ -118,6 +125,8 @@ const (
 	DefaultSignalRate   = 50
 	DefaultSignalBurst  = 200
 	DefaultResumeGrace  = 2 * time.Second
+	DefaultRecvSignalRate  = 1000
+	DefaultRecvSignalBurst = 4000
 	DefaultErrorRate    = 10
 	DefaultErrorBurst   = 100
 )
@@ -155,6 +164,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SignalBurst <= 0 {
 		c.SignalBurst = DefaultSignalBurst
+	}
+	if c.RecvSignalRate <= 0 {
+		c.RecvSignalRate = DefaultRecvSignalRate
+	}
+	if c.RecvSignalBurst <= 0 {
+		c.RecvSignalBurst = DefaultRecvSignalBurst
 	}
 	if c.ErrorRate <= 0 {
 		c.ErrorRate = DefaultErrorRate

@@ -37,7 +37,6 @@ type conn struct {
 	index  PeerIndex
 	buf    bytes.Buffer
 	msg    clientMessage
-	bucket tokenBucket
 }
 
 // tokenBucket limits a rate; its zero value starts full.
@@ -88,6 +87,16 @@ func (c *conn) enqueue(frame []byte) bool {
 	default:
 		return false
 	}
+}
+
+// enqueueSignal queues a relayed signal (or an answer to a refused message) unless that would eat into the last quarter of the
+// queue, which is kept for membership and host messages: a flood of signals is shed (the
+// senders are told), and only those messages, which cannot be lost, drop a slow consumer.
+func (c *conn) enqueueSignal(frame []byte) bool {
+	if len(c.send) >= cap(c.send)-max(1, cap(c.send)/4) {
+		return false
+	}
+	return c.enqueue(frame)
 }
 
 // shutdown starts ending the connection; the first call wins. It never
@@ -293,11 +302,6 @@ func (c *conn) readMessages() LeaveReason {
 		case typeJoin:
 			c.replyError(fmt.Errorf("%w: this socket joined as peer %d", ErrAlreadyJoined, c.index), 0)
 		case typeSignal:
-			if !c.bucket.allow(c.s.cfg.Clock.Now(), c.s.cfg.SignalRate, c.s.cfg.SignalBurst) {
-				c.s.stats.relayErrors.Add(1)
-				c.replyError(fmt.Errorf("%w: more than %g signals per second", ErrRateLimited, c.s.cfg.SignalRate), m.To)
-				continue
-			}
 			frame := mustMarshal(signalMsg{V: ProtocolVersion, Type: typeSignal, From: c.index, To: m.To, Payload: *m.Payload})
 			c.s.post(&evSignal{c: c, to: m.To, room: m.Room, frame: frame})
 		case typeSynced:
@@ -313,11 +317,7 @@ func (c *conn) replyError(err error, peer PeerIndex) {
 	c.s.stats.badMessages.Add(1)
 	c.s.stats.refuse(err)
 	c.log.Debug().Err(err).Msg("bad message")
-	if !c.enqueue(encodeError(err, peer)) {
-		c.s.stats.slow.Add(1)
-		c.shutdown(closeInfo{reason: ReasonDropped})
-		return
-	}
+	c.enqueueSignal(encodeError(err, peer)) // shed when the queue is full, like a signal
 	c.strike(err)
 }
 

@@ -2,6 +2,7 @@ package signaling
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -101,6 +102,11 @@ type member struct {
 	report   Report
 
 	dropping bool // queued for removal as a slow consumer
+
+	// Signal budgets: pairs holds one bucket per recipient this member signals (entries of
+	// members that left are deleted), recv the budget of signals relayed to this member.
+	pairs map[PeerIndex]*tokenBucket
+	recv  tokenBucket
 }
 
 func (m *member) info() Member {
@@ -498,6 +504,9 @@ func (h *hub) detach(m *member, reason LeaveReason) {
 		r.members = slices.Delete(r.members, i, i+1)
 	}
 	h.stats.members.Add(-1)
+	for _, o := range r.members {
+		delete(o.pairs, m.index)
+	}
 	r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("reason", string(reason)).
 		Int("members", len(r.members)).Msg("member left")
 	if len(r.members) == 0 {
@@ -588,19 +597,50 @@ func (h *hub) signal(ev *evSignal) {
 			err = fmt.Errorf("%w: no member with peer index %d in room %q", ErrUnknownPeer, ev.to, r.id)
 		}
 	}
+	if err == nil {
+		err = h.budget(m, to)
+	}
+	if err == nil && !to.dropping && !to.c.enqueueSignal(ev.frame) {
+		err = fmt.Errorf("%w: peer %d's queue is full; signal not relayed", ErrRecipientBusy, to.index)
+	}
 	if err != nil {
 		h.stats.relayErrors.Add(1)
+		if errors.Is(err, ErrRecipientBusy) {
+			h.stats.shed.Add(1)
+		}
 		h.refuse(m, err, ev.to)
-		return
 	}
-	h.send(to, ev.frame)
+}
+
+// budget charges a signal from m to to against the pair's and the recipient's budgets.
+func (h *hub) budget(m, to *member) error {
+	now := h.cfg.Clock.Now()
+	b := m.pairs[to.index]
+	if b == nil {
+		if m.pairs == nil {
+			m.pairs = make(map[PeerIndex]*tokenBucket)
+		}
+		b = &tokenBucket{}
+		m.pairs[to.index] = b
+	}
+	if !b.allow(now, h.cfg.SignalRate, h.cfg.SignalBurst) {
+		return fmt.Errorf("%w: more than %g signals per second to peer %d", ErrRateLimited, h.cfg.SignalRate, to.index)
+	}
+	if !to.recv.allow(now, h.cfg.RecvSignalRate, h.cfg.RecvSignalBurst) {
+		return fmt.Errorf("%w: peer %d receives more than %g signals per second; signal not relayed", ErrRecipientBusy, to.index, h.cfg.RecvSignalRate)
+	}
+	return nil
 }
 
 // refuse tells m why its message was refused and counts it against m (a repeat offender is
 // dropped).
 func (h *hub) refuse(m *member, err error, peer PeerIndex) {
 	h.stats.refuse(err)
-	h.send(m, encodeError(err, peer))
+	// Answers to a member that floods are shed like signals: they cannot make it a slow
+	// consumer; its strikes drop it instead.
+	if !m.dropping {
+		m.c.enqueueSignal(encodeError(err, peer))
+	}
 	m.c.strike(err)
 }
 

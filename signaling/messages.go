@@ -67,13 +67,29 @@ type SignalPayload struct {
 	Session uint64 `json:"session,omitempty"`
 }
 
+// Size limits of a signal payload. A data-channel-only SDP is 1–3 KiB and an ICE candidate line
+// about 100 bytes; the limits leave room and stop a member from relaying megabytes.
+const (
+	// MaxSDPLen caps the sdp of an offer or answer, in bytes.
+	MaxSDPLen = 16 << 10
+	// MaxCandidateLen caps a candidate's candidate string, in bytes.
+	MaxCandidateLen = 1 << 10
+	// maxICEFieldLen caps sdpMid and usernameFragment.
+	maxICEFieldLen = 256
+)
+
 // Validate checks the payload rules: offers and answers carry a non-empty SDP
-// and no candidate; candidates carry a candidate and no SDP.
+// of at most MaxSDPLen bytes and no candidate; candidates carry a candidate
+// (at most MaxCandidateLen bytes, sdpMid and usernameFragment at most 256)
+// and no SDP.
 func (p *SignalPayload) Validate() error {
 	switch p.Kind {
 	case SignalOffer, SignalAnswer:
 		if p.SDP == "" {
 			return fmt.Errorf("%w: %s without sdp", ErrBadSignal, p.Kind)
+		}
+		if len(p.SDP) > MaxSDPLen {
+			return fmt.Errorf("%w: %s sdp is %d bytes, the limit is %d", ErrBadSignal, p.Kind, len(p.SDP), MaxSDPLen)
 		}
 		if p.Candidate != nil {
 			return fmt.Errorf("%w: %s with a candidate", ErrBadSignal, p.Kind)
@@ -84,6 +100,11 @@ func (p *SignalPayload) Validate() error {
 		}
 		if p.SDP != "" {
 			return fmt.Errorf("%w: candidate with sdp", ErrBadSignal)
+		}
+		c := p.Candidate
+		if len(c.Candidate) > MaxCandidateLen || (c.SDPMid != nil && len(*c.SDPMid) > maxICEFieldLen) ||
+			(c.UsernameFragment != nil && len(*c.UsernameFragment) > maxICEFieldLen) {
+			return fmt.Errorf("%w: candidate fields over %d bytes (candidate) or %d (sdpMid, usernameFragment)", ErrBadSignal, MaxCandidateLen, maxICEFieldLen)
 		}
 	default:
 		return fmt.Errorf("%w: unknown payload kind %q", ErrBadSignal, p.Kind)
