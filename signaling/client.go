@@ -121,7 +121,6 @@ type Client struct {
 	resumeToken atomic.Pointer[string]
 	shed        atomic.Uint64 // signals shed by the reader
 
-
 	// Owned by the reader goroutine.
 	buf bytes.Buffer
 	msg serverMessage

@@ -114,21 +114,21 @@ type Config struct {
 
 // Defaults for zero Config fields.
 const (
-	DefaultMaxMembers   = 64
-	DefaultPingInterval = time.Second
-	DefaultPongWait     = 3 * time.Second
-	DefaultWriteWait    = 5 * time.Second
-	DefaultJoinTimeout  = 5 * time.Second
-	DefaultCloseGrace   = time.Second
-	DefaultReadLimit    = 64 << 10
-	DefaultSendQueue    = 256
-	DefaultSignalRate   = 50
-	DefaultSignalBurst  = 200
-	DefaultResumeGrace  = 2 * time.Second
+	DefaultMaxMembers      = 64
+	DefaultPingInterval    = time.Second
+	DefaultPongWait        = 3 * time.Second
+	DefaultWriteWait       = 5 * time.Second
+	DefaultJoinTimeout     = 5 * time.Second
+	DefaultCloseGrace      = time.Second
+	DefaultReadLimit       = 64 << 10
+	DefaultSendQueue       = 256
+	DefaultSignalRate      = 50
+	DefaultSignalBurst     = 200
+	DefaultResumeGrace     = 2 * time.Second
 	DefaultRecvSignalRate  = 1000
 	DefaultRecvSignalBurst = 4000
-	DefaultErrorRate    = 10
-	DefaultErrorBurst   = 100
+	DefaultErrorRate       = 10
+	DefaultErrorBurst      = 100
 )
 
 func (c Config) withDefaults() Config {
