@@ -3,11 +3,14 @@ package signaling
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // These tests replay the attacks of issue 14 against the signaling server: each asserts that
@@ -217,4 +220,141 @@ func TestAttackSignalFlood(t *testing.T) {
 			t.Fatal("the host never got the honest signal")
 		}
 	}
+}
+
+// manualClock is a Clock the test moves.
+type manualClock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *manualClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// dialFrom dials the server from the loopback address local (127.0.0.x), as another client.
+func (e *testEnv) dialFrom(local string, opts JoinOptions) (*Client, error) {
+	cfg := e.clientConfig()
+	cfg.Dialer = &websocket.Dialer{HandshakeTimeout: waitTimeout, NetDialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}).DialContext}
+	return e.dialErr(opts, cfg)
+}
+
+// TestAttackConnectionCaps: one address cannot hold more than MaxConnsPerAddr websockets, all
+// addresses together not more than MaxConns, and no join opens more than MaxRooms rooms. Refused
+// handshakes are answered 503 server_busy before any upgrade; a slot freed is usable again.
+func TestAttackConnectionCaps(t *testing.T) {
+	e := newEnv(t, Config{MaxConnsPerAddr: 3, MaxConns: 5, MaxRooms: 4})
+	var held []*Client
+	for i := range 3 {
+		c, err := e.dialFrom("127.0.0.1", JoinOptions{Room: RoomID(fmt.Sprintf("r%d", i)), User: "a"})
+		if err != nil {
+			t.Fatalf("socket %d: %v", i, err)
+		}
+		held = append(held, c)
+	}
+	if _, err := e.dialFrom("127.0.0.1", JoinOptions{Room: "r9", User: "a"}); !errors.Is(err, ErrServerBusy) || !strings.Contains(err.Error(), "per address") {
+		t.Fatalf("4th socket from one address: %v, want server_busy per address", err)
+	}
+	// A raw handshake sees the reason and Retry-After.
+	u, _ := wsURL(e.url)
+	_, resp, err := websocket.DefaultDialer.Dial(u, nil)
+	if err == nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("raw handshake past the cap: %v %+v", err, resp)
+	}
+	_ = resp.Body.Close()
+	// Another address opens the 4th room; the 5th room is refused by MaxRooms.
+	c, err := e.dialFrom("127.0.0.2", JoinOptions{Room: "r3", User: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, c)
+	if _, err := e.dialFrom("127.0.0.2", JoinOptions{Room: "r4", User: "b"}); !errors.Is(err, ErrServerBusy) || !strings.Contains(err.Error(), "rooms") {
+		t.Fatalf("5th room: %v, want server_busy (rooms)", err)
+	}
+	// Joining an open room still works: the 5th socket, then the total cap.
+	c, err = e.dialFrom("127.0.0.2", JoinOptions{Room: "r3", User: "b2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, c)
+	if _, err := e.dialFrom("127.0.0.3", JoinOptions{Room: "r3", User: "c"}); !errors.Is(err, ErrServerBusy) || strings.Contains(err.Error(), "per address") {
+		t.Fatalf("6th socket: %v, want server_busy (total)", err)
+	}
+	st := e.srv.Stats()
+	if st.RefusedConns["address"] != 2 || st.RefusedConns["total"] != 1 || st.Refused[CodeServerBusy] != 1 {
+		t.Fatalf("refused %v conns %v, want 2 per address, 1 total, 1 room", st.Refused, st.RefusedConns)
+	}
+	_ = held[0].Close()
+	checkFor(t, waitTimeout, func() error {
+		c, err := e.dialFrom("127.0.0.1", JoinOptions{Room: "r0", User: "a2"})
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	})
+}
+
+// TestAttackSquatters: sockets that join a full room and never sync are evicted, one per new
+// join, once they have been unsynced for SyncTimeout in a room with a host; before that the
+// room is full.
+func TestAttackSquatters(t *testing.T) {
+	clk := &manualClock{t: time.Unix(1e9, 0)}
+	e := newEnv(t, Config{MaxMembers: 3, Clock: clk})
+	h, _ := e.joined(JoinOptions{Room: "arena", User: "host"})
+	s1, _ := e.joined(JoinOptions{Room: "arena", User: "s1"})
+	clk.add(time.Second)
+	s2, _ := e.joined(JoinOptions{Room: "arena", User: "s2"})
+	if _, err := e.dialErr(JoinOptions{Room: "arena", User: "honest"}, e.clientConfig()); !errors.Is(err, ErrRoomFull) {
+		t.Fatalf("join before SyncTimeout: %v, want room_full", err)
+	}
+	clk.add(DefaultSyncTimeout)
+	c, err := e.dialErr(JoinOptions{Room: "arena", User: "honest"}, e.clientConfig())
+	if err != nil {
+		t.Fatalf("join after SyncTimeout: %v", err)
+	}
+	if cl := closedEvent(t, s1); !errors.Is(cl.Err, ErrEvicted) {
+		t.Fatalf("s1 closed with %v, want evicted", cl.Err)
+	}
+	if got := until(t, h, func(ev MemberLeft) bool { return true }); got.Index != 2 || got.Reason != ReasonEvicted {
+		t.Fatalf("host saw %+v, want s1 evicted", got)
+	}
+	// s2 syncs: it is no squatter and stays; the room is full again.
+	if err := s2.SetSynced(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	until(t, h, func(ev MemberSynced) bool { return ev.Index == 3 })
+	_ = c
+	if _, err := e.dialErr(JoinOptions{Room: "arena", User: "x"}, e.clientConfig()); !errors.Is(err, ErrRoomFull) {
+		t.Fatalf("join into a room of synced members and a fresh one: %v, want room_full", err)
+	}
+}
+
+// TestAttackTokenDevices: a token without a device claim admits at most MaxDevicesPerToken
+// members; tokens that name devices are not counted.
+func TestAttackTokenDevices(t *testing.T) {
+	e := newEnv(t, Config{Secret: resumeSecret, MaxDevicesPerToken: 2})
+	tok := func(device string) string {
+		s, err := IssueToken(resumeSecret, Claims{Room: "r", User: "u", Device: device, ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	free := tok("")
+	e.joined(JoinOptions{Room: "r", Token: free, Device: "a"})
+	e.joined(JoinOptions{Room: "r", Token: free})
+	if _, err := e.dialErr(JoinOptions{Room: "r", Token: free, Device: "c"}, e.clientConfig()); !errors.Is(err, ErrTooManyDevices) {
+		t.Fatalf("3rd device of one token: %v, want too_many_devices", err)
+	}
+	// Rejoining an existing device replaces it and is not a new device.
+	e.joined(JoinOptions{Room: "r", Token: free, Device: "a"})
+	e.joined(JoinOptions{Room: "r", Token: tok("pinned")})
 }

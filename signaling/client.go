@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -172,10 +173,17 @@ func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientCon
 		return nil, err
 	}
 	ws, resp, err := cfg.Dialer.DialContext(ctx, endpoint, cfg.Header)
+	var refusal []byte
 	if resp != nil && resp.Body != nil {
+		if err != nil && resp.StatusCode == http.StatusServiceUnavailable {
+			refusal, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
+		}
 		_ = resp.Body.Close()
 	}
 	if err != nil {
+		if code, msg, ok := strings.Cut(strings.TrimSpace(string(refusal)), ": "); ok && ErrorCode(code) == CodeServerBusy {
+			err = Error{Code: CodeServerBusy, Message: msg} // a connection cap, before the upgrade
+		}
 		return nil, fmt.Errorf("signaling: dial %s: %w", endpoint, err)
 	}
 	c := &Client{

@@ -98,6 +98,27 @@ type Config struct {
 	ErrorRate  float64
 	ErrorBurst int
 
+	// MaxConns caps the server's websockets (joined or not) and MaxConnsPerAddr
+	// those from one remote IP address (behind a reverse proxy every client
+	// has the proxy's address: raise it there). A handshake past either cap
+	// is answered 503 with Retry-After and the reason, before any upgrade.
+	// If zero, 16384 and 1024.
+	MaxConns        int
+	MaxConnsPerAddr int
+	// MaxRooms caps the open rooms; a join that would open one more gets
+	// server_busy. If zero, 4096.
+	MaxRooms int
+	// SyncTimeout is how long a member may stay unsynced in a room that has
+	// a host before, when the room is full, a new join evicts it (the
+	// longest-waiting first; error evicted, reason evicted): sockets that
+	// join and never sync cannot squat a room. If zero, 30s.
+	SyncTimeout time.Duration
+	// MaxDevicesPerToken caps, with a Secret, the members one user may have
+	// in a room through tokens without a device claim (each such join picks
+	// its own device): more get too_many_devices. Tokens that name a device
+	// admit one member each. If zero, 8.
+	MaxDevicesPerToken int
+
 	// SendQueue is the number of outbound messages queued per socket. A
 	// member whose queue is full is disconnected (a slow consumer) rather
 	// than stall its room. If zero, 256.
@@ -114,21 +135,26 @@ type Config struct {
 
 // Defaults for zero Config fields.
 const (
-	DefaultMaxMembers      = 64
-	DefaultPingInterval    = time.Second
-	DefaultPongWait        = 3 * time.Second
-	DefaultWriteWait       = 5 * time.Second
-	DefaultJoinTimeout     = 5 * time.Second
-	DefaultCloseGrace      = time.Second
-	DefaultReadLimit       = 64 << 10
-	DefaultSendQueue       = 256
-	DefaultSignalRate      = 50
-	DefaultSignalBurst     = 200
-	DefaultResumeGrace     = 2 * time.Second
-	DefaultRecvSignalRate  = 1000
-	DefaultRecvSignalBurst = 4000
-	DefaultErrorRate       = 10
-	DefaultErrorBurst      = 100
+	DefaultMaxMembers         = 64
+	DefaultPingInterval       = time.Second
+	DefaultPongWait           = 3 * time.Second
+	DefaultWriteWait          = 5 * time.Second
+	DefaultJoinTimeout        = 5 * time.Second
+	DefaultCloseGrace         = time.Second
+	DefaultReadLimit          = 64 << 10
+	DefaultSendQueue          = 256
+	DefaultSignalRate         = 50
+	DefaultSignalBurst        = 200
+	DefaultResumeGrace        = 2 * time.Second
+	DefaultRecvSignalRate     = 1000
+	DefaultRecvSignalBurst    = 4000
+	DefaultMaxConns           = 16384
+	DefaultMaxConnsPerAddr    = 1024
+	DefaultMaxRooms           = 4096
+	DefaultSyncTimeout        = 30 * time.Second
+	DefaultMaxDevicesPerToken = 8
+	DefaultErrorRate          = 10
+	DefaultErrorBurst         = 100
 )
 
 func (c Config) withDefaults() Config {
@@ -170,6 +196,21 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RecvSignalBurst <= 0 {
 		c.RecvSignalBurst = DefaultRecvSignalBurst
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnsPerAddr <= 0 {
+		c.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	if c.MaxRooms <= 0 {
+		c.MaxRooms = DefaultMaxRooms
+	}
+	if c.SyncTimeout <= 0 {
+		c.SyncTimeout = DefaultSyncTimeout
+	}
+	if c.MaxDevicesPerToken <= 0 {
+		c.MaxDevicesPerToken = DefaultMaxDevicesPerToken
 	}
 	if c.ErrorRate <= 0 {
 		c.ErrorRate = DefaultErrorRate

@@ -328,6 +328,11 @@ func (c *conn) strike(err error) {
 	if errors.Is(err, ErrRecipientBusy) {
 		return
 	}
+	select {
+	case <-c.done:
+		return // already going
+	default:
+	}
 	cfg := &c.s.cfg
 	c.strikeMu.Lock()
 	ok := c.strikes.allow(cfg.Clock.Now(), cfg.ErrorRate, cfg.ErrorBurst)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -31,6 +32,8 @@ type joinRequest struct {
 	// resume is the join's claim, its token checked; device is set (the server's made-up
 	// device for the claimed index if the join named none).
 	resume *Resume
+	// freeDevice: a token without a device claim admitted the join (MaxDevicesPerToken).
+	freeDevice bool
 	// vouched is the term the claim's resume token was issued in (hasVouched: the server has
 	// a secret); an open server vouches for none.
 	vouched    Term
@@ -102,6 +105,9 @@ type member struct {
 	report   Report
 
 	dropping bool // queued for removal as a slow consumer
+
+	freeDevice bool      // admitted by a token without a device claim
+	joinedAt   time.Time // for SyncTimeout
 
 	// Signal budgets: pairs holds one bucket per recipient this member signals (entries of
 	// members that left are deleted), recv the budget of signals relayed to this member.
@@ -268,11 +274,32 @@ func (h *hub) join(ev *evJoin) {
 	if old != nil {
 		n--
 	}
+	if n >= limit && old == nil && h.evictSquatter(r) {
+		n--
+	}
 	if n >= limit {
 		ev.reply <- joinResult{err: fmt.Errorf("%w: room %q has %d members, the limit is %d", ErrRoomFull, req.room, n, limit)}
 		return
 	}
+	if req.freeDevice && old == nil && r != nil {
+		// A token without a device claim lets its holder pick devices: bound how many.
+		k := 0
+		for _, o := range r.members {
+			if o.freeDevice && o.id.User() == req.user {
+				k++
+			}
+		}
+		if k >= h.cfg.MaxDevicesPerToken {
+			ev.reply <- joinResult{err: fmt.Errorf("%w: user %q has %d members in room %q through tokens without a device, the limit is %d",
+				ErrTooManyDevices, req.user, k, req.room, h.cfg.MaxDevicesPerToken)}
+			return
+		}
+	}
 	if r == nil {
+		if len(h.rooms) >= h.cfg.MaxRooms {
+			ev.reply <- joinResult{err: fmt.Errorf("%w: %d rooms open, the limit is %d", ErrServerBusy, len(h.rooms), h.cfg.MaxRooms)}
+			return
+		}
 		r = h.openRoom(req.room)
 	}
 	if old != nil {
@@ -295,7 +322,7 @@ func (h *hub) join(ev *evJoin) {
 		}
 		h.detach(old, ReasonReplaced)
 	}
-	m := &member{c: ev.c, room: r, kind: req.kind, power: req.power, mayHost: req.mayHost}
+	m := &member{c: ev.c, room: r, kind: req.kind, power: req.power, mayHost: req.mayHost, freeDevice: req.freeDevice, joinedAt: h.cfg.Clock.Now()}
 	if rc := req.resume; rc != nil {
 		m.index = rc.Index
 		r.last = max(r.last, rc.Index)
@@ -494,6 +521,32 @@ func (h *hub) retire(r *room) {
 		}
 	}
 	r.log.Debug().Uint64("term", uint64(r.term)).Msg("room closed")
+}
+
+// evictSquatter makes room in the full room r: the member that has waited longest unsynced,
+// more than SyncTimeout, while the room had a host to sync from, is told evicted and removed.
+// It reports whether one was.
+func (h *hub) evictSquatter(r *room) bool {
+	if r == nil || r.host == 0 {
+		return false
+	}
+	now := h.cfg.Clock.Now()
+	var v *member
+	for _, m := range r.members {
+		if !m.synced && !m.dropping && m.index != r.host && now.Sub(m.joinedAt) > h.cfg.SyncTimeout && (v == nil || m.joinedAt.Before(v.joinedAt)) {
+			v = m
+		}
+	}
+	if v == nil {
+		return false
+	}
+	err := fmt.Errorf("%w: not synced %v after joining room %q, which is full", ErrEvicted, now.Sub(v.joinedAt).Round(time.Second), r.id)
+	h.stats.refuse(err)
+	v.room.log.Warn().Uint64("peer", uint64(v.index)).Str("peerId", string(v.id)).Dur("unsynced", now.Sub(v.joinedAt)).Msg("unsynced member evicted from a full room")
+	v.c.enqueue(encodeError(err, 0))
+	v.c.shutdown(closeInfo{reason: ReasonEvicted, graceful: true, code: websocket.ClosePolicyViolation, text: string(CodeEvicted)})
+	h.remove(v, ReasonEvicted)
+	return true
 }
 
 // detach takes m out of its room and tells the others, without electing.
@@ -696,6 +749,18 @@ func (h *hub) snapshot() []RoomInfo {
 	}
 	slices.SortFunc(out, func(a, b RoomInfo) int { return cmp.Compare(a.Room, b.Room) })
 	return out
+}
+
+// lockedLogLimiter is a logLimiter for any goroutine.
+type lockedLogLimiter struct {
+	mu sync.Mutex // guards l
+	l  logLimiter
+}
+
+func (l *lockedLogLimiter) allow(now time.Time, every time.Duration) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.l.allow(now, every)
 }
 
 // logLimiter lets one log line through per interval and counts the rest.

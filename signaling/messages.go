@@ -212,7 +212,8 @@ const (
 	ReasonTimeout  LeaveReason = "timeout"  // the member stopped answering pings
 	ReasonLost     LeaveReason = "lost"     // the socket broke without a close frame
 	ReasonDropped  LeaveReason = "dropped"  // the member's send queue overflowed (slow consumer)
-	ReasonError    LeaveReason = "error"    // the member broke the protocol (e.g. read limit)
+	ReasonError    LeaveReason = "error"    // the member broke the protocol (e.g. read limit, too many errors)
+	ReasonEvicted  LeaveReason = "evicted"  // unsynced past SyncTimeout, it made room for a join to a full room
 )
 
 // clientMessage is every message a client sends, flattened: fields that do not

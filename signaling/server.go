@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -47,12 +48,17 @@ type Server struct {
 	quit      chan struct{} // closed by Close
 	stats     stats
 
+	busyLog   lockedLogLimiter
+
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the hub, every handler and every writer
 
 	mu     sync.Mutex // guards the following fields
 	closed bool
 	conns  map[*conn]struct{}
+	// Websockets counted against MaxConns and MaxConnsPerAddr, from before the upgrade.
+	open  int
+	addrs map[string]int
 }
 
 // hubQueue is the capacity of the hub's event channel. Readers block when it
@@ -71,6 +77,7 @@ func New(cfg Config) *Server {
 		events:    make(chan hubEvent, hubQueue),
 		quit:      make(chan struct{}),
 		conns:     make(map[*conn]struct{}),
+		addrs:     make(map[string]int),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteWait,
@@ -220,7 +227,54 @@ func (s *Server) post(ev hubEvent) bool {
 	}
 }
 
+// remoteAddr is the IP address a request comes from, the key of MaxConnsPerAddr.
+func remoteAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// reserve counts a websocket about to be upgraded against the caps; release undoes it.
+func (s *Server) reserve(addr string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.open >= s.cfg.MaxConns:
+		s.stats.connsTotal.Add(1)
+		return fmt.Errorf("%w: %d websockets, the limit is %d", ErrServerBusy, s.open, s.cfg.MaxConns)
+	case s.addrs[addr] >= s.cfg.MaxConnsPerAddr:
+		s.stats.connsAddr.Add(1)
+		return fmt.Errorf("%w: %d websockets from %s, the limit per address is %d", ErrServerBusy, s.addrs[addr], addr, s.cfg.MaxConnsPerAddr)
+	}
+	s.open++
+	s.addrs[addr]++
+	return nil
+}
+
+func (s *Server) release(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open--
+	if s.addrs[addr]--; s.addrs[addr] <= 0 {
+		delete(s.addrs, addr)
+	}
+}
+
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	addr := remoteAddr(r)
+	if err := s.reserve(addr); err != nil {
+		// Refused before the upgrade, so that a flood costs no goroutines; the reason is in
+		// the body (CodeServerBusy first) for clients that read it.
+		if ok, n := s.busyLog.allow(s.cfg.Clock.Now(), time.Second); ok {
+			s.log.Warn().Err(err).Str("remote", r.RemoteAddr).Int("suppressed", n).Msg("websocket refused at a connection cap")
+		}
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, string(CodeServerBusy)+": "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.release(addr)
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		s.log.Debug().Err(err).Str("remote", r.RemoteAddr).Msg("websocket upgrade failed")
@@ -301,7 +355,7 @@ func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
 	if kind == "" {
 		kind = KindBrowser
 	}
-	return joinRequest{room: m.Room, user: c.User, device: device, kind: kind, power: c.Power, mayHost: c.MayHost}, nil
+	return joinRequest{room: m.Room, user: c.User, device: device, kind: kind, power: c.Power, mayHost: c.MayHost, freeDevice: c.Device == ""}, nil
 }
 
 // checkResume adds a join's resume claim to req once its room and token check out. A join
