@@ -48,7 +48,7 @@ type Server struct {
 	quit      chan struct{} // closed by Close
 	stats     stats
 
-	busyLog   lockedLogLimiter
+	busyLog lockedLogLimiter
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the hub, every handler and every writer
