@@ -280,16 +280,17 @@ func TestAttackConnectionCaps(t *testing.T) {
 		t.Fatalf("5th room: %v, want server_busy (rooms)", err)
 	}
 	// Joining an open room still works: the 5th socket, then the total cap.
-	c, err = e.dialFrom("127.0.0.2", JoinOptions{Room: "r3", User: "b2"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// (The refused join's socket is released when its handler returns.)
+	checkFor(t, waitTimeout, func() error {
+		c, err = e.dialFrom("127.0.0.2", JoinOptions{Room: "r3", User: "b2"})
+		return err
+	})
 	held = append(held, c)
 	if _, err := e.dialFrom("127.0.0.3", JoinOptions{Room: "r3", User: "c"}); !errors.Is(err, ErrServerBusy) || strings.Contains(err.Error(), "per address") {
 		t.Fatalf("6th socket: %v, want server_busy (total)", err)
 	}
 	st := e.srv.Stats()
-	if st.RefusedConns["address"] != 2 || st.RefusedConns["total"] != 1 || st.Refused[CodeServerBusy] != 1 {
+	if st.RefusedConns["address"] != 2 || st.RefusedConns["total"] < 1 || st.Refused[CodeServerBusy] != 1 {
 		t.Fatalf("refused %v conns %v, want 2 per address, 1 total, 1 room", st.Refused, st.RefusedConns)
 	}
 	_ = held[0].Close()

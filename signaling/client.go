@@ -58,10 +58,13 @@ type ClientConfig struct {
 	EventQueue int
 	// SendQueue is the number of outbound messages queued. If zero, 64.
 	SendQueue int
-	// PingInterval is how often the client pings the server. If zero, 1s.
+	// PingInterval is how often the client pings the server. If zero, the
+	// client does not ping: the server pings it (Config.PingInterval) and the
+	// client answers, so keepalives cost two frames per server interval.
 	PingInterval time.Duration
-	// PongWait is how long the server may stay silent before the client
-	// gives up on it. If zero, 3s.
+	// PongWait is how long the server may stay silent (no message and no
+	// ping) before the client gives up on it; keep it above the server's
+	// PingInterval. If zero, DefaultPongWait (12s).
 	PongWait time.Duration
 	// WriteWait bounds every socket write. If zero, 5s.
 	WriteWait time.Duration
@@ -82,9 +85,6 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	}
 	if c.SendQueue <= 0 {
 		c.SendQueue = 64
-	}
-	if c.PingInterval <= 0 {
-		c.PingInterval = DefaultPingInterval
 	}
 	if c.PongWait <= 0 {
 		c.PongWait = DefaultPongWait
@@ -487,8 +487,12 @@ func (c *Client) emit(ev Event) bool {
 
 func (c *Client) writeLoop() {
 	defer close(c.writerDone)
-	ping := time.NewTicker(c.cfg.PingInterval)
-	defer ping.Stop()
+	var pings <-chan time.Time // nil: the server pings
+	if c.cfg.PingInterval > 0 {
+		ping := time.NewTicker(c.cfg.PingInterval)
+		defer ping.Stop()
+		pings = ping.C
+	}
 	for {
 		select {
 		case f := <-c.send:
@@ -496,7 +500,7 @@ func (c *Client) writeLoop() {
 			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
 				c.shutdown(err, false)
 			}
-		case <-ping.C:
+		case <-pings:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteWait)); err != nil {
 				c.shutdown(err, false)
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,5 +270,61 @@ func TestClientServerSilent(t *testing.T) {
 	defer c.Close()
 	if cl := closedEvent(t, c); !errors.Is(cl.Err, ErrDisconnected) {
 		t.Fatalf("Closed = %v", cl.Err)
+	}
+}
+
+// TestKeepaliveOneDirection: with the default ClientConfig the client never pings; the server's
+// pings alone keep both sides alive, and the client still gives up on a server silent for
+// PongWait.
+func TestKeepaliveOneDirection(t *testing.T) {
+	var clientPings atomic.Int64
+	stopPinging := make(chan struct{})
+	url := fakeServer(t, true, func(ws *websocket.Conn) {
+		ws.SetPingHandler(func(string) error { clientPings.Add(1); return nil })
+		go func() {
+			for {
+				if _, _, err := ws.NextReader(); err != nil {
+					return
+				}
+			}
+		}()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if err := ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second)); err != nil {
+					return
+				}
+			case <-stopPinging:
+				return
+			}
+		}
+	})
+	cfg := ClientConfig{PongWait: 400 * time.Millisecond, CloseGrace: 200 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c, err := Dial(ctx, url, JoinOptions{Room: "r", User: "a"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next[Joined](t, c)
+	// Five PongWaits on server pings alone.
+	select {
+	case ev := <-c.Events():
+		t.Fatalf("client got %T %+v while the server pinged", ev, ev)
+	case <-time.After(2 * time.Second):
+	}
+	if n := clientPings.Load(); n != 0 {
+		t.Fatalf("the client sent %d pings, want none", n)
+	}
+	close(stopPinging)
+	start := time.Now()
+	if cl := closedEvent(t, c); !errors.Is(cl.Err, ErrDisconnected) {
+		t.Fatalf("Closed = %v", cl.Err)
+	}
+	if d := time.Since(start); d > cfg.PongWait+time.Second {
+		t.Fatalf("silent server noticed after %v, want within PongWait %v", d, cfg.PongWait)
 	}
 }

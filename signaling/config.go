@@ -61,10 +61,14 @@ type Config struct {
 	// carry their own. If zero, members have power level 0.
 	DefaultPowerLevel int
 
-	// PingInterval is how often the server pings every socket. If zero, 1s.
+	// PingInterval is how often the server pings every socket. Keepalives go
+	// one way: the server pings, clients answer (browsers do so by
+	// themselves) and do not ping. If zero, 5s.
 	PingInterval time.Duration
 	// PongWait is how long a joined socket may stay silent (no message, pong
-	// or ping) before it is dropped as dead. If zero, 3s.
+	// or ping) before it is dropped as dead: a dead member leaves within
+	// PongWait of its last frame. At least PingInterval plus a quarter (a
+	// smaller value is raised to that). If zero, 12s.
 	PongWait time.Duration
 	// WriteWait bounds every socket write. If zero, 5s.
 	WriteWait time.Duration
@@ -136,8 +140,8 @@ type Config struct {
 // Defaults for zero Config fields.
 const (
 	DefaultMaxMembers         = 64
-	DefaultPingInterval       = time.Second
-	DefaultPongWait           = 3 * time.Second
+	DefaultPingInterval       = 5 * time.Second
+	DefaultPongWait           = 12 * time.Second
 	DefaultWriteWait          = 5 * time.Second
 	DefaultJoinTimeout        = 5 * time.Second
 	DefaultCloseGrace         = time.Second
@@ -170,6 +174,7 @@ func (c Config) withDefaults() Config {
 	if c.PongWait <= 0 {
 		c.PongWait = DefaultPongWait
 	}
+	c.PongWait = max(c.PongWait, c.PingInterval+c.PingInterval/4)
 	if c.WriteWait <= 0 {
 		c.WriteWait = DefaultWriteWait
 	}
