@@ -1,9 +1,12 @@
 package signaling
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,4 +361,96 @@ func TestAttackTokenDevices(t *testing.T) {
 	// Rejoining an existing device replaces it and is not a new device.
 	e.joined(JoinOptions{Room: "r", Token: free, Device: "a"})
 	e.joined(JoinOptions{Room: "r", Token: tok("pinned")})
+}
+
+// getWith fetches path with a Host header and an Authorization bearer ("" for none).
+func (e *testEnv) getWith(path, host, bearer string) (int, []byte) {
+	e.t.Helper()
+	req, _ := http.NewRequestWithContext(e.t.Context(), http.MethodGet, e.url+path, nil)
+	if host != "" {
+		req.Host = host
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	client := e.hs.Client()
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		e.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestAttackAPIRoomsSecret: with a secret, /api/rooms tells nobody every room: a join token sees
+// its own room, the admin key all of them, anything else gets 401.
+func TestAttackAPIRoomsSecret(t *testing.T) {
+	e := newEnv(t, Config{Secret: resumeSecret, AdminKey: "admin-key-0123456789"})
+	tok := func(room RoomID) string {
+		s, err := IssueToken(resumeSecret, Claims{Room: room, User: "u", ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	e.joined(JoinOptions{Room: "a", Token: tok("a")})
+	e.joined(JoinOptions{Room: "b", Token: tok("b")})
+	rooms := func(bearer string) (int, []RoomID) {
+		code, body := e.getWith("/api/rooms", "", bearer)
+		if code != http.StatusOK {
+			return code, nil
+		}
+		var rs []RoomInfo
+		if err := json.Unmarshal(body, &rs); err != nil {
+			t.Fatal(err)
+		}
+		var ids []RoomID
+		for _, r := range rs {
+			ids = append(ids, r.Room)
+		}
+		return code, ids
+	}
+	for _, bearer := range []string{"", "not-a-token", "admin-key-012345678", tok("a") + "x"} {
+		if code, ids := rooms(bearer); code != http.StatusUnauthorized {
+			t.Fatalf("bearer %q: %d %v, want 401", bearer, code, ids)
+		}
+	}
+	if code, ids := rooms(tok("a")); code != 200 || len(ids) != 1 || ids[0] != "a" {
+		t.Fatalf("token for a: %d %v", code, ids)
+	}
+	if code, ids := rooms("admin-key-0123456789"); code != 200 || len(ids) != 2 {
+		t.Fatalf("admin key: %d %v", code, ids)
+	}
+}
+
+// TestAttackHostHeader: a loopback server answers only loopback names, so a page that rebinds
+// its own name to 127.0.0.1 cannot read it; AllowedHosts replaces that rule.
+func TestAttackHostHeader(t *testing.T) {
+	e := newEnv(t, Config{})
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
+	for host, want := range map[string]int{
+		"evil.example:" + port: http.StatusMisdirectedRequest, "127.0.0.1.nip.io:" + port: http.StatusMisdirectedRequest,
+		"localhost:" + port: 200, "127.0.0.1:" + port: 200, "[::1]:" + port: 200, "app.localhost:" + port: 200,
+	} {
+		if code, body := e.getWith("/api/rooms", host, ""); code != want {
+			t.Errorf("Host %s: %d %s, want %d", host, code, body, want)
+		}
+	}
+	u, _ := wsURL(e.url)
+	if _, resp, err := websocket.DefaultDialer.Dial(u, http.Header{"Host": {"evil.example"}}); err == nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("websocket with Host evil.example: %v", err)
+	}
+	if e.srv.Stats().RefusedHosts < 3 {
+		t.Fatalf("RefusedHosts = %d", e.srv.Stats().RefusedHosts)
+	}
+	_ = e.srv.Close() // each env's cleanup checks that no server goroutine is left
+	e2 := newEnv(t, Config{AllowedHosts: []string{"concord.example"}})
+	if code, _ := e2.getWith("/healthz", "concord.example:443", ""); code != 200 {
+		t.Fatalf("allowed host: %d", code)
+	}
+	if code, _ := e2.getWith("/healthz", "localhost", ""); code != http.StatusMisdirectedRequest {
+		t.Fatalf("host outside AllowedHosts: %d", code)
+	}
 }

@@ -133,6 +133,18 @@ type Config struct {
 	// the request's Host (requests without Origin, like Go clients, pass).
 	CheckOrigin func(*http.Request) bool
 
+	// AdminKey, with a Secret, lets GET /api/rooms list every room to a
+	// request with "Authorization: Bearer <AdminKey>". Without it a request
+	// needs a join token and sees only that token's room. An open server
+	// (no Secret) lists every room to anyone.
+	AdminKey string
+	// AllowedHosts are the names (without port) a request's Host header may
+	// carry; others get 421, so a DNS-rebinding page cannot reach the server
+	// through a name of its own. If empty, a request that arrived on a
+	// loopback address must name a loopback host (localhost, *.localhost,
+	// 127.0.0.0/8, ::1) and other requests are not checked.
+	AllowedHosts []string
+
 	// Registerer, if not nil, receives the server's Prometheus metrics.
 	Registerer prometheus.Registerer
 }
@@ -238,6 +250,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Rooms = rooms
 	c.Secret = append([]byte(nil), c.Secret...)
+	c.AllowedHosts = append([]string(nil), c.AllowedHosts...)
 	return c
 }
 

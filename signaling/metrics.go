@@ -31,6 +31,8 @@ type Stats struct {
 	// RefusedConns counts websocket handshakes refused at a connection cap, by cap:
 	// "total" (Config.MaxConns) or "address" (Config.MaxConnsPerAddr).
 	RefusedConns map[string]uint64
+	// RefusedHosts counts HTTP requests refused for their Host header (Config.AllowedHosts).
+	RefusedHosts uint64
 	// ShedSignals counts signals the server did not relay because their recipient's queue or
 	// budget was full (each also counted in Refused as recipient_busy).
 	ShedSignals uint64
@@ -41,7 +43,7 @@ type stats struct {
 	rooms, members, conns                                     atomic.Int64
 	joins, rejected, slow, timeouts, badMessages, relayErrors atomic.Uint64
 	refused                                                   [len(codeTable)]atomic.Uint64
-	connsTotal, connsAddr, shed                               atomic.Uint64
+	connsTotal, connsAddr, shed, hostRefused                  atomic.Uint64
 }
 
 // refuse counts a refusal under err's wire code.
@@ -63,6 +65,7 @@ func (s *stats) snapshot() Stats {
 		Refused:      make(map[ErrorCode]uint64),
 		RefusedConns: map[string]uint64{"total": s.connsTotal.Load(), "address": s.connsAddr.Load()},
 		ShedSignals:  s.shed.Load(),
+		RefusedHosts: s.hostRefused.Load(),
 	}
 	for i := range s.refused {
 		if n := s.refused[i].Load(); n > 0 {
@@ -93,6 +96,7 @@ func (s *stats) register(reg prometheus.Registerer, log zerolog.Logger) {
 		counter("bad_messages_total", "Inbound messages answered with an error.", &s.badMessages),
 		counter("relay_errors_total", "Signals that could not be relayed.", &s.relayErrors),
 		counter("shed_signals_total", "Signals not relayed because the recipient's queue or budget was full.", &s.shed),
+		counter("refused_hosts_total", "HTTP requests refused because their Host header is not allowed.", &s.hostRefused),
 	}
 	for i := range s.refused {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "concord", Subsystem: "signaling", Name: "refusals_total",

@@ -2,11 +2,13 @@ package signaling
 
 import (
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,9 +119,15 @@ func New(cfg Config) *Server {
 }
 
 // Handler serves GET /ws (the websocket), GET /api/rooms and GET /healthz.
-// After Close it answers 503.
+// After Close it answers 503; a request whose Host is not allowed (see
+// Config.AllowedHosts) gets 421.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !HostAllowed(r, s.cfg.AllowedHosts) {
+			s.stats.hostRefused.Add(1)
+			http.Error(w, "host not allowed: "+r.Host, http.StatusMisdirectedRequest)
+			return
+		}
 		if !s.enter() {
 			http.Error(w, ErrServerClosed.Error(), http.StatusServiceUnavailable)
 			return
@@ -295,10 +303,72 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c.readLoop()
 }
 
+// HostAllowed reports whether r's Host header names one of allowed (compared without port,
+// case-insensitively). With allowed empty, a request that arrived on a loopback address must
+// name a loopback host, and any other request passes: a DNS-rebinding page reaches a loopback
+// server only under a name of its own. Servers that share a listener with Handler can use it.
+func HostAllowed(r *http.Request, allowed []string) bool {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if len(allowed) > 0 {
+		for _, a := range allowed {
+			if strings.EqualFold(host, a) {
+				return true
+			}
+		}
+		return false
+	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if tcp, ok := local.(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		return true
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// roomsFor returns the rooms a GET /api/rooms may see: all on an open server or with the admin
+// key; with a secret and a join token, the token's room. ok is false without either.
+func (s *Server) roomsFor(r *http.Request, rooms []RoomInfo) (_ []RoomInfo, ok bool) {
+	if len(s.cfg.Secret) == 0 {
+		return rooms, true
+	}
+	bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !found || bearer == "" || len(bearer) > maxTokenLen {
+		return nil, false
+	}
+	if s.cfg.AdminKey != "" && hmac.Equal([]byte(bearer), []byte(s.cfg.AdminKey)) {
+		return rooms, true
+	}
+	c, err := parseToken(s.cfg.Secret, bearer, s.cfg.Clock.Now)
+	if err != nil {
+		return nil, false
+	}
+	out := rooms[:0]
+	for _, ri := range rooms {
+		if ri.Room == c.Room {
+			out = append(out, ri)
+		}
+	}
+	return out, true
+}
+
 func (s *Server) serveRooms(w http.ResponseWriter, r *http.Request) {
 	rooms, err := s.Rooms(r.Context())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	rooms, ok := s.roomsFor(r, rooms)
+	if !ok {
+		s.stats.refuse(ErrTokenRequired)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="concord"`)
+		http.Error(w, string(CodeTokenRequired)+": this server has a secret: send a join token (its room only) or the admin key as \"Authorization: Bearer ...\"", http.StatusUnauthorized)
 		return
 	}
 	b, err := json.Marshal(rooms)
