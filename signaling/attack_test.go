@@ -454,3 +454,39 @@ func TestAttackHostHeader(t *testing.T) {
 		t.Fatalf("host outside AllowedHosts: %d", code)
 	}
 }
+
+// TestAttackRepeatOffender: a member whose messages keep being refused is told why each time,
+// then dropped with too_many_errors once past ErrorBurst; the room goes on without it.
+func TestAttackRepeatOffender(t *testing.T) {
+	e := newEnv(t, Config{ErrorBurst: 5, ErrorRate: 0.001})
+	h, _ := e.joined(JoinOptions{Room: "r", User: "h"})
+	ws := e.raw(nil)
+	rawSend(t, ws, `{"v":1,"type":"join","room":"r","user":"m"}`)
+	rawRead(t, ws) // joined
+	for i := range 5 {
+		rawSend(t, ws, `{"v":1,"type":"signal","to":99,"payload":{"kind":"offer","sdp":"x"}}`)
+		if msg := rawRead(t, ws); msg["code"] != string(CodeUnknownPeer) {
+			t.Fatalf("refusal %d: %v", i, msg)
+		}
+	}
+	rawSend(t, ws, `{"v":1,"type":"nonsense"}`)
+	for {
+		msg := rawRead(t, ws)
+		if msg["code"] == string(CodeTooManyErrors) {
+			break
+		}
+		if msg["code"] != string(CodeBadMessage) {
+			t.Fatalf("got %v, want bad_message then too_many_errors", msg)
+		}
+	}
+	var ce *websocket.CloseError
+	if err := rawReadClose(t, ws); !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || ce.Text != string(CodeTooManyErrors) {
+		t.Fatalf("close %v, want 1008 too_many_errors", err)
+	}
+	if got := until(t, h, func(MemberLeft) bool { return true }); got.Index != 2 || got.Reason != ReasonError {
+		t.Fatalf("host saw %+v", got)
+	}
+	if n := e.srv.Stats().Refused[CodeTooManyErrors]; n != 1 {
+		t.Fatalf("too_many_errors counted %d times, want 1", n)
+	}
+}

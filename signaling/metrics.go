@@ -75,8 +75,24 @@ func (s *stats) snapshot() Stats {
 	return st
 }
 
-// register adds the counters to reg as func-backed collectors.
-func (s *stats) register(reg prometheus.Registerer, log zerolog.Logger) {
+// limits lists the server's configured limits, as reported in concord_signaling_limit.
+func (c *Config) limits() map[string]float64 {
+	return map[string]float64{
+		"max_members": float64(c.MaxMembers), "max_rooms": float64(c.MaxRooms), "max_conns": float64(c.MaxConns),
+		"max_conns_per_addr": float64(c.MaxConnsPerAddr), "max_devices_per_token": float64(c.MaxDevicesPerToken),
+		"sync_timeout_seconds": c.SyncTimeout.Seconds(), "signal_rate": c.SignalRate, "signal_burst": float64(c.SignalBurst),
+		"recv_signal_rate": c.RecvSignalRate, "recv_signal_burst": float64(c.RecvSignalBurst),
+		"error_rate": c.ErrorRate, "error_burst": float64(c.ErrorBurst),
+		"ping_interval_seconds": c.PingInterval.Seconds(), "pong_wait_seconds": c.PongWait.Seconds(),
+		"send_queue": float64(c.SendQueue), "read_limit_bytes": float64(c.ReadLimit),
+		"max_sdp_bytes": MaxSDPLen, "max_candidate_bytes": MaxCandidateLen,
+		"max_term": float64(MaxTerm), "max_term_skew": float64(MaxTermSkew),
+	}
+}
+
+// register adds the counters to reg as func-backed collectors, and the limits of cfg as
+// constant gauges.
+func (s *stats) register(reg prometheus.Registerer, cfg *Config, log zerolog.Logger) {
 	gauge := func(name, help string, v *atomic.Int64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "concord", Subsystem: "signaling", Name: name, Help: help},
 			func() float64 { return float64(v.Load()) })
@@ -110,6 +126,11 @@ func (s *stats) register(reg prometheus.Registerer, log zerolog.Logger) {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "concord", Subsystem: "signaling", Name: "refused_connections_total",
 			Help:        "Websocket handshakes refused at a connection cap (total: MaxConns, address: MaxConnsPerAddr).",
 			ConstLabels: prometheus.Labels{"cap": c.name}}, func() float64 { return float64(c.v.Load()) }))
+	}
+	for name, v := range cfg.limits() {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "concord", Subsystem: "signaling", Name: "limit",
+			Help: "The server's configured limits (docs/protocol.md \"Signaling: limits\").", ConstLabels: prometheus.Labels{"name": name}},
+			func() float64 { return v }))
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -94,7 +94,7 @@ func New(cfg Config) *Server {
 	})
 	s.handler = mux
 	if cfg.Registerer != nil {
-		s.stats.register(cfg.Registerer, s.log)
+		s.stats.register(cfg.Registerer, &s.cfg, s.log)
 	}
 	if len(cfg.Secret) == 0 {
 		s.log.Warn().Msg("signaling: no Secret configured: the server is OPEN, anyone may join any room under any identity and every member may host")

@@ -909,7 +909,21 @@ func TestMetrics(t *testing.T) {
 		"concord_signaling_slow_consumer_drops_total": 0, "concord_signaling_ping_timeouts_total": 0,
 		"concord_signaling_bad_messages_total": 0, "concord_signaling_relay_errors_total": 0,
 		"concord_signaling_refusals_total": 0, "concord_signaling_refused_connections_total": 0,
-		"concord_signaling_shed_signals_total": 0,
+		"concord_signaling_shed_signals_total": 0, "concord_signaling_refused_hosts_total": 0,
+	}
+	limits := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "concord_signaling_limit" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			limits[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	delete(got, "concord_signaling_limit")
+	if limits["max_members"] != DefaultMaxMembers || limits["signal_rate"] != DefaultSignalRate || limits["ping_interval_seconds"] != 0.1 ||
+		limits["max_sdp_bytes"] != MaxSDPLen || len(limits) != 20 {
+		t.Fatalf("limits = %v", limits)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("metrics = %v, want %v", got, want)
