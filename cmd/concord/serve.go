@@ -164,6 +164,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	o.secret = os.Getenv("CONCORD_SECRET")
+	o.limits.AdminKey = os.Getenv("CONCORD_ADMIN_KEY") // with a secret, reads every room in /api/rooms
 	s, err := startServer(ctx, o, log)
 	if err != nil {
 		return err
