@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -361,27 +360,6 @@ func TestAttackTokenDevices(t *testing.T) {
 	// Rejoining an existing device replaces it and is not a new device.
 	e.joined(JoinOptions{Room: "r", Token: free, Device: "a"})
 	e.joined(JoinOptions{Room: "r", Token: tok("pinned")})
-}
-
-// getWith fetches path with a Host header and an Authorization bearer ("" for none).
-func (e *testEnv) getWith(path, host, bearer string) (int, []byte) {
-	e.t.Helper()
-	req, _ := http.NewRequestWithContext(e.t.Context(), http.MethodGet, e.url+path, nil)
-	if host != "" {
-		req.Host = host
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	client := e.hs.Client()
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		e.t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
 }
 
 // TestAttackAPIRoomsSecret: with a secret, /api/rooms tells nobody every room: a join token sees
