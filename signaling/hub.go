@@ -50,6 +50,17 @@ func (req *joinRequest) vouchedTerm() Term {
 	return req.resume.Term
 }
 
+// vouched is the term the server vouches for in req's claim to room r: its token's with a
+// secret; on an open server the claim's own in a room rebuilt from claims, else the room's
+// (the server issued every term of a room it ran, so a claim past it moves nothing).
+func (h *hub) vouched(r *room, req *joinRequest) Term {
+	t := req.vouchedTerm()
+	if !req.hasVouched && !r.fromClaims {
+		t = min(t, r.term)
+	}
+	return t
+}
+
 type joinResult struct {
 	index PeerIndex
 	id    Identity
@@ -135,6 +146,9 @@ type room struct {
 	awaitTerm Term
 	graceSeq  uint64
 	graceStop func() bool
+
+	// fromClaims: a resume claim opened the room on a server that did not remember it.
+	fromClaims bool
 }
 
 func (r *room) member(idx PeerIndex) *member {
@@ -300,7 +314,11 @@ func (h *hub) join(ev *evJoin) {
 			ev.reply <- joinResult{err: fmt.Errorf("%w: %d rooms open, the limit is %d", ErrServerBusy, len(h.rooms), h.cfg.MaxRooms)}
 			return
 		}
+		// A room that a claim opens afresh (the server restarted) has only its members' word
+		// for its term; any other room's terms are all the server's own.
+		_, remembered := h.retired[req.room]
 		r = h.openRoom(req.room)
+		r.fromClaims = req.resume != nil && !remembered
 	}
 	if old != nil {
 		// The newer connection wins: the old one is most likely a tab that
@@ -316,7 +334,7 @@ func (h *hub) join(ev *evJoin) {
 			old.kind, old.power, old.mayHost = req.kind, req.power, req.mayHost
 			h.members[ev.c] = old
 			h.stats.joins.Add(1)
-			h.admit(r, old, req.resume, req.vouchedTerm(), false)
+			h.admit(r, old, req.resume, h.vouched(r, &req), false)
 			ev.reply <- joinResult{index: old.index, id: old.id}
 			return
 		}
@@ -341,7 +359,7 @@ func (h *hub) join(ev *evJoin) {
 	h.members[ev.c] = m
 	h.stats.members.Add(1)
 	h.stats.joins.Add(1)
-	h.admit(r, m, req.resume, req.vouchedTerm(), true)
+	h.admit(r, m, req.resume, h.vouched(r, &req), true)
 	ev.reply <- joinResult{index: m.index, id: m.id}
 }
 
