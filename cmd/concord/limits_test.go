@@ -61,6 +61,19 @@ func TestServeHTTPTimeouts(t *testing.T) {
 		t.Fatalf("idle keep-alive closed after %v", d)
 	}
 
+	// A websocket sets its own deadlines once upgraded: it outlives the HTTP read timeout.
+	c, err := signaling.Dial(ctx, s.url, signaling.JoinOptions{Room: "arena", User: "ws"}, signaling.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	<-c.Events() // joined
+	select {
+	case ev := <-c.Events():
+		t.Fatalf("websocket got %T %+v within 1.5 s, want it kept past the 1 s read timeout", ev, ev)
+	case <-time.After(1500 * time.Millisecond):
+	}
+
 	slow, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
