@@ -147,7 +147,8 @@ type room struct {
 	graceSeq  uint64
 	graceStop func() bool
 
-	// fromClaims: a resume claim opened the room on a server that did not remember it.
+	// fromClaims: a resume claim opened the room on a server that did not remember it, and the
+	// server has not elected in it since: until then its term is its members' word.
 	fromClaims bool
 }
 
@@ -415,8 +416,10 @@ func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 				r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Uint64("claimed", uint64(rc.Term)).
 					Msg("term raised past a resumed member's")
 			}
-		} else {
-			r.term = rc.Term
+		} else if r.fromClaims {
+			r.term = rc.Term // rebuilding after a restart: the claims are all there is
+		} else if t := min(rc.Term, vouched); t > r.term {
+			r.term = t
 		}
 	}
 	switch {
@@ -492,7 +495,7 @@ func (h *hub) joinedFrame(r *room, self *member) []byte {
 		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, r.term, self.id)})
 }
 
-// broadcastHost tells every member of r but except the room's host and term. With a secret each
+// broadcastHost tells every member of r except the room's host and term. With a secret each
 // member's message carries its resume token for the new term, so one frame per member.
 func (h *hub) broadcastHost(r *room, except *member) {
 	var shared []byte
@@ -630,6 +633,7 @@ func (h *hub) elect(r *room) bool {
 	prev := r.host
 	r.host = host
 	r.term = min(r.term+1, MaxTerm) // saturates: a term never wraps
+	r.fromClaims = false            // from now on the server issues the room's terms
 	if m := r.member(host); m != nil {
 		m.synced = true
 	}
