@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -303,9 +304,26 @@ func TestAttackConnectionCaps(t *testing.T) {
 	if _, err := e.dialFrom("127.0.0.3", JoinOptions{Room: "r3", User: "c"}); !errors.Is(err, ErrServerBusy) || strings.Contains(err.Error(), "per address") {
 		t.Fatalf("6th socket: %v, want server_busy (total)", err)
 	}
+	// A hundred more handshakes past the caps leave nothing behind: refused before the upgrade,
+	// they cost no goroutine and no socket.
+	base := runtime.NumGoroutine()
+	for range 100 {
+		if _, err := e.dialFrom("127.0.0.1", JoinOptions{Room: "r0", User: "a"}); !errors.Is(err, ErrServerBusy) {
+			t.Fatalf("handshake past the cap: %v", err)
+		}
+	}
+	checkFor(t, waitTimeout, func() error {
+		if n := runtime.NumGoroutine(); n > base+5 {
+			return fmt.Errorf("%d goroutines after 100 refused handshakes, %d before", n, base)
+		}
+		if n := e.srv.Stats().Conns; n != 5 {
+			return fmt.Errorf("%d websockets, want the 5 held", n)
+		}
+		return nil
+	})
 	st := e.srv.Stats()
-	if st.RefusedConns["address"] != 2 || st.RefusedConns["total"] < 1 || st.Refused[CodeServerBusy] != 1 {
-		t.Fatalf("refused %v conns %v, want 2 per address, 1 total, 1 room", st.Refused, st.RefusedConns)
+	if st.RefusedConns["address"] != 2 || st.RefusedConns["total"] < 101 || st.Refused[CodeServerBusy] != 1 {
+		t.Fatalf("refused %v conns %v, want 2 per address, 101 total, 1 room", st.Refused, st.RefusedConns)
 	}
 	_ = held[0].Close()
 	checkFor(t, waitTimeout, func() error {
