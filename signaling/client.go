@@ -52,10 +52,16 @@ type ClientConfig struct {
 	// counted, see Client.ShedSignals) once the queue is three quarters full,
 	// so that a flood of signals from other members cannot disconnect the
 	// client; WebRTC negotiation retries. If the queue fills up with other
-	// events (Events is not drained), the client disconnects with
-	// ErrEventOverflow rather than lose an event or block its reader. If zero,
+	// events and stays full for EventWait (Events is not drained), the client
+	// disconnects with ErrEventOverflow rather than lose an event. If zero,
 	// 256.
 	EventQueue int
+	// EventWait is how long the reader waits for room when the event queue
+	// is full, before it disconnects with ErrEventOverflow: a burst of joins
+	// slows the client down instead of disconnecting it. Keep it well below
+	// the server's PongWait (the client answers no ping while it waits). If
+	// zero, 3s.
+	EventWait time.Duration
 	// SendQueue is the number of outbound messages queued. If zero, 64.
 	SendQueue int
 	// PingInterval is how often the client pings the server. If zero, the
@@ -79,6 +85,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	}
 	if c.EventQueue <= 0 {
 		c.EventQueue = 256
+	}
+	if c.EventWait <= 0 {
+		c.EventWait = DefaultEventWait
 	}
 	if c.EventQueue < 2 {
 		c.EventQueue = 2 // one slot is reserved for Closed
@@ -475,15 +484,33 @@ func (c *Client) readMessages() error {
 	}
 }
 
-// emit queues an event unless that would take the last slot, which is kept
-// for Closed. Only the reader sends on c.events, so the check cannot race.
+// emit queues an event without taking the last slot, which is kept for Closed. When the queue
+// is full (a burst of joins outran the consumer) it waits up to EventWait for the consumer, not
+// reading the socket meanwhile (TCP slows the server down), and reports false only then. Only
+// the reader sends on c.events, so the check cannot race; a consumer taking an event is seen
+// by polling, as a channel cannot signal that one slot short of full is free.
 func (c *Client) emit(ev Event) bool {
 	if len(c.events) >= cap(c.events)-1 {
-		return false
+		wait := time.NewTimer(c.cfg.EventWait)
+		defer wait.Stop()
+		poll := time.NewTicker(eventPoll)
+		defer poll.Stop()
+		for len(c.events) >= cap(c.events)-1 {
+			select {
+			case <-poll.C:
+			case <-wait.C:
+				return false
+			case <-c.done:
+				return false
+			}
+		}
 	}
 	c.events <- ev
 	return true
 }
+
+// eventPoll is how often a reader waiting for room in a full event queue looks again.
+const eventPoll = 5 * time.Millisecond
 
 func (c *Client) writeLoop() {
 	defer close(c.writerDone)

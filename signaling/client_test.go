@@ -3,6 +3,7 @@ package signaling
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -167,12 +168,13 @@ func TestClientCloseIdempotent(t *testing.T) {
 	}
 }
 
-// TestClientEventOverflow: a client whose Events are not drained disconnects
-// instead of blocking or losing events; Closed still arrives last.
+// TestClientEventOverflow: a client whose Events are not drained for EventWait
+// disconnects instead of blocking or losing events; Closed still arrives last.
 func TestClientEventOverflow(t *testing.T) {
 	e := newEnv(t, Config{})
 	cfg := e.clientConfig()
 	cfg.EventQueue = 4
+	cfg.EventWait = 100 * time.Millisecond
 	x, err := e.dialErr(JoinOptions{Room: "r", User: "x"}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -326,5 +328,38 @@ func TestKeepaliveOneDirection(t *testing.T) {
 	}
 	if d := time.Since(start); d > cfg.PongWait+time.Second {
 		t.Fatalf("silent server noticed after %v, want within PongWait %v", d, cfg.PongWait)
+	}
+}
+
+// TestClientJoinBurst: a burst of joins that outruns the consumer fills the event queue; the
+// client waits for the consumer (up to EventWait) instead of disconnecting, and loses nothing.
+func TestClientJoinBurst(t *testing.T) {
+	e := newEnv(t, Config{})
+	cfg := e.clientConfig()
+	cfg.EventQueue = 8
+	cfg.EventWait = waitTimeout
+	h, err := e.dialErr(JoinOptions{Room: "r", User: "host"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := range n {
+		e.dial(JoinOptions{Room: "r", User: fmt.Sprintf("m%d", i)})
+	}
+	// Nobody drained h while they joined: its queue is full and its reader waits.
+	checkFor(t, waitTimeout, func() error {
+		if got := len(h.Events()); got != cfg.EventQueue-1 {
+			return fmt.Errorf("%d events queued, want the queue full (%d)", got, cfg.EventQueue-1)
+		}
+		return nil
+	})
+	next[Joined](t, h)
+	for i := range n {
+		if ev := next[MemberJoined](t, h); ev.Member.Index != PeerIndex(i+2) {
+			t.Fatalf("member-joined %d: %+v", i, ev)
+		}
+	}
+	if rs := e.rooms(); len(rs[0].Members) != n+1 {
+		t.Fatalf("%d members, want %d: the host left", len(rs[0].Members), n+1)
 	}
 }

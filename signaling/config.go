@@ -161,6 +161,7 @@ const (
 	DefaultSendQueue          = 256
 	DefaultSignalRate         = 50
 	DefaultSignalBurst        = 200
+	DefaultEventWait          = 3 * time.Second
 	DefaultResumeGrace        = 2 * time.Second
 	DefaultRecvSignalRate     = 1000
 	DefaultRecvSignalBurst    = 4000
