@@ -76,6 +76,19 @@ func fakeServer(t *testing.T, answer bool, behave func(ws *websocket.Conn)) stri
 	return hs.URL
 }
 
+// dialFake joins room r as a on the fake server at url; the client closes at cleanup.
+func dialFake(t *testing.T, url string, cfg ClientConfig) *Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c, err := Dial(ctx, url, JoinOptions{Room: "r", User: "a"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 func quietConfig(t *testing.T) ClientConfig {
 	return ClientConfig{PingInterval: 100 * time.Millisecond, PongWait: 3 * time.Second, CloseGrace: 200 * time.Millisecond}
 }
@@ -263,13 +276,7 @@ func TestClientServerSilent(t *testing.T) {
 	})
 	cfg := quietConfig(t)
 	cfg.PongWait = 500 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	c, err := Dial(ctx, url, JoinOptions{Room: "r", User: "a"}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialFake(t, url, cfg)
 	if cl := closedEvent(t, c); !errors.Is(cl.Err, ErrDisconnected) {
 		t.Fatalf("Closed = %v", cl.Err)
 	}
@@ -304,13 +311,7 @@ func TestKeepaliveOneDirection(t *testing.T) {
 		}
 	})
 	cfg := ClientConfig{PongWait: 400 * time.Millisecond, CloseGrace: 200 * time.Millisecond}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	c, err := Dial(ctx, url, JoinOptions{Room: "r", User: "a"}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialFake(t, url, cfg)
 	next[Joined](t, c)
 	// Five PongWaits on server pings alone.
 	select {
