@@ -20,7 +20,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"nope"}, 2, []string{""}, []string{`unknown command "nope"`, "Usage:"}},
 
 		// -h on every command and subcommand: its help on stderr, exit 0.
-		{[]string{"serve", "-h"}, 0, []string{""}, []string{"Usage: concord serve", "CONCORD_SECRET", "-addr", "-dedicated-host"}},
+		{[]string{"serve", "-h"}, 0, []string{""}, []string{"Usage: concord serve", "CONCORD_SECRET", "CONCORD_ADMIN_KEY", "-addr", "-dedicated-host", "-max-members"}},
 		{[]string{"serve", "--help"}, 0, []string{""}, []string{"Usage: concord serve"}},
 		{[]string{"host", "-h"}, 0, []string{""}, []string{"Usage: concord host", "-server", "CONCORD_TOKEN"}},
 		{[]string{"bot", "-h"}, 0, []string{""}, []string{"Usage: concord bot", "-move-for"}},

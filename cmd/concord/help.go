@@ -21,9 +21,11 @@ var helps = map[string]helpText{
 for --room in this process.
 
 Environment:
-  CONCORD_SECRET  HS256 key of join tokens (and of the resume tokens peers present after a server
-                  restart: keep it when restarting). Unset, the server runs open: anyone may join
-                  any room as anyone and host it; the log warns about it.`},
+  CONCORD_SECRET     HS256 key of join tokens (and of the resume tokens peers present after a
+                     server restart: keep it when restarting). Unset, the server runs open: anyone
+                     may join any room as anyone and host it; the log warns about it.
+  CONCORD_ADMIN_KEY  with CONCORD_SECRET, lets "Authorization: Bearer <key>" list every room in
+                     /api/rooms (a join token sees only its own room).`},
 	"host": {"concord host [flags]", `Runs a dedicated host for --room as its own process: it joins as the pinned host user and
 takes the room over once it has synced.`},
 	"bot": {"concord bot [flags]", `Runs -n headless players of the demo game in this process and prints one status line a
