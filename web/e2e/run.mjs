@@ -17,9 +17,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
   // Set in the environment, so that the run re-executed inside the namespace writes to the same folder.
   process.env.CONCORD_E2E_ARTIFACTS = mkdtempSync(join(tmpdir(), 'concord-e2e-'));
