@@ -223,7 +223,10 @@ class Env {
     await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}`);
     await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
     // The hooks that read the world and forge messages are test-only: injected, never served.
-    await page.addScriptTag({ path: join(here, 'debug.mjs'), type: 'module' });
+    // Served same-origin by this browser context only (the server has no such path), so the page's
+    // Content-Security-Policy (script-src 'self') stays enforced in every scenario.
+    await page.context().route('**/__e2e/debug.mjs', (route) => route.fulfill({ path: join(here, 'debug.mjs'), contentType: 'text/javascript' }));
+    await page.addScriptTag({ url: `${this.url}/__e2e/debug.mjs`, type: 'module' });
     await waitFor(`${user}'s debug hooks`, 5000, () => page.evaluate(() => !!window.concord.debug), 50);
     return page;
   }
