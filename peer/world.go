@@ -8,16 +8,17 @@ import (
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
-	"github.com/concordrtc/concord/signaling"
 )
 
-// PeerIndex identifies a member of a room; the signaling server assigns it.
-type PeerIndex = signaling.PeerIndex
+// PeerIndex identifies a member of a room; the signaling server assigns it. Every package of a
+// peer uses this one type (authority.PeerIndex, signaling.PeerIndex).
+type PeerIndex = authority.PeerIndex
 
-// Term numbers the successive hosts of a room.
-type Term = signaling.Term
+// Term numbers the successive hosts of a room (authority.Term, signaling.Term).
+type Term = authority.Term
 
-// Entity is an ADR-117 entity id (number | version<<16); TRNP carries it as the networkId.
+// Entity is an ADR-117 entity id (number | version<<16); TRNP carries it as the networkId
+// (crdt.Entity, authority.EntityID).
 type Entity = crdt.Entity
 
 // FirstSpawnNumber is the lowest entity number the host allocates; numbers below it are reserved
@@ -43,6 +44,11 @@ type changeSink interface {
 	// otherChanged reports a change TRNP cannot express (a tombstone, a component outside any
 	// schema, an append value); the host relays such changes as CRDT messages.
 	otherChanged(m *crdt.Message, origin PeerIndex)
+	// sendRPC sends an RPC to the host (a member's; app: an application RPC, below
+	// FirstSystemRPC), broadcastRPC to every member (the host's); the other role answers
+	// ErrNotHost.
+	sendRPC(typ uint32, data []byte, app bool) error
+	broadcastRPC(typ uint32, data []byte) error
 }
 
 // World is the replicated world as one peer sees it: the ADR-117 replica and the index its
@@ -343,6 +349,11 @@ func (w *World) batchStamp() crdt.Timestamp {
 	return w.stamp
 }
 
+// setRole makes the world the host's (isHost) or a member's, and sink the role told of changes.
+func (w *World) setRole(isHost bool, sink changeSink) {
+	w.isHost, w.sink = isHost, sink
+}
+
 // closeBatch ends the open write batch; the next local write takes a new timestamp.
 func (w *World) closeBatch() { w.stamp = 0 }
 
@@ -480,3 +491,5 @@ func (nopSink) spawned(Entity, PeerIndex)                            {}
 func (nopSink) despawned(Entity, PeerIndex)                          {}
 func (nopSink) authorityChanged(Entity, authority.Record, PeerIndex) {}
 func (nopSink) otherChanged(*crdt.Message, PeerIndex)                {}
+func (nopSink) sendRPC(uint32, []byte, bool) error                   { return ErrNotHost }
+func (nopSink) broadcastRPC(uint32, []byte) error                    { return ErrNotHost }

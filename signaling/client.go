@@ -301,6 +301,48 @@ func (c *Client) ReportReplica(ctx context.Context, r Report) error {
 	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeReport, Replica: &r})
 }
 
+// TrySendSignal is SendSignal that never blocks: when the send queue is full
+// it returns ErrSendQueueFull at once and the signal is not sent. An owner
+// loop that must not wait on the network uses the Try methods.
+func (c *Client) TrySendSignal(to PeerIndex, payload SignalPayload) error {
+	if to == 0 {
+		return fmt.Errorf("%w: peer index 0", ErrBadSignal)
+	}
+	if err := payload.Validate(); err != nil {
+		return err
+	}
+	return c.tryQueue(clientMessage{V: ProtocolVersion, Type: typeSignal, To: to, Payload: &payload})
+}
+
+// TrySetSynced is SetSynced that never blocks (see TrySendSignal).
+func (c *Client) TrySetSynced() error {
+	return c.tryQueue(clientMessage{V: ProtocolVersion, Type: typeSynced})
+}
+
+// TryReportReplica is ReportReplica that never blocks (see TrySendSignal).
+func (c *Client) TryReportReplica(r Report) error {
+	return c.tryQueue(clientMessage{V: ProtocolVersion, Type: typeReport, Replica: &r})
+}
+
+// tryQueue queues m unless the queue is full or the client closed.
+func (c *Client) tryQueue(m clientMessage) error {
+	frame, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("signaling: encoding %s: %w", m.Type, err)
+	}
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	select {
+	case c.send <- frame:
+		return nil
+	default:
+		return fmt.Errorf("%w (%s)", ErrSendQueueFull, m.Type)
+	}
+}
+
 func (c *Client) queue(ctx context.Context, m clientMessage) error {
 	frame, err := json.Marshal(m)
 	if err != nil {
