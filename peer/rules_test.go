@@ -208,3 +208,45 @@ func TestSchemaMismatchFails(t *testing.T) {
 		}
 	}
 }
+
+// A write that arrives after its writer handed the lock back is an expected race (counted in
+// RejectedRace, logged at debug); a write from a member that never held the entity is a real
+// rejection.
+func TestRejectedRaceTold(t *testing.T) {
+	n, h, m, app := room12(t)
+	third := n.join(3, &stepApp{table: stepSchemas()}, 1, 1)
+	n.do(2, func(w *World) {
+		if err := w.RequestLock(app.box); err != nil {
+			t.Fatal(err)
+		}
+	})
+	n.pump()
+	if !m.w.CanWrite(app.box) {
+		t.Fatal("member 2 did not get the lock")
+	}
+	// Member 2 writes and hands the lock back; the write's datagram is overtaken by the
+	// reliable Relinquish (unordered channel), so it reaches the host after the lock moved.
+	n.do(2, func(w *World) {
+		if err := w.Relinquish(app.box); err != nil {
+			t.Fatal(err)
+		}
+	})
+	n.pump()
+	n.send(2, 1, link.Unreliable, forgedUpdate(app.box, m.w.r.Clock(), 1))
+	st := h.publish()
+	if st.Rejected != 1 || st.RejectedRace != 1 {
+		t.Fatalf("after a late write of the last holder: Rejected %d, RejectedRace %d; want 1, 1", st.Rejected, st.RejectedRace)
+	}
+	// Member 3 never held the box: a real rejection.
+	n.send(3, 1, link.Unreliable, forgedUpdate(app.box, third.w.r.Clock()+1, 2))
+	st = h.publish()
+	if st.Rejected != 2 || st.RejectedRace != 1 {
+		t.Fatalf("after a forged write: Rejected %d, RejectedRace %d; want 2, 1", st.Rejected, st.RejectedRace)
+	}
+	// Long after the hand-back, the same member's write is a fault too.
+	n.advance(raceWindow)
+	n.send(2, 1, link.Unreliable, forgedUpdate(app.box, m.w.r.Clock()+1, 3))
+	if st = h.publish(); st.Rejected != 3 || st.RejectedRace != 1 {
+		t.Fatalf("after a late write past the window: Rejected %d, RejectedRace %d; want 3, 1", st.Rejected, st.RejectedRace)
+	}
+}
