@@ -168,7 +168,7 @@ func (w *World) Authority(e Entity) PeerIndex {
 	if in == nil || in.auth.Kind == authority.KindHost {
 		return w.host
 	}
-	return PeerIndex(in.auth.Peer)
+	return in.auth.Peer
 }
 
 // AuthorityRecord returns the authority record of e.
@@ -182,7 +182,7 @@ func (w *World) AuthorityRecord(e Entity) authority.Record {
 // AvatarOf returns the avatar of member p.
 func (w *World) AvatarOf(p PeerIndex) (Entity, bool) {
 	for e, in := range w.ents {
-		if in.auth.Kind == authority.KindAvatar && PeerIndex(in.auth.Peer) == p {
+		if in.auth.Kind == authority.KindAvatar && in.auth.Peer == p {
 			return e, true
 		}
 	}
@@ -199,7 +199,7 @@ func (w *World) CanWrite(e Entity) bool {
 	if in.auth.Kind == authority.KindHost {
 		return w.isHost
 	}
-	return PeerIndex(in.auth.Peer) == w.self
+	return in.auth.Peer == w.self
 }
 
 // Set writes property prop of e. It fails without authority or with a value of the wrong size.
