@@ -326,14 +326,9 @@ func (c *Client) TryReportReplica(r Report) error {
 
 // tryQueue queues m unless the queue is full or the client closed.
 func (c *Client) tryQueue(m clientMessage) error {
-	frame, err := json.Marshal(m)
+	frame, err := c.frame(m)
 	if err != nil {
-		return fmt.Errorf("signaling: encoding %s: %w", m.Type, err)
-	}
-	select {
-	case <-c.done:
-		return ErrClosed
-	default:
+		return err
 	}
 	select {
 	case c.send <- frame:
@@ -343,15 +338,24 @@ func (c *Client) tryQueue(m clientMessage) error {
 	}
 }
 
-func (c *Client) queue(ctx context.Context, m clientMessage) error {
+// frame encodes m for the send queue; it fails once the client is closed.
+func (c *Client) frame(m clientMessage) ([]byte, error) {
 	frame, err := json.Marshal(m)
 	if err != nil {
-		return fmt.Errorf("signaling: encoding %s: %w", m.Type, err)
+		return nil, fmt.Errorf("signaling: encoding %s: %w", m.Type, err)
 	}
 	select {
 	case <-c.done:
-		return ErrClosed
+		return nil, ErrClosed
 	default:
+	}
+	return frame, nil
+}
+
+func (c *Client) queue(ctx context.Context, m clientMessage) error {
+	frame, err := c.frame(m)
+	if err != nil {
+		return err
 	}
 	select {
 	case c.send <- frame:

@@ -11,9 +11,10 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// TestClientTryNeverBlocks: against a server that stops reading, the Try methods fail at once
-// with ErrSendQueueFull once the queue is full, instead of waiting for room.
-func TestClientTryNeverBlocks(t *testing.T) {
+// dialStuck dials a server that stops reading, over sockets with small buffers, with a
+// one-message send queue: sends fill up at once.
+func dialStuck(t *testing.T) (*Client, ClientConfig) {
+	t.Helper()
 	url := fakeServer(t, true, func(ws *websocket.Conn) {
 		if tc, ok := ws.NetConn().(*net.TCPConn); ok {
 			_ = tc.SetReadBuffer(4096)
@@ -38,6 +39,13 @@ func TestClientTryNeverBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, cfg
+}
+
+// TestClientTryNeverBlocks: against a server that stops reading, the Try methods fail at once
+// with ErrSendQueueFull once the queue is full, instead of waiting for room.
+func TestClientTryNeverBlocks(t *testing.T) {
+	c, _ := dialStuck(t)
 	big := SignalPayload{Kind: SignalOffer, SDP: strings.Repeat("s", 32<<10)}
 	full := false
 	for i := 0; i < 1000 && !full; i++ {
