@@ -32,6 +32,10 @@
 // and logs it). Other goroutines reach a running peer only through Do (a function run on the
 // loop) and Status (a snapshot published by the loop). App methods must not block.
 //
+// Logs: every line carries room and self (this peer's index); a line about another member names
+// it with peer, as signaling's lines do; host and term name the host of a term. No other key
+// holds a peer index.
+//
 // Signaling outage: links do not need the signaling server once open, so when it goes away the
 // room plays on. One redial goroutine, owned by the peer and waited for by Run, dials again with
 // backoff and jitter (Config.RedialMin, RedialMax) and claims the old peer index, term and host;
