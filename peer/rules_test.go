@@ -250,3 +250,27 @@ func TestRejectedRaceTold(t *testing.T) {
 		t.Fatalf("after a late write past the window: Rejected %d, RejectedRace %d; want 3, 1", st.Rejected, st.RejectedRace)
 	}
 }
+
+// Rule "fencing by term", host side: corrections stamped with another term than the host's are
+// ignored and counted.
+func TestRuleHostFencesOtherTermCorrections(t *testing.T) {
+	n, h, m, _ := room12(t)
+	avatar, ok := h.w.AvatarOf(2)
+	if !ok {
+		t.Fatal("member 2 has no avatar")
+	}
+	msg := crdt.AppendMessage(nil, &crdt.Message{Type: crdt.PutComponent, Entity: avatar, Component: avatarPos, Timestamp: m.w.r.Clock() + 10, Data: []byte{5, 0, 0, 0}})
+	fenced := h.publish().Fenced
+	n.send(2, 1, link.Reliable, netmsg.AppendCrdtBatch(nil, &netmsg.CrdtBatch{Term: 0, Messages: msg}))
+	if v, _ := value(h.w, avatar, avatarPos); v == 5 {
+		t.Fatal("the host merged corrections of term 0 in term 1")
+	}
+	if got := h.publish().Fenced - fenced; got != 1 {
+		t.Fatalf("host Fenced grew by %d, want 1", got)
+	}
+	// The same corrections in the host's term are the owner's writes: merged.
+	n.send(2, 1, link.Reliable, netmsg.AppendCrdtBatch(nil, &netmsg.CrdtBatch{Term: 1, Messages: msg}))
+	if v, _ := value(h.w, avatar, avatarPos); v != 5 {
+		t.Fatalf("host avatar = %d, want the owner's correction 5 in term 1", v)
+	}
+}
