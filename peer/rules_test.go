@@ -274,3 +274,25 @@ func TestRuleHostFencesOtherTermCorrections(t *testing.T) {
 		t.Fatalf("host avatar = %d, want the owner's correction 5 in term 1", v)
 	}
 }
+
+// A host announced in the term the member first heard as "no host" (a restarted server that
+// waited for its host to resume) is followed, and its messages pass the fence.
+func TestFenceHostAnnouncedAfterNoHostInSameTerm(t *testing.T) {
+	n, _, m, app := room12(t)
+	m.setHost(2, 0)
+	m.afterEvent()
+	m.setHost(2, 1)
+	m.afterEvent()
+	n.pump()
+	if !m.member.synced {
+		t.Fatal("member not synced with the host of term 2")
+	}
+	fenced := m.publish().Fenced
+	n.send(1, 2, link.Unreliable, forgedUpdate(app.box, m.w.r.Clock()+5, 4))
+	if v, _ := value(m.w, app.box, boxPos); v != 4 {
+		t.Fatalf("member box = %d, want 4 from the host of term 2", v)
+	}
+	if got := m.publish().Fenced - fenced; got != 0 {
+		t.Fatalf("Fenced grew by %d, want 0", got)
+	}
+}
