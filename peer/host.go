@@ -57,8 +57,10 @@ type hostMember struct {
 	// answered: the member has answered its sync snapshot (its corrections, if it had any, are
 	// merged), so this host holds its latest writes.
 	answered bool
-	info     PeerInfo
-	dirty    map[Entity]uint32
+	// refused: the member runs another schema table; it got a Close and is served nothing more.
+	refused bool
+	info    PeerInfo
+	dirty   map[Entity]uint32
 }
 
 func newHostRole(b roleBase) *hostRole {
@@ -144,12 +146,17 @@ func (h *hostRole) tick(now time.Time) {
 func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 	h.auth.Touch(r.idx, h.env.now())
 	hm := h.memberOf(r)
+	if hm.refused {
+		h.count.dropped.Add(1)
+		return nil
+	}
 	switch t {
 	case netmsg.TypeHello:
 		if fp := h.w.schemas.Fingerprint(); in.hello.SchemaFingerprint != fp {
 			reason := fmt.Sprintf("schema table %016x differs from the host's %016x", in.hello.SchemaFingerprint, fp)
 			h.env.send(r, link.Reliable, netmsg.AppendClose(nil, &netmsg.Close{Code: CloseSchemaMismatch, Reason: reason}))
 			h.log.Warn().Uint64("peer", uint64(r.idx)).Msg("member runs another schema table; refused: " + reason)
+			hm.refused = true
 			return nil
 		}
 		if PeerIndex(in.hello.PeerIndex) != r.idx {
