@@ -4,15 +4,19 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/concordrtc/concord/authority"
 )
 
 // PeerIndex identifies a member within one room. The server issues indices in
-// join order, starting at 1; 0 means "no member" (for example, no host).
-type PeerIndex uint64
+// join order, starting at 1; 0 means "no member" (for example, no host). It is
+// authority.PeerIndex: one vocabulary for every package of a peer.
+type PeerIndex = authority.PeerIndex
 
 // Term numbers the successive hosts of a room. It grows by one on every change
-// of host (including a change to "no host") and never goes back.
-type Term uint64
+// of host (including a change to "no host") and never goes back. It is
+// authority.Term.
+type Term = authority.Term
 
 // RoomID names a room ("group call").
 type RoomID string
