@@ -7,7 +7,7 @@
 // runner injects them (web/e2e/debug.mjs).
 
 import { Peer } from './peer.js';
-import { randomDevice } from './signaling.js';
+import { randomDevice, SignalingError } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import {
@@ -74,15 +74,26 @@ function showLobby() {
 // ---------------------------------------------------------------------------------------------
 // Game
 
-async function join(room, user) {
+/**
+ * Joins room as user. With a token (the page's ?token= parameter) the token names the user and
+ * may pin the device, so the join names neither unless the URL does: the server takes the
+ * token's user and makes up a device.
+ * @param {string} room
+ * @param {string} user
+ * @param {string} token
+ */
+async function join(room, user, token) {
   $('game').hidden = false;
   $('room-label').textContent = `room ${room}`;
   document.title = `${room} — Concord arena`;
   const game = new Game();
-  const device = sessionStorage.getItem('concord.device') || randomDevice();
-  sessionStorage.setItem('concord.device', device);
+  let device = '';
+  if (!token) {
+    device = sessionStorage.getItem('concord.device') || randomDevice();
+    sessionStorage.setItem('concord.device', device);
+  }
   const peer = new Peer({
-    room, user, device, kind: 'browser', app: game,
+    room, user, device, token, kind: 'browser', app: game,
     log: (level, msg, fields) => {
       const f = fields ? ' ' + JSON.stringify(fields) : '';
       const out = { warn: console.warn, error: console.error, debug: console.debug }[level] || console.info;
@@ -94,7 +105,13 @@ async function join(room, user) {
   try {
     await peer.run();
   } catch (err) {
-    showError(`cannot join: ${err.message}`);
+    if (err instanceof SignalingError && err.code === 'token_required') {
+      showError(`cannot join: ${err.reason}. Open this page with ?room=${room}&token=… (for a test server: concord token --room ${room} --user NAME). (${err.message})`);
+    } else if (err instanceof SignalingError) {
+      showError(`cannot join: ${err.reason} (${err.message})`);
+    } else {
+      showError(`cannot join: ${err instanceof Error ? err.message : String(err)}`);
+    }
     setConn('failed', 'chip-bad');
     return;
   }
@@ -379,8 +396,10 @@ function makeAPI(peer, game) {
 
 const room = params.get('room');
 if (room) {
-  const user = params.get('user') || localStorage.getItem('concord.user') || randomName();
-  join(room, user);
+  const token = params.get('token') || '';
+  // A token names its user: the page names one only when the URL does.
+  const user = params.get('user') || (token ? '' : localStorage.getItem('concord.user') || randomName());
+  join(room, user, token);
 } else {
   showLobby();
 }

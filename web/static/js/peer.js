@@ -41,9 +41,16 @@ export const DEFAULTS = Object.freeze({
 
 /**
  * Peer joins a room and plays the member or the host role. Options: url (signaling websocket),
- * room, user, device, kind ('browser'), token, app (the game: schemas(), hostStart(w),
- * spawnAvatar(w, info), tick(w, dtMs), rpc(w, from, type, data), onEvent?(w, ev)), log, and the
- * intervals of DEFAULTS.
+ * room, user, device, kind ('browser'), token or tokenProvider, app (the game: schemas(),
+ * hostStart(w), spawnAvatar(w, info), tick(w, dtMs), rpc(w, from, type, data), onEvent?(w, ev)),
+ * log, and the intervals of DEFAULTS.
+ *
+ * A server with a secret admits only joins with a token (an HS256 JWT naming the room: `concord
+ * token` mints one for tests). tokenProvider({room, user, device, resume}) is called for the
+ * first join and for every rejoin after a signaling outage, so that a game can fetch a fresh
+ * token from its backend; without it the fixed token is sent. A refused join rejects run() with
+ * a SignalingError whose code says why (token_required, token_expired, wrong_room, …) and whose
+ * reason says it in words; done settles with it and status().error shows it.
  */
 export class Peer {
   constructor(opts) {
@@ -82,8 +89,15 @@ export class Peer {
 
   /** Joins the room; resolves once joined (the session then runs until stop()). */
   async run() {
-    this.sig = this.signalingClient(null);
-    const j = await this.sig.connect();
+    let j;
+    try {
+      this.sig = this.signalingClient(null, await this.joinToken(null));
+      j = await this.sig.connect();
+    } catch (err) {
+      // A refused join ends the session: done and status() tell why, as run()'s rejection does.
+      this.fail(err);
+      throw err;
+    }
     this.signalingState = 'connected';
     this.resumeToken = j.resumeToken || '';
     this.w.self = j.self;

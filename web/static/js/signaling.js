@@ -18,10 +18,27 @@ export function randomDevice() {
   return 'tab-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
+/**
+ * A refused or failed join. code is the server's error code (docs/protocol.md §4: token_required,
+ * token_expired, wrong_room, …) or the client's own (network, timeout, closed, resume_ignored,
+ * token_provider); reason says it in words (see explain).
+ */
 export class SignalingError extends Error {
-  constructor(code, message) {
-    super(`signaling: ${code}: ${message}`);
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {{cause?: unknown}} [options]
+   */
+  constructor(code, message, options) {
+    super(`signaling: ${code}: ${message}`, options);
+    this.name = 'SignalingError';
+    /** @type {string} */
     this.code = code;
+  }
+
+  /** What the code means, in words (explain(code)). */
+  get reason() {
+    return explain(this.code);
   }
 
   /**
@@ -40,6 +57,39 @@ export const PERMANENT_CODES = new Set([
   'token_required', 'token_invalid', 'token_expired', 'token_mismatch', 'wrong_room',
   'unsupported_version', 'bad_message',
 ]);
+
+/** @type {Readonly<Record<string, string>>} */
+const EXPLANATIONS = Object.freeze({
+  token_required: 'a token is required to join this room',
+  token_invalid: 'the token is not valid (malformed, signed with another secret, or not valid yet)',
+  token_expired: 'the token has expired',
+  wrong_room: 'the token is for another room',
+  token_mismatch: 'the join names another user, device or kind than its token',
+  room_full: 'the room is full',
+  unsupported_version: 'the server speaks another signaling protocol version',
+  bad_message: 'the server did not understand the join',
+  rate_limited: 'too many messages: the server cut the connection',
+  replaced: 'this identity joined again elsewhere',
+  server_closing: 'the server is shutting down',
+  index_taken: 'the peer index claimed by the resume is taken',
+  resume_token_invalid: 'the resume claim is not valid',
+  resume_room_mismatch: 'the resume claim is for another room',
+  resume_ignored: 'the server did not resume this peer',
+  network: 'cannot reach the signaling server',
+  timeout: 'the signaling server did not answer in time',
+  closed: 'the signaling server closed the connection',
+  token_provider: 'the token provider failed',
+});
+
+/**
+ * Says what a signaling error code means, in words (for pages and logs); an unknown code is
+ * returned as it is.
+ * @param {string} code
+ * @returns {string}
+ */
+export function explain(code) {
+  return EXPLANATIONS[code] || code;
+}
 
 /** Redial waits (ms): the first is min, each next doubles up to max. */
 export const REDIAL = Object.freeze({ min: 100, max: 1000 });
@@ -135,10 +185,14 @@ export class SignalingClient {
       ws.onclose = (ev) => {
         this.closed = true;
         if (!settled) {
-          fail(new SignalingError('closed', ev.reason || `socket closed (${ev.code})`));
+          // A refusal's close frame carries its code as the reason (1008): keep it typed.
+          const code = ev.code === 1008 && ev.reason ? ev.reason : 'closed';
+          fail(new SignalingError(code, ev.reason || `socket closed (${ev.code})`));
           return;
         }
-        this.onEvent({ type: 'closed', code: ev.code, reason: ev.reason });
+        // Only a joined client reports its close: a refused join already rejected connect(), and
+        // a "closed" event would make its peer redial a session it never had.
+        if (this.joined) this.onEvent({ type: 'closed', code: ev.code, reason: ev.reason });
       };
     });
   }
