@@ -1,3 +1,4 @@
+// @ts-check
 // Who may write which entity of a room — a port of the Go package authority as the browser peer
 // uses it: the record codec (authority/record.go), the host's Table (authority/table.go) and a
 // peer's Fence over host messages (authority/fence.go). Like the Go package it owns no timers and

@@ -1,3 +1,4 @@
+// @ts-check
 // Concord's ADR-117 replica, exactly as the Go package crdt (the reference): the @dcl/ecs 7.x
 // wire codec, the merge rules that converge in every delivery order, the Lamport clock, and the
 // canonical export, hash and bucket digests (equal to Go's). docs/protocol.md §3 is the

@@ -1,3 +1,4 @@
+// @ts-check
 // When the inspector calls replicas diverged. Replicas of a room in play differ all the time: a
 // member's report and the host's are taken at different moments, and updates are in flight
 // between them. A difference means something only when it lasts where nothing is in flight:

@@ -1,3 +1,4 @@
+// @ts-check
 // FNV-1a 64 and the set hash Concord builds on it (docs/protocol.md §3 "State hash"). Schema
 // tables are fingerprinted with plain FNV-1a 64; the replica state hash and the bucket digests are
 // sums modulo 2⁶⁴ of element hashes, one per canonical message: fmix64(FNV-1a 64(message bytes)).

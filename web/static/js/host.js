@@ -1,3 +1,4 @@
+// @ts-check
 // The host role (peer/host.go): rebuilds authority from the replica when it takes over, syncs
 // each member with a snapshot of what its digest lacks, admits members' writes, handles lock RPCs,
 // and lets go of members that left. Re-stamping and corrections are in restamp.js, the commands
@@ -11,7 +12,7 @@ import { AuthorityTable, KIND_HOST, KIND_AVATAR, KIND_LOCK } from './authority.j
 import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH } from './world.js';
 import { CLOSE_SCHEMA_MISMATCH } from './links.js';
 import { hex16 } from './status.js';
-import { now, mixin } from './loop.js';
+import { now, mixin, mixinBase } from './loop.js';
 import { HostRestamp } from './restamp.js';
 import { HostCommands } from './hostcommands.js';
 
@@ -52,8 +53,13 @@ class HostMember {
   }
 }
 
-export class HostRole {
+/** @type {new () => HostRestamp & HostCommands} */
+const HostMethods = mixinBase();
+
+/** The host role of a Peer: created when the peer becomes host, stopped when it steps down. */
+export class HostRole extends HostMethods {
   constructor(p) {
+    super();
     this.p = p;
     this.w = p.w;
     this.mems = new Map(); // peer index → HostMember, one per member link

@@ -1,3 +1,4 @@
+// @ts-check
 // What the host sends after each step (peer/host.go flushCommands and the change sink): spawns,
 // despawns, authority transfers and RPCs as Stamp + HostCommands, membership changes, and the CRDT
 // changes TRNP cannot carry as a CrdtBatch; and which members each accepted change is owed to.
@@ -16,7 +17,10 @@ import { entryMessage } from './restamp.js';
 
 /** HostRole's command and change-sink methods. */
 export class HostCommands {
-  /** Sends the step's spawns, despawns, transfers, RPCs, membership changes and relayed CRDT messages. */
+  /**
+   * Sends the step's spawns, despawns, transfers, RPCs, membership changes and relayed CRDT messages.
+   * @this {import('./host.js').HostRole}
+   */
   flushCommands() {
     this.restamp();
     if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length + this.entered.length + this.exited.length + this.relay.length === 0) return;
@@ -55,7 +59,10 @@ export class HostCommands {
     this.clearCommands();
   }
 
-  /** Empties the queues of what the step produced (flushCommands sends them). */
+  /**
+   * Empties the queues of what the step produced (flushCommands sends them).
+   * @this {import('./host.js').HostRole}
+   */
   clearCommands() {
     this.spawns = [];
     this.despawns = [];
@@ -66,12 +73,14 @@ export class HostCommands {
     this.relay = []; // CRDT messages TRNP cannot carry
   }
 
+  /** @this {import('./host.js').HostRole} */
   touch(e) {
     this.ownStale = true;
     const n = this.changed.length;
     if (n > 0) this.changed[entityNumber(e) % n] = now();
   }
 
+  /** @this {import('./host.js').HostRole} */
   propChanged(e, prop, origin) {
     this.touch(e);
     for (const [idx, hm] of this.mems) {
@@ -79,6 +88,7 @@ export class HostCommands {
     }
   }
 
+  /** @this {import('./host.js').HostRole} */
   spawned(e, origin) {
     this.touch(e);
     if (origin === 0) {
@@ -88,6 +98,7 @@ export class HostCommands {
     this.relayEntity(e);
   }
 
+  /** @this {import('./host.js').HostRole} */
   despawned(e) {
     this.touch(e);
     this.auth.despawn(e);
@@ -95,6 +106,7 @@ export class HostCommands {
     this.despawns.push(e);
   }
 
+  /** @this {import('./host.js').HostRole} */
   authorityChanged(e, rec, origin) {
     this.touch(e);
     if (origin !== 0) {
@@ -107,11 +119,13 @@ export class HostCommands {
     this.transfers.push({ networkId: BigInt(e), newAuthorIndex: BigInt(to) });
   }
 
+  /** @this {import('./host.js').HostRole} */
   otherChanged(m) {
     this.touch(m.entity);
     this.relay.push(m.data && m.data.slice ? { ...m, data: m.data.slice() } : { ...m });
   }
 
+  /** @this {import('./host.js').HostRole} */
   relayEntity(e) {
     this.w.r.range((en) => {
       if ((en.entity >>> 0) === e) this.relay.push(entryMessage(en.entity, en.component, en.timestamp, en.data ? en.data.slice() : en.data, en.deleted));
@@ -119,6 +133,7 @@ export class HostCommands {
     });
   }
 
+  /** @this {import('./host.js').HostRole} */
   relayKey(e, c) {
     const v = this.w.r.get(e, c);
     if (v) this.relay.push(entryMessage(e, c, v.ts, v.data ? v.data.slice() : v.data, v.deleted));

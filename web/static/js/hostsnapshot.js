@@ -1,3 +1,4 @@
+// @ts-check
 // Builds a TRNP HostSnapshot from a replica and applies one into a replica, byte for byte as the
 // Go package hostsnapshot (the reference; cross-checked by testdata/hostsnapshot/vectors.json).
 //

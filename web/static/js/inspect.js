@@ -1,3 +1,4 @@
+// @ts-check
 // The room inspector (/inspect): polls /api/rooms every second and shows every room's members,
 // host and term, each member's replica report with the replicas that diverged from the host's
 // highlighted (at rest or at the same clock: divergence.js; hashes that differ while the room

@@ -1,3 +1,4 @@
+// @ts-check
 // The browser peer's links (peer/link in Go): one Remote per linked peer, made from signaling's
 // signals, the messages of each payload walked and handed to the role, and sends fragmented or
 // dropped as the channel allows. These are methods of Peer (see loop.js mixin).
@@ -45,6 +46,7 @@ export class Remote {
 
 /** Peer's link methods. */
 export class PeerLinks {
+  /** @this {import('./peer.js').Peer} */
   handleSignal(from, pl) {
     let r = this.remotes.get(from);
     const session = pl.session || 0;
@@ -63,6 +65,7 @@ export class PeerLinks {
   /**
    * Makes a link to member idx: WebRTC, or an in-page MemoryLink when this peer was made with
    * opts.memory (as offerer) or the offer asks for one (as answerer).
+   * @this {import('./peer.js').Peer}
    */
   connect(idx, session, offerer, memory = offerer && !!this.opts.memory) {
     const r = new Remote(this, idx, session);
@@ -79,6 +82,7 @@ export class PeerLinks {
     return r;
   }
 
+  /** @this {import('./peer.js').Peer} */
   linkReady(r) {
     if (this.remotes.get(r.idx) !== r) return;
     r.ready = true;
@@ -86,6 +90,7 @@ export class PeerLinks {
     if (this.member && r === this.member.hostLink) this.member.linkReady();
   }
 
+  /** @this {import('./peer.js').Peer} */
   linkClosed(r, reason) {
     if (this.remotes.get(r.idx) !== r) return;
     this.log('info', 'link closed', { remote: r.idx, reason });
@@ -94,6 +99,7 @@ export class PeerLinks {
     if (this.member && r === this.member.hostLink) this.member.hostLinkClosed();
   }
 
+  /** @this {import('./peer.js').Peer} */
   linkMessage(r, ch, bytes) {
     if (this.remotes.get(r.idx) !== r) {
       // A link this peer has let go of. A member still hears what its previous host sent before
@@ -112,7 +118,10 @@ export class PeerLinks {
     }
   }
 
-  /** Walks the messages of one payload. A thrown error ends the link. */
+  /**
+   * Walks the messages of one payload. A thrown error ends the link.
+   * @this {import('./peer.js').Peer}
+   */
   handlePayload(r, ch, payload, depth) {
     if (ch === UNRELIABLE) netmsg.checkDatagram(payload);
     let stamp = 0n;
@@ -149,12 +158,18 @@ export class PeerLinks {
     }
   }
 
-  /** Monotonic nanoseconds as a u64 BigInt (Ping send times). */
+  /**
+   * Monotonic nanoseconds as a u64 BigInt (Ping send times).
+   * @this {import('./peer.js').Peer}
+   */
   monotonic() {
     return BigInt(Math.round(now() * 1e6));
   }
 
-  /** Sends a payload to r, fragmenting a reliable payload above the message limit. */
+  /**
+   * Sends a payload to r, fragmenting a reliable payload above the message limit.
+   * @this {import('./peer.js').Peer}
+   */
   send(r, ch, payload) {
     if (!r || !r.link || !r.ready) return;
     if (ch === RELIABLE && payload.length > MAX_RELIABLE) {
@@ -167,6 +182,7 @@ export class PeerLinks {
     this.sendOne(r, ch, payload);
   }
 
+  /** @this {import('./peer.js').Peer} */
   sendOne(r, ch, b) {
     if (r.link.send(ch, b)) {
       this.count.bytesOut += b.length;
@@ -181,6 +197,7 @@ export class PeerLinks {
     return true;
   }
 
+  /** @this {import('./peer.js').Peer} */
   dropRemote(r) {
     if (this.remotes.get(r.idx) === r) {
       this.remotes.delete(r.idx);

@@ -1,3 +1,4 @@
+// @ts-check
 // The member role (peer/member.go): follows the host of the current term over one link, greets it
 // with Hello and Digest, merges its snapshots, commands, updates and CRDT batches, and sends only
 // its own writes.

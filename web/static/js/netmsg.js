@@ -1,3 +1,4 @@
+// @ts-check
 // TRNP codec: the data-channel messages of docs/protocol.md, byte for byte as the Go package netmsg
 // (the reference) writes and reads them, checked against testdata/netmsg/*.json.
 //

@@ -1,3 +1,4 @@
+// @ts-check
 // The arena page: pick or name a room, join it, draw the world, move with the keyboard, grab boxes
 // with the mouse, and show the session's state. When this tab is the host it runs the arena's host
 // logic and Go bots follow it.

@@ -1,3 +1,4 @@
+// @ts-check
 // A participant of a room — a port of the Go package peer: a signaling client, links to other
 // members, and the host or member role over a World. The session protocol is docs/protocol.md §5;
 // the modules follow the Go code step by step so that a browser and Go peers can be each other's
@@ -11,7 +12,7 @@
 import { REDIAL } from './signaling.js';
 import { World, Ev, nopSink, FIRST_SYSTEM_RPC } from './world.js';
 import { Fence } from './authority.js';
-import { now, mixin } from './loop.js';
+import { now, mixin, mixinBase } from './loop.js';
 import { PeerLinks } from './links.js';
 import { PeerUpdates } from './updates.js';
 import { PeerResume } from './resume.js';
@@ -39,6 +40,9 @@ export const DEFAULTS = Object.freeze({
   resumeSettleMs: 3000,
 });
 
+/** @type {new () => PeerLinks & PeerUpdates & PeerResume & PeerStatus} */
+const PeerMethods = mixinBase();
+
 /**
  * Peer joins a room and plays the member or the host role. Options: url (signaling websocket),
  * room, user, device, kind ('browser'), token or tokenProvider, app (the game: schemas(),
@@ -52,8 +56,9 @@ export const DEFAULTS = Object.freeze({
  * a SignalingError whose code says why (token_required, token_expired, wrong_room, …) and whose
  * reason says it in words; done settles with it and status().error shows it.
  */
-export class Peer {
+export class Peer extends PeerMethods {
   constructor(opts) {
+    super();
     this.opts = { ...DEFAULTS, ...opts };
     this.app = opts.app;
     this.log = opts.log || ((level, msg, fields) => console[{ warn: 'warn', error: 'error', debug: 'debug' }[level] || 'log'](`concord: ${msg}`, fields || ''));

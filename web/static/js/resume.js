@@ -1,3 +1,4 @@
+// @ts-check
 // Signaling outage and resume (peer/resume.go; docs/protocol.md §5 "Session: signaling outage and
 // resume"): the links stay up while the peer redials signaling with the claim of its index, term
 // and host, then reconciles with what the server says. These are methods of Peer (see loop.js).
@@ -12,6 +13,7 @@ export class PeerResume {
    * with code 'token_provider' (a redial tries again).
    * @param {import('./signaling.js').ResumeClaim | null} resume
    * @returns {Promise<string>}
+   * @this {import('./peer.js').Peer}
    */
   async joinToken(resume) {
     const provide = this.opts.tokenProvider;
@@ -26,7 +28,10 @@ export class PeerResume {
     return token;
   }
 
-  /** A signaling client for this peer, with a resume claim or none, joining with token. */
+  /**
+   * A signaling client for this peer, with a resume claim or none, joining with token.
+   * @this {import('./peer.js').Peer}
+   */
   signalingClient(resume, token) {
     const c = new SignalingClient({
       url: this.opts.url, room: this.opts.room, user: this.opts.user, device: this.opts.device,
@@ -40,6 +45,7 @@ export class PeerResume {
   /**
    * Redials signaling after an unexpected close, with the resume claim of this peer's index, term
    * and host, until it resumes, the server refuses for good, or the peer stops.
+   * @this {import('./peer.js').Peer}
    */
   async redial() {
     const w = this.w;
@@ -76,7 +82,10 @@ export class PeerResume {
     }
   }
 
-  /** Takes a resumed signaling client and reconciles with what the server says. */
+  /**
+   * Takes a resumed signaling client and reconciles with what the server says.
+   * @this {import('./peer.js').Peer}
+   */
   adopt(c, j, attempts) {
     if (j.self !== this.w.self) {
       c.close();

@@ -1,3 +1,4 @@
+// @ts-check
 // One WebRTC link to another member: an RTCPeerConnection with Concord's two pre-negotiated data
 // channels (id 0 reliable+ordered, id 1 unordered with maxRetransmits 0), set up through signaling.
 //

@@ -1,3 +1,4 @@
+// @ts-check
 // Schemas give TRNP's schemaId its meaning, exactly as the Go package crdt/schema: a schema is an
 // ordered list of properties, each stored as one CRDT component with a stable id. Values travel in
 // update data as the properties named by a bitmask, in property order: a fixed-size property as

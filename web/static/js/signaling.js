@@ -1,3 +1,4 @@
+// @ts-check
 // Websocket client of Concord's signaling protocol (docs/protocol.md §4).
 //
 // A SignalingClient joins one room and turns the server's messages into calls of onEvent. It

@@ -1,3 +1,4 @@
+// @ts-check
 // What a peer tells about itself (peer/status.go): the status the page and tools read, and the
 // replica report it sends signaling every reportMs. These are methods of Peer (see loop.js mixin).
 
@@ -8,6 +9,7 @@ export function hex16(h) {
 
 /** Peer's status methods. */
 export class PeerStatus {
+  /** @this {import('./peer.js').Peer} */
   report() {
     const st = this.status();
     if (this.sig && !this.sig.closed) {
@@ -16,7 +18,10 @@ export class PeerStatus {
     if (this.member) this.member.ping();
   }
 
-  /** A summary of the peer for the page and tools. */
+  /**
+   * A summary of the peer for the page and tools.
+   * @this {import('./peer.js').Peer}
+   */
   status() {
     const w = this.w;
     let rtt = 0;

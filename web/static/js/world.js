@@ -1,3 +1,4 @@
+// @ts-check
 // The replicated world as one peer sees it — a port of peer/world.go: the ADR-117 replica (crdt.js)
 // and the index its schemas give it (live entities, their schema, creation data and authority).
 //
