@@ -25,7 +25,16 @@ export const LOCK_TIMEOUT_MS = 3000;
 /** The most locks one peer may hold (authority.Config's default). */
 export const MAX_LOCKS_PER_PEER = 16;
 
-/** The record of every host-owned entity. */
+/**
+ * Who may write an entity: kind (KIND_HOST, KIND_AVATAR or KIND_LOCK) and, but for the host,
+ * the peer index that holds it.
+ * @typedef {{kind: number, peer: number}} AuthorityRecord
+ */
+
+/**
+ * The record of every host-owned entity.
+ * @type {Readonly<AuthorityRecord>}
+ */
 export const HOST_RECORD = Object.freeze({ kind: KIND_HOST, peer: 0 });
 
 /**

@@ -13,6 +13,17 @@
 import { ProtocolError } from './netmsg.js';
 import { elementHashAdd, u64Add, u64Array, u64IsZero, u64Sub, u64Value } from './fnv.js';
 
+/**
+ * One ADR-117 message (see the file comment). networkId is set only for the network variants.
+ * @typedef {object} Message
+ * @property {number} type a MessageType (or an unknown type, kept as it is)
+ * @property {number} entity
+ * @property {number} component
+ * @property {number} timestamp
+ * @property {number} [networkId]
+ * @property {Uint8Array | null} data
+ */
+
 /** ADR-117 message types as @dcl/ecs 7.x numbers them. */
 export const MessageType = Object.freeze({
   PutComponent: 1,

@@ -14,6 +14,11 @@ import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, avatarName, u32
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { DivergenceTracker, Verdict } from './divergence.js';
 
+/**
+ * The page's element with id (any: the page knows which kind of element each id is).
+ * @param {string} id
+ * @returns {any}
+ */
 const $ = (id) => document.getElementById(id);
 const HISTORY = 60;
 const history = new Map(); // room/peerIndex → [{t, clock}]

@@ -17,7 +17,7 @@ export const CLOSE_SCHEMA_MISMATCH = 1;
  * it names this peer's table and, in what the host said, the host's.
  */
 export function schemaMismatch(ours, host, said) {
-  const err = new Error(`peer: schema table differs from the host's: this peer runs schema table ${hex16(ours)}; the host (peer ${host}) ${said}`);
+  const err = /** @type {Error & {code: string}} */ (new Error(`peer: schema table differs from the host's: this peer runs schema table ${hex16(ours)}; the host (peer ${host}) ${said}`));
   err.code = 'schema_mismatch';
   return err;
 }
@@ -67,7 +67,8 @@ export class PeerLinks {
    * opts.memory (as offerer) or the offer asks for one (as answerer).
    * @this {import('./peer.js').Peer}
    */
-  connect(idx, session, offerer, memory = offerer && !!this.opts.memory) {
+  connect(idx, session, offerer, memory = undefined) {
+    if (memory === undefined) memory = offerer && !!this.opts.memory;
     const r = new Remote(this, idx, session);
     r.term = this.w.term;
     const LinkClass = memory ? MemoryLink : Link;

@@ -16,6 +16,11 @@ import {
   AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, u32, avatarName,
 } from './arena.js';
 
+/**
+ * The page's element with id (any: the page knows which kind of element each id is).
+ * @param {string} id
+ * @returns {any}
+ */
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 
@@ -101,7 +106,7 @@ async function join(room, user, token) {
       out(`concord: ${msg}${f}`);
     },
   });
-  window.concord = makeAPI(peer, game);
+  /** @type {any} */ (window).concord = makeAPI(peer, game);
   setConn('connecting', 'chip-warn');
   try {
     await peer.run();

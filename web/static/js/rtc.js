@@ -18,6 +18,19 @@ export const RELIABLE_HIGH_WATER = 1024 * 1024;
 const MAX_PENDING_CANDIDATES = 64;
 
 /**
+ * What a link is made with: the remote's peer index, the signaling session, whether this end
+ * offers, and its callbacks.
+ * @typedef {object} LinkOptions
+ * @property {number} remote
+ * @property {number} session
+ * @property {boolean} offerer
+ * @property {(payload: import('./signaling.js').SignalPayload) => void} signal
+ * @property {(ch: number, bytes: Uint8Array) => void} onMessage
+ * @property {() => void} [onReady]
+ * @property {(reason: string) => void} [onClose]
+ */
+
+/**
  * Link is one peer connection. Callbacks:
  *   signal(payload)        send a SignalPayload to the remote end through signaling;
  *   onMessage(ch, bytes)   a payload arrived on channel ch (Uint8Array);
@@ -25,6 +38,7 @@ const MAX_PENDING_CANDIDATES = 64;
  *   onClose(reason)        the link is dead (called once).
  */
 export class Link {
+  /** @param {LinkOptions} opts */
   constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
     this.remote = remote;
     this.session = session;
@@ -205,8 +219,15 @@ export function isMemoryOffer(p) {
 
 /** MemoryLink has Link's interface; both channels deliver in order, asynchronously, copying. */
 export class MemoryLink {
+  /** @param {LinkOptions} opts */
   constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
-    Object.assign(this, { remote, session, offerer, signalOut: signal, onMessage, onReady, onClose });
+    this.remote = remote;
+    this.session = session;
+    this.offerer = offerer;
+    this.signalOut = signal;
+    this.onMessage = onMessage;
+    this.onReady = onReady;
+    this.onClose = onClose;
     this.ready = false;
     this.dead = false;
     this.other = null;

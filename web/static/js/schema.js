@@ -120,13 +120,28 @@ export class Schema {
    * Returns the wire form of value v of property i (a u16 length first for a variable property),
    * appended to dst when given: appendValue(i, v) or appendValue(dst, i, v) (Go's form). The
    * caller has checked v with checkValue.
-   * @param {Uint8Array|null|number} dst
-   * @param {number|Uint8Array} i
-   * @param {Uint8Array} [v]
+   * @overload
+   * @param {number} i
+   * @param {Uint8Array} v
    * @returns {Uint8Array}
    */
-  appendValue(dst, i, v) {
-    if (typeof dst === 'number') return this.appendValue(null, dst, i);
+  /**
+   * @overload
+   * @param {Uint8Array | null} dst
+   * @param {number} i
+   * @param {Uint8Array} v
+   * @returns {Uint8Array}
+   */
+  /**
+   * @param {Uint8Array|null|number} dst
+   * @param {number|Uint8Array} iv
+   * @param {Uint8Array} [vv]
+   * @returns {Uint8Array}
+   */
+  appendValue(dst, iv, vv) {
+    if (typeof dst === 'number') return this.appendValue(null, dst, /** @type {Uint8Array} */ (iv));
+    const i = /** @type {number} */ (iv);
+    const v = /** @type {Uint8Array} */ (vv);
     const d = dst ?? new Uint8Array(0);
     const out = new Uint8Array(d.length + this.valueSize(i, v));
     out.set(d);
@@ -148,6 +163,7 @@ export class Schema {
    * @returns {Uint8Array}
    */
   encodeValues(mask, value) {
+    /** @type {[number, Uint8Array][]} */
     const vals = [];
     let size = 0;
     for (let i = 0; i < this.properties.length; i++) {
@@ -289,15 +305,29 @@ export class SchemaTable {
 /**
  * Returns the value of the meta component, schema id (u32 LE) then creation data, appended to dst
  * when given: appendMeta(id, creation) or appendMeta(dst, id, creation) (Go's form).
- * @param {Uint8Array|null|number} dst
- * @param {number|Uint8Array} id
- * @param {Uint8Array} [creation]
+ * @overload
+ * @param {number} id
+ * @param {Uint8Array | null} [creation]
  * @returns {Uint8Array}
  */
-export function appendMeta(dst, id, creation) {
-  if (typeof dst === 'number') return appendMeta(null, dst, id);
+/**
+ * @overload
+ * @param {Uint8Array | null} dst
+ * @param {number} id
+ * @param {Uint8Array | null} [creation]
+ * @returns {Uint8Array}
+ */
+/**
+ * @param {Uint8Array|null|number} dst
+ * @param {number|Uint8Array|null} [idc]
+ * @param {Uint8Array|null} [cc]
+ * @returns {Uint8Array}
+ */
+export function appendMeta(dst, idc, cc) {
+  if (typeof dst === 'number') return appendMeta(null, dst, /** @type {Uint8Array | null} */ (idc));
+  const id = /** @type {number} */ (idc);
   const d = dst ?? new Uint8Array(0);
-  const c = creation ?? new Uint8Array(0);
+  const c = cc ?? new Uint8Array(0);
   const out = new Uint8Array(d.length + 4 + c.length);
   out.set(d);
   new DataView(out.buffer).setUint32(d.length, id, true);

@@ -109,6 +109,50 @@ export function nextRedialDelay(delay, max = REDIAL.max) {
 }
 
 /**
+ * A member's claim to the peer index it held before it lost signaling (docs/protocol.md §5).
+ * token is the resumeToken of its last `joined` message.
+ * @typedef {object} ResumeClaim
+ * @property {number} peerIndex
+ * @property {number} term
+ * @property {number} host
+ * @property {boolean} synced
+ * @property {string} [room]
+ * @property {string} [token]
+ */
+
+/**
+ * A WebRTC signal relayed through signaling: an SDP offer or answer, or an ICE candidate.
+ * @typedef {object} SignalPayload
+ * @property {'offer' | 'answer' | 'candidate'} kind
+ * @property {string} [sdp]
+ * @property {{candidate: string, sdpMid?: string | null, sdpMLineIndex?: number | null, usernameFragment?: string | null}} [candidate]
+ * @property {number} [session]
+ */
+
+/**
+ * A server message after `joined` ({type: 'member-joined' | 'member-left' | 'member-synced' |
+ * 'host' | 'signal' | 'error', …}, docs/protocol.md §4), or the client's own {type: 'closed',
+ * code, reason} when the socket of a joined client closes.
+ * @typedef {{type: string, [field: string]: any}} SignalingEvent
+ */
+
+/**
+ * What a SignalingClient joins with. url defaults to defaultURL(), device to randomDevice() (an
+ * empty device lets the server choose one), kind to 'browser'. token is the join token a server
+ * with a secret requires. WebSocketImpl replaces the global WebSocket (tests, Node).
+ * @typedef {object} SignalingOptions
+ * @property {string} [url]
+ * @property {string} room
+ * @property {string} [user]
+ * @property {string} [device]
+ * @property {'browser' | 'bot' | 'host'} [kind]
+ * @property {string} [token]
+ * @property {ResumeClaim | null} [resume]
+ * @property {(ev: SignalingEvent) => void} [onEvent]
+ * @property {typeof WebSocket} [WebSocketImpl]
+ */
+
+/**
  * SignalingClient is one member's websocket to the signaling server.
  *
  * onEvent receives every server message after `joined` as the parsed JSON object
@@ -120,14 +164,17 @@ export class SignalingClient {
    * resume, if set, is the claim {peerIndex, term, host, synced, room, token} of a member that
    * lost its connection: connect() then rejects unless the server gives peerIndex back.
    * WebSocketImpl replaces the browser's WebSocket (tests).
+   * @param {SignalingOptions} opts
    */
   constructor({ url = defaultURL(), room, user, device = randomDevice(), kind = 'browser', token = '', resume = null, onEvent = () => {}, WebSocketImpl = globalThis.WebSocket }) {
     this.url = url;
     this.join = { room, user, device, kind, token, resume };
     this.WebSocket = WebSocketImpl;
     this.onEvent = onEvent;
+    /** @type {WebSocket | null} */
     this.ws = null;
-    this.joined = null; // the `joined` message
+    /** @type {SignalingEvent | null} the `joined` message */
+    this.joined = null;
     this.closed = false;
     this.sentBytes = 0;
     this.recvBytes = 0;

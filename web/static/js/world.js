@@ -25,9 +25,16 @@ export const Ev = Object.freeze({
   Migrating: 'migrating', Synced: 'synced',
 });
 
+/** A write the world refuses (code: no_authority, not_host, unknown_entity, …). */
 export class WorldError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   */
   constructor(code, message) {
     super(message);
+    this.name = 'WorldError';
+    /** @type {string} */
     this.code = code;
   }
 }
@@ -38,7 +45,21 @@ function bytesEqual(a, b) {
   return true;
 }
 
-/** A sink that ignores every change (a peer with no role yet). */
+/**
+ * Where a World reports every change it accepts (the host or member role turns them into
+ * traffic). origin is the peer index a change came from, 0 for a local write.
+ * @typedef {object} ChangeSink
+ * @property {(e: number, prop: number, origin: number) => void} propChanged
+ * @property {(e: number, origin: number) => void} spawned
+ * @property {(e: number, origin: number) => void} despawned
+ * @property {(e: number, rec: import('./authority.js').AuthorityRecord, origin: number) => void} authorityChanged
+ * @property {(m: import('./crdt.js').Message, origin: number) => void} otherChanged
+ */
+
+/**
+ * A sink that ignores every change (a peer with no role yet).
+ * @type {Readonly<ChangeSink>}
+ */
 export const nopSink = Object.freeze({
   propChanged() {}, spawned() {}, despawned() {}, authorityChanged() {}, otherChanged() {},
 });
@@ -59,6 +80,7 @@ export class World {
     this.byNumber = new Map(); // number → entity
     this.stamp = 0; // the open batch's timestamp, 0 when none is open
     this.next = FIRST_SPAWN_NUMBER;
+    /** @type {ChangeSink} */
     this.sink = nopSink;
     this.events = [];
     this.peer = null; // set by the Peer: RPCs and locks go through it
