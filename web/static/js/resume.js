@@ -31,6 +31,9 @@ export class PeerResume {
   /**
    * A signaling client for this peer, with a resume claim or none, joining with token.
    * @this {import('./peer.js').Peer}
+   * @param {import('./signaling.js').ResumeClaim | null} resume
+   * @param {string} token
+   * @returns {SignalingClient}
    */
   signalingClient(resume, token) {
     const c = new SignalingClient({
@@ -49,6 +52,9 @@ export class PeerResume {
    */
   async redial() {
     const w = this.w;
+    /**
+     * @type {import('./signaling.js').ResumeClaim}
+     */
     const claim = {
       peerIndex: w.self, term: w.term, host: w.host, synced: this.held, room: this.opts.room,
     };
@@ -85,6 +91,9 @@ export class PeerResume {
   /**
    * Takes a resumed signaling client and reconciles with what the server says.
    * @this {import('./peer.js').Peer}
+   * @param {SignalingClient} c
+   * @param {import('./signaling.js').SignalingEvent} j
+   * @param {number} attempts
    */
   adopt(c, j, attempts) {
     if (j.self !== this.w.self) {

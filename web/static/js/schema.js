@@ -36,8 +36,12 @@ export class SchemaError extends Error {
   }
 }
 
+/**
+ * @param {unknown} v
+ * @returns {v is number}
+ */
 function isU32(v) {
-  return Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
 }
 
 /**
@@ -45,9 +49,21 @@ function isU32(v) {
  * ErrTrailingData): codes mask_out_of_range, value_size, short_data, trailing_data. The update
  * is well framed but does not fit its schema: drop it, do not close the peer.
  */
+/**
+ * @param {string} code
+ * @param {number} offset
+ * @param {string} detail
+ */
 function valueError(code, offset, detail) {
   return new ProtocolError(code, offset, `schema: ${code}: ${detail}`);
 }
+
+/**
+ * How a game declares a schema: an id (u32), a name, and its properties, each stored in its own
+ * component (≥ FIRST_APP_COMPONENT) with a fixed size in bytes (1..MAX_VALUE_SIZE) or 0 for a
+ * variable one (at most MAX_VALUE_SIZE bytes).
+ * @typedef {{id: number, name?: string, properties: {name?: string, component: number, size?: number}[]}} SchemaSpec
+ */
 
 /**
  * One schema: {id, name, properties: [{name, component, size}]}, size 0 meaning variable.
@@ -55,7 +71,7 @@ function valueError(code, offset, detail) {
  */
 export class Schema {
 
-  /** @param {{id: number, name?: string, properties: {name?: string, component: number, size?: number}[]}} s */
+  /** @param {SchemaSpec} s */
   constructor(s) {
     /** @type {number} */
     this.id = s.id;
@@ -204,6 +220,11 @@ export class Schema {
     this.#walk(data, mask, fn);
   }
 
+  /**
+   * @param {Uint8Array} data
+   * @param {number} mask
+   * @param {((i: number, v: Uint8Array) => void) | null} fn
+   */
   #walk(data, mask, fn) {
     let off = 0;
     for (let i = 0; i < this.properties.length; i++) {
@@ -235,7 +256,7 @@ export class SchemaTable {
   /** @type {Map<number, Schema>} */
   #schemas;
 
-  /** @param {{id: number, name?: string, properties: {name?: string, component: number, size?: number}[]}[]} schemas */
+  /** @param {SchemaSpec[]} schemas */
   constructor(schemas = []) {
     /** @type {Map<number, Schema>} */
     this.#schemas = new Map();

@@ -6,13 +6,20 @@
 
 const VERSION = 1;
 
-/** The URL of the signaling endpoint served next to the page. */
+/**
+ * The URL of the signaling endpoint served next to the page.
+ * @param {{protocol: string, host: string}} [loc]
+ * @returns {string}
+ */
 export function defaultURL(loc = window.location) {
   const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
   return `${scheme}//${loc.host}/ws`;
 }
 
-/** A random per-tab device id, so two tabs of one user are two members. */
+/**
+ * A random per-tab device id, so two tabs of one user are two members.
+ * @returns {string}
+ */
 export function randomDevice() {
   const b = new Uint8Array(4);
   crypto.getRandomValues(b);
@@ -52,7 +59,10 @@ export class SignalingError extends Error {
   }
 }
 
-/** Error codes after which a redial cannot succeed. 'resume_ignored' is the client's own. */
+/**
+ * Error codes after which a redial cannot succeed. 'resume_ignored' is the client's own.
+ * @type {ReadonlySet<string>}
+ */
 export const PERMANENT_CODES = new Set([
   'index_taken', 'resume_token_invalid', 'resume_room_mismatch', 'resume_ignored',
   'token_required', 'token_invalid', 'token_expired', 'token_mismatch', 'wrong_room',
@@ -98,12 +108,20 @@ export const REDIAL = Object.freeze({ min: 100, max: 1000 });
 /**
  * The wait before a redial: between half of delay and all of it (jitter, so that peers that lost
  * the server together do not come back in lockstep). random() is in [0, 1).
+ * @param {number} delay
+ * @param {() => number} [random]
+ * @returns {number}
  */
 export function redialWait(delay, random = Math.random) {
   return Math.floor(delay / 2 + random() * (delay / 2 + 1));
 }
 
-/** The delay after a failed redial: doubled, at most max. */
+/**
+ * The delay after a failed redial: doubled, at most max.
+ * @param {number} delay
+ * @param {number} [max]
+ * @returns {number}
+ */
 export function nextRedialDelay(delay, max = REDIAL.max) {
   return Math.min(2 * delay, max);
 }
@@ -180,13 +198,18 @@ export class SignalingClient {
     this.recvBytes = 0;
   }
 
-  /** Opens the socket and joins; resolves with the `joined` message or rejects with a SignalingError. */
+  /**
+   * Opens the socket and joins; resolves with the `joined` message or rejects with a SignalingError.
+   * @param {number} [timeoutMs]
+   * @returns {Promise<SignalingEvent>}
+   */
   connect(timeoutMs = 5000) {
     return new Promise((resolve, reject) => {
       const ws = new this.WebSocket(this.url);
       this.ws = ws;
       let settled = false;
       const timer = setTimeout(() => fail(new SignalingError('timeout', 'no joined message in time')), timeoutMs);
+      /** @param {SignalingError} err */
       const fail = (err) => {
         if (settled) return;
         settled = true;
@@ -195,6 +218,7 @@ export class SignalingClient {
         reject(err);
       };
       ws.onopen = () => {
+        /** @type {Record<string, unknown>} */
         const j = { v: VERSION, type: 'join', room: this.join.room, user: this.join.user, kind: this.join.kind };
         if (this.join.device) j.device = this.join.device;
         if (this.join.token) j.token = this.join.token;
@@ -245,6 +269,11 @@ export class SignalingClient {
     });
   }
 
+  /**
+   * Sends obj as one JSON message; false when the socket is not open.
+   * @param {object} obj
+   * @returns {boolean}
+   */
   sendJSON(obj) {
     if (!this.ws || this.ws.readyState !== this.WebSocket.OPEN) return false;
     const s = JSON.stringify(obj);
@@ -257,11 +286,16 @@ export class SignalingClient {
    * Relays a WebRTC signal to member `to`. payload is a SignalPayload:
    * {kind: 'offer'|'answer', sdp, session} or {kind: 'candidate', candidate: {candidate, sdpMid,
    * sdpMLineIndex, usernameFragment}, session}.
+   * @param {number} to
+   * @param {SignalPayload} payload
+   * @returns {boolean}
    */
   signal(to, payload) {
+    /** @type {SignalPayload} */
     const p = { kind: payload.kind };
     if (payload.sdp) p.sdp = payload.sdp;
     if (payload.candidate) {
+      /** @type {NonNullable<SignalPayload['candidate']>} */
       const c = { candidate: payload.candidate.candidate || '' };
       if (payload.candidate.sdpMid != null) c.sdpMid = payload.candidate.sdpMid;
       if (payload.candidate.sdpMLineIndex != null) c.sdpMLineIndex = payload.candidate.sdpMLineIndex;
@@ -272,12 +306,19 @@ export class SignalingClient {
     return this.sendJSON({ v: VERSION, type: 'signal', to, payload: p });
   }
 
-  /** Tells the server that this member has applied the host's snapshot. */
+  /**
+   * Tells the server that this member has applied the host's snapshot.
+   * @returns {boolean}
+   */
   synced() {
     return this.sendJSON({ v: VERSION, type: 'synced' });
   }
 
-  /** Reports the replica summary: {term, clock, entities, hash (16 hex digits)}. */
+  /**
+   * Reports the replica summary: {term, clock, entities, hash (16 hex digits)}.
+   * @param {{term: number, clock: number, entities: number, hash: string}} replica
+   * @returns {boolean}
+   */
   report(replica) {
     return this.sendJSON({ v: VERSION, type: 'report', replica });
   }
