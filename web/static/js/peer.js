@@ -133,15 +133,18 @@ export class Peer extends PeerMethods {
     this.w = new World(this.app.schemas());
     this.w.peer = this;
     this.sig = null;
-    this.members = new Map(); // peer index → signaling member
-    this.remotes = new Map(); // host: one per member; member: the host
+    /** @type {Map<number, SignalingEvent>} peer index → signaling's member record */
+    this.members = new Map();
+    /** @type {Map<number, import('./links.js').Remote>} host: one per member; member: the host */
+    this.remotes = new Map();
     this.session = 0;
     this.host = null;
     this.member = null;
     this.depth = 0;
     /** @type {ReturnType<typeof setInterval>[]} */
     this.timers = [];
-    this.pending = new Set(); // after()'s timeouts, cleared by stop()
+    /** @type {Set<ReturnType<typeof setTimeout>>} after()'s timeouts, cleared by stop() */
+    this.pending = new Set();
     this.stopped = false;
     this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, fenced: 0, dropped: 0 };
     this.signalingState = 'connecting';
