@@ -30,14 +30,8 @@ const MAX_PENDING_CANDIDATES = 64;
  * @property {(reason: string) => void} [onClose]
  */
 
-/**
- * Link is one peer connection. Callbacks:
- *   signal(payload)        send a SignalPayload to the remote end through signaling;
- *   onMessage(ch, bytes)   a payload arrived on channel ch (Uint8Array);
- *   onReady()              both channels are open;
- *   onClose(reason)        the link is dead (called once).
- */
-export class Link {
+/** What both kinds of link hold: the remote end, the session, the callbacks and the byte counts. */
+class LinkEnd {
   /** @param {LinkOptions} opts */
   constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
     this.remote = remote;
@@ -51,6 +45,20 @@ export class Link {
     this.dead = false;
     this.bytesIn = 0;
     this.bytesOut = 0;
+  }
+}
+
+/**
+ * Link is one peer connection. Callbacks:
+ *   signal(payload)        send a SignalPayload to the remote end through signaling;
+ *   onMessage(ch, bytes)   a payload arrived on channel ch (Uint8Array);
+ *   onReady()              both channels are open;
+ *   onClose(reason)        the link is dead (called once).
+ */
+export class Link extends LinkEnd {
+  /** @param {LinkOptions} opts */
+  constructor(opts) {
+    super(opts);
     this.dropped = 0;
     this.remoteSet = false;
     this.pending = [];
@@ -91,7 +99,7 @@ export class Link {
       const s = pc.connectionState;
       if (s === 'failed' || s === 'closed' || s === 'disconnected') this.fail(`peer connection ${s}`);
     };
-    if (offerer) {
+    if (this.offerer) {
       this.chain = this.chain.then(async () => {
         const offer = await pc.createOffer();
         await pc.setLocalDescription(offer);
@@ -218,21 +226,13 @@ export function isMemoryOffer(p) {
 }
 
 /** MemoryLink has Link's interface; both channels deliver in order, asynchronously, copying. */
-export class MemoryLink {
+export class MemoryLink extends LinkEnd {
   /** @param {LinkOptions} opts */
-  constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
-    this.remote = remote;
-    this.session = session;
-    this.offerer = offerer;
-    this.signalOut = signal;
-    this.onMessage = onMessage;
-    this.onReady = onReady;
-    this.onClose = onClose;
-    this.ready = false;
-    this.dead = false;
+  constructor(opts) {
+    super(opts);
+    /** @type {MemoryLink | null} */
     this.other = null;
-    this.bytesIn = 0;
-    this.bytesOut = 0;
+    const { offerer, session } = opts;
     if (offerer) {
       this.token = `memory:${++memoryNext}`;
       memoryOffers.set(this.token, this);
