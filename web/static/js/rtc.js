@@ -61,6 +61,7 @@ export class Link extends LinkEnd {
     super(opts);
     this.dropped = 0;
     this.remoteSet = false;
+    /** @type {RTCIceCandidateInit[]} candidates that came before the remote description */
     this.pending = [];
     this.chain = Promise.resolve(); // serializes signal handling (setRemoteDescription is async)
 
@@ -108,12 +109,18 @@ export class Link extends LinkEnd {
     }
   }
 
-  /** Consumes a SignalPayload from the remote end. */
+  /**
+   * Consumes a SignalPayload from the remote end.
+   * @param {import('./signaling.js').SignalPayload} p
+   */
   handleSignal(p) {
     this.chain = this.chain.then(() => this.applySignal(p)).catch((err) => this.fail(`signal ${p.kind}: ${err}`));
     return this.chain;
   }
 
+  /**
+   * @param {import('./signaling.js').SignalPayload} p
+   */
   async applySignal(p) {
     if (this.dead) return;
     const pc = this.pc;
@@ -157,6 +164,8 @@ export class Link extends LinkEnd {
    * Sends one payload on channel ch. Returns false when it was not sent: an unreliable payload
    * dropped over the buffer threshold or before the channel opened, or a dead link. A reliable
    * channel over its high-water mark closes the link (the remote cannot keep up).
+   * @param {number} ch
+   * @param {Uint8Array} bytes
    */
   send(ch, bytes) {
     if (this.dead) return false;
@@ -174,7 +183,7 @@ export class Link extends LinkEnd {
       return false;
     }
     try {
-      dc.send(bytes);
+      dc.send(/** @type {Uint8Array<ArrayBuffer>} */ (bytes));
     } catch (err) {
       this.fail(`send: ${err}`);
       return false;
@@ -183,6 +192,9 @@ export class Link extends LinkEnd {
     return true;
   }
 
+  /**
+   * @param {string} reason
+   */
   fail(reason) {
     if (this.dead) return;
     this.dead = true;
@@ -220,7 +232,10 @@ export class Link extends LinkEnd {
 const memoryOffers = new Map(); // token → offering MemoryLink
 let memoryNext = 0;
 
-/** Reports whether a signal payload sets up an in-page link. */
+/**
+ * Reports whether a signal payload sets up an in-page link.
+ * @param {import('./signaling.js').SignalPayload} p
+ */
 export function isMemoryOffer(p) {
   return p.kind === 'offer' && typeof p.sdp === 'string' && p.sdp.startsWith('memory:');
 }
@@ -240,6 +255,9 @@ export class MemoryLink extends LinkEnd {
     }
   }
 
+  /**
+   * @param {import('./signaling.js').SignalPayload} p
+   */
   handleSignal(p) {
     if (this.dead) return Promise.resolve();
     if (p.kind === 'offer' && !this.offerer) {
@@ -263,6 +281,10 @@ export class MemoryLink extends LinkEnd {
     this.onReady();
   }
 
+  /**
+   * @param {number} ch
+   * @param {Uint8Array} bytes
+   */
   send(ch, bytes) {
     if (this.dead || !this.ready || !this.other) return false;
     const copy = bytes.slice();
@@ -276,6 +298,9 @@ export class MemoryLink extends LinkEnd {
     return true;
   }
 
+  /**
+   * @param {string} reason
+   */
   fail(reason) {
     if (this.dead) return;
     this.close();
