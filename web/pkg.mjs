@@ -25,7 +25,7 @@ const TSC = path.join(WEB, 'node_modules', 'typescript', 'bin', 'tsc');
 /** The modules whose exported API must have no implicit any (the main entry and what it re-exports). */
 export const PUBLIC_MODULES = [
   'index.js', 'peer.js', 'world.js', 'signaling.js', 'schema.js', 'status.js', 'resume.js',
-  'authority.js', 'fnv.js', 'rtc.js', 'divergence.js', 'arena.js', 'netmsg.js',
+  'authority.js', 'fnv.js', 'rtc.js', 'divergence.js', 'arena.js', 'netmsg.js', 'crdt.js', 'hostsnapshot.js',
 ];
 
 /** Files of web/static/js that are pages' scripts, not part of the package. */
