@@ -15,6 +15,9 @@ export const CLOSE_SCHEMA_MISMATCH = 1;
 /**
  * The error that ends a member whose schema table is not the host's (peer.ErrSchemaMismatch):
  * it names this peer's table and, in what the host said, the host's.
+ * @param {bigint} ours
+ * @param {number} host
+ * @param {string} said
  */
 export function schemaMismatch(ours, host, said) {
   const err = /** @type {Error & {code: string}} */ (new Error(`peer: schema table differs from the host's: this peer runs schema table ${hex16(ours)}; the host (peer ${host}) ${said}`));
@@ -24,6 +27,11 @@ export function schemaMismatch(ours, host, said) {
 
 /** One link to another peer (the host keeps what it knows of the member at its end: HostMember). */
 export class Remote {
+  /**
+   * @param {import('./peer.js').Peer} peer
+   * @param {number} idx
+   * @param {number} session
+   */
   constructor(peer, idx, session) {
     this.p = peer;
     this.idx = idx;
@@ -46,7 +54,11 @@ export class Remote {
 
 /** Peer's link methods. */
 export class PeerLinks {
-  /** @this {import('./peer.js').Peer} */
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {number} from
+   * @param {import('./signaling.js').SignalPayload} pl
+   */
   handleSignal(from, pl) {
     let r = this.remotes.get(from);
     const session = pl.session || 0;
@@ -66,6 +78,10 @@ export class PeerLinks {
    * Makes a link to member idx: WebRTC, or an in-page MemoryLink when this peer was made with
    * opts.memory (as offerer) or the offer asks for one (as answerer).
    * @this {import('./peer.js').Peer}
+   * @param {number} idx
+   * @param {number} session
+   * @param {boolean} offerer
+   * @param {boolean} [memory]
    */
   connect(idx, session, offerer, memory = undefined) {
     if (memory === undefined) memory = offerer && !!this.opts.memory;
@@ -83,7 +99,10 @@ export class PeerLinks {
     return r;
   }
 
-  /** @this {import('./peer.js').Peer} */
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   */
   linkReady(r) {
     if (this.remotes.get(r.idx) !== r) return;
     r.ready = true;
@@ -91,7 +110,11 @@ export class PeerLinks {
     if (this.member && r === this.member.hostLink) this.member.linkReady();
   }
 
-  /** @this {import('./peer.js').Peer} */
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {string} reason
+   */
   linkClosed(r, reason) {
     if (this.remotes.get(r.idx) !== r) return;
     this.log('info', 'link closed', { remote: r.idx, reason });
@@ -100,7 +123,12 @@ export class PeerLinks {
     if (this.member && r === this.member.hostLink) this.member.hostLinkClosed();
   }
 
-  /** @this {import('./peer.js').Peer} */
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {number} ch
+   * @param {Uint8Array} bytes
+   */
   linkMessage(r, ch, bytes) {
     if (this.remotes.get(r.idx) !== r) {
       // A link this peer has let go of. A member still hears what its previous host sent before
@@ -122,6 +150,10 @@ export class PeerLinks {
   /**
    * Walks the messages of one payload. A thrown error ends the link.
    * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {number} ch
+   * @param {Uint8Array} payload
+   * @param {number} depth
    */
   handlePayload(r, ch, payload, depth) {
     if (ch === UNRELIABLE) netmsg.checkDatagram(payload);
@@ -131,7 +163,7 @@ export class PeerLinks {
       switch (m.type) {
         case Type.Fragment: {
           if (depth > 0) throw new Error('fragment inside a fragmented payload');
-          const whole = r.reasm.push(m);
+          const whole = r.reasm.push(/** @type {any} */ (m)); // a decoded Fragment
           if (whole) this.handlePayload(r, ch, whole, depth + 1);
           continue;
         }
@@ -170,6 +202,9 @@ export class PeerLinks {
   /**
    * Sends a payload to r, fragmenting a reliable payload above the message limit.
    * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {number} ch
+   * @param {Uint8Array} payload
    */
   send(r, ch, payload) {
     if (!r || !r.link || !r.ready) return;
@@ -183,7 +218,12 @@ export class PeerLinks {
     this.sendOne(r, ch, payload);
   }
 
-  /** @this {import('./peer.js').Peer} */
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {number} ch
+   * @param {Uint8Array} b
+   */
   sendOne(r, ch, b) {
     if (r.link.send(ch, b)) {
       this.count.bytesOut += b.length;
@@ -198,7 +238,10 @@ export class PeerLinks {
     return true;
   }
 
-  /** @this {import('./peer.js').Peer} */
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   */
   dropRemote(r) {
     if (this.remotes.get(r.idx) === r) {
       this.remotes.delete(r.idx);

@@ -460,7 +460,7 @@ function asBytes(b) {
  * Error offsets are positions in bytes. Byte fields of msg alias bytes.
  * @param {Uint8Array|ArrayBuffer} bytes
  * @param {number} [offset]
- * @returns {{msg: object, n: number}}
+ * @returns {{msg: Msg, n: number}}
  */
 export function decode(bytes, offset = 0) {
   const b = asBytes(bytes);
@@ -478,7 +478,7 @@ export function decode(bytes, offset = 0) {
  * An empty payload yields nothing.
  * @param {Uint8Array|ArrayBuffer} payload
  * @param {{onUnknown?: (type: number, body: Uint8Array) => void}} [opts]
- * @returns {Generator<object>}
+ * @returns {Generator<Msg>}
  */
 export function* readMessages(payload, opts = {}) {
   const b = asBytes(payload);
