@@ -60,7 +60,7 @@ export const DEFAULTS = Object.freeze({
  * @typedef {object} App
  * @property {() => SchemaTable} schemas
  * @property {(w: World) => void} hostStart
- * @property {(w: World, member: MemberInfo) => number | undefined | null | void} spawnAvatar
+ * @property {(w: World, member: MemberInfo) => number | undefined | null} spawnAvatar
  * @property {(w: World, dtMs: number) => void} tick
  * @property {(w: World, from: number, type: number, data: Uint8Array) => void} rpc
  * @property {(w: World, ev: WorldEvent) => void} [onEvent]

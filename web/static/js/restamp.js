@@ -18,12 +18,24 @@ const MAX_RESTAMPED = 1 << 16;
 const RACE_WINDOW_MS = 2000;
 const { PutComponent, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
 
-/** The key of an LWW entry, as a BigInt (entity << 32 | component). */
+/**
+ * The key of an LWW entry, as a BigInt (entity << 32 | component).
+ * @param {number} e
+ * @param {number} c
+ */
 function entryKey(e, c) {
   return (BigInt(e >>> 0) << 32n) | BigInt(c >>> 0);
 }
 
-/** An LWW entry as a CRDT message (appendEntry in Go). */
+/**
+ * An LWW entry as a CRDT message (appendEntry in Go).
+ * @param {number} e
+ * @param {number} c
+ * @param {number} ts
+ * @param {Uint8Array | null} data
+ * @param {boolean} deleted
+ * @returns {import('./crdt.js').Message}
+ */
 export function entryMessage(e, c, ts, data, deleted) {
   return deleted
     ? { type: DeleteComponent, entity: e, component: c, timestamp: ts, data: null }
@@ -32,7 +44,12 @@ export function entryMessage(e, c, ts, data, deleted) {
 
 /** HostRole's re-stamp and correction methods. */
 export class HostRestamp {
-  /** @this {import('./host.js').HostRole} */
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {import('./links.js').Remote} r
+   * @param {number} e
+   * @param {bigint} ts
+   */
   admit(r, e, ts) {
     try {
       this.auth.admitWrite(r.idx, e);
@@ -46,6 +63,8 @@ export class HostRestamp {
   /**
    * Notes that member from no longer writes e (a lock handed back, expired or taken over).
    * @this {import('./host.js').HostRole}
+   * @param {number} e
+   * @param {number} from
    */
   authorityLost(e, from) {
     if (from === this.w.self || from === 0) return;
@@ -56,13 +75,21 @@ export class HostRestamp {
   /**
    * Whether a rejected write of member idx to e is an expected race of normal play.
    * @this {import('./host.js').HostRole}
+   * @param {number} idx
+   * @param {number} e
    */
   race(idx, e) {
     const l = this.lost.get(e);
     return l !== undefined && l.peer === idx && now() - l.at < RACE_WINDOW_MS;
   }
 
-  /** @this {import('./host.js').HostRole} */
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {import('./links.js').Remote} r
+   * @param {number} e
+   * @param {bigint | number} ts
+   * @param {Error} err
+   */
   rejected(r, e, ts, err) {
     const p = this.p;
     p.count.rejected++;
@@ -95,6 +122,7 @@ export class HostRestamp {
       this.reassert.delete(e);
     }
     if (due.size === 0) return;
+    /** @type {import('./hostsnapshot.js').Entry[]} */
     const entries = [];
     w.r.range((en) => {
       if (due.has(en.entity >>> 0)) entries.push({ ...en, data: en.data ? en.data.slice() : en.data });
@@ -121,6 +149,8 @@ export class HostRestamp {
    * arrive below it although they are newer than the value re-stamped: such a write wins, rewritten
    * under the host's stamp (as Go's hostRole.mergeWrite).
    * @this {import('./host.js').HostRole}
+   * @param {import('./crdt.js').Message} m
+   * @param {number} origin
    */
   mergeWrite(m, origin) {
     const w = this.w;
@@ -146,6 +176,8 @@ export class HostRestamp {
   /**
    * Merges the CRDT corrections of member hm that authority allows.
    * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   * @param {import('./netmsg.js').Msg} b
    */
   corrections(hm, b) {
     const r = hm.r;
@@ -198,6 +230,7 @@ export class HostRestamp {
   /**
    * Whether the replica's entry for m's key is newer than m, or the same value.
    * @this {import('./host.js').HostRole}
+   * @param {import('./crdt.js').Message} m
    */
   holds(m) {
     if (m.type !== PutComponent && m.type !== DeleteComponent) return false;
@@ -215,6 +248,7 @@ export class HostRestamp {
    * sync snapshot has not arrived yet: until it has, this host may hold an older value of the
    * owner's writes, and re-stamping now would put it above the owner's latest write.
    * @this {import('./host.js').HostRole}
+   * @param {number} e
    */
   ownerPending(e) {
     const owner = this.auth.author(e);

@@ -119,7 +119,7 @@ export class PeerUpdates {
    * @param {import('./netmsg.js').Msg} eu
    * @param {number} origin
    * @param {(e: number) => boolean} admit
-   * @param {(m: import('./crdt.js').Message, origin: number) => string} [merge]
+   * @param {(m: import('./crdt.js').Message, origin: number) => string | void} [merge]
    */
   applyUpdates(eu, origin, admit, merge = (m, o) => this.w.mergeRemote(m, o)) {
     if (eu.time > BigInt(U32_MAX)) {
