@@ -48,7 +48,6 @@ echo "== JavaScript client package: tsc --noEmit (checkJs), generated .d.ts, npm
   cd web
   npm ci --no-audit --no-fund --loglevel=error
   npx --no-install tsc --noEmit -p static/js
-  node pkg.mjs check
   node pkg.mjs pack
 )
 

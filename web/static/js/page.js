@@ -32,6 +32,9 @@ function randomName() {
   return `${ADJ[r[0] % ADJ.length]}-${NOUN[r[1] % NOUN.length]}`;
 }
 
+/**
+ * @param {number} n
+ */
 function fmtBytes(n) {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
@@ -45,7 +48,7 @@ function showLobby() {
   $('lobby').hidden = false;
   const user = localStorage.getItem('concord.user') || randomName();
   $('user-input').value = user;
-  $('join-form').addEventListener('submit', (ev) => {
+  $('join-form').addEventListener('submit', (/** @type {SubmitEvent} */ ev) => {
     ev.preventDefault();
     const room = $('room-input').value.trim() || 'arena';
     const name = $('user-input').value.trim() || randomName();
@@ -140,26 +143,38 @@ async function join(room, user, token) {
   canvas.focus();
 }
 
+/**
+ * @param {string} text
+ */
 function showError(text) {
   const e = $('error');
   e.textContent = text;
   e.hidden = false;
 }
 
+/**
+ * @param {string} text
+ * @param {string} cls
+ */
 function setConn(text, cls) {
   const c = $('conn');
   c.textContent = text;
   c.className = `chip ${cls}`;
 }
 
+/** @type {Record<string, string>} */
 const KEYS = {
   KeyW: 'up', ArrowUp: 'up', KeyS: 'down', ArrowDown: 'down',
   KeyA: 'left', ArrowLeft: 'left', KeyD: 'right', ArrowRight: 'right',
 };
 
+/**
+ * @param {import('./peer.js').Peer} peer
+ * @param {import('./arena.js').Game} game
+ */
 function setupInput(peer, game) {
   const canvas = $('arena');
-  const onKey = (down) => (ev) => {
+  const onKey = (/** @type {boolean} */ down) => (/** @type {KeyboardEvent} */ ev) => {
     const k = KEYS[ev.code];
     if (!k || ev.target instanceof HTMLInputElement) return;
     ev.preventDefault();
@@ -168,29 +183,38 @@ function setupInput(peer, game) {
   window.addEventListener('keydown', onKey(true));
   window.addEventListener('keyup', onKey(false));
   window.addEventListener('blur', () => game.setKeys({ up: false, down: false, left: false, right: false }));
-  const toWorld = (ev) => {
+  const toWorld = (/** @type {PointerEvent} */ ev) => {
     const rect = canvas.getBoundingClientRect();
     return {
       x: Math.round(((ev.clientX - rect.left) / rect.width) * WIDTH),
       y: Math.round(((ev.clientY - rect.top) / rect.height) * HEIGHT),
     };
   };
-  canvas.addEventListener('pointerdown', (ev) => {
+  canvas.addEventListener('pointerdown', (/** @type {PointerEvent} */ ev) => {
     canvas.focus();
     canvas.setPointerCapture(ev.pointerId);
     peer.do((w) => game.pointerDown(w, toWorld(ev)));
   });
-  canvas.addEventListener('pointermove', (ev) => game.pointerMove(toWorld(ev)));
+  canvas.addEventListener('pointermove', (/** @type {PointerEvent} */ ev) => game.pointerMove(toWorld(ev)));
   const up = () => peer.do((w) => game.pointerUp(w));
   canvas.addEventListener('pointerup', up);
   canvas.addEventListener('pointercancel', up);
 }
 
+/**
+ * @param {Uint8Array | undefined} c
+ * @param {number} [a]
+ */
 function rgba(c, a = 1) {
   if (!c || c.length !== 4) return `rgba(120,120,120,${a})`;
   return `rgba(${c[0]},${c[1]},${c[2]},${a})`;
 }
 
+/**
+ * @param {HTMLCanvasElement} canvas
+ * @param {import('./peer.js').Peer} peer
+ * @param {import('./arena.js').Game} game
+ */
 function drawArena(canvas, peer, game) {
   const dpr = window.devicePixelRatio || 1;
   const cssW = canvas.clientWidth || 1000;
@@ -201,7 +225,7 @@ function drawArena(canvas, peer, game) {
   }
   const ctx = canvas.getContext('2d');
   const s = canvas.width / WIDTH; // device pixels per mm
-  const px = (mm) => mm * s;
+  const px = (/** @type {number} */ mm) => mm * s;
   const w = peer.world;
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.fillStyle = '#fbfbf8';
@@ -281,6 +305,7 @@ function drawArena(canvas, peer, game) {
   }
   // Names above the avatars, nudged up so that none covers another.
   const lh = Math.max(11, Math.round(px(330))) * 1.15;
+  /** @type {{x: number, y: number, half: number}[]} */
   const placed = [];
   for (const l of labels.sort((a, b) => b.y - a.y)) {
     const half = ctx.measureText(l.name).width / 2 + 2;
@@ -321,6 +346,14 @@ function drawArena(canvas, peer, game) {
   }
 }
 
+/**
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {number} x
+ * @param {number} y
+ * @param {number} w
+ * @param {number} h
+ * @param {number} r
+ */
 function roundRect(ctx, x, y, w, h, r) {
   ctx.beginPath();
   ctx.moveTo(x + r, y);
@@ -331,14 +364,21 @@ function roundRect(ctx, x, y, w, h, r) {
   ctx.closePath();
 }
 
+/**
+ * @param {import('./peer.js').Peer} peer
+ */
 function updatePanel(peer) {
   const st = peer.status();
-  const chip = {
+  /** @type {Record<string, string[]>} */
+  const chips = {
     connected: ['connected', 'chip-ok'], hosting: ['connected', 'chip-ok'], migrating: ['migrating', 'chip-warn'],
     connecting: ['connecting', 'chip-warn'], 'no host': ['no host', 'chip-bad'], left: ['left', 'chip-idle'],
     failed: ['failed', 'chip-bad'],
-  }[st.state] || [st.state, 'chip-idle'];
-  const sigNote = { closed: ' · signaling lost, reconnecting', refused: ' · signaling refused (playing on)' }[st.signaling];
+  };
+  const chip = chips[st.state] || [st.state, 'chip-idle'];
+  /** @type {Record<string, string>} */
+  const sigNotes = { closed: ' · signaling lost, reconnecting', refused: ' · signaling refused (playing on)' };
+  const sigNote = sigNotes[st.signaling];
   setConn(sigNote && st.state !== 'left' ? chip[0] + sigNote : chip[0], chip[1]);
   const role = $('role');
   role.textContent = st.isHost ? 'you are the host' : st.synced ? 'member' : '';
@@ -382,6 +422,10 @@ function updatePanel(peer) {
 // ---------------------------------------------------------------------------------------------
 // window.concord: tools and tests
 
+/**
+ * @param {import('./peer.js').Peer} peer
+ * @param {import('./arena.js').Game} game
+ */
 function makeAPI(peer, game) {
   const w = peer.world;
   return {
@@ -391,6 +435,7 @@ function makeAPI(peer, game) {
     entities: () => w.entities().map((e) => ({ entity: e, schema: w.schemaOf(e).id, authority: { ...w.authorityRecord(e) } })),
     /** Every LWW entry's key and timestamp: {entity, component, timestamp}. */
     entries: () => {
+      /** @type {{entity: number, component: number, timestamp: number}[]} */
       const out = [];
       w.r.range((en) => { out.push({ entity: en.entity >>> 0, component: en.component, timestamp: Number(en.timestamp) }); return true; });
       return out;
