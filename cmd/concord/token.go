@@ -33,11 +33,8 @@ func cmdToken(args []string, stdout, stderr io.Writer, now func() time.Time) err
 	fs.IntVar(&o.power, "power", 0, "the member's power level")
 	fs.BoolVar(&o.mayHost, "host", false, "allow the member to be elected host")
 	fs.DurationVar(&o.ttl, "ttl", time.Hour, "how long the token is valid")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	if o.room == "" || o.user == "" {
 		return usageError{errors.New("--room and --user are required")}

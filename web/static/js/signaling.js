@@ -64,7 +64,7 @@ export class SignalingError extends Error {
  * @type {ReadonlySet<string>}
  */
 export const PERMANENT_CODES = new Set([
-  'index_taken', 'resume_token_invalid', 'resume_room_mismatch', 'resume_ignored',
+  'index_taken', 'resume_token_invalid', 'resume_term_invalid', 'resume_room_mismatch', 'resume_ignored',
   'token_required', 'token_invalid', 'token_expired', 'token_mismatch', 'wrong_room',
   'unsupported_version', 'bad_message',
 ]);
