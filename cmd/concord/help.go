@@ -41,6 +41,13 @@ bench-host); the host is killed with SIGKILL -trials times and the pause until e
 converged and updates flow again is measured.`},
 	"bench-host": {"concord bench-host [flags]", `The host process that "concord bench migration" starts and kills: a host of the bench
 game in the room "bench".`},
+	"token": {"concord token --room R --user U [flags]", `Prints an HS256 join token signed with CONCORD_SECRET, the secret "concord serve" verifies
+joins with: for trying a server with a secret (the page takes it as ?token=) and for scripts.
+Deployments mint the same tokens in their own backend (claims: docs/protocol.md "Signaling:
+tokens").
+
+Environment:
+  CONCORD_SECRET  the HS256 key; required.`},
 	"crdt": {"concord crdt state|dump FILE...", `ADR-117 message streams (files such as a Decentraland main.crdt):
   state FILE...  merge the streams, print the converged state as JSON
   dump FILE      print one line per message`},

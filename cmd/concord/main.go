@@ -22,6 +22,7 @@ Usage:
   concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby]
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
+  concord token --room R --user U [--power N] [--host] [--ttl 1h]   mint a join token from CONCORD_SECRET
   concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON
   concord crdt dump FILE         print one line per ADR-117 message
 
@@ -49,6 +50,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdHost(ctx, args[1:], stderr)
 	case "bot":
 		err = cmdBot(ctx, args[1:], stdout, stderr)
+	case "token":
+		err = cmdToken(args[1:], stdout, stderr, time.Now)
 	case "crdt":
 		err = cmdCRDT(args[1:], stdin, stdout, stderr)
 	case "bench":
