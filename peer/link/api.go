@@ -93,16 +93,16 @@ type Config struct {
 // one ICE UDP socket. It is safe for concurrent use. Close it after every Conn
 // it created has been closed.
 type API struct {
-	log      zerolog.Logger
-	pion     *webrtc.API
-	mux      *ice.UDPMuxDefault // nil when DisableUDPMux
-	muxAddr  net.Addr
-	dropAt   uint64
-	highAt   uint64
+	log     zerolog.Logger
+	pion    *webrtc.API
+	mux     *ice.UDPMuxDefault // nil when DisableUDPMux
+	muxAddr net.Addr
+	dropAt  uint64
+	highAt  uint64
 	// loopbackOnly: no candidate, and no ICE server, off loopback.
 	loopbackOnly bool
-	closeErr error
-	closeMu  sync.Once
+	closeErr     error
+	closeMu      sync.Once
 }
 
 // NewAPI validates cfg, opens the shared UDP socket and builds the pion API
