@@ -168,7 +168,12 @@ func (s *server) startHost(ctx context.Context, o serveOptions, addr *net.TCPAdd
 		}
 	}
 	if nw.udp == "" && nw.ice == string(peer.ICEAny) {
-		nw.udp = net.JoinHostPort(addr.IP.String(), "0") // the unspecified address: every interface
+		// The --addr interface; every interface when --addr is a wildcard, or loopback while
+		// players are not (--ice any behind a reverse proxy).
+		nw.udp = "0.0.0.0:0"
+		if !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
+			nw.udp = net.JoinHostPort(addr.IP.String(), "0")
+		}
 	}
 	dial := s.url
 	if tlsOn || addr.IP.IsUnspecified() {

@@ -46,6 +46,9 @@ type Config struct {
 	// none.
 	TLSAddr string
 	TLS     *tls.Config
+	// TLSName is the host name in turns: URLs, which clients check the
+	// certificate against. Default: the public IP.
+	TLSName string
 	// PublicIP is the address put in relayed and server URLs (1:1 NAT of a
 	// cloud VM). Default: Addr's IP, which must then be specific.
 	PublicIP net.IP
@@ -329,7 +332,11 @@ func (s *Server) URLs() []string {
 	urls := []string{"turn:" + hp + "?transport=udp", "turn:" + hp + "?transport=tcp"}
 	if s.tlsLn != nil {
 		_, port, _ := net.SplitHostPort(s.tlsLn.String())
-		urls = append(urls, "turns:"+net.JoinHostPort(s.public.String(), port)+"?transport=tcp")
+		name := s.cfg.TLSName
+		if name == "" {
+			name = s.public.String()
+		}
+		urls = append(urls, "turns:"+net.JoinHostPort(name, port)+"?transport=tcp")
 	}
 	return urls
 }
