@@ -243,7 +243,7 @@ func TestServeThroughEmbeddedTURN(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	for _, name := range []string{"concord_turn_allocations ", `concord_turn_relayed_bytes_total{direction="out"} `, `concord_host_link_bytes{channel="reliable",direction="out"} `} {
+	for _, name := range []string{"concord_turn_allocations ", `concord_turn_relayed_bytes_total{direction="out"} `, `concord_host_link_bytes_total{channel="reliable",direction="out"} `} {
 		i := strings.Index(metrics, name)
 		if i < 0 || strings.HasPrefix(metrics[i+len(name):], "0\n") {
 			t.Errorf("/metrics: %s missing or zero", name)
