@@ -132,7 +132,9 @@ func NewAPI(cfg Config) (*API, error) {
 	se.DetachDataChannels()
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetIncludeLoopbackCandidate(true)
+	// Loopback candidates only on loopback: elsewhere 127.0.0.1 would name
+	// the remote's own machine.
+	se.SetIncludeLoopbackCandidate(!cfg.AllowNonLoopback)
 	if !cfg.AllowNonLoopback {
 		se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
 		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
