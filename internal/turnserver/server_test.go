@@ -38,15 +38,22 @@ func newTestServer(t *testing.T, cfg Config) *Server {
 	return s
 }
 
-// client is a pion TURN client on its own loopback UDP socket.
+// newClient is a pion TURN client on its own loopback UDP socket.
 func newClient(t *testing.T, s *Server, username, password string) *turn.Client {
 	t.Helper()
 	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newClientOn(t, conn, s.Addr().String(), username, password)
+}
+
+// newClientOn is a pion TURN client over conn (UDP, or a stream wrapped by turn.NewSTUNConn)
+// to server.
+func newClientOn(t *testing.T, conn net.PacketConn, server, username, password string) *turn.Client {
+	t.Helper()
 	c, err := turn.NewClient(&turn.ClientConfig{
-		STUNServerAddr: s.Addr().String(), TURNServerAddr: s.Addr().String(),
+		STUNServerAddr: server, TURNServerAddr: server,
 		Username: username, Password: password, Realm: DefaultRealm, Conn: conn,
 		RTO: 50 * time.Millisecond,
 	})
@@ -312,18 +319,7 @@ func TestTURNOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, p := s.Credentials("tcp/p1")
-	c, err := turn.NewClient(&turn.ClientConfig{
-		STUNServerAddr: s.Addr().String(), TURNServerAddr: s.Addr().String(),
-		Username: u, Password: p, Realm: DefaultRealm, Conn: turn.NewSTUNConn(tc),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { c.Close(); _ = tc.Close() }()
-	relay := allocate(t, c)
+	relay := allocate(t, newClientOn(t, turn.NewSTUNConn(tc), s.Addr().String(), u, p))
 	if ua, ok := relay.LocalAddr().(*net.UDPAddr); !ok || ua.Port < testMinPort || ua.Port > testMaxPort {
 		t.Fatalf("relay address %v outside the relay range", relay.LocalAddr())
 	}

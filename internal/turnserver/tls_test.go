@@ -41,19 +41,8 @@ func TestTURNOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TLS dial: %v", err)
 	}
-	defer conn.Close()
 	u, p := s.Credentials("tls/p1")
-	c, err := turn.NewClient(&turn.ClientConfig{
-		STUNServerAddr: conn.RemoteAddr().String(), TURNServerAddr: conn.RemoteAddr().String(),
-		Username: u, Password: p, Realm: DefaultRealm, Conn: turn.NewSTUNConn(conn),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClientOn(t, turn.NewSTUNConn(conn), conn.RemoteAddr().String(), u, p)
 	allocate(t, c)
 	if s.Stats().Allocations != 1 {
 		t.Fatalf("stats %+v", s.Stats())
