@@ -85,13 +85,16 @@ func (p *policy) allowNetAddr(a net.Addr) bool {
 	return p.allowAddr(ua.AddrPort())
 }
 
-// ownAddrs returns the addresses of the machine's interfaces plus extra.
+// ownAddrs returns the addresses of the machine's interfaces plus extra (the
+// listen and public addresses). Loopback and link-local interface addresses
+// are left out, so that they stay refused outright, unless extra names one
+// (a server listening on loopback, in tests).
 func ownAddrs(extra ...net.IP) map[netip.Addr]bool {
 	own := make(map[netip.Addr]bool)
 	if addrs, err := net.InterfaceAddrs(); err == nil {
 		for _, a := range addrs {
 			if n, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
 					own[ip.Unmap()] = true
 				}
 			}

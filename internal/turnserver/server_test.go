@@ -348,3 +348,19 @@ func TestURLs(t *testing.T) {
 		t.Fatalf("URLs = %v", urls)
 	}
 }
+
+// The machine's loopback addresses are not "own" (which would admit them, port-checked) unless
+// the server listens on one: a relay on a public address refuses 127.0.0.1 outright.
+func TestOwnAddrsLeaveOutLoopback(t *testing.T) {
+	lo := netip.MustParseAddr("127.0.0.1")
+	if ownAddrs()[lo] {
+		t.Fatal("127.0.0.1 counts as the server's own address")
+	}
+	if !ownAddrs(net.ParseIP("127.0.0.1"))[lo] {
+		t.Fatal("a server listening on 127.0.0.1 does not own it")
+	}
+	p := &policy{own: ownAddrs(net.ParseIP("203.0.113.10")), minPort: 49152, maxPort: 65535}
+	if p.allowIP(lo) {
+		t.Fatal("a relay on a public address admits a permission for 127.0.0.1")
+	}
+}
