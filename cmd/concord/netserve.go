@@ -21,7 +21,7 @@ import (
 
 // startTURN starts the embedded TURN/STUN server of --turn.
 func startTURN(o serveOptions, tlsCfg *tls.Config, log zerolog.Logger) (*turnserver.Server, error) {
-	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow}
+	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow, MaxAllocations: o.turnQuota, MaxBytesPerSecond: o.turnMaxBPS}
 	if o.secret != "" {
 		cfg.Key = turnserver.DeriveKey([]byte(o.secret))
 	}
