@@ -94,6 +94,7 @@ export class PeerLinks {
       onMessage: (ch, bytes) => this.step(() => this.linkMessage(r, ch, bytes)),
       onReady: () => this.step(() => this.linkReady(r)),
       onClose: (reason) => this.step(() => this.linkClosed(r, reason)),
+      iceServers: (this.sig && this.sig.joined && this.sig.joined.iceServers) || [],
     });
     this.remotes.set(idx, r);
     return r;

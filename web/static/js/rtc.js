@@ -2,7 +2,8 @@
 // One WebRTC link to another member: an RTCPeerConnection with Concord's two pre-negotiated data
 // channels (id 0 reliable+ordered, id 1 unordered with maxRetransmits 0), set up through signaling.
 //
-// The member side makes the offer; the host side answers. No ICE servers are used. Remote
+// The member side makes the offer; the host side answers. ICE servers are the ones signaling
+// handed out in `joined` (none on a loopback server). Remote
 // candidates are queued until the remote description is set, and nothing ever waits for local
 // candidates: in a loopback-only network namespace Chromium may signal none, and the other end
 // learns the address from the first connectivity check.
@@ -28,6 +29,7 @@ const MAX_PENDING_CANDIDATES = 64;
  * @property {(ch: number, bytes: Uint8Array) => void} onMessage
  * @property {() => void} [onReady]
  * @property {(reason: string) => void} [onClose]
+ * @property {RTCIceServer[]} [iceServers] STUN/TURN servers from signaling's `joined` (none on loopback)
  */
 
 /** What both kinds of link hold: the remote end, the session, the callbacks and the byte counts. */
@@ -65,7 +67,7 @@ export class Link extends LinkEnd {
     this.pending = [];
     this.chain = Promise.resolve(); // serializes signal handling (setRemoteDescription is async)
 
-    const pc = new RTCPeerConnection({ iceServers: [] });
+    const pc = new RTCPeerConnection({ iceServers: opts.iceServers || [] });
     this.pc = pc;
     this.channels = [
       pc.createDataChannel('reliable', { negotiated: true, id: 0 }),
@@ -221,6 +223,30 @@ export class Link extends LinkEnd {
     this.dead = true;
     this.ready = false;
     this.closeChannels();
+  }
+
+  /**
+   * Refreshes `pair`: the candidate types ({local, remote}: host, srflx, prflx or relay) of the
+   * ICE pair the browser selected, read from getStats. The peer reports it to signaling.
+   */
+  async refreshPair() {
+    if (this.dead) return;
+    try {
+      const stats = await this.pc.getStats();
+      /** @type {any} a candidate-pair stats entry (RTCIceCandidatePairStats) */
+      let pair = null;
+      stats.forEach((s) => {
+        if (s.type === 'transport' && s.selectedCandidatePairId) pair = stats.get(s.selectedCandidatePairId) || pair;
+      });
+      if (!pair) {
+        stats.forEach((s) => {
+          if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') pair = s;
+        });
+      }
+      const local = pair && stats.get(pair.localCandidateId);
+      const remote = pair && stats.get(pair.remoteCandidateId);
+      if (local && remote) this.pair = { local: local.candidateType, remote: remote.candidateType };
+    } catch { /* closed meanwhile */ }
   }
 }
 

@@ -47,9 +47,14 @@ export class PeerStatus {
   /** @this {import('./peer.js').Peer} */
   report() {
     const st = this.status();
+    const hostLink = this.member && this.member.hostLink && this.member.hostLink.link;
     if (this.sig && !this.sig.closed) {
-      this.sig.report({ term: st.term, clock: st.clock, entities: st.entities, hash: st.hash });
+      /** @type {{term: number, clock: number, entities: number, hash: string, link?: {local: string, remote: string}}} */
+      const replica = { term: st.term, clock: st.clock, entities: st.entities, hash: st.hash };
+      if (hostLink && hostLink.pair) replica.link = hostLink.pair; // the selected ICE pair's types
+      this.sig.report(replica);
     }
+    if (hostLink && hostLink.refreshPair) hostLink.refreshPair(); // for the next report
     if (this.member) this.member.ping();
   }
 
