@@ -1,0 +1,79 @@
+package netlab_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/concordrtc/concord/internal/netlab"
+)
+
+// arenaEntities is what every replica of the arena holds: the room entity, 8 boxes and one
+// avatar per member that is not a dedicated host.
+func arenaEntities(avatars int) int { return 1 + 8 + avatars }
+
+// TestLab2HostAcrossNATs is issue 9 §4 scenario 2 and its "Done means", with exactly those
+// flags: `concord host` behind symmetric NAT A and `concord bot -n 4` behind symmetric NAT B can
+// only meet through the server's embedded TURN relay; they do, every link says relay, all five
+// replicas converge to one hash under the host's first term, and the host stays host.
+func TestLab2HostAcrossNATs(t *testing.T) {
+	lab := netlab.Get(t)
+	bin := concord(t)
+	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
+	serve(t, lab, "--dedicated-host=false")
+	begin := time.Now()
+	start(t, lab.A.NS, "host", bin, "host", "--server", serverURL, "--room", "arena")
+	var term uint64
+	waitFor(t, 20*time.Second, "the host behind NAT A to be elected", func() error {
+		r, err := getRoom("arena")
+		if err != nil {
+			return err
+		}
+		if h := r.hostMember(); h == nil || h.Kind != "host" || !h.Synced {
+			return fmt.Errorf("%v", r)
+		}
+		term = r.Term
+		return nil
+	})
+	start(t, lab.B.NS, "bots", bin, "bot", "--server", serverURL, "--room", "arena", "-n", "4", "--move-for", "8s")
+	r := converged(t, 5, arenaEntities(4), 60*time.Second, func(r *room) error {
+		if r.Term != term || r.hostMember().Kind != "host" {
+			return fmt.Errorf("the host changed (term %d, first %d)", r.Term, term)
+		}
+		return allRelayed(r)
+	})
+	t.Logf("host behind NAT A, 4 bots behind NAT B: converged through the relay in %v (bots moved 8 s): %v",
+		time.Since(begin).Round(time.Millisecond), r)
+}
+
+// TestLab4UDPBlocked is scenario 4: a bot in home C, whose router drops all UDP, reaches a host on
+// the public side through the TURN server over TCP, and syncs.
+func TestLab4UDPBlocked(t *testing.T) {
+	lab := netlab.Get(t)
+	bin := concord(t)
+	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
+	serve(t, lab, "--dedicated-host=false")
+	start(t, lab.Public, "host", bin, "host", "--server", serverURL, "--room", "arena")
+	waitFor(t, 20*time.Second, "the host on the public side to be elected", func() error {
+		r, err := getRoom("arena")
+		if err != nil {
+			return err
+		}
+		if h := r.hostMember(); h == nil || h.Kind != "host" || !h.Synced {
+			return fmt.Errorf("%v", r)
+		}
+		return nil
+	})
+	begin := time.Now()
+	start(t, lab.C.NS, "bot", bin, "bot", "--server", serverURL, "--room", "arena", "-n", "1", "--move-for", "2s")
+	r := converged(t, 2, arenaEntities(1), 45*time.Second, func(r *room) error {
+		for _, m := range r.Members {
+			// UDP cannot leave home C: its end of the pair can only be a relay reached over TCP.
+			if m.PeerIndex != r.Host && (m.Link == nil || m.Link.Local != "relay") {
+				return fmt.Errorf("the bot's link is %v, want a local relay", m.Link)
+			}
+		}
+		return nil
+	})
+	t.Logf("bot behind a UDP-dropping NAT synced through TURN over TCP in %v: %v", time.Since(begin).Round(time.Millisecond), r)
+}
