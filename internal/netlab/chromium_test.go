@@ -1,0 +1,130 @@
+package netlab_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/concordrtc/concord/internal/netlab"
+)
+
+// pageStatus is the part of window.concord.status() the scenarios read.
+type pageStatus struct {
+	Self    int    `json:"self"`
+	Synced  bool   `json:"synced"`
+	IsHost  bool   `json:"isHost"`
+	Term    uint64 `json:"term"`
+	Hash    string `json:"hash"`
+	Entites int    `json:"entities"`
+}
+
+// startBrowser runs web/e2e/lab.mjs (Chromium with one page of the client) in ns, or skips t when
+// node, playwright-core or Chromium is missing.
+func startBrowser(t *testing.T, ns netlab.NS, user string) *proc {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("skipping: no node (apt-get install nodejs)")
+	}
+	e2e, err := filepath.Abs("../../web/e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
+		t.Skip("skipping: no playwright-core (cd web/e2e && npm ci)")
+	}
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("skipping: no Chromium at %s (apt-get install chromium)", chromium)
+	}
+	p := start(t, ns, "chromium-"+user, node, filepath.Join(e2e, "lab.mjs"), "--server", serverURL, "--user", user)
+	waitFor(t, 30*time.Second, user+"'s page to join", func() error {
+		if strings.Contains(p.out.String(), "\njoined ") || strings.HasPrefix(p.out.String(), "joined ") {
+			return nil
+		}
+		if p.exited() {
+			return fmt.Errorf("lab.mjs exited (%v): %s", p.err, p.out.tail(5))
+		}
+		return fmt.Errorf("not yet: %s", p.out.tail(2))
+	})
+	return p
+}
+
+// lastStatus is the page's latest status line.
+func lastStatus(p *proc) (pageStatus, error) {
+	lines := strings.Split(p.out.String(), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s, ok := strings.CutPrefix(lines[i], "status "); ok {
+			var st pageStatus
+			return st, json.Unmarshal([]byte(s), &st)
+		}
+	}
+	return pageStatus{}, fmt.Errorf("no status yet")
+}
+
+// TestLab1ChromiumBehindNAT is scenario 1: Chromium behind symmetric NAT A joins `serve
+// --public-ip` and its dedicated host, syncs to the room's hash, and reports its selected pair.
+func TestLab1ChromiumBehindNAT(t *testing.T) {
+	lab := netlab.Get(t)
+	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
+	serve(t, lab)
+	begin := time.Now()
+	b := startBrowser(t, lab.A.NS, "alice")
+	r := converged(t, 2, arenaEntities(1), 45*time.Second, func(r *room) error {
+		for _, m := range r.Members {
+			if m.Kind == "browser" && m.Link == nil {
+				return fmt.Errorf("the browser reports no selected pair")
+			}
+		}
+		return nil
+	})
+	st, err := lastStatus(b)
+	if err != nil || !st.Synced || st.Hash != r.Members[0].Replica.Hash {
+		t.Fatalf("the page says %+v (%v), the room %v", st, err, r)
+	}
+	var link *linkTypes
+	for _, m := range r.Members {
+		if m.Kind == "browser" {
+			link = m.Link
+		}
+	}
+	t.Logf("Chromium behind NAT A synced with the dedicated host in %v, selected pair %v: %v", time.Since(begin).Round(time.Millisecond), link, r)
+}
+
+// TestLab3ChromiumHostsAcrossNATs is scenario 3: Chromium behind NAT A hosts the room (no
+// dedicated host); three Go bots behind NAT B reach it through the relay and converge.
+func TestLab3ChromiumHostsAcrossNATs(t *testing.T) {
+	lab := netlab.Get(t)
+	bin := concord(t)
+	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
+	serve(t, lab, "--dedicated-host=false")
+	b := startBrowser(t, lab.A.NS, "alice")
+	waitFor(t, 15*time.Second, "the browser to host", func() error {
+		st, err := lastStatus(b)
+		if err != nil || !st.IsHost {
+			return fmt.Errorf("status %+v (%v)", st, err)
+		}
+		return nil
+	})
+	begin := time.Now()
+	start(t, lab.B.NS, "bots", bin, "bot", "--server", serverURL, "--room", "arena", "-n", "3", "--move-for", "3s")
+	r := converged(t, 4, arenaEntities(4), 60*time.Second, func(r *room) error {
+		if r.hostMember().Kind != "browser" {
+			return fmt.Errorf("the host is a %s", r.hostMember().Kind)
+		}
+		return allRelayed(r)
+	})
+	st, err := lastStatus(b)
+	if err != nil || !st.IsHost || st.Hash != r.Members[0].Replica.Hash {
+		t.Fatalf("the page says %+v (%v), the room %v", st, err, r)
+	}
+	t.Logf("Chromium host behind NAT A, 3 bots behind NAT B converged through the relay in %v: %v", time.Since(begin).Round(time.Millisecond), r)
+}
