@@ -35,9 +35,10 @@ type Peer struct {
 	sigEvents <-chan signaling.Event
 	// sigNow is sig for link goroutines, which signal through whichever client is current.
 	sigNow      atomic.Pointer[signaling.Client]
-	resumeToken string // the server's proof of this peer's index, for a resume
-	held        bool   // the replica has held the room's state (synced or hosted)
-	resumeErr   error  // why signaling refused to resume this peer, if it did
+	resumeToken string                // the server's proof of this peer's index, for a resume
+	iceServers  []signaling.ICEServer // from the latest joined: every new link uses them
+	held        bool                  // the replica has held the room's state (synced or hosted)
+	resumeErr   error                 // why signaling refused to resume this peer, if it did
 	members     map[PeerIndex]signaling.Member
 	pinned      []signaling.Identity
 	remotes     map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
@@ -110,6 +111,14 @@ func (p *Peer) Run(ctx context.Context) error {
 	// Helper goroutines (the signaling redial) end with Run, whatever ends it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if p.cfg.Transport == nil {
+		api, err := transportFor(p.cfg)
+		if err != nil {
+			return err
+		}
+		defer api.Close() // after shutdown has closed every link
+		p.cfg.Transport = PionTransport{API: api}
+	}
 	sig, err := signaling.Dial(ctx, p.cfg.Server, signaling.JoinOptions{
 		Room: signaling.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
 	}, p.cfg.SignalingConfig)
@@ -121,6 +130,7 @@ func (p *Peer) Run(ctx context.Context) error {
 	p.sigEvents = sig.Events()
 	j := sig.Joined()
 	p.resumeToken = j.ResumeToken
+	p.iceServers = j.ICEServers
 	p.w.self = j.Self
 	p.log = p.log.With().Uint64("peer", uint64(j.Self)).Logger()
 	for _, m := range j.Members {
@@ -372,6 +382,7 @@ func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
 	ctx := context.Background()
 	l, err := p.cfg.Transport.Connect(LinkConfig{
 		Local: p.w.self, Remote: idx, Session: session, Offerer: offerer,
+		ICEServers: p.iceServers, RelayOnly: p.cfg.RelayOnly,
 		Logger: p.log.With().Uint64("remote", uint64(idx)).Logger(),
 		Signal: func(pl signaling.SignalPayload) error {
 			sig := p.sigNow.Load() // the current client: a resume may have replaced it
@@ -640,6 +651,7 @@ func (p *Peer) report(ctx context.Context) {
 	defer cancel()
 	if err := p.sig.ReportReplica(rctx, signaling.Report{
 		Term: st.Term, Clock: uint64(st.Clock), Entities: uint64(st.Entities), Hash: st.Hash,
+		Link: st.HostLink, RTTMicros: uint64(st.RTT.Microseconds()),
 	}); err != nil {
 		p.log.Debug().Err(err).Msg("replica report failed")
 	}

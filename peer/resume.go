@@ -134,6 +134,7 @@ func (p *Peer) adopt(ctx context.Context, c *signaling.Client, attempts int) {
 	p.sigNow.Store(c)
 	p.sigEvents = c.Events()
 	p.resumeToken = j.ResumeToken
+	p.iceServers = j.ICEServers // fresh credentials
 	clear(p.members)
 	for _, m := range j.Members {
 		p.members[m.Index] = m

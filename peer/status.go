@@ -3,6 +3,9 @@ package peer
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
 )
 
 // Status is a snapshot of a peer, safe to read from any goroutine.
@@ -41,6 +44,15 @@ type Status struct {
 	// ResumeRefused is why the server refused to resume this peer, "" if it did not: the peer
 	// then plays on without signaling and stops redialing.
 	ResumeRefused string
+	// HostLink is the candidate types of the selected pair of this member's link to the host
+	// (pion links only); nil on the host and before the link is up. Reported to signaling.
+	HostLink *signaling.LinkTypes
+	// Channels sums the counters of the current links per channel (link.Reliable,
+	// link.Unreliable).
+	Channels [link.NumChannels]link.ChannelStats
+	// Pairs counts the current links by the candidate types of their selected pair (pion links
+	// only; a link without a selected pair yet is not counted).
+	Pairs map[signaling.LinkTypes]int
 }
 
 type counters struct {
@@ -82,13 +94,38 @@ func (p *Peer) publish() *Status {
 	}
 	for _, r := range p.remotes {
 		if r.l != nil {
-			c := r.l.Stats().Channels[1]
+			ls := r.l.Stats()
+			c := ls.Channels[1]
 			st.LinkLost += c.Lost + c.Dropped
+			addChannels(&st.Channels, &ls)
+			if lt := linkTypes(r); lt != nil {
+				if st.Pairs == nil {
+					st.Pairs = make(map[signaling.LinkTypes]int)
+				}
+				st.Pairs[*lt]++
+			}
 		}
 	}
 	if p.member != nil && p.member.hostLink != nil {
 		st.RTT = p.member.hostLink.rtt
+		st.HostLink = linkTypes(p.member.hostLink)
 	}
 	p.status.Store(st)
 	return st
+}
+
+// addChannels adds a link's per-channel counters to sum.
+func addChannels(sum *[link.NumChannels]link.ChannelStats, ls *link.Stats) {
+	for i := range sum {
+		c, s := &ls.Channels[i], &sum[i]
+		s.MessagesSent += c.MessagesSent
+		s.BytesSent += c.BytesSent
+		s.MessagesReceived += c.MessagesReceived
+		s.BytesReceived += c.BytesReceived
+		s.Dropped += c.Dropped
+		s.Backpressured += c.Backpressured
+		s.Lost += c.Lost
+		s.Oversize += c.Oversize
+		s.Buffered += c.Buffered
+	}
 }

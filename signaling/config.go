@@ -93,6 +93,11 @@ type Config struct {
 	// the request's Host (requests without Origin, like Go clients, pass).
 	CheckOrigin func(*http.Request) bool
 
+	// ICEServers, if not nil, gives each joining member the STUN/TURN servers (and its
+	// credentials) that it passes to its peer connections; they travel in the joined message.
+	// If nil, members get none (loopback only, today's default).
+	ICEServers ICEServersFunc
+
 	// Registerer, if not nil, receives the server's Prometheus metrics.
 	Registerer prometheus.Registerer
 }

@@ -412,7 +412,8 @@ func (h *hub) joinedFrame(r *room, self *member) []byte {
 		pinned = []Identity{}
 	}
 	return mustMarshal(joinedMsg{V: ProtocolVersion, Type: typeJoined, Room: r.id, Self: self.index, PeerID: self.id,
-		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, self.id)})
+		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, self.id),
+		ICEServers: h.iceServers(r.id, self.id)})
 }
 
 func (h *hub) hostFrame(r *room) []byte {
@@ -599,6 +600,9 @@ func (h *hub) snapshot() []RoomInfo {
 			if m.reported {
 				rep := m.report
 				mi.Replica = &rep
+				if m.index != r.host {
+					mi.Link = rep.Link
+				}
 			}
 			ri.Members[i] = mi
 		}
