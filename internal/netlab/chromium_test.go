@@ -20,7 +20,7 @@ type pageStatus struct {
 	IsHost  bool   `json:"isHost"`
 	Term    uint64 `json:"term"`
 	Hash    string `json:"hash"`
-	Entites int    `json:"entities"`
+	Entities int    `json:"entities"`
 }
 
 // startBrowser runs web/e2e/lab.mjs (Chromium with one page of the client) in ns, or skips t when
