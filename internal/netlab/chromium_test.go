@@ -15,11 +15,11 @@ import (
 
 // pageStatus is the part of window.concord.status() the scenarios read.
 type pageStatus struct {
-	Self    int    `json:"self"`
-	Synced  bool   `json:"synced"`
-	IsHost  bool   `json:"isHost"`
-	Term    uint64 `json:"term"`
-	Hash    string `json:"hash"`
+	Self     int    `json:"self"`
+	Synced   bool   `json:"synced"`
+	IsHost   bool   `json:"isHost"`
+	Term     uint64 `json:"term"`
+	Hash     string `json:"hash"`
 	Entities int    `json:"entities"`
 }
 
