@@ -90,8 +90,15 @@ type proc struct {
 // start runs bin with args in ns until the test ends (SIGTERM, then SIGKILL after 5 s).
 func start(t *testing.T, ns netlab.NS, name, bin string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, ns, nil, name, bin, args...)
+}
+
+// startEnv is start with extra environment variables.
+func startEnv(t *testing.T, ns netlab.NS, env []string, name, bin string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, done: make(chan struct{})}
 	p.cmd = ns.Command(context.Background(), bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -168,7 +175,13 @@ func (s *syncBuffer) tail(n int) string {
 // until it answers.
 func serve(t *testing.T, lab *netlab.Lab, extra ...string) *proc {
 	t.Helper()
-	p := start(t, lab.Server, "serve", concord(t), append(append([]string{}, serveArgs...), extra...)...)
+	return serveEnv(t, lab, nil, extra...)
+}
+
+// serveEnv is serve with extra environment variables.
+func serveEnv(t *testing.T, lab *netlab.Lab, env []string, extra ...string) *proc {
+	t.Helper()
+	p := startEnv(t, lab.Server, env, "serve", concord(t), append(append([]string{}, serveArgs...), extra...)...)
 	waitFor(t, 15*time.Second, "the server to answer /healthz", func() error {
 		if p.exited() {
 			return fmt.Errorf("serve exited: %v", p.err)
