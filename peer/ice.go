@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/pion/webrtc/v4"
 
@@ -124,4 +125,14 @@ func linkTypes(r *remote) *signaling.LinkTypes {
 		return nil
 	}
 	return &signaling.LinkTypes{Local: local, Remote: remote}
+}
+
+// migrated ends a migration pause when the new host's snapshot has merged; loop goroutine only.
+func (p *Peer) migrated() {
+	if p.migratingSince.IsZero() {
+		return
+	}
+	p.lastPause = p.cfg.Now().Sub(p.migratingSince)
+	p.migratingSince = time.Time{}
+	p.count.migrations.Add(1)
 }

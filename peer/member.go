@@ -48,6 +48,7 @@ func (m *memberRole) follow(host PeerIndex) {
 	}
 	if m.synced {
 		m.w.events = append(m.w.events, Event{Kind: EventMigrating, Term: m.w.term, Peer: host})
+		p.migratingSince = p.cfg.Now() // the pause ends when the new host's snapshot is merged
 	}
 	m.synced = false
 	if s := p.standby; s != nil && s.idx == host && p.remotes[host] == s {
@@ -182,6 +183,7 @@ func (m *memberRole) handle(msg netmsg.Message, stamp uint64) error {
 		if !m.synced {
 			m.synced = true
 			p.held = true
+			p.migrated()
 			w.events = append(w.events, Event{Kind: EventSynced, Term: w.term, Peer: w.host})
 			p.log.Info().Int("entities", w.Len()).Int("corrections", len(corr)).Str("cover", info.Cover.String()).Msg("synced")
 			p.setSynced()

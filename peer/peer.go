@@ -37,13 +37,17 @@ type Peer struct {
 	sigNow      atomic.Pointer[signaling.Client]
 	resumeToken string                // the server's proof of this peer's index, for a resume
 	iceServers  []signaling.ICEServer // from the latest joined: every new link uses them
-	held        bool                  // the replica has held the room's state (synced or hosted)
-	resumeErr   error                 // why signaling refused to resume this peer, if it did
-	members     map[PeerIndex]signaling.Member
-	pinned      []signaling.Identity
-	remotes     map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
-	standby     *remote               // member with Config.Standby: idle link to the next host
-	session     uint64
+	// migratingSince is when this synced member learned of a new host (zero when not migrating);
+	// lastPause is how long its latest migration took, until the new host's snapshot merged.
+	migratingSince time.Time
+	lastPause      time.Duration
+	held           bool  // the replica has held the room's state (synced or hosted)
+	resumeErr      error // why signaling refused to resume this peer, if it did
+	members        map[PeerIndex]signaling.Member
+	pinned         []signaling.Identity
+	remotes        map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
+	standby        *remote               // member with Config.Standby: idle link to the next host
+	session        uint64
 
 	host   *hostRole   // non-nil while this peer is the host
 	member *memberRole // non-nil while it is not
@@ -652,6 +656,7 @@ func (p *Peer) report(ctx context.Context) {
 	if err := p.sig.ReportReplica(rctx, signaling.Report{
 		Term: st.Term, Clock: uint64(st.Clock), Entities: uint64(st.Entities), Hash: st.Hash,
 		Link: st.HostLink, RTTMicros: uint64(st.RTT.Microseconds()),
+		Migrations: st.Migrations, PauseMicros: uint64(st.MigrationPause.Microseconds()),
 	}); err != nil {
 		p.log.Debug().Err(err).Msg("replica report failed")
 	}

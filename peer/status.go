@@ -53,10 +53,16 @@ type Status struct {
 	// Pairs counts the current links by the candidate types of their selected pair (pion links
 	// only; a link without a selected pair yet is not counted).
 	Pairs map[signaling.LinkTypes]int
+	// Migrations counts host changes this member lived through while synced, and
+	// MigrationPause is how long the latest took: from learning of the new host to having
+	// merged its snapshot.
+	Migrations     uint64
+	MigrationPause time.Duration
 }
 
 type counters struct {
 	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
+	migrations                                                                 atomic.Uint64
 }
 
 // Status returns the latest published status (updated every report interval and on host changes).
@@ -88,6 +94,8 @@ func (p *Peer) publish() *Status {
 		Standby:         p.standby != nil && p.standby.ready,
 		Signaling:       p.sig != nil,
 		Resumes:         p.count.resumes.Load(),
+		Migrations:      p.count.migrations.Load(),
+		MigrationPause:  p.lastPause,
 	}
 	if p.resumeErr != nil {
 		st.ResumeRefused = p.resumeErr.Error()

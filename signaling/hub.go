@@ -85,6 +85,7 @@ type member struct {
 
 	reported bool
 	report   Report
+	joinedAt time.Time // for the join-to-synced histogram
 
 	dropping bool // queued for removal as a slow consumer
 }
@@ -205,6 +206,11 @@ func (h *hub) handle(ev hubEvent) {
 		h.synced(ev.c)
 	case *evReport:
 		if m := h.members[ev.c]; m != nil {
+			var prev *Report
+			if m.reported {
+				prev = &m.report
+			}
+			h.stats.hist.report(prev, ev.r)
 			m.report, m.reported = ev.r, true
 		}
 	case *evGrace:
@@ -297,6 +303,7 @@ func (h *hub) admit(r *room, m *member, rc *Resume, announce bool) {
 	if h.elect(r) {
 		hostChanged = true
 	}
+	m.joinedAt = h.cfg.Clock.Now()
 	h.send(m, h.joinedFrame(r, m))
 	joinedFrame := mustMarshal(memberJoinedMsg{V: ProtocolVersion, Type: typeMemberJoined, Member: m.info()})
 	var hostFrame []byte
@@ -522,6 +529,7 @@ func (h *hub) synced(c *conn) {
 		return
 	}
 	m.synced = true
+	h.stats.hist.synced(h.cfg.Clock.Now().Sub(m.joinedAt))
 	r := m.room
 	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index}))
 	if h.elect(r) {

@@ -109,6 +109,11 @@ type Report struct {
 	// RTTMicros is the member's round-trip time to the host in microseconds,
 	// 0 when unknown.
 	RTTMicros uint64
+	// Migrations counts the host migrations the member lived through while synced;
+	// PauseMicros is how long the latest took, in microseconds (until the new host's snapshot
+	// merged).
+	Migrations  uint64
+	PauseMicros uint64
 }
 
 type reportJSON struct {
@@ -118,11 +123,14 @@ type reportJSON struct {
 	Hash      string     `json:"hash"`
 	Link      *LinkTypes `json:"link,omitempty"`
 	RTTMicros uint64     `json:"rttUs,omitempty"`
+	// Migrations and PauseMicros: see Report.
+	Migrations  uint64 `json:"migrations,omitempty"`
+	PauseMicros uint64 `json:"pauseUs,omitempty"`
 }
 
 // MarshalJSON encodes the report with the hash as 16 lowercase hex digits.
 func (r Report) MarshalJSON() ([]byte, error) {
-	return json.Marshal(reportJSON{Term: r.Term, Clock: r.Clock, Entities: r.Entities, Hash: formatHash(r.Hash), Link: r.Link, RTTMicros: r.RTTMicros})
+	return json.Marshal(reportJSON{Term: r.Term, Clock: r.Clock, Entities: r.Entities, Hash: formatHash(r.Hash), Link: r.Link, RTTMicros: r.RTTMicros, Migrations: r.Migrations, PauseMicros: r.PauseMicros})
 }
 
 // UnmarshalJSON decodes a report; the hash must be exactly 16 lowercase hex
@@ -141,7 +149,7 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*r = Report{Term: j.Term, Clock: j.Clock, Entities: j.Entities, Hash: h, Link: j.Link, RTTMicros: j.RTTMicros}
+	*r = Report{Term: j.Term, Clock: j.Clock, Entities: j.Entities, Hash: h, Link: j.Link, RTTMicros: j.RTTMicros, Migrations: j.Migrations, PauseMicros: j.PauseMicros}
 	return nil
 }
 

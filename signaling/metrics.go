@@ -31,6 +31,7 @@ type Stats struct {
 type stats struct {
 	rooms, members, conns                                     atomic.Int64
 	joins, rejected, slow, timeouts, badMessages, relayErrors atomic.Uint64
+	hist                                                      histograms
 }
 
 func (s *stats) snapshot() Stats {
@@ -51,7 +52,8 @@ func (s *stats) register(reg prometheus.Registerer, log zerolog.Logger) {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "concord", Subsystem: "signaling", Name: name, Help: help},
 			func() float64 { return float64(v.Load()) })
 	}
-	for _, c := range []prometheus.Collector{
+	s.hist.init()
+	for _, c := range append([]prometheus.Collector{
 		gauge("rooms", "Current number of rooms.", &s.rooms),
 		gauge("members", "Current number of joined members.", &s.members),
 		gauge("connections", "Current number of websocket connections.", &s.conns),
@@ -61,7 +63,7 @@ func (s *stats) register(reg prometheus.Registerer, log zerolog.Logger) {
 		counter("ping_timeouts_total", "Members dropped because they stopped answering pings.", &s.timeouts),
 		counter("bad_messages_total", "Inbound messages answered with an error.", &s.badMessages),
 		counter("relay_errors_total", "Signals that could not be relayed.", &s.relayErrors),
-	} {
+	}, s.hist.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			log.Error().Err(err).Msg("signaling: registering metric")
 		}

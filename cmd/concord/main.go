@@ -18,8 +18,10 @@ const usage = `concord — WebRTC host-authoritative multiplayer sessions
 
 Usage:
   concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena]
-  concord host  [--server http://127.0.0.1:7880] [--room arena]
-  concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby]
+                [--public-ip IP] [--udp ADDR] [--turn ADDR] [--turn-allow-private CIDR,…] [--ice-server URL]…
+                [--tls-cert FILE --tls-key FILE] [--origin ORIGIN,…] [--pprof]
+  concord host  [--server http://127.0.0.1:7880] [--room arena] [--ice loopback|any] [--udp ADDR] [--public-ip IP]
+  concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby] [--ice loopback|any]
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
   concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON

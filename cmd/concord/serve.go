@@ -2,17 +2,27 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/turnserver"
+	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/web"
 )
@@ -26,6 +36,21 @@ type serveOptions struct {
 	room          string
 	dedicatedHost bool
 	secret        string
+
+	// net is the dedicated host's WebRTC (--ice, --udp, --public-ip, --relay-only).
+	net peerNet
+
+	turnAddr     string         // --turn
+	turnTLSAddr  string         // --turn-tls
+	turnAllow    []netip.Prefix // --turn-allow-private
+	turnPorts    string         // --turn-ports
+	iceServers   []string       // --ice-server
+	iceSecret    string         // --ice-server-secret
+	tlsCert      string         // --tls-cert
+	tlsKey       string         // --tls-key
+	origins      []string       // --origin
+	pprof        bool           // --pprof
+	metricsRoute bool           // --metrics
 }
 
 // server is a running `concord serve`.
@@ -33,58 +58,150 @@ type server struct {
 	url      string
 	log      zerolog.Logger
 	sig      *signaling.Server
+	turn     *turnserver.Server // nil without --turn
 	http     *http.Server
+	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
 	served   chan error
+	host     *peer.Peer // nil without a dedicated host
 	hostDone chan error // nil without a dedicated host
 	stopHost context.CancelFunc
 }
 
 // startServer listens, serves the page, signaling and the API, and starts the dedicated host.
 func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*server, error) {
+	var tlsCfg *tls.Config
+	if o.tlsCert != "" || o.tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	origins, err := newOriginPolicy(o.origins)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := signaling.Config{
 		Logger: log.With().Str("component", "signaling").Logger(),
 		Rooms: map[signaling.RoomID]signaling.RoomConfig{
 			signaling.RoomID(o.room): {PinnedHosts: []signaling.Identity{dedicatedHostUser}},
 		},
+		CheckOrigin: origins.allowed,
+		Registerer:  reg,
 	}
 	if o.secret != "" {
 		cfg.Secret = []byte(o.secret)
 	}
-	s := &server{log: log, sig: signaling.New(cfg), served: make(chan error, 1)}
+	s := &server{log: log, served: make(chan error, 2)}
+	if o.turnAddr != "" {
+		if s.turn, err = startTURN(o, tlsCfg, log); err != nil {
+			return nil, err
+		}
+	}
+	external, err := parseICEServers(o.iceServers)
+	if err != nil {
+		s.closeTURN()
+		return nil, usageError{err}
+	}
+	cfg.ICEServers = iceServersFunc(s.turn, external, o.iceSecret)
+	s.sig = signaling.New(cfg)
+	reg.MustRegister(&hostCollector{s: s})
+
 	mux := http.NewServeMux()
 	sh := s.sig.Handler()
-	mux.Handle("/ws", sh)
+	mux.Handle("/ws", origins.gate(sh))
 	mux.Handle("/api/", sh)
 	mux.Handle("/healthz", sh)
+	if o.metricsRoute {
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
+	if o.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/", web.Handler())
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
+		s.closeTURN()
 		_ = s.sig.Close()
 		return nil, err
 	}
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { s.served <- s.http.Serve(ln) }()
-	s.url = "http://" + ln.Addr().String()
-	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).Msg("concord serving")
-
-	if o.dedicatedHost {
-		token := ""
-		if o.secret != "" {
-			token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
-				Room: signaling.RoomID(o.room), User: dedicatedHostUser, Device: "serve", MayHost: true,
-				Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
-			})
-			if err != nil {
-				s.stop()
-				return nil, err
-			}
-		}
-		hctx, cancel := context.WithCancel(ctx)
-		s.stopHost = cancel
-		s.hostDone = make(chan error, 1)
-		go func() { s.hostDone <- runHost(hctx, log, s.url, o.room, "serve", token) }()
+	scheme := "http"
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		scheme = "https"
 	}
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.url = scheme + "://" + ln.Addr().String()
+	if o.dedicatedHost {
+		// Before Serve, so that the metrics collector never sees s.host change. The host's
+		// dial waits in the listen backlog until Serve accepts it.
+		if err := s.startHost(ctx, o, ln.Addr().(*net.TCPAddr), tlsCfg != nil, sh); err != nil {
+			_ = ln.Close()
+			s.stop()
+			return nil, err
+		}
+	}
+	go func() { s.served <- s.http.Serve(ln) }()
+	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).
+		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Msg("concord serving")
 	return s, nil
+}
+
+// startHost runs the dedicated host in this process. It dials the public listener, or, when
+// that is TLS (whose certificate names the public host) or listens on every interface, a
+// loopback listener of its own that serves only signaling. Its WebRTC follows the public
+// address: loopback-only when serve listens on loopback, otherwise every interface (with
+// --public-ip in its host candidates), on the --udp socket.
+func (s *server) startHost(ctx context.Context, o serveOptions, addr *net.TCPAddr, tlsOn bool, sh http.Handler) error {
+	nw := o.net
+	loopback := addr.IP.IsLoopback()
+	if nw.ice == "" {
+		nw.ice = string(peer.ICEAny)
+		if loopback {
+			nw.ice = string(peer.ICELoopback)
+		}
+	}
+	if nw.udp == "" && nw.ice == string(peer.ICEAny) {
+		nw.udp = net.JoinHostPort(addr.IP.String(), "0") // the unspecified address: every interface
+	}
+	dial := s.url
+	if tlsOn || addr.IP.IsUnspecified() {
+		iln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		imux := http.NewServeMux()
+		imux.Handle("/ws", sh)
+		s.inner = &http.Server{Handler: imux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { s.served <- s.inner.Serve(iln) }()
+		dial = "http://" + iln.Addr().String()
+	}
+	token := ""
+	if o.secret != "" {
+		var err error
+		token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
+			Room: signaling.RoomID(o.room), User: dedicatedHostUser, Device: "serve", MayHost: true,
+			Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	hl := s.log.With().Str("component", "host").Logger()
+	p, err := newPeer(hl, nw, dial, o.room, dedicatedHostUser, "serve", signaling.KindHost, token, arena.New(arena.Config{}), false)
+	if err != nil {
+		return err
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	s.host, s.stopHost, s.hostDone = p, cancel, make(chan error, 1)
+	go func() { s.hostDone <- p.Run(hctx) }()
+	return nil
 }
 
 // wait blocks until ctx ends, the HTTP server fails or the dedicated host stops, then stops.
@@ -116,15 +233,59 @@ func (s *server) stop() {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.http.Shutdown(sctx)
+	if s.inner != nil {
+		_ = s.inner.Shutdown(sctx)
+	}
+	s.closeTURN()
 }
+
+func (s *server) closeTURN() {
+	if s.turn != nil {
+		_ = s.turn.Close()
+	}
+}
+
+// listFlag is a repeatable string flag that also splits on commas.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// repeatFlag is a repeatable string flag that keeps each value whole (URLs may hold commas).
+type repeatFlag []string
+
+func (l *repeatFlag) String() string     { return strings.Join(*l, " ") }
+func (l *repeatFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o serveOptions
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /healthz)")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /metrics, /healthz)")
 	fs.BoolVar(&o.dedicatedHost, "dedicated-host", true, "run a dedicated host for --room in this process")
 	fs.StringVar(&o.room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
+	o.net.addICEFlag(fs)
+	o.net.addAddrFlags(fs)
+	fs.StringVar(&o.turnAddr, "turn", "", "run the embedded TURN/STUN server on this address, UDP and TCP (e.g. :3478); needs a specific IP or --public-ip")
+	fs.StringVar(&o.turnTLSAddr, "turn-tls", "", "also serve TURN over TLS (turns:) on this address, with --tls-cert/--tls-key (e.g. :5349)")
+	fs.StringVar(&o.turnPorts, "turn-ports", "49152-65535", "UDP port range of TURN relay sockets")
+	var allow, origins listFlag
+	var ice repeatFlag
+	fs.Var(&allow, "turn-allow-private", "CIDR[,CIDR…]: private/loopback peer ranges the TURN relay may reach (refused by default)")
+	fs.Var(&ice, "ice-server", "an external STUN/TURN server handed to members, repeatable: stun:HOST:PORT or turn[s]:[USER:PASSWORD@]HOST:PORT[?transport=udp|tcp]")
+	fs.StringVar(&o.iceSecret, "ice-server-secret", os.Getenv("CONCORD_ICE_SECRET"), "shared secret of external TURN servers without USER:PASSWORD (coturn static-auth-secret): members get time-limited REST API credentials (env CONCORD_ICE_SECRET)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve the page, /ws and the APIs over HTTPS/WSS")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.Var(&origins, "origin", "ORIGIN[,ORIGIN…]: web origins (https://game.example.com, or a bare host) allowed to open /ws besides the server's own host; * allows any")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof")
+	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -132,6 +293,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
+	for _, c := range allow {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return usageError{fmt.Errorf("--turn-allow-private %q: %w", c, err)}
+		}
+		o.turnAllow = append(o.turnAllow, p.Masked())
+	}
+	o.iceServers, o.origins = ice, origins
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err

@@ -331,7 +331,7 @@ func TestTURNOverTCP(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for _, cfg := range []Config{
-		{Addr: "0.0.0.0:0"},                          // unspecified without a public IP
+		{Addr: "0.0.0.0:0"},                           // unspecified without a public IP
 		{Addr: "127.0.0.1:0", MinPort: 5, MaxPort: 4}, // bad range
 		{Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0"}, // TLS address without a certificate
 	} {

@@ -417,6 +417,7 @@ export class Peer {
       onMessage: (ch, bytes) => this.step(() => this.linkMessage(r, ch, bytes)),
       onReady: () => this.step(() => this.linkReady(r)),
       onClose: (reason) => this.step(() => this.linkClosed(r, reason)),
+      iceServers: (this.sig && this.sig.joined && this.sig.joined.iceServers) || [],
     });
     this.remotes.set(idx, r);
     return r;

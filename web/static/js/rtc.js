@@ -1,7 +1,8 @@
 // One WebRTC link to another member: an RTCPeerConnection with Concord's two pre-negotiated data
 // channels (id 0 reliable+ordered, id 1 unordered with maxRetransmits 0), set up through signaling.
 //
-// The member side makes the offer; the host side answers. No ICE servers are used. Remote
+// The member side makes the offer; the host side answers. ICE servers are the ones signaling
+// handed out in `joined` (none on a loopback server). Remote
 // candidates are queued until the remote description is set, and nothing ever waits for local
 // candidates: in a loopback-only network namespace Chromium may signal none, and the other end
 // learns the address from the first connectivity check.
@@ -24,7 +25,7 @@ const MAX_PENDING_CANDIDATES = 64;
  *   onClose(reason)        the link is dead (called once).
  */
 export class Link {
-  constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
+  constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {}, iceServers = [] }) {
     this.remote = remote;
     this.session = session;
     this.offerer = offerer;
@@ -41,7 +42,7 @@ export class Link {
     this.pending = [];
     this.chain = Promise.resolve(); // serializes signal handling (setRemoteDescription is async)
 
-    const pc = new RTCPeerConnection({ iceServers: [] });
+    const pc = new RTCPeerConnection({ iceServers });
     this.pc = pc;
     this.channels = [
       pc.createDataChannel('reliable', { negotiated: true, id: 0 }),
@@ -204,7 +205,7 @@ export function isMemoryOffer(p) {
 
 /** MemoryLink has Link's interface; both channels deliver in order, asynchronously, copying. */
 export class MemoryLink {
-  constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
+  constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {}, iceServers = [] }) {
     Object.assign(this, { remote, session, offerer, signalOut: signal, onMessage, onReady, onClose });
     this.ready = false;
     this.dead = false;
