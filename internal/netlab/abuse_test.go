@@ -2,9 +2,11 @@ package netlab_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,10 +74,10 @@ func turnClient(t *testing.T, h netlab.Home, user, pass string) *turn.Client {
 }
 
 // TestLab6Abuse is scenario 6: the embedded TURN server is not an open relay. Forged and
-// expired credentials are refused; with valid ones, permissions to 127.0.0.1, to the server's
-// own address (outside its relay ports) and to a private range not admitted (home B's 10.2/16)
-// are refused, while one to the admitted 100.64.0.0/10 and relay-to-relay between two members
-// work; /metrics counts every refusal.
+// expired credentials are refused; with valid ones, nothing reaches 127.0.0.1, the server's own
+// address outside its relay ports or a private range not admitted (home B's 10.2.0.0/24), while
+// the admitted 100.64.0.0/10 and relay to relay between two members work; /metrics counts every
+// refusal.
 func TestLab6Abuse(t *testing.T) {
 	lab := netlab.Get(t)
 	concord(t)
@@ -113,19 +115,51 @@ func TestLab6Abuse(t *testing.T) {
 	if ip := relayA.LocalAddr().(*net.UDPAddr).IP; !ip.Equal(netlab.ServerAddr.AsSlice()) {
 		t.Fatalf("relay address %v, want the server's public IP %v", relayA.LocalAddr(), netlab.ServerAddr)
 	}
-	for _, bad := range []string{"127.0.0.1:9", serverHTTP, net.JoinHostPort(lab.B.Addr.String(), "9")} {
-		peer, _ := net.ResolveUDPAddr("udp4", bad)
-		if err := alice.CreatePermission(peer); err == nil {
-			t.Errorf("the relay admitted peer %s", bad)
+	// Three sinks the relay must not reach: the server's loopback, the server's own address on a
+	// port outside the relay range, and home B's private address (10/8 is not admitted); and
+	// one it may reach, on the admitted public side, to show the path works.
+	sinks := map[string]*net.UDPConn{}
+	for name, at := range map[string]struct {
+		ns   netlab.NS
+		addr string
+	}{
+		"loopback": {lab.Server, "127.0.0.1:50001"}, // a loopback service on a port of the relay range
+		"server":   {lab.Server, netlab.ServerAddr.String() + ":7881"},
+		"private":  {lab.B.NS, lab.B.Addr.String() + ":0"},
+		"admitted": {lab.Public, netlab.PublicAddr.String() + ":0"},
+	} {
+		c, err := at.ns.ListenUDP(at.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sinks[name] = c
+	}
+	waitFor(t, 10*time.Second, "a datagram through the relay to the admitted public side", func() error {
+		if _, err := relayA.WriteTo([]byte("admitted"), sinks["admitted"].LocalAddr()); err != nil {
+			return err
+		}
+		if n, from, err := readWithin(sinks["admitted"], 200*time.Millisecond); err != nil || from.String() != relayA.LocalAddr().String() {
+			return fmt.Errorf("read %d bytes from %v: %v", n, from, err)
+		}
+		return nil
+	})
+	// A refused peer fails at the permission (403) or, for the server's own IP (which needs a
+	// permission for relay to relay), its datagrams are dropped: either way nothing arrives.
+	for _, name := range []string{"loopback", "server", "private"} {
+		for range 3 {
+			_, _ = relayA.WriteTo([]byte("refused"), sinks[name].LocalAddr())
+		}
+	}
+	for _, name := range []string{"loopback", "server", "private"} {
+		if n, from, err := readWithin(sinks[name], 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("the relay delivered %d bytes from %v to the %s sink %v (%v)", n, from, name, sinks[name].LocalAddr(), err)
 		}
 	}
 	if got := metric(t, refusedPeers); got < peers0+3 {
 		t.Errorf("%s went from %v to %v after three refused peers", refusedPeers, peers0, got)
 	}
-	// Admitted: the public side, and another member's relay address (relay to relay).
-	if err := alice.CreatePermission(&net.UDPAddr{IP: netlab.PublicAddr.AsSlice(), Port: 9}); err != nil {
-		t.Errorf("permission to the admitted %v: %v", netlab.PublicAddr, err)
-	}
+	// Relay to relay between two members of the server works.
 	u, pw = creds("bob", time.Now().Add(time.Hour))
 	relayB, err := turnClient(t, lab.B, u, pw).Allocate()
 	if err != nil {
