@@ -166,8 +166,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// tail returns the last n lines, of which at most the last is a browser's status line.
 func (s *syncBuffer) tail(n int) string {
-	lines := strings.Split(strings.TrimRight(s.String(), "\n"), "\n")
+	all := strings.Split(strings.TrimRight(s.String(), "\n"), "\n")
+	lines := all[:0:0]
+	for i, l := range all {
+		if !strings.HasPrefix(l, "status ") || i == len(all)-1 {
+			lines = append(lines, l)
+		}
+	}
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 

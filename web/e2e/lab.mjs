@@ -6,7 +6,8 @@
 // it must see exactly `lo` and `eth0` with a lab address (10.0.0.0/8 or 100.64.0.0/10).
 //
 // Output, one line each, for the Go test to read: `joined <status JSON>` once the page has
-// joined the room, then `status <status JSON>` every 500 ms. It runs until SIGTERM or SIGINT; any failure prints `error <message>` and exits 1.
+// joined the room, then `status <status JSON>` every 500 ms, with `pairs`: the candidate types of
+// each link's selected pair from Chromium's getStats(). It runs until SIGTERM or SIGINT; any failure prints `error <message>` and exits 1.
 
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
@@ -73,7 +74,27 @@ try {
   page.on('pageerror', (err) => console.log(`pageerror ${err.message}`));
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.log(`console ${m.type()} ${m.text()}`); });
   await page.goto(`${opt.server}/?room=${encodeURIComponent(opt.room)}&user=${encodeURIComponent(opt.user)}`);
-  const status = () => page.evaluate(() => window.concord && window.concord.status());
+  // The status, plus the candidate types of each link's selected pair as Chromium's own stats
+  // say (pairs: {remote peer index: {local, remote}}).
+  const status = () => page.evaluate(async () => {
+    const c = window.concord;
+    if (!c) return null;
+    const st = c.status();
+    st.pairs = {};
+    for (const [idx, r] of c.peer.remotes || []) {
+      const pc = r.link && r.link.pc;
+      if (!pc) continue;
+      const stats = await pc.getStats();
+      let pairId;
+      stats.forEach((s) => { if (s.type === 'transport' && s.selectedCandidatePairId) pairId = s.selectedCandidatePairId; });
+      const pair = pairId && stats.get(pairId);
+      if (!pair) continue;
+      const local = stats.get(pair.localCandidateId);
+      const remote = stats.get(pair.remoteCandidateId);
+      st.pairs[idx] = { local: local && local.candidateType, remote: remote && remote.candidateType };
+    }
+    return st;
+  });
   const end = Date.now() + 20000;
   for (;;) {
     const st = await status();
