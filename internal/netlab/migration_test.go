@@ -30,12 +30,19 @@ type labBot struct {
 
 func startLabBot(t *testing.T, ctx context.Context, wg *sync.WaitGroup, h netlab.Home, user string, seed uint64, clk *migrationcheck.Clock) *labBot {
 	t.Helper()
+	app := &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: time.Hour, Now: clk.Now}})}
+	return &labBot{p: startLabPeer(t, ctx, wg, h, user, app), app: app}
+}
+
+// startLabPeer runs a peer of this process inside h's namespace until ctx ends; wg waits for it.
+// Frequent status reports and digests make convergence visible in /api/rooms sooner.
+func startLabPeer(t *testing.T, ctx context.Context, wg *sync.WaitGroup, h netlab.Home, user string, app peer.App) *peer.Peer {
+	t.Helper()
 	nsNet, err := h.NS.Net()
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Str("who", user).Logger()
-	app := &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: time.Hour, Now: clk.Now}})}
 	p, err := peer.New(peer.Config{
 		Server: serverURL, Room: "arena", User: user, Kind: signaling.KindBot, App: app,
 		ICE: peer.ICEAny,
@@ -61,7 +68,7 @@ func startLabBot(t *testing.T, ctx context.Context, wg *sync.WaitGroup, h netlab
 			t.Errorf("%s: %v", user, err)
 		}
 	}()
-	return &labBot{p: p, app: app}
+	return p
 }
 
 func readViews(ctx context.Context, bots []*labBot) ([]*migrationcheck.View, error) {

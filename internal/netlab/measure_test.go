@@ -1,0 +1,101 @@
+package netlab_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/peer"
+)
+
+// joinApp is a passive arena member that notes when it first synced.
+type joinApp struct {
+	*arena.Game
+	once   sync.Once
+	synced chan struct{}
+}
+
+// OnEvent runs on the peer's loop.
+func (a *joinApp) OnEvent(w *peer.World, ev peer.Event) {
+	if ev.Kind == peer.EventSynced {
+		a.once.Do(func() { close(a.synced) })
+	}
+}
+
+// joinTimes starts trials members in h one after another and returns, for each, the time from
+// its start (before its signaling dial) to synced with the room's host.
+func joinTimes(t *testing.T, h netlab.Home, trials int) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for i := range trials {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		app := &joinApp{Game: arena.New(arena.Config{}), synced: make(chan struct{})}
+		began := time.Now()
+		startLabPeer(t, ctx, &wg, h, fmt.Sprintf("joiner%d", i), app)
+		select {
+		case <-app.synced:
+			out = append(out, time.Since(began))
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s: trial %d did not sync in 30 s", h.NS, i)
+		}
+		cancel()
+		wg.Wait()
+	}
+	return out
+}
+
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "no samples"
+	}
+	slices.Sort(ds)
+	r := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+	return fmt.Sprintf("n=%d min %v / p50 %v / p90 %v / max %v", len(ds), r(ds[0]), r(ds[len(ds)/2]), r(ds[len(ds)*9/10]), r(ds[len(ds)-1]))
+}
+
+// TestLabMeasureJoin measures (issue 9 §5; BENCHMARKS.md "NAT lab") the time from a member's
+// start to synced: on the public side and behind symmetric NAT B with the server's dedicated
+// host (public), then behind NAT B with a `concord host` behind NAT A (through the relay). It
+// runs only with CONCORD_LAB_MEASURE=1 (set -run TestLabMeasureJoin).
+func TestLabMeasureJoin(t *testing.T) {
+	if os.Getenv("CONCORD_LAB_MEASURE") != "1" {
+		t.Skip("a measurement: set CONCORD_LAB_MEASURE=1 to run it")
+	}
+	lab := netlab.Get(t)
+	bin := concord(t)
+	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
+	const trials = 15
+	public := netlab.Home{NS: lab.Public, Addr: netlab.PublicAddr}
+
+	srv := serve(t, lab)
+	pub := joinTimes(t, public, trials)
+	natB := joinTimes(t, lab.B, trials)
+	srv.stop()
+
+	serve(t, lab, "--dedicated-host=false")
+	start(t, lab.A.NS, "host", bin, "host", "--server", serverURL, "--room", "arena")
+	waitFor(t, 20*time.Second, "the host behind NAT A to be elected", func() error {
+		r, err := getRoom("arena")
+		if err != nil {
+			return err
+		}
+		if h := r.hostMember(); h == nil || h.Kind != "host" || !h.Synced {
+			return fmt.Errorf("%v", r)
+		}
+		return nil
+	})
+	relayed := joinTimes(t, lab.B, trials)
+	pubToNAT := joinTimes(t, public, trials)
+
+	t.Logf("join → synced, dedicated host on the public side: member on the public side %s", spread(pub))
+	t.Logf("join → synced, dedicated host on the public side: member behind symmetric NAT B %s", spread(natB))
+	t.Logf("join → synced, host behind symmetric NAT A: member behind symmetric NAT B (relay) %s", spread(relayed))
+	t.Logf("join → synced, host behind symmetric NAT A: member on the public side %s", spread(pubToNAT))
+}
