@@ -378,10 +378,15 @@ type benchSignaling struct {
 	done chan struct{}
 }
 
-func startBenchSignaling(log zerolog.Logger, pinned []signaling.Identity) (*benchSignaling, error) {
+func startBenchSignaling(log zerolog.Logger, pinned []signaling.Identity, relay *benchRelay) (*benchSignaling, error) {
+	var ice signaling.ICEServersFunc
+	if relay != nil {
+		ice = relay.iceServers
+	}
 	srv := signaling.New(signaling.Config{
-		Logger: log.With().Str("component", "signaling").Logger(),
-		Rooms:  map[signaling.RoomID]signaling.RoomConfig{benchRoom: {PinnedHosts: pinned, MaxMembers: 2 * maxBenchBots}},
+		Logger:     log.With().Str("component", "signaling").Logger(),
+		ICEServers: ice,
+		Rooms:      map[signaling.RoomID]signaling.RoomConfig{benchRoom: {PinnedHosts: pinned, MaxMembers: 2 * maxBenchBots}},
 		// A host that answers every member at once signals in a burst; keep the limits out of the way.
 		SignalRate: 2000, SignalBurst: 4000, SendQueue: 4096,
 	})
@@ -419,6 +424,9 @@ type benchPeers struct {
 	// reportInterval and digestInterval override the peers' defaults when not zero.
 	reportInterval, digestInterval time.Duration
 	standby                        bool // peer.Config.Standby
+	// relayOnly makes the members' links relay-only (peer.Config.RelayOnly); a peer started as
+	// a dedicated host keeps its host candidates, so a link takes one trip through the relay.
+	relayOnly bool
 
 	peers  []*peer.Peer
 	probes []*benchProbe
@@ -442,6 +450,7 @@ func (b *benchPeers) start(user string, kind signaling.Kind, app *benchApp) (*pe
 		Server: b.url, Room: benchRoom, User: user, Kind: kind, App: app, Transport: ct,
 		Logger:         b.log.With().Str("who", user).Logger(),
 		ReportInterval: b.reportInterval, DigestInterval: b.digestInterval, Standby: b.standby,
+		RelayOnly: b.relayOnly && kind != signaling.KindHost,
 	})
 	if err != nil {
 		_ = api.Close()
@@ -540,6 +549,7 @@ type fanoutOptions struct {
 	duration   time.Duration
 	warmup     time.Duration
 	cpuProfile string
+	relay      bool // bots reach the host only through a TURN relay process (benchRelay)
 }
 
 // phaseResult is one measured window of the fanout benchmark.
@@ -556,6 +566,7 @@ type phaseResult struct {
 	dropped  float64 // unreliable datagrams the host's links dropped per second (send buffer full)
 	lat      benchHist
 	note     string
+	relay    relayWindow // the relay process's CPU and relayed bytes over the window (-relay)
 }
 
 func (r *phaseResult) cpuPercent() float64 {
@@ -580,6 +591,7 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of each phase")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "time each phase runs before it is measured")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the Concord phase's measured window to this file")
+	fs.BoolVar(&o.relay, "relay", false, "bots reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -662,12 +674,21 @@ func (s *statusRate) rates() (in, out, lost float64, ok bool) {
 }
 
 func runConcordFanout(ctx context.Context, o fanoutOptions, log zerolog.Logger) (*phaseResult, error) {
-	sig, err := startBenchSignaling(log, []signaling.Identity{benchHostUser})
+	var relay *benchRelay
+	if o.relay {
+		var err error
+		if relay, err = startBenchRelay(ctx); err != nil {
+			return nil, err
+		}
+		defer relay.stop()
+	}
+	sig, err := startBenchSignaling(log, []signaling.Identity{benchHostUser}, relay)
 	if err != nil {
 		return nil, err
 	}
 	defer sig.stop()
 	bp := newBenchPeers(ctx, sig.url, log)
+	bp.relayOnly = o.relay
 	defer bp.close()
 
 	recording := new(atomic.Bool)
@@ -765,11 +786,13 @@ func runConcordFanout(ctx context.Context, o fanoutOptions, log zerolog.Logger) 
 		return
 	}
 	hi0, ho0, bi0, bo0 := byteCounts()
+	rel0 := relay.mark()
 	t0, cpu0 := time.Now(), benchCPUTime()
 	recording.Store(true)
 	err = benchSleep(ctx, time.Until(to))
 	recording.Store(false)
 	t1, cpu1 := time.Now(), benchCPUTime()
+	rel1 := relay.mark()
 	hi1, ho1, bi1, bo1 := byteCounts()
 	stopProfile()
 	stopSampler() // rates belong to the sampler until it has stopped
@@ -779,7 +802,7 @@ func runConcordFanout(ctx context.Context, o fanoutOptions, log zerolog.Logger) 
 	if err := bp.failed(); err != nil {
 		return nil, err
 	}
-	res := &phaseResult{wall: t1.Sub(t0), cpu: cpu1 - cpu0}
+	res := &phaseResult{wall: t1.Sub(t0), cpu: cpu1 - cpu0, relay: relayWindow{cpu: rel1.cpu - rel0.cpu, bytes: rel1.bytes - rel0.bytes}}
 	var dgramBytes, dgrams uint64
 	for i, t := range bp.trans[1:] {
 		dgramBytes += t.bytesIn[link.Unreliable].Load() - in0[i]
@@ -1022,9 +1045,18 @@ func printFanout(w io.Writer, r *fanoutResult) {
 			p.hostIn, p.hostOut, p.botIn, p.botOut, p.dgrams, p.dgramLen, p.dropped, p.updates, 100*p.updates/want,
 			p.lat.quantile(0.5).Round(time.Microsecond), p.lat.quantile(0.99).Round(time.Microsecond), 100*p.lat.above(40*time.Millisecond))
 	}
-	row("concord", &r.concord)
+	if o.relay {
+		row("concord relay", &r.concord)
+	} else {
+		row("concord", &r.concord)
+	}
 	row("raw pion", &r.raw)
 	_ = tw.Flush()
+	if o.relay {
+		secs := r.concord.wall.Seconds()
+		fmt.Fprintf(w, "relay process (TURN on loopback, every bot relay-only): CPU %.1f%% of one core (%.2f × this process's), relayed %.0f B/s\n",
+			100*r.concord.relay.cpu.Seconds()/secs, r.concord.relay.cpu.Seconds()/max(r.concord.cpu.Seconds(), 1e-9), float64(r.concord.relay.bytes)/secs)
+	}
 	ratio := func(a, b float64) string {
 		if b == 0 {
 			return "n/a"
@@ -1104,6 +1136,7 @@ type migrationOptions struct {
 	hostCommand func(args []string) *exec.Cmd
 	hostLog     string // bench-host's -log-level
 	standby     bool   // members keep standby links to the next host
+	relay       bool   // members reach the host only through a TURN relay process (benchRelay)
 }
 
 type migrationTrial struct {
@@ -1131,6 +1164,11 @@ type migrationResult struct {
 	trials       []migrationTrial
 	failures     []string
 	fullSnapshot int // bytes of one HostSnapshot covering the whole world
+	// relay and relayWall: the relay process's CPU and bytes over the trials after the first
+	// (-relay), and the wall time they took; cpu is this process's CPU over the same time.
+	relay     relayWindow
+	relayWall time.Duration
+	cpu       time.Duration
 }
 
 func cmdBenchMigration(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -1146,6 +1184,7 @@ func cmdBenchMigration(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&o.reportInterval, "report-interval", 0, "the bots' status report interval (0: peer's default, 1s)")
 	fs.DurationVar(&o.digestInterval, "digest-interval", 0, "the bots' anti-entropy digest interval (0: peer's default, 1s)")
 	fs.BoolVar(&o.standby, "standby", false, "members keep a standby link to the next host (peer.Config.Standby)")
+	fs.BoolVar(&o.relay, "relay", false, "members reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -1238,13 +1277,21 @@ func (t *benchTail) String() string {
 
 func runMigration(ctx context.Context, o migrationOptions, log zerolog.Logger, progress io.Writer) (*migrationResult, error) {
 	res := &migrationResult{opts: o}
-	sig, err := startBenchSignaling(log, []signaling.Identity{benchHostUser})
+	var relay *benchRelay
+	if o.relay {
+		var err error
+		if relay, err = startBenchRelay(ctx); err != nil {
+			return nil, err
+		}
+		defer relay.stop()
+	}
+	sig, err := startBenchSignaling(log, []signaling.Identity{benchHostUser}, relay)
 	if err != nil {
 		return nil, err
 	}
 	defer sig.stop()
 	bp := newBenchPeers(ctx, sig.url, log)
-	bp.reportInterval, bp.digestInterval, bp.standby = o.reportInterval, o.digestInterval, o.standby
+	bp.reportInterval, bp.digestInterval, bp.standby, bp.relayOnly = o.reportInterval, o.digestInterval, o.standby, o.relay
 	defer bp.close()
 	hold := new(atomic.Bool)
 
@@ -1285,6 +1332,16 @@ func runMigration(ctx context.Context, o migrationOptions, log zerolog.Logger, p
 
 	stopProfile := func() {}
 	defer func() { stopProfile() }()
+	var rel0 relayWindow
+	var wall0 time.Time
+	var cpu0 time.Duration
+	defer func() {
+		if !wall0.IsZero() {
+			rel1 := relay.mark()
+			res.relay = relayWindow{cpu: rel1.cpu - rel0.cpu, bytes: rel1.bytes - rel0.bytes}
+			res.relayWall, res.cpu = time.Since(wall0), benchCPUTime()-cpu0
+		}
+	}()
 	for trial := range o.trials {
 		if trial > 0 {
 			if hp, err = startBenchHostProc(o, sig.url); err != nil {
@@ -1309,6 +1366,7 @@ func runMigration(ctx context.Context, o migrationOptions, log zerolog.Logger, p
 			if stopProfile, err = startBenchProfile(o.cpuProfile); err != nil {
 				return res, err
 			}
+			rel0, wall0, cpu0 = relay.mark(), time.Now(), benchCPUTime()
 		}
 	}
 	// The size of a snapshot of the whole world: what a migration without digests would send to
@@ -1651,6 +1709,11 @@ func printMigration(w io.Writer, r *migrationResult) {
 		fmt.Fprintln(w, "standby links: on (members kept an idle link to the next host and promoted it)")
 	} else {
 		fmt.Fprintln(w, "standby links: off (members connected to the new host after the kill; -standby to compare)")
+	}
+	if o.relay && r.relayWall > 0 {
+		secs := r.relayWall.Seconds()
+		fmt.Fprintf(w, "relay process (TURN on loopback, members relay-only), trials 2–%d: CPU %.1f%% of one core (this process %.1f%%), relayed %.0f B/s\n",
+			len(r.trials), 100*r.relay.cpu.Seconds()/secs, 100*r.cpu.Seconds()/secs, float64(r.relay.bytes)/secs)
 	}
 }
 
