@@ -33,6 +33,7 @@ type memberRole struct {
 
 func newMemberRole(p *Peer) *memberRole {
 	m := &memberRole{p: p, w: p.w, dirty: make(map[Entity]uint32)}
+	p.migratingSince = time.Time{} // a fresh member (or a former host) is not migrating
 	p.w.sink = m
 	p.w.isHost = false
 	return m

@@ -762,6 +762,9 @@ func (r *remote) close() {
 	r.closeOnce.Do(func() {
 		if r.l != nil {
 			_ = r.l.Close()
+			if r.p != nil {
+				r.p.count.linkClosed(r.l.Stats()) // so Status.Channels never goes back
+			}
 		}
 	})
 }

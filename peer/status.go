@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,17 @@ type Status struct {
 type counters struct {
 	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
 	migrations                                                                 atomic.Uint64
+	// closedMu guards closed: the counters of links already closed (by any goroutine).
+	closedMu sync.Mutex
+	closed   [link.NumChannels]link.ChannelStats
+}
+
+// linkClosed adds a closed link's final counters to the totals; any goroutine.
+func (c *counters) linkClosed(ls link.Stats) {
+	ls.Channels[link.Reliable].Buffered, ls.Channels[link.Unreliable].Buffered = 0, 0
+	c.closedMu.Lock()
+	addChannels(&c.closed, &ls)
+	c.closedMu.Unlock()
 }
 
 // Status returns the latest published status (updated every report interval and on host changes).
@@ -100,6 +112,9 @@ func (p *Peer) publish() *Status {
 	if p.resumeErr != nil {
 		st.ResumeRefused = p.resumeErr.Error()
 	}
+	p.count.closedMu.Lock()
+	st.Channels = p.count.closed
+	p.count.closedMu.Unlock()
 	for _, r := range p.remotes {
 		if r.l != nil {
 			ls := r.l.Stats()
@@ -117,6 +132,16 @@ func (p *Peer) publish() *Status {
 	if p.member != nil && p.member.hostLink != nil {
 		st.RTT = p.member.hostLink.rtt
 		st.HostLink = linkTypes(p.member.hostLink)
+	}
+	// A link out of p.remotes whose close has not finished is briefly in neither sum: never
+	// publish less than before.
+	if prev := p.status.Load(); prev != nil {
+		for i := range st.Channels {
+			c, o := &st.Channels[i], &prev.Channels[i]
+			c.MessagesSent, c.BytesSent = max(c.MessagesSent, o.MessagesSent), max(c.BytesSent, o.BytesSent)
+			c.MessagesReceived, c.BytesReceived = max(c.MessagesReceived, o.MessagesReceived), max(c.BytesReceived, o.BytesReceived)
+			c.Dropped, c.Lost, c.Backpressured = max(c.Dropped, o.Dropped), max(c.Lost, o.Lost), max(c.Backpressured, o.Backpressured)
+		}
 	}
 	p.status.Store(st)
 	return st

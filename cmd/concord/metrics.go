@@ -27,10 +27,11 @@ var (
 	descHostTerm     = prometheus.NewDesc("concord_host_term", "The host term the dedicated host follows.", nil, nil)
 	descHostLinks    = prometheus.NewDesc("concord_host_links", "The dedicated host's links by the candidate types of their selected pair.", []string{"local", "remote"}, nil)
 	descHostEntities = prometheus.NewDesc("concord_host_entities", "Live entities in the dedicated host's replica.", nil, nil)
-	descHostBytes    = prometheus.NewDesc("concord_host_link_bytes", "Bytes over the dedicated host's current links, per channel and direction.", []string{"channel", "direction"}, nil)
-	descHostMsgs     = prometheus.NewDesc("concord_host_link_messages", "Messages (datagrams on the unreliable channel) over the dedicated host's current links, per channel and direction.", []string{"channel", "direction"}, nil)
-	descHostDropped  = prometheus.NewDesc("concord_host_link_dropped", "Messages the dedicated host's current links dropped on the way out (full send buffer), per channel.", []string{"channel"}, nil)
-	descHostBackp    = prometheus.NewDesc("concord_host_link_backpressured", "Reliable sends the dedicated host's current links refused for backpressure.", []string{"channel"}, nil)
+	descHostBytes    = prometheus.NewDesc("concord_host_link_bytes_total", "Bytes over the dedicated host's links, per channel and direction.", []string{"channel", "direction"}, nil)
+	descHostMsgs     = prometheus.NewDesc("concord_host_link_messages_total", "Messages (datagrams on the unreliable channel) over the dedicated host's links, per channel and direction.", []string{"channel", "direction"}, nil)
+	descHostDropped  = prometheus.NewDesc("concord_host_link_dropped_total", "Messages the dedicated host's links dropped on the way out (full send buffer), per channel.", []string{"channel"}, nil)
+	descHostBackp    = prometheus.NewDesc("concord_host_link_backpressured_total", "Reliable sends the dedicated host's links refused for backpressure.", []string{"channel"}, nil)
+	descHostBuffered = prometheus.NewDesc("concord_host_link_buffered_bytes", "Bytes buffered (sent, not yet acknowledged) on the dedicated host's current links, per channel.", []string{"channel"}, nil)
 
 	descTURNAllocs      = prometheus.NewDesc("concord_turn_allocations", "Live TURN allocations.", nil, nil)
 	descTURNAllocsTotal = prometheus.NewDesc("concord_turn_allocations_total", "TURN allocations made.", nil, nil)
@@ -83,12 +84,13 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for i, cs := range st.Channels {
 			name := link.Channel(i).String()
-			gauge(descHostBytes, float64(cs.BytesSent), name, "out")
-			gauge(descHostBytes, float64(cs.BytesReceived), name, "in")
-			gauge(descHostMsgs, float64(cs.MessagesSent), name, "out")
-			gauge(descHostMsgs, float64(cs.MessagesReceived), name, "in")
-			gauge(descHostDropped, float64(cs.Dropped+cs.Lost), name)
-			gauge(descHostBackp, float64(cs.Backpressured), name)
+			counter(descHostBytes, cs.BytesSent, name, "out")
+			counter(descHostBytes, cs.BytesReceived, name, "in")
+			counter(descHostMsgs, cs.MessagesSent, name, "out")
+			counter(descHostMsgs, cs.MessagesReceived, name, "in")
+			counter(descHostDropped, cs.Dropped+cs.Lost, name)
+			counter(descHostBackp, cs.Backpressured, name)
+			gauge(descHostBuffered, float64(cs.Buffered), name)
 		}
 	}
 	if t := c.s.turn; t != nil {

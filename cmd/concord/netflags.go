@@ -29,7 +29,7 @@ func (n *peerNet) addICEFlag(fs *flag.FlagSet) {
 // addAddrFlags adds --udp and --public-ip (host, serve).
 func (n *peerNet) addAddrFlags(fs *flag.FlagSet) {
 	fs.StringVar(&n.udp, "udp", "", "UDP address of the one socket all WebRTC links of this process share (default: an ephemeral port on the signaling interface)")
-	fs.StringVar(&n.publicIP, "public-ip", "", "IPv4 address advertised in host candidates instead of the interface's (1:1 NAT of a cloud VM)")
+	fs.StringVar(&n.publicIP, "public-ip", "", "IPv4 address advertised in host candidates instead of the interface's (1:1 NAT of a cloud VM); on serve also the TURN relay address")
 }
 
 // config fills the network fields of a peer.Config.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,7 +21,7 @@ import (
 
 // startTURN starts the embedded TURN/STUN server of --turn.
 func startTURN(o serveOptions, tlsCfg *tls.Config, log zerolog.Logger) (*turnserver.Server, error) {
-	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow}
+	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow, MaxAllocations: o.turnQuota, MaxBytesPerSecond: o.turnMaxBPS}
 	if o.secret != "" {
 		cfg.Key = turnserver.DeriveKey([]byte(o.secret))
 	}
@@ -35,6 +36,10 @@ func startTURN(o serveOptions, tlsCfg *tls.Config, log zerolog.Logger) (*turnser
 			return nil, usageError{fmt.Errorf("--turn-tls needs --tls-cert and --tls-key")}
 		}
 		cfg.TLSAddr, cfg.TLS = o.turnTLSAddr, tlsCfg
+		// turns: URLs name the certificate's host, which clients verify.
+		if leaf, err := x509.ParseCertificate(tlsCfg.Certificates[0].Certificate[0]); err == nil && len(leaf.DNSNames) > 0 {
+			cfg.TLSName = leaf.DNSNames[0]
+		}
 	}
 	if o.turnPorts != "" {
 		lo, hi, ok := strings.Cut(o.turnPorts, "-")

@@ -44,6 +44,8 @@ type serveOptions struct {
 	turnTLSAddr  string         // --turn-tls
 	turnAllow    []netip.Prefix // --turn-allow-private
 	turnPorts    string         // --turn-ports
+	turnQuota    int            // --turn-user-quota
+	turnMaxBPS   int            // --turn-max-bps
 	iceServers   []string       // --ice-server
 	iceSecret    string         // --ice-server-secret
 	tlsCert      string         // --tls-cert
@@ -168,7 +170,12 @@ func (s *server) startHost(ctx context.Context, o serveOptions, addr *net.TCPAdd
 		}
 	}
 	if nw.udp == "" && nw.ice == string(peer.ICEAny) {
-		nw.udp = net.JoinHostPort(addr.IP.String(), "0") // the unspecified address: every interface
+		// The --addr interface; every interface when --addr is a wildcard, or loopback while
+		// players are not (--ice any behind a reverse proxy).
+		nw.udp = "0.0.0.0:0"
+		if !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
+			nw.udp = net.JoinHostPort(addr.IP.String(), "0")
+		}
 	}
 	dial := s.url
 	if tlsOn || addr.IP.IsUnspecified() {
@@ -276,6 +283,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.turnAddr, "turn", "", "run the embedded TURN/STUN server on this address, UDP and TCP (e.g. :3478); needs a specific IP or --public-ip")
 	fs.StringVar(&o.turnTLSAddr, "turn-tls", "", "also serve TURN over TLS (turns:) on this address, with --tls-cert/--tls-key (e.g. :5349)")
 	fs.StringVar(&o.turnPorts, "turn-ports", "49152-65535", "UDP port range of TURN relay sockets")
+	fs.IntVar(&o.turnQuota, "turn-user-quota", turnserver.DefaultMaxAllocations, "TURN allocations one member may hold at once")
+	fs.IntVar(&o.turnMaxBPS, "turn-max-bps", turnserver.DefaultMaxBytesPerSecond, "bytes per second the TURN relay carries for one member, both directions together")
 	var allow, origins listFlag
 	var ice repeatFlag
 	fs.Var(&allow, "turn-allow-private", "CIDR[,CIDR…]: private/loopback peer ranges the TURN relay may reach (refused by default)")

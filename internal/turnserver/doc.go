@@ -36,6 +36,9 @@
 //
 // # Goroutines
 //
+// Config.Net runs the server on a pion virtual network instead of the OS's
+// (UDP only: vnet has no TCP), so tests can put clients behind simulated NATs.
+//
 // pion's server owns one read goroutine per listener and one per allocation;
 // this package adds none. Close stops them all and is idempotent. Stats and
 // Credentials may be called from any goroutine.

@@ -50,14 +50,16 @@ func TestPionLinkThroughRelay(t *testing.T) {
 			return nil
 		}
 	}
-	cb, err := apiB.NewAnswerer(link.ConnConfig{
-		Signal: deliver(&a), Logger: log, ICEServers: servers("bob/p2"), RelayOnly: true,
-		Handler: func(ch link.Channel, p []byte) {
+	collect := func(name string) link.Handler {
+		return func(_ link.Channel, p []byte) {
 			select {
-			case got <- "b:" + string(p):
+			case got <- name + ":" + string(p):
 			default:
 			}
-		},
+		}
+	}
+	cb, err := apiB.NewAnswerer(link.ConnConfig{
+		Signal: deliver(&a), Logger: log, ICEServers: servers("bob/p2"), RelayOnly: true, Handler: collect("b"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,13 +67,7 @@ func TestPionLinkThroughRelay(t *testing.T) {
 	b.Store(cb)
 	defer cb.Close()
 	ca, err := apiA.NewOfferer(link.ConnConfig{
-		Signal: deliver(&b), Logger: log, ICEServers: servers("alice/p1"), RelayOnly: true,
-		Handler: func(ch link.Channel, p []byte) {
-			select {
-			case got <- "a:" + string(p):
-			default:
-			}
-		},
+		Signal: deliver(&b), Logger: log, ICEServers: servers("alice/p1"), RelayOnly: true, Handler: collect("a"),
 	})
 	if err != nil {
 		t.Fatal(err)

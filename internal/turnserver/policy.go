@@ -3,6 +3,8 @@ package turnserver
 import (
 	"net"
 	"net/netip"
+
+	"github.com/pion/transport/v5"
 )
 
 // nonPublic are the ranges refused as peers unless Config.AllowPeers admits
@@ -85,16 +87,42 @@ func (p *policy) allowNetAddr(a net.Addr) bool {
 	return p.allowAddr(ua.AddrPort())
 }
 
-// ownAddrs returns the addresses of the machine's interfaces plus extra.
-func ownAddrs(extra ...net.IP) map[netip.Addr]bool {
+// interfaceAddrs returns the addresses of the machine's interfaces (of n's,
+// when n is set).
+func interfaceAddrs(n transport.Net) []net.Addr {
+	if n == nil {
+		addrs, _ := net.InterfaceAddrs()
+		return addrs
+	}
+	ifs, err := n.Interfaces()
+	if err != nil {
+		return nil
+	}
+	var out []net.Addr
+	for _, ifc := range ifs {
+		if a, err := ifc.Addrs(); err == nil {
+			out = append(out, a...)
+		}
+	}
+	return out
+}
+
+// ownAddrs returns the interface addresses ifaddrs plus extra (the listen and
+// public addresses). Loopback and link-local interface addresses are left
+// out, so that they stay refused outright, unless extra names one (a server
+// listening on loopback, in tests).
+func ownAddrs(ifaddrs []net.Addr, extra ...net.IP) map[netip.Addr]bool {
 	own := make(map[netip.Addr]bool)
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(n.IP); ok {
-					own[ip.Unmap()] = true
-				}
-			}
+	for _, a := range ifaddrs {
+		var ip net.IP
+		switch a := a.(type) {
+		case *net.IPNet:
+			ip = a.IP
+		case *net.IPAddr:
+			ip = a.IP
+		}
+		if addr, ok := netip.AddrFromSlice(ip); ok && !addr.IsLoopback() && !addr.IsLinkLocalUnicast() {
+			own[addr.Unmap()] = true
 		}
 	}
 	for _, e := range extra {

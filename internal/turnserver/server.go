@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pion/transport/v5"
 	"github.com/pion/turn/v5"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
@@ -38,6 +39,9 @@ type Config struct {
 	Logger zerolog.Logger
 	// Now is the clock credentials are checked against. Default time.Now.
 	Now func() time.Time
+	// Net replaces the OS network (a pion vnet in tests). vnet has no TCP,
+	// so with Net the server listens on UDP only. Default nil: the OS.
+	Net transport.Net
 
 	// Addr is where TURN listens on UDP and on TCP (the same port), e.g.
 	// "203.0.113.7:3478" or ":3478". Port 0 picks one free for both.
@@ -46,6 +50,9 @@ type Config struct {
 	// none.
 	TLSAddr string
 	TLS     *tls.Config
+	// TLSName is the host name in turns: URLs, which clients check the
+	// certificate against. Default: the public IP.
+	TLSName string
 	// PublicIP is the address put in relayed and server URLs (1:1 NAT of a
 	// cloud VM). Default: Addr's IP, which must then be specific.
 	PublicIP net.IP
@@ -180,7 +187,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "turn").Logger(), users: make(map[string]*user)}
-	udp, err := net.ListenPacket("udp4", cfg.Addr)
+	var udp net.PacketConn
+	if cfg.Net != nil {
+		udp, err = cfg.Net.ListenPacket("udp4", cfg.Addr)
+	} else {
+		udp, err = net.ListenPacket("udp4", cfg.Addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("turnserver: listen UDP %s: %w", cfg.Addr, err)
 	}
@@ -192,11 +204,13 @@ func New(cfg Config) (*Server, error) {
 		}
 		return nil, err
 	}
-	tcp, err := net.Listen("tcp4", s.addr.String())
-	if err != nil {
-		return fail(fmt.Errorf("turnserver: listen TCP %s: %w", s.addr, err))
+	var tcp net.Listener
+	if cfg.Net == nil {
+		if tcp, err = net.Listen("tcp4", s.addr.String()); err != nil {
+			return fail(fmt.Errorf("turnserver: listen TCP %s: %w", s.addr, err))
+		}
+		closeAll = append(closeAll, tcp.Close)
 	}
-	closeAll = append(closeAll, tcp.Close)
 
 	s.public = cfg.PublicIP
 	if s.public == nil {
@@ -208,11 +222,11 @@ func New(cfg Config) (*Server, error) {
 	if s.public.To4() == nil {
 		return fail(fmt.Errorf("%w: PublicIP %s is not IPv4", ErrConfig, s.public))
 	}
-	s.pol = &policy{allow: cfg.AllowPeers, own: ownAddrs(s.addr.IP, s.public), minPort: cfg.MinPort, maxPort: cfg.MaxPort}
+	s.pol = &policy{allow: cfg.AllowPeers, own: ownAddrs(interfaceAddrs(cfg.Net), s.addr.IP, s.public), minPort: cfg.MinPort, maxPort: cfg.MaxPort}
 
 	bind := s.addr.IP.String()
 	gen := &relayGen{s: s, inner: &turn.RelayAddressGeneratorPortRange{
-		RelayAddress: s.public, Address: bind, MinPort: uint16(cfg.MinPort), MaxPort: uint16(cfg.MaxPort),
+		RelayAddress: s.public, Address: bind, MinPort: uint16(cfg.MinPort), MaxPort: uint16(cfg.MaxPort), Net: cfg.Net,
 	}}
 	perm := func(_ net.Addr, peer net.IP) bool {
 		ip, _ := netip.AddrFromSlice(peer)
@@ -223,7 +237,10 @@ func New(cfg Config) (*Server, error) {
 		s.log.Debug().Stringer("peer", peer).Msg("refused a permission for a peer address")
 		return false
 	}
-	listeners := []turn.ListenerConfig{{Listener: tcp, RelayAddressGenerator: gen, PermissionHandler: perm}}
+	var listeners []turn.ListenerConfig
+	if tcp != nil {
+		listeners = append(listeners, turn.ListenerConfig{Listener: tcp, RelayAddressGenerator: gen, PermissionHandler: perm})
+	}
 	if cfg.TLSAddr != "" {
 		tl, err := tls.Listen("tcp4", cfg.TLSAddr, cfg.TLS)
 		if err != nil {
@@ -326,10 +343,17 @@ func (s *Server) Credentials(identity string) (username, password string) {
 // with the public IP.
 func (s *Server) URLs() []string {
 	hp := net.JoinHostPort(s.public.String(), strconv.Itoa(s.addr.Port))
-	urls := []string{"turn:" + hp + "?transport=udp", "turn:" + hp + "?transport=tcp"}
+	urls := []string{"turn:" + hp + "?transport=udp"}
+	if s.cfg.Net == nil {
+		urls = append(urls, "turn:"+hp+"?transport=tcp")
+	}
 	if s.tlsLn != nil {
 		_, port, _ := net.SplitHostPort(s.tlsLn.String())
-		urls = append(urls, "turns:"+net.JoinHostPort(s.public.String(), port)+"?transport=tcp")
+		name := s.cfg.TLSName
+		if name == "" {
+			name = s.public.String()
+		}
+		urls = append(urls, "turns:"+net.JoinHostPort(name, port)+"?transport=tcp")
 	}
 	return urls
 }

@@ -38,15 +38,22 @@ func newTestServer(t *testing.T, cfg Config) *Server {
 	return s
 }
 
-// client is a pion TURN client on its own loopback UDP socket.
+// newClient is a pion TURN client on its own loopback UDP socket.
 func newClient(t *testing.T, s *Server, username, password string) *turn.Client {
 	t.Helper()
 	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newClientOn(t, conn, s.Addr().String(), username, password)
+}
+
+// newClientOn is a pion TURN client over conn (UDP, or a stream wrapped by turn.NewSTUNConn)
+// to server.
+func newClientOn(t *testing.T, conn net.PacketConn, server, username, password string) *turn.Client {
+	t.Helper()
 	c, err := turn.NewClient(&turn.ClientConfig{
-		STUNServerAddr: s.Addr().String(), TURNServerAddr: s.Addr().String(),
+		STUNServerAddr: server, TURNServerAddr: server,
 		Username: username, Password: password, Realm: DefaultRealm, Conn: conn,
 		RTO: 50 * time.Millisecond,
 	})
@@ -312,18 +319,7 @@ func TestTURNOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, p := s.Credentials("tcp/p1")
-	c, err := turn.NewClient(&turn.ClientConfig{
-		STUNServerAddr: s.Addr().String(), TURNServerAddr: s.Addr().String(),
-		Username: u, Password: p, Realm: DefaultRealm, Conn: turn.NewSTUNConn(tc),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { c.Close(); _ = tc.Close() }()
-	relay := allocate(t, c)
+	relay := allocate(t, newClientOn(t, turn.NewSTUNConn(tc), s.Addr().String(), u, p))
 	if ua, ok := relay.LocalAddr().(*net.UDPAddr); !ok || ua.Port < testMinPort || ua.Port > testMaxPort {
 		t.Fatalf("relay address %v outside the relay range", relay.LocalAddr())
 	}
@@ -350,5 +346,22 @@ func TestURLs(t *testing.T) {
 	want := fmt.Sprintf("turn:127.0.0.1:%d?transport=udp", s.Addr().Port)
 	if len(urls) != 2 || urls[0] != want || !strings.HasSuffix(urls[1], "?transport=tcp") {
 		t.Fatalf("URLs = %v", urls)
+	}
+}
+
+// The machine's loopback addresses are not "own" (which would admit them, port-checked) unless
+// the server listens on one: a relay on a public address refuses 127.0.0.1 outright.
+func TestOwnAddrsLeaveOutLoopback(t *testing.T) {
+	lo := netip.MustParseAddr("127.0.0.1")
+	ifaddrs := interfaceAddrs(nil)
+	if ownAddrs(ifaddrs)[lo] {
+		t.Fatal("127.0.0.1 counts as the server's own address")
+	}
+	if !ownAddrs(ifaddrs, net.ParseIP("127.0.0.1"))[lo] {
+		t.Fatal("a server listening on 127.0.0.1 does not own it")
+	}
+	p := &policy{own: ownAddrs(ifaddrs, net.ParseIP("203.0.113.10")), minPort: 49152, maxPort: 65535}
+	if p.allowIP(lo) {
+		t.Fatal("a relay on a public address admits a permission for 127.0.0.1")
 	}
 }

@@ -24,6 +24,7 @@ const (
 	DefaultICEDisconnectedTimeout  = 5 * time.Second
 	DefaultICEFailedTimeout        = 25 * time.Second
 	DefaultICEKeepaliveInterval    = 2 * time.Second
+	DefaultRelayAcceptanceMinWait  = 500 * time.Millisecond
 )
 
 // Config configures an API. The zero value is valid: loopback only, one shared
@@ -87,6 +88,12 @@ type Config struct {
 	ICEDisconnectedTimeout time.Duration
 	ICEFailedTimeout       time.Duration
 	ICEKeepaliveInterval   time.Duration
+
+	// RelayAcceptanceMinWait is how long the controlling side waits before it
+	// nominates a relay pair, giving direct pairs a chance first. pion's 2 s
+	// default would add 2 s to every join through TURN; a direct pair that
+	// works answers its checks well within the default. Default 500 ms.
+	RelayAcceptanceMinWait time.Duration
 }
 
 // API creates connections that share one configuration and, unless disabled,
@@ -125,7 +132,9 @@ func NewAPI(cfg Config) (*API, error) {
 	se.DetachDataChannels()
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetIncludeLoopbackCandidate(true)
+	// Loopback candidates only on loopback: elsewhere 127.0.0.1 would name
+	// the remote's own machine.
+	se.SetIncludeLoopbackCandidate(!cfg.AllowNonLoopback)
 	if !cfg.AllowNonLoopback {
 		se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
 		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
@@ -145,6 +154,7 @@ func NewAPI(cfg Config) (*API, error) {
 			return nil, fmt.Errorf("%w: PublicIP %q: %w", ErrConfig, cfg.PublicIP, err)
 		}
 	}
+	se.SetRelayAcceptanceMinWait(cfg.RelayAcceptanceMinWait)
 	se.SetICETimeouts(cfg.ICEDisconnectedTimeout, cfg.ICEFailedTimeout, cfg.ICEKeepaliveInterval)
 	// Advertised in SDP as a=max-message-size, so a conforming remote (pion,
 	// Chromium) refuses to send us anything larger than we can read.
@@ -191,6 +201,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ICEKeepaliveInterval <= 0 {
 		cfg.ICEKeepaliveInterval = DefaultICEKeepaliveInterval
+	}
+	if cfg.RelayAcceptanceMinWait <= 0 {
+		cfg.RelayAcceptanceMinWait = DefaultRelayAcceptanceMinWait
 	}
 	return cfg
 }

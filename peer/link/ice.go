@@ -17,15 +17,6 @@ const (
 	CandidateRelay = "relay"
 )
 
-// ValidCandidateType reports whether t is one of the four candidate types.
-func ValidCandidateType(t string) bool {
-	switch t {
-	case CandidateHost, CandidateSrflx, CandidatePrflx, CandidateRelay:
-		return true
-	}
-	return false
-}
-
 // SelectedPair returns the candidate types (host, srflx, prflx, relay) of the
 // local and remote ends of the pair ICE selected, and false while none is
 // selected yet (or after the Conn died). Any goroutine may call it.

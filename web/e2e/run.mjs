@@ -216,6 +216,9 @@ class Env {
     page.on('close', () => log.end());
     await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}`);
     await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
+    // The hooks that read the world and forge messages are test-only: injected, never served.
+    await page.addScriptTag({ path: join(here, 'debug.mjs'), type: 'module' });
+    await waitFor(`${user}'s debug hooks`, 5000, () => page.evaluate(() => !!window.concord.debug), 50);
     return page;
   }
 
@@ -346,9 +349,14 @@ scenario('browser-joins-dedicated-host', async (env) => {
   await env.serve();
   const page = await env.page('alice');
   env.bots(4, '3s');
-  const r = await env.converged(6, 40000);
-  const st = await status(page);
-  check(st.hash === r.members[0].replica.hash, `page hash ${st.hash} differs from the room's`);
+  // The bots join one by one and then move for 3 s: a room can look converged between two joins, so wait until
+  // the room has rested and the page holds the same hash as every reported replica.
+  let r, st;
+  await waitFor('the page to hold the room\'s converged hash', 40000, async () => {
+    r = await env.converged(6, 40000);
+    st = await status(page);
+    return st.hash === r.members[0].replica.hash;
+  });
   check(r.members.find((m) => m.peerIndex === r.host).kind === 'host', 'the dedicated host is not the host');
   const ents = await page.evaluate(() => window.concord.entities());
   check(ents.filter((e) => e.schema === 2).length === 8, 'the page does not see 8 boxes');

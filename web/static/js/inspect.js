@@ -1,6 +1,7 @@
 // The room inspector (/inspect): polls /api/rooms every second and shows every room's members,
-// host and term, each member's replica report with the hashes that differ from the host's
-// highlighted, and a small chart per member of its Lamport clock's growth (writes it has seen per
+// host and term, each member's replica report with the replicas that diverged from the host's
+// highlighted (at rest or at the same clock: divergence.js; hashes that differ while the room
+// moves are only "settling"), and a small chart per member of its Lamport clock's growth (writes it has seen per
 // second) over the last minute. /api/rooms carries no per-member byte counts; the clock rate is the
 // traffic signal available without changing signaling.
 //
@@ -9,12 +10,14 @@
 
 import { Peer } from './peer.js';
 import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, avatarName, u32 } from './arena.js';
-import { KIND_AVATAR, KIND_LOCK } from './world.js';
+import { KIND_AVATAR, KIND_LOCK } from './authority.js';
+import { DivergenceTracker, Verdict } from './divergence.js';
 
 const $ = (id) => document.getElementById(id);
 const HISTORY = 60;
 const history = new Map(); // room/peerIndex → [{t, clock}]
 let observer = null;
+const divergence = new DivergenceTracker();
 
 function el(tag, props = {}, ...children) {
   const e = document.createElement(tag);
@@ -46,7 +49,7 @@ async function poll() {
       history.set(key, h);
     }
   }
-  render(rooms);
+  render(rooms, divergence.update(rooms));
   const sel = $('observe-room');
   const cur = sel.value;
   const names = rooms.map((r) => r.room);
@@ -56,7 +59,7 @@ async function poll() {
   }
 }
 
-function render(rooms) {
+function render(rooms, verdicts) {
   const root = $('rooms');
   root.replaceChildren();
   if (rooms.length === 0) {
@@ -65,21 +68,22 @@ function render(rooms) {
   }
   for (const room of rooms) {
     const host = room.members.find((m) => m.peerIndex === room.host);
-    const hostHash = host && host.replica ? host.replica.hash : null;
-    const reporting = room.members.filter((m) => m.replica);
-    const diverged = reporting.filter((m) => hostHash && m.synced && m.replica.hash !== hostHash);
-    const badge = !hostHash
-      ? el('span', { className: 'badge idle', textContent: 'no host report' })
-      : diverged.length === 0
-        ? el('span', { className: 'badge ok', textContent: 'all synced replicas equal' })
-        : el('span', { className: 'badge bad', textContent: `${diverged.length} diverged` });
+    const verdict = verdicts.get(room.room) || new Map();
+    const count = (v) => room.members.filter((m) => verdict.get(m.peerIndex) === v).length;
+    const diverged = count(Verdict.Diverged);
+    const settling = count(Verdict.Settling);
+    let badge;
+    if (!host || !host.replica) badge = el('span', { className: 'badge idle', textContent: 'no host report' });
+    else if (diverged > 0) badge = el('span', { className: 'badge bad', textContent: `${diverged} diverged` });
+    else if (settling > 0) badge = el('span', { className: 'badge idle', textContent: `in play: ${settling} catching up` });
+    else badge = el('span', { className: 'badge ok', textContent: 'all synced replicas equal' });
     const table = el('table');
     table.append(el('tr', {}, ...['peer', 'identity', 'kind', 'synced', 'term', 'clock', 'entities', 'replica hash', 'writes/s (60 s)'].map((h) => el('th', { textContent: h }))));
     for (const m of room.members) {
       const r = m.replica;
       const tr = el('tr');
       if (m.peerIndex === room.host) tr.className = 'is-host';
-      if (hostHash && r && m.synced && r.hash !== hostHash) tr.className = 'diverged';
+      if (verdict.get(m.peerIndex) === Verdict.Diverged) tr.className = 'diverged';
       const spark = el('canvas', { className: 'spark', width: 180, height: 28 });
       drawSpark(spark, history.get(`${room.room}/${m.peerIndex}`) || []);
       tr.append(

@@ -3,18 +3,16 @@
 // logic and Go bots follow it.
 //
 // window.concord exposes the running peer for tools and the end-to-end tests: status(),
-// entities(), entries(), and debug helpers that send forged messages (see debugHooks).
+// entities(), entries(). The tests' hooks that forge messages are not part of this page: the test
+// runner injects them (web/e2e/debug.mjs).
 
 import { Peer } from './peer.js';
 import { randomDevice } from './signaling.js';
-import * as netmsg from './netmsg.js';
-import * as crdt from './crdt.js';
-import * as hostsnapshot from './hostsnapshot.js';
-import { RELIABLE, UNRELIABLE } from './rtc.js';
-import { KIND_AVATAR, KIND_LOCK, PUT_COMPONENT, ROOM_ENTITY } from './world.js';
+import { KIND_AVATAR, KIND_LOCK } from './authority.js';
+import { ROOM_ENTITY } from './world.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
-  AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, encodeVec, u32, avatarName,
+  AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, u32, avatarName,
 } from './arena.js';
 
 const $ = (id) => document.getElementById(id);
@@ -87,7 +85,8 @@ async function join(room, user) {
     room, user, device, kind: 'browser', app: game,
     log: (level, msg, fields) => {
       const f = fields ? ' ' + JSON.stringify(fields) : '';
-      (level === 'warn' ? console.warn : console.info)(`concord: ${msg}${f}`);
+      const out = { warn: console.warn, error: console.error, debug: console.debug }[level] || console.info;
+      out(`concord: ${msg}${f}`);
     },
   });
   window.concord = makeAPI(peer, game);
@@ -100,6 +99,12 @@ async function join(room, user) {
     return;
   }
   window.addEventListener('pagehide', () => peer.stop());
+  // A fatal error (a schema table other than the host's) ends the session: say so, retry nothing.
+  peer.done.then((err) => {
+    if (!err) return;
+    showError(`cannot play in this room: ${err.message}`);
+    setConn('failed', 'chip-bad');
+  });
   setupInput(peer, game);
   const canvas = $('arena');
   const draw = () => {
@@ -308,6 +313,7 @@ function updatePanel(peer) {
   const chip = {
     connected: ['connected', 'chip-ok'], hosting: ['connected', 'chip-ok'], migrating: ['migrating', 'chip-warn'],
     connecting: ['connecting', 'chip-warn'], 'no host': ['no host', 'chip-bad'], left: ['left', 'chip-idle'],
+    failed: ['failed', 'chip-bad'],
   }[st.state] || [st.state, 'chip-idle'];
   const sigNote = { closed: ' · signaling lost, reconnecting', refused: ' · signaling refused (playing on)' }[st.signaling];
   setConn(sigNote && st.state !== 'left' ? chip[0] + sigNote : chip[0], chip[1]);
@@ -356,7 +362,7 @@ function updatePanel(peer) {
 function makeAPI(peer, game) {
   const w = peer.world;
   return {
-    peer, game, netmsg, crdt, hostsnapshot,
+    peer, game,
     status: () => peer.status(),
     /** Live entities: {entity, schema, authority: {kind, peer}}. */
     entities: () => w.entities().map((e) => ({ entity: e, schema: w.schemaOf(e).id, authority: { ...w.authorityRecord(e) } })),
@@ -365,77 +371,6 @@ function makeAPI(peer, game) {
       const out = [];
       w.r.range((en) => { out.push({ entity: en.entity >>> 0, component: en.component, timestamp: Number(en.timestamp) }); return true; });
       return out;
-    },
-    debug: debugHooks(peer),
-    extras: {},
-    /**
-     * Adds another member to the room from this page, linked to the host without WebRTC (an
-     * in-page MemoryLink; the host must be this page's peer or another page-local peer). For tests
-     * of a browser host: the extra member can misbehave through its own debug hooks.
-     */
-    async addMemoryMember(user) {
-      const p = new Peer({
-        room: peer.opts.room, user, device: randomDevice(), kind: 'browser', app: new Game(), memory: true,
-        log: (level, msg, fields) => console.info(`concord[${user}]: ${msg}${fields ? ' ' + JSON.stringify(fields) : ''}`),
-      });
-      await p.run();
-      window.addEventListener('pagehide', () => p.stop());
-      this.extras[user] = { peer: p, debug: debugHooks(p), status: () => p.status() };
-      return p.status();
-    },
-  };
-}
-
-/**
- * Hooks that make this page a misbehaving member, for the end-to-end tests. Each returns true when
- * its message went out on the link to the host.
- */
-function debugHooks(peer) {
-  const w = peer.world;
-  const hostLink = () => (peer.member && peer.member.hostLink && peer.member.hostLink.ready ? peer.member.hostLink : null);
-  const sendRaw = (ch, bytes) => {
-    const r = hostLink();
-    return !!r && r.link.send(ch === 'unreliable' || ch === UNRELIABLE ? UNRELIABLE : RELIABLE, bytes);
-  };
-  return {
-    sendRaw,
-    boxPos: (e) => parseVec(w.get(e, BOX_POS)),
-    avatarPos: (e) => parseVec(w.get(e, AVATAR_POS)),
-    requestLock: (e) => peer.do((ww) => ww.requestLock(e)),
-    silence: () => peer.silence(),
-    /** A HostSnapshot, as if this member were the host, that puts box e at pos. */
-    forgeSnapshot(e, pos) {
-      const snap = hostsnapshot.build(w.r, w.schemas, {
-        term: BigInt(w.term), localPeerIndex: BigInt(w.host), hostPeerIndex: BigInt(w.self), peers: [],
-        cover: hostsnapshot.Cover.all(peer.opts.buckets),
-      });
-      for (const sp of snap.spawns) {
-        if (Number(sp.networkId) === e) {
-          const u = sp.updateData.slice();
-          u.set(encodeVec(pos), 1); // after the u8 mask: the box's position
-          sp.updateData = u;
-        }
-      }
-      snap.hostTime = BigInt(w.clock + 1000);
-      return sendRaw(RELIABLE, netmsg.encode({ type: netmsg.Type.HostSnapshot, ...snap }));
-    },
-    /**
-     * A write without authority: this member writes box e's position into its own replica (stamped
-     * above everything it has seen) and sends it to the host as an EntityUpdates.
-     */
-    forgeUpdate(e, pos) {
-      const ts = w.clock + 1;
-      const v = encodeVec(pos);
-      w.r.writeAt(e, w.schemaOf(e).properties[BOX_POS].component, ts, v, false);
-      const u = { networkId: BigInt(e), maskBits: 8, mask: 1 << BOX_POS, data: v };
-      return sendRaw(UNRELIABLE, netmsg.encode({ type: netmsg.Type.EntityUpdates, time: BigInt(ts), updates: [u] }));
-    },
-    /** A CRDT correction for a host entity outside the sync window: the host must refuse it. */
-    forgeCorrection(e, pos) {
-      const ts = w.clock + 1;
-      const m = { type: PUT_COMPONENT, entity: e, component: w.schemaOf(e).properties[BOX_POS].component, timestamp: ts, data: encodeVec(pos) };
-      w.r.writeAt(m.entity, m.component, ts, m.data, false);
-      return sendRaw(RELIABLE, netmsg.encode({ type: netmsg.Type.CrdtBatch, term: BigInt(w.term), messages: crdt.encodeMessage(m) }));
     },
   };
 }

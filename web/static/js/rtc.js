@@ -188,6 +188,29 @@ export class Link {
     this.ready = false;
     this.closeChannels();
   }
+
+  /**
+   * Refreshes `pair`: the candidate types ({local, remote}: host, srflx, prflx or relay) of the
+   * ICE pair the browser selected, read from getStats. The peer reports it to signaling.
+   */
+  async refreshPair() {
+    if (this.dead) return;
+    try {
+      const stats = await this.pc.getStats();
+      let pair = null;
+      stats.forEach((s) => {
+        if (s.type === 'transport' && s.selectedCandidatePairId) pair = stats.get(s.selectedCandidatePairId) || pair;
+      });
+      if (!pair) {
+        stats.forEach((s) => {
+          if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') pair = s;
+        });
+      }
+      const local = pair && stats.get(pair.localCandidateId);
+      const remote = pair && stats.get(pair.remoteCandidateId);
+      if (local && remote) this.pair = { local: local.candidateType, remote: remote.candidateType };
+    } catch { /* closed meanwhile */ }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

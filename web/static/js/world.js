@@ -1,33 +1,21 @@
 // The replicated world as one peer sees it — a port of peer/world.go: the ADR-117 replica (crdt.js)
-// and the index its schemas give it (live entities, their schema, creation data and authority),
-// plus the host's authority table (a port of authority/table.go).
+// and the index its schemas give it (live entities, their schema, creation data and authority).
 //
 // Writes are batched exactly as the Go World batches them: the first local write of a loop step
 // opens a batch stamped clock+1, every later write of the step uses the same stamp, and the peer
 // closes the batch after the step. Every change the world accepts is reported to a sink (the host
 // or member role), which turns it into traffic. Everything runs on the page's single thread.
 
-import { Replica } from './crdt.js';
+import { Replica, MessageType, entityNumber, entityOf } from './crdt.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta, parseMeta } from './schema.js';
+import { KIND_HOST, KIND_AVATAR, HOST_RECORD, RESERVED_NUMBERS, encodeRecord, decodeRecord } from './authority.js';
 
-/** ADR-117 message types (docs/protocol.md §3). */
-export const PUT_COMPONENT = 1;
-export const DELETE_COMPONENT = 2;
-export const DELETE_ENTITY = 3;
-export const APPEND_VALUE = 4;
-export const PUT_COMPONENT_NETWORK = 5;
-export const DELETE_COMPONENT_NETWORK = 6;
-export const DELETE_ENTITY_NETWORK = 7;
+const { DeleteEntity, AppendValue, DeleteComponent, DeleteComponentNetwork, DeleteEntityNetwork } = MessageType;
 
 /** Entity numbers below this are reserved (0 is the room itself). */
-export const FIRST_SPAWN_NUMBER = 512;
+export const FIRST_SPAWN_NUMBER = RESERVED_NUMBERS;
 /** The entity that holds room-wide host state. */
 export const ROOM_ENTITY = 0;
-
-/** Authority record kinds (authority.Record). */
-export const KIND_HOST = 0;
-export const KIND_AVATAR = 1;
-export const KIND_LOCK = 2;
 
 /** Event kinds, as peer.EventKind. */
 export const Ev = Object.freeze({
@@ -36,36 +24,12 @@ export const Ev = Object.freeze({
   Migrating: 'migrating', Synced: 'synced',
 });
 
-export const entityNumber = (e) => e & 0xffff;
-export const entityVersion = (e) => e >>> 16;
-export const newEntity = (number, version) => ((version << 16) | number) >>> 0;
-
 export class WorldError extends Error {
   constructor(code, message) {
     super(message);
     this.code = code;
   }
 }
-
-/** Encodes an authority record {kind, peer}: kind u8 | peer u64 LE (authority.AppendRecord). */
-export function encodeRecord(rec) {
-  const b = new Uint8Array(9);
-  b[0] = rec.kind;
-  new DataView(b.buffer).setBigUint64(1, BigInt(rec.peer || 0), true);
-  return b;
-}
-
-/** Decodes an authority record; null when malformed (authority.ConsumeRecord). */
-export function decodeRecord(b) {
-  if (!b || b.length < 9) return null;
-  const kind = b[0];
-  const peer = Number(new DataView(b.buffer, b.byteOffset, 9).getBigUint64(1, true));
-  if (kind === KIND_HOST) return peer === 0 ? { kind, peer: 0 } : null;
-  if (kind === KIND_AVATAR || kind === KIND_LOCK) return { kind, peer };
-  return null;
-}
-
-const HOST_RECORD = Object.freeze({ kind: KIND_HOST, peer: 0 });
 
 function bytesEqual(a, b) {
   if (a.length !== b.length) return false;
@@ -201,7 +165,7 @@ export class World {
   despawn(e) {
     if (!this.isHost) throw new WorldError('not_host', 'world: only the host despawns');
     if (!this.exists(e)) throw new WorldError('no_entity', `world: no entity ${e}`);
-    const m = { type: DELETE_ENTITY, entity: e, component: 0, timestamp: 0, data: null };
+    const m = { type: DeleteEntity, entity: e, component: 0, timestamp: 0, data: null };
     if (this.r.merge(m) === 'applied') this.observe(m, 0);
   }
 
@@ -233,7 +197,7 @@ export class World {
         if (dv === 0xffff) continue;
         ver = dv + 1;
       }
-      const e = newEntity(n, ver);
+      const e = entityOf(n, ver);
       if (this.r.get(e, COMPONENT_META)) continue;
       return e;
     }
@@ -273,16 +237,16 @@ export class World {
     const old = this.byNumber.get(entityNumber(e));
     if (old !== undefined && old !== e && this.r.entityDeleted(old)) this.forget(old, origin);
     switch (m.type) {
-      case DELETE_ENTITY:
-      case DELETE_ENTITY_NETWORK:
+      case DeleteEntity:
+      case DeleteEntityNetwork:
         if (this.ents.has(e)) this.forget(e, origin);
         return;
-      case APPEND_VALUE:
+      case AppendValue:
         this.sink.otherChanged(m, origin);
         return;
       default:
     }
-    const deleted = m.type === DELETE_COMPONENT || m.type === DELETE_COMPONENT_NETWORK;
+    const deleted = m.type === DeleteComponent || m.type === DeleteComponentNetwork;
     if (m.component === COMPONENT_META) {
       if (deleted) {
         if (this.ents.has(e)) this.forget(e, origin);
@@ -360,164 +324,3 @@ export const FIRST_SYSTEM_RPC = 0xffffff00;
 export const RPC_LOCK_REQUEST = FIRST_SYSTEM_RPC + 1;
 /** Hands a lock on entity (u32 LE) back to the host. */
 export const RPC_RELINQUISH = FIRST_SYSTEM_RPC + 2;
-
-// ---------------------------------------------------------------------------------------------
-// Authority (port of authority/table.go): who may write which entity, on the host.
-
-export const LOCK_TIMEOUT_MS = 3000;
-export const MAX_LOCKS_PER_PEER = 16;
-
-export class AuthorityError extends Error {
-  constructor(code, op, peer, e) {
-    super(`authority: ${code}: ${op} by peer ${peer} on entity ${e}`);
-    this.code = code;
-  }
-}
-
-const reserved = (e) => (e & 0xffff) < FIRST_SPAWN_NUMBER;
-
-export class AuthorityTable {
-  constructor(host) {
-    this.host = host;
-    this.records = new Map(); // entity → {kind, peer}; absent = host-owned
-    this.holders = new Map(); // peer → {lastHeard, locks: []}
-  }
-
-  author(e) {
-    const r = this.records.get(e);
-    return r ? r.peer : this.host;
-  }
-
-  admitWrite(peer, e) {
-    if (this.author(e) !== peer) throw new AuthorityError('not_authority', 'write', peer, e);
-  }
-
-  admitCorrection(peer, e, relayed) {
-    const r = this.records.get(e);
-    if ((r && r.peer === peer) || (!r && (relayed || peer === this.host))) return;
-    throw new AuthorityError('not_authority', 'correction', peer, e);
-  }
-
-  setAvatar(e, owner) {
-    if (reserved(e)) throw new AuthorityError('not_lockable', 'set-avatar', owner, e);
-    const r = this.records.get(e);
-    if (r) {
-      if (r.kind === KIND_LOCK) throw new AuthorityError('lock_held', 'set-avatar', owner, e);
-      if (r.peer !== owner) throw new AuthorityError('not_authority', 'set-avatar', owner, e);
-      return { entity: e, from: owner, to: owner };
-    }
-    this.records.set(e, { kind: KIND_AVATAR, peer: owner });
-    return { entity: e, from: this.host, to: owner };
-  }
-
-  despawn(e) {
-    const r = this.records.get(e);
-    if (r) this.release(e, r);
-  }
-
-  leave(peer) {
-    const released = [];
-    const h = this.holders.get(peer);
-    if (h) {
-      for (const e of h.locks) {
-        this.records.delete(e);
-        released.push({ entity: e, from: peer, to: this.host });
-      }
-      this.holders.delete(peer);
-    }
-    const avatars = [];
-    for (const [e, r] of this.records) {
-      if (r.kind === KIND_AVATAR && r.peer === peer) {
-        this.records.delete(e);
-        avatars.push(e);
-      }
-    }
-    avatars.sort((a, b) => a - b);
-    released.sort((a, b) => a.entity - b.entity);
-    return { avatars, released };
-  }
-
-  requestLock(peer, e, now) {
-    if (peer === this.host || reserved(e)) throw new AuthorityError('not_lockable', 'lock', peer, e);
-    let from = this.host;
-    const r = this.records.get(e);
-    if (r) {
-      if (r.kind === KIND_AVATAR) throw new AuthorityError('not_lockable', 'lock', peer, e);
-      if (r.peer === peer) {
-        this.heard(this.holders.get(peer), now);
-        return { entity: e, from: peer, to: peer };
-      }
-      if (this.live(r.peer, now)) throw new AuthorityError('lock_held', 'lock', peer, e);
-      from = r.peer;
-    }
-    const h = this.holders.get(peer);
-    if (h && h.locks.length >= MAX_LOCKS_PER_PEER) throw new AuthorityError('too_many_locks', 'lock', peer, e);
-    if (r) this.release(e, r);
-    this.lock(peer, e, now);
-    return { entity: e, from, to: peer };
-  }
-
-  relinquish(peer, e) {
-    const r = this.records.get(e);
-    if (!r || r.kind !== KIND_LOCK || r.peer !== peer) throw new AuthorityError('not_authority', 'relinquish', peer, e);
-    this.release(e, r);
-    return { entity: e, from: peer, to: this.host };
-  }
-
-  touch(peer, now) {
-    const h = this.holders.get(peer);
-    if (h) this.heard(h, now);
-  }
-
-  expire(now) {
-    const out = [];
-    for (const [p, h] of this.holders) {
-      if (now - h.lastHeard <= LOCK_TIMEOUT_MS) continue;
-      for (const e of h.locks) {
-        this.records.delete(e);
-        out.push({ entity: e, from: p, to: this.host });
-      }
-      this.holders.delete(p);
-    }
-    return out.sort((a, b) => a.entity - b.entity);
-  }
-
-  restore(e, r, now) {
-    if (r.kind !== KIND_HOST && r.kind !== KIND_AVATAR && r.kind !== KIND_LOCK) throw new AuthorityError('unknown_kind', 'restore', r.peer, e);
-    const hostOwned = r.kind === KIND_HOST || (r.kind === KIND_LOCK && r.peer === this.host);
-    if (!hostOwned && reserved(e)) throw new AuthorityError('not_lockable', 'restore', r.peer, e);
-    const old = this.records.get(e);
-    if (old) this.release(e, old);
-    if (hostOwned) return;
-    if (r.kind === KIND_LOCK) this.lock(r.peer, e, now);
-    else this.records.set(e, { kind: KIND_AVATAR, peer: r.peer });
-  }
-
-  heard(h, now) { if (h && now > h.lastHeard) h.lastHeard = now; }
-
-  live(peer, now) {
-    const h = this.holders.get(peer);
-    return !!h && now - h.lastHeard <= LOCK_TIMEOUT_MS;
-  }
-
-  lock(peer, e, now) {
-    this.records.set(e, { kind: KIND_LOCK, peer });
-    let h = this.holders.get(peer);
-    if (!h) {
-      h = { lastHeard: now, locks: [] };
-      this.holders.set(peer, h);
-    }
-    this.heard(h, now);
-    h.locks.push(e);
-  }
-
-  release(e, r) {
-    this.records.delete(e);
-    if (r.kind !== KIND_LOCK) return;
-    const h = this.holders.get(r.peer);
-    if (!h) return;
-    const i = h.locks.indexOf(e);
-    if (i >= 0) h.locks.splice(i, 1);
-    if (h.locks.length === 0) this.holders.delete(r.peer);
-  }
-}

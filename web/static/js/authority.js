@@ -1,0 +1,265 @@
+// Who may write which entity of a room — a port of the Go package authority as the browser peer
+// uses it: the record codec (authority/record.go), the host's Table (authority/table.go) and a
+// peer's Fence over host messages (authority/fence.go). Like the Go package it owns no timers and
+// reads no clock: time comes in as `now` (milliseconds) from the caller.
+//
+// A rejection is an AuthorityError: drop that one operation and keep the peer.
+
+/** Authority record kinds (authority.Kind). */
+export const KIND_HOST = 0;
+export const KIND_AVATAR = 1;
+export const KIND_LOCK = 2;
+
+/** The encoded size of a record (authority.RecordSize). */
+export const RECORD_SIZE = 9;
+
+/**
+ * Entity numbers (the low 16 bits) Concord keeps for itself; number 0 is the room's own state.
+ * Reserved entities are written only by the host (authority.ReservedNumbers).
+ */
+export const RESERVED_NUMBERS = 512;
+
+/** A holder silent for longer than this loses its locks (authority.Config's default). */
+export const LOCK_TIMEOUT_MS = 3000;
+/** The most locks one peer may hold (authority.Config's default). */
+export const MAX_LOCKS_PER_PEER = 16;
+
+/** The record of every host-owned entity. */
+export const HOST_RECORD = Object.freeze({ kind: KIND_HOST, peer: 0 });
+
+/**
+ * Why an operation was rejected (authority.RejectCode). The fence's three are the ones a peer
+ * meets: a host message from an older term, from a newer one, or from a peer that is not the host.
+ */
+export const Reject = Object.freeze({
+  NotAuthority: 'not_authority',
+  LockHeld: 'lock_held',
+  TooManyLocks: 'too_many_locks',
+  NotLockable: 'not_lockable',
+  UnknownKind: 'unknown_kind',
+  StaleTerm: 'stale_term',
+  FutureTerm: 'future_term',
+  NotHost: 'not_host',
+});
+
+/** One rejected operation (authority.RejectError): code, the peer, and the entity or the term. */
+export class AuthorityError extends Error {
+  constructor(code, op, peer, e, term = 0) {
+    super(op === 'host message'
+      ? `authority: host message from peer ${peer} at term ${term} rejected: ${code}`
+      : `authority: ${code}: ${op} by peer ${peer} on entity ${e}`);
+    this.code = code;
+    this.op = op;
+    this.peer = peer;
+    this.entity = e;
+    this.term = term;
+  }
+}
+
+/** Encodes an authority record {kind, peer}: kind u8 | peer u64 LE (authority.AppendRecord). */
+export function encodeRecord(rec) {
+  const b = new Uint8Array(RECORD_SIZE);
+  b[0] = rec.kind;
+  new DataView(b.buffer).setBigUint64(1, BigInt(rec.peer || 0), true);
+  return b;
+}
+
+/** Decodes an authority record; null when malformed (authority.ConsumeRecord). */
+export function decodeRecord(b) {
+  if (!b || b.length < RECORD_SIZE) return null;
+  const kind = b[0];
+  const peer = Number(new DataView(b.buffer, b.byteOffset, RECORD_SIZE).getBigUint64(1, true));
+  if (kind === KIND_HOST) return peer === 0 ? { kind, peer: 0 } : null;
+  if (kind === KIND_AVATAR || kind === KIND_LOCK) return { kind, peer };
+  return null;
+}
+
+const reserved = (e) => (e & 0xffff) < RESERVED_NUMBERS;
+
+/**
+ * Fence tells, on a peer, whether a host message comes from the host of the current term
+ * (authority.Fence). Signaling announces every (term, host) pair; the peer feeds them to observe
+ * and checks each host message with accept. A new Fence knows no host and accepts nothing.
+ */
+export class Fence {
+  constructor() {
+    this.term = 0;
+    this.host = 0;
+  }
+
+  /**
+   * Adopts host as the host of term if term is newer than the current one, and reports whether
+   * it did. Older or equal terms, and term 0, are ignored.
+   */
+  observe(term, host) {
+    if (term <= this.term) return false;
+    this.term = term;
+    this.host = host;
+    return true;
+  }
+
+  /**
+   * Returns null if a host message stamped with term came from the host of the current term, and
+   * otherwise an AuthorityError whose code is StaleTerm (term older: drop the message),
+   * FutureTerm (term newer than any announced) or NotHost (the sender is not the current host, or
+   * no host is known yet).
+   */
+  accept(term, sender) {
+    let code;
+    if (term < this.term) code = Reject.StaleTerm;
+    else if (term > this.term) code = Reject.FutureTerm;
+    else if (this.term === 0 || sender !== this.host) code = Reject.NotHost;
+    else return null;
+    return new AuthorityError(code, 'host message', sender, 0, term);
+  }
+}
+
+/**
+ * The authority of every entity on the host (authority.Table): host-owned by default, an avatar,
+ * or locked by a peer; the lock timers; the admission of writes and migration corrections.
+ */
+export class AuthorityTable {
+  constructor(host) {
+    this.host = host;
+    this.records = new Map(); // entity → {kind, peer}; absent = host-owned
+    this.holders = new Map(); // peer → {lastHeard, locks: []}
+  }
+
+  author(e) {
+    const r = this.records.get(e);
+    return r ? r.peer : this.host;
+  }
+
+  admitWrite(peer, e) {
+    if (this.author(e) !== peer) throw new AuthorityError(Reject.NotAuthority, 'write', peer, e);
+  }
+
+  admitCorrection(peer, e, relayed) {
+    const r = this.records.get(e);
+    if ((r && r.peer === peer) || (!r && (relayed || peer === this.host))) return;
+    throw new AuthorityError(Reject.NotAuthority, 'correction', peer, e);
+  }
+
+  setAvatar(e, owner) {
+    if (reserved(e)) throw new AuthorityError(Reject.NotLockable, 'set-avatar', owner, e);
+    const r = this.records.get(e);
+    if (r) {
+      if (r.kind === KIND_LOCK) throw new AuthorityError(Reject.LockHeld, 'set-avatar', owner, e);
+      if (r.peer !== owner) throw new AuthorityError(Reject.NotAuthority, 'set-avatar', owner, e);
+      return { entity: e, from: owner, to: owner };
+    }
+    this.records.set(e, { kind: KIND_AVATAR, peer: owner });
+    return { entity: e, from: this.host, to: owner };
+  }
+
+  despawn(e) {
+    const r = this.records.get(e);
+    if (r) this.release(e, r);
+  }
+
+  leave(peer) {
+    const released = [];
+    const h = this.holders.get(peer);
+    if (h) {
+      for (const e of h.locks) {
+        this.records.delete(e);
+        released.push({ entity: e, from: peer, to: this.host });
+      }
+      this.holders.delete(peer);
+    }
+    const avatars = [];
+    for (const [e, r] of this.records) {
+      if (r.kind === KIND_AVATAR && r.peer === peer) {
+        this.records.delete(e);
+        avatars.push(e);
+      }
+    }
+    avatars.sort((a, b) => a - b);
+    released.sort((a, b) => a.entity - b.entity);
+    return { avatars, released };
+  }
+
+  requestLock(peer, e, now) {
+    if (peer === this.host || reserved(e)) throw new AuthorityError(Reject.NotLockable, 'lock', peer, e);
+    let from = this.host;
+    const r = this.records.get(e);
+    if (r) {
+      if (r.kind === KIND_AVATAR) throw new AuthorityError(Reject.NotLockable, 'lock', peer, e);
+      if (r.peer === peer) {
+        this.heard(this.holders.get(peer), now);
+        return { entity: e, from: peer, to: peer };
+      }
+      if (this.live(r.peer, now)) throw new AuthorityError(Reject.LockHeld, 'lock', peer, e);
+      from = r.peer;
+    }
+    const h = this.holders.get(peer);
+    if (h && h.locks.length >= MAX_LOCKS_PER_PEER) throw new AuthorityError(Reject.TooManyLocks, 'lock', peer, e);
+    if (r) this.release(e, r);
+    this.lock(peer, e, now);
+    return { entity: e, from, to: peer };
+  }
+
+  relinquish(peer, e) {
+    const r = this.records.get(e);
+    if (!r || r.kind !== KIND_LOCK || r.peer !== peer) throw new AuthorityError(Reject.NotAuthority, 'relinquish', peer, e);
+    this.release(e, r);
+    return { entity: e, from: peer, to: this.host };
+  }
+
+  touch(peer, now) {
+    const h = this.holders.get(peer);
+    if (h) this.heard(h, now);
+  }
+
+  expire(now) {
+    const out = [];
+    for (const [p, h] of this.holders) {
+      if (now - h.lastHeard <= LOCK_TIMEOUT_MS) continue;
+      for (const e of h.locks) {
+        this.records.delete(e);
+        out.push({ entity: e, from: p, to: this.host });
+      }
+      this.holders.delete(p);
+    }
+    return out.sort((a, b) => a.entity - b.entity);
+  }
+
+  restore(e, r, now) {
+    if (r.kind !== KIND_HOST && r.kind !== KIND_AVATAR && r.kind !== KIND_LOCK) throw new AuthorityError(Reject.UnknownKind, 'restore', r.peer, e);
+    const hostOwned = r.kind === KIND_HOST || (r.kind === KIND_LOCK && r.peer === this.host);
+    if (!hostOwned && reserved(e)) throw new AuthorityError(Reject.NotLockable, 'restore', r.peer, e);
+    const old = this.records.get(e);
+    if (old) this.release(e, old);
+    if (hostOwned) return;
+    if (r.kind === KIND_LOCK) this.lock(r.peer, e, now);
+    else this.records.set(e, { kind: KIND_AVATAR, peer: r.peer });
+  }
+
+  heard(h, now) { if (h && now > h.lastHeard) h.lastHeard = now; }
+
+  live(peer, now) {
+    const h = this.holders.get(peer);
+    return !!h && now - h.lastHeard <= LOCK_TIMEOUT_MS;
+  }
+
+  lock(peer, e, now) {
+    this.records.set(e, { kind: KIND_LOCK, peer });
+    let h = this.holders.get(peer);
+    if (!h) {
+      h = { lastHeard: now, locks: [] };
+      this.holders.set(peer, h);
+    }
+    this.heard(h, now);
+    h.locks.push(e);
+  }
+
+  release(e, r) {
+    this.records.delete(e);
+    if (r.kind !== KIND_LOCK) return;
+    const h = this.holders.get(r.peer);
+    if (!h) return;
+    const i = h.locks.indexOf(e);
+    if (i >= 0) h.locks.splice(i, 1);
+    if (h.locks.length === 0) this.holders.delete(r.peer);
+  }
+}

@@ -1,0 +1,361 @@
+// The host role (peer/host.go): rebuilds authority from the replica when it takes over, syncs
+// each member with a snapshot of what its digest lacks, admits members' writes, handles lock RPCs,
+// and lets go of members that left. Re-stamping and corrections are in restamp.js, the commands
+// and relays it sends after each step in hostcommands.js (see loop.js mixin).
+
+import * as netmsg from './netmsg.js';
+import { Type } from './netmsg.js';
+import * as hostsnapshot from './hostsnapshot.js';
+import { RELIABLE } from './rtc.js';
+import { AuthorityTable, KIND_HOST, KIND_AVATAR, KIND_LOCK } from './authority.js';
+import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH } from './world.js';
+import { CLOSE_SCHEMA_MISMATCH } from './links.js';
+import { hex16 } from './status.js';
+import { now, mixin } from './loop.js';
+import { HostRestamp } from './restamp.js';
+import { HostCommands } from './hostcommands.js';
+
+const utf8 = new TextEncoder();
+const utf8Lossy = new TextDecoder('utf-8');
+
+/**
+ * Makes an identity fit TRNP's peer id (≤ 256 bytes of UTF-8): signaling admits "user/device" of
+ * up to 257 bytes, so cut at a character boundary (Go's wirePeerID).
+ */
+export function wirePeerID(id) {
+  let b = utf8.encode(String(id ?? ''));
+  if (b.length <= netmsg.MAX_PEER_ID_LEN) return utf8Lossy.decode(b);
+  let n = netmsg.MAX_PEER_ID_LEN;
+  while (n > 0 && (b[n] & 0xc0) === 0x80) n--;
+  b = b.subarray(0, n);
+  return utf8Lossy.decode(b);
+}
+
+function u32le(b) {
+  return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
+}
+
+/** What the host keeps about one member, for as long as its link lasts (Go's hostMember). */
+class HostMember {
+  constructor(r) {
+    this.r = r;
+    this.helloed = false;
+    this.snapshotSent = false;
+    // acceptRelayed: the member's next CRDT batch answers its sync snapshot and may carry host
+    // entities it received from the previous host.
+    this.acceptRelayed = false;
+    // answered: the member has answered its sync snapshot (its corrections, if it had any, are
+    // merged), so this host holds its latest writes.
+    this.answered = false;
+    this.info = null;
+    this.dirty = new Map(); // entity → property mask
+  }
+}
+
+export class HostRole {
+  constructor(p) {
+    this.p = p;
+    this.w = p.w;
+    this.mems = new Map(); // peer index → HostMember, one per member link
+    this.auth = null;
+    this.clearCommands();
+    this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
+    this.rejectLog = 0;
+    this.lost = new Map(); // entity → {peer, at}: who last lost its authority, and when
+    this.reassert = new Set();
+    /** @type {Map<bigint, {before: number, after: number}>} keys restamp rewrote, until their author writes again */
+    this.restamped = new Map();
+    this.own = null; // the host's bucket digests, recomputed after a change
+    this.ownStale = true;
+  }
+
+  /** Becomes the host: rebuild authority from the replica, let go of members that are gone, resume. */
+  start() {
+    const p = this.p;
+    const w = this.w;
+    const t = now();
+    w.isHost = true;
+    w.sink = this;
+    this.auth = new AuthorityTable(w.self);
+    for (const [e, info] of w.ents) {
+      if (info.auth.kind !== KIND_HOST) {
+        try {
+          this.auth.restore(e, info.auth, t);
+        } catch (err) {
+          p.log('warn', 'authority record not restored', { entity: e, err: err.message });
+        }
+      }
+    }
+    // Members that are gone lose their avatars and locks, but not at once: this peer may have been
+    // elected by a signaling server losing its sockets one by one, whose view of the room would
+    // delete the avatars of members only cut off from signaling (as Go's hostRole.start).
+    this.sweepLater();
+    for (const [e, info] of w.ents) {
+      if (info.auth.kind === KIND_LOCK && info.auth.peer === w.self) w.writeAuthority(e, { kind: KIND_HOST, peer: 0 });
+    }
+    p.log('info', 'now hosting', { entities: w.size, clock: w.clock });
+    p.app.hostStart(w);
+    if ((p.opts.kind || 'browser') !== 'host' && w.avatarOf(w.self) === undefined) {
+      this.spawnAvatar({ index: w.self, id: p.peerId, kind: p.opts.kind || 'browser' });
+    }
+    w.events.push({ kind: Ev.Synced, term: w.term, peer: w.self });
+  }
+
+  stop() {
+    for (const r of this.p.remotes.values()) r.close();
+    this.p.remotes.clear();
+    this.mems.clear();
+  }
+
+  /** The state of the member at the other end of r, made fresh for a new link. */
+  memberOf(r) {
+    let hm = this.mems.get(r.idx);
+    if (!hm || hm.r !== r) {
+      hm = new HostMember(r);
+      this.mems.set(r.idx, hm);
+    }
+    return hm;
+  }
+
+  /** Drops the state kept for r's member (its link is gone or replaced). */
+  forget(r) {
+    const hm = this.mems.get(r.idx);
+    if (hm && hm.r === r) this.mems.delete(r.idx);
+  }
+
+  spawnAvatar(info) {
+    const p = this.p;
+    const w = this.w;
+    let e;
+    try {
+      e = p.app.spawnAvatar(w, info);
+    } catch (err) {
+      p.log('warn', 'avatar not spawned', { member: info.index, err: err.message });
+      return;
+    }
+    if (e === undefined || e === null || (e === 0 && !w.exists(e))) return;
+    try {
+      this.auth.setAvatar(e, info.index);
+    } catch (err) {
+      p.log('warn', 'avatar authority refused', { err: err.message });
+      return;
+    }
+    w.writeAuthority(e, { kind: KIND_AVATAR, peer: info.index });
+  }
+
+  /**
+   * Takes members that own avatars or locks but are not in the room (as signaling says) and have
+   * no open link to this host as gone. Without signaling it does nothing.
+   */
+  sweepGone() {
+    const p = this.p;
+    if (!p.sig || p.signalingState !== 'connected') return;
+    const gone = new Set();
+    for (const info of this.w.ents.values()) {
+      const idx = info.auth.peer;
+      if (info.auth.kind === KIND_HOST || idx === this.w.self || p.members.has(idx)) continue;
+      const r = p.remotes.get(idx);
+      if (r && r.ready) continue;
+      gone.add(idx);
+    }
+    for (const idx of gone) this.memberLeft(idx);
+  }
+
+  /** Runs sweepGone once members have had resumeSettleMs to resume. */
+  sweepLater() {
+    const p = this.p;
+    p.after(p.opts.resumeSettleMs, () => { if (p.host === this) this.sweepGone(); });
+  }
+
+  /** Despawns the member's avatars and returns its locks to the host. */
+  memberLeft(idx) {
+    const p = this.p;
+    const w = this.w;
+    const r = p.remotes.get(idx);
+    if (r) {
+      p.remotes.delete(idx);
+      r.close();
+    }
+    this.mems.delete(idx);
+    const { avatars, released } = this.auth.leave(idx);
+    for (const [e, info] of w.ents) {
+      if (info.auth.kind === KIND_AVATAR && info.auth.peer === idx) avatars.push(e);
+    }
+    for (const e of avatars) if (w.exists(e)) w.despawn(e);
+    for (const t of released) w.writeAuthority(t.entity, { kind: KIND_HOST, peer: 0 });
+    this.exited.push(idx);
+  }
+
+  /**
+   * Signaling says member idx left the room. A member whose link to this host is still up has only
+   * lost its signaling socket (it redials and resumes its index): it keeps its avatar and locks
+   * while it is heard, for a deletion would be final everywhere (as Go's hostRole.signalingLeft).
+   */
+  signalingLeft(idx) {
+    const r = this.p.remotes.get(idx);
+    if (r && r.ready) {
+      this.p.log('info', 'member left signaling but its link is up: kept while it is heard', { member: idx });
+      this.confirmGone(idx);
+      return;
+    }
+    this.memberLeft(idx);
+  }
+
+  /** Takes member idx, unlisted by signaling, as gone once it has been silent on its link for a while. */
+  confirmGone(idx) {
+    const p = this.p;
+    const silence = 2 * Math.max(p.opts.digestMs, p.opts.reportMs);
+    p.after(silence, () => {
+      if (p.host !== this || p.members.has(idx)) return; // resumed
+      const r = p.remotes.get(idx);
+      if (!r) return; // its link closed: linkClosed took it as gone, or signaling is down
+      if (r.ready && now() - r.lastHeard < silence) {
+        this.confirmGone(idx);
+        return;
+      }
+      p.log('info', 'member gone: not in the room and silent', { member: idx });
+      this.memberLeft(idx);
+    });
+  }
+
+  /** A member that signaling no longer lists, and whose link is now gone too, has left. */
+  linkClosed(r) {
+    const p = this.p;
+    this.forget(r);
+    if (!p.members.has(r.idx) && p.sig && p.signalingState === 'connected' && r.ready) this.memberLeft(r.idx);
+  }
+
+  tick(t) {
+    for (const x of this.auth.expire(t)) {
+      this.p.log('info', 'lock expired', { entity: x.entity, holder: x.from });
+      this.authorityLost(x.entity, x.from);
+      this.w.writeAuthority(x.entity, { kind: KIND_HOST, peer: 0 });
+    }
+  }
+
+  /** Processes one message from member r. */
+  handle(r, m) {
+    const p = this.p;
+    const w = this.w;
+    this.auth.touch(r.idx, now());
+    const hm = this.memberOf(r);
+    switch (m.type) {
+      case Type.Hello: {
+        if (m.schemaFingerprint !== w.schemas.fingerprint) {
+          // The reason names both tables, so that the member's error can (as Go's host says it).
+          const reason = `schema table ${hex16(m.schemaFingerprint)} differs from the host's ${hex16(w.schemas.fingerprint)}`;
+          p.send(r, RELIABLE, netmsg.encode({ type: Type.Close, code: CLOSE_SCHEMA_MISMATCH, reason }));
+          p.log('warn', 'member runs another schema table; refused', { member: r.idx, reason });
+          return;
+        }
+        if (Number(m.peerIndex) !== r.idx) throw new Error('hello from the wrong peer index');
+        hm.helloed = true;
+        const mem = p.members.get(r.idx);
+        hm.info = { index: r.idx, id: mem ? mem.peerId : '', kind: mem ? mem.kind : '' };
+        break;
+      }
+      case Type.Digest:
+        if (!hm.helloed) throw new Error('digest before hello');
+        // A member sends its next digest after its corrections, on the same ordered channel: its
+        // answer to the sync snapshot is in.
+        if (hm.snapshotSent) hm.answered = true;
+        this.answerDigest(hm, m);
+        break;
+      case Type.PeerCommands:
+        for (const rpc of m.rpcs) this.rpc(r, rpc);
+        break;
+      case Type.EntityUpdates:
+        if (!hm.snapshotSent) return;
+        p.applyUpdates(m, r.idx, (e) => this.admit(r, e, m.time), (cm, origin) => this.mergeWrite(cm, origin));
+        break;
+      case Type.CrdtBatch:
+        this.corrections(hm, m);
+        break;
+      default:
+        p.count.dropped++;
+    }
+  }
+
+  /** Compares a member's bucket digests with the host's; answers with a HostSnapshot of what differs. */
+  answerDigest(hm, dig) {
+    const r = hm.r;
+    const p = this.p;
+    const w = this.w;
+    const n = dig.digests.length;
+    if (this.ownStale || !this.own || this.own.length !== n) {
+      // Every change marks the digests stale; between changes all members share one computation.
+      this.own = w.r.bucketDigests(n);
+      this.ownStale = false;
+    }
+    const own = this.own;
+    const t = now();
+    const differ = [];
+    for (let b = 0; b < n; b++) {
+      if (own[b] === dig.digests[b]) continue;
+      if (hm.snapshotSent && n === this.changed.length && t - this.changed[b] < p.opts.quietMs) continue;
+      differ.push(b);
+    }
+    const first = !hm.snapshotSent;
+    if (!first && differ.length === 0) return;
+    this.sendSnapshot(r, hostsnapshot.Cover.only(n, differ));
+    if (first) {
+      hm.snapshotSent = true;
+      hm.acceptRelayed = true;
+      hm.dirty = new Map();
+      this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(hm.info.id) });
+      if (hm.info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(hm.info);
+      p.log('info', 'member synced by snapshot', { member: r.idx, buckets: differ.length });
+    }
+  }
+
+  sendSnapshot(r, cover) {
+    const p = this.p;
+    const w = this.w;
+    const peers = [];
+    for (const m of p.members.values()) peers.push({ peerIndex: BigInt(m.peerIndex), peerId: wirePeerID(m.peerId) });
+    const snap = hostsnapshot.build(w.r, w.schemas, {
+      term: BigInt(w.term), localPeerIndex: BigInt(r.idx), hostPeerIndex: BigInt(w.self), peers, cover,
+    });
+    p.send(r, RELIABLE, netmsg.encode({ type: Type.HostSnapshot, ...snap }));
+  }
+
+  rpc(r, rpc) {
+    const p = this.p;
+    const w = this.w;
+    if (rpc.type < FIRST_SYSTEM_RPC) {
+      p.app.rpc(w, r.idx, rpc.type, rpc.data);
+      return;
+    }
+    if (rpc.data.length !== 4) {
+      p.count.dropped++;
+      return;
+    }
+    const e = u32le(rpc.data);
+    switch (rpc.type) {
+      case RPC_LOCK_REQUEST: {
+        let t;
+        try {
+          t = this.auth.requestLock(r.idx, e, now());
+        } catch {
+          return; // refused
+        }
+        if (t.from !== t.to) {
+          this.authorityLost(e, t.from);
+          w.writeAuthority(e, { kind: KIND_LOCK, peer: r.idx });
+        }
+        break;
+      }
+      case RPC_RELINQUISH:
+        try {
+          this.auth.relinquish(r.idx, e);
+          this.authorityLost(e, r.idx);
+          w.writeAuthority(e, { kind: KIND_HOST, peer: 0 });
+        } catch { /* not its lock */ }
+        break;
+      default:
+        p.count.dropped++;
+    }
+  }
+}
+
+mixin(HostRole, HostRestamp, HostCommands);

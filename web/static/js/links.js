@@ -1,0 +1,193 @@
+// The browser peer's links (peer/link in Go): one Remote per linked peer, made from signaling's
+// signals, the messages of each payload walked and handed to the role, and sends fragmented or
+// dropped as the channel allows. These are methods of Peer (see loop.js mixin).
+
+import * as netmsg from './netmsg.js';
+import { Type, MAX_RELIABLE } from './netmsg.js';
+import { Link, MemoryLink, isMemoryOffer, RELIABLE, UNRELIABLE } from './rtc.js';
+import { now } from './loop.js';
+import { hex16 } from './status.js';
+
+/** Close code: the member runs another schema table. */
+export const CLOSE_SCHEMA_MISMATCH = 1;
+
+/**
+ * The error that ends a member whose schema table is not the host's (peer.ErrSchemaMismatch):
+ * it names this peer's table and, in what the host said, the host's.
+ */
+export function schemaMismatch(ours, host, said) {
+  const err = new Error(`peer: schema table differs from the host's: this peer runs schema table ${hex16(ours)}; the host (peer ${host}) ${said}`);
+  err.code = 'schema_mismatch';
+  return err;
+}
+
+/** One link to another peer (the host keeps what it knows of the member at its end: HostMember). */
+export class Remote {
+  constructor(peer, idx, session) {
+    this.p = peer;
+    this.idx = idx;
+    this.session = session;
+    this.link = null;
+    this.ready = false;
+    this.reasm = new netmsg.Reassembler();
+    this.fragID = 0;
+    this.lastHeard = 0;
+    this.rtt = 0; // ms
+    // The term in which this link was made, raised while its remote stays the host: the term of
+    // the host messages that carry none on the wire (a member's fence checks it).
+    this.term = 0;
+  }
+
+  close() {
+    if (this.link) this.link.close();
+  }
+}
+
+/** Peer's link methods. */
+export class PeerLinks {
+  handleSignal(from, pl) {
+    let r = this.remotes.get(from);
+    const session = pl.session || 0;
+    if (pl.kind === 'offer' && this.host) {
+      if (r) {
+        r.close();
+        this.remotes.delete(from);
+        this.host.forget(r);
+      }
+      r = this.connect(from, session, false, isMemoryOffer(pl));
+    }
+    if (!r || r.session !== session) return; // a signal for no link
+    r.link.handleSignal(pl);
+  }
+
+  /**
+   * Makes a link to member idx: WebRTC, or an in-page MemoryLink when this peer was made with
+   * opts.memory (as offerer) or the offer asks for one (as answerer).
+   */
+  connect(idx, session, offerer, memory = offerer && !!this.opts.memory) {
+    const r = new Remote(this, idx, session);
+    r.term = this.w.term;
+    const LinkClass = memory ? MemoryLink : Link;
+    r.link = new LinkClass({
+      remote: idx, session, offerer,
+      signal: (pl) => this.sig && this.sig.signal(idx, pl),
+      onMessage: (ch, bytes) => this.step(() => this.linkMessage(r, ch, bytes)),
+      onReady: () => this.step(() => this.linkReady(r)),
+      onClose: (reason) => this.step(() => this.linkClosed(r, reason)),
+      iceServers: (this.sig && this.sig.joined && this.sig.joined.iceServers) || [],
+    });
+    this.remotes.set(idx, r);
+    return r;
+  }
+
+  linkReady(r) {
+    if (this.remotes.get(r.idx) !== r) return;
+    r.ready = true;
+    r.lastHeard = now();
+    if (this.member && r === this.member.hostLink) this.member.linkReady();
+  }
+
+  linkClosed(r, reason) {
+    if (this.remotes.get(r.idx) !== r) return;
+    this.log('info', 'link closed', { remote: r.idx, reason });
+    this.remotes.delete(r.idx);
+    if (this.host) this.host.linkClosed(r);
+    if (this.member && r === this.member.hostLink) this.member.hostLinkClosed();
+  }
+
+  linkMessage(r, ch, bytes) {
+    if (this.remotes.get(r.idx) !== r) {
+      // A link this peer has let go of. A member still hears what its previous host sent before
+      // the link closed: the fence refuses it, and counts it.
+      if (this.member) this.member.admit(r);
+      return;
+    }
+    r.ready = true;
+    this.count.bytesIn += bytes.length;
+    r.lastHeard = now();
+    try {
+      this.handlePayload(r, ch, bytes, 0);
+    } catch (err) {
+      this.log('warn', 'protocol error; closing link', { remote: r.idx, err: String(err && err.message || err) });
+      this.dropRemote(r);
+    }
+  }
+
+  /** Walks the messages of one payload. A thrown error ends the link. */
+  handlePayload(r, ch, payload, depth) {
+    if (ch === UNRELIABLE) netmsg.checkDatagram(payload);
+    let stamp = 0n;
+    const onUnknown = () => { this.count.dropped++; };
+    for (const m of netmsg.readMessages(payload, { onUnknown })) {
+      switch (m.type) {
+        case Type.Fragment: {
+          if (depth > 0) throw new Error('fragment inside a fragmented payload');
+          const whole = r.reasm.push(m);
+          if (whole) this.handlePayload(r, ch, whole, depth + 1);
+          continue;
+        }
+        case Type.Stamp:
+          stamp = m.time;
+          continue;
+        case Type.Ping:
+          this.send(r, RELIABLE, netmsg.encode({ type: Type.Pong, nonce: m.nonce, echoTime: m.sendTime }));
+          continue;
+        case Type.Pong:
+          r.rtt = (Number(this.monotonic() - m.echoTime)) / 1e6;
+          continue;
+        case Type.Close:
+          this.log('warn', 'remote closed the session', { remote: r.idx, code: m.code, reason: m.reason });
+          if (m.code === CLOSE_SCHEMA_MISMATCH && this.member && this.member.admit(r)) {
+            this.fail(schemaMismatch(this.w.schemas.fingerprint, r.idx, `refused it: ${m.reason}`));
+            return;
+          }
+          continue;
+        default:
+      }
+      if (this.host) this.host.handle(r, m);
+      else if (this.member) this.member.handle(r, m, stamp);
+      else this.count.fenced++;
+    }
+  }
+
+  /** Monotonic nanoseconds as a u64 BigInt (Ping send times). */
+  monotonic() {
+    return BigInt(Math.round(now() * 1e6));
+  }
+
+  /** Sends a payload to r, fragmenting a reliable payload above the message limit. */
+  send(r, ch, payload) {
+    if (!r || !r.link || !r.ready) return;
+    if (ch === RELIABLE && payload.length > MAX_RELIABLE) {
+      r.fragID = (r.fragID + 1) >>> 0;
+      for (const f of netmsg.fragment(payload, r.fragID, MAX_RELIABLE)) {
+        if (!this.sendOne(r, ch, f)) return;
+      }
+      return;
+    }
+    this.sendOne(r, ch, payload);
+  }
+
+  sendOne(r, ch, b) {
+    if (r.link.send(ch, b)) {
+      this.count.bytesOut += b.length;
+      return true;
+    }
+    if (r.link.dead) {
+      this.log('warn', 'send failed; closing link', { remote: r.idx, reason: r.link.reason });
+      this.dropRemote(r);
+      return false;
+    }
+    this.count.dropped++; // dropped (channel not open yet, or unreliable over its threshold): anti-entropy heals
+    return true;
+  }
+
+  dropRemote(r) {
+    if (this.remotes.get(r.idx) === r) {
+      this.remotes.delete(r.idx);
+      if (this.host) this.host.linkClosed(r);
+      if (this.member && r === this.member.hostLink) this.member.hostLinkClosed();
+    }
+    r.close();
+  }
+}

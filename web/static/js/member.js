@@ -1,0 +1,243 @@
+// The member role (peer/member.go): follows the host of the current term over one link, greets it
+// with Hello and Digest, merges its snapshots, commands, updates and CRDT batches, and sends only
+// its own writes.
+
+import * as netmsg from './netmsg.js';
+import { Type } from './netmsg.js';
+import * as crdt from './crdt.js';
+import * as hostsnapshot from './hostsnapshot.js';
+import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta } from './schema.js';
+import { RELIABLE } from './rtc.js';
+import { KIND_HOST, KIND_AVATAR, KIND_LOCK, encodeRecord, AuthorityError, Reject } from './authority.js';
+import { schemaMismatch } from './links.js';
+import { hex16 } from './status.js';
+import { Ev } from './world.js';
+
+/** How long a member waits for its link to the host to open before making it again. */
+const CONNECT_TIMEOUT_MS = 5000;
+const U32_MAX = 0xffffffff;
+const { PutComponent, DeleteEntity } = crdt.MessageType;
+
+export class MemberRole {
+  constructor(p) {
+    this.p = p;
+    this.w = p.w;
+    this.hostLink = null;
+    this.synced = false;
+    this.wasSynced = false;
+    this.dirty = new Map();
+    this.refusals = 0; // host messages refused, for the log
+    p.w.sink = this;
+    p.w.isHost = false;
+  }
+
+  /** Connects to a new host. The replica is kept: the new host's snapshot is merged into it. */
+  follow(host) {
+    const p = this.p;
+    if (this.hostLink) {
+      p.remotes.delete(this.hostLink.idx);
+      this.hostLink.close();
+      this.hostLink = null;
+    }
+    if (this.synced) {
+      this.w.events.push({ kind: Ev.Migrating, term: this.w.term, peer: host });
+      this.wasSynced = true;
+    }
+    this.synced = false;
+    p.session++;
+    const r = p.connect(host, p.session, true);
+    this.hostLink = r;
+    // A link that is not up in time (an offer lost, ICE stuck) is dropped and made again.
+    p.after(CONNECT_TIMEOUT_MS, () => {
+      if (this.hostLink === r && !r.ready) {
+        p.log('warn', 'link to host not up in time; retrying', { host });
+        p.dropRemote(r);
+      }
+    });
+  }
+
+  stop() {
+    if (this.hostLink) {
+      this.p.remotes.delete(this.hostLink.idx);
+      this.hostLink.close();
+      this.hostLink = null;
+    }
+  }
+
+  /** Greets the host and sends the digests it answers with a snapshot. */
+  linkReady() {
+    const w = this.w;
+    const hello = netmsg.encode({ type: Type.Hello, term: BigInt(w.term), peerIndex: BigInt(w.self), schemaFingerprint: w.schemas.fingerprint });
+    this.p.send(this.hostLink, RELIABLE, netmsg.concat(hello, this.digest()));
+  }
+
+  digest() {
+    const w = this.w;
+    return netmsg.encode({ type: Type.Digest, term: BigInt(w.term), clock: w.clock, digests: w.r.bucketDigests(this.p.opts.buckets) });
+  }
+
+  sendDigest() {
+    if (!this.synced || !this.hostLink || !this.hostLink.ready) return;
+    this.p.send(this.hostLink, RELIABLE, this.digest());
+  }
+
+  ping() {
+    if (!this.hostLink || !this.hostLink.ready) return;
+    this.p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.Ping, nonce: BigInt(this.w.clock), sendTime: this.p.monotonic() }));
+  }
+
+  hostLinkClosed() {
+    const host = this.hostLink.idx;
+    this.hostLink = null;
+    this.retry(host);
+  }
+
+  retry(host) {
+    const p = this.p;
+    p.after(500, () => {
+      if (p.member === this && !this.hostLink && p.w.host === host) this.follow(host);
+    });
+  }
+
+  /**
+   * Whether the host messages heard on link r may be merged (Go's memberRole.fenced): the fence
+   * must accept r's term (the term in which r became the link to the host) from r's peer, and r
+   * must be the link this member holds to the host. Every refusal is counted (status().fenced).
+   */
+  admit(r) {
+    const p = this.p;
+    let err = p.fence.accept(r.term, r.idx);
+    if (!err && r !== this.hostLink) err = new AuthorityError(Reject.NotHost, 'host message', r.idx, 0, r.term);
+    if (!err) return true;
+    p.count.fenced++;
+    if (this.refusals++ < 10) p.log('info', 'host message fenced', { remote: r.idx, err: err.message });
+    return false;
+  }
+
+  /** Processes one message heard on link r, once the fence admits it. */
+  handle(r, m, stamp) {
+    const p = this.p;
+    const w = this.w;
+    if (!this.admit(r)) return;
+    switch (m.type) {
+      case Type.HostSnapshot: {
+        if (Number(m.hostPeerIndex) !== w.host || Number(m.localPeerIndex) !== w.self) {
+          p.count.fenced++;
+          return;
+        }
+        let info;
+        let corrections;
+        try {
+          ({ info, corrections } = hostsnapshot.apply(w.r, w.schemas, m, (cm) => w.mergeRemote(cm, w.host)));
+        } catch (err) {
+          if (err.code !== 'schema_mismatch') throw err;
+          const fp = hostsnapshot.readHostState(m.hostState).fingerprint;
+          p.fail(schemaMismatch(w.schemas.fingerprint, r.idx, `sent a snapshot of schema table ${hex16(fp)}`));
+          return;
+        }
+        if (Number(info.term) !== w.term) p.count.fenced++;
+        // The first batch after a sync snapshot may carry host entities (values a previous host
+        // sent that this host missed). This member always sends it, empty when it has nothing to
+        // correct, so that the host closes that window at once.
+        if (corrections.length > 0 || !this.synced) {
+          p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(w.term), messages: corrections }));
+        }
+        if (!this.synced) {
+          this.synced = true;
+          this.wasSynced = true;
+          p.held = true;
+          w.events.push({ kind: Ev.Synced, term: w.term, peer: w.host });
+          p.log('info', 'synced', { entities: w.size, corrections: corrections.length });
+          p.setSynced();
+        }
+        break;
+      }
+      case Type.HostCommands:
+        this.applyCommands(m, stamp);
+        break;
+      case Type.PeerEntered:
+        w.events.push({ kind: Ev.PeerEntered, peer: Number(m.peer.peerIndex) });
+        break;
+      case Type.PeerExited:
+        w.events.push({ kind: Ev.PeerExited, peer: Number(m.peerIndex) });
+        break;
+      case Type.EntityUpdates:
+        p.applyUpdates(m, w.host, () => true);
+        break;
+      case Type.CrdtBatch:
+        if (Number(m.term) !== w.term) {
+          p.count.fenced++;
+          return;
+        }
+        for (const cm of crdt.readStream(m.messages)) w.mergeRemote(cm, w.host);
+        break;
+      default:
+        p.count.dropped++;
+    }
+  }
+
+  /** Merges a HostCommands stamped with the host's Lamport time. */
+  applyCommands(hc, stamp) {
+    const p = this.p;
+    const w = this.w;
+    if (stamp > BigInt(U32_MAX)) {
+      p.count.dropped++;
+      return;
+    }
+    const ts = Number(stamp);
+    const spawned = new Set();
+    for (const sp of hc.spawns) {
+      const s = w.schemas.lookup(sp.schemaId);
+      if (!s || sp.networkId >> 32n !== 0n) {
+        p.count.dropped++;
+        continue;
+      }
+      const e = Number(sp.networkId);
+      const vals = [];
+      try {
+        hostsnapshot.spawnValues(s, sp.updateData, (i, v) => vals.push([i, v]));
+      } catch {
+        p.count.dropped++;
+        continue;
+      }
+      w.mergeRemote({ type: PutComponent, entity: e, component: COMPONENT_META, timestamp: ts, data: appendMeta(s.id, sp.creationData) }, w.host);
+      for (const [i, v] of vals) {
+        w.mergeRemote({ type: PutComponent, entity: e, component: s.properties[i].component, timestamp: ts, data: v }, w.host);
+      }
+      spawned.add(e);
+    }
+    for (const d of hc.despawns) {
+      if (d.networkId >> 32n === 0n) w.mergeRemote({ type: DeleteEntity, entity: Number(d.networkId), component: 0, timestamp: 0, data: null }, w.host);
+    }
+    for (const t of hc.authorityTransfers) {
+      if (t.networkId >> 32n !== 0n) continue;
+      const e = Number(t.networkId);
+      const to = Number(t.newAuthorIndex);
+      // TRNP's transfer names only the new author; the kind follows from context.
+      let rec = { kind: KIND_LOCK, peer: to };
+      if (spawned.has(e)) rec = { kind: KIND_AVATAR, peer: to };
+      else if (to === w.host) rec = { kind: KIND_HOST, peer: 0 };
+      w.mergeRemote({ type: PutComponent, entity: e, component: COMPONENT_AUTHORITY, timestamp: ts, data: encodeRecord(rec) }, w.host);
+    }
+    for (const rpc of hc.rpcs) p.app.rpc(w, w.host, rpc.type, rpc.data);
+    for (const a of hc.actions) p.app.rpc(w, w.host, a.type, a.data);
+  }
+
+  sendRPC(type, data) {
+    if (!this.hostLink || !this.hostLink.ready) throw new Error('peer: no link to the host');
+    this.p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.PeerCommands, rpcs: [{ type, data }] }));
+  }
+
+  // change sink: a member sends only its own writes.
+  propChanged(e, prop, origin) {
+    if (origin === 0) this.dirty.set(e, (this.dirty.get(e) || 0) | (1 << prop));
+  }
+
+  spawned() {}
+
+  despawned(e) { this.dirty.delete(e); }
+
+  authorityChanged() {}
+
+  otherChanged() {}
+}

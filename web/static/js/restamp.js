@@ -1,0 +1,203 @@
+// The host's answer to writes it rejects, and the corrections members send back after a sync
+// snapshot (peer/host.go restamp, mergeWrite, corrections; docs/protocol.md §5 "Authority on the
+// host"). These are methods of HostRole (see loop.js mixin).
+
+import * as crdt from './crdt.js';
+import { now } from './loop.js';
+
+/** How far above its clock the host follows a timestamp it rejected. */
+const MAX_CLOCK_SKEW = 1 << 20;
+/** Keys re-stamped and remembered at most; past it the memory starts over (a rejection storm). */
+const MAX_RESTAMPED = 1 << 16;
+/**
+ * How long after a member lost the authority over an entity (it handed a lock back, or the lock
+ * expired) its writes to it are an expected race rather than a fault: the member keeps writing
+ * until the host's transfer reaches it, one round trip later (Go's raceWindow).
+ */
+const RACE_WINDOW_MS = 2000;
+const { PutComponent, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
+
+/** The key of an LWW entry, as a BigInt (entity << 32 | component). */
+function entryKey(e, c) {
+  return (BigInt(e >>> 0) << 32n) | BigInt(c >>> 0);
+}
+
+/** An LWW entry as a CRDT message (appendEntry in Go). */
+export function entryMessage(e, c, ts, data, deleted) {
+  return deleted
+    ? { type: DeleteComponent, entity: e, component: c, timestamp: ts, data: null }
+    : { type: PutComponent, entity: e, component: c, timestamp: ts, data };
+}
+
+/** HostRole's re-stamp and correction methods. */
+export class HostRestamp {
+  admit(r, e, ts) {
+    try {
+      this.auth.admitWrite(r.idx, e);
+      return true;
+    } catch (err) {
+      this.rejected(r, e, ts, err);
+      return false;
+    }
+  }
+
+  /** Notes that member from no longer writes e (a lock handed back, expired or taken over). */
+  authorityLost(e, from) {
+    if (from === this.w.self || from === 0) return;
+    if (this.lost.size > MAX_RESTAMPED) this.lost.clear();
+    this.lost.set(e, { peer: from, at: now() });
+  }
+
+  /** Whether a rejected write of member idx to e is an expected race of normal play. */
+  race(idx, e) {
+    const l = this.lost.get(e);
+    return l !== undefined && l.peer === idx && now() - l.at < RACE_WINDOW_MS;
+  }
+
+  rejected(r, e, ts, err) {
+    const p = this.p;
+    p.count.rejected++;
+    if (this.race(r.idx, e)) {
+      p.count.rejectedRace++;
+      p.log('debug', 'write rejected: authority just moved (expected race)', { member: r.idx, entity: e, err: err.message });
+    } else {
+      if (this.rejectLog < 20 || this.rejectLog % 1000 === 0) {
+        p.log('warn', 'write rejected', { member: r.idx, entity: e, err: err.message });
+      }
+      this.rejectLog++;
+    }
+    const t = BigInt(ts);
+    if (t > BigInt(this.w.clock) + BigInt(MAX_CLOCK_SKEW)) return;
+    this.w.r.observeClock(Number(t));
+    this.reassert.add(e);
+  }
+
+  /** Re-stamps every entry of the entities queued by rejected and relays them. */
+  restamp() {
+    if (this.reassert.size === 0) return;
+    const w = this.w;
+    const due = new Set();
+    for (const e of this.reassert) {
+      if (this.ownerPending(e)) continue; // kept for a later batch
+      due.add(e);
+      this.reassert.delete(e);
+    }
+    if (due.size === 0) return;
+    const entries = [];
+    w.r.range((en) => {
+      if (due.has(en.entity >>> 0)) entries.push({ ...en, data: en.data ? en.data.slice() : en.data });
+      return true;
+    });
+    if (entries.length === 0) return;
+    const ts = w.batchStamp();
+    this.ownStale = true;
+    if (this.restamped.size > MAX_RESTAMPED) this.restamped.clear();
+    for (const en of entries) {
+      w.r.writeAt(en.entity, en.component, ts, en.data, en.deleted);
+      const k = entryKey(en.entity, en.component);
+      const prev = this.restamped.get(k);
+      // Re-stamped again, unchanged since: keep its author's stamp.
+      const before = prev !== undefined && prev.after === en.timestamp ? prev.before : en.timestamp;
+      this.restamped.set(k, { before, after: ts });
+      this.relay.push(entryMessage(en.entity, en.component, ts, en.data, en.deleted));
+    }
+  }
+
+  /**
+   * Merges an admitted write from a member. A re-stamp puts the host's value above a rejected
+   * write, so the author's next writes, stamped by a clock that has not seen the re-stamp yet,
+   * arrive below it although they are newer than the value re-stamped: such a write wins, rewritten
+   * under the host's stamp (as Go's hostRole.mergeWrite).
+   */
+  mergeWrite(m, origin) {
+    const w = this.w;
+    if (w.mergeRemote(m, origin) !== 'outdated' || this.restamped.size === 0) return;
+    const k = entryKey(m.entity, m.component);
+    const rk = this.restamped.get(k);
+    if (rk === undefined) return;
+    const cur = w.r.get(m.entity, m.component);
+    if (cur === undefined || cur.ts !== rk.after) {
+      this.restamped.delete(k); // written since the re-stamp: nothing left to make up for
+      return;
+    }
+    if (m.timestamp <= rk.before) return; // older than the value re-stamped (a late datagram)
+    const ts = w.batchStamp();
+    const deleted = m.data === null;
+    if (w.r.writeAt(m.entity, m.component, ts, m.data, deleted) === 'applied') {
+      // The author's next writes of the burst, stamped before it hears of ts, are newer still.
+      this.restamped.set(k, { before: m.timestamp, after: ts });
+      w.observe({ ...m, timestamp: ts }, w.self); // to every member, the author included
+    }
+  }
+
+  /** Merges the CRDT corrections of member hm that authority allows. */
+  corrections(hm, b) {
+    const r = hm.r;
+    const w = this.w;
+    if (Number(b.term) !== w.term) {
+      this.p.count.fenced++;
+      return;
+    }
+    const relayed = hm.acceptRelayed;
+    hm.acceptRelayed = false;
+    hm.answered = true;
+    let orphaned = false;
+    for (const m of crdt.readStream(b.messages)) {
+      if (relayed && (m.type === DeleteEntity || m.type === DeleteEntityNetwork) && !w.r.entityDeleted(m.entity >>> 0)) {
+        // Only a host deletes entities, and a deletion is final in every replica that holds it:
+        // refusing one would leave this member apart for good (as Go's hostRole.corrections).
+        w.mergeRemote(m, r.idx);
+        orphaned = true;
+        continue;
+      }
+      try {
+        this.auth.admitCorrection(r.idx, m.entity >>> 0, relayed);
+      } catch (err) {
+        if (this.holds(m)) {
+          // This host already has the value or a newer one: the member converges to it without a
+          // re-stamp (which would bury any newer write of the entity's owner still on its way).
+          // An expected race: counted, not logged.
+          this.p.count.rejected++;
+          this.p.count.rejectedRace++;
+          continue;
+        }
+        this.rejected(r, m.entity >>> 0, m.timestamp || 0, err);
+        continue;
+      }
+      w.mergeRemote(m, r.idx);
+    }
+    if (orphaned) this.respawnAvatars();
+  }
+
+  /** Gives a new avatar to every synced member that has none (its deletion reached this host late). */
+  respawnAvatars() {
+    for (const [idx, hm] of this.mems) {
+      if (hm.snapshotSent && hm.info && hm.info.kind !== 'host' && this.w.avatarOf(idx) === undefined) this.spawnAvatar(hm.info);
+    }
+  }
+
+  /** Whether the replica's entry for m's key is newer than m, or the same value. */
+  holds(m) {
+    if (m.type !== PutComponent && m.type !== DeleteComponent) return false;
+    const v = this.w.r.get(m.entity, m.component);
+    if (!v || v.ts < m.timestamp) return false;
+    if (v.ts > m.timestamp) return true;
+    if (m.type === DeleteComponent) return v.deleted;
+    if (v.deleted || v.data.length !== m.data.length) return false;
+    for (let i = 0; i < v.data.length; i++) if (v.data[i] !== m.data[i]) return false;
+    return true;
+  }
+
+  /**
+   * Whether e is written by another member (its avatar, or a lock it holds) whose answer to its
+   * sync snapshot has not arrived yet: until it has, this host may hold an older value of the
+   * owner's writes, and re-stamping now would put it above the owner's latest write.
+   */
+  ownerPending(e) {
+    const owner = this.auth.author(e);
+    if (owner === this.w.self) return false;
+    if (!this.p.members.has(owner)) return false; // memberLeft returns its entities to the host
+    const hm = this.mems.get(owner);
+    return !hm || !hm.answered;
+  }
+}

@@ -1,0 +1,253 @@
+// The browser member role (member.js) against a browser host, driven with no network: two Peers
+// whose links are in-test wires delivering on pump(), and signaling's announcements fed to
+// setHost. It covers the member's fence over host messages (docs/protocol.md §5; authority.js
+// Fence): a host message from an older term, or from a peer that is not the host, is refused and
+// counted; one of the current host and term is merged. And a member whose schema table is not the
+// host's ends its session with an error naming both tables instead of reconnecting.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Peer } from '../static/js/peer.js';
+import { Game, SCHEMAS, SCHEMA_BOX, BOX_POS, encodeVec, parseVec } from '../static/js/arena.js';
+import { SchemaTable } from '../static/js/schema.js';
+import * as netmsg from '../static/js/netmsg.js';
+import { Type } from '../static/js/netmsg.js';
+import * as crdt from '../static/js/crdt.js';
+import * as hostsnapshot from '../static/js/hostsnapshot.js';
+import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
+
+const HOST = 1;
+const MEMBER = 2;
+const OTHER = 3;
+
+/** One end of an in-test link: what it sends waits in the room's queue for pump(). */
+class Wire {
+  constructor(room, to, toRemote) {
+    Object.assign(this, { room, to, toRemote, dead: false });
+  }
+
+  send(ch, bytes) {
+    if (this.dead) return false;
+    if (!this.to) return true; // a host the test plays itself hears nothing
+    this.room.queue.push({ to: this.to, r: this.toRemote(), ch, bytes: bytes.slice() });
+    return true;
+  }
+
+  close() { this.dead = true; }
+}
+
+/** Delivers queued payloads, each as a step of its receiver, until none is left. */
+function pump(room) {
+  for (let n = 0; room.queue.length > 0; n++) {
+    assert.ok(n < 1000, 'the peers keep talking');
+    const { to, r, ch, bytes } = room.queue.shift();
+    to.step(() => to.linkMessage(r, ch, bytes));
+  }
+}
+
+function newPeer(self, kind, app = new Game({ boxes: 1 }), log = () => {}) {
+  const p = new Peer({ app, kind, memory: true, log });
+  p.w.self = self;
+  for (const [idx, k] of [[HOST, 'host'], [MEMBER, 'bot'], [OTHER, 'bot']]) {
+    p.members.set(idx, { peerIndex: idx, peerId: `user${idx}/device`, kind: k });
+  }
+  return p;
+}
+
+/**
+ * Links the member to host (a Peer hosting, or null for a host the test plays itself) after the
+ * member followed it: the member's link, and the host's Remote for the member.
+ */
+function link(room, host) {
+  const m = room.member;
+  const mr = m.member.hostLink;
+  assert.ok(mr, 'the member follows a host');
+  let hr = null;
+  if (host) {
+    hr = host.connect(MEMBER, mr.session, false, true);
+    hr.link = new Wire(room, m, () => mr);
+    hr.ready = true;
+  }
+  mr.link = new Wire(room, host, () => hr);
+  mr.ready = true;
+  m.step(() => m.linkReady(mr));
+  if (host) pump(room);
+  return mr;
+}
+
+/** A synced member of a browser host in term 1, and the host's box. */
+function newRoom() {
+  const room = { queue: [] };
+  room.host = newPeer(HOST, 'host');
+  room.host.step(() => room.host.setHost(1, HOST));
+  room.member = newPeer(MEMBER, 'bot');
+  room.member.step(() => room.member.setHost(1, HOST));
+  room.link1 = link(room, room.host);
+  assert.equal(room.member.status().state, 'connected', 'the member synced');
+  [room.box] = room.member.w.entitiesOf(SCHEMA_BOX);
+  assert.notEqual(room.box, undefined, 'the member sees the box');
+  return room;
+}
+
+function stop(room) {
+  room.host.stop();
+  room.member.stop();
+}
+
+/** An EntityUpdates putting the box at pos, stamped above everything the member has seen. */
+function boxUpdate(room, pos) {
+  const u = { networkId: BigInt(room.box), maskBits: netmsg.maskWidth(2), mask: 1 << BOX_POS, data: encodeVec(pos) };
+  return netmsg.encode({ type: Type.EntityUpdates, time: BigInt(room.member.w.clock + 10), updates: [u] });
+}
+
+/** A CrdtBatch of term putting the box at pos. */
+function boxBatch(room, term, pos) {
+  const m = { type: crdt.MessageType.PutComponent, entity: room.box, component: SCHEMAS[1].properties[BOX_POS].component, timestamp: room.member.w.clock + 10, data: encodeVec(pos) };
+  return netmsg.encode({ type: Type.CrdtBatch, term: BigInt(term), messages: crdt.encodeMessage(m) });
+}
+
+/** Delivers payload to the member on link r; returns whether the box moved to pos and the refusals it cost. */
+function deliver(room, r, ch, payload, pos) {
+  const m = room.member;
+  const fenced = m.status().fenced;
+  m.step(() => m.linkMessage(r, ch, payload));
+  const at = parseVec(m.w.get(room.box, BOX_POS));
+  return { moved: at.x === pos.x && at.y === pos.y, refused: m.status().fenced - fenced };
+}
+
+test('a member refuses EntityUpdates from an older term and takes the current term\'s', () => {
+  const room = newRoom();
+  try {
+    const m = room.member;
+    // Term 1, host 1: its updates are merged.
+    const p1 = { x: 1111, y: 1111 };
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, boxUpdate(room, p1), p1), { moved: true, refused: 0 });
+
+    // Term 2 makes peer 3 host; term 3 makes peer 1 host again, over a new link.
+    m.step(() => m.setHost(2, OTHER));
+    const link2 = link(room, null);
+    m.step(() => m.setHost(3, HOST));
+    const link3 = link(room, null);
+    assert.notEqual(link3, room.link1);
+    assert.equal(m.status().term, 3);
+
+    // A forged EntityUpdates on the term-1 link (the same peer, now host again): refused.
+    const forged = { x: 6666, y: 6666 };
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, boxUpdate(room, forged), forged), { moved: false, refused: 1 });
+    // Nor is term 2's host heard any more.
+    assert.deepEqual(deliver(room, link2, UNRELIABLE, boxUpdate(room, forged), forged), { moved: false, refused: 1 });
+    // The current host's update in the current term is merged.
+    const p3 = { x: 3333, y: 3333 };
+    assert.deepEqual(deliver(room, link3, UNRELIABLE, boxUpdate(room, p3), p3), { moved: true, refused: 0 });
+  } finally {
+    stop(room);
+  }
+});
+
+test('a member refuses CrdtBatches and HostCommands of an older term on its host\'s link', () => {
+  const room = newRoom();
+  try {
+    const m = room.member;
+    // The same host, elected again in term 2: its link stays, and serves term 2.
+    m.step(() => m.setHost(2, HOST));
+    assert.equal(m.member.hostLink, room.link1, 'the link to the same host is kept');
+    const stale = { x: 100, y: 100 };
+    assert.deepEqual(deliver(room, room.link1, RELIABLE, boxBatch(room, 1, stale), stale), { moved: false, refused: 1 });
+    const cur = { x: 200, y: 200 };
+    assert.deepEqual(deliver(room, room.link1, RELIABLE, boxBatch(room, 2, cur), cur), { moved: true, refused: 0 });
+    // A despawn on the host's link from before term 3, whose host is another peer: refused.
+    m.step(() => m.setHost(3, OTHER));
+    const despawn = netmsg.concat(
+      netmsg.encode({ type: Type.Stamp, time: BigInt(m.w.clock + 10) }),
+      netmsg.encode({ type: Type.HostCommands, spawns: [], despawns: [{ networkId: BigInt(room.box) }], authorityTransfers: [], rpcs: [], actions: [] }),
+    );
+    const fenced = m.status().fenced;
+    m.step(() => m.linkMessage(room.link1, RELIABLE, despawn));
+    assert.ok(m.w.exists(room.box), 'the box lives');
+    assert.equal(m.status().fenced, fenced + 1);
+  } finally {
+    stop(room);
+  }
+});
+
+test('a term newer than signaling announced is refused and does not move the member', () => {
+  const room = newRoom();
+  try {
+    const m = room.member;
+    const pos = { x: 4242, y: 4242 };
+    assert.deepEqual(deliver(room, room.link1, RELIABLE, boxBatch(room, 2, pos), pos), { moved: false, refused: 1 });
+    assert.equal(m.status().term, 1, 'only signaling moves the term');
+    // Once signaling announces term 2 with the same host, the link serves it.
+    m.step(() => m.setHost(2, HOST));
+    assert.deepEqual(deliver(room, room.link1, RELIABLE, boxBatch(room, 2, pos), pos), { moved: true, refused: 0 });
+  } finally {
+    stop(room);
+  }
+});
+
+/** An app running the arena with one more schema: another table, another fingerprint. */
+function otherApp() {
+  const game = new Game({ boxes: 1 });
+  const table = new SchemaTable([...SCHEMAS, { id: 99, name: 'extra', properties: [{ name: 'x', component: 9900, size: 4 }] }]);
+  game.schemas = () => table;
+  return game;
+}
+
+test('a member with another schema table ends with an error naming both tables and retries nothing', async () => {
+  const room = { queue: [] };
+  const hostWarnings = [];
+  room.host = newPeer(HOST, 'host', undefined, (level, msg) => { if (level === 'warn') hostWarnings.push(msg); });
+  room.host.step(() => room.host.setHost(1, HOST));
+  const errors = [];
+  room.member = newPeer(MEMBER, 'bot', otherApp(), (level, msg, f) => { if (level === 'error') errors.push(f.err); });
+  try {
+    const m = room.member;
+    m.step(() => m.setHost(1, HOST));
+    const hostFp = room.host.w.schemas.fingerprint.toString(16).padStart(16, '0');
+    const ourFp = m.w.schemas.fingerprint.toString(16).padStart(16, '0');
+    assert.notEqual(hostFp, ourFp);
+    link(room, room.host);
+    assert.ok(hostWarnings.includes('member runs another schema table; refused'), hostWarnings.join('; '));
+    const err = await m.done;
+    assert.ok(err, 'the session ended with an error');
+    assert.equal(err.code, 'schema_mismatch');
+    assert.match(err.message, new RegExp(`this peer runs schema table ${ourFp}; the host \\(peer 1\\) refused it: schema table ${ourFp} differs from the host's ${hostFp}`));
+    const st = m.status();
+    assert.equal(st.state, 'failed');
+    assert.equal(st.error, err.message);
+    assert.deepEqual(errors, [err.message]);
+    assert.equal(m.remotes.size, 0, 'no link left');
+    assert.equal(m.pending.size, 0, 'no retry scheduled');
+    // Signaling naming a host again changes nothing: the peer has stopped.
+    m.step(() => m.setHost(2, OTHER));
+    assert.equal(m.status().term, 1);
+  } finally {
+    stop(room);
+  }
+});
+
+test('a snapshot of another schema table ends the member with both tables named', async () => {
+  const room = { queue: [] };
+  room.host = newPeer(HOST, 'host', otherApp());
+  room.host.step(() => room.host.setHost(1, HOST));
+  room.member = newPeer(MEMBER, 'bot');
+  try {
+    const m = room.member;
+    m.step(() => m.setHost(1, HOST));
+    const r = link(room, null);
+    // A host that let the Hello pass: its snapshot carries its table's fingerprint.
+    const h = room.host.w;
+    const snap = hostsnapshot.build(h.r, h.schemas, {
+      term: 1n, localPeerIndex: BigInt(MEMBER), hostPeerIndex: BigInt(HOST), peers: [], cover: hostsnapshot.Cover.all(m.opts.buckets),
+    });
+    m.step(() => m.linkMessage(r, RELIABLE, netmsg.encode({ type: Type.HostSnapshot, ...snap })));
+    const err = await m.done;
+    assert.ok(err, 'the session ended with an error');
+    const hostFp = h.schemas.fingerprint.toString(16).padStart(16, '0');
+    const ourFp = m.w.schemas.fingerprint.toString(16).padStart(16, '0');
+    assert.match(err.message, new RegExp(`this peer runs schema table ${ourFp}; the host \\(peer 1\\) sent a snapshot of schema table ${hostFp}`));
+    assert.equal(m.status().state, 'failed');
+    assert.equal(m.w.size, 0, 'nothing of the snapshot was merged');
+  } finally {
+    stop(room);
+  }
+});
