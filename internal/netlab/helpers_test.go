@@ -49,7 +49,7 @@ func concord(t *testing.T) string {
 		}
 		built.path = filepath.Join(binDir, "concord")
 		cmd := exec.Command("go", "build", "-o", built.path, "github.com/concordrtc/concord/cmd/concord")
-		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
+		cmd.Env = append(os.Environ(), "GOPROXY=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build ./cmd/concord: %w\n%s", err, out)
 			return
