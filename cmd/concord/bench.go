@@ -674,14 +674,11 @@ func (s *statusRate) rates() (in, out, lost float64, ok bool) {
 }
 
 func runConcordFanout(ctx context.Context, o fanoutOptions, log zerolog.Logger) (*phaseResult, error) {
-	var relay *benchRelay
-	if o.relay {
-		var err error
-		if relay, err = startBenchRelay(ctx); err != nil {
-			return nil, err
-		}
-		defer relay.stop()
+	relay, err := startBenchRelay(ctx, o.relay)
+	if err != nil {
+		return nil, err
 	}
+	defer relay.stop()
 	sig, err := startBenchSignaling(log, []signaling.Identity{benchHostUser}, relay)
 	if err != nil {
 		return nil, err
@@ -1277,14 +1274,11 @@ func (t *benchTail) String() string {
 
 func runMigration(ctx context.Context, o migrationOptions, log zerolog.Logger, progress io.Writer) (*migrationResult, error) {
 	res := &migrationResult{opts: o}
-	var relay *benchRelay
-	if o.relay {
-		var err error
-		if relay, err = startBenchRelay(ctx); err != nil {
-			return nil, err
-		}
-		defer relay.stop()
+	relay, err := startBenchRelay(ctx, o.relay)
+	if err != nil {
+		return nil, err
 	}
+	defer relay.stop()
 	sig, err := startBenchSignaling(log, []signaling.Identity{benchHostUser}, relay)
 	if err != nil {
 		return nil, err

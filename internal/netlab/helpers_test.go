@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/poll"
 )
 
 // The server every scenario starts, with the flags of issue 9's "Done means".
@@ -206,20 +207,25 @@ func serveEnv(t *testing.T, lab *netlab.Lab, env []string, extra ...string) *pro
 	return p
 }
 
-// waitFor polls cond every 100 ms until it returns nil, failing t with the last error after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() error) {
+// waitFor polls cond until it returns nil, failing t with the last error after d.
+var waitFor = poll.Until
+
+// waitHost waits until room arena's host is a synced member of kind, and returns the term.
+func waitHost(t *testing.T, kind string) uint64 {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
+	var term uint64
+	waitFor(t, 20*time.Second, "a "+kind+" to be elected host", func() error {
+		r, err := getRoom("arena")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %v", d, what, err)
+		if h := r.hostMember(); h == nil || h.Kind != kind || !h.Synced {
+			return fmt.Errorf("%v", r)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		term = r.Term
+		return nil
+	})
+	return term
 }
 
 // room is a room of GET /api/rooms.

@@ -81,16 +81,7 @@ func TestLabMeasureJoin(t *testing.T) {
 
 	serve(t, lab, "--dedicated-host=false")
 	start(t, lab.A.NS, "host", bin, "host", "--server", serverURL, "--room", "arena")
-	waitFor(t, 20*time.Second, "the host behind NAT A to be elected", func() error {
-		r, err := getRoom("arena")
-		if err != nil {
-			return err
-		}
-		if h := r.hostMember(); h == nil || h.Kind != "host" || !h.Synced {
-			return fmt.Errorf("%v", r)
-		}
-		return nil
-	})
+	waitHost(t, "host")
 	relayed := joinTimes(t, lab.B, trials)
 	pubToNAT := joinTimes(t, public, trials)
 

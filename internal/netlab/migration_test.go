@@ -98,18 +98,7 @@ func TestLab5MigrationAcrossNATs(t *testing.T) {
 	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	serve(t, lab, "--dedicated-host=false")
 	host := start(t, lab.A.NS, "host", bin, "host", "--server", serverURL, "--room", "arena")
-	var term0 uint64
-	waitFor(t, 20*time.Second, "the host behind NAT A to be elected", func() error {
-		r, err := getRoom("arena")
-		if err != nil {
-			return err
-		}
-		if h := r.hostMember(); h == nil || h.Kind != "host" || !h.Synced {
-			return fmt.Errorf("%v", r)
-		}
-		term0 = r.Term
-		return nil
-	})
+	term0 := waitHost(t, "host")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

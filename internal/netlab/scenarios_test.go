@@ -23,18 +23,7 @@ func TestLab2HostAcrossNATs(t *testing.T) {
 	serve(t, lab, "--dedicated-host=false")
 	begin := time.Now()
 	start(t, lab.A.NS, "host", bin, "host", "--server", serverURL, "--room", "arena")
-	var term uint64
-	waitFor(t, 20*time.Second, "the host behind NAT A to be elected", func() error {
-		r, err := getRoom("arena")
-		if err != nil {
-			return err
-		}
-		if h := r.hostMember(); h == nil || h.Kind != "host" || !h.Synced {
-			return fmt.Errorf("%v", r)
-		}
-		term = r.Term
-		return nil
-	})
+	term := waitHost(t, "host")
 	start(t, lab.B.NS, "bots", bin, "bot", "--server", serverURL, "--room", "arena", "-n", "4", "--move-for", "8s")
 	r := converged(t, 5, arenaEntities(4), 60*time.Second, func(r *room) error {
 		if r.Term != term || r.hostMember().Kind != "host" {
@@ -54,16 +43,7 @@ func TestLab4UDPBlocked(t *testing.T) {
 	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	serve(t, lab, "--dedicated-host=false")
 	start(t, lab.Public, "host", bin, "host", "--server", serverURL, "--room", "arena")
-	waitFor(t, 20*time.Second, "the host on the public side to be elected", func() error {
-		r, err := getRoom("arena")
-		if err != nil {
-			return err
-		}
-		if h := r.hostMember(); h == nil || h.Kind != "host" || !h.Synced {
-			return fmt.Errorf("%v", r)
-		}
-		return nil
-	})
+	waitHost(t, "host")
 	begin := time.Now()
 	start(t, lab.C.NS, "bot", bin, "bot", "--server", serverURL, "--room", "arena", "-n", "1", "--move-for", "2s")
 	r := converged(t, 2, arenaEntities(1), 45*time.Second, func(r *room) error {

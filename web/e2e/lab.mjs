@@ -7,12 +7,15 @@
 //
 // Output, one line each, for the Go test to read: `joined <status JSON>` once the page has
 // joined the room, then `status <status JSON>` every 500 ms, with `pairs`: the candidate types of
-// each link's selected pair from Chromium's getStats(). It runs until SIGTERM or SIGINT; any failure prints `error <message>` and exits 1.
+// each link's selected pair from Chromium's getStats(). It runs until SIGTERM or SIGINT; a
+// failure prints `error <message>` and exits 1.
 
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+
+import { CHROMIUM_ARGS } from './chromium.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -26,21 +29,6 @@ const fail = (msg) => {
   console.log(`error ${msg}`);
   process.exit(1);
 };
-
-// The same flags as run.mjs (DESIGN §6); the page gathers the lab interface's address, never an
-// mDNS name.
-const CHROMIUM_ARGS = [
-  '--allow-loopback-in-peer-connection',
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 const inLab = (a) => a.family === 'IPv4' && (a.address.startsWith('10.') || /^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./.test(a.address));
 const ifaces = readdirSync('/sys/class/net').sort();

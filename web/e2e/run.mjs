@@ -18,6 +18,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { CHROMIUM_ARGS } from './chromium.mjs';
+
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
 const artifacts = resolve(process.env.CONCORD_E2E_ARTIFACTS || join(repo, 'artifacts'));
@@ -86,19 +88,6 @@ if (!existsSync(chromiumPath)) {
   process.exit(2);
 }
 mkdirSync(join(artifacts, 'logs'), { recursive: true });
-
-const CHROMIUM_ARGS = [
-  '--allow-loopback-in-peer-connection',
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 let nextPort = 17880;
 
