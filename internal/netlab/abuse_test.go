@@ -22,27 +22,55 @@ import (
 // TURN REST credentials itself (turnserver.DeriveKey, as serve does), valid or expired.
 const labSecret = "netlab-abuse-scenario-secret-0123456789"
 
-// metric reads one unlabelled sample from the server's /metrics.
-func metric(t *testing.T, name string) float64 {
+// metrics returns the samples named name in the server's /metrics, by label set ("" for none,
+// else the text between the braces).
+func metrics(t *testing.T, name string) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(serverURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("/metrics %s: %v", name, err)
-			}
-			return f
+		rest, ok := strings.CutPrefix(sc.Text(), name)
+		if !ok {
+			continue
 		}
+		labels := ""
+		switch {
+		case strings.HasPrefix(rest, "{"):
+			labels, rest, ok = strings.Cut(rest[1:], "} ")
+		case strings.HasPrefix(rest, " "):
+			rest = rest[1:]
+		default:
+			ok = false // another metric whose name starts with name
+		}
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(rest, 64)
+		if err != nil {
+			t.Fatalf("/metrics %s{%s}: %v", name, labels, err)
+		}
+		out[labels] = f
 	}
-	t.Fatalf("/metrics has no %s", name)
-	return 0
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// metric reads one unlabelled sample from the server's /metrics.
+func metric(t *testing.T, name string) float64 {
+	t.Helper()
+	v, ok := metrics(t, name)[""]
+	if !ok {
+		t.Fatalf("/metrics has no %s", name)
+	}
+	return v
 }
 
 // turnClient is a pion TURN client in ns (its socket and its Net live there).

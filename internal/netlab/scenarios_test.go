@@ -2,6 +2,7 @@ package netlab_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +32,23 @@ func TestLab2HostAcrossNATs(t *testing.T) {
 		}
 		return allRelayed(r)
 	})
-	t.Logf("host behind NAT A, 4 bots behind NAT B: converged through the relay in %v (bots moved 8 s): %v",
-		time.Since(begin).Round(time.Millisecond), r)
+	// /metrics tells the operator the same: four members on relayed pairs, live allocations, and
+	// bytes through the relay.
+	relayed := 0.0
+	for labels, v := range metrics(t, "concord_members_by_candidate") {
+		if strings.Contains(labels, `"relay"`) {
+			relayed += v
+		}
+	}
+	allocs, bytes := metric(t, "concord_turn_allocations"), 0.0
+	for _, v := range metrics(t, "concord_turn_relayed_bytes_total") {
+		bytes += v
+	}
+	if relayed != 4 || allocs < 1 || bytes == 0 {
+		t.Errorf("/metrics: %v members on relayed pairs (want 4), %v TURN allocations, %v relayed bytes", relayed, allocs, bytes)
+	}
+	t.Logf("host behind NAT A, 4 bots behind NAT B: converged through the relay in %v (bots moved 8 s); /metrics: %v members relayed, %v allocations, %.0f bytes relayed: %v",
+		time.Since(begin).Round(time.Millisecond), relayed, allocs, bytes, r)
 }
 
 // TestLab4UDPBlocked is scenario 4: a bot in home C, whose router drops all UDP, reaches a host on
