@@ -26,8 +26,9 @@ func (n NS) ip(ctx context.Context, args ...string) error {
 	return run(ctx, nil, "ip", append([]string{"-n", string(n)}, args...)...)
 }
 
-// Command returns a command that runs name inside n (`ip netns exec`). It dies with the calling
-// thread's process (Pdeathsig), so that a crashed test leaves no process behind in a namespace.
+// Command returns a command that runs name inside n (`ip netns exec`, which execs name in the
+// same process). The process gets SIGKILL when the thread that started it ends (Pdeathsig): in a
+// test binary, when the binary dies, so that a crashed test leaves nothing running in a lab.
 func (n NS) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", string(n), name}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
