@@ -213,3 +213,27 @@ func firstAddr() (netip.Addr, error) {
 	}
 	return netip.Addr{}, errors.New("no address")
 }
+
+// TestCleanStale checks that a lab left by a process that is gone is deleted, and a live one kept.
+func TestCleanStale(t *testing.T) {
+	lab := netlab.Get(t)
+	dead := 0
+	for pid := 4194303; pid > 1; pid-- {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+			dead = pid
+			break
+		}
+	}
+	stale := fmt.Sprintf("%s%d-x", netlab.NamePrefix, dead)
+	if out, err := exec.Command("ip", "netns", "add", stale).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", stale, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", stale).Run() })
+	netlab.CleanStale(t.Context())
+	if _, err := os.Stat("/run/netns/" + stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale namespace %s is still there (%v)", stale, err)
+	}
+	if _, err := os.Stat("/run/netns/" + string(lab.Server)); err != nil {
+		t.Errorf("the live lab's %s is gone: %v", lab.Server, err)
+	}
+}
