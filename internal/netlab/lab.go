@@ -119,6 +119,8 @@ func New(ctx context.Context) (*Lab, error) {
 	}
 	CleanStale(ctx)
 	l := layout(NamePrefix + strconv.Itoa(os.Getpid()))
+	// Namespaces with this process's pid are from an earlier process that had the same pid.
+	_ = l.Close()
 	if err := l.build(ctx); err != nil {
 		_ = l.Close()
 		return nil, err
@@ -241,7 +243,7 @@ func deleteNamespaces(nss []NS) error {
 }
 
 // CleanStale deletes the namespaces of labs whose creating process is gone (a crashed or killed
-// earlier run). Labs of live processes are left alone.
+// earlier run). Labs of live processes, this one's included, are left alone.
 func CleanStale(ctx context.Context) {
 	entries, err := os.ReadDir(netnsDir)
 	if err != nil {
@@ -259,7 +261,7 @@ func CleanStale(ctx context.Context) {
 		if !ok || err != nil {
 			continue
 		}
-		if _, err := os.Stat("/proc/" + pidStr); err == nil && pid != os.Getpid() {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
 			continue
 		}
 		stale = append(stale, NS(name))
