@@ -89,3 +89,49 @@ func TestICEMode(t *testing.T) {
 		t.Error("New accepted an unknown ICE mode")
 	}
 }
+
+// A member that lives through a host migration counts it and measures its pause, and reports
+// both to signaling (the migration-pause histogram's source).
+func TestMigrationPauseMeasured(t *testing.T) {
+	r := newRoom(t, nil)
+	hostCtx, stopHost := context.WithCancel(r.ctx)
+	host := r.joinWith(hostCtx, "host", signaling.KindHost, arena.New(arena.Config{}), nil)
+	poll.Until(t, 5*time.Second, "host elected", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host yet")
+		}
+		return nil
+	})
+	a := r.join("a", signaling.KindBot, arena.New(arena.Config{Bot: &arena.BotConfig{Seed: 1}}))
+	b := r.join("b", signaling.KindBot, arena.New(arena.Config{Bot: &arena.BotConfig{Seed: 2}}))
+	poll.Until(t, 10*time.Second, "both synced", func() error {
+		if !a.Status().Synced || !b.Status().Synced {
+			return fmt.Errorf("not synced")
+		}
+		return nil
+	})
+	stopHost()
+	<-host.Done()
+	poll.Until(t, 15*time.Second, "a migration measured by the member that stayed a member", func() error {
+		for _, p := range []*peer.Peer{a, b} {
+			st := p.Status()
+			if st.IsHost || !st.Synced {
+				continue
+			}
+			if st.Migrations != 1 || st.MigrationPause <= 0 || st.MigrationPause > 10*time.Second {
+				return fmt.Errorf("migrations %d, pause %v", st.Migrations, st.MigrationPause)
+			}
+			rooms, err := r.server.Rooms(context.Background())
+			if err != nil {
+				return err
+			}
+			for _, m := range rooms[0].Members {
+				if m.PeerIndex == st.Self && (m.Replica == nil || m.Replica.Migrations != 1 || m.Replica.PauseMicros == 0) {
+					return fmt.Errorf("reported %+v", m.Replica)
+				}
+			}
+			return nil
+		}
+		return fmt.Errorf("no synced member yet")
+	})
+}

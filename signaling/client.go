@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -46,16 +48,29 @@ type ClientConfig struct {
 	Dialer *websocket.Dialer
 	// Header is sent with the websocket handshake (for example Origin).
 	Header http.Header
-	// EventQueue is the capacity of Events. If the queue fills up (Events is
-	// not drained), the client disconnects with ErrEventOverflow rather than
-	// lose an event or block its reader. If zero, 256.
+	// EventQueue is the capacity of Events. Signals are shed (dropped and
+	// counted, see Client.ShedSignals) once the queue is three quarters full,
+	// so that a flood of signals from other members cannot disconnect the
+	// client; WebRTC negotiation retries. If the queue fills up with other
+	// events and stays full for EventWait (Events is not drained), the client
+	// disconnects with ErrEventOverflow rather than lose an event. If zero,
+	// 256.
 	EventQueue int
+	// EventWait is how long the reader waits for room when the event queue
+	// is full, before it disconnects with ErrEventOverflow: a burst of joins
+	// slows the client down instead of disconnecting it. Keep it well below
+	// the server's PongWait (the client answers no ping while it waits). If
+	// zero, 3s.
+	EventWait time.Duration
 	// SendQueue is the number of outbound messages queued. If zero, 64.
 	SendQueue int
-	// PingInterval is how often the client pings the server. If zero, 1s.
+	// PingInterval is how often the client pings the server. If zero, the
+	// client does not ping: the server pings it (Config.PingInterval) and the
+	// client answers, so keepalives cost two frames per server interval.
 	PingInterval time.Duration
-	// PongWait is how long the server may stay silent before the client
-	// gives up on it. If zero, 3s.
+	// PongWait is how long the server may stay silent (no message and no
+	// ping) before the client gives up on it; keep it above the server's
+	// PingInterval. If zero, DefaultPongWait (12s).
 	PongWait time.Duration
 	// WriteWait bounds every socket write. If zero, 5s.
 	WriteWait time.Duration
@@ -71,14 +86,14 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	if c.EventQueue <= 0 {
 		c.EventQueue = 256
 	}
+	if c.EventWait <= 0 {
+		c.EventWait = DefaultEventWait
+	}
 	if c.EventQueue < 2 {
 		c.EventQueue = 2 // one slot is reserved for Closed
 	}
 	if c.SendQueue <= 0 {
 		c.SendQueue = 64
-	}
-	if c.PingInterval <= 0 {
-		c.PingInterval = DefaultPingInterval
 	}
 	if c.PongWait <= 0 {
 		c.PongWait = DefaultPongWait
@@ -110,6 +125,11 @@ type Client struct {
 	once       sync.Once
 	err        error // why the client ended; written in once before done closes
 	graceful   bool  // likewise
+
+	// resumeToken is the latest resume token (Joined's, then each HostChanged's); the reader
+	// stores it.
+	resumeToken atomic.Pointer[string]
+	shed        atomic.Uint64 // signals shed by the reader
 
 	// Owned by the reader goroutine.
 	buf bytes.Buffer
@@ -162,10 +182,17 @@ func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientCon
 		return nil, err
 	}
 	ws, resp, err := cfg.Dialer.DialContext(ctx, endpoint, cfg.Header)
+	var refusal []byte
 	if resp != nil && resp.Body != nil {
+		if err != nil && resp.StatusCode == http.StatusServiceUnavailable {
+			refusal, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
+		}
 		_ = resp.Body.Close()
 	}
 	if err != nil {
+		if code, msg, ok := strings.Cut(strings.TrimSpace(string(refusal)), ": "); ok && ErrorCode(code) == CodeServerBusy {
+			err = Error{Code: CodeServerBusy, Message: msg} // a connection cap, before the upgrade
+		}
 		return nil, fmt.Errorf("signaling: dial %s: %w", endpoint, err)
 	}
 	c := &Client{
@@ -268,6 +295,21 @@ func (c *Client) Joined() Joined {
 	j.PinnedHosts = append([]Identity(nil), j.PinnedHosts...)
 	return j
 }
+
+// ResumeToken returns the latest resume token the server gave this client: the one of Joined,
+// replaced by each HostChanged that carries one. A resume claim should carry it, because it
+// vouches for the latest term (a claim more than MaxTermSkew terms ahead of its token's is
+// refused). Empty on an open server.
+func (c *Client) ResumeToken() string {
+	if p := c.resumeToken.Load(); p != nil {
+		return *p
+	}
+	return c.joined.ResumeToken
+}
+
+// ShedSignals returns how many received signals the client dropped because its event queue
+// was three quarters full (see ClientConfig.EventQueue).
+func (c *Client) ShedSignals() uint64 { return c.shed.Load() }
 
 // Self returns this client's peer index.
 func (c *Client) Self() PeerIndex { return c.joined.Self }
@@ -420,8 +462,21 @@ func (c *Client) readMessages() error {
 			c.log.Debug().Str("type", string(c.msg.Type)).Msg("unknown server message ignored")
 			continue
 		}
-		if _, ok := ev.(Joined); ok {
+		switch ev := ev.(type) {
+		case Joined:
 			continue
+		case HostChanged:
+			if ev.ResumeToken != "" {
+				c.resumeToken.Store(&ev.ResumeToken)
+			}
+		case Signal:
+			// The last quarter of the queue is for events that cannot be lost.
+			if len(c.events) >= cap(c.events)-max(1, cap(c.events)/4) {
+				if n := c.shed.Add(1); n&(n-1) == 0 { // log at 1, 2, 4, 8, ...
+					c.log.Warn().Uint64("shed", n).Uint64("from", uint64(ev.From)).Msg("event queue three quarters full: signal shed")
+				}
+				continue
+			}
 		}
 		if !c.emit(ev) {
 			return ErrEventOverflow
@@ -429,20 +484,42 @@ func (c *Client) readMessages() error {
 	}
 }
 
-// emit queues an event unless that would take the last slot, which is kept
-// for Closed. Only the reader sends on c.events, so the check cannot race.
+// emit queues an event without taking the last slot, which is kept for Closed. When the queue
+// is full (a burst of joins outran the consumer) it waits up to EventWait for the consumer, not
+// reading the socket meanwhile (TCP slows the server down), and reports false only then. Only
+// the reader sends on c.events, so the check cannot race; a consumer taking an event is seen
+// by polling, as a channel cannot signal that one slot short of full is free.
 func (c *Client) emit(ev Event) bool {
 	if len(c.events) >= cap(c.events)-1 {
-		return false
+		wait := time.NewTimer(c.cfg.EventWait)
+		defer wait.Stop()
+		poll := time.NewTicker(eventPoll)
+		defer poll.Stop()
+		for len(c.events) >= cap(c.events)-1 {
+			select {
+			case <-poll.C:
+			case <-wait.C:
+				return false
+			case <-c.done:
+				return false
+			}
+		}
 	}
 	c.events <- ev
 	return true
 }
 
+// eventPoll is how often a reader waiting for room in a full event queue looks again.
+const eventPoll = 5 * time.Millisecond
+
 func (c *Client) writeLoop() {
 	defer close(c.writerDone)
-	ping := time.NewTicker(c.cfg.PingInterval)
-	defer ping.Stop()
+	var pings <-chan time.Time // nil: the server pings
+	if c.cfg.PingInterval > 0 {
+		ping := time.NewTicker(c.cfg.PingInterval)
+		defer ping.Stop()
+		pings = ping.C
+	}
 	for {
 		select {
 		case f := <-c.send:
@@ -450,7 +527,7 @@ func (c *Client) writeLoop() {
 			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
 				c.shutdown(err, false)
 			}
-		case <-ping.C:
+		case <-pings:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteWait)); err != nil {
 				c.shutdown(err, false)
 			}

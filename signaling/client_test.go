@@ -3,11 +3,13 @@ package signaling
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,6 +74,19 @@ func fakeServer(t *testing.T, answer bool, behave func(ws *websocket.Conn)) stri
 		wg.Wait()
 	})
 	return hs.URL
+}
+
+// dialFake joins room r as a on the fake server at url; the client closes at cleanup.
+func dialFake(t *testing.T, url string, cfg ClientConfig) *Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c, err := Dial(ctx, url, JoinOptions{Room: "r", User: "a"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 func quietConfig(t *testing.T) ClientConfig {
@@ -166,12 +181,13 @@ func TestClientCloseIdempotent(t *testing.T) {
 	}
 }
 
-// TestClientEventOverflow: a client whose Events are not drained disconnects
-// instead of blocking or losing events; Closed still arrives last.
+// TestClientEventOverflow: a client whose Events are not drained for EventWait
+// disconnects instead of blocking or losing events; Closed still arrives last.
 func TestClientEventOverflow(t *testing.T) {
 	e := newEnv(t, Config{})
 	cfg := e.clientConfig()
 	cfg.EventQueue = 4
+	cfg.EventWait = 100 * time.Millisecond
 	x, err := e.dialErr(JoinOptions{Room: "r", User: "x"}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +241,7 @@ func TestClientSendBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := SignalPayload{Kind: SignalOffer, SDP: strings.Repeat("s", 32<<10)}
+	big := SignalPayload{Kind: SignalOffer, SDP: strings.Repeat("s", MaxSDPLen)}
 	for i := 0; ; i++ {
 		if i > 1000 {
 			t.Fatal("SendSignal never blocked")
@@ -260,14 +276,91 @@ func TestClientServerSilent(t *testing.T) {
 	})
 	cfg := quietConfig(t)
 	cfg.PongWait = 500 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	c, err := Dial(ctx, url, JoinOptions{Room: "r", User: "a"}, cfg)
+	c := dialFake(t, url, cfg)
+	if cl := closedEvent(t, c); !errors.Is(cl.Err, ErrDisconnected) {
+		t.Fatalf("Closed = %v", cl.Err)
+	}
+}
+
+// TestKeepaliveOneDirection: with the default ClientConfig the client never pings; the server's
+// pings alone keep both sides alive, and the client still gives up on a server silent for
+// PongWait.
+func TestKeepaliveOneDirection(t *testing.T) {
+	var clientPings atomic.Int64
+	stopPinging := make(chan struct{})
+	url := fakeServer(t, true, func(ws *websocket.Conn) {
+		ws.SetPingHandler(func(string) error { clientPings.Add(1); return nil })
+		go func() {
+			for {
+				if _, _, err := ws.NextReader(); err != nil {
+					return
+				}
+			}
+		}()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if err := ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second)); err != nil {
+					return
+				}
+			case <-stopPinging:
+				return
+			}
+		}
+	})
+	cfg := ClientConfig{PongWait: 400 * time.Millisecond, CloseGrace: 200 * time.Millisecond}
+	c := dialFake(t, url, cfg)
+	next[Joined](t, c)
+	// Five PongWaits on server pings alone.
+	select {
+	case ev := <-c.Events():
+		t.Fatalf("client got %T %+v while the server pinged", ev, ev)
+	case <-time.After(2 * time.Second):
+	}
+	if n := clientPings.Load(); n != 0 {
+		t.Fatalf("the client sent %d pings, want none", n)
+	}
+	close(stopPinging)
+	start := time.Now()
+	if cl := closedEvent(t, c); !errors.Is(cl.Err, ErrDisconnected) {
+		t.Fatalf("Closed = %v", cl.Err)
+	}
+	if d := time.Since(start); d > cfg.PongWait+time.Second {
+		t.Fatalf("silent server noticed after %v, want within PongWait %v", d, cfg.PongWait)
+	}
+}
+
+// TestClientJoinBurst: a burst of joins that outruns the consumer fills the event queue; the
+// client waits for the consumer (up to EventWait) instead of disconnecting, and loses nothing.
+func TestClientJoinBurst(t *testing.T) {
+	e := newEnv(t, Config{})
+	cfg := e.clientConfig()
+	cfg.EventQueue = 8
+	cfg.EventWait = waitTimeout
+	h, err := e.dialErr(JoinOptions{Room: "r", User: "host"}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if cl := closedEvent(t, c); !errors.Is(cl.Err, ErrDisconnected) {
-		t.Fatalf("Closed = %v", cl.Err)
+	const n = 20
+	for i := range n {
+		e.dial(JoinOptions{Room: "r", User: fmt.Sprintf("m%d", i)})
+	}
+	// Nobody drained h while they joined: its queue is full and its reader waits.
+	checkFor(t, waitTimeout, func() error {
+		if got := len(h.Events()); got != cfg.EventQueue-1 {
+			return fmt.Errorf("%d events queued, want the queue full (%d)", got, cfg.EventQueue-1)
+		}
+		return nil
+	})
+	next[Joined](t, h)
+	for i := range n {
+		if ev := next[MemberJoined](t, h); ev.Member.Index != PeerIndex(i+2) {
+			t.Fatalf("member-joined %d: %+v", i, ev)
+		}
+	}
+	if rs := e.rooms(); len(rs[0].Members) != n+1 {
+		t.Fatalf("%d members, want %d: the host left", len(rs[0].Members), n+1)
 	}
 }

@@ -61,10 +61,14 @@ type Config struct {
 	// carry their own. If zero, members have power level 0.
 	DefaultPowerLevel int
 
-	// PingInterval is how often the server pings every socket. If zero, 1s.
+	// PingInterval is how often the server pings every socket. Keepalives go
+	// one way: the server pings, clients answer (browsers do so by
+	// themselves) and do not ping. If zero, 5s.
 	PingInterval time.Duration
 	// PongWait is how long a joined socket may stay silent (no message, pong
-	// or ping) before it is dropped as dead. If zero, 3s.
+	// or ping) before it is dropped as dead: a dead member leaves within
+	// PongWait of its last frame. At least PingInterval plus a quarter (a
+	// smaller value is raised to that). If zero, 12s.
 	PongWait time.Duration
 	// WriteWait bounds every socket write. If zero, 5s.
 	WriteWait time.Duration
@@ -75,13 +79,49 @@ type Config struct {
 	CloseGrace time.Duration
 	// ReadLimit caps one inbound message in bytes. If zero, 64 KiB.
 	ReadLimit int64
-	// SignalRate and SignalBurst limit the signals one member may send: a
-	// token bucket refilled at SignalRate per second holding at most
-	// SignalBurst. A signal over the limit is answered with rate_limited and
-	// not relayed, so that one member cannot flood another off the server
-	// (its send queue would overflow). If zero, 50 per second and 200.
+	// SignalRate and SignalBurst limit the signals one member may send to one
+	// other member: a token bucket per pair, refilled at SignalRate per second
+	// holding at most SignalBurst. A signal over the limit is answered with
+	// rate_limited and not relayed. Per pair, so a host's budget grows with the
+	// members it answers. If zero, 50 per second and 200.
 	SignalRate  float64
 	SignalBurst int
+	// RecvSignalRate and RecvSignalBurst limit the signals relayed to one
+	// member from all others together (a token bucket per recipient). A
+	// signal over it, or one that would fill the last quarter of the
+	// recipient's send queue, is not relayed: the sender gets recipient_busy
+	// and the recipient stays. If zero, 1000 per second and 4000.
+	RecvSignalRate  float64
+	RecvSignalBurst int
+
+	// ErrorRate and ErrorBurst bound how many of a member's messages may be refused (bad
+	// messages, rate limits, unknown peers, false reports): a token bucket refilled at ErrorRate
+	// per second holding ErrorBurst. A member past it is a repeat offender: it gets
+	// too_many_errors and a 1008 close, and leaves with reason error. Signals refused because
+	// their recipient is busy do not count. If zero, 10 per second and 100.
+	ErrorRate  float64
+	ErrorBurst int
+
+	// MaxConns caps the server's websockets (joined or not) and MaxConnsPerAddr
+	// those from one remote IP address (behind a reverse proxy every client
+	// has the proxy's address: raise it there). A handshake past either cap
+	// is answered 503 with Retry-After and the reason, before any upgrade.
+	// If zero, 16384 and 1024.
+	MaxConns        int
+	MaxConnsPerAddr int
+	// MaxRooms caps the open rooms; a join that would open one more gets
+	// server_busy. If zero, 4096.
+	MaxRooms int
+	// SyncTimeout is how long a member may stay unsynced in a room that has
+	// a host before, when the room is full, a new join evicts it (the
+	// longest-waiting first; error evicted, reason evicted): sockets that
+	// join and never sync cannot squat a room. If zero, 30s.
+	SyncTimeout time.Duration
+	// MaxDevicesPerToken caps, with a Secret, the members one user may have
+	// in a room through tokens without a device claim (each such join picks
+	// its own device): more get too_many_devices. Tokens that name a device
+	// admit one member each. If zero, 8.
+	MaxDevicesPerToken int
 
 	// SendQueue is the number of outbound messages queued per socket. A
 	// member whose queue is full is disconnected (a slow consumer) rather
@@ -92,6 +132,18 @@ type Config struct {
 	// If nil, gorilla/websocket's default applies: the Origin host must equal
 	// the request's Host (requests without Origin, like Go clients, pass).
 	CheckOrigin func(*http.Request) bool
+
+	// AdminKey, with a Secret, lets GET /api/rooms list every room to a
+	// request with "Authorization: Bearer <AdminKey>". Without it a request
+	// needs a join token and sees only that token's room. An open server
+	// (no Secret) lists every room to anyone.
+	AdminKey string
+	// AllowedHosts are the names (without port) a request's Host header may
+	// carry; others get 421, so a DNS-rebinding page cannot reach the server
+	// through a name of its own. If empty, a request that arrived on a
+	// loopback address must name a loopback host (localhost, *.localhost,
+	// 127.0.0.0/8, ::1) and other requests are not checked.
+	AllowedHosts []string
 
 	// ICEServers, if not nil, gives each joining member the STUN/TURN servers (and its
 	// credentials) that it passes to its peer connections; they travel in the joined message.
@@ -104,17 +156,27 @@ type Config struct {
 
 // Defaults for zero Config fields.
 const (
-	DefaultMaxMembers   = 64
-	DefaultPingInterval = time.Second
-	DefaultPongWait     = 3 * time.Second
-	DefaultWriteWait    = 5 * time.Second
-	DefaultJoinTimeout  = 5 * time.Second
-	DefaultCloseGrace   = time.Second
-	DefaultReadLimit    = 64 << 10
-	DefaultSendQueue    = 256
-	DefaultSignalRate   = 50
-	DefaultSignalBurst  = 200
-	DefaultResumeGrace  = 2 * time.Second
+	DefaultMaxMembers         = 64
+	DefaultPingInterval       = 5 * time.Second
+	DefaultPongWait           = 12 * time.Second
+	DefaultWriteWait          = 5 * time.Second
+	DefaultJoinTimeout        = 5 * time.Second
+	DefaultCloseGrace         = time.Second
+	DefaultReadLimit          = 64 << 10
+	DefaultSendQueue          = 256
+	DefaultSignalRate         = 50
+	DefaultSignalBurst        = 200
+	DefaultEventWait          = 3 * time.Second
+	DefaultResumeGrace        = 2 * time.Second
+	DefaultRecvSignalRate     = 1000
+	DefaultRecvSignalBurst    = 4000
+	DefaultMaxConns           = 16384
+	DefaultMaxConnsPerAddr    = 1024
+	DefaultMaxRooms           = 4096
+	DefaultSyncTimeout        = 30 * time.Second
+	DefaultMaxDevicesPerToken = 8
+	DefaultErrorRate          = 10
+	DefaultErrorBurst         = 100
 )
 
 func (c Config) withDefaults() Config {
@@ -130,6 +192,7 @@ func (c Config) withDefaults() Config {
 	if c.PongWait <= 0 {
 		c.PongWait = DefaultPongWait
 	}
+	c.PongWait = max(c.PongWait, c.PingInterval+c.PingInterval/4)
 	if c.WriteWait <= 0 {
 		c.WriteWait = DefaultWriteWait
 	}
@@ -151,6 +214,33 @@ func (c Config) withDefaults() Config {
 	if c.SignalBurst <= 0 {
 		c.SignalBurst = DefaultSignalBurst
 	}
+	if c.RecvSignalRate <= 0 {
+		c.RecvSignalRate = DefaultRecvSignalRate
+	}
+	if c.RecvSignalBurst <= 0 {
+		c.RecvSignalBurst = DefaultRecvSignalBurst
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnsPerAddr <= 0 {
+		c.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	if c.MaxRooms <= 0 {
+		c.MaxRooms = DefaultMaxRooms
+	}
+	if c.SyncTimeout <= 0 {
+		c.SyncTimeout = DefaultSyncTimeout
+	}
+	if c.MaxDevicesPerToken <= 0 {
+		c.MaxDevicesPerToken = DefaultMaxDevicesPerToken
+	}
+	if c.ErrorRate <= 0 {
+		c.ErrorRate = DefaultErrorRate
+	}
+	if c.ErrorBurst <= 0 {
+		c.ErrorBurst = DefaultErrorBurst
+	}
 	if c.ResumeGrace <= 0 {
 		c.ResumeGrace = DefaultResumeGrace
 	}
@@ -166,6 +256,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Rooms = rooms
 	c.Secret = append([]byte(nil), c.Secret...)
+	c.AllowedHosts = append([]string(nil), c.AllowedHosts...)
 	return c
 }
 

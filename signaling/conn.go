@@ -27,13 +27,16 @@ type conn struct {
 	info       closeInfo      // written inside once before done is closed; read after <-done
 	wlog       zerolog.Logger // the writer's logger; never changes
 
+	// strikes counts refused messages; the reader and the hub both strike.
+	strikeMu sync.Mutex
+	strikes  tokenBucket // guarded by strikeMu
+
 	// Owned by the reader goroutine.
 	log    zerolog.Logger
 	joined bool
 	index  PeerIndex
 	buf    bytes.Buffer
 	msg    clientMessage
-	bucket tokenBucket
 }
 
 // tokenBucket limits a rate; its zero value starts full.
@@ -84,6 +87,16 @@ func (c *conn) enqueue(frame []byte) bool {
 	default:
 		return false
 	}
+}
+
+// enqueueSignal queues a relayed signal (or an answer to a refused message) unless that would eat into the last quarter of the
+// queue, which is kept for membership and host messages: a flood of signals is shed (the
+// senders are told), and only those messages, which cannot be lost, drop a slow consumer.
+func (c *conn) enqueueSignal(frame []byte) bool {
+	if len(c.send) >= cap(c.send)-max(1, cap(c.send)/4) {
+		return false
+	}
+	return c.enqueue(frame)
 }
 
 // shutdown starts ending the connection; the first call wins. It never
@@ -251,6 +264,7 @@ func (c *conn) join() bool {
 // reject answers a failed join with an error message and a 1008 close frame.
 func (c *conn) reject(err error) {
 	c.s.stats.rejected.Add(1)
+	c.s.stats.refuse(err)
 	c.log.Info().Err(err).Msg("join rejected")
 	c.enqueue(encodeError(err, 0))
 	c.shutdown(closeInfo{graceful: true, code: websocket.ClosePolicyViolation, text: string(codeOf(err))})
@@ -288,11 +302,6 @@ func (c *conn) readMessages() LeaveReason {
 		case typeJoin:
 			c.replyError(fmt.Errorf("%w: this socket joined as peer %d", ErrAlreadyJoined, c.index), 0)
 		case typeSignal:
-			if !c.bucket.allow(c.s.cfg.Clock.Now(), c.s.cfg.SignalRate, c.s.cfg.SignalBurst) {
-				c.s.stats.relayErrors.Add(1)
-				c.replyError(fmt.Errorf("%w: more than %g signals per second", ErrRateLimited, c.s.cfg.SignalRate), m.To)
-				continue
-			}
 			frame := mustMarshal(signalMsg{V: ProtocolVersion, Type: typeSignal, From: c.index, To: m.To, Payload: *m.Payload})
 			c.s.post(&evSignal{c: c, to: m.To, room: m.Room, frame: frame})
 		case typeSynced:
@@ -306,11 +315,36 @@ func (c *conn) readMessages() LeaveReason {
 // replyError answers one bad message; the connection stays up.
 func (c *conn) replyError(err error, peer PeerIndex) {
 	c.s.stats.badMessages.Add(1)
+	c.s.stats.refuse(err)
 	c.log.Debug().Err(err).Msg("bad message")
-	if !c.enqueue(encodeError(err, peer)) {
-		c.s.stats.slow.Add(1)
-		c.shutdown(closeInfo{reason: ReasonDropped})
+	c.enqueueSignal(encodeError(err, peer)) // shed when the queue is full, like a signal
+	c.strike(err)
+}
+
+// strike counts a refused message against the member. Past Config.ErrorBurst refusals
+// (refilled at ErrorRate per second) it is a repeat offender: told too_many_errors and dropped.
+// A signal refused because its recipient is busy is no offence of the sender's.
+func (c *conn) strike(err error) {
+	if errors.Is(err, ErrRecipientBusy) {
+		return
 	}
+	select {
+	case <-c.done:
+		return // already going
+	default:
+	}
+	cfg := &c.s.cfg
+	c.strikeMu.Lock()
+	ok := c.strikes.allow(cfg.Clock.Now(), cfg.ErrorRate, cfg.ErrorBurst)
+	c.strikeMu.Unlock()
+	if ok {
+		return
+	}
+	drop := fmt.Errorf("%w: more than %d refused messages (last: %v)", ErrTooManyErrors, cfg.ErrorBurst, err)
+	c.s.stats.refuse(drop)
+	c.wlog.Warn().Err(err).Int("burst", cfg.ErrorBurst).Msg("repeat offender dropped")
+	c.enqueue(encodeError(drop, 0))
+	c.shutdown(closeInfo{reason: ReasonError, graceful: true, code: websocket.ClosePolicyViolation, text: string(CodeTooManyErrors)})
 }
 
 func (c *conn) leaveReason(err error) LeaveReason {

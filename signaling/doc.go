@@ -43,18 +43,27 @@
 // One hub goroutine, started by New, owns every room; nothing else touches
 // room state. Each websocket has two goroutines: the HTTP handler's, which
 // reads and sends the hub events, and a writer, which alone writes data
-// messages from a bounded queue. The hub never blocks on a socket: a member
-// whose queue is full is disconnected (a slow consumer) and counted.
+// messages from a bounded queue. The hub never blocks on a socket: signals
+// (and answers to refused messages) are shed before they fill the last quarter
+// of a queue, and a member whose queue fills with the rest is disconnected (a
+// slow consumer) and counted.
 // Server.Close sends every socket a close frame and waits for all of them. Resume grace timers
 // (Config.AfterFunc) only post an event to the hub; the hub stops them when it quits.
-// The one mutex (Server.mu) guards the set of live sockets and the closed
-// flag; there is no lock order to keep.
+// Server.mu guards the set of live sockets, the connection counts and the
+// closed flag; each conn's strikeMu guards its count of refused messages (the
+// reader and the hub both strike). No goroutine holds two locks at once.
 //
 // A Client runs a reader and a writer goroutine. Its methods may be called
 // from any goroutine; they never block beyond their context, and Events never
 // blocks the reader (an undrained queue disconnects instead).
 //
 // # Security
+//
+// Every input is bounded (docs/protocol.md "Signaling: limits"): connections in
+// total and per address, rooms, members, signal budgets per pair and per
+// recipient, payload sizes, terms (MaxTerm, MaxTermSkew) and reports. A
+// refusal tells the sender why, counts in Stats.Refused, and a member refused
+// more than Config.ErrorBurst times is dropped (too_many_errors).
 //
 // With Config.Secret set, every join needs an HS256 JWT (see Claims and
 // IssueToken) that names the room; power level and the right to host come

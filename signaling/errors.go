@@ -51,9 +51,27 @@ var (
 	ErrResumeToken = fmt.Errorf("%w: bad resume token", ErrResumeRefused)
 	// ErrResumeRoom: the claim was issued in another room than the one joined.
 	ErrResumeRoom = fmt.Errorf("%w: resume claim is for another room", ErrResumeRefused)
+	// ErrResumeTerm: the claim's term runs further ahead than the server can vouch for (its
+	// resume token's term, or the room's term on an open server, plus MaxTermSkew).
+	ErrResumeTerm = fmt.Errorf("%w: claimed term out of bounds", ErrResumeRefused)
 	// ErrResumeIgnored is the client's own: the server answered a resume with another index,
 	// as a server that predates resume does. Dial leaves that room again.
 	ErrResumeIgnored = fmt.Errorf("%w: the server does not support resume", ErrResumeRefused)
+
+	// ErrRecipientBusy: a signal was not relayed because its recipient's signal budget or send
+	// queue is full; the recipient stays, the sender may retry later.
+	ErrRecipientBusy = errors.New("signaling: recipient busy")
+	// ErrTooManyErrors: a member's messages were refused too often (bad messages, rate limits,
+	// unknown peers); it is dropped as a repeat offender.
+	ErrTooManyErrors = errors.New("signaling: too many refused messages")
+	// ErrServerBusy: the server is at a capacity limit (rooms); try later or elsewhere.
+	ErrServerBusy = errors.New("signaling: server busy")
+	// ErrTooManyDevices: a token without a device claim already has its maximum number of
+	// members in the room.
+	ErrTooManyDevices = errors.New("signaling: too many devices for this token")
+	// ErrEvicted: a member that had not synced within Config.SyncTimeout made room for a new one
+	// in a full room.
+	ErrEvicted = errors.New("signaling: evicted from a full room")
 
 	// ErrServerClosed is returned by Server methods after Close.
 	ErrServerClosed = errors.New("signaling: server closed")
@@ -94,6 +112,12 @@ const (
 	CodeIndexTaken         ErrorCode = "index_taken"
 	CodeResumeToken        ErrorCode = "resume_token_invalid"
 	CodeResumeRoom         ErrorCode = "resume_room_mismatch"
+	CodeResumeTerm         ErrorCode = "resume_term_invalid"
+	CodeRecipientBusy      ErrorCode = "recipient_busy"
+	CodeTooManyErrors      ErrorCode = "too_many_errors"
+	CodeServerBusy         ErrorCode = "server_busy"
+	CodeTooManyDevices     ErrorCode = "too_many_devices"
+	CodeEvicted            ErrorCode = "evicted"
 )
 
 // codeTable pairs every code with its sentinel; the order is the order in
@@ -121,6 +145,12 @@ var codeTable = [...]struct {
 	{CodeIndexTaken, ErrIndexTaken},
 	{CodeResumeToken, ErrResumeToken},
 	{CodeResumeRoom, ErrResumeRoom},
+	{CodeResumeTerm, ErrResumeTerm},
+	{CodeRecipientBusy, ErrRecipientBusy},
+	{CodeTooManyErrors, ErrTooManyErrors},
+	{CodeServerBusy, ErrServerBusy},
+	{CodeTooManyDevices, ErrTooManyDevices},
+	{CodeEvicted, ErrEvicted},
 }
 
 // codeOf maps an error to its wire code; unknown errors are bad messages.

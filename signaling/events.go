@@ -55,6 +55,9 @@ type MemberSynced struct {
 type HostChanged struct {
 	Term Term
 	Host PeerIndex
+	// ResumeToken replaces the one of Joined (and of earlier HostChanged events): it vouches
+	// for Term, so a resume claim should carry the latest. Empty on an open server.
+	ResumeToken string
 }
 
 // Signal is an offer, answer or ICE candidate from another member.

@@ -311,12 +311,24 @@ func rawReadClose(t testing.TB, ws *websocket.Conn) error {
 	}
 }
 
-// getJSON fetches path and decodes its JSON body into v.
+// get fetches path and returns the status and body.
 func (e *testEnv) get(path string) (int, []byte) {
+	e.t.Helper()
+	return e.getWith(path, "", "")
+}
+
+// getWith fetches path with a Host header and an Authorization bearer ("" for none).
+func (e *testEnv) getWith(path, host, bearer string) (int, []byte) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+path, nil)
+	if host != "" {
+		req.Host = host
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
 	client := e.hs.Client()
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)

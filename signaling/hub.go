@@ -2,9 +2,11 @@ package signaling
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -30,6 +32,33 @@ type joinRequest struct {
 	// resume is the join's claim, its token checked; device is set (the server's made-up
 	// device for the claimed index if the join named none).
 	resume *Resume
+	// freeDevice: a token without a device claim admitted the join (MaxDevicesPerToken).
+	freeDevice bool
+	// vouched is the term the claim's resume token was issued in (hasVouched: the server has
+	// a secret); an open server vouches for none.
+	vouched    Term
+	hasVouched bool
+}
+
+// vouchedTerm is the term the server vouches for in the request's claim: its token's term with
+// a secret, else the claim's own (an open server trusts claims, within MaxTermSkew of a running
+// room).
+func (req *joinRequest) vouchedTerm() Term {
+	if req.resume == nil || req.hasVouched {
+		return req.vouched
+	}
+	return req.resume.Term
+}
+
+// vouched is the term the server vouches for in req's claim to room r: its token's with a
+// secret; on an open server the claim's own in a room rebuilt from claims, else the room's
+// (the server issued every term of a room it ran, so a claim past it moves nothing).
+func (h *hub) vouched(r *room, req *joinRequest) Term {
+	t := req.vouchedTerm()
+	if !req.hasVouched && !r.fromClaims {
+		t = min(t, r.term)
+	}
+	return t
 }
 
 type joinResult struct {
@@ -85,9 +114,16 @@ type member struct {
 
 	reported bool
 	report   Report
-	joinedAt time.Time // for the join-to-synced histogram
 
 	dropping bool // queued for removal as a slow consumer
+
+	freeDevice bool      // admitted by a token without a device claim
+	joinedAt   time.Time // for SyncTimeout
+
+	// Signal budgets: pairs holds one bucket per recipient this member signals (entries of
+	// members that left are deleted), recv the budget of signals relayed to this member.
+	pairs map[PeerIndex]*tokenBucket
+	recv  tokenBucket
 }
 
 func (m *member) info() Member {
@@ -110,6 +146,10 @@ type room struct {
 	awaitTerm Term
 	graceSeq  uint64
 	graceStop func() bool
+
+	// fromClaims: a resume claim opened the room on a server that did not remember it, and the
+	// server has not elected in it since: until then its term is its members' word.
+	fromClaims bool
 }
 
 func (r *room) member(idx PeerIndex) *member {
@@ -206,6 +246,11 @@ func (h *hub) handle(ev hubEvent) {
 		h.synced(ev.c)
 	case *evReport:
 		if m := h.members[ev.c]; m != nil {
+			if ev.r.Term > m.room.term {
+				// A member follows no term the server has not announced: the claim is false.
+				h.refuse(m, fmt.Errorf("%w: report of term %d, room %q is at term %d", ErrBadMessage, ev.r.Term, m.room.id, m.room.term), 0)
+				return
+			}
 			var prev *Report
 			if m.reported {
 				prev = &m.report
@@ -234,6 +279,12 @@ func (h *hub) join(ev *evJoin) {
 			ev.reply <- joinResult{err: fmt.Errorf("%w: peer %d of room %q is %s", ErrIndexTaken, rc.Index, req.room, held.id)}
 			return
 		}
+		// An open server vouches for no term but the running room's: a claim may run ahead of it
+		// only as far as a member that missed a few elections can.
+		if !req.hasVouched && rc.Term > r.term+MaxTermSkew {
+			ev.reply <- joinResult{err: fmt.Errorf("%w: term %d, room %q is at term %d (at most %d ahead)", ErrResumeTerm, rc.Term, req.room, r.term, MaxTermSkew)}
+			return
+		}
 	}
 	limit := h.cfg.roomConfig(req.room).MaxMembers
 	n := 0
@@ -243,12 +294,37 @@ func (h *hub) join(ev *evJoin) {
 	if old != nil {
 		n--
 	}
+	if n >= limit && old == nil && h.evictSquatter(r) {
+		n--
+	}
 	if n >= limit {
 		ev.reply <- joinResult{err: fmt.Errorf("%w: room %q has %d members, the limit is %d", ErrRoomFull, req.room, n, limit)}
 		return
 	}
+	if req.freeDevice && old == nil && r != nil {
+		// A token without a device claim lets its holder pick devices: bound how many.
+		k := 0
+		for _, o := range r.members {
+			if o.freeDevice && o.id.User() == req.user {
+				k++
+			}
+		}
+		if k >= h.cfg.MaxDevicesPerToken {
+			ev.reply <- joinResult{err: fmt.Errorf("%w: user %q has %d members in room %q through tokens without a device, the limit is %d",
+				ErrTooManyDevices, req.user, k, req.room, h.cfg.MaxDevicesPerToken)}
+			return
+		}
+	}
 	if r == nil {
+		if len(h.rooms) >= h.cfg.MaxRooms {
+			ev.reply <- joinResult{err: fmt.Errorf("%w: %d rooms open, the limit is %d", ErrServerBusy, len(h.rooms), h.cfg.MaxRooms)}
+			return
+		}
+		// A room that a claim opens afresh (the server restarted) has only its members' word
+		// for its term; any other room's terms are all the server's own.
+		_, remembered := h.retired[req.room]
 		r = h.openRoom(req.room)
+		r.fromClaims = req.resume != nil && !remembered
 	}
 	if old != nil {
 		// The newer connection wins: the old one is most likely a tab that
@@ -264,13 +340,13 @@ func (h *hub) join(ev *evJoin) {
 			old.kind, old.power, old.mayHost = req.kind, req.power, req.mayHost
 			h.members[ev.c] = old
 			h.stats.joins.Add(1)
-			h.admit(r, old, req.resume, false)
+			h.admit(r, old, req.resume, h.vouched(r, &req), false)
 			ev.reply <- joinResult{index: old.index, id: old.id}
 			return
 		}
 		h.detach(old, ReasonReplaced)
 	}
-	m := &member{c: ev.c, room: r, kind: req.kind, power: req.power, mayHost: req.mayHost}
+	m := &member{c: ev.c, room: r, kind: req.kind, power: req.power, mayHost: req.mayHost, freeDevice: req.freeDevice, joinedAt: h.cfg.Clock.Now()}
 	if rc := req.resume; rc != nil {
 		m.index = rc.Index
 		r.last = max(r.last, rc.Index)
@@ -289,27 +365,22 @@ func (h *hub) join(ev *evJoin) {
 	h.members[ev.c] = m
 	h.stats.members.Add(1)
 	h.stats.joins.Add(1)
-	h.admit(r, m, req.resume, true)
+	h.admit(r, m, req.resume, h.vouched(r, &req), true)
 	ev.reply <- joinResult{index: m.index, id: m.id}
 }
 
 // admit finishes a join: it applies m's resume claim rc (if any), elects, and tells m and the others
 // (announce: the others have not seen m yet).
-func (h *hub) admit(r *room, m *member, rc *Resume, announce bool) {
+func (h *hub) admit(r *room, m *member, rc *Resume, vouched Term, announce bool) {
 	hostChanged := false
 	if rc != nil {
-		hostChanged = h.resume(r, m, rc)
+		hostChanged = h.resume(r, m, rc, vouched)
 	}
 	if h.elect(r) {
 		hostChanged = true
 	}
-	m.joinedAt = h.cfg.Clock.Now()
 	h.send(m, h.joinedFrame(r, m))
 	joinedFrame := mustMarshal(memberJoinedMsg{V: ProtocolVersion, Type: typeMemberJoined, Member: m.info()})
-	var hostFrame []byte
-	if hostChanged {
-		hostFrame = h.hostFrame(r)
-	}
 	for _, o := range r.members {
 		if o == m {
 			continue
@@ -317,9 +388,9 @@ func (h *hub) admit(r *room, m *member, rc *Resume, announce bool) {
 		if announce {
 			h.send(o, joinedFrame)
 		}
-		if hostChanged {
-			h.send(o, hostFrame)
-		}
+	}
+	if hostChanged {
+		h.broadcastHost(r, m)
 	}
 	ev := r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("kind", string(m.kind)).
 		Int("power", m.power).Bool("mayHost", m.mayHost).Int("members", len(r.members))
@@ -332,7 +403,8 @@ func (h *hub) admit(r *room, m *member, rc *Resume, announce bool) {
 
 // resume applies the rules of a resume claim (docs/protocol.md §5 "Resume") to the room m has
 // just rejoined with its claimed index, and reports whether the room's term or host changed.
-func (h *hub) resume(r *room, m *member, rc *Resume) bool {
+// vouched is the term the claim's token vouches for (the claim's own term on an open server).
+func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 	changed := false
 	if rc.Synced {
 		m.synced = true
@@ -340,13 +412,19 @@ func (h *hub) resume(r *room, m *member, rc *Resume) bool {
 	if rc.Term > r.term {
 		if r.host != 0 {
 			// The member knew a later term than this room's host: move the room past it, so
-			// that no two members ever hold different hosts for one term.
-			r.term = rc.Term + 1
-			changed = true
-			r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Uint64("claimed", uint64(rc.Term)).
-				Msg("term raised past a resumed member's")
-		} else {
-			r.term = rc.Term
+			// that no two members ever hold different hosts for one term. Only a term the
+			// server vouches for moves a running room: an unvouched skew would let a member
+			// raise the term (and get a token for it) again and again.
+			if t := min(rc.Term, vouched); t > r.term {
+				r.term = min(t+1, MaxTerm)
+				changed = true
+				r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Uint64("claimed", uint64(rc.Term)).
+					Msg("term raised past a resumed member's")
+			}
+		} else if r.fromClaims {
+			r.term = rc.Term // rebuilding after a restart: the claims are all there is
+		} else if t := min(rc.Term, vouched); t > r.term {
+			r.term = t
 		}
 	}
 	switch {
@@ -405,7 +483,7 @@ func (h *hub) graceOver(ev *evGrace) {
 	h.endGrace(r)
 	r.log.Info().Uint64("term", uint64(r.term)).Uint64("awaited", uint64(awaited)).Msg("resume grace over; electing")
 	if h.elect(r) {
-		h.broadcast(r, h.hostFrame(r))
+		h.broadcastHost(r, nil)
 	}
 }
 
@@ -419,12 +497,28 @@ func (h *hub) joinedFrame(r *room, self *member) []byte {
 		pinned = []Identity{}
 	}
 	return mustMarshal(joinedMsg{V: ProtocolVersion, Type: typeJoined, Room: r.id, Self: self.index, PeerID: self.id,
-		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, self.id),
+		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, r.term, self.id),
 		ICEServers: h.iceServers(r.id, self.id)})
 }
 
-func (h *hub) hostFrame(r *room) []byte {
-	return mustMarshal(hostMsg{V: ProtocolVersion, Type: typeHost, Term: r.term, Host: r.host})
+// broadcastHost tells every member of r except the room's host and term. With a secret each
+// member's message carries its resume token for the new term, so one frame per member.
+func (h *hub) broadcastHost(r *room, except *member) {
+	var shared []byte
+	for _, m := range r.members {
+		if m == except {
+			continue
+		}
+		if h.resumeKey == nil {
+			if shared == nil {
+				shared = mustMarshal(hostMsg{V: ProtocolVersion, Type: typeHost, Term: r.term, Host: r.host})
+			}
+			h.send(m, shared)
+			continue
+		}
+		h.send(m, mustMarshal(hostMsg{V: ProtocolVersion, Type: typeHost, Term: r.term, Host: r.host,
+			ResumeToken: resumeToken(h.resumeKey, r.id, m.index, r.term, m.id)}))
+	}
 }
 
 func (h *hub) openRoom(id RoomID) *room {
@@ -456,6 +550,32 @@ func (h *hub) retire(r *room) {
 	r.log.Debug().Uint64("term", uint64(r.term)).Msg("room closed")
 }
 
+// evictSquatter makes room in the full room r: the member that has waited longest unsynced,
+// more than SyncTimeout, while the room had a host to sync from, is told evicted and removed.
+// It reports whether one was.
+func (h *hub) evictSquatter(r *room) bool {
+	if r == nil || r.host == 0 {
+		return false
+	}
+	now := h.cfg.Clock.Now()
+	var v *member
+	for _, m := range r.members {
+		if !m.synced && !m.dropping && m.index != r.host && now.Sub(m.joinedAt) > h.cfg.SyncTimeout && (v == nil || m.joinedAt.Before(v.joinedAt)) {
+			v = m
+		}
+	}
+	if v == nil {
+		return false
+	}
+	err := fmt.Errorf("%w: not synced %v after joining room %q, which is full", ErrEvicted, now.Sub(v.joinedAt).Round(time.Second), r.id)
+	h.stats.refuse(err)
+	v.room.log.Warn().Uint64("peer", uint64(v.index)).Str("peerId", string(v.id)).Dur("unsynced", now.Sub(v.joinedAt)).Msg("unsynced member evicted from a full room")
+	v.c.enqueue(encodeError(err, 0))
+	v.c.shutdown(closeInfo{reason: ReasonEvicted, graceful: true, code: websocket.ClosePolicyViolation, text: string(CodeEvicted)})
+	h.remove(v, ReasonEvicted)
+	return true
+}
+
 // detach takes m out of its room and tells the others, without electing.
 func (h *hub) detach(m *member, reason LeaveReason) {
 	r := m.room
@@ -464,6 +584,9 @@ func (h *hub) detach(m *member, reason LeaveReason) {
 		r.members = slices.Delete(r.members, i, i+1)
 	}
 	h.stats.members.Add(-1)
+	for _, o := range r.members {
+		delete(o.pairs, m.index)
+	}
 	r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("reason", string(reason)).
 		Int("members", len(r.members)).Msg("member left")
 	if len(r.members) == 0 {
@@ -481,7 +604,7 @@ func (h *hub) remove(m *member, reason LeaveReason) {
 		return
 	}
 	if h.elect(r) {
-		h.broadcast(r, h.hostFrame(r))
+		h.broadcastHost(r, nil)
 	}
 }
 
@@ -515,7 +638,8 @@ func (h *hub) elect(r *room) bool {
 	}
 	prev := r.host
 	r.host = host
-	r.term++
+	r.term = min(r.term+1, MaxTerm) // saturates: a term never wraps
+	r.fromClaims = false            // from now on the server issues the room's terms
 	if m := r.member(host); m != nil {
 		m.synced = true
 	}
@@ -533,7 +657,7 @@ func (h *hub) synced(c *conn) {
 	r := m.room
 	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index}))
 	if h.elect(r) {
-		h.broadcast(r, h.hostFrame(r))
+		h.broadcastHost(r, nil)
 	}
 }
 
@@ -555,12 +679,51 @@ func (h *hub) signal(ev *evSignal) {
 			err = fmt.Errorf("%w: no member with peer index %d in room %q", ErrUnknownPeer, ev.to, r.id)
 		}
 	}
+	if err == nil {
+		err = h.budget(m, to)
+	}
+	if err == nil && !to.dropping && !to.c.enqueueSignal(ev.frame) {
+		err = fmt.Errorf("%w: peer %d's queue is full; signal not relayed", ErrRecipientBusy, to.index)
+	}
 	if err != nil {
 		h.stats.relayErrors.Add(1)
-		h.send(m, encodeError(err, ev.to))
-		return
+		if errors.Is(err, ErrRecipientBusy) {
+			h.stats.shed.Add(1)
+		}
+		h.refuse(m, err, ev.to)
 	}
-	h.send(to, ev.frame)
+}
+
+// budget charges a signal from m to to against the pair's and the recipient's budgets.
+func (h *hub) budget(m, to *member) error {
+	now := h.cfg.Clock.Now()
+	b := m.pairs[to.index]
+	if b == nil {
+		if m.pairs == nil {
+			m.pairs = make(map[PeerIndex]*tokenBucket)
+		}
+		b = &tokenBucket{}
+		m.pairs[to.index] = b
+	}
+	if !b.allow(now, h.cfg.SignalRate, h.cfg.SignalBurst) {
+		return fmt.Errorf("%w: more than %g signals per second to peer %d", ErrRateLimited, h.cfg.SignalRate, to.index)
+	}
+	if !to.recv.allow(now, h.cfg.RecvSignalRate, h.cfg.RecvSignalBurst) {
+		return fmt.Errorf("%w: peer %d receives more than %g signals per second; signal not relayed", ErrRecipientBusy, to.index, h.cfg.RecvSignalRate)
+	}
+	return nil
+}
+
+// refuse tells m why its message was refused and counts it against m (a repeat offender is
+// dropped).
+func (h *hub) refuse(m *member, err error, peer PeerIndex) {
+	h.stats.refuse(err)
+	// Answers to a member that floods are shed like signals: they cannot make it a slow
+	// consumer; its strikes drop it instead.
+	if !m.dropping {
+		m.c.enqueueSignal(encodeError(err, peer))
+	}
+	m.c.strike(err)
 }
 
 func (h *hub) broadcast(r *room, frame []byte) {
@@ -618,6 +781,18 @@ func (h *hub) snapshot() []RoomInfo {
 	}
 	slices.SortFunc(out, func(a, b RoomInfo) int { return cmp.Compare(a.Room, b.Room) })
 	return out
+}
+
+// lockedLogLimiter is a logLimiter for any goroutine.
+type lockedLogLimiter struct {
+	mu sync.Mutex // guards l
+	l  logLimiter
+}
+
+func (l *lockedLogLimiter) allow(now time.Time, every time.Duration) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.l.allow(now, every)
 }
 
 // logLimiter lets one log line through per interval and counts the rest.

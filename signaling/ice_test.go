@@ -111,8 +111,8 @@ func TestHistograms(t *testing.T) {
 	}
 	for _, r := range []Report{
 		{Term: 1, Hash: 1, RTTMicros: 800},
-		{Term: 2, Hash: 1, RTTMicros: 900, Migrations: 1, PauseMicros: 250_000},
-		{Term: 2, Hash: 1, Migrations: 1, PauseMicros: 250_000}, // the same migration again: not observed
+		{Term: 1, Hash: 1, RTTMicros: 900, Migrations: 1, PauseMicros: 250_000},
+		{Term: 1, Hash: 1, Migrations: 1, PauseMicros: 250_000}, // the same migration again: not observed
 	} {
 		if err := b.ReportReplica(ctx, r); err != nil {
 			t.Fatal(err)

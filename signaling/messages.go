@@ -67,13 +67,29 @@ type SignalPayload struct {
 	Session uint64 `json:"session,omitempty"`
 }
 
+// Size limits of a signal payload. A data-channel-only SDP is 1–3 KiB and an ICE candidate line
+// about 100 bytes; the limits leave room and stop a member from relaying megabytes.
+const (
+	// MaxSDPLen caps the sdp of an offer or answer, in bytes.
+	MaxSDPLen = 16 << 10
+	// MaxCandidateLen caps a candidate's candidate string, in bytes.
+	MaxCandidateLen = 1 << 10
+	// maxICEFieldLen caps sdpMid and usernameFragment.
+	maxICEFieldLen = 256
+)
+
 // Validate checks the payload rules: offers and answers carry a non-empty SDP
-// and no candidate; candidates carry a candidate and no SDP.
+// of at most MaxSDPLen bytes and no candidate; candidates carry a candidate
+// (at most MaxCandidateLen bytes, sdpMid and usernameFragment at most 256)
+// and no SDP.
 func (p *SignalPayload) Validate() error {
 	switch p.Kind {
 	case SignalOffer, SignalAnswer:
 		if p.SDP == "" {
 			return fmt.Errorf("%w: %s without sdp", ErrBadSignal, p.Kind)
+		}
+		if len(p.SDP) > MaxSDPLen {
+			return fmt.Errorf("%w: %s sdp is %d bytes, the limit is %d", ErrBadSignal, p.Kind, len(p.SDP), MaxSDPLen)
 		}
 		if p.Candidate != nil {
 			return fmt.Errorf("%w: %s with a candidate", ErrBadSignal, p.Kind)
@@ -85,11 +101,20 @@ func (p *SignalPayload) Validate() error {
 		if p.SDP != "" {
 			return fmt.Errorf("%w: candidate with sdp", ErrBadSignal)
 		}
+		c := p.Candidate
+		if len(c.Candidate) > MaxCandidateLen || (c.SDPMid != nil && len(*c.SDPMid) > maxICEFieldLen) ||
+			(c.UsernameFragment != nil && len(*c.UsernameFragment) > maxICEFieldLen) {
+			return fmt.Errorf("%w: candidate fields over %d bytes (candidate) or %d (sdpMid, usernameFragment)", ErrBadSignal, MaxCandidateLen, maxICEFieldLen)
+		}
 	default:
 		return fmt.Errorf("%w: unknown payload kind %q", ErrBadSignal, p.Kind)
 	}
 	return nil
 }
+
+// maxSafeInt is the largest integer a JavaScript number holds exactly (2^53−1): the bound of
+// every number a member reports, so that the inspector shows what was sent.
+const maxSafeInt = 1<<53 - 1
 
 // Report is a member's summary of its replica, sent about once a second and
 // shown in /api/rooms, so operators can see whether replicas agree.
@@ -208,7 +233,8 @@ const (
 	ReasonTimeout  LeaveReason = "timeout"  // the member stopped answering pings
 	ReasonLost     LeaveReason = "lost"     // the socket broke without a close frame
 	ReasonDropped  LeaveReason = "dropped"  // the member's send queue overflowed (slow consumer)
-	ReasonError    LeaveReason = "error"    // the member broke the protocol (e.g. read limit)
+	ReasonError    LeaveReason = "error"    // the member broke the protocol (e.g. read limit, too many errors)
+	ReasonEvicted  LeaveReason = "evicted"  // unsynced past SyncTimeout, it made room for a join to a full room
 )
 
 // clientMessage is every message a client sends, flattened: fields that do not
@@ -290,6 +316,9 @@ func decodeClientMessage(b []byte, dst *clientMessage) error {
 		if dst.Replica == nil {
 			return fmt.Errorf("%w: report without replica", ErrBadMessage)
 		}
+		if r := dst.Replica; r.Term > MaxTerm || r.Clock > maxSafeInt || r.Entities > maxSafeInt {
+			return fmt.Errorf("%w: report numbers above %d (term %d, clock %d, entities %d)", ErrBadMessage, maxSafeInt, r.Term, r.Clock, r.Entities)
+		}
 	default:
 		return fmt.Errorf("%w: unknown message type %q", ErrBadMessage, dst.Type)
 	}
@@ -342,6 +371,8 @@ type hostMsg struct {
 	Type msgType   `json:"type"`
 	Term Term      `json:"term"`
 	Host PeerIndex `json:"host"`
+	// ResumeToken is the member's resume token for the new term; empty on an open server.
+	ResumeToken string `json:"resumeToken,omitempty"`
 }
 
 type signalMsg struct {
@@ -438,7 +469,7 @@ func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
 		}
 		return MemberSynced{Index: dst.PeerIndex}, nil
 	case typeHost:
-		return HostChanged{Term: dst.Term, Host: dst.Host}, nil
+		return HostChanged{Term: dst.Term, Host: dst.Host, ResumeToken: dst.Resume}, nil
 	case typeSignal:
 		if dst.From == 0 || dst.Payload == nil {
 			return nil, fmt.Errorf("%w: signal without from or payload", ErrBadMessage)

@@ -219,6 +219,18 @@ func FuzzDecodeClientMessage(f *testing.F) {
 		if err := decodeClientMessage(b, &m); err != nil {
 			return
 		}
+		// Every bound of docs/protocol.md "Signaling: limits" holds for what decodes.
+		if rc := m.Resume; rc != nil && (rc.Term > MaxTerm || rc.Index == 0 || len(rc.Token) > maxResumeTokenLen) {
+			t.Fatalf("resume claim out of bounds decoded: %+v", rc)
+		}
+		if r := m.Replica; r != nil && (r.Term > MaxTerm || r.Clock > maxSafeInt || r.Entities > maxSafeInt) {
+			t.Fatalf("report out of bounds decoded: %+v", r)
+		}
+		if p := m.Payload; p != nil && m.Type == typeSignal {
+			if len(p.SDP) > MaxSDPLen || (p.Candidate != nil && len(p.Candidate.Candidate) > MaxCandidateLen) {
+				t.Fatalf("signal payload over the caps decoded: sdp %d bytes", len(p.SDP))
+			}
+		}
 		// What decodes must survive encode + decode unchanged: the Go client
 		// encodes with the same struct.
 		enc, err := json.Marshal(m)
@@ -243,11 +255,26 @@ func FuzzDecodeServerMessage(f *testing.F) {
 	f.Add([]byte(`{"v":1,"type":"joined","room":"r","self":3,"peerId":"u/d","term":2,"host":1,"members":[],"pinnedHosts":[],"resumeToken":"q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA"}`))
 	f.Add([]byte(`{"v":1,"type":"signal","from":1,"to":2,"payload":{"kind":"offer","sdp":"v=0"}}`))
 	f.Add([]byte(`{"v":1,"type":"error","code":"unknown_peer","message":"x","peerIndex":7}`))
+	f.Add([]byte(`{"v":1,"type":"host","term":3,"host":2,"resumeToken":"3.q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m serverMessage
 		ev, err := decodeServerMessage(b, &m)
 		if err != nil && ev != nil {
 			t.Fatalf("both an event and an error: %#v, %v", ev, err)
+		}
+		switch ev := ev.(type) {
+		case Signal:
+			if err := ev.Payload.Validate(); err != nil || ev.From == 0 {
+				t.Fatalf("signal event that breaks the payload rules: %+v: %v", ev, err)
+			}
+		case HostChanged:
+			if ev.ResumeToken != m.Resume {
+				t.Fatalf("host event lost its resume token: %+v", ev)
+			}
+		case Joined:
+			if ev.Self == 0 {
+				t.Fatalf("joined without self: %+v", ev)
+			}
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Resume is a join's claim to the peer index its member held before its connection to the
@@ -29,13 +31,26 @@ type Resume struct {
 	Token string `json:"token,omitempty"`
 }
 
-// maxResumeTokenLen caps a resume token on receive; real ones are 43 bytes.
+// maxResumeTokenLen caps a resume token on receive; real ones are at most 60 bytes.
 const maxResumeTokenLen = 128
+
+// MaxTerm is the largest term a claim or report may carry, and the one at which a room's term
+// stops growing (2^53−1: JavaScript peers keep terms in doubles). Terms never wrap.
+const MaxTerm Term = 1<<53 - 1
+
+// MaxTermSkew is how far a resume claim's term may exceed what the server can vouch for: the
+// term bound in its resume token (with a secret), or the term of the room it joins (open
+// server). Legitimate claims run ahead only by the elections a member saw after its token was
+// issued or while the server was away; a claim past the bound is refused (resume_term_invalid).
+const MaxTermSkew Term = 16
 
 // check validates a claim's fields (not its token).
 func (r *Resume) check() error {
 	if r.Index == 0 {
 		return fmt.Errorf("%w: resume without peerIndex", ErrBadMessage)
+	}
+	if r.Term > MaxTerm {
+		return fmt.Errorf("%w: resume term %d is above the limit %d", ErrBadMessage, r.Term, MaxTerm)
 	}
 	if r.Host != 0 && r.Term == 0 {
 		return fmt.Errorf("%w: resume names host %d in term 0", ErrBadMessage, r.Host)
@@ -49,8 +64,9 @@ func (r *Resume) check() error {
 	return nil
 }
 
-// resumeKeyLabel separates the resume key from any other use of the JWT secret.
-const resumeKeyLabel = "concord signaling resume token v1"
+// resumeKeyLabel separates the resume key from any other use of the JWT secret. v2 tokens bind
+// the term.
+const resumeKeyLabel = "concord signaling resume token v2"
 
 // deriveResumeKey returns the key that signs resume tokens: HMAC-SHA256(secret, label). It is
 // a function of the JWT secret alone, so a restarted server checks the tokens its predecessor
@@ -64,29 +80,47 @@ func deriveResumeKey(secret []byte) []byte {
 	return m.Sum(nil)
 }
 
-// resumeToken is HMAC-SHA256(key, room|index|identity), base64url without padding. The fields
-// are length-prefixed (room: uint32 LE length, index: uint64 LE, identity: the rest), so that
-// no two (room, index, identity) triples share an input.
-func resumeToken(key []byte, room RoomID, index PeerIndex, id Identity) string {
+// resumeToken is "<term>.<mac>": the term in decimal, then HMAC-SHA256(key, room|index|term|
+// identity) in base64url without padding. The fields are length-prefixed (room: uint32 LE
+// length, index and term: uint64 LE, identity: the rest), so that no two inputs share a MAC.
+// The term in clear tells a restarted server which term the token vouches for.
+func resumeToken(key []byte, room RoomID, index PeerIndex, term Term, id Identity) string {
 	if key == nil {
 		return ""
 	}
+	return strconv.FormatUint(uint64(term), 10) + "." + resumeMAC(key, room, index, term, id)
+}
+
+func resumeMAC(key []byte, room RoomID, index PeerIndex, term Term, id Identity) string {
 	m := hmac.New(sha256.New, key)
-	var b [12]byte
+	var b [20]byte
 	binary.LittleEndian.PutUint32(b[:4], uint32(len(room)))
 	m.Write(b[:4])
 	m.Write([]byte(room))
-	binary.LittleEndian.PutUint64(b[4:], uint64(index))
+	binary.LittleEndian.PutUint64(b[4:12], uint64(index))
+	binary.LittleEndian.PutUint64(b[12:], uint64(term))
 	m.Write(b[4:])
 	m.Write([]byte(id))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// checkResumeToken reports whether token is the resume token of (room, index, id) under key. A
-// nil key (open mode) accepts every token.
-func checkResumeToken(key []byte, room RoomID, index PeerIndex, id Identity, token string) bool {
+// checkResumeToken reports whether token is a resume token of (room, index, id) under key, and
+// the term it vouches for. A nil key (open mode) accepts every token and vouches for no term
+// (ok, 0).
+func checkResumeToken(key []byte, room RoomID, index PeerIndex, id Identity, token string) (term Term, ok bool) {
 	if key == nil {
-		return true
+		return 0, true
 	}
-	return hmac.Equal([]byte(token), []byte(resumeToken(key, room, index, id)))
+	ts, mac, found := strings.Cut(token, ".")
+	if !found || len(ts) == 0 || len(ts) > 16 || (len(ts) > 1 && ts[0] == '0') {
+		return 0, false
+	}
+	t, err := strconv.ParseUint(ts, 10, 64)
+	if err != nil || Term(t) > MaxTerm {
+		return 0, false
+	}
+	if !hmac.Equal([]byte(mac), []byte(resumeMAC(key, room, index, Term(t), id))) {
+		return 0, false
+	}
+	return Term(t), true
 }

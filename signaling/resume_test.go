@@ -72,7 +72,7 @@ type claim struct {
 	host   PeerIndex
 	synced bool
 	room   RoomID // the claim's room, if set
-	token  string // "": the right token; "bad": a wrong one
+	token  string // "": the right token; "bad": a wrong one; "stale", "skew": see opts
 }
 
 func (c claim) opts(t *testing.T, room RoomID) JoinOptions {
@@ -84,9 +84,16 @@ func (c claim) opts(t *testing.T, room RoomID) JoinOptions {
 	if c.index == 0 {
 		return o
 	}
-	rt := resumeToken(deriveResumeKey(resumeSecret), room, c.index, NewIdentity(c.user, "d"))
-	if c.token == "bad" {
-		rt = resumeToken(deriveResumeKey(resumeSecret), room, c.index+1, NewIdentity(c.user, "d"))
+	rt := resumeToken(deriveResumeKey(resumeSecret), room, c.index, c.term, NewIdentity(c.user, "d"))
+	switch c.token {
+	case "bad":
+		rt = resumeToken(deriveResumeKey(resumeSecret), room, c.index+1, c.term, NewIdentity(c.user, "d"))
+	case "stale":
+		// Issued MaxTermSkew+1 terms before the claimed one.
+		rt = resumeToken(deriveResumeKey(resumeSecret), room, c.index, c.term-MaxTermSkew-1, NewIdentity(c.user, "d"))
+	case "skew":
+		// Issued MaxTermSkew terms before the claimed one: still within the bound.
+		rt = resumeToken(deriveResumeKey(resumeSecret), room, c.index, c.term-MaxTermSkew, NewIdentity(c.user, "d"))
 	}
 	o.Resume = &Resume{Index: c.index, Term: c.term, Host: c.host, Synced: c.synced, Room: c.room, Token: rt}
 	return o
@@ -221,7 +228,7 @@ func TestResumeRules(t *testing.T) {
 				if j.Self != w.self || j.Term != w.term || j.Host != w.host {
 					t.Fatalf("claim %d: joined self %d term %d host %d, want self %d term %d host %d", i, j.Self, j.Term, j.Host, w.self, w.term, w.host)
 				}
-				if !checkResumeToken(deriveResumeKey(resumeSecret), "r", j.Self, j.PeerID, j.ResumeToken) || j.ResumeToken == "" {
+				if term, ok := checkResumeToken(deriveResumeKey(resumeSecret), "r", j.Self, j.PeerID, j.ResumeToken); !ok || term != j.Term || j.ResumeToken == "" {
 					t.Fatalf("claim %d: joined carries resume token %q, which does not check", i, j.ResumeToken)
 				}
 			}
@@ -402,16 +409,21 @@ func TestResumeClaimDecode(t *testing.T) {
 // FuzzResumeToken: the token check never panics and accepts exactly the issued token.
 func FuzzResumeToken(f *testing.F) {
 	key := deriveResumeKey(resumeSecret)
-	f.Add("r", uint64(1), "a/b", resumeToken(key, "r", 1, "a/b"))
-	f.Add("", uint64(0), "", "")
-	f.Add("r|1", uint64(2), "x", "AAAA")
-	f.Fuzz(func(t *testing.T, room string, index uint64, id, token string) {
-		want := resumeToken(key, RoomID(room), PeerIndex(index), Identity(id))
-		if got := checkResumeToken(key, RoomID(room), PeerIndex(index), Identity(id), token); got != (token == want) {
-			t.Fatalf("check(%q) = %v, issued %q", token, got, want)
+	f.Add("r", uint64(1), uint64(3), "a/b", resumeToken(key, "r", 1, 3, "a/b"))
+	f.Add("", uint64(0), uint64(0), "", "")
+	f.Add("r|1", uint64(2), uint64(1), "x", "AAAA")
+	f.Add("r", uint64(2), uint64(1), "x", "01.AAAA")
+	f.Add("r", uint64(2), uint64(1), "x", "18446744073709551615.AAAA")
+	f.Fuzz(func(t *testing.T, room string, index, term uint64, id, token string) {
+		term = min(term, uint64(MaxTerm))
+		want := resumeToken(key, RoomID(room), PeerIndex(index), Term(term), Identity(id))
+		// A token checks only if it is exactly the one issued for the term it names.
+		if got, ok := checkResumeToken(key, RoomID(room), PeerIndex(index), Identity(id), token); ok &&
+			token != resumeToken(key, RoomID(room), PeerIndex(index), got, Identity(id)) {
+			t.Fatalf("check(%q) accepts a token that was not issued for term %d", token, got)
 		}
-		if !checkResumeToken(key, RoomID(room), PeerIndex(index), Identity(id), want) {
-			t.Fatal("the issued token does not check")
+		if got, ok := checkResumeToken(key, RoomID(room), PeerIndex(index), Identity(id), want); !ok || got != Term(term) {
+			t.Fatalf("the issued token does not check: %d %v", got, ok)
 		}
 	})
 }

@@ -2,10 +2,13 @@ package signaling
 
 import (
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,12 +53,17 @@ type Server struct {
 	quit      chan struct{} // closed by Close
 	stats     stats
 
+	busyLog lockedLogLimiter
+
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the hub, every handler and every writer
 
 	mu     sync.Mutex // guards the following fields
 	closed bool
 	conns  map[*conn]struct{}
+	// Websockets counted against MaxConns and MaxConnsPerAddr, from before the upgrade.
+	open  int
+	addrs map[string]int
 }
 
 // hubQueue is the capacity of the hub's event channel. Readers block when it
@@ -74,6 +82,7 @@ func New(cfg Config) *Server {
 		events:    make(chan hubEvent, hubQueue),
 		quit:      make(chan struct{}),
 		conns:     make(map[*conn]struct{}),
+		addrs:     make(map[string]int),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteWait,
@@ -88,7 +97,7 @@ func New(cfg Config) *Server {
 	})
 	s.handler = mux
 	if cfg.Registerer != nil {
-		s.stats.register(cfg.Registerer, s.log)
+		s.stats.register(cfg.Registerer, &s.cfg, s.log)
 	}
 	if len(cfg.Secret) == 0 {
 		s.log.Warn().Msg("signaling: no Secret configured: the server is OPEN, anyone may join any room under any identity and every member may host")
@@ -113,9 +122,15 @@ func New(cfg Config) *Server {
 }
 
 // Handler serves GET /ws (the websocket), GET /api/rooms and GET /healthz.
-// After Close it answers 503.
+// After Close it answers 503; a request whose Host is not allowed (see
+// Config.AllowedHosts) gets 421.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !HostAllowed(r, s.cfg.AllowedHosts) {
+			s.stats.hostRefused.Add(1)
+			http.Error(w, "host not allowed: "+r.Host, http.StatusMisdirectedRequest)
+			return
+		}
 		if !s.enter() {
 			http.Error(w, ErrServerClosed.Error(), http.StatusServiceUnavailable)
 			return
@@ -223,7 +238,54 @@ func (s *Server) post(ev hubEvent) bool {
 	}
 }
 
+// remoteAddr is the IP address a request comes from, the key of MaxConnsPerAddr.
+func remoteAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// reserve counts a websocket about to be upgraded against the caps; release undoes it.
+func (s *Server) reserve(addr string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.open >= s.cfg.MaxConns:
+		s.stats.connsTotal.Add(1)
+		return fmt.Errorf("%w: %d websockets, the limit is %d", ErrServerBusy, s.open, s.cfg.MaxConns)
+	case s.addrs[addr] >= s.cfg.MaxConnsPerAddr:
+		s.stats.connsAddr.Add(1)
+		return fmt.Errorf("%w: %d websockets from %s, the limit per address is %d", ErrServerBusy, s.addrs[addr], addr, s.cfg.MaxConnsPerAddr)
+	}
+	s.open++
+	s.addrs[addr]++
+	return nil
+}
+
+func (s *Server) release(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open--
+	if s.addrs[addr]--; s.addrs[addr] <= 0 {
+		delete(s.addrs, addr)
+	}
+}
+
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	addr := remoteAddr(r)
+	if err := s.reserve(addr); err != nil {
+		// Refused before the upgrade, so that a flood costs no goroutines; the reason is in
+		// the body (CodeServerBusy first) for clients that read it.
+		if ok, n := s.busyLog.allow(s.cfg.Clock.Now(), time.Second); ok {
+			s.log.Warn().Err(err).Str("remote", r.RemoteAddr).Int("suppressed", n).Msg("websocket refused at a connection cap")
+		}
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, string(CodeServerBusy)+": "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.release(addr)
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		s.log.Debug().Err(err).Str("remote", r.RemoteAddr).Msg("websocket upgrade failed")
@@ -244,10 +306,72 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c.readLoop()
 }
 
+// HostAllowed reports whether r's Host header names one of allowed (compared without port,
+// case-insensitively). With allowed empty, a request that arrived on a loopback address must
+// name a loopback host, and any other request passes: a DNS-rebinding page reaches a loopback
+// server only under a name of its own. Servers that share a listener with Handler can use it.
+func HostAllowed(r *http.Request, allowed []string) bool {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if len(allowed) > 0 {
+		for _, a := range allowed {
+			if strings.EqualFold(host, a) {
+				return true
+			}
+		}
+		return false
+	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if tcp, ok := local.(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		return true
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// roomsFor returns the rooms a GET /api/rooms may see: all on an open server or with the admin
+// key; with a secret and a join token, the token's room. ok is false without either.
+func (s *Server) roomsFor(r *http.Request, rooms []RoomInfo) (_ []RoomInfo, ok bool) {
+	if len(s.cfg.Secret) == 0 {
+		return rooms, true
+	}
+	bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !found || bearer == "" || len(bearer) > maxTokenLen {
+		return nil, false
+	}
+	if s.cfg.AdminKey != "" && hmac.Equal([]byte(bearer), []byte(s.cfg.AdminKey)) {
+		return rooms, true
+	}
+	c, err := parseToken(s.cfg.Secret, bearer, s.cfg.Clock.Now)
+	if err != nil {
+		return nil, false
+	}
+	out := rooms[:0]
+	for _, ri := range rooms {
+		if ri.Room == c.Room {
+			out = append(out, ri)
+		}
+	}
+	return out, true
+}
+
 func (s *Server) serveRooms(w http.ResponseWriter, r *http.Request) {
 	rooms, err := s.Rooms(r.Context())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	rooms, ok := s.roomsFor(r, rooms)
+	if !ok {
+		s.stats.refuse(ErrTokenRequired)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="concord"`)
+		http.Error(w, string(CodeTokenRequired)+": this server has a secret: send a join token (its room only) or the admin key as \"Authorization: Bearer ...\"", http.StatusUnauthorized)
 		return
 	}
 	b, err := json.Marshal(rooms)
@@ -304,7 +428,7 @@ func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
 	if kind == "" {
 		kind = KindBrowser
 	}
-	return joinRequest{room: m.Room, user: c.User, device: device, kind: kind, power: c.Power, mayHost: c.MayHost}, nil
+	return joinRequest{room: m.Room, user: c.User, device: device, kind: kind, power: c.Power, mayHost: c.MayHost, freeDevice: c.Device == ""}, nil
 }
 
 // checkResume adds a join's resume claim to req once its room and token check out. A join
@@ -321,8 +445,17 @@ func (s *Server) checkResume(m *clientMessage, req *joinRequest) error {
 		req.device = serverDevicePrefix + strconv.FormatUint(uint64(rc.Index), 10)
 	}
 	id := NewIdentity(req.user, req.device)
-	if !checkResumeToken(s.resumeKey, req.room, rc.Index, id, rc.Token) {
+	vouched, ok := checkResumeToken(s.resumeKey, req.room, rc.Index, id, rc.Token)
+	if !ok {
 		return fmt.Errorf("%w: for peer %d as %s in room %q", ErrResumeToken, rc.Index, id, req.room)
+	}
+	if s.resumeKey != nil {
+		// The token vouches for the term it was issued in; a claim may run ahead of it only by
+		// the elections a member can have seen since (MaxTermSkew).
+		if rc.Term > vouched+MaxTermSkew {
+			return fmt.Errorf("%w: term %d, the resume token vouches for term %d (at most %d ahead)", ErrResumeTerm, rc.Term, vouched, MaxTermSkew)
+		}
+		req.vouched, req.hasVouched = vouched, true
 	}
 	claim := *rc
 	req.resume = &claim

@@ -299,3 +299,18 @@ func TestParseICEServers(t *testing.T) {
 		t.Fatal("no servers: want a nil func (nothing in joined)")
 	}
 }
+
+// /debug/pprof is served only with --pprof; /metrics serves the signaling counters.
+func TestServePprofAndMetricsFlags(t *testing.T) {
+	on := startTestServer(t, serveOptions{pprof: true})
+	if code, body, err := get(http.DefaultClient, on.url+"/debug/pprof/"); err != nil || code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Fatalf("--pprof: /debug/pprof/ answered %d (%v)", code, err)
+	}
+	if code, body, err := get(http.DefaultClient, on.url+"/metrics"); err != nil || code != http.StatusOK || !strings.Contains(body, "concord_signaling_rooms 0") {
+		t.Fatalf("/metrics answered %d (%v)", code, err)
+	}
+	off := startTestServer(t, serveOptions{})
+	if code, _, err := get(http.DefaultClient, off.url+"/debug/pprof/"); err != nil || code != http.StatusNotFound {
+		t.Fatalf("without --pprof: /debug/pprof/ answered %d (%v)", code, err)
+	}
+}

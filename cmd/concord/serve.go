@@ -53,6 +53,38 @@ type serveOptions struct {
 	origins      []string       // --origin
 	pprof        bool           // --pprof
 	metricsRoute bool           // --metrics
+
+	// limits holds the signaling limits set by flags (zero fields: the signaling defaults).
+	limits signaling.Config
+	// http bounds the HTTP server's connections (zero fields: defaultHTTPTimeouts).
+	http httpTimeouts
+}
+
+// httpTimeouts are the http.Server's bounds on a connection before and between requests; a
+// websocket sets its own deadlines once upgraded.
+type httpTimeouts struct {
+	readHeader, read, idle time.Duration
+}
+
+// defaultHTTPTimeouts: headers within 5 s, a whole request within 10 s (serve takes no request
+// bodies), an idle keep-alive connection closed after 30 s.
+var defaultHTTPTimeouts = httpTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, idle: 30 * time.Second}
+
+// maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB).
+const maxHeaderBytes = 64 << 10
+
+// newHTTPServer is an http.Server for h with the bounds of ht (zero fields: the defaults).
+func newHTTPServer(h http.Handler, ht httpTimeouts) *http.Server {
+	if ht.readHeader <= 0 {
+		ht.readHeader = defaultHTTPTimeouts.readHeader
+	}
+	if ht.read <= 0 {
+		ht.read = defaultHTTPTimeouts.read
+	}
+	if ht.idle <= 0 {
+		ht.idle = defaultHTTPTimeouts.idle
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: ht.readHeader, ReadTimeout: ht.read, IdleTimeout: ht.idle, MaxHeaderBytes: maxHeaderBytes}
 }
 
 // server is a running `concord serve`.
@@ -85,14 +117,13 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg := signaling.Config{
-		Logger: log.With().Str("component", "signaling").Logger(),
-		Rooms: map[signaling.RoomID]signaling.RoomConfig{
-			signaling.RoomID(o.room): {PinnedHosts: []signaling.Identity{dedicatedHostUser}},
-		},
-		CheckOrigin: origins.allowed,
-		Registerer:  reg,
+	cfg := o.limits
+	cfg.Logger = log.With().Str("component", "signaling").Logger()
+	cfg.Rooms = map[signaling.RoomID]signaling.RoomConfig{
+		signaling.RoomID(o.room): {PinnedHosts: []signaling.Identity{dedicatedHostUser}},
 	}
+	cfg.CheckOrigin = origins.allowed
+	cfg.Registerer = reg
 	if o.secret != "" {
 		cfg.Secret = []byte(o.secret)
 	}
@@ -138,7 +169,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		ln = tls.NewListener(ln, tlsCfg)
 		scheme = "https"
 	}
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.http = newHTTPServer(mux, o.http)
 	s.url = scheme + "://" + ln.Addr().String()
 	if o.dedicatedHost {
 		// Before Serve, so that the metrics collector never sees s.host change. The host's
@@ -185,7 +216,7 @@ func (s *server) startHost(ctx context.Context, o serveOptions, addr *net.TCPAdd
 		}
 		imux := http.NewServeMux()
 		imux.Handle("/ws", sh)
-		s.inner = &http.Server{Handler: imux, ReadHeaderTimeout: 10 * time.Second}
+		s.inner = newHTTPServer(imux, o.http)
 		go func() { s.served <- s.inner.Serve(iln) }()
 		dial = "http://" + iln.Addr().String()
 	}
@@ -296,6 +327,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof")
 	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	limitFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -315,9 +347,33 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	o.secret = os.Getenv("CONCORD_SECRET")
+	o.limits.AdminKey = os.Getenv("CONCORD_ADMIN_KEY") // with a secret, reads every room in /api/rooms
 	s, err := startServer(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	return s.wait(ctx)
+}
+
+// limitFlags adds serve's limit flags (docs/protocol.md "Signaling: limits"); 0 keeps a default.
+func limitFlags(fs *flag.FlagSet, o *serveOptions) {
+	l := &o.limits
+	fs.IntVar(&l.MaxMembers, "max-members", signaling.DefaultMaxMembers, "members per room")
+	fs.IntVar(&l.MaxRooms, "max-rooms", signaling.DefaultMaxRooms, "open rooms")
+	fs.IntVar(&l.MaxConns, "max-conns", signaling.DefaultMaxConns, "websockets in total")
+	fs.IntVar(&l.MaxConnsPerAddr, "max-conns-per-addr", signaling.DefaultMaxConnsPerAddr, "websockets per remote IP address (raise it behind a proxy)")
+	fs.IntVar(&l.MaxDevicesPerToken, "max-devices-per-token", signaling.DefaultMaxDevicesPerToken, "members per user through tokens without a device claim")
+	fs.DurationVar(&l.SyncTimeout, "sync-timeout", signaling.DefaultSyncTimeout, "unsynced time after which a member may be evicted from a full room")
+	fs.Float64Var(&l.SignalRate, "signal-rate", signaling.DefaultSignalRate, "signals per second from one member to another")
+	fs.IntVar(&l.SignalBurst, "signal-burst", signaling.DefaultSignalBurst, "burst of signals from one member to another")
+	fs.Float64Var(&l.RecvSignalRate, "recv-signal-rate", signaling.DefaultRecvSignalRate, "signals per second relayed to one member")
+	fs.IntVar(&l.RecvSignalBurst, "recv-signal-burst", signaling.DefaultRecvSignalBurst, "burst of signals relayed to one member")
+	fs.Float64Var(&l.ErrorRate, "error-rate", signaling.DefaultErrorRate, "refused messages per second a member may send before it is dropped")
+	fs.IntVar(&l.ErrorBurst, "error-burst", signaling.DefaultErrorBurst, "burst of refused messages before a member is dropped")
+	fs.DurationVar(&l.PingInterval, "ping-interval", signaling.DefaultPingInterval, "how often the server pings each websocket")
+	fs.DurationVar(&l.PongWait, "pong-wait", signaling.DefaultPongWait, "silence after which a member is dropped as dead (> ping-interval)")
+	fs.IntVar(&l.SendQueue, "send-queue", signaling.DefaultSendQueue, "messages queued per websocket")
+	fs.DurationVar(&o.http.readHeader, "http-read-header-timeout", defaultHTTPTimeouts.readHeader, "time to read a request's headers")
+	fs.DurationVar(&o.http.read, "http-read-timeout", defaultHTTPTimeouts.read, "time to read a whole request")
+	fs.DurationVar(&o.http.idle, "http-idle-timeout", defaultHTTPTimeouts.idle, "idle keep-alive connections are closed after this")
 }

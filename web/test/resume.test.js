@@ -97,6 +97,7 @@ test('refusals are permanent, outages are not', async () => {
   const tests = [
     { code: 'index_taken', permanent: true },
     { code: 'resume_token_invalid', permanent: true },
+    { code: 'resume_term_invalid', permanent: true },
     { code: 'resume_room_mismatch', permanent: true },
     { code: 'token_expired', permanent: true },
     { code: 'room_full', permanent: false },
@@ -181,6 +182,31 @@ test('a host that loses signaling redials and is host again in its own term', as
     assert.match(p.status().resumeRefused, /index_taken/);
     assert.ok(p.status().isHost);
     assert.ok(logs.some((l) => l.startsWith('error signaling refused')));
+  } finally {
+    p.stop();
+  }
+});
+
+test('a resume claim carries the token of the latest host message (it vouches for that term)', async () => {
+  const srv = new FakeServer();
+  srv.onJoin = () => joined(1, 4, 1, 'tok-4');
+  const game = new Game();
+  const app = { schemas: () => schemas(), hostStart: (w) => game.hostStart(w), spawnAvatar: (w, info) => game.spawnAvatar(w, info), tick: () => {}, rpc: () => {} };
+  const p = new Peer({
+    url: 'ws://x/ws', room: 'r', user: 'u', device: 'd', app, WebSocket: srv.WebSocket,
+    redialMinMs: 10, redialMaxMs: 40, resumeSettleMs: 20, reportMs: 20, log: () => {},
+  });
+  try {
+    await p.run();
+    await until('host', () => p.status().isHost);
+    // The same member is elected again in a higher term: the server sends a fresh token with it.
+    srv.live()[0].onmessage({ data: JSON.stringify({ v: 1, type: 'host', term: 5, host: 1, resumeToken: 'tok-5' }) });
+    await until('term 5', () => p.status().term === 5);
+    srv.onJoin = () => joined(1, 5, 1, 'tok-5b');
+    for (const s of srv.live()) s.crash();
+    await until('resumed', () => p.status().signaling === 'connected' && p.status().resumes === 1);
+    assert.equal(srv.joins[1].resume.term, 5);
+    assert.equal(srv.joins[1].resume.token, 'tok-5', 'the claim carries the newest token, not the one of joined');
   } finally {
     p.stop();
   }

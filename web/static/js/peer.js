@@ -209,6 +209,9 @@ export class Peer {
         if (this.host) this.host.signalingLeft(ev.peerIndex);
         break;
       case 'host':
+        // Each host message carries a fresh resume token that vouches for its term (a claim may run only a
+        // few terms past the token's).
+        if (ev.resumeToken) this.resumeToken = ev.resumeToken;
         this.setHost(ev.term, ev.host);
         break;
       case 'signal':

@@ -36,7 +36,7 @@ export class SignalingError extends Error {
 
 /** Error codes after which a redial cannot succeed. 'resume_ignored' is the client's own. */
 export const PERMANENT_CODES = new Set([
-  'index_taken', 'resume_token_invalid', 'resume_room_mismatch', 'resume_ignored',
+  'index_taken', 'resume_token_invalid', 'resume_term_invalid', 'resume_room_mismatch', 'resume_ignored',
   'token_required', 'token_invalid', 'token_expired', 'token_mismatch', 'wrong_room',
   'unsupported_version', 'bad_message',
 ]);
