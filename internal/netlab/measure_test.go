@@ -51,6 +51,32 @@ func joinTimes(t *testing.T, h netlab.Home, trials int) []time.Duration {
 	return out
 }
 
+// rtts runs one member in h and samples the round trip it measures to the host (a reliable
+// Ping/Pong through the host's loop) every 100 ms for d once it has synced.
+func rtts(t *testing.T, h netlab.Home, d time.Duration) []time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	app := &joinApp{Game: arena.New(arena.Config{}), synced: make(chan struct{})}
+	p := startLabPeer(t, ctx, &wg, h, "rtt", app)
+	select {
+	case <-app.synced:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no sync in 30 s", h.NS)
+	}
+	var out []time.Duration
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if r := p.Status().RTT; r > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func spread(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "no samples"
@@ -61,7 +87,7 @@ func spread(ds []time.Duration) string {
 }
 
 // TestLabMeasureJoin measures (issue 9 §5; BENCHMARKS.md "NAT lab") the time from a member's
-// start to synced: on the public side and behind symmetric NAT B with the server's dedicated
+// start to synced, and then a member's round trip to the host: on the public side and behind symmetric NAT B with the server's dedicated
 // host (public), then behind NAT B with a `concord host` behind NAT A (through the relay). It
 // runs only with CONCORD_LAB_MEASURE=1 (set -run TestLabMeasureJoin).
 func TestLabMeasureJoin(t *testing.T) {
@@ -77,6 +103,7 @@ func TestLabMeasureJoin(t *testing.T) {
 	srv := serve(t, lab)
 	pub := joinTimes(t, public, trials)
 	natB := joinTimes(t, lab.B, trials)
+	rttPub, rttNATB := rtts(t, public, 5*time.Second), rtts(t, lab.B, 5*time.Second)
 	srv.stop()
 
 	serve(t, lab, "--dedicated-host=false")
@@ -84,9 +111,14 @@ func TestLabMeasureJoin(t *testing.T) {
 	waitHost(t, "host")
 	relayed := joinTimes(t, lab.B, trials)
 	pubToNAT := joinTimes(t, public, trials)
+	rttRelayed, rttPubToNAT := rtts(t, lab.B, 5*time.Second), rtts(t, public, 5*time.Second)
 
 	t.Logf("join → synced, dedicated host on the public side: member on the public side %s", spread(pub))
 	t.Logf("join → synced, dedicated host on the public side: member behind symmetric NAT B %s", spread(natB))
 	t.Logf("join → synced, host behind symmetric NAT A: member behind symmetric NAT B (relay) %s", spread(relayed))
 	t.Logf("join → synced, host behind symmetric NAT A: member on the public side %s", spread(pubToNAT))
+	t.Logf("round trip to the host, dedicated host on the public side: member on the public side %s", spread(rttPub))
+	t.Logf("round trip to the host, dedicated host on the public side: member behind symmetric NAT B %s", spread(rttNATB))
+	t.Logf("round trip to the host, host behind symmetric NAT A: member behind symmetric NAT B (relay) %s", spread(rttRelayed))
+	t.Logf("round trip to the host, host behind symmetric NAT A: member on the public side %s", spread(rttPubToNAT))
 }
