@@ -550,6 +550,8 @@ type fanoutOptions struct {
 	warmup     time.Duration
 	cpuProfile string
 	relay      bool // bots reach the host only through a TURN relay process (benchRelay)
+	// relayCommand makes the relay's `concord serve` command; nil runs this executable.
+	relayCommand func(args []string) *exec.Cmd
 }
 
 // phaseResult is one measured window of the fanout benchmark.
@@ -674,7 +676,7 @@ func (s *statusRate) rates() (in, out, lost float64, ok bool) {
 }
 
 func runConcordFanout(ctx context.Context, o fanoutOptions, log zerolog.Logger) (*phaseResult, error) {
-	relay, err := startBenchRelay(ctx, o.relay)
+	relay, err := startBenchRelay(ctx, o.relay, o.relayCommand)
 	if err != nil {
 		return nil, err
 	}
@@ -1134,6 +1136,8 @@ type migrationOptions struct {
 	hostLog     string // bench-host's -log-level
 	standby     bool   // members keep standby links to the next host
 	relay       bool   // members reach the host only through a TURN relay process (benchRelay)
+	// relayCommand makes the relay's `concord serve` command; nil runs this executable.
+	relayCommand func(args []string) *exec.Cmd
 }
 
 type migrationTrial struct {
@@ -1274,7 +1278,7 @@ func (t *benchTail) String() string {
 
 func runMigration(ctx context.Context, o migrationOptions, log zerolog.Logger, progress io.Writer) (*migrationResult, error) {
 	res := &migrationResult{opts: o}
-	relay, err := startBenchRelay(ctx, o.relay)
+	relay, err := startBenchRelay(ctx, o.relay, o.relayCommand)
 	if err != nil {
 		return nil, err
 	}

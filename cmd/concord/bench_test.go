@@ -10,7 +10,9 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,6 +141,56 @@ func TestBenchFanoutSmoke(t *testing.T) {
 	t.Logf("\n%s", out.String())
 }
 
+// benchServeHelperEnv makes this test binary run `concord serve` (TestBenchServeHelperProcess):
+// the relay of the -relay smoke tests.
+const benchServeHelperEnv = "CONCORD_BENCH_SERVE_HELPER"
+
+func TestBenchServeHelperProcess(t *testing.T) {
+	if os.Getenv(benchServeHelperEnv) != "1" {
+		t.Skip("the relay process of TestBenchFanoutRelaySmoke")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmdServe(ctx, flag.Args()[1:], os.Stderr); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func benchServeHelper(args []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestBenchServeHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), benchServeHelperEnv+"=1")
+	return cmd
+}
+
+// TestBenchFanoutRelaySmoke runs the fanout benchmark through a TURN relay process: updates
+// arrive, and the relay measurably relays them.
+func TestBenchFanoutRelaySmoke(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	o := fanoutOptions{bots: 2, entities: 20, duration: 1500 * time.Millisecond, warmup: 300 * time.Millisecond,
+		relay: true, relayCommand: benchServeHelper}
+	res, err := runFanout(ctx, o, log, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &res.concord
+	if c.lat.n == 0 || c.relay.bytes == 0 || c.relay.cpu < 0 {
+		t.Fatalf("%d latency samples; relay moved %d bytes with %v CPU", c.lat.n, c.relay.bytes, c.relay.cpu)
+	}
+	// Everything the host sent crossed the relay, with TURN, DTLS and SCTP framing on top.
+	if sent := c.hostOut * c.wall.Seconds(); float64(c.relay.bytes) < sent {
+		t.Errorf("the relay moved %d bytes in the window, the host sent %.0f", c.relay.bytes, sent)
+	}
+	var out bytes.Buffer
+	printFanout(&out, res)
+	if !strings.Contains(out.String(), "relay process (TURN on loopback") {
+		t.Fatalf("report lacks the relay line:\n%s", out.String())
+	}
+	t.Logf("\n%s", out.String())
+}
+
 // benchHostHelperEnv makes this test binary run `concord bench-host` (TestBenchHostHelperProcess)
 // so that TestBenchMigrationSmoke can kill a real process without building the binary.
 const benchHostHelperEnv = "CONCORD_BENCH_HOST_HELPER"
@@ -157,17 +209,18 @@ func TestBenchHostHelperProcess(t *testing.T) {
 // TestBenchMigrationSmoke kills a bench host process twice under three peers and a small world.
 func TestBenchMigrationSmoke(t *testing.T) {
 	for _, standby := range []bool{false, true} {
-		t.Run(fmt.Sprintf("standby=%v", standby), func(t *testing.T) { benchMigrationSmoke(t, standby) })
+		t.Run(fmt.Sprintf("standby=%v", standby), func(t *testing.T) { benchMigrationSmoke(t, standby, false) })
 	}
+	t.Run("relay", func(t *testing.T) { benchMigrationSmoke(t, false, true) })
 }
 
-func benchMigrationSmoke(t *testing.T, standby bool) {
+func benchMigrationSmoke(t *testing.T, standby, relay bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	o := migrationOptions{
-		standby: standby,
-		peers:   3, entities: 300, moving: 20, trials: 2, settle: 100 * time.Millisecond, hostLog: "error",
+		standby: standby, relay: relay, relayCommand: benchServeHelper,
+		peers: 3, entities: 300, moving: 20, trials: 2, settle: 100 * time.Millisecond, hostLog: "error",
 		hostCommand: func(args []string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestBenchHostHelperProcess$", "--"}, args...)...)
 			cmd.Env = append(os.Environ(), benchHostHelperEnv+"=1")
@@ -191,6 +244,9 @@ func benchMigrationSmoke(t *testing.T, standby bool) {
 	}
 	if res.fullSnapshot == 0 {
 		t.Error("full snapshot size not measured")
+	}
+	if relay && res.relay.bytes == 0 {
+		t.Error("nothing crossed the relay")
 	}
 	var out bytes.Buffer
 	printMigration(&out, res)

@@ -31,14 +31,18 @@ type benchRelay struct {
 }
 
 // startBenchRelay starts the relay, if on, and waits until it answers; every address is on
-// loopback. Off, it returns nil, which stop and mark accept.
-func startBenchRelay(ctx context.Context, on bool) (*benchRelay, error) {
+// loopback. Off, it returns nil, which stop and mark accept. command makes the command of
+// `concord serve` with args; nil runs this executable.
+func startBenchRelay(ctx context.Context, on bool, command func(args []string) *exec.Cmd) (*benchRelay, error) {
 	if !on {
 		return nil, nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+	if command == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		command = func(args []string) *exec.Cmd { return exec.Command(exe, args...) }
 	}
 	turnPort, err := freeLoopbackPort()
 	if err != nil {
@@ -58,9 +62,9 @@ func startBenchRelay(ctx context.Context, on bool) (*benchRelay, error) {
 		httpURL:  "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		key:      turnserver.DeriveKey([]byte(hex.EncodeToString(secret))),
 	}
-	r.cmd = exec.Command(exe, "serve", "--addr", strings.TrimPrefix(r.httpURL, "http://"), "--dedicated-host=false",
-		"--turn", r.turnAddr, "--turn-allow-private", "127.0.0.0/8", "--log-level", "error")
-	r.cmd.Env = append(os.Environ(), "CONCORD_SECRET="+hex.EncodeToString(secret))
+	r.cmd = command([]string{"serve", "--addr", strings.TrimPrefix(r.httpURL, "http://"), "--dedicated-host=false",
+		"--turn", r.turnAddr, "--turn-allow-private", "127.0.0.0/8", "--log-level", "error"})
+	r.cmd.Env = append(r.cmd.Environ(), "CONCORD_SECRET="+hex.EncodeToString(secret))
 	r.cmd.Stdout, r.cmd.Stderr = os.Stderr, os.Stderr
 	if err := r.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench relay: %w", err)
