@@ -3,9 +3,11 @@ package netlab_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,27 @@ type pageStatus struct {
 	// Pairs are the candidate types of each link's selected pair, from Chromium's getStats,
 	// by remote peer index.
 	Pairs map[string]linkTypes `json:"pairs"`
+	// LocalCandidates are "type address" of every local candidate Chromium gathered.
+	LocalCandidates []string `json:"localCandidates"`
+}
+
+// checkCandidates fails t unless every local candidate of the page has a lab address (or none):
+// never an mDNS name, never an address outside the lab.
+func checkCandidates(t *testing.T, st pageStatus) {
+	t.Helper()
+	if len(st.LocalCandidates) == 0 {
+		t.Fatal("Chromium reports no local candidate")
+	}
+	lab := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10")}
+	for _, c := range st.LocalCandidates {
+		_, addr, _ := strings.Cut(c, " ")
+		a, err := netip.ParseAddr(addr)
+		// An unspecified address is Chromium's placeholder for a family it has no route for
+		// (IPv6 is off in the lab): nothing can be sent to it.
+		if err != nil || !a.IsUnspecified() && !slices.ContainsFunc(lab, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			t.Errorf("Chromium gathered the candidate %q: not a lab address (all: %q)", c, st.LocalCandidates)
+		}
+	}
 }
 
 // startBrowser runs web/e2e/lab.mjs (Chromium with one page of the client) in ns, or skips t when
@@ -96,6 +119,7 @@ func TestLab1ChromiumBehindNAT(t *testing.T) {
 		}
 		return nil
 	})
+	checkCandidates(t, st)
 	page := st.Pairs[fmt.Sprint(r.Host)]
 	var reported *linkTypes
 	for _, m := range r.Members {
@@ -110,7 +134,7 @@ func TestLab1ChromiumBehindNAT(t *testing.T) {
 	if *reported != page {
 		t.Fatalf("/api/rooms says the browser's pair is %v, Chromium's getStats %v", reported, &page)
 	}
-	t.Logf("Chromium behind NAT A synced with the dedicated host in %v, selected pair %v: %v", took, reported, r)
+	t.Logf("Chromium behind NAT A synced with the dedicated host in %v, selected pair %v, local candidates %q: %v", took, reported, st.LocalCandidates, r)
 }
 
 // TestLab3ChromiumHostsAcrossNATs is scenario 3: Chromium behind NAT A hosts the room (no
@@ -140,6 +164,7 @@ func TestLab3ChromiumHostsAcrossNATs(t *testing.T) {
 	if err != nil || !st.IsHost || st.Hash != r.Members[0].Replica.Hash {
 		t.Fatalf("the page says %+v (%v), the room %v", st, err, r)
 	}
+	checkCandidates(t, st)
 	// Chromium's own view of its links to the bots agrees: through the relay.
 	for _, m := range r.Members {
 		if p, ok := st.Pairs[fmt.Sprint(m.PeerIndex)]; m.PeerIndex != r.Host && (!ok || !p.relayed()) {

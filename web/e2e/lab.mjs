@@ -7,7 +7,8 @@
 //
 // Output, one line each, for the Go test to read: `joined <status JSON>` once the page has
 // joined the room, then `status <status JSON>` every 500 ms, with `pairs`: the candidate types of
-// each link's selected pair from Chromium's getStats(). It runs until SIGTERM or SIGINT; a
+// each link's selected pair from Chromium's getStats(), and `localCandidates`: the type and
+// address of every local candidate it gathered. It runs until SIGTERM or SIGINT; a
 // failure prints `error <message>` and exits 1.
 
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -69,10 +70,12 @@ try {
     if (!c) return null;
     const st = c.status();
     st.pairs = {};
+    st.localCandidates = [];
     for (const [idx, r] of c.peer.remotes || []) {
       const pc = r.link && r.link.pc;
       if (!pc) continue;
       const stats = await pc.getStats();
+      stats.forEach((s) => { if (s.type === 'local-candidate') st.localCandidates.push(`${s.candidateType} ${s.address}`); });
       let pairId;
       stats.forEach((s) => { if (s.type === 'transport' && s.selectedCandidatePairId) pairId = s.selectedCandidatePairId; });
       const pair = pairId && stats.get(pairId);
