@@ -58,10 +58,12 @@ func (m ICEMode) Loopback(server string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// transportFor builds the pion transport of a peer whose Config.Transport is nil: a link.API
-// from cfg.Link, loopback-only or not as cfg.ICE says. Outside loopback, the shared UDP socket
-// defaults to an ephemeral port on the interface that routes to the signaling server.
-func transportFor(cfg Config) (*link.API, error) {
+// LinkAPI builds the link.API a peer whose Config.Transport is nil makes for itself: from
+// cfg.Link, loopback-only or not as cfg.ICE says for cfg.Server. Outside loopback, the shared
+// UDP socket defaults to an ephemeral port on the interface that routes to the signaling
+// server. A caller that needs the socket (its port) builds it with LinkAPI, passes
+// PionTransport{API} as Config.Transport, and closes it after Run.
+func LinkAPI(cfg Config) (*link.API, error) {
 	lc := cfg.Link
 	lc.AllowNonLoopback = !cfg.ICE.Loopback(cfg.Server)
 	if lc.AllowNonLoopback && lc.UDPMuxAddr == "" {

@@ -116,7 +116,7 @@ func (p *Peer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if p.cfg.Transport == nil {
-		api, err := transportFor(p.cfg)
+		api, err := LinkAPI(p.cfg)
 		if err != nil {
 			return err
 		}

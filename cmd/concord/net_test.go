@@ -314,3 +314,41 @@ func TestServePprofAndMetricsFlags(t *testing.T) {
 		t.Fatalf("without --pprof: /debug/pprof/ answered %d (%v)", code, err)
 	}
 }
+
+// A relay may reach the dedicated host's own WebRTC socket on the server's address (outside
+// the relay range, which it refuses to other ports): a relay-only bot's link to a dedicated
+// host that is not relay-only ends on the host's own candidate, one relay hop instead of two.
+func TestServeRelayReachesDedicatedHost(t *testing.T) {
+	s := startTestServer(t, serveOptions{
+		dedicatedHost: true, turnAddr: "127.0.0.1:0", turnPorts: "20000-20999", // below the ephemeral range
+		turnAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	bots := make(chan error, 1)
+	go func() {
+		bots <- cmdBot(ctx, []string{"--server", s.url, "-n", "1", "--move-for", "1s", "--relay-only", "--log-level", "error"}, io.Discard, io.Discard)
+	}()
+	defer func() {
+		cancel()
+		if err := <-bots; err != nil {
+			t.Errorf("bots: %v", err)
+		}
+	}()
+	poll.Until(t, 30*time.Second, "the bot synced over relay to the host's own candidate", func() error {
+		rooms, err := fetchRooms(s.url)
+		if err != nil {
+			return err
+		}
+		if len(rooms) != 1 || len(rooms[0].Members) != 2 {
+			return fmt.Errorf("rooms %+v", rooms)
+		}
+		m := rooms[0].Members[1]
+		if !m.Synced || m.Link == nil {
+			return fmt.Errorf("bot synced %v, link %v", m.Synced, m.Link)
+		}
+		if m.Link.Local != "relay" || m.Link.Remote == "relay" {
+			return fmt.Errorf("bot link %+v, want relay to the host's own candidate", *m.Link)
+		}
+		return nil
+	})
+}

@@ -20,8 +20,11 @@ import (
 )
 
 // startTURN starts the embedded TURN/STUN server of --turn.
-func startTURN(o serveOptions, tlsCfg *tls.Config, log zerolog.Logger) (*turnserver.Server, error) {
-	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow, MaxAllocations: o.turnQuota, MaxBytesPerSecond: o.turnMaxBPS}
+// ownPorts are ports of this machine a relay may reach besides its relay range: the dedicated
+// host's WebRTC socket.
+func startTURN(o serveOptions, tlsCfg *tls.Config, ownPorts []int, log zerolog.Logger) (*turnserver.Server, error) {
+	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow, MaxAllocations: o.turnQuota,
+		MaxBytesPerSecond: o.turnMaxBPS, OwnPorts: ownPorts}
 	if o.secret != "" {
 		cfg.Key = turnserver.DeriveKey([]byte(o.secret))
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/turnserver"
 	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/web"
 )
@@ -97,11 +98,15 @@ type server struct {
 	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
 	served   chan error
 	host     *peer.Peer // nil without a dedicated host
+	hostAPI  *link.API  // the dedicated host's WebRTC (one UDP socket); nil without one
 	hostDone chan error // nil without a dedicated host
 	stopHost context.CancelFunc
 }
 
 // startServer listens, serves the page, signaling and the API, and starts the dedicated host.
+// Order: the listener and the dedicated host's WebRTC socket first, so that the embedded TURN
+// server knows the socket's port (a relay may reach it on the server's own address), then TURN,
+// signaling (which hands out TURN credentials) and the host.
 func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*server, error) {
 	var tlsCfg *tls.Config
 	if o.tlsCert != "" || o.tlsKey != "" {
@@ -115,6 +120,41 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	if err != nil {
 		return nil, usageError{err}
 	}
+	external, err := parseICEServers(o.iceServers)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	s := &server{log: log, served: make(chan error, 2)}
+	fail := func(err error) (*server, error) {
+		_ = ln.Close()
+		s.closeAll()
+		return nil, err
+	}
+	var hostCfg peer.Config
+	var ownPorts []int
+	if o.dedicatedHost {
+		if hostCfg, err = dedicatedHostConfig(s.log, o, addr); err != nil {
+			return fail(err)
+		}
+		if s.hostAPI, err = peer.LinkAPI(hostCfg); err != nil {
+			return fail(err)
+		}
+		hostCfg.Transport = peer.PionTransport{API: s.hostAPI}
+		if ua, ok := s.hostAPI.UDPMuxAddr().(*net.UDPAddr); ok {
+			ownPorts = append(ownPorts, ua.Port)
+		}
+	}
+	if o.turnAddr != "" {
+		if s.turn, err = startTURN(o, tlsCfg, ownPorts, log); err != nil {
+			return fail(err)
+		}
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := o.limits
@@ -126,17 +166,6 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	cfg.Registerer = reg
 	if o.secret != "" {
 		cfg.Secret = []byte(o.secret)
-	}
-	s := &server{log: log, served: make(chan error, 2)}
-	if o.turnAddr != "" {
-		if s.turn, err = startTURN(o, tlsCfg, log); err != nil {
-			return nil, err
-		}
-	}
-	external, err := parseICEServers(o.iceServers)
-	if err != nil {
-		s.closeTURN()
-		return nil, usageError{err}
 	}
 	cfg.ICEServers = iceServersFunc(s.turn, external, o.iceSecret)
 	s.sig = signaling.New(cfg)
@@ -158,26 +187,18 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	mux.Handle("/", web.Handler())
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		s.closeTURN()
-		_ = s.sig.Close()
-		return nil, err
-	}
 	scheme := "http"
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 		scheme = "https"
 	}
 	s.http = newHTTPServer(mux, o.http)
-	s.url = scheme + "://" + ln.Addr().String()
+	s.url = scheme + "://" + addr.String()
 	if o.dedicatedHost {
 		// Before Serve, so that the metrics collector never sees s.host change. The host's
 		// dial waits in the listen backlog until Serve accepts it.
-		if err := s.startHost(ctx, o, ln.Addr().(*net.TCPAddr), tlsCfg != nil, sh); err != nil {
-			_ = ln.Close()
-			s.stop()
-			return nil, err
+		if err := s.startHost(ctx, o, hostCfg, addr, tlsCfg != nil, sh); err != nil {
+			return fail(err)
 		}
 	}
 	go func() { s.served <- s.http.Serve(ln) }()
@@ -186,29 +207,34 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	return s, nil
 }
 
-// startHost runs the dedicated host in this process. It dials the public listener, or, when
-// that is TLS (whose certificate names the public host) or listens on every interface, a
-// loopback listener of its own that serves only signaling. Its WebRTC follows the public
-// address: loopback-only when serve listens on loopback, otherwise every interface (with
-// --public-ip in its host candidates), on the --udp socket.
-func (s *server) startHost(ctx context.Context, o serveOptions, addr *net.TCPAddr, tlsOn bool, sh http.Handler) error {
+// dedicatedHostConfig is the dedicated host's peer.Config but for Server and Token. Its WebRTC
+// follows the public address: loopback-only when serve listens on loopback, otherwise (or with
+// --ice any) one UDP socket (--udp; default an ephemeral port on the --addr interface, on every
+// interface when --addr is a wildcard or loopback) with --public-ip in its host candidates.
+func dedicatedHostConfig(log zerolog.Logger, o serveOptions, addr *net.TCPAddr) (peer.Config, error) {
 	nw := o.net
-	loopback := addr.IP.IsLoopback()
 	if nw.ice == "" {
 		nw.ice = string(peer.ICEAny)
-		if loopback {
+		if addr.IP.IsLoopback() {
 			nw.ice = string(peer.ICELoopback)
 		}
 	}
 	if nw.udp == "" && nw.ice == string(peer.ICEAny) {
-		// The --addr interface; every interface when --addr is a wildcard, or loopback while
-		// players are not (--ice any behind a reverse proxy).
 		nw.udp = "0.0.0.0:0"
 		if !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
 			nw.udp = net.JoinHostPort(addr.IP.String(), "0")
 		}
 	}
-	dial := s.url
+	hl := log.With().Str("component", "host").Logger()
+	cfg := peer.Config{Room: o.room, User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl}
+	return cfg, nw.config(hl, &cfg)
+}
+
+// startHost runs the dedicated host (cfg, with its transport) in this process. It dials the
+// public listener, or, when that is TLS (whose certificate names the public host) or listens
+// on every interface, a loopback listener of its own that serves only signaling.
+func (s *server) startHost(ctx context.Context, o serveOptions, cfg peer.Config, addr *net.TCPAddr, tlsOn bool, sh http.Handler) error {
+	cfg.Server = s.url
 	if tlsOn || addr.IP.IsUnspecified() {
 		iln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -218,12 +244,11 @@ func (s *server) startHost(ctx context.Context, o serveOptions, addr *net.TCPAdd
 		imux.Handle("/ws", sh)
 		s.inner = newHTTPServer(imux, o.http)
 		go func() { s.served <- s.inner.Serve(iln) }()
-		dial = "http://" + iln.Addr().String()
+		cfg.Server = "http://" + iln.Addr().String()
 	}
-	token := ""
 	if o.secret != "" {
 		var err error
-		token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
+		cfg.Token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
 			Room: signaling.RoomID(o.room), User: dedicatedHostUser, Device: "serve", MayHost: true,
 			Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
 		})
@@ -231,8 +256,7 @@ func (s *server) startHost(ctx context.Context, o serveOptions, addr *net.TCPAdd
 			return err
 		}
 	}
-	hl := s.log.With().Str("component", "host").Logger()
-	p, err := newPeer(hl, nw, dial, o.room, dedicatedHostUser, "serve", signaling.KindHost, token, arena.New(arena.Config{}), false)
+	p, err := peer.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -262,22 +286,31 @@ func (s *server) wait(ctx context.Context) error {
 
 func (s *server) stop() {
 	s.log.Info().Msg("shutting down")
+	s.closeAll()
+}
+
+// closeAll stops what startServer started, in reverse: the host (then its WebRTC socket),
+// signaling, the HTTP servers, TURN. Parts never started are skipped.
+func (s *server) closeAll() {
 	if s.stopHost != nil {
 		s.stopHost()
 		<-s.hostDone
 		s.stopHost = nil
 	}
-	_ = s.sig.Close()
+	if s.hostAPI != nil {
+		_ = s.hostAPI.Close()
+	}
+	if s.sig != nil {
+		_ = s.sig.Close()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = s.http.Shutdown(sctx)
+	if s.http != nil {
+		_ = s.http.Shutdown(sctx)
+	}
 	if s.inner != nil {
 		_ = s.inner.Shutdown(sctx)
 	}
-	s.closeTURN()
-}
-
-func (s *server) closeTURN() {
 	if s.turn != nil {
 		_ = s.turn.Close()
 	}

@@ -15,29 +15,13 @@ import (
 	"github.com/concordrtc/concord/peer/link"
 )
 
-// A pion connection between two Go peers with relay-only ICE is carried by
-// the embedded TURN server on loopback: the selected pair is relay on both
-// ends, data flows both ways, and the server counts what it relayed.
-func TestPionLinkThroughRelay(t *testing.T) {
-	s := newTestServer(t, Config{AllowPeers: []netip.Prefix{loopback8}})
+// linkPair connects an offerer on apiA and an answerer on apiB, with the ICE servers each is
+// handed, signaling in process; it waits until both are ready, checks that a message crosses
+// each way, and closes both when the test ends.
+func linkPair(t *testing.T, apiA, apiB *link.API, iceA, iceB []webrtc.ICEServer, relayOnly bool) (a, b *link.Conn) {
+	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	servers := func(id string) []webrtc.ICEServer {
-		u, p := s.Credentials(id)
-		return []webrtc.ICEServer{{URLs: s.URLs()[:1], Username: u, Credential: p}}
-	}
-	apiA, err := link.NewAPI(link.Config{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer apiA.Close()
-	apiB, err := link.NewAPI(link.Config{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer apiB.Close()
-
-	var a, b atomic.Pointer[link.Conn]
-	got := make(chan string, 4)
+	var pa, pb atomic.Pointer[link.Conn]
 	deliver := func(to *atomic.Pointer[link.Conn]) func(link.Signal) error {
 		return func(sig link.Signal) error {
 			c := to.Load()
@@ -50,6 +34,7 @@ func TestPionLinkThroughRelay(t *testing.T) {
 			return nil
 		}
 	}
+	got := make(chan string, 16)
 	collect := func(name string) link.Handler {
 		return func(_ link.Channel, p []byte) {
 			select {
@@ -58,46 +43,30 @@ func TestPionLinkThroughRelay(t *testing.T) {
 			}
 		}
 	}
-	cb, err := apiB.NewAnswerer(link.ConnConfig{
-		Signal: deliver(&a), Logger: log, ICEServers: servers("bob/p2"), RelayOnly: true, Handler: collect("b"),
-	})
+	b, err := apiB.NewAnswerer(link.ConnConfig{Signal: deliver(&pa), Logger: log, ICEServers: iceB, RelayOnly: relayOnly, Handler: collect("b")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Store(cb)
-	defer cb.Close()
-	ca, err := apiA.NewOfferer(link.ConnConfig{
-		Signal: deliver(&b), Logger: log, ICEServers: servers("alice/p1"), RelayOnly: true, Handler: collect("a"),
-	})
+	pb.Store(b)
+	t.Cleanup(func() { _ = b.Close() })
+	a, err = apiA.NewOfferer(link.ConnConfig{Signal: deliver(&pb), Logger: log, ICEServers: iceA, RelayOnly: relayOnly, Handler: collect("a")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Store(ca)
-	defer ca.Close()
+	pa.Store(a)
+	t.Cleanup(func() { _ = a.Close() })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, c := range []*link.Conn{ca, cb} {
+	for _, c := range []*link.Conn{a, b} {
 		if err := c.WaitReady(ctx); err != nil {
 			t.Fatalf("link not ready: %v", err)
 		}
 	}
-	for _, c := range []*link.Conn{ca, cb} {
-		poll.Until(t, 5*time.Second, "a selected pair", func() error {
-			local, remote, ok := c.SelectedPair()
-			if !ok {
-				return fmt.Errorf("none yet")
-			}
-			if local != link.CandidateRelay || remote != link.CandidateRelay {
-				return fmt.Errorf("selected pair %s/%s, want relay/relay", local, remote)
-			}
-			return nil
-		})
-	}
-	if err := ca.Send(link.Reliable, []byte("to b")); err != nil {
+	if err := a.Send(link.Reliable, []byte("to b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := cb.Send(link.Reliable, []byte("to a")); err != nil {
+	if err := b.Send(link.Reliable, []byte("to a")); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
@@ -106,11 +75,53 @@ func TestPionLinkThroughRelay(t *testing.T) {
 		case m := <-got:
 			seen[m] = true
 		case <-ctx.Done():
-			t.Fatalf("messages through the relay: got %v", seen)
+			t.Fatalf("messages over the link: got %v", seen)
 		}
 	}
 	if !seen["b:to b"] || !seen["a:to a"] {
 		t.Fatalf("got %v", seen)
+	}
+	return a, b
+}
+
+// waitPair polls c's selected candidate pair until ok accepts its types.
+func waitPair(t *testing.T, c *link.Conn, ok func(local, remote string) error) {
+	t.Helper()
+	poll.Until(t, 5*time.Second, "the selected pair", func() error {
+		local, remote, sel := c.SelectedPair()
+		if !sel {
+			return fmt.Errorf("none yet")
+		}
+		return ok(local, remote)
+	})
+}
+
+// A pion connection between two Go peers with relay-only ICE is carried by the embedded TURN
+// server on loopback: the selected pair is relay on both ends, data flows both ways, and the
+// server counts what it relayed.
+func TestPionLinkThroughRelay(t *testing.T) {
+	s := newTestServer(t, Config{AllowPeers: []netip.Prefix{loopback8}})
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	servers := func(id string) []webrtc.ICEServer {
+		u, p := s.Credentials(id)
+		return []webrtc.ICEServer{{URLs: s.URLs()[:1], Username: u, Credential: p}}
+	}
+	api := func() *link.API {
+		a, err := link.NewAPI(link.Config{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = a.Close() })
+		return a
+	}
+	a, b := linkPair(t, api(), api(), servers("alice/p1"), servers("bob/p2"), true)
+	for _, c := range []*link.Conn{a, b} {
+		waitPair(t, c, func(local, remote string) error {
+			if local != link.CandidateRelay || remote != link.CandidateRelay {
+				return fmt.Errorf("selected pair %s/%s, want relay/relay", local, remote)
+			}
+			return nil
+		})
 	}
 	if st := s.Stats(); st.Allocations < 2 || st.RelayedBytesOut == 0 || st.RelayedBytesIn == 0 {
 		t.Fatalf("server stats %+v, want two allocations and relayed bytes", st)

@@ -34,6 +34,7 @@ type policy struct {
 	allow            []netip.Prefix
 	own              map[netip.Addr]bool // the server's own addresses
 	minPort, maxPort int
+	ownPorts         map[int]bool // also reachable on the own addresses (Config.OwnPorts)
 }
 
 // allowIP reports whether a relay may exchange datagrams with ip at all
@@ -73,7 +74,7 @@ func (p *policy) allowAddr(ap netip.AddrPort) bool {
 	}
 	if p.own[ip] {
 		port := int(ap.Port())
-		return port >= p.minPort && port <= p.maxPort
+		return (port >= p.minPort && port <= p.maxPort) || p.ownPorts[port]
 	}
 	return true
 }

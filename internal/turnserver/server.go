@@ -67,6 +67,11 @@ type Config struct {
 
 	// MinPort and MaxPort bound the relay ports. Default 49152..65535.
 	MinPort, MaxPort int
+	// OwnPorts are ports of the server's own addresses that relays may
+	// reach besides the relay range: a WebRTC socket on the same machine
+	// (serve's dedicated host), reachable directly and through the relay.
+	// Default none.
+	OwnPorts []int
 	// AllowPeers admits peer addresses in these prefixes, which are refused
 	// otherwise (private, shared and loopback ranges; see the package doc).
 	// Default none.
@@ -222,7 +227,11 @@ func New(cfg Config) (*Server, error) {
 	if s.public.To4() == nil {
 		return fail(fmt.Errorf("%w: PublicIP %s is not IPv4", ErrConfig, s.public))
 	}
-	s.pol = &policy{allow: cfg.AllowPeers, own: ownAddrs(interfaceAddrs(cfg.Net), s.addr.IP, s.public), minPort: cfg.MinPort, maxPort: cfg.MaxPort}
+	s.pol = &policy{allow: cfg.AllowPeers, own: ownAddrs(interfaceAddrs(cfg.Net), s.addr.IP, s.public), minPort: cfg.MinPort, maxPort: cfg.MaxPort,
+		ownPorts: make(map[int]bool, len(cfg.OwnPorts))}
+	for _, p := range cfg.OwnPorts {
+		s.pol.ownPorts[p] = true
+	}
 
 	bind := s.addr.IP.String()
 	gen := &relayGen{s: s, inner: &turn.RelayAddressGeneratorPortRange{

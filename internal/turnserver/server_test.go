@@ -220,7 +220,7 @@ func TestOwnAddressOutsideRelayRange(t *testing.T) {
 
 func TestPolicy(t *testing.T) {
 	own := netip.MustParseAddr("203.0.113.10")
-	p := &policy{own: map[netip.Addr]bool{own: true}, minPort: 49152, maxPort: 65535,
+	p := &policy{own: map[netip.Addr]bool{own: true}, minPort: 49152, maxPort: 65535, ownPorts: map[int]bool{7882: true},
 		allow: []netip.Prefix{netip.MustParsePrefix("100.64.0.0/10")}}
 	for _, tc := range []struct {
 		addr string
@@ -232,6 +232,8 @@ func TestPolicy(t *testing.T) {
 		{"203.0.113.10:50000", true},
 		{"203.0.113.10:22", false},
 		{"203.0.113.10:49151", false},
+		{"203.0.113.10:7882", true}, // Config.OwnPorts: the dedicated host's WebRTC socket
+		{"8.8.8.8:7882", true},
 		{"127.0.0.1:50000", false},
 		{"[::1]:50000", false},
 		{"[::ffff:127.0.0.1]:50000", false},

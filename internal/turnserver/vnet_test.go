@@ -1,18 +1,14 @@
 package turnserver
 
 import (
-	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/pion/transport/v5/vnet"
 	"github.com/pion/webrtc/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/pionlog"
-	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer/link"
 )
 
@@ -82,71 +78,14 @@ func TestSymmetricNATsMeetThroughRelay(t *testing.T) {
 	}
 	apiA, apiB := api(netA, "10.1.0.1"), api(netB, "10.2.0.1")
 
-	var a, b atomic.Pointer[link.Conn]
-	deliver := func(to *atomic.Pointer[link.Conn]) func(link.Signal) error {
-		return func(sig link.Signal) error {
-			if c := to.Load(); c != nil {
-				if err := c.HandleSignal(sig); err != nil {
-					t.Errorf("HandleSignal(%s): %v", sig.Kind, err)
-				}
-				return nil
-			}
-			return fmt.Errorf("no remote yet")
-		}
-	}
-	got := make(chan string, 4)
-	collect := func(name string) link.Handler {
-		return func(_ link.Channel, p []byte) { got <- name + ":" + string(p) }
-	}
-	cb, err := apiB.NewAnswerer(link.ConnConfig{Signal: deliver(&a), Logger: log, ICEServers: servers("bob/p2"), Handler: collect("b")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Store(cb)
-	defer cb.Close()
-	ca, err := apiA.NewOfferer(link.ConnConfig{Signal: deliver(&b), Logger: log, ICEServers: servers("alice/p1"), Handler: collect("a")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Store(ca)
-	defer ca.Close()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ca, cb := linkPair(t, apiA, apiB, servers("alice/p1"), servers("bob/p2"), false)
 	for _, c := range []*link.Conn{ca, cb} {
-		if err := c.WaitReady(ctx); err != nil {
-			t.Fatalf("link not ready: %v", err)
-		}
-	}
-	for _, c := range []*link.Conn{ca, cb} {
-		poll.Until(t, 5*time.Second, "a relay pair selected", func() error {
-			local, remote, ok := c.SelectedPair()
-			if !ok {
-				return fmt.Errorf("none yet")
-			}
+		waitPair(t, c, func(local, remote string) error {
 			if local != link.CandidateRelay && remote != link.CandidateRelay {
 				return fmt.Errorf("selected %s/%s: two symmetric NATs met without the relay", local, remote)
 			}
 			return nil
 		})
-	}
-	if err := ca.Send(link.Reliable, []byte("to b")); err != nil {
-		t.Fatal(err)
-	}
-	if err := cb.Send(link.Reliable, []byte("to a")); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for len(seen) < 2 {
-		select {
-		case m := <-got:
-			seen[m] = true
-		case <-ctx.Done():
-			t.Fatalf("messages through the relay: got %v", seen)
-		}
-	}
-	if !seen["b:to b"] || !seen["a:to a"] {
-		t.Fatalf("got %v", seen)
 	}
 	st := s.Stats()
 	if st.RelayedBytesOut == 0 || st.RelayedBytesIn == 0 {
