@@ -51,25 +51,36 @@ func TestLab2HostAcrossNATs(t *testing.T) {
 		time.Since(begin).Round(time.Millisecond), relayed, allocs, bytes, r)
 }
 
-// TestLab4UDPBlocked is scenario 4: a bot in home C, whose router drops all UDP, reaches a host on
-// the public side through the TURN server over TCP, and syncs.
+// TestLab4UDPBlocked is scenario 4: a bot in home C, whose router drops all UDP, reaches the host
+// through the TURN server over TCP, and syncs: a `concord host` on the public side, then the
+// server's own dedicated host (which the relay reaches on the server's own address).
 func TestLab4UDPBlocked(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := concord(t)
 	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
-	serve(t, lab, "--dedicated-host=false")
-	start(t, lab.Public, "host", bin, "host", "--server", serverURL, "--room", "arena")
-	waitHost(t, "host")
-	begin := time.Now()
-	start(t, lab.C.NS, "bot", bin, "bot", "--server", serverURL, "--room", "arena", "-n", "1", "--move-for", "2s")
-	r := converged(t, 2, arenaEntities(1), 45*time.Second, func(r *room) error {
-		for _, m := range r.Members {
-			// UDP cannot leave home C: its end of the pair can only be a relay reached over TCP.
-			if m.PeerIndex != r.Host && (m.Link == nil || m.Link.Local != "relay") {
-				return fmt.Errorf("the bot's link is %v, want a local relay", m.Link)
-			}
+	for _, dedicated := range []bool{false, true} {
+		name := "public concord host"
+		if dedicated {
+			name = "dedicated host"
 		}
-		return nil
-	})
-	t.Logf("bot behind a UDP-dropping NAT synced through TURN over TCP in %v: %v", time.Since(begin).Round(time.Millisecond), r)
+		t.Run(name, func(t *testing.T) {
+			serve(t, lab, fmt.Sprintf("--dedicated-host=%v", dedicated))
+			if !dedicated {
+				start(t, lab.Public, "host", bin, "host", "--server", serverURL, "--room", "arena")
+			}
+			waitHost(t, "host")
+			begin := time.Now()
+			start(t, lab.C.NS, "bot", bin, "bot", "--server", serverURL, "--room", "arena", "-n", "1", "--move-for", "2s")
+			r := converged(t, 2, arenaEntities(1), 45*time.Second, func(r *room) error {
+				for _, m := range r.Members {
+					// UDP cannot leave home C: its end of the pair can only be a relay reached over TCP.
+					if m.PeerIndex != r.Host && (m.Link == nil || m.Link.Local != "relay") {
+						return fmt.Errorf("the bot's link is %v, want a local relay", m.Link)
+					}
+				}
+				return nil
+			})
+			t.Logf("bot behind a UDP-dropping NAT synced with the %s through TURN over TCP in %v: %v", name, time.Since(begin).Round(time.Millisecond), r)
+		})
+	}
 }
