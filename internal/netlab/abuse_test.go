@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -26,7 +25,12 @@ const labSecret = "netlab-abuse-scenario-secret-0123456789"
 // else the text between the braces).
 func metrics(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(serverURL + "/metrics")
+	return plain.metrics(t, name)
+}
+
+func (a *api) metrics(t *testing.T, name string) map[string]float64 {
+	t.Helper()
+	resp, err := a.get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,9 +213,14 @@ var waitFor = poll.Until
 // waitHost waits until room arena's host is a synced member of kind, and returns the term.
 func waitHost(t *testing.T, kind string) uint64 {
 	t.Helper()
+	return plain.waitHost(t, kind)
+}
+
+func (a *api) waitHost(t *testing.T, kind string) uint64 {
+	t.Helper()
 	var term uint64
 	waitFor(t, 20*time.Second, "a "+kind+" to be elected host", func() error {
-		r, err := getRoom("arena")
+		r, err := a.room("arena")
 		if err != nil {
 			return err
 		}
@@ -291,15 +296,45 @@ func (r *room) hostMember() *member {
 	return nil
 }
 
-func getRoom(name string) (*room, error) {
-	resp, err := http.Get(serverURL + "/api/rooms")
+// api reads a server's HTTP APIs.
+type api struct {
+	base   string
+	client *http.Client
+	// bearer goes in "Authorization: Bearer" (a join token, on a server with a secret).
+	bearer string
+}
+
+// plain is the API of the scenarios' server (serveArgs, plain HTTP, open).
+var plain = &api{base: serverURL, client: http.DefaultClient}
+
+// get fetches path and returns the response of a 200, or an error.
+func (a *api) get(path string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, a.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if a.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+a.bearer)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: status %d", path, resp.StatusCode)
+	}
+	return resp, nil
+}
+
+func getRoom(name string) (*room, error) { return plain.room(name) }
+
+func (a *api) room(name string) (*room, error) {
+	resp, err := a.get("/api/rooms")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/api/rooms: status %d", resp.StatusCode)
-	}
 	var rooms []room
 	if err := json.NewDecoder(resp.Body).Decode(&rooms); err != nil {
 		return nil, err
@@ -317,11 +352,16 @@ func getRoom(name string) (*room, error) {
 // returns the room.
 func converged(t *testing.T, n, entities int, d time.Duration, check func(*room) error) *room {
 	t.Helper()
+	return plain.converged(t, n, entities, d, check)
+}
+
+func (a *api) converged(t *testing.T, n, entities int, d time.Duration, check func(*room) error) *room {
+	t.Helper()
 	var key string
 	var since time.Time
 	var last *room
 	waitFor(t, d, fmt.Sprintf("%d members converged", n), func() error {
-		r, err := getRoom("arena")
+		r, err := a.room("arena")
 		if err != nil {
 			return err
 		}
