@@ -220,7 +220,7 @@ func (a *api) waitHost(t *testing.T, kind string) uint64 {
 	t.Helper()
 	var term uint64
 	waitFor(t, 20*time.Second, "a "+kind+" to be elected host", func() error {
-		r, err := a.room("arena")
+		r, err := a.room(a.watched())
 		if err != nil {
 			return err
 		}
@@ -302,6 +302,15 @@ type api struct {
 	client *http.Client
 	// bearer goes in "Authorization: Bearer" (a join token, on a server with a secret).
 	bearer string
+	// roomName is the room converged and waitHost watch; default "arena".
+	roomName string
+}
+
+func (a *api) watched() string {
+	if a.roomName == "" {
+		return "arena"
+	}
+	return a.roomName
 }
 
 // plain is the API of the scenarios' server (serveArgs, plain HTTP, open).
@@ -361,7 +370,7 @@ func (a *api) converged(t *testing.T, n, entities int, d time.Duration, check fu
 	var since time.Time
 	var last *room
 	waitFor(t, d, fmt.Sprintf("%d members converged", n), func() error {
-		r, err := a.room("arena")
+		r, err := a.room(a.watched())
 		if err != nil {
 			return err
 		}
