@@ -87,9 +87,10 @@ func spread(ds []time.Duration) string {
 }
 
 // TestLabMeasureJoin measures (issue 9 §5; BENCHMARKS.md "NAT lab") the time from a member's
-// start to synced, and then a member's round trip to the host: on the public side and behind symmetric NAT B with the server's dedicated
-// host (public), then behind NAT B with a `concord host` behind NAT A (through the relay). It
-// runs only with CONCORD_LAB_MEASURE=1 (set -run TestLabMeasureJoin).
+// start to synced, and then a member's round trip to the host: on the public side, behind
+// symmetric NAT B and behind the UDP-dropping NAT C with the server's dedicated host (public),
+// then behind NAT B and on the public side with a `concord host` behind NAT A. It runs only with
+// CONCORD_LAB_MEASURE=1 (set -run TestLabMeasureJoin).
 func TestLabMeasureJoin(t *testing.T) {
 	if os.Getenv("CONCORD_LAB_MEASURE") != "1" {
 		t.Skip("a measurement: set CONCORD_LAB_MEASURE=1 to run it")
@@ -103,7 +104,8 @@ func TestLabMeasureJoin(t *testing.T) {
 	srv := serve(t, lab)
 	pub := joinTimes(t, public, trials)
 	natB := joinTimes(t, lab.B, trials)
-	rttPub, rttNATB := rtts(t, public, 5*time.Second), rtts(t, lab.B, 5*time.Second)
+	tcpC := joinTimes(t, lab.C, trials)
+	rttPub, rttNATB, rttC := rtts(t, public, 5*time.Second), rtts(t, lab.B, 5*time.Second), rtts(t, lab.C, 5*time.Second)
 	srv.stop()
 
 	serve(t, lab, "--dedicated-host=false")
@@ -115,10 +117,12 @@ func TestLabMeasureJoin(t *testing.T) {
 
 	t.Logf("join → synced, dedicated host on the public side: member on the public side %s", spread(pub))
 	t.Logf("join → synced, dedicated host on the public side: member behind symmetric NAT B %s", spread(natB))
+	t.Logf("join → synced, dedicated host on the public side: member behind the UDP-dropping NAT C (TURN over TCP) %s", spread(tcpC))
 	t.Logf("join → synced, host behind symmetric NAT A: member behind symmetric NAT B (relay) %s", spread(relayed))
 	t.Logf("join → synced, host behind symmetric NAT A: member on the public side %s", spread(pubToNAT))
 	t.Logf("round trip to the host, dedicated host on the public side: member on the public side %s", spread(rttPub))
 	t.Logf("round trip to the host, dedicated host on the public side: member behind symmetric NAT B %s", spread(rttNATB))
+	t.Logf("round trip to the host, dedicated host on the public side: member behind the UDP-dropping NAT C (TURN over TCP) %s", spread(rttC))
 	t.Logf("round trip to the host, host behind symmetric NAT A: member behind symmetric NAT B (relay) %s", spread(rttRelayed))
 	t.Logf("round trip to the host, host behind symmetric NAT A: member on the public side %s", spread(rttPubToNAT))
 }
