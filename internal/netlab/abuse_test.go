@@ -105,16 +105,19 @@ func turnClient(t *testing.T, h netlab.Home, user, pass string) *turn.Client {
 	return c
 }
 
-// TestLab6Abuse is scenario 6: the embedded TURN server is not an open relay. Forged and
+// TestLab6Abuse is scenario 6: the embedded TURN server is not an open relay, and its caps hold.
+// Forged and
 // expired credentials are refused; with valid ones, nothing reaches 127.0.0.1, the server's own
 // address outside its relay ports or a private range not admitted (home B's 10.2.0.0/24), while
-// the admitted 100.64.0.0/10 and relay to relay between two members work; /metrics counts every
-// refusal.
+// the admitted 100.64.0.0/10 and relay to relay between two members work; an identity gets no
+// allocation over its quota and no more than its byte rate; /metrics counts every refusal.
 func TestLab6Abuse(t *testing.T) {
 	lab := netlab.Get(t)
 	concord(t)
 	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
-	serveEnv(t, lab, []string{"CONCORD_SECRET=" + labSecret}, "--dedicated-host=false")
+	const quota, maxBps = 3, 20000
+	serveEnv(t, lab, []string{"CONCORD_SECRET=" + labSecret}, "--dedicated-host=false",
+		fmt.Sprintf("--turn-user-quota=%d", quota), fmt.Sprintf("--turn-max-bps=%d", maxBps))
 	key := turnserver.DeriveKey([]byte(labSecret))
 	creds := func(id string, expiry time.Time) (string, string) {
 		u := turnserver.Username(id, expiry)
@@ -218,5 +221,47 @@ func TestLab6Abuse(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("refused: %v credentials, %v peers (metrics); relay %v ↔ %v works", metric(t, refusedCreds)-creds0, metric(t, refusedPeers)-peers0, relayA.LocalAddr(), relayB.LocalAddr())
+
+	// Caps: one identity holds at most quota allocations at once (from as many sockets)...
+	const refusedAllocs, rateDropped = "concord_turn_refused_allocations_total", "concord_turn_rate_dropped_total"
+	allocs0, drops0 := metric(t, refusedAllocs), metric(t, rateDropped)
+	u, pw = creds("greedy", time.Now().Add(time.Hour))
+	for i := range quota + 1 {
+		relay, err := turnClient(t, lab.A, u, pw).Allocate()
+		if i < quota && err != nil {
+			t.Fatalf("greedy's allocation %d of %d: %v", i+1, quota, err)
+		}
+		if i == quota && err == nil {
+			t.Fatalf("greedy's allocation %d succeeded over the quota of %d", i+1, quota)
+		}
+		if err == nil {
+			defer relay.Close()
+		}
+	}
+	if got := metric(t, refusedAllocs); got < allocs0+1 {
+		t.Errorf("%s went from %v to %v after an allocation over the quota", refusedAllocs, allocs0, got)
+	}
+	// ... and the relay carries at most maxBps for it: a burst of 10 times that is cut down.
+	burst := make([]byte, 1000)
+	sent := 0
+	for range 10 * maxBps / len(burst) {
+		if _, err := relayA.WriteTo(burst, sinks["admitted"].LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		sent += len(burst)
+	}
+	got := 0
+	for {
+		n, _, err := readWithin(sinks["admitted"], 500*time.Millisecond)
+		if err != nil {
+			break
+		}
+		got += n
+	}
+	// What passes is about one second's worth (the cap's burst): some, and not much more.
+	if got == 0 || got > 2*maxBps || metric(t, rateDropped) <= drops0 {
+		t.Errorf("a %d-byte burst over a %d B/s cap: %d bytes arrived, %s went from %v to %v", sent, maxBps, got, rateDropped, drops0, metric(t, rateDropped))
+	}
+	t.Logf("refused: %v credentials, %v peers, %v allocations over the quota, %v datagrams over the rate (%d of %d bytes of a burst arrived) (metrics); relay %v ↔ %v works",
+		metric(t, refusedCreds)-creds0, metric(t, refusedPeers)-peers0, metric(t, refusedAllocs)-allocs0, metric(t, rateDropped)-drops0, got, sent, relayA.LocalAddr(), relayB.LocalAddr())
 }

@@ -175,7 +175,7 @@ func roundTrip(c, dst *net.UDPConn, msg string) (netip.AddrPort, error) {
 // readWithin reads one datagram, giving up after d (a negative check: nothing may arrive).
 func readWithin(c *net.UDPConn, d time.Duration) (int, net.Addr, error) {
 	_ = c.SetReadDeadline(time.Now().Add(d))
-	buf := make([]byte, 64)
+	buf := make([]byte, 2048)
 	return c.ReadFrom(buf)
 }
 
