@@ -129,12 +129,22 @@ func linkTypes(r *remote) *signaling.LinkTypes {
 	return &signaling.LinkTypes{Local: local, Remote: remote}
 }
 
+// notMigrating clears a migration in progress; loop goroutine only.
+func (p *Peer) notMigrating() { p.migratingSince = time.Time{} }
+
+// migrationStarts notes when a synced member learns of a new host; loop goroutine only.
+func (p *Peer) migrationStarts() {
+	if p.member != nil && p.member.synced {
+		p.migratingSince = p.clock.Now() // the pause ends when the new host's snapshot is merged
+	}
+}
+
 // migrated ends a migration pause when the new host's snapshot has merged; loop goroutine only.
 func (p *Peer) migrated() {
 	if p.migratingSince.IsZero() {
 		return
 	}
-	p.lastPause = p.cfg.Now().Sub(p.migratingSince)
+	p.lastPause = p.clock.Now().Sub(p.migratingSince)
 	p.migratingSince = time.Time{}
 	p.count.migrations.Add(1)
 }

@@ -26,7 +26,13 @@ type Status struct {
 	BytesOut uint64
 	// Rejected counts writes the host refused for lack of authority.
 	Rejected uint64
-	// Fenced counts messages ignored because they did not come from the host of the term.
+	// RejectedRace counts the part of Rejected that are expected races of normal play (logged at
+	// debug, not warn): writes of a member that lost the entity's authority moments ago (a lock
+	// handed back or expired, the transfer still on its way to it), and corrections to values this
+	// host already holds.
+	RejectedRace uint64
+	// Fenced counts messages ignored because they did not come from the host of the term: on a
+	// member, host messages refused by its fence (docs/protocol.md §5, "Fencing").
 	Fenced uint64
 	// Dropped counts messages dropped as unusable (unknown entity, unknown extension, full queue).
 	Dropped uint64
@@ -48,8 +54,8 @@ type Status struct {
 	// HostLink is the candidate types of the selected pair of this member's link to the host
 	// (pion links only); nil on the host and before the link is up. Reported to signaling.
 	HostLink *signaling.LinkTypes
-	// Channels sums the counters of the current links per channel (link.Reliable,
-	// link.Unreliable).
+	// Channels sums the counters of every link this peer had, per channel (link.Reliable,
+	// link.Unreliable); Buffered is over the current links only.
 	Channels [link.NumChannels]link.ChannelStats
 	// Pairs counts the current links by the candidate types of their selected pair (pion links
 	// only; a link without a selected pair yet is not counted).
@@ -62,8 +68,8 @@ type Status struct {
 }
 
 type counters struct {
-	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
-	migrations                                                                 atomic.Uint64
+	bytesIn, bytesOut, rejected, rejectedRace, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
+	migrations                                                                               atomic.Uint64
 	// closedMu guards closed: the counters of links already closed (by any goroutine).
 	closedMu sync.Mutex
 	closed   [link.NumChannels]link.ChannelStats
@@ -100,6 +106,7 @@ func (p *Peer) publish() *Status {
 		BytesIn:         p.count.bytesIn.Load(),
 		BytesOut:        p.count.bytesOut.Load(),
 		Rejected:        p.count.rejected.Load(),
+		RejectedRace:    p.count.rejectedRace.Load(),
 		Fenced:          p.count.fenced.Load(),
 		Dropped:         p.count.dropped.Load() + p.count.droppedIn.Load(),
 		StandbyPromoted: p.count.promoted.Load(),

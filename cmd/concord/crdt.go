@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,17 +12,30 @@ import (
 	"github.com/concordrtc/concord/crdt"
 )
 
-func cmdCRDT(args []string, stdin io.Reader, stdout io.Writer) error {
+func cmdCRDT(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{errors.New("want a subcommand: state FILE... | dump FILE")}
 	}
 	switch args[0] {
 	case "state":
-		return crdtState(args[1:], stdin, stdout)
+		return crdtState(args[1:], stdin, stdout, stderr)
 	case "dump":
-		return crdtDump(args[1:], stdin, stdout)
+		return crdtDump(args[1:], stdin, stdout, stderr)
+	}
+	if isHelpArg(args[0]) {
+		return groupHelp(stderr, "crdt")
 	}
 	return usageError{fmt.Errorf("unknown subcommand %q (want state or dump)", args[0])}
+}
+
+// crdtFiles parses the flags of `crdt NAME` (only -h) and returns its FILE arguments.
+func crdtFiles(name string, args []string, stderr io.Writer) ([]string, error) {
+	fs := flag.NewFlagSet("crdt "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return nil, err
+	}
+	return fs.Args(), nil
 }
 
 func readInput(name string, stdin io.Reader) ([]byte, error) {
@@ -33,7 +47,11 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 
 // crdtState merges every file into one replica and prints the canonical state. Nothing is printed
 // on stdout when any input is malformed.
-func crdtState(files []string, stdin io.Reader, stdout io.Writer) error {
+func crdtState(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	files, err := crdtFiles("state", args, stderr)
+	if err != nil {
+		return err
+	}
 	if len(files) == 0 {
 		return usageError{errors.New("want at least one FILE (- for stdin)")}
 	}
@@ -62,7 +80,11 @@ func crdtState(files []string, stdin io.Reader, stdout io.Writer) error {
 
 // crdtDump prints one line per message: offset, type, entity number/version, component,
 // timestamp and data length.
-func crdtDump(files []string, stdin io.Reader, stdout io.Writer) error {
+func crdtDump(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	files, err := crdtFiles("dump", args, stderr)
+	if err != nil {
+		return err
+	}
 	if len(files) != 1 {
 		return usageError{errors.New("want exactly one FILE (- for stdin)")}
 	}

@@ -52,7 +52,7 @@ func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
 	var nw peerNet
 	nw.addICEFlag(fs)
 	nw.addAddrFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, *logLevel)
@@ -75,7 +75,7 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	var nw peerNet
 	nw.addICEFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *n < 1 || *n > 256 {

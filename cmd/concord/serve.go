@@ -361,11 +361,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	limitFlags(fs, &o)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	for _, c := range allow {
 		p, err := netip.ParsePrefix(c)

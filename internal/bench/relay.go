@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -19,10 +19,11 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-// benchRelay is the TURN relay of `bench fanout -relay` and `bench migration -relay`: a
-// `concord serve --turn` child process on loopback (its own process, so that its CPU can be
-// told apart), whose REST credentials the bench's signaling hands to every member.
-type benchRelay struct {
+// relay is the TURN relay of FanoutOptions.Relay and MigrationOptions.Relay (`concord bench
+// fanout|migration -relay`): a `concord serve --turn` child process on loopback (its own process,
+// so that its CPU can be told apart), whose REST credentials the bench's signaling hands to every
+// member.
+type relay struct {
 	cmd      *exec.Cmd
 	done     chan struct{}
 	turnAddr string
@@ -30,10 +31,10 @@ type benchRelay struct {
 	key      []byte
 }
 
-// startBenchRelay starts the relay, if on, and waits until it answers; every address is on
+// startRelay starts the relay, if on, and waits until it answers; every address is on
 // loopback. Off, it returns nil, which stop and mark accept. command makes the command of
 // `concord serve` with args; nil runs this executable.
-func startBenchRelay(ctx context.Context, on bool, command func(args []string) *exec.Cmd) (*benchRelay, error) {
+func startRelay(ctx context.Context, on bool, command func(args []string) *exec.Cmd) (*relay, error) {
 	if !on {
 		return nil, nil
 	}
@@ -56,7 +57,7 @@ func startBenchRelay(ctx context.Context, on bool, command func(args []string) *
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	r := &benchRelay{
+	r := &relay{
 		done:     make(chan struct{}),
 		turnAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(turnPort)),
 		httpURL:  "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
@@ -73,7 +74,7 @@ func startBenchRelay(ctx context.Context, on bool, command func(args []string) *
 		_ = r.cmd.Wait()
 		close(r.done)
 	}()
-	if err := benchWait(ctx, 10*time.Second, "bench relay answering", r.exited, func() error {
+	if err := wait(ctx, 10*time.Second, "bench relay answering", r.exited, func() error {
 		resp, err := http.Get(r.httpURL + "/healthz")
 		if err != nil {
 			return err
@@ -87,7 +88,7 @@ func startBenchRelay(ctx context.Context, on bool, command func(args []string) *
 	return r, nil
 }
 
-func (r *benchRelay) exited() error {
+func (r *relay) exited() error {
 	select {
 	case <-r.done:
 		return errors.New("bench relay: the serve process exited")
@@ -97,7 +98,7 @@ func (r *benchRelay) exited() error {
 }
 
 // stop ends the relay process and waits for it.
-func (r *benchRelay) stop() {
+func (r *relay) stop() {
 	if r == nil {
 		return
 	}
@@ -106,13 +107,13 @@ func (r *benchRelay) stop() {
 }
 
 // iceServers hands every member TURN REST credentials for the relay, over UDP.
-func (r *benchRelay) iceServers(_ signaling.RoomID, id signaling.Identity) []signaling.ICEServer {
+func (r *relay) iceServers(_ signaling.RoomID, id signaling.Identity) []signaling.ICEServer {
 	u := turnserver.Username(string(id), time.Now().Add(time.Hour))
 	return []signaling.ICEServer{{URLs: []string{"turn:" + r.turnAddr + "?transport=udp"}, Username: u, Credential: turnserver.Password(r.key, u)}}
 }
 
 // cpu is the relay process's CPU time so far (user + system, from /proc; Linux only).
-func (r *benchRelay) cpu() (time.Duration, error) {
+func (r *relay) cpu() (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
@@ -133,7 +134,7 @@ func (r *benchRelay) cpu() (time.Duration, error) {
 }
 
 // relayedBytes reads the relay's concord_turn_relayed_bytes_total, both directions.
-func (r *benchRelay) relayedBytes() (uint64, error) {
+func (r *relay) relayedBytes() (uint64, error) {
 	resp, err := http.Get(r.httpURL + "/metrics")
 	if err != nil {
 		return 0, err
@@ -161,8 +162,13 @@ type relayWindow struct {
 	bytes uint64
 }
 
+// sub is w minus an earlier mark.
+func (w relayWindow) sub(earlier relayWindow) relayWindow {
+	return relayWindow{cpu: w.cpu - earlier.cpu, bytes: w.bytes - earlier.bytes}
+}
+
 // mark reads the relay's counters (zero for a nil relay).
-func (r *benchRelay) mark() relayWindow {
+func (r *relay) mark() relayWindow {
 	if r == nil {
 		return relayWindow{}
 	}
