@@ -336,8 +336,6 @@ func (a *api) get(path string) (*http.Response, error) {
 	return resp, nil
 }
 
-func getRoom(name string) (*room, error) { return plain.room(name) }
-
 func (a *api) room(name string) (*room, error) {
 	resp, err := a.get("/api/rooms")
 	if err != nil {

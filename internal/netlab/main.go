@@ -20,7 +20,7 @@ const envInside = "CONCORD_NETLAB_PREFIX"
 
 var (
 	current *Lab
-	missing error = fmt.Errorf("%w: netlab.Main did not run", ErrUnavailable)
+	errNoLab error = fmt.Errorf("%w: netlab.Main did not run", ErrUnavailable)
 )
 
 // Main is a TestMain for lab tests: it builds a lab, runs the test binary again inside the lab's
@@ -33,19 +33,19 @@ func Main(m *testing.M) int {
 	if prefix := os.Getenv(envInside); prefix != "" {
 		l, err := Attach(prefix)
 		if err != nil {
-			missing = err
+			errNoLab = err
 		} else {
 			current = l
 		}
 		return m.Run()
 	}
 	if os.Getenv(EnvEnable) != "1" {
-		missing = fmt.Errorf("%w: set %s=1 to run the NAT lab (scripts/test.sh does, as root)", ErrUnavailable, EnvEnable)
+		errNoLab = fmt.Errorf("%w: set %s=1 to run the NAT lab (scripts/test.sh does, as root)", ErrUnavailable, EnvEnable)
 		return m.Run()
 	}
 	l, err := New(context.Background())
 	if errors.Is(err, ErrUnavailable) {
-		missing = err
+		errNoLab = err
 		return m.Run()
 	}
 	if err != nil {
@@ -101,7 +101,7 @@ func runInside(l *Lab, argv []string) int {
 func Get(t testing.TB) *Lab {
 	t.Helper()
 	if current == nil {
-		t.Skipf("skipping the NAT lab: %v", missing)
+		t.Skipf("skipping the NAT lab: %v", errNoLab)
 	}
 	return current
 }
