@@ -19,7 +19,7 @@ const EnvEnable = "CONCORD_LAB"
 const envInside = "CONCORD_NETLAB_PREFIX"
 
 var (
-	current *Lab
+	current  *Lab
 	errNoLab error = fmt.Errorf("%w: netlab.Main did not run", ErrUnavailable)
 )
 
