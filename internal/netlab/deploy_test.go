@@ -1,68 +1,17 @@
 package netlab_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/testcert"
 	"github.com/concordrtc/concord/signaling"
 )
-
-// selfSigned writes a certificate for the server's address (and its key) to dir, and returns
-// their paths and a pool that trusts it.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "concord netlab"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		IPAddresses:  []net.IP{netlab.ServerAddr.AsSlice()},
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
-}
 
 // TestLab7Deploy runs README's "Deploy" in the lab: `serve` with a secret, TLS on 443, the
 // dedicated host's WebRTC on UDP 7882, TURN on 3478 and TURN over TLS on 5349, exactly as the
@@ -75,7 +24,7 @@ func TestLab7Deploy(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := concord(t)
 	needFlags(t, "serve", "turn", "turn-tls", "tls-cert", "tls-key", "udp", "public-ip", "turn-allow-private")
-	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	certFile, keyFile, pool := testcert.Write(t, netlab.ServerAddr.AsSlice())
 	const secret = "netlab-deploy-scenario-secret-0123456789"
 	token := func(room, user string, kind signaling.Kind) string {
 		tok, err := signaling.IssueToken([]byte(secret), signaling.Claims{
