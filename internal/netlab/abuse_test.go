@@ -113,8 +113,6 @@ func turnClient(t *testing.T, h netlab.Home, user, pass string) *turn.Client {
 // allocation over its quota and no more than its byte rate; /metrics counts every refusal.
 func TestLab6Abuse(t *testing.T) {
 	lab := netlab.Get(t)
-	concord(t)
-	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	const quota, maxBps = 3, 20000
 	serveEnv(t, lab, []string{"CONCORD_SECRET=" + labSecret}, "--dedicated-host=false",
 		fmt.Sprintf("--turn-user-quota=%d", quota), fmt.Sprintf("--turn-max-bps=%d", maxBps))

@@ -101,7 +101,6 @@ func lastStatus(p *proc) (pageStatus, error) {
 // (in /api/rooms; Chromium's own getStats must say the same).
 func TestLab1ChromiumBehindNAT(t *testing.T) {
 	lab := netlab.Get(t)
-	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	serve(t, lab)
 	begin := time.Now()
 	b := startBrowser(t, lab.A.NS, "alice")
@@ -142,7 +141,6 @@ func TestLab1ChromiumBehindNAT(t *testing.T) {
 func TestLab3ChromiumHostsAcrossNATs(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := concord(t)
-	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	serve(t, lab, "--dedicated-host=false")
 	b := startBrowser(t, lab.A.NS, "alice")
 	waitFor(t, 15*time.Second, "the browser to host", func() error {

@@ -23,7 +23,6 @@ import (
 func TestLab7Deploy(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := concord(t)
-	needFlags(t, "serve", "turn", "turn-tls", "tls-cert", "tls-key", "udp", "public-ip", "turn-allow-private")
 	certFile, keyFile, pool := testcert.Write(t, netlab.ServerAddr.AsSlice())
 	const secret = "netlab-deploy-scenario-secret-0123456789"
 	token := func(room, user string, kind signaling.Kind) string {

@@ -36,7 +36,6 @@ var built struct {
 	once sync.Once
 	path string
 	err  error
-	help map[string]string // subcommand → its -h output
 }
 
 // concord builds cmd/concord once per test binary and returns its path. GOPROXY=off: inside
@@ -55,28 +54,11 @@ func concord(t *testing.T) string {
 			built.err = fmt.Errorf("go build ./cmd/concord: %w\n%s", err, out)
 			return
 		}
-		built.help = map[string]string{}
-		for _, sub := range []string{"serve", "host", "bot"} {
-			out, _ := exec.Command(built.path, sub, "-h").CombinedOutput()
-			built.help[sub] = string(out)
-		}
 	})
 	if built.err != nil {
 		t.Fatal(built.err)
 	}
 	return built.path
-}
-
-// needFlags skips t, naming the missing feature, when `concord sub` lacks one of flags (a
-// feature of issue 9 that branch net has not delivered yet).
-func needFlags(t *testing.T, sub string, flags ...string) {
-	t.Helper()
-	concord(t)
-	for _, f := range flags {
-		if !strings.Contains(built.help[sub], "\n  -"+f+" ") && !strings.Contains(built.help[sub], "\n  -"+f+"\n") {
-			t.Skipf("skipping: `concord %s --%s` does not exist yet (issue 9, branch net)", sub, f)
-		}
-	}
 }
 
 // proc is a concord process in a lab namespace.

@@ -97,7 +97,6 @@ func TestLabMeasureJoin(t *testing.T) {
 	}
 	lab := netlab.Get(t)
 	bin := concord(t)
-	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	const trials = 15
 	public := netlab.Home{NS: lab.Public, Addr: netlab.PublicAddr}
 

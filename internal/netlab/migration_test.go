@@ -95,7 +95,6 @@ func readViews(ctx context.Context, bots []*labBot) ([]*migrationcheck.View, err
 func TestLab5MigrationAcrossNATs(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := concord(t)
-	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	serve(t, lab, "--dedicated-host=false")
 	host := start(t, lab.A.NS, "host", bin, "host", "--server", serverURL, "--room", "arena")
 	term0 := waitHost(t, "host")

@@ -20,7 +20,6 @@ func arenaEntities(avatars int) int { return 1 + 8 + avatars }
 func TestLab2HostAcrossNATs(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := concord(t)
-	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	serve(t, lab, "--dedicated-host=false")
 	begin := time.Now()
 	start(t, lab.A.NS, "host", bin, "host", "--server", serverURL, "--room", "arena")
@@ -57,7 +56,6 @@ func TestLab2HostAcrossNATs(t *testing.T) {
 func TestLab4UDPBlocked(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := concord(t)
-	needFlags(t, "serve", "turn", "public-ip", "turn-allow-private")
 	for _, dedicated := range []bool{false, true} {
 		name := "public concord host"
 		if dedicated {
