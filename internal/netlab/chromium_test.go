@@ -71,7 +71,9 @@ func startBrowser(t *testing.T, ns netlab.NS, user string) *proc {
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skipf("skipping: no Chromium at %s (apt-get install chromium)", chromium)
 	}
-	p := start(t, ns, "chromium-"+user, node, filepath.Join(e2e, "lab.mjs"), "--server", serverURL, "--user", user)
+	// Chromium's profile goes to the lab's TempDir, which the lab removes even after a kill.
+	p := startEnv(t, ns, []string{"TMPDIR=" + netlab.Get(t).TempDir()}, "chromium-"+user, node,
+		filepath.Join(e2e, "lab.mjs"), "--server", serverURL, "--user", user)
 	waitFor(t, 30*time.Second, user+"'s page to join", func() error {
 		if strings.Contains(p.out.String(), "\njoined ") || strings.HasPrefix(p.out.String(), "joined ") {
 			return nil

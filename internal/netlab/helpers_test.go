@@ -29,25 +29,19 @@ var (
 		"--turn", turnAddr, "--turn-allow-private", "100.64.0.0/10"}
 )
 
-// binDir holds the concord binary the scenarios run; TestMain removes it.
-var binDir string
-
 var built struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-// concord builds cmd/concord once per test binary and returns its path. GOPROXY=off: inside
-// the lab there is no module proxy, and the build must not try one.
+// concord builds cmd/concord once per test binary, into the lab's TempDir, and returns its
+// path. GOPROXY=off: inside the lab there is no module proxy, and the build must not try one.
 func concord(t *testing.T) string {
 	t.Helper()
+	lab := netlab.Get(t)
 	built.once.Do(func() {
-		binDir, built.err = os.MkdirTemp("", "concord-netlab-")
-		if built.err != nil {
-			return
-		}
-		built.path = filepath.Join(binDir, "concord")
+		built.path = filepath.Join(lab.TempDir(), "concord")
 		cmd := exec.Command("go", "build", "-o", built.path, "github.com/concordrtc/concord/cmd/concord")
 		cmd.Env = append(os.Environ(), "GOPROXY=off")
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -95,6 +96,10 @@ func (l *Lab) namespaces() []NS {
 	return []NS{l.Switch, l.Server, l.Public, l.A.Router, l.A.NS, l.B.Router, l.B.NS, l.C.Router, l.C.NS}
 }
 
+// TempDir is a directory for the lab's files (binaries, certificates, logs), made by New and
+// removed with the lab by Close, also after the processes that wrote there were killed.
+func (l *Lab) TempDir() string { return filepath.Join(os.TempDir(), l.Prefix) }
+
 // Homes returns A, B and C.
 func (l *Lab) Homes() []Home { return []Home{l.A, l.B, l.C} }
 
@@ -122,6 +127,10 @@ func New(ctx context.Context) (*Lab, error) {
 	// Namespaces with this process's pid are from an earlier process that had the same pid.
 	_ = l.Close()
 	if err := l.build(ctx); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	if err := os.MkdirAll(l.TempDir(), 0o700); err != nil {
 		_ = l.Close()
 		return nil, err
 	}
@@ -226,7 +235,7 @@ func (l *Lab) build(ctx context.Context) error {
 // Close deletes the lab's namespaces (their interfaces go with them). Processes still running in
 // one keep it alive, unnamed, until they exit: stop them first.
 func (l *Lab) Close() error {
-	return deleteNamespaces(l.namespaces())
+	return errors.Join(deleteNamespaces(l.namespaces()), os.RemoveAll(l.TempDir()))
 }
 
 func deleteNamespaces(nss []NS) error {
@@ -265,6 +274,7 @@ func CleanStale(ctx context.Context) {
 			continue
 		}
 		stale = append(stale, NS(name))
+		_ = os.RemoveAll(filepath.Join(os.TempDir(), NamePrefix+pidStr))
 	}
 	_ = deleteNamespaces(stale)
 }

@@ -15,13 +15,7 @@ import (
 	"github.com/concordrtc/concord/internal/netlab"
 )
 
-func TestMain(m *testing.M) {
-	code := netlab.Main(m)
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(netlab.Main(m)) }
 
 // TestTopology checks the lab's promises: homes reach the public side through their NAT, NAT A
 // and B are symmetric (a new source port per destination, the same one again for the same
