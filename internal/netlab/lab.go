@@ -122,7 +122,7 @@ func New(ctx context.Context) (*Lab, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	CleanStale(ctx)
+	CleanStale()
 	l := layout(NamePrefix + strconv.Itoa(os.Getpid()))
 	// Namespaces with this process's pid are from an earlier process that had the same pid.
 	_ = l.Close()
@@ -235,7 +235,20 @@ func (l *Lab) build(ctx context.Context) error {
 // Close deletes the lab's namespaces (their interfaces go with them). Processes still running in
 // one keep it alive, unnamed, until they exit: stop them first.
 func (l *Lab) Close() error {
-	return errors.Join(deleteNamespaces(l.namespaces()), os.RemoveAll(l.TempDir()))
+	return errors.Join(deleteNamespaces(l.namespaces()), removeDir(l.TempDir()))
+}
+
+// removeDir removes dir, trying again for a while: a killed test's grandchildren (Chromium) may
+// still be writing there for a moment.
+func removeDir(dir string) error {
+	var err error
+	for range 30 {
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 func deleteNamespaces(nss []NS) error {
@@ -251,32 +264,35 @@ func deleteNamespaces(nss []NS) error {
 	return errors.Join(errs...)
 }
 
-// CleanStale deletes the namespaces of labs whose creating process is gone (a crashed or killed
-// earlier run). Labs of live processes, this one's included, are left alone.
-func CleanStale(ctx context.Context) {
-	entries, err := os.ReadDir(netnsDir)
-	if err != nil {
-		return
-	}
+// CleanStale deletes the namespaces and TempDirs of labs whose creating process is gone (a
+// crashed or killed earlier run). Labs of live processes, this one's included, are left alone.
+func CleanStale() {
 	var stale []NS
-	for _, e := range entries {
-		name := e.Name()
-		rest, ok := strings.CutPrefix(name, NamePrefix)
-		if !ok {
-			continue
+	if entries, err := os.ReadDir(netnsDir); err == nil {
+		for _, e := range entries {
+			if pid, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), NamePrefix), "-"); ok && strings.HasPrefix(e.Name(), NamePrefix) && deadPid(pid) {
+				stale = append(stale, NS(e.Name()))
+			}
 		}
-		pidStr, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidStr)
-		if !ok || err != nil {
-			continue
-		}
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-			continue
-		}
-		stale = append(stale, NS(name))
-		_ = os.RemoveAll(filepath.Join(os.TempDir(), NamePrefix+pidStr))
 	}
 	_ = deleteNamespaces(stale)
+	if entries, err := os.ReadDir(os.TempDir()); err == nil {
+		for _, e := range entries {
+			if pid, ok := strings.CutPrefix(e.Name(), NamePrefix); ok && e.IsDir() && deadPid(pid) {
+				_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+			}
+		}
+	}
+}
+
+// deadPid reports whether s is a process id and no such process runs.
+func deadPid(s string) bool {
+	pid, err := strconv.Atoi(s)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	_, err = os.Stat("/proc/" + strconv.Itoa(pid))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // run runs a command, with stdin if given, and returns its stderr in the error.

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -223,9 +224,20 @@ func TestCleanStale(t *testing.T) {
 		t.Fatalf("ip netns add %s: %v: %s", stale, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", stale).Run() })
-	netlab.CleanStale(t.Context())
+	staleDir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d", netlab.NamePrefix, dead))
+	if err := os.MkdirAll(filepath.Join(staleDir, "profile"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(staleDir) })
+	netlab.CleanStale()
 	if _, err := os.Stat("/run/netns/" + stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the stale namespace %s is still there (%v)", stale, err)
+	}
+	if _, err := os.Stat(staleDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale directory %s is still there (%v)", staleDir, err)
+	}
+	if _, err := os.Stat(lab.TempDir()); err != nil {
+		t.Errorf("the live lab's %s is gone: %v", lab.TempDir(), err)
 	}
 	if _, err := os.Stat("/run/netns/" + string(lab.Server)); err != nil {
 		t.Errorf("the live lab's %s is gone: %v", lab.Server, err)
