@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -232,23 +233,45 @@ func (l *Lab) build(ctx context.Context) error {
 	return nil
 }
 
-// Close deletes the lab's namespaces (their interfaces go with them). Processes still running in
-// one keep it alive, unnamed, until they exit: stop them first.
+// Close kills what still runs in the lab's namespaces (a test that was killed leaves its
+// grandchildren, such as Chromium, behind), deletes the namespaces (their interfaces go with
+// them) and removes TempDir.
 func (l *Lab) Close() error {
-	return errors.Join(deleteNamespaces(l.namespaces()), removeDir(l.TempDir()))
+	killed := killInside(l.namespaces())
+	return errors.Join(killed, deleteNamespaces(l.namespaces()), os.RemoveAll(l.TempDir()))
 }
 
-// removeDir removes dir, trying again for a while: a killed test's grandchildren (Chromium) may
-// still be writing there for a moment.
-func removeDir(dir string) error {
-	var err error
-	for range 30 {
-		if err = os.RemoveAll(dir); err == nil {
-			return nil
+// killInside sends SIGKILL to every process in the namespaces (`ip netns pids`: processes this
+// lab started, and their children) and waits up to 5 s for them to be gone.
+func killInside(nss []NS) error {
+	var pids []int
+	for _, ns := range nss {
+		if _, err := os.Stat(ns.path()); err != nil {
+			continue
 		}
-		time.Sleep(100 * time.Millisecond)
+		out, err := exec.Command("ip", "netns", "pids", string(ns)).Output()
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(out)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+				pids = append(pids, pid)
+			}
+		}
 	}
-	return err
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for !deadPid(strconv.Itoa(pid)) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("netlab: process %d outlived SIGKILL", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 func deleteNamespaces(nss []NS) error {
