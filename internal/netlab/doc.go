@@ -16,9 +16,10 @@
 // beyond 100.64.0.0/24 and its own home, so no packet can leave the lab; the root namespace and
 // the machine's interfaces are never touched (the bridge lives in a namespace too).
 //
-// Every namespace is named <prefix>-<role>, where the prefix carries the creating process's pid:
-// New first deletes the namespaces of earlier runs whose process is gone, and Lab.Close deletes
-// its own. Main runs a test binary inside the lab's public namespace, so that a test's own
+// Every namespace is named <prefix>-<role>, where the prefix carries the creating process's pid,
+// and so is the lab's TempDir: New first deletes what earlier runs whose process is gone left
+// behind, and Lab.Close kills whatever still runs inside the lab, then deletes its namespaces and
+// TempDir. Main runs a test binary inside the lab's public namespace, so that a test's own
 // sockets can only ever reach the lab; NS.Do, NS.Net and NS.Command put a socket, a pion stack
 // or a process into another namespace. The harness drives ip(8) and nft(8) and needs root.
 package netlab
