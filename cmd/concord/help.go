@@ -17,15 +17,17 @@ type helpText struct {
 // helps is keyed by the command's flag set name ("serve", "bench fanout", ...). Groups (bench,
 // crdt) have an entry of their own that lists their subcommands.
 var helps = map[string]helpText{
-	"serve": {"concord serve [flags]", `Serves the demo page, signaling (/ws), /api/rooms and /healthz, and runs a dedicated host
-for --room in this process.
+	"serve": {"concord serve [flags]", `Serves the demo page, signaling (/ws), /api/rooms, /metrics and /healthz, and runs a
+dedicated host for --room in this process. With --turn, also an embedded TURN/STUN server whose
+time-limited credentials every member gets when it joins; README "Deploy" shows a public setup.
 
 Environment:
   CONCORD_SECRET     HS256 key of join tokens (and of the resume tokens peers present after a
                      server restart: keep it when restarting). Unset, the server runs open: anyone
                      may join any room as anyone and host it; the log warns about it.
   CONCORD_ADMIN_KEY  with CONCORD_SECRET, lets "Authorization: Bearer <key>" list every room in
-                     /api/rooms (a join token sees only its own room).`},
+                     /api/rooms (a join token sees only its own room).
+  CONCORD_ICE_SECRET default of --ice-server-secret (coturn's static-auth-secret).`},
 	"host": {"concord host [flags]", `Runs a dedicated host for --room as its own process: it joins as the pinned host user and
 takes the room over once it has synced.`},
 	"bot": {"concord bot [flags]", `Runs -n headless players of the demo game in this process and prints one status line a

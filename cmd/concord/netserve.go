@@ -69,7 +69,7 @@ func parseICEServers(raw []string) ([]externalServer, error) {
 	for _, r := range raw {
 		scheme, rest, ok := strings.Cut(r, ":")
 		if !ok {
-			return nil, fmt.Errorf("--ice-server %q: want stun:, turn: or turns:", r)
+			return nil, fmt.Errorf("--ice-server %q: want a stun, turn or turns URL", r)
 		}
 		es := externalServer{turn: scheme == "turn" || scheme == "turns"}
 		if at := strings.LastIndex(rest, "@"); at >= 0 {
