@@ -155,7 +155,9 @@ func TestAttackReportClaims(t *testing.T) {
 // recipient_busy or rate_limited), the host's client sheds what its queue cannot take, and the
 // host stays in the room: no leave, no new term, and it still hears members and honest signals.
 func TestAttackSignalFlood(t *testing.T) {
-	e := newEnv(t, Config{SendQueue: 64, RecvSignalRate: 100, RecvSignalBurst: 200})
+	// The production PongWait: the flood is 48 MB of offers through a race-instrumented server on a
+	// shared machine, and the test is about who gets dropped for flooding, not about liveness.
+	e := newEnv(t, Config{SendQueue: 64, RecvSignalRate: 100, RecvSignalBurst: 200, PongWait: DefaultPongWait})
 	cfg := e.clientConfig()
 	cfg.EventQueue = 32
 	h, err := e.dialErr(JoinOptions{Room: "r", User: "host"}, cfg)
