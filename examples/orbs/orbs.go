@@ -6,6 +6,7 @@ package orbs
 
 import (
 	"encoding/binary"
+	"strings"
 	"time"
 
 	"github.com/concordrtc/concord/crdt/schema"
@@ -96,7 +97,7 @@ func (g *Game) HostStart(w *peer.World) {
 // SpawnAvatar gives member p a player (the peer grants p authority over it) and a score that
 // only the host writes.
 func (g *Game) SpawnAvatar(w *peer.World, p peer.PeerInfo) (peer.Entity, error) {
-	name := p.ID
+	name, _, _ := strings.Cut(p.ID, "/") // "user/device": show the user
 	if len(name) > 64 {
 		name = name[:64]
 	}

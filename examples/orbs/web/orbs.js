@@ -90,7 +90,7 @@ export class Orbs {
 
   /** @param {World} w @param {{index: number, id: string}} m */
   spawnAvatar(w, m) {
-    const name = new TextEncoder().encode(m.id).subarray(0, 64);
+    const name = new TextEncoder().encode(m.id.split('/')[0]).subarray(0, 64);
     const e = w.spawn(SCHEMA_PLAYER, new Uint8Array(0), encodePos({ x: 50 + ((m.index * 97) % (WIDTH - 100)), y: HEIGHT / 2 }), name);
     if (!scoreOf(w, m.index)) w.spawn(SCHEMA_SCORE, new Uint8Array(0), u32(m.index), u32(0));
     return e;
