@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/pionlog"
+	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/web"
 )
@@ -137,5 +140,24 @@ func TestServeStaticBadDir(t *testing.T) {
 	o := serveOptions{addr: "127.0.0.1:0", room: "arena", static: filepath.Join(t.TempDir(), "missing")}
 	if _, err := startServer(context.Background(), o, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "--static") {
 		t.Fatalf("missing --static dir: %v", err)
+	}
+}
+
+// The peers' pion logs (link.Config.Logger) keep the peer's own fields, one "component" key, and
+// let warnings through but not pion's info.
+func TestPeerPionLogger(t *testing.T) {
+	var buf bytes.Buffer
+	log := zerolog.New(&buf).With().Timestamp().Str("component", "host").Logger()
+	var cfg peer.Config
+	if err := (peerNet{}).config(log, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	l := pionlog.New(cfg.Link.Logger).NewLogger("ice")
+	l.Info("checking pairs")
+	l.Warn("pair failed")
+	out := buf.String()
+	if strings.Contains(out, "checking pairs") || !strings.Contains(out, "pair failed") ||
+		strings.Count(out, `"component"`) != 1 || !strings.Contains(out, `"component":"host"`) || !strings.Contains(out, `"time"`) {
+		t.Fatalf("pion's log: %s", out)
 	}
 }
