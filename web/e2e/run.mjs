@@ -684,7 +684,7 @@ scenario('example-chat', async (env) => {
 });
 
 scenario('example-orbs', async (env) => {
-  await env.serve(['--static', join(repo, 'examples', 'orbs', 'web')]);
+  await env.serve(['--static', join(repo, 'examples', 'orbs', 'web'), '--room', 'orbs']);
   env.proc('orbs-host', ['--server', env.url, '--room', 'orbs'], {}, orbsHostBin());
   await waitFor('the Go host to host orbs', 15000, async () => {
     const r = await env.room('orbs');

@@ -1,7 +1,7 @@
 // Command host is the dedicated host of the orbs example: it joins a room as its host and runs
 // the game's rules (package orbs) for the browsers and bots that join.
 //
-//	concord serve --static examples/orbs/web &
+//	concord serve --static examples/orbs/web --room orbs &
 //	go run ./examples/orbs/host --server http://127.0.0.1:7880 --room orbs
 package main
 
