@@ -1,15 +1,81 @@
 // Package peer is one participant of a Concord room: a signaling client, WebRTC links to other
-// members, and the host or member role over a World, the replicated ADR-117 state.
+// members, and the host or member role over a [World], the room's replicated state (ADR-117).
+// A game written in Go implements [App]; [New] and [Peer.Run] join a room and play it. The
+// browser client (web/static/js, @concordrtc/client) is the same peer in JavaScript, and both
+// interoperate in one room. docs/guide.md walks through a first game; examples/ holds runnable
+// ones (examples/orbs is a Go dedicated host, examples/orbs-bot a headless Go player).
 //
-// A game implements App (schemas, host start, avatar spawning, a tick, RPCs) and optionally
-// EventHandler; New(Config) and Run(ctx) join a room and play it:
+// # Concepts
 //
-//	p, _ := peer.New(peer.Config{Server: url, Room: "arena", App: game, Transport: peer.PionTransport{API: api}})
-//	err := p.Run(ctx)
+//   - Room: the unit of play, named by a string; everyone in it replicates one World. A member
+//     joins through the signaling server (concord serve) and gets a [PeerIndex].
+//   - Host: the one member that runs the game's rules and is the authority of last resort: the
+//     room's pinned dedicated host if it has one, else its first member. When the host leaves,
+//     the earliest synced member takes over (migration) and the World survives.
+//   - Term: a host's tenure ([Term]); it grows with every new host, and messages of an old term
+//     are refused.
+//   - Entity: a thing in the World ([Entity]), spawned by the host with a schema; the room
+//     entity (number 0) is the room's own state.
+//   - Component and property: an entity's data, one value per property of its schema, each a
+//     replicated component (a last-writer-wins register keyed by a Lamport timestamp).
+//   - Authority: who may write an entity: the host (by default), the member whose avatar it is
+//     ([App.SpawnAvatar]), or a member holding a temporary lock ([World.RequestLock]). Writes
+//     without authority fail locally and the host rejects them on the wire.
+//   - Schema: the table of entity kinds and their properties ([App.Schemas], package
+//     crdt/schema). Every peer of a room runs the same table; a different one is refused
+//     ([ErrSchemaMismatch]).
 //
-// Inside App callbacks the game reads and writes the World: Spawn/Despawn (host), Set/Get
-// properties, RequestLock/Relinquish (members), SendRPC/BroadcastRPC. Writes without authority
-// fail locally; the host rejects them on the wire too (docs/protocol.md, "Session").
+// # Writing a game
+//
+// Implement [App], and [EventHandler] to hear about spawns, updates, members and migrations:
+//
+//	type Game struct{}
+//
+//	func (g *Game) Schemas() *schema.Table  { return table }
+//	func (g *Game) HostStart(w *peer.World) { /* spawn the world if it is empty */ }
+//	func (g *Game) SpawnAvatar(w *peer.World, m peer.PeerInfo) (peer.Entity, error) {
+//		return w.Spawn(schemaPlayer, nil, startPos(m).Encode(), []byte(m.ID))
+//	}
+//	func (g *Game) Tick(w *peer.World, dt time.Duration) { /* rules on the host, input anywhere */ }
+//	func (g *Game) RPC(w *peer.World, from peer.PeerIndex, typ uint32, data []byte) {}
+//
+//	p, err := peer.New(peer.Config{Server: "http://127.0.0.1:7880", Room: "orbs", User: "host",
+//		Kind: signaling.KindHost, App: &Game{}})
+//	err = p.Run(ctx) // until ctx ends or the session fails
+//
+// Every App method runs on the peer's loop goroutine and must not block. Outside them, [Peer.Do]
+// runs a function on the loop (input from a UI, a bot's script), [Peer.Status] is a snapshot of
+// the peer's state, and [Peer.Done] is closed when Run has returned.
+//
+// # The World
+//
+// Reading: [World.Entities], [World.EntitiesOf], [World.Get], [World.SchemaOf],
+// [World.Creation], [World.Exists], [World.Authority], [World.AvatarOf], [World.CanWrite];
+// who is who: [World.Self], [World.Host], [World.Term], [World.IsHost].
+//
+// Writing: [World.Set] (any peer with authority), [World.Spawn], [World.SpawnRoom] and
+// [World.Despawn] (the host). Writes made in one step share one timestamp and are sent after it.
+//
+// Authority and messages: [World.RequestLock] and [World.Relinquish] (a member asks the host for
+// an entity, [EventAuthority] says when it changed), [World.SendRPC] (member to host) and
+// [World.BroadcastRPC] (host to members), delivered to [App.RPC]; types from [FirstSystemRPC]
+// up are Concord's.
+//
+// Errors are values to test with errors.Is: [ErrNotHost], [ErrNoAuthority], [ErrNoEntity],
+// [ErrNoProperty], [ErrExists], [ErrWorldFull]; [ErrClosed] and [ErrSchemaMismatch] end a
+// session; [ErrConfig] refuses a Config.
+//
+// # Networking
+//
+// A peer without a [Config.Transport] makes its own pion transport for the duration of Run: ICE
+// follows the signaling address ([Config.ICE]: loopback-only for a loopback URL, otherwise the
+// interface toward the server plus the STUN/TURN servers signaling hands out), with one UDP
+// socket for all its links; [Config.Link] sets its address and its logger (pion's own logs go
+// there; give it a logger at warn, as examples/orbs/host does, or they are dropped). [LinkAPI]
+// and [PionTransport] build that transport explicitly; [MemoryTransport] joins the members of
+// one process in memory, for tests.
+//
+// # Internals
 //
 // Owners: one goroutine, the loop started by Run, owns every piece of state, split by owner
 // across files. Peer keeps what signaling says of the room (room.go, resume.go) and the links
@@ -42,11 +108,6 @@
 // it only posts the new client to the loop, which reconciles (resume.go). Status.Signaling,
 // Resumes and ResumeRefused show the state.
 //
-// Transport: PionTransport makes real WebRTC connections (see peer/link); MemoryTransport joins
-// members of one process through in-memory pipes with seeded loss, for deterministic tests. A
-// peer without a Transport makes its own pion transport for the duration of Run (ice.go): ICE
-// follows the signaling address (Config.ICE: loopback-only for a loopback URL, otherwise the
-// interface toward the server plus the STUN/TURN servers signaling hands out in joined), with
-// one UDP socket for all its links. A member reports the candidate types of its link to the
-// host with its replica report (Status.HostLink).
+// Transport: a member reports the candidate types of its link to the host with its replica
+// report (Status.HostLink).
 package peer

@@ -54,6 +54,12 @@ echo "== JavaScript client package: tsc --noEmit (checkJs), generated .d.ts, npm
   node pkg.mjs pack
 )
 
+echo "== Examples (examples/): the orbs host and bot build, the bot plays against the host; the chat and orbs pages run in Chromium below (example-chat, example-orbs)"
+go build -o /dev/null ./examples/orbs/host
+go build -o /dev/null ./examples/orbs-bot
+go test -count=1 ./examples/...
+(cd web && npx --no-install tsc --noEmit -p ../examples)  # the example pages, checked against the client's JSDoc
+
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
 

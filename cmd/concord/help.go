@@ -20,6 +20,9 @@ var helps = map[string]helpText{
 	"serve": {"concord serve [flags]", `Serves the demo page, signaling (/ws), /api/rooms, /metrics and /healthz, and runs a
 dedicated host for --room in this process. With --turn, also an embedded TURN/STUN server whose
 time-limited credentials every member gets when it joins; README "Deploy" shows a public setup.
+The client modules are always at /concord/js/ (index.js); --static DIR serves a game's own page
+at / instead of the demo, and --origin also admits other origins' pages to import the client
+(CORS); docs/guide.md builds a game.
 
 Environment:
   CONCORD_SECRET     HS256 key of join tokens (and of the resume tokens peers present after a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/pionlog"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 )
@@ -44,7 +45,9 @@ func (n peerNet) config(log zerolog.Logger, cfg *peer.Config) error {
 	cfg.ICE = mode
 	cfg.RelayOnly = n.relayOnly
 	cfg.Link = link.Config{
-		Logger:     log.With().Str("component", "pion").Logger().Level(zerolog.ErrorLevel),
+		// pion's warnings and errors, under the peer's own fields (component=host, bot=…) with
+		// the pion scope in pionlog.ScopeField; a second "component" would duplicate the key.
+		Logger:     pionlog.Level(log),
 		UDPMuxAddr: n.udp,
 		PublicIP:   n.publicIP,
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
-	"github.com/concordrtc/concord/web"
 )
 
 // dedicatedHostUser is the identity user of dedicated hosts; serve pins it as the host of its
@@ -54,6 +53,8 @@ type serveOptions struct {
 	origins      []string       // --origin
 	pprof        bool           // --pprof
 	metricsRoute bool           // --metrics
+	static       string         // --static: a game's own page and assets at "/"
+	staticCSP    string         // --static-csp: their Content-Security-Policy (default web.StaticContentSecurityPolicy)
 
 	// limits holds the signaling limits set by flags (zero fields: the signaling defaults).
 	limits signaling.Config
@@ -186,7 +187,9 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	mux.Handle("/", web.Handler())
+	if err := pageRoutes(mux, o, origins, log); err != nil {
+		return fail(err)
+	}
 	scheme := "http"
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
@@ -316,6 +319,13 @@ func (s *server) closeAll() {
 	}
 }
 
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // listFlag is a repeatable string flag that also splits on commas.
 type listFlag []string
 
@@ -359,10 +369,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Var(&origins, "origin", "ORIGIN[,ORIGIN…]: web origins (https://game.example.com, or a bare host) allowed to open /ws besides the server's own host; * allows any")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof")
 	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics")
+	fs.StringVar(&o.static, "static", "", "serve this directory (a game's page and assets) at / instead of the arena demo; the client stays at /concord/js/; implies --dedicated-host=false unless given")
+	fs.StringVar(&o.staticCSP, "static-csp", "", "Content-Security-Policy of the --static pages (default: scripts from the page's origin only, see docs/guide.md)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	limitFlags(fs, &o)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if o.static != "" && !flagGiven(fs, "dedicated-host") {
+		o.dedicatedHost = false // the game brings its own host (or a browser hosts), not the arena's
 	}
 	for _, c := range allow {
 		p, err := netip.ParsePrefix(c)

@@ -9,6 +9,17 @@ import (
 // (for example "ice", "sctp" or "pc").
 const ScopeField = "pion"
 
+// DefaultLevel is the least severe level of pion's messages that Level lets through: pion logs
+// every connection's progress at info and debug, which would drown a server's own logs.
+const DefaultLevel = zerolog.WarnLevel
+
+// Level returns l for pion (a Factory's Logger, link.Config.Logger): the same writer and fields
+// (the caller's component, peer, …), at DefaultLevel and above, or at l's own level when that is
+// more severe. pion's scope goes into ScopeField, so l's "component" field stays the caller's.
+func Level(l zerolog.Logger) zerolog.Logger {
+	return l.Level(max(DefaultLevel, l.GetLevel()))
+}
+
 // Factory is a pion logging.LoggerFactory that writes to a zerolog.Logger.
 //
 // The zero value is valid and discards everything (a zero zerolog.Logger is

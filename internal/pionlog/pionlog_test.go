@@ -67,3 +67,33 @@ func TestZeroFactoryDiscards(t *testing.T) {
 		t.Fatalf("disabled logging allocates %v times per call", allocs)
 	}
 }
+
+// Level keeps the caller's writer and fields (one "component", the caller's), lets pion's warnings
+// through with a timestamp, drops its info, and keeps a more severe level the caller chose.
+func TestLevel(t *testing.T) {
+	var buf bytes.Buffer
+	base := zerolog.New(&buf).With().Timestamp().Str("component", "host").Logger()
+	l := New(Level(base)).NewLogger("ice")
+	l.Info("chatter")
+	l.Debugf("chatter %d", 1)
+	if buf.Len() != 0 {
+		t.Fatalf("pion's info went through: %q", buf.String())
+	}
+	l.Warnf("candidate %s failed", "x")
+	line := buf.String()
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%q is not one JSON object: %v", line, err)
+	}
+	if got["level"] != "warn" || got["component"] != "host" || got[ScopeField] != "ice" || got["message"] != "candidate x failed" || got["time"] == nil {
+		t.Fatalf("got %v", got)
+	}
+	if n := bytes.Count(buf.Bytes(), []byte(`"component"`)); n != 1 {
+		t.Fatalf("%d component keys in %q", n, line)
+	}
+	buf.Reset()
+	New(Level(base.Level(zerolog.ErrorLevel))).NewLogger("sctp").Warn("dropped")
+	if buf.Len() != 0 {
+		t.Fatalf("a warning went through an error-level logger: %q", buf.String())
+	}
+}

@@ -253,7 +253,7 @@ func New(cfg Config) (*Server, error) {
 	s.turn, err = turn.NewServer(turn.ServerConfig{
 		PacketConnConfigs:  []turn.PacketConnConfig{{PacketConn: udp, RelayAddressGenerator: gen, PermissionHandler: perm}},
 		ListenerConfigs:    listeners,
-		LoggerFactory:      pionlog.New(cfg.Logger.Level(max(zerolog.WarnLevel, cfg.Logger.GetLevel()))),
+		LoggerFactory:      pionlog.New(pionlog.Level(s.log)), // component=turn, pion=<scope>
 		Realm:              cfg.Realm,
 		AuthHandler:        s.auth,
 		QuotaHandler:       s.quota,

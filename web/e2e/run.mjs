@@ -123,12 +123,12 @@ async function waitFor(what, timeoutMs, fn, every = 200) {
 
 /** A child process of the concord binary, its output teed to a log file and kept in memory. */
 class Proc {
-  constructor(scenario, name, args, env = {}) {
+  constructor(scenario, name, args, env = {}, cmd = bin) {
     this.name = name;
     this.out = '';
     this.exited = false;
     const log = createWriteStream(join(artifacts, 'logs', `${scenario}-${name}.log`));
-    this.child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    this.child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     const take = (d) => {
       const s = d.toString();
       log.write(s);
@@ -164,8 +164,8 @@ class Env {
     this.tmp = null;
   }
 
-  proc(name, args, env = {}) {
-    const p = new Proc(this.name, name, args, env);
+  proc(name, args, env = {}, cmd = bin) {
+    const p = new Proc(this.name, name, args, env, cmd);
     this.procs.push(p);
     return p;
   }
@@ -268,6 +268,7 @@ class Env {
     if (this.context) await this.context.close().catch(() => {});
     await Promise.all(this.procs.filter((p) => p !== this.server).map((p) => p.kill('SIGTERM')));
     if (this.server) await this.server.kill('SIGTERM');
+    if (this.pageHost) await new Promise((r) => this.pageHost.close(r));
     if (this.tmp) rmSync(this.tmp, { recursive: true, force: true });
   }
 }
@@ -607,6 +608,152 @@ scenario('tokens', async (env) => {
   const wrong = await refusal(lobby);
   check(/the token is for another room/.test(wrong) && /wrong_room/.test(wrong), `a token for another room: ${wrong}`);
   return `no token: "${said.slice(0, 60)}…"; carol joined as ${st.peerId} and synced ${st.entities} entities; other room: wrong_room`;
+});
+
+// ---------------------------------------------------------------------------------------------
+// The examples (examples/) and a game page on another origin.
+
+const repo = resolve(here, '..', '..');
+
+/** The orbs example's Go host, built once per run ($CONCORD_ORBS_HOST to use a built one). */
+let orbsHost = process.env.CONCORD_ORBS_HOST || '';
+function orbsHostBin() {
+  if (!orbsHost) {
+    orbsHost = join(artifacts, 'orbs-host');
+    const r = spawnSync('go', ['build', '-o', orbsHost, './examples/orbs/host'], { cwd: repo, stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.status !== 0) throw new Failure('go build ./examples/orbs/host failed');
+  }
+  return orbsHost;
+}
+
+// A second member of the chat in ann's page, linked to her (the host) in memory: two Chromium tabs
+// cannot link in the loopback-only namespace (see README). Served same-origin by the test only.
+const CHAT_BOB = `
+import { Peer, randomDevice } from '/concord/js/index.js';
+import { Chat, MEMBER_CURSOR, MEMBER_TYPING, encodeCursor, readLog } from '/chat.js';
+const app = new Chat();
+const p = new Peer({ room: 'chat', user: 'bob', device: randomDevice(), app, memory: true });
+await p.run();
+const mine = (prop, v) => p.do((w) => { const me = w.avatarOf(w.self); if (!me) return false; w.set(me, prop, v); return true; });
+window.bob = {
+  status: () => p.status(),
+  log: () => readLog(p.world),
+  move: (x, y) => mine(MEMBER_CURSOR, encodeCursor(x, y)),
+  typing: (on) => mine(MEMBER_TYPING, new Uint8Array([on ? 1 : 0])),
+  say: (text) => app.say(p, text),
+};
+`;
+
+scenario('example-chat', async (env) => {
+  await env.serve(['--static', join(repo, 'examples', 'chat')]);
+  const page = await env.tab('ann');
+  await page.goto(`${env.url}/?room=chat&user=ann`);
+  await waitFor('ann\'s tab to host the chat', 10000, () => page.evaluate(() => !!window.chat && window.chat.status().isHost));
+  await page.context().route('**/__e2e/chat-bob.mjs', (route) => route.fulfill({ body: CHAT_BOB, contentType: 'text/javascript' }));
+  await page.addScriptTag({ url: `${env.url}/__e2e/chat-bob.mjs`, type: 'module' });
+  await waitFor('bob to sync', 10000, () => page.evaluate(() => !!window.bob && window.bob.status().synced), 100);
+  await waitFor('bob\'s avatar', 5000, () => page.evaluate(() => window.bob.move(250, 400)), 100);
+  await waitFor('bob\'s cursor on ann\'s page', 5000, () => page.evaluate(() => {
+    const c = document.querySelector('.cursor[data-name="bob"]');
+    return !!c && c.style.left === '25%' && c.style.top === '40%';
+  }), 100);
+  await page.evaluate(() => window.bob.typing(true));
+  await waitFor('"bob is typing…" on ann\'s page', 5000, async () => (await page.textContent('#typing')).includes('bob is typing'), 100);
+  await page.evaluate(() => window.bob.say('hello from bob'));
+  await waitFor('bob\'s line in ann\'s log', 5000, async () => (await page.textContent('#log')).includes('bob: hello from bob'), 100);
+  await page.fill('#text', 'hi bob');
+  await page.press('#text', 'Enter');
+  await waitFor('ann\'s line in bob\'s replica', 5000, () => page.evaluate(() => {
+    const l = window.bob.log();
+    return l.length === 2 && l[0].from === 'bob' && l[1].from === 'ann' && l[1].text === 'hi bob';
+  }), 100);
+  const r = await env.converged(2, 20000, 'chat');
+  await page.screenshot({ path: join(artifacts, 'example-chat.png') });
+  return `ann hosts, bob linked in memory: cursor, typing and 2 log lines seen both ways; 2 replicas at ${r.members[0].replica.hash}`;
+});
+
+scenario('example-orbs', async (env) => {
+  await env.serve(['--static', join(repo, 'examples', 'orbs', 'web'), '--room', 'orbs']);
+  env.proc('orbs-host', ['--server', env.url, '--room', 'orbs'], {}, orbsHostBin());
+  await waitFor('the Go host to host orbs', 15000, async () => {
+    const r = await env.room('orbs');
+    return r && r.host && r.members.find((m) => m.peerIndex === r.host).kind === 'host';
+  });
+  const page = await env.tab('ann');
+  await page.goto(`${env.url}/?room=orbs&user=ann`);
+  await waitFor('ann to sync', 10000, () => page.evaluate(() => !!window.game && window.game.status().synced));
+  const st = await page.evaluate(() => window.game.status());
+  check(!st.isHost, 'the browser hosts, not the Go host');
+  // Click the nearest orb: ann walks there and the Go host scores her.
+  const box = await page.locator('#field').boundingBox();
+  const orb = await page.evaluate(() => window.game.view().orbs[0]);
+  await page.mouse.click(box.x + orb.x * box.width / 1000, box.y + orb.y * box.height / 600);
+  const mine = () => page.evaluate(() => {
+    const v = window.game.view();
+    const s = v.scores.find((x) => x.peer === v.self);
+    return s ? s.points : 0;
+  });
+  await waitFor('the Go host to score ann', 15000, async () => (await mine()) >= 1, 100);
+  const r = await env.converged(2, 20000, 'orbs');
+  await page.screenshot({ path: join(artifacts, 'example-orbs.png') });
+  return `Go host #${r.host}, ann #${st.self} walked to an orb and scored ${await mine()}; 2 replicas at ${r.members[0].replica.hash}`;
+});
+
+/**
+ * Serves a game page on another loopback origin (a tiny static server, as `python3 -m http.server`
+ * would): it imports the client from `concord serve` (the ?server= URL) and joins the arena.
+ */
+async function pageOnAnotherOrigin(env) {
+  const { createServer } = await import('node:http');
+  const port = nextPort++;
+  const html = '<!doctype html><title>elsewhere</title><p id="out">loading</p><script type="module" src="/main.js"></script>';
+  const main = `
+const out = document.getElementById('out');
+const server = new URLSearchParams(location.search).get('server');
+try {
+  const { Peer } = await import(server + '/concord/js/index.js');
+  const { Game } = await import(server + '/concord/js/arena.js');
+  const peer = new Peer({ url: server.replace(/^http/, 'ws') + '/ws', room: 'arena', user: 'elsewhere', app: new Game() });
+  window.elsewhere = { status: () => peer.status() };
+  await peer.run();
+  out.textContent = 'joined';
+} catch (err) {
+  out.textContent = 'cannot use the Concord client at ' + server + ' (is this origin in serve --origin?): ' + err.message;
+}
+`;
+  env.pageHost = createServer((req, res) => {
+    const js = req.url.startsWith('/main.js');
+    res.writeHead(200, { 'Content-Type': js ? 'text/javascript' : 'text/html' });
+    res.end(js ? main : html);
+  });
+  await new Promise((r) => env.pageHost.listen(port, '127.0.0.1', r));
+  return `http://127.0.0.1:${port}`;
+}
+
+scenario('cross-origin-client', async (env) => {
+  // The page's origin is only known once its server listens: start it first, then serve.
+  const origin = await pageOnAnotherOrigin(env);
+  await env.serve(['--origin', origin]);
+  const page = await env.tab('elsewhere');
+  await page.goto(`${origin}/?server=${encodeURIComponent(env.url)}`);
+  await waitFor('the page on another origin to join and sync', 20000, () => page.evaluate(() => !!window.elsewhere && window.elsewhere.status().synced));
+  const st = await page.evaluate(() => window.elsewhere.status());
+  return `a page on ${origin} imported the client from ${env.url} and joined as ${st.peerId}, synced ${st.entities} entities`;
+});
+
+scenario('cross-origin-refused', async (env) => {
+  const origin = await pageOnAnotherOrigin(env);
+  const server = await env.serve();
+  const page = await env.tab('elsewhere');
+  await page.goto(`${origin}/?server=${encodeURIComponent(env.url)}`);
+  const said = await waitFor('the page to say it cannot use the client', 10000, async () => {
+    const t = await page.textContent('#out');
+    return t.startsWith('cannot use') ? t : false;
+  });
+  await waitFor('serve to log the refused origin', 5000, () => server.out.includes('refused a cross-origin load') && server.out.includes(origin));
+  const r = await env.room();
+  check(!r || !r.members.some((m) => m.peerId && m.peerId.startsWith('elsewhere')), 'the refused page joined');
+  return `without --origin: "${said.slice(0, 70)}…"; serve logged the refused origin`;
 });
 
 // ---------------------------------------------------------------------------------------------
