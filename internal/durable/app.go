@@ -14,8 +14,11 @@ import (
 // Defaults for zero AppConfig fields.
 const (
 	DefaultInterval = 3 * time.Second
-	// DefaultSlice: 4096 entity numbers per tick, a whole pass in 16 ticks (0.8 s at 20 Hz).
-	DefaultSlice = 4096
+	// DefaultSlice: a tick encodes up to 512 live entities (about 0.15 ms at 4 entries each) or
+	// 8192 entity numbers, whichever comes first: at 10,000 entities a pass takes 27 ticks.
+	DefaultSlice = 512
+	// sliceNumbers bounds the entity numbers a tick looks at (empty ones cost a map lookup).
+	sliceNumbers = 8192
 )
 
 // AppConfig configures an App. Room and Writer are required.
@@ -28,7 +31,7 @@ type AppConfig struct {
 	// Interval is the least time between two checkpoints of a changing world; a world that does
 	// not change is not written again. If zero, DefaultInterval.
 	Interval time.Duration
-	// Slice is how many entity numbers (of 65536) one tick encodes. If zero, DefaultSlice.
+	// Slice is how many live entities one tick encodes at most. If zero, DefaultSlice.
 	Slice int
 	// Logger; the zero value discards.
 	Logger zerolog.Logger
@@ -148,10 +151,8 @@ func (a *App) step(w *peer.World) bool {
 		a.buf = make([]byte, 0, a.lastSize+a.lastSize/8)
 		a.passChanges = r.Changes()
 	}
-	end := min(a.cursor+a.cfg.Slice, 1<<16)
-	a.buf = AppendNumbers(a.buf, r, a.cursor, end)
-	a.cursor = end
-	if end == 1<<16 {
+	a.buf, a.cursor = AppendNumbers(a.buf, r, a.cursor, min(a.cursor+sliceNumbers, 1<<16), a.cfg.Slice)
+	if a.cursor == 1<<16 {
 		a.finish(w, a.buf, r.Clock(), a.passChanges)
 		a.passing = false
 	}
@@ -176,13 +177,16 @@ func (a *App) Final() {
 	a.passing = false
 }
 
-// AppendNumbers appends the state of entity numbers [lo, hi) of r as ADR-117 messages: per
-// number, its deleted version (DELETE_ENTITY), then the LWW entries and append values of its live
-// version. Concatenated over [0, 65536) it is the whole state (in an order other than
-// AppendState's; crdt.Replica.AppendState of the merged stream gives the canonical bytes).
-func AppendNumbers(dst []byte, r *crdt.Replica, lo, hi int) []byte {
+// AppendNumbers appends the state of entity numbers from lo up to hi, or up to the one that
+// makes maxLive live entities, as ADR-117 messages, and returns the next number: per number, its
+// deleted version (DELETE_ENTITY), then the LWW entries and append values of its live version.
+// Concatenated over [0, 65536) it is the whole state (in an order other than AppendState's;
+// crdt.Replica.AppendState of the merged stream gives the canonical bytes).
+func AppendNumbers(dst []byte, r *crdt.Replica, lo, hi, maxLive int) ([]byte, int) {
 	var m crdt.Message
-	for n := lo; n < hi; n++ {
+	live := 0
+	n := lo
+	for ; n < hi && live < maxLive; n++ {
 		num := uint16(n)
 		if v, ok := r.DeletedVersion(num); ok {
 			m = crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(num, v)}
@@ -192,6 +196,7 @@ func AppendNumbers(dst []byte, r *crdt.Replica, lo, hi int) []byte {
 		if !ok {
 			continue
 		}
+		live++
 		e := crdt.NewEntity(num, v)
 		r.RangeEntity(e, func(en crdt.Entry) bool {
 			m = crdt.Message{Type: crdt.PutComponent, Entity: en.Entity, Component: en.Component, Timestamp: en.Timestamp, Data: en.Data}
@@ -207,5 +212,5 @@ func AppendNumbers(dst []byte, r *crdt.Replica, lo, hi int) []byte {
 			return true
 		})
 	}
-	return dst
+	return dst, n
 }

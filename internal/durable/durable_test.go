@@ -1,0 +1,249 @@
+package durable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/crdt"
+		"github.com/concordrtc/concord/signaling"
+)
+
+func openStore(t testing.TB, dir string) *Store {
+	t.Helper()
+	s, err := Open(Config{Dir: dir, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// world builds a replica of n entities as the arena writes them: a meta and an authority
+// component and two 12-byte properties each, a few deleted numbers and append values.
+func world(n int) *crdt.Replica {
+	r := crdt.New(crdt.Config{})
+	val := make([]byte, 12)
+	for i := range n {
+		e := crdt.NewEntity(uint16(512+i), 0)
+		ts := crdt.Timestamp(i%50 + 1)
+		binary.LittleEndian.PutUint32(val, uint32(i))
+		r.WriteAt(e, 1, ts, []byte{1, 0, 0, 0, 0}, false)
+		r.WriteAt(e, 2, ts, []byte{0, 0}, false)
+		r.WriteAt(e, 1024, ts, val, false)
+		r.WriteAt(e, 1025, ts+1, val, false)
+	}
+	r.DeleteEntity(crdt.NewEntity(300, 2))
+	m := crdt.Message{Type: crdt.AppendValue, Entity: crdt.NewEntity(512, 0), Component: 2000, Timestamp: 9, Data: []byte("chat")}
+	r.Merge(&m)
+	m = crdt.Message{Type: crdt.DeleteComponent, Entity: crdt.NewEntity(513, 0), Component: 1025, Timestamp: 99}
+	r.Merge(&m)
+	return r
+}
+
+// TestAppendNumbersIsTheState: the slices of a pass, concatenated, hold exactly the state.
+func TestAppendNumbersIsTheState(t *testing.T) {
+	r := world(3000)
+	var stream []byte
+	for lo := 0; lo < 1<<16; {
+		stream, lo = AppendNumbers(stream, r, lo, 1<<16, 100)
+	}
+	got, err := Canonical("r", "test", stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := r.AppendState(nil); !bytes.Equal(got, want) {
+		t.Fatalf("the pass holds another state: %d canonical bytes, want %d", len(got), len(want))
+	}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	if _, err := s.LoadCheckpoint(context.Background(), "arena"); !errors.Is(err, ErrNoCheckpoint) {
+		t.Fatalf("empty store: %v, want ErrNoCheckpoint", err)
+	}
+	r := world(10_000)
+	data := r.AppendState(nil)
+	c := Checkpoint{Room: "a/b c", Term: 7, Clock: r.Clock(), Data: data}
+	if err := s.SaveCheckpoint(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	stale := c
+	stale.Term, stale.Data = 6, data[:100]
+	if err := s.SaveCheckpoint(context.Background(), stale); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a checkpoint of an earlier term: %v, want ErrFenced", err)
+	}
+	s.Close()
+	s.Close() // idempotent
+
+	s = openStore(t, dir) // as after a restart
+	got, err := s.LoadCheckpoint(context.Background(), "a/b c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Term != 7 || got.Clock != r.Clock() || !bytes.Equal(got.Data, data) {
+		t.Fatalf("loaded term %d clock %d, %d bytes; saved term 7 clock %d, %d bytes", got.Term, got.Clock, len(got.Data), r.Clock(), len(data))
+	}
+	if n, err := Validate(got.Room, s.Source(got.Room), got.Data); err != nil || n != 10_000 {
+		t.Fatalf("Validate: %d entities, %v", n, err)
+	}
+	if _, err := Open(Config{Dir: dir}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a second Open of one directory: %v, want in use", err)
+	}
+}
+
+// TestCorruptCheckpoint: a truncated or damaged stream names the room, the source and the offset
+// of the first bad message.
+func TestCorruptCheckpoint(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	data := world(100).AppendState(nil)
+	cut := len(data) - 5
+	bad := bytes.Clone(data)
+	binary.LittleEndian.PutUint32(bad[12*1+0:], 3) // the second DELETE_ENTITY... or the first PUT: length 3
+	for _, tc := range []struct {
+		name string
+		data []byte
+		off  int
+		want error
+	}{
+		{"truncated", data[:cut], lastMessageStart(t, data[:cut]), crdt.ErrTruncated},
+		{"bad length", bad, 12, crdt.ErrBadLength},
+	} {
+		if err := s.SaveCheckpoint(context.Background(), Checkpoint{Room: "broken", Term: 1, Data: tc.data}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.LoadCheckpoint(context.Background(), "broken")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Validate(c.Room, s.Source(c.Room), c.Data)
+		var ce *CorruptError
+		if !errors.As(err, &ce) || !errors.Is(err, tc.want) || ce.Offset != tc.off {
+			t.Fatalf("%s: %v, want a CorruptError at offset %d wrapping %v", tc.name, err, tc.off, tc.want)
+		}
+		msg := err.Error()
+		for _, part := range []string{`room "broken"`, CheckpointBucket + "/broken", fmt.Sprintf("byte offset %d", tc.off)} {
+			if !strings.Contains(msg, part) {
+				t.Fatalf("%s: %q does not name %q", tc.name, msg, part)
+			}
+		}
+	}
+}
+
+// lastMessageStart is the offset of the message a truncation cut.
+func lastMessageStart(t *testing.T, b []byte) int {
+	var rd crdt.Reader
+	var m crdt.Message
+	rd.Reset(b)
+	for {
+		off := rd.Offset()
+		if err := rd.Next(&m); err != nil {
+			var se *crdt.StreamError
+			if !errors.As(err, &se) {
+				t.Fatalf("no truncated message: %v", err)
+			}
+			return off
+		}
+	}
+}
+
+func TestRoomCounters(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	if c, err := s.LoadRoom("r.1"); err != nil || c != (signaling.RoomCounters{}) {
+		t.Fatalf("new room: %+v %v", c, err)
+	}
+	if err := s.SaveRoom("r.1", signaling.RoomCounters{LastIndex: 70, Term: 66}); err != nil {
+		t.Fatal(err)
+	}
+	// A stale writer cannot lower the counters.
+	if err := s.SaveRoom("r.1", signaling.RoomCounters{LastIndex: 65, Term: 80}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.LoadRoom("r.1"); err != nil || c != (signaling.RoomCounters{LastIndex: 70, Term: 80}) {
+		t.Fatalf("loaded %+v %v, want 70/80", c, err)
+	}
+}
+
+type slowSaver struct {
+	entered, release chan struct{}
+	saved            chan Checkpoint
+}
+
+func (s *slowSaver) SaveCheckpoint(_ context.Context, c Checkpoint) error {
+	s.entered <- struct{}{}
+	<-s.release
+	s.saved <- c
+	return nil
+}
+
+// TestWriterQueueBounded: with the store stuck, Submit does not block; the oldest waiting
+// checkpoints are dropped and counted; Close writes what waits.
+func TestWriterQueueBounded(t *testing.T) {
+	ss := &slowSaver{entered: make(chan struct{}, 16), release: make(chan struct{}), saved: make(chan Checkpoint, 16)}
+	w := NewWriter(ss, WriterConfig{Queue: 2})
+	w.Submit(Checkpoint{Room: "r", Term: 0})
+	<-ss.entered // the first is with the stuck store
+	for i := 1; i < 6; i++ {
+		w.Submit(Checkpoint{Room: "r", Term: signaling.Term(i)})
+	}
+	if st := w.Stats(); st.Queued != 6 || st.Dropped != 3 {
+		t.Fatalf("%+v, want 6 queued and 3 dropped", st)
+	}
+	close(ss.release)
+	w.Close()
+	w.Close()
+	close(ss.saved)
+	var terms []signaling.Term
+	for c := range ss.saved {
+		terms = append(terms, c.Term)
+	}
+	if len(terms) != 3 || terms[1] != 4 || terms[2] != 5 {
+		t.Fatalf("written terms %v, want the first and the last two", terms)
+	}
+	if st := w.Stats(); st.Written != 3 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// BenchmarkCheckpointSlice is the time a host loop spends on one tick of a checkpoint pass at
+// 10,000 entities (DefaultSlice numbers); BenchmarkCheckpointWhole encodes all at once.
+func BenchmarkCheckpointSlice(b *testing.B) {
+	r := world(10_000)
+	size := len(r.AppendState(nil))
+	var buf []byte
+	b.ReportAllocs()
+	var times []time.Duration
+	for b.Loop() {
+		buf = buf[:0]
+		for lo := 0; lo < 1<<16; {
+			start := time.Now()
+			buf, lo = AppendNumbers(buf, r, lo, min(lo+sliceNumbers, 1<<16), DefaultSlice)
+			times = append(times, time.Since(start))
+		}
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-slice-µs")
+	b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-slice-µs")
+	b.ReportMetric(float64(times[len(times)-1].Microseconds()), "max-slice-µs")
+	b.ReportMetric(float64(len(times))/float64(b.N), "slices/pass")
+	b.ReportMetric(float64(size), "checkpoint-bytes")
+}
+
+func BenchmarkCheckpointWhole(b *testing.B) {
+	r := world(10_000)
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = r.AppendState(buf[:0])
+	}
+	b.ReportMetric(float64(len(buf)), "checkpoint-bytes")
+}
