@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
-		"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling"
 )
 
 func openStore(t testing.TB, dir string) *Store {
