@@ -2,26 +2,68 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/signaling"
 )
 
 func cmdCRDT(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{errors.New("want a subcommand: state FILE... | dump FILE")}
+		return usageError{errors.New("want a subcommand: state FILE... | dump FILE | export --data DIR --room ROOM")}
 	}
 	switch args[0] {
 	case "state":
 		return crdtState(args[1:], stdin, stdout)
 	case "dump":
 		return crdtDump(args[1:], stdin, stdout)
+	case "export":
+		return crdtExport(args[1:], stdout)
 	}
-	return usageError{fmt.Errorf("unknown subcommand %q (want state or dump)", args[0])}
+	return usageError{fmt.Errorf("unknown subcommand %q (want state, dump or export)", args[0])}
+}
+
+// crdtExport writes a room's last checkpoint from a serve data directory as a main.crdt stream
+// (canonical AppendState order). serve must not be running on the directory.
+func crdtExport(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("crdt export", flag.ContinueOnError)
+	data := fs.String("data", "./concord-data", "the data directory of a stopped concord serve")
+	room := fs.String("room", "arena", "the room")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if _, err := os.Stat(*data); err != nil {
+		return err // do not make an empty store where there was none
+	}
+	st, err := durable.Open(durable.Config{Dir: *data})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	id := signaling.RoomID(*room)
+	c, err := st.LoadCheckpoint(context.Background(), id)
+	if errors.Is(err, durable.ErrNoCheckpoint) {
+		return fmt.Errorf("room %q: no checkpoint in %s", *room, *data)
+	}
+	if err != nil {
+		return err
+	}
+	out, err := durable.Canonical(id, st.Source(id), c.Data)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
 }
 
 func readInput(name string, stdin io.Reader) ([]byte, error) {

@@ -17,13 +17,14 @@ import (
 const usage = `concord — WebRTC host-authoritative multiplayer sessions
 
 Usage:
-  concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena]
+  concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena] [--data ./concord-data] [--scene ROOM=FILE]...
   concord host  [--server http://127.0.0.1:7880] [--room arena]
   concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby]
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
   concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON
   concord crdt dump FILE         print one line per ADR-117 message
+  concord crdt export [--data ./concord-data] [--room arena]   a room's last checkpoint as a main.crdt stream
 
 Run "concord COMMAND -h" for the flags of a command.
 `

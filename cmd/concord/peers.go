@@ -41,8 +41,13 @@ func newPeer(log zerolog.Logger, server, room, user, device string, kind signali
 
 // runHost runs a dedicated host for room until ctx ends.
 func runHost(ctx context.Context, log zerolog.Logger, server, room, device, token string) error {
+	return runHostApp(ctx, log, server, room, device, token, arena.New(arena.Config{}))
+}
+
+// runHostApp runs a dedicated host with app for room until ctx ends.
+func runHostApp(ctx context.Context, log zerolog.Logger, server, room, device, token string, app peer.App) error {
 	hl := log.With().Str("component", "host").Logger()
-	p, api, err := newPeer(hl, server, room, dedicatedHostUser, device, signaling.KindHost, token, arena.New(arena.Config{}), false)
+	p, api, err := newPeer(hl, server, room, dedicatedHostUser, device, signaling.KindHost, token, app, false)
 	if err != nil {
 		return err
 	}

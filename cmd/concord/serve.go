@@ -9,10 +9,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/web"
 )
@@ -26,6 +33,10 @@ type serveOptions struct {
 	room          string
 	dedicatedHost bool
 	secret        string
+	// data is the durable data directory (internal/durable); "" keeps rooms in memory only.
+	data string
+	// scenes seed rooms that have no checkpoint from main.crdt files; each gets a dedicated host.
+	scenes map[signaling.RoomID]string
 	// limits holds the signaling limits set by flags (zero fields: the signaling defaults).
 	limits signaling.Config
 	// http bounds the HTTP server's connections (zero fields: defaultHTTPTimeouts).
@@ -47,35 +58,55 @@ const maxHeaderBytes = 64 << 10
 
 // server is a running `concord serve`.
 type server struct {
-	url      string
-	log      zerolog.Logger
-	sig      *signaling.Server
-	http     *http.Server
-	served   chan error
-	hostDone chan error // nil without a dedicated host
+	url    string
+	log    zerolog.Logger
+	sig    *signaling.Server
+	http   *http.Server
+	served chan error
+	// hostDone receives the result of each dedicated host; hosts counts those running.
+	hostDone chan error
+	hosts    int
 	stopHost context.CancelFunc
+	store    *durable.Store  // nil without --data
+	writer   *durable.Writer // nil without --data
 }
 
 // startServer listens, serves the page, signaling and the API, and starts the dedicated host.
 func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*server, error) {
 	cfg := o.limits
 	cfg.Logger = log.With().Str("component", "signaling").Logger()
-	cfg.Rooms = map[signaling.RoomID]signaling.RoomConfig{
-		signaling.RoomID(o.room): {PinnedHosts: []signaling.Identity{dedicatedHostUser}},
+	hosted := hostedRooms(o)
+	cfg.Rooms = map[signaling.RoomID]signaling.RoomConfig{}
+	for _, room := range hosted {
+		cfg.Rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{dedicatedHostUser}}
 	}
 	if o.secret != "" {
 		cfg.Secret = []byte(o.secret)
 	}
-	s := &server{log: log, sig: signaling.New(cfg), served: make(chan error, 1)}
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	s := &server{log: log, served: make(chan error, 1), hostDone: make(chan error, len(hosted))}
+	if o.data != "" {
+		store, err := durable.Open(durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger()})
+		if err != nil {
+			return nil, err
+		}
+		s.store = store
+		s.writer = durable.NewWriter(store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+		cfg.Store = store
+	}
+	s.sig = signaling.New(cfg)
 	mux := http.NewServeMux()
 	sh := s.sig.Handler()
 	mux.Handle("/ws", sh)
 	mux.Handle("/api/", sh)
 	mux.Handle("/healthz", sh)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", web.Handler())
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		_ = s.sig.Close()
+		s.closeStore()
 		return nil, err
 	}
 	ht := o.http
@@ -91,13 +122,15 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: ht.readHeader, ReadTimeout: ht.read, IdleTimeout: ht.idle, MaxHeaderBytes: maxHeaderBytes}
 	go func() { s.served <- s.http.Serve(ln) }()
 	s.url = "http://" + ln.Addr().String()
-	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).Msg("concord serving")
+	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).Str("data", o.data).Msg("concord serving")
 
-	if o.dedicatedHost {
+	hctx, cancel := context.WithCancel(ctx)
+	s.stopHost = cancel
+	for _, room := range hosted {
 		token := ""
 		if o.secret != "" {
 			token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
-				Room: signaling.RoomID(o.room), User: dedicatedHostUser, Device: "serve", MayHost: true,
+				Room: room, User: dedicatedHostUser, Device: "serve", MayHost: true,
 				Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
 			})
 			if err != nil {
@@ -105,12 +138,87 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 				return nil, err
 			}
 		}
-		hctx, cancel := context.WithCancel(ctx)
-		s.stopHost = cancel
-		s.hostDone = make(chan error, 1)
-		go func() { s.hostDone <- runHost(hctx, log, s.url, o.room, "serve", token) }()
+		seed, err := s.seed(ctx, room, o.scenes[room])
+		if err != nil {
+			// The room does not open with half a world; the other rooms go on.
+			log.Error().Err(err).Str("room", string(room)).Msg("room not opened: its dedicated host does not start")
+			continue
+		}
+		var app peer.App = arena.New(arena.Config{})
+		var cp *durable.App
+		if s.writer != nil || seed != nil {
+			cp = durable.NewApp(app, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, Logger: log.With().Str("component", "checkpoint").Logger()})
+			app = cp
+		}
+		s.hosts++
+		go func() {
+			err := runHostApp(hctx, log, s.url, string(room), "serve", token, app)
+			if cp != nil && s.writer != nil {
+				cp.Final() // Run has returned: the world is this goroutine's
+			}
+			s.hostDone <- err
+		}()
 	}
 	return s, nil
+}
+
+// hostedRooms lists the rooms serve runs a dedicated host for: --room (with --dedicated-host)
+// and every --scene room, in a stable order.
+func hostedRooms(o serveOptions) []signaling.RoomID {
+	var rooms []signaling.RoomID
+	for room := range o.scenes {
+		if !o.dedicatedHost || room != signaling.RoomID(o.room) {
+			rooms = append(rooms, room)
+		}
+	}
+	slices.Sort(rooms)
+	if o.dedicatedHost {
+		rooms = slices.Insert(rooms, 0, signaling.RoomID(o.room))
+	}
+	return rooms
+}
+
+// seed returns what room's dedicated host starts from: its last checkpoint, else its scene file,
+// else nothing; validated whole, so that a bad one keeps the room closed rather than half open.
+func (s *server) seed(ctx context.Context, room signaling.RoomID, scene string) ([]byte, error) {
+	if s.store != nil {
+		c, err := s.store.LoadCheckpoint(ctx, room)
+		switch {
+		case err == nil:
+			start := time.Now()
+			n, err := durable.Validate(room, s.store.Source(room), c.Data)
+			if err != nil {
+				return nil, err
+			}
+			s.log.Info().Str("room", string(room)).Uint64("term", uint64(c.Term)).Uint32("clock", uint32(c.Clock)).
+				Int("entities", n).Int("bytes", len(c.Data)).Dur("validated", time.Since(start)).Msg("room checkpoint found")
+			return c.Data, nil
+		case !errors.Is(err, durable.ErrNoCheckpoint):
+			return nil, err
+		}
+	}
+	if scene == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(scene)
+	if err != nil {
+		return nil, fmt.Errorf("room %q: scene: %w", room, err)
+	}
+	n, err := durable.Validate(room, scene, data)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info().Str("room", string(room)).Str("scene", scene).Int("entities", n).Msg("room seeded from its scene")
+	return data, nil
+}
+
+func (s *server) closeStore() {
+	if s.writer != nil {
+		s.writer.Close()
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
 }
 
 // wait blocks until ctx ends, the HTTP server fails or the dedicated host stops, then stops.
@@ -120,6 +228,7 @@ func (s *server) wait(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-s.served:
 	case err = <-s.hostDone:
+		s.hosts--
 		if err == nil {
 			err = errors.New("dedicated host stopped")
 		}
@@ -135,13 +244,16 @@ func (s *server) stop() {
 	s.log.Info().Msg("shutting down")
 	if s.stopHost != nil {
 		s.stopHost()
-		<-s.hostDone
+		for ; s.hosts > 0; s.hosts-- {
+			<-s.hostDone
+		}
 		s.stopHost = nil
 	}
 	_ = s.sig.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.http.Shutdown(sctx)
+	s.closeStore() // after the hosts' last checkpoints
 }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -151,6 +263,18 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /healthz)")
 	fs.BoolVar(&o.dedicatedHost, "dedicated-host", true, "run a dedicated host for --room in this process")
 	fs.StringVar(&o.room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
+	fs.StringVar(&o.data, "data", "./concord-data", `durable data directory: rooms keep their world across restarts (embedded JetStream); "" keeps rooms in memory only`)
+	fs.Func("scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, with a dedicated host (repeatable)", func(v string) error {
+		room, file, ok := strings.Cut(v, "=")
+		if !ok || room == "" || file == "" {
+			return fmt.Errorf("want ROOM=FILE, got %q", v)
+		}
+		if o.scenes == nil {
+			o.scenes = map[signaling.RoomID]string{}
+		}
+		o.scenes[signaling.RoomID(room)] = file
+		return nil
+	})
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	limitFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {

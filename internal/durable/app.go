@@ -21,9 +21,10 @@ const (
 	sliceNumbers = 8192
 )
 
-// AppConfig configures an App. Room and Writer are required.
+// AppConfig configures an App. Room is required.
 type AppConfig struct {
-	Room   signaling.RoomID
+	Room signaling.RoomID
+	// Writer receives the checkpoints; if nil, the App only seeds the room.
 	Writer *Writer
 	// Seed is a validated message stream (the room's last checkpoint or its scene) merged into the
 	// world before the game's first HostStart; nil for none.
@@ -128,6 +129,9 @@ func (a *App) OnEvent(w *peer.World, ev peer.Event) {
 func (a *App) Tick(w *peer.World, dt time.Duration) {
 	a.inner.Tick(w, dt)
 	a.world = w
+	if a.cfg.Writer == nil {
+		return
+	}
 	if !w.IsHost() {
 		a.passing = false
 		return
@@ -169,7 +173,7 @@ func (a *App) finish(w *peer.World, data []byte, clock crdt.Timestamp, changes u
 // Call it after the peer's Run has returned (on Run's goroutine), never while it runs.
 func (a *App) Final() {
 	w := a.world
-	if w == nil || !w.IsHost() || (a.hasSaved && !a.passing && w.Replica().Changes() == a.savedChanges) {
+	if w == nil || a.cfg.Writer == nil || !w.IsHost() || (a.hasSaved && !a.passing && w.Replica().Changes() == a.savedChanges) {
 		return
 	}
 	data, clock := w.Checkpoint()

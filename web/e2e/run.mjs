@@ -176,7 +176,7 @@ class Env {
   }
 
   async serve(extra = []) {
-    this.server = this.proc('serve', ['serve', '--addr', `127.0.0.1:${this.port}`, ...extra]);
+    this.server = this.proc('serve', ['serve', '--addr', `127.0.0.1:${this.port}`, '--data', '', ...extra]);
     await waitFor('the server to answer /healthz', 10000, async () => (await fetch(`${this.url}/healthz`)).ok);
     return this.server;
   }
