@@ -37,6 +37,8 @@ type serveOptions struct {
 	data string
 	// scenes seed rooms that have no checkpoint from main.crdt files; each gets a dedicated host.
 	scenes map[signaling.RoomID]string
+	// checkpointInterval: durable.AppConfig.Interval (0: its default).
+	checkpointInterval time.Duration
 	// limits holds the signaling limits set by flags (zero fields: the signaling defaults).
 	limits signaling.Config
 	// http bounds the HTTP server's connections (zero fields: defaultHTTPTimeouts).
@@ -147,7 +149,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		var app peer.App = arena.New(arena.Config{})
 		var cp *durable.App
 		if s.writer != nil || seed != nil {
-			cp = durable.NewApp(app, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, Logger: log.With().Str("component", "checkpoint").Logger()})
+			cp = durable.NewApp(app, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, Interval: o.checkpointInterval, Logger: log.With().Str("component", "checkpoint").Logger()})
 			app = cp
 		}
 		s.hosts++
@@ -275,6 +277,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		o.scenes[signaling.RoomID(room)] = file
 		return nil
 	})
+	fs.DurationVar(&o.checkpointInterval, "checkpoint-interval", durable.DefaultInterval, "least time between two checkpoints of a changing room (with --data)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	limitFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
