@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -27,24 +30,24 @@ func openStore(t testing.TB, dir string) *Store {
 	return s
 }
 
-// world builds a replica of n entities as the arena writes them: a meta and an authority
-// component and two 12-byte properties each, a few deleted numbers and append values.
+// world builds a replica of n arena boxes (a meta component and two 8-byte properties each) and
+// a few other things: a deleted entity number, an append value, a tombstone.
 func world(n int) *crdt.Replica {
 	r := crdt.New(crdt.Config{})
-	val := make([]byte, 12)
+	meta := schema.AppendMeta(nil, arena.SchemaBox, nil)
+	val := make([]byte, 8)
 	for i := range n {
 		e := crdt.NewEntity(uint16(512+i), 0)
 		ts := crdt.Timestamp(i%50 + 1)
 		binary.LittleEndian.PutUint32(val, uint32(i))
-		r.WriteAt(e, 1, ts, []byte{1, 0, 0, 0, 0}, false)
-		r.WriteAt(e, 2, ts, []byte{0, 0}, false)
-		r.WriteAt(e, 1024, ts, val, false)
-		r.WriteAt(e, 1025, ts+1, val, false)
+		r.WriteAt(e, schema.ComponentMeta, ts, meta, false)
+		r.WriteAt(e, 1200, ts, val, false)
+		r.WriteAt(e, 1201, ts+1, val, false)
 	}
 	r.DeleteEntity(crdt.NewEntity(300, 2))
 	m := crdt.Message{Type: crdt.AppendValue, Entity: crdt.NewEntity(512, 0), Component: 2000, Timestamp: 9, Data: []byte("chat")}
 	r.Merge(&m)
-	m = crdt.Message{Type: crdt.DeleteComponent, Entity: crdt.NewEntity(513, 0), Component: 1025, Timestamp: 99}
+	m = crdt.Message{Type: crdt.DeleteComponent, Entity: crdt.NewEntity(513, 0), Component: 1201, Timestamp: 99}
 	r.Merge(&m)
 	return r
 }
@@ -246,4 +249,16 @@ func BenchmarkCheckpointWhole(b *testing.B) {
 		buf = r.AppendState(buf[:0])
 	}
 	b.ReportMetric(float64(len(buf)), "checkpoint-bytes")
+}
+
+// TestWriteScene10k writes a 10,000-box arena scene to $CONCORD_SCENE_OUT, for measuring a
+// restore by hand (README "Durable rooms"); skipped without it.
+func TestWriteScene10k(t *testing.T) {
+	out := os.Getenv("CONCORD_SCENE_OUT")
+	if out == "" {
+		t.Skip("set CONCORD_SCENE_OUT=FILE to write the 10,000-entity scene")
+	}
+	if err := os.WriteFile(out, world(10_000).AppendState(nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
