@@ -18,9 +18,11 @@ type Store interface {
 	SaveRoom(room RoomID, c RoomCounters) error
 }
 
-// StoreReserve is how far past the counters in use the hub saves them: one save covers the next
-// StoreReserve joins and elections, and a restarted server starts past everything it may have
-// issued (a skipped index or term is harmless, a reused one is not).
+// StoreReserve is how far past the last peer index issued the hub saves it: one save covers the
+// next StoreReserve joins, and a restarted server starts past every index it may have issued (a
+// skipped index is harmless, a reused one is not). The term is saved exactly, at every change and
+// before any member hears of it, so that a host that survives a restart of the server resumes in
+// its own term (no migration).
 const StoreReserve = 64
 
 // loadCounters raises r's counters to what the store saved for it, and reports whether there was
@@ -39,12 +41,16 @@ func (h *hub) loadCounters(r *room) bool {
 	return c != RoomCounters{}
 }
 
-// saveCounters saves r's counters StoreReserve ahead when they have passed the last save.
+// saveCounters saves r's counters when they have passed the last save: the term as it is, the
+// last index StoreReserve ahead.
 func (h *hub) saveCounters(r *room) {
 	if h.cfg.Store == nil || (r.last <= r.saved.LastIndex && r.term <= r.saved.Term) {
 		return
 	}
-	c := RoomCounters{LastIndex: r.last + StoreReserve, Term: min(r.term+StoreReserve, MaxTerm)}
+	c := RoomCounters{LastIndex: r.saved.LastIndex, Term: r.term}
+	if r.last > c.LastIndex {
+		c.LastIndex = r.last + StoreReserve
+	}
 	if err := h.cfg.Store.SaveRoom(r.id, c); err != nil {
 		r.log.Error().Err(err).Msg("room counters not saved")
 		return

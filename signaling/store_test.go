@@ -41,7 +41,7 @@ func TestStoreCountersSurviveRestart(t *testing.T) {
 	if st.saves != 1 {
 		t.Fatalf("%d saves for 3 joins and 1 election, want 1 (StoreReserve %d ahead)", st.saves, StoreReserve)
 	}
-	if got := st.rooms["r"]; got.LastIndex < lastIndex+StoreReserve-3 || got.Term < lastTerm {
+	if got := st.rooms["r"]; got.LastIndex < lastIndex+StoreReserve-3 || got.Term != lastTerm {
 		t.Fatalf("saved %+v after index %d term %d", got, lastIndex, lastTerm)
 	}
 	_ = first.srv.Close()
