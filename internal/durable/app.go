@@ -152,7 +152,8 @@ func (a *App) step(w *peer.World) bool {
 			return false
 		}
 		a.passing, a.cursor, a.force = true, 0, false
-		a.buf = make([]byte, 0, a.lastSize+a.lastSize/8)
+		// Room for the whole pass up front: growing a megabyte buffer mid-pass costs a tick.
+		a.buf = make([]byte, 0, max(a.lastSize+a.lastSize/8, r.Len()*40))
 		a.passChanges = r.Changes()
 	}
 	a.buf, a.cursor = AppendNumbers(a.buf, r, a.cursor, min(a.cursor+sliceNumbers, 1<<16), a.cfg.Slice)
