@@ -25,6 +25,7 @@ import (
 	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -372,4 +373,93 @@ func TestServeKill9Restore(t *testing.T) {
 	t.Logf("restored %s entities (clock %s) in %s ms; viewer is peer %d in term %d", restored[1], restored[2], restored[3], got.self, got.term)
 	cancel()
 	wg.Wait()
+}
+
+// TestServeKill9BotsStay: serve with its dedicated host is killed with SIGKILL while 6 bots move;
+// the bots play on without a server and stay; serve restarts on the same address and data. The
+// new dedicated host starts from the checkpoint, the bots resume, and the room converges on a
+// state that holds everything any bot held when serve died (the migration invariant) and every
+// entity of the checkpoint.
+func TestServeKill9BotsStay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds concord and runs it twice")
+	}
+	bin := buildConcord(t)
+	dir := t.TempDir()
+	addr := freeLoopbackAddr(t)
+	url := "http://" + addr
+	serve := startProcess(t, bin, "serve", "--addr", addr, "--data", dir, "--checkpoint-interval", "300ms", "--log-level", "info")
+	waitHealthy(t, url)
+
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := &migrationcheck.Clock{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	var bots []*peer.Peer
+	for i := range 6 {
+		app := &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i + 10), MoveFor: time.Hour, Now: clk.Now}})}
+		bots = append(bots, startTestBot(t, ctx, &wg, url, fmt.Sprintf("bot%d", i), app, log))
+	}
+	poll.Until(t, 60*time.Second, "every bot synced", func() error {
+		for _, p := range bots {
+			if st := p.Status(); !st.Synced {
+				return fmt.Errorf("bot %d not synced", st.Self)
+			}
+		}
+		return nil
+	})
+	waitCheckpoints(t, url, 2)
+	if err := serve.kill(); err != nil {
+		t.Fatal(err)
+	}
+	rec := migrationcheck.NewView()
+	for _, p := range bots {
+		var v *migrationcheck.View
+		if err := p.Do(ctx, func(w *peer.World) { v = migrationcheck.Read(w) }); err != nil {
+			t.Fatal(err)
+		}
+		rec.Absorb(v)
+	}
+	clk.Jump(2 * time.Hour) // the bots stop moving, so that the room can settle
+
+	serve = startProcess(t, bin, "serve", "--addr", addr, "--data", dir, "--log-level", "info")
+	waitHealthy(t, url)
+	poll.Until(t, 60*time.Second, "the room converged under the restarted dedicated host", func() error {
+		rooms, err := fetchRooms(url)
+		if err != nil {
+			return err
+		}
+		if len(rooms) != 1 || len(rooms[0].Members) != 7 {
+			return fmt.Errorf("rooms %+v", rooms)
+		}
+		r := rooms[0]
+		hashes := map[uint64]bool{}
+		for _, m := range r.Members {
+			if m.PeerIndex == r.Host && m.Kind != signaling.KindHost {
+				return fmt.Errorf("host %d is a %s", r.Host, m.Kind)
+			}
+			if !m.Synced || m.Replica == nil || m.Replica.Term != r.Term {
+				return fmt.Errorf("member %d not synced in term %d", m.PeerIndex, r.Term)
+			}
+			hashes[m.Replica.Hash] = true
+		}
+		if len(hashes) != 1 {
+			return fmt.Errorf("%d distinct hashes", len(hashes))
+		}
+		return nil
+	})
+	var conv *migrationcheck.View
+	if err := bots[0].Do(ctx, func(w *peer.World) { conv = migrationcheck.Read(w) }); err != nil {
+		t.Fatal(err)
+	}
+	if bad := migrationcheck.Check(rec, conv, func(peer.Entity) bool { return false }); len(bad) > 0 {
+		t.Fatalf("the restored room lost what the bots held:\n%s", strings.Join(bad, "\n"))
+	}
+	if !bytes.Contains(serve.output(), []byte(`"room restored"`)) {
+		t.Fatalf("the dedicated host did not start from the checkpoint:\n%s", serve.output())
+	}
+	t.Logf("%d keys and %d entities the bots held kept; term %d", len(rec.Keys), len(rec.Live), conv.Term)
 }
