@@ -57,7 +57,7 @@ func TestAppendNumbersIsTheState(t *testing.T) {
 	r := world(3000)
 	var stream []byte
 	for lo := 0; lo < 1<<16; {
-		stream, lo = AppendNumbers(stream, r, lo, 1<<16, 100)
+		stream, lo = AppendNumbers(stream, r, lo, 100)
 	}
 	got, err := Canonical("r", "test", stream)
 	if err != nil {
@@ -229,7 +229,7 @@ func BenchmarkCheckpointSlice(b *testing.B) {
 		buf = buf[:0]
 		for lo := 0; lo < 1<<16; {
 			start := time.Now()
-			buf, lo = AppendNumbers(buf, r, lo, min(lo+sliceNumbers, 1<<16), DefaultSlice)
+			buf, lo = AppendNumbers(buf, r, lo, DefaultSlice)
 			times = append(times, time.Since(start))
 		}
 	}

@@ -41,9 +41,13 @@ const (
 // DefaultTimeout bounds each JetStream operation when Config.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
-// Config configures a Store. The zero value works but for Dir, which Open requires.
+// DefaultDir is the data directory when Config.Dir is empty (serve's --data default).
+const DefaultDir = "concord-data"
+
+// Config configures a Store. The zero value works.
 type Config struct {
-	// Dir is the data directory: JetStream's file storage lives in Dir/jetstream.
+	// Dir is the data directory: JetStream's file storage lives in Dir/jetstream. If empty,
+	// DefaultDir (relative to the working directory).
 	Dir string
 	// Logger receives the store's logs (the embedded server's warnings and errors among them).
 	// The zero value discards them.
@@ -76,7 +80,7 @@ var ErrNoCheckpoint = errors.New("durable: no checkpoint")
 // makes the buckets.
 func Open(cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
-		return nil, errors.New("durable: no data directory")
+		cfg.Dir = DefaultDir
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
