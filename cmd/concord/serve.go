@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
@@ -140,7 +141,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 				return nil, err
 			}
 		}
-		seed, err := s.seed(ctx, room, o.scenes[room])
+		seed, clock, err := s.seed(ctx, room, o.scenes[room])
 		if err != nil {
 			// The room does not open with half a world; the other rooms go on.
 			log.Error().Err(err).Str("room", string(room)).Msg("room not opened: its dedicated host does not start")
@@ -149,7 +150,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		var app peer.App = arena.New(arena.Config{})
 		var cp *durable.App
 		if s.writer != nil || seed != nil {
-			cp = durable.NewApp(app, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, Interval: o.checkpointInterval, Logger: log.With().Str("component", "checkpoint").Logger()})
+			cp = durable.NewApp(app, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, SeedClock: clock, Interval: o.checkpointInterval, Logger: log.With().Str("component", "checkpoint").Logger()})
 			app = cp
 		}
 		s.hosts++
@@ -182,7 +183,7 @@ func hostedRooms(o serveOptions) []signaling.RoomID {
 
 // seed returns what room's dedicated host starts from: its last checkpoint, else its scene file,
 // else nothing; validated whole, so that a bad one keeps the room closed rather than half open.
-func (s *server) seed(ctx context.Context, room signaling.RoomID, scene string) ([]byte, error) {
+func (s *server) seed(ctx context.Context, room signaling.RoomID, scene string) ([]byte, crdt.Timestamp, error) {
 	if s.store != nil {
 		c, err := s.store.LoadCheckpoint(ctx, room)
 		switch {
@@ -190,28 +191,28 @@ func (s *server) seed(ctx context.Context, room signaling.RoomID, scene string) 
 			start := time.Now()
 			n, err := durable.Validate(room, s.store.Source(room), c.Data)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			s.log.Info().Str("room", string(room)).Uint64("term", uint64(c.Term)).Uint32("clock", uint32(c.Clock)).
 				Int("entities", n).Int("bytes", len(c.Data)).Dur("validated", time.Since(start)).Msg("room checkpoint found")
-			return c.Data, nil
+			return c.Data, c.Clock, nil
 		case !errors.Is(err, durable.ErrNoCheckpoint):
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if scene == "" {
-		return nil, nil
+		return nil, 0, nil
 	}
 	data, err := os.ReadFile(scene)
 	if err != nil {
-		return nil, fmt.Errorf("room %q: scene: %w", room, err)
+		return nil, 0, fmt.Errorf("room %q: scene: %w", room, err)
 	}
 	n, err := durable.Validate(room, scene, data)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s.log.Info().Str("room", string(room)).Str("scene", scene).Int("entities", n).Msg("room seeded from its scene")
-	return data, nil
+	return data, 0, nil
 }
 
 func (s *server) closeStore() {

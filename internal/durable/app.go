@@ -29,6 +29,9 @@ type AppConfig struct {
 	// Seed is a validated message stream (the room's last checkpoint or its scene) merged into the
 	// world before the game's first HostStart; nil for none.
 	Seed []byte
+	// SeedClock is the Lamport clock stored with the seed (a checkpoint's): the world's clock is
+	// raised to it, so the host's next writes are above everything the checkpointing host saw.
+	SeedClock crdt.Timestamp
 	// Interval is the least time between two checkpoints of a changing world; a world that does
 	// not change is not written again. If zero, DefaultInterval.
 	Interval time.Duration
@@ -91,7 +94,9 @@ func (a *App) HostStart(w *peer.World) {
 	a.world = w
 	if !a.seeded && a.cfg.Seed != nil {
 		start := time.Now()
-		if err := w.MergeCheckpoint(a.cfg.Seed); err != nil {
+		err := w.MergeCheckpoint(a.cfg.Seed)
+		w.Replica().ObserveClock(a.cfg.SeedClock)
+		if err != nil {
 			// Validated before the host started; this would be a bug.
 			a.cfg.Logger.Error().Err(err).Str("room", string(a.cfg.Room)).Msg("seed not merged")
 		} else {
