@@ -117,13 +117,15 @@ func stateOf(t *testing.T, stream []byte) crdt.StateJSON {
 // TestServeSceneAndExport: `serve --scene arena=example-scene.crdt --data DIR` opens the arena with
 // the scene's entities (a bot's replica holds the state @dcl/ecs computes for the file); after
 // serve stops, `crdt export` gives the room back, and `crdt state` of it holds that state too.
+// The checkpoint interval is an hour: what the bot writes after the first checkpoint reaches the
+// data only through the checkpoint serve writes at shutdown.
 func TestServeSceneAndExport(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, data: dir,
-		scenes: map[signaling.RoomID]string{"arena": "../../crdt/testdata/dcl/example-scene.crdt"}, checkpointInterval: 200 * time.Millisecond}, log)
+		scenes: map[signaling.RoomID]string{"arena": "../../crdt/testdata/dcl/example-scene.crdt"}, checkpointInterval: time.Hour}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +143,42 @@ func TestServeSceneAndExport(t *testing.T) {
 		}
 		return err
 	})
-	waitCheckpoints(t, s.url, 1)
-	stopBot()
-	wg.Wait()
-	cancel()
+	waitCheckpoints(t, s.url, 1) // the one a new host writes at once
+	var avatar peer.Entity
+	pos := arena.AppendVec(nil, arena.Vec{X: 12345, Y: -678})
+	var setErr error
+	var moved uint64 // the bot's replica hash after the move
+	if err := bot.Do(bctx, func(w *peer.World) {
+		var ok bool
+		if avatar, ok = w.AvatarOf(w.Self()); ok {
+			setErr = w.Set(avatar, arena.AvatarPos, pos)
+			moved = w.Replica().Hash()
+		} else {
+			setErr = fmt.Errorf("the bot has no avatar")
+		}
+	}); err != nil || setErr != nil {
+		t.Fatal(err, setErr)
+	}
+	poll.Until(t, 30*time.Second, "the host holds the bot's move", func() error {
+		rooms, err := fetchRooms(s.url)
+		if err != nil {
+			return err
+		}
+		for _, r := range rooms {
+			for _, m := range r.Members {
+				if m.PeerIndex == r.Host && m.Replica != nil && m.Replica.Hash == moved {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("rooms %+v, bot hash %016x", rooms, moved)
+	})
+	cancel() // serve stops with the bot in the room: the host writes its last checkpoint
 	if err := <-served; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
+	stopBot()
+	wg.Wait()
 
 	var out bytes.Buffer
 	if code := run([]string{"crdt", "export", "--data", dir, "--room", "arena"}, nil, &out, &out); code != 0 {
@@ -176,6 +207,9 @@ func TestServeSceneAndExport(t *testing.T) {
 	_, _ = r.MergeStream(out.Bytes())
 	if !bytes.Equal(r.AppendState(nil), out.Bytes()) {
 		t.Fatal("crdt export is not in canonical AppendState order")
+	}
+	if got, _, _, _ := r.Get(avatar, 1100); !bytes.Equal(got, pos) {
+		t.Fatalf("avatar %v position in the export %x, want %x (the shutdown checkpoint)", avatar, got, pos)
 	}
 }
 
