@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -261,4 +263,28 @@ func TestWriteScene10k(t *testing.T) {
 	if err := os.WriteFile(out, world(10_000).AppendState(nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCloseStopsEverything: Close stops the embedded server, the connection and the writer:
+// no goroutine of theirs is left.
+func TestCloseStopsEverything(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, err := Open(Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(s, WriterConfig{})
+	w.Submit(Checkpoint{Room: "r", Term: 1, Data: world(10).AppendState(nil)})
+	w.Close()
+	if st := w.Stats(); st.Written != 1 {
+		t.Fatalf("%+v: Close did not write what was queued", st)
+	}
+	s.Close()
+	poll.Until(t, 10*time.Second, "goroutines gone", func() error {
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<16)
+			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+		}
+		return nil
+	})
 }

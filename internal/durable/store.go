@@ -150,7 +150,6 @@ func (s *Store) start() error {
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
 		if s.nc != nil {
-			_ = s.nc.Drain()
 			s.nc.Close()
 		}
 		if s.ns != nil {
