@@ -294,6 +294,40 @@ func readWorld(ctx context.Context, p *peer.Peer) (*worldView, error) {
 	return v, err
 }
 
+// killScene is a running `serve --data` with six bots in its arena, synced, and a checkpoint
+// written after they all were.
+type killScene struct {
+	bin, dir, addr, url string
+	serve               *hostProcess
+	bots                []*peer.Peer
+	wg                  sync.WaitGroup
+	log                 zerolog.Logger
+}
+
+// startKillScene builds concord, runs serve on a fresh data directory, starts six bots (app makes
+// each bot's game) on ctx, and waits until they are synced and two checkpoints were written.
+func startKillScene(t *testing.T, ctx context.Context, app func(i int) peer.App) *killScene {
+	t.Helper()
+	k := &killScene{bin: buildConcord(t), dir: t.TempDir(), addr: freeLoopbackAddr(t),
+		log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}
+	k.url = "http://" + k.addr
+	k.serve = startProcess(t, k.bin, "serve", "--addr", k.addr, "--data", k.dir, "--checkpoint-interval", "300ms", "--log-level", "info")
+	waitHealthy(t, k.url)
+	for i := range 6 {
+		k.bots = append(k.bots, startTestBot(t, ctx, &k.wg, k.url, fmt.Sprintf("bot%d", i), app(i), k.log))
+	}
+	poll.Until(t, 60*time.Second, "every bot synced", func() error {
+		for _, p := range k.bots {
+			if st := p.Status(); !st.Synced {
+				return fmt.Errorf("bot %d not synced", st.Self)
+			}
+		}
+		return nil
+	})
+	waitCheckpoints(t, k.url, 2) // one begun after every avatar existed
+	return k
+}
+
 // TestServeKill9Restore: serve with its dedicated host is killed with SIGKILL while 6 bots move;
 // the bots leave; serve restarts on the same --data. The last checkpoint holds every entity the
 // bots saw (crdt export), the restarted room has every one of them but the avatars of the members
@@ -302,35 +336,16 @@ func TestServeKill9Restore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds concord and runs it twice")
 	}
-	bin := buildConcord(t)
-	dir := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	url := "http://" + addr
-	serve := startProcess(t, bin, "serve", "--addr", addr, "--data", dir, "--checkpoint-interval", "300ms", "--log-level", "info")
-	waitHealthy(t, url)
-
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var wg sync.WaitGroup
-	var bots []*peer.Peer
-	for i := range 6 {
-		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i + 1)}})
-		bots = append(bots, startTestBot(t, ctx, &wg, url, fmt.Sprintf("bot%d", i), app, log))
-	}
-	poll.Until(t, 60*time.Second, "every bot synced", func() error {
-		for _, p := range bots {
-			if st := p.Status(); !st.Synced {
-				return fmt.Errorf("bot %d not synced", st.Self)
-			}
-		}
-		return nil
+	k := startKillScene(t, ctx, func(i int) peer.App {
+		return arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i + 1)}})
 	})
-	waitCheckpoints(t, url, 2) // one begun after every avatar existed
-	if err := serve.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	bin, dir, bots, log, wg := k.bin, k.dir, k.bots, k.log, &k.wg
+	if err := k.serve.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-serve.waited
+	<-k.serve.waited
 	var seen []*worldView
 	maxIndex, maxTerm := peer.PeerIndex(0), peer.Term(0)
 	for _, p := range bots {
@@ -368,13 +383,13 @@ func TestServeKill9Restore(t *testing.T) {
 	t.Logf("checkpoint: %d bytes, %d live entities; the bots saw %d", len(out), cp.LiveEntities(), entities)
 
 	// serve restarts on the same data; a new member finds the room as the bots left it.
-	addr = freeLoopbackAddr(t)
-	url = "http://" + addr
-	serve = startProcess(t, bin, "serve", "--addr", addr, "--data", dir, "--log-level", "info")
+	addr := freeLoopbackAddr(t)
+	url := "http://" + addr
+	serve := startProcess(t, bin, "serve", "--addr", addr, "--data", dir, "--log-level", "info")
 	waitHealthy(t, url)
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	viewer := startTestBot(t, ctx, &wg, url, "viewer", arena.New(arena.Config{}), log)
+	viewer := startTestBot(t, ctx, wg, url, "viewer", arena.New(arena.Config{}), log)
 	var got *worldView
 	poll.Until(t, 60*time.Second, "the restored room has every entity the bots saw", func() error {
 		if st := viewer.Status(); !st.Synced {
@@ -418,35 +433,15 @@ func TestServeKill9BotsStay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds concord and runs it twice")
 	}
-	bin := buildConcord(t)
-	dir := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	url := "http://" + addr
-	serve := startProcess(t, bin, "serve", "--addr", addr, "--data", dir, "--checkpoint-interval", "300ms", "--log-level", "info")
-	waitHealthy(t, url)
-
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	clk := &migrationcheck.Clock{}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	var bots []*peer.Peer
-	for i := range 6 {
-		app := &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i + 10), MoveFor: time.Hour, Now: clk.Now}})}
-		bots = append(bots, startTestBot(t, ctx, &wg, url, fmt.Sprintf("bot%d", i), app, log))
-	}
-	poll.Until(t, 60*time.Second, "every bot synced", func() error {
-		for _, p := range bots {
-			if st := p.Status(); !st.Synced {
-				return fmt.Errorf("bot %d not synced", st.Self)
-			}
-		}
-		return nil
+	k := startKillScene(t, ctx, func(i int) peer.App {
+		return &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i + 10), MoveFor: time.Hour, Now: clk.Now}})}
 	})
-	waitCheckpoints(t, url, 2)
-	if err := serve.kill(); err != nil {
+	defer k.wg.Wait()
+	defer cancel()
+	bin, dir, addr, url, bots := k.bin, k.dir, k.addr, k.url, k.bots
+	if err := k.serve.kill(); err != nil {
 		t.Fatal(err)
 	}
 	rec := migrationcheck.NewView()
@@ -459,7 +454,7 @@ func TestServeKill9BotsStay(t *testing.T) {
 	}
 	clk.Jump(2 * time.Hour) // the bots stop moving, so that the room can settle
 
-	serve = startProcess(t, bin, "serve", "--addr", addr, "--data", dir, "--log-level", "info")
+	serve := startProcess(t, bin, "serve", "--addr", addr, "--data", dir, "--log-level", "info")
 	waitHealthy(t, url)
 	poll.Until(t, 60*time.Second, "the room converged under the restarted dedicated host", func() error {
 		rooms, err := fetchRooms(url)
