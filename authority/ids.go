@@ -1,12 +1,15 @@
 package authority
 
+import "github.com/concordrtc/concord/crdt"
+
 // PeerIndex identifies a member of a room. Signaling assigns indices per room,
 // monotonically, and never reuses one.
 type PeerIndex uint64
 
-// EntityID identifies an entity: the TRNP networkId, which carries the
-// ADR-117 entity (version<<16 | number) in its lower 32 bits.
-type EntityID uint64
+// EntityID identifies an entity: the ADR-117 entity (version<<16 | number), which
+// TRNP carries as the lower 32 bits of its networkId. It is crdt.Entity, so
+// that every package of a peer names entities alike.
+type EntityID = crdt.Entity
 
 // Term numbers the successive hosts of a room. Signaling bumps it on every
 // host change. Term 0 means that no host is known yet.

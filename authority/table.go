@@ -120,7 +120,7 @@ func (t *Table) AdmitWrite(peer PeerIndex, e EntityID) error {
 
 // AdmitCorrection returns nil if the new host may merge peer's migration
 // correction for e (a CRDT entry where peer's replica wins over the new host's
-// snapshot). DESIGN.md: the new host admits a peer's corrections for its own
+// snapshot). docs/design.md §4: the new host admits a peer's corrections for its own
 // avatar and the entities it holds a lock on, and for host entities only what
 // the peer received from the old host. The caller decides the last part and
 // says so with relayed; relayed never admits another peer's avatar or lock,

@@ -1,5 +1,5 @@
 // Package crdt is Concord's ADR-117 replica: the CRDT that is the replicated state of a room
-// (DESIGN.md §3), byte-compatible with @dcl/ecs 7.x on the wire and convergent in every case.
+// (docs/design.md §3), byte-compatible with @dcl/ecs 7.x on the wire and convergent in every case.
 //
 // It owns the replica state (an LWW element set per (entity, component), the deleted-entity
 // G-set, the append value sets and a Lamport clock), the wire codec (AppendMessage,

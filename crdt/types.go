@@ -21,7 +21,7 @@ func (e Entity) String() string {
 	return strconv.Itoa(int(e.Number())) + "." + strconv.Itoa(int(e.Version()))
 }
 
-// ComponentID identifies a component. Concord reserves ids below 1024 for itself (DESIGN.md §3).
+// ComponentID identifies a component. Concord reserves ids below 1024 for itself (docs/design.md §3).
 type ComponentID uint32
 
 // Timestamp is a Lamport timestamp.

@@ -60,8 +60,8 @@
 //	12 Stamp          = 12 | bodyLength u32 (8) | time u64
 //	13 Digest         = 13 | bodyLength u32 | term u64 | clock u32 | bucketCount u16 | digests [bucketCount]u64
 //
-// Stamp and Digest bodies belong to the session layer (package peer), which
-// encodes and decodes them; netmsg names them and checks their frames.
+// Stamp and Digest are the session layer's (package peer), which decodes them
+// with ConsumeStamp and ConsumeDigest; Reader checks only their frames.
 //
 // # Limits
 //

@@ -272,7 +272,6 @@ type invalidDef struct {
 type bld []byte
 
 func (b bld) grow() []byte     { return b[:len(b):len(b)] }
-func (b bld) u8(v uint8) bld   { return append(b.grow(), v) }
 func (b bld) u16(v uint16) bld { return binary.LittleEndian.AppendUint16(b.grow(), v) }
 func (b bld) u32(v uint32) bld { return binary.LittleEndian.AppendUint32(b.grow(), v) }
 func (b bld) u64(v uint64) bld { return binary.LittleEndian.AppendUint64(b.grow(), v) }
@@ -330,7 +329,7 @@ func invalidVectors() []invalidDef {
 		{"EntityUpdates update count 2, one update", "", bld{5}.u64(10).u32(2).u64(entity(512, 1)).u16(4).raw(1).raw(1, 2, 3, 4).raw(make([]byte, 10)...), "short_buffer"},
 		{"EntityUpdates huge update count", "", bld{5}.u64(1).u32(math.MaxUint32).raw(make([]byte, 22)...), "short_buffer"},
 		{"EntityUpdates data past end", "", upd.u16(20).raw(1).raw(1, 2, 3), "short_buffer"},
-		{"EntityUpdates u32 mask truncated", "", upd.u16(2<<14|0).raw(1, 2, 3), "short_buffer"},
+		{"EntityUpdates u32 mask truncated", "", upd.u16(2<<14 /* u32 mask, length 0 */).raw(1, 2, 3), "short_buffer"},
 		{"EntityUpdates u16 mask, data past end", "", upd.u16(1<<14|2).raw(1, 0, 9), "short_buffer"},
 		{"extension body length truncated", "", bld{8}.raw(16, 0), "short_buffer"},
 		{"extension body past end", "", bld{8}.u32(16).u64(1), "short_buffer"},

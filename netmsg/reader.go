@@ -63,8 +63,8 @@ func (r *Reader) Offset() int { return r.off }
 // extension type this build does not define (6–127, see Type.Known) is
 // returned with ErrUnknownType, a drop-message error; the walk continues
 // after it. Application messages (128–255) are returned without error.
-// Stamp and Digest, whose bodies the session layer decodes, are checked by
-// their frame only.
+// Stamp and Digest are checked by their frame only (ConsumeStamp and
+// ConsumeDigest check their bodies).
 func (r *Reader) Next() (Message, error) {
 	if r.err != nil {
 		return Message{}, r.err
@@ -123,7 +123,7 @@ func messageLen(b []byte) (int, error) {
 		return ConsumeClose(b, nil)
 	case TypeHello:
 		return ConsumeHello(b, nil)
-	case TypeStamp, TypeDigest: // bodies decoded by the session layer
+	case TypeStamp, TypeDigest: // bodies checked by ConsumeStamp, ConsumeDigest
 		return frameLen(b)
 	default:
 		return frameLen(b)

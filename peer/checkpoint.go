@@ -38,10 +38,10 @@ func (w *World) MergeCheckpoint(stream []byte) error {
 	if h, ok := w.sink.(*hostRole); ok {
 		// The host's authority table was built before the merge: adopt the merged records
 		// (avatars and locks of members), as hostRole.start does for the replica it starts from.
-		now := h.p.cfg.Now()
+		now := h.env.now()
 		for e, in := range w.ents {
 			if in.auth.Kind != authority.KindHost {
-				_ = h.auth.Restore(authority.EntityID(e), in.auth, now)
+				_ = h.auth.Restore(e, in.auth, now)
 			}
 		}
 	}

@@ -28,6 +28,9 @@ const (
 	// DefaultResumeSettle is how long a new or resumed host gives members to resume before it
 	// takes the ones that have not as gone.
 	DefaultResumeSettle = 3 * time.Second
+	// DefaultSignalingSendQueue is the signaling client's send queue unless SignalingConfig
+	// sets one.
+	DefaultSignalingSendQueue = 1024
 )
 
 // Config configures a Peer. The zero value of every field but App, Server and Room works.
@@ -48,8 +51,12 @@ type Config struct {
 	Transport Transport
 	// Logger; default zerolog.Nop().
 	Logger zerolog.Logger
-	// Now is the clock; default time.Now.
+	// Now is the clock's time; default time.Now. Ignored when Clock is set.
 	Now func() time.Time
+	// Clock is the loop's time source: its Now and every timer (ticks, reports, digests, the
+	// delays of the roles). Default: Now with real timers. Tests inject a manual clock to step
+	// the loop without sleeps.
+	Clock Clock
 	// TickInterval is the simulation tick; default DefaultTickInterval (20 Hz).
 	TickInterval time.Duration
 	// NetworkInterval is how often EntityUpdates are sent, right after a tick; default
@@ -83,7 +90,9 @@ type Config struct {
 	// gone, despawning their avatars and releasing their locks.
 	// Default DefaultResumeSettle (3 s).
 	ResumeSettle time.Duration
-	// SignalingConfig configures the signaling client.
+	// SignalingConfig configures the signaling client. Its SendQueue defaults to
+	// DefaultSignalingSendQueue here: the loop never waits on a full queue, it drops the message
+	// (a signal, a report), so the queue is sized for a burst of link setups.
 	SignalingConfig signaling.ClientConfig
 }
 
@@ -105,6 +114,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{now: c.Now}
+	} else {
+		c.Now = c.Clock.Now
 	}
 	if c.TickInterval <= 0 {
 		c.TickInterval = DefaultTickInterval
@@ -133,6 +147,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.RedialMax = max(c.RedialMax, c.RedialMin)
 	if c.ResumeSettle <= 0 {
 		c.ResumeSettle = DefaultResumeSettle
+	}
+	if c.SignalingConfig.SendQueue <= 0 {
+		c.SignalingConfig.SendQueue = DefaultSignalingSendQueue
 	}
 	if c.MaxDatagramsPerFlush <= 0 {
 		c.MaxDatagramsPerFlush = DefaultMaxDatagramsPerFlush

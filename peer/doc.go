@@ -11,12 +11,30 @@
 // properties, RequestLock/Relinquish (members), SendRPC/BroadcastRPC. Writes without authority
 // fail locally; the host rejects them on the wire too (docs/protocol.md, "Session").
 //
-// Goroutines: Run's loop owns every piece of state (the World, the role, the links' session
-// state). Link read goroutines only copy payloads and post them to the loop; pion callbacks only
-// post events. Per link one watcher goroutine waits for it to open and close; timers started by
-// the loop post functions back to it. Run waits for all of them before it returns. Other
-// goroutines reach a running peer only through Do (a function run on the loop) and Status (a
-// snapshot published by the loop). App methods must not block.
+// Owners: one goroutine, the loop started by Run, owns every piece of state, split by owner
+// across files. Peer keeps what signaling says of the room (room.go, resume.go) and the links
+// (links.go, standby.go, receive.go); the host role keeps its per-member state — sync progress,
+// dirty sets, digests, re-stamps, the authority table (host*.go); the member role keeps its own —
+// the link to its host, its fence, its dirty set (member*.go). The roles reach the rest of the
+// peer only through a small interface (env, roles.go), and the World reaches its role only
+// through changeSink.
+//
+// Time: every delay and period of the loop (ticks, reports, digests, connect timeouts, the
+// sweep after ResumeSettle) is an entry in the loop's timer queue (clock.go), read from
+// Config.Clock. Nothing else reads the wall clock, so a test can step the roles with a manual
+// clock, fake links and a fake signaling client, without sleeps (harness_test.go, rules_test.go).
+//
+// Goroutines: link read goroutines only copy payloads and post them to the loop; pion callbacks
+// only post events. Per link one watcher goroutine waits for it to open and close, and closing a
+// link (which waits for its goroutines) runs on a goroutine of its own, never on the loop. Every
+// one of them is started by goTracked, and Run waits for all of them before it returns. The loop
+// never waits on the network: signaling sends are non-blocking (a full queue drops the message
+// and logs it). Other goroutines reach a running peer only through Do (a function run on the
+// loop) and Status (a snapshot published by the loop). App methods must not block.
+//
+// Logs: every line carries room and self (this peer's index); a line about another member names
+// it with peer, as signaling's lines do; host and term name the host of a term. No other key
+// holds a peer index.
 //
 // Signaling outage: links do not need the signaling server once open, so when it goes away the
 // room plays on. One redial goroutine, owned by the peer and waited for by Run, dials again with

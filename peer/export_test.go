@@ -23,12 +23,11 @@ func (p *Peer) SendToHostForTest(ch link.Channel, payload []byte) bool {
 func (p *Peer) ReopenFirstBatchForTest(idx PeerIndex) bool {
 	done := make(chan bool, 1)
 	p.calls <- func() {
-		r := p.remotes[idx]
-		if p.host == nil || r == nil || !r.snapshotSent {
+		if p.host == nil || p.host.synced(idx) == nil {
 			done <- false
 			return
 		}
-		r.acceptRelayed = true
+		p.host.synced(idx).acceptRelayed = true
 		done <- true
 	}
 	return <-done

@@ -24,9 +24,7 @@ const dialTimeout = 5 * time.Second
 // one would meet again.
 func (p *Peer) signalingLost(ctx context.Context, cause error) {
 	old := p.sig
-	p.sig = nil
-	p.sigNow.Store(nil)
-	p.sigEvents = nil
+	p.setSig(nil)
 	p.publish()
 	if errors.Is(cause, signaling.ErrReplaced) {
 		// Another connection joined with this identity (the same device elsewhere): fighting
@@ -36,19 +34,24 @@ func (p *Peer) signalingLost(ctx context.Context, cause error) {
 		return
 	}
 	p.log.Warn().Err(cause).Msg("signaling connection lost; keeping links and redialing")
-	claim := signaling.Resume{
+	claim := p.resumeClaim()
+	p.goTracked(func() { p.redial(ctx, old, claim) })
+}
+
+// resumeClaim is what this peer asks a server to give back: its index, and the term and host it
+// knows, vouched for by the newest resume token it holds (a token vouches for one term, and a
+// claim may run only a few terms past it: docs/protocol.md §4 "Signaling: limits").
+func (p *Peer) resumeClaim() signaling.Resume {
+	return signaling.Resume{
 		Index: p.w.self, Term: p.w.term, Host: p.w.host, Synced: p.held,
 		Room: signaling.RoomID(p.cfg.Room), Token: p.resumeToken,
 	}
-	p.linkWG.Add(1)
-	go p.redial(ctx, old, claim)
 }
 
-// redial runs on its own goroutine, owned by the peer (linkWG): it dials until the server takes
-// the claim, the claim is refused for good, or the peer stops. It only posts its outcome to the
-// loop.
-func (p *Peer) redial(ctx context.Context, old *signaling.Client, claim signaling.Resume) {
-	defer p.linkWG.Done()
+// redial runs on its own goroutine, owned by the peer (goTracked): it dials until the server
+// takes the claim, the claim is refused for good, or the peer stops. It only posts its outcome to
+// the loop.
+func (p *Peer) redial(ctx context.Context, old sigClient, claim signaling.Resume) {
 	if old != nil {
 		_ = old.Close() // its goroutines have ended or end now; Close waits for them
 	}
@@ -57,9 +60,9 @@ func (p *Peer) redial(ctx context.Context, old *signaling.Client, claim signalin
 		// Full delay halved plus a random half: peers that lost the server together do not
 		// come back in lockstep, and no wait exceeds RedialMax.
 		wait := delay/2 + rand.N(delay/2+1)
-		t := time.NewTimer(wait)
+		t := p.clock.NewTimer(wait)
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-p.quit:
 			t.Stop()
 			return
@@ -68,14 +71,11 @@ func (p *Peer) redial(ctx context.Context, old *signaling.Client, claim signalin
 			return
 		}
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		c, err := signaling.Dial(dctx, p.cfg.Server, signaling.JoinOptions{
-			Room: signaling.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
-			Resume: &claim,
-		}, p.cfg.SignalingConfig)
+		c, err := signaling.Dial(dctx, p.cfg.Server, p.joinOptions(&claim), p.cfg.SignalingConfig)
 		cancel()
 		if err == nil {
 			select {
-			case p.calls <- func() { p.adopt(ctx, c, attempt) }:
+			case p.calls <- func() { p.adopt(c, attempt) }:
 			case <-p.quit:
 				_ = c.Close()
 			}
@@ -95,15 +95,11 @@ func (p *Peer) redial(ctx context.Context, old *signaling.Client, claim signalin
 
 // closeLater closes a signaling client off the loop (Close waits up to CloseGrace for the
 // server), on a goroutine that shutdown waits for.
-func (p *Peer) closeLater(c *signaling.Client) {
+func (p *Peer) closeLater(c sigClient) {
 	if c == nil {
 		return
 	}
-	p.linkWG.Add(1)
-	go func() {
-		defer p.linkWG.Done()
-		_ = c.Close()
-	}()
+	p.goTracked(func() { _ = c.Close() })
 }
 
 // permanent reports whether a failed resume would fail the same way again: the server refused
@@ -121,7 +117,7 @@ func permanent(err error) bool {
 }
 
 // adopt takes a resumed signaling client on the loop and reconciles with what the server says.
-func (p *Peer) adopt(ctx context.Context, c *signaling.Client, attempts int) {
+func (p *Peer) adopt(c sigClient, attempts int) {
 	j := c.Joined()
 	if j.Self != p.w.self {
 		// Dial checks this; a server that broke the rule would give this peer two indices.
@@ -130,9 +126,7 @@ func (p *Peer) adopt(ctx context.Context, c *signaling.Client, attempts int) {
 		p.resumeRefused(signaling.ErrResumeIgnored)
 		return
 	}
-	p.sig = c
-	p.sigNow.Store(c)
-	p.sigEvents = c.Events()
+	p.setSig(c)
 	p.resumeToken = j.ResumeToken
 	clear(p.members)
 	for _, m := range j.Members {
@@ -151,7 +145,7 @@ func (p *Peer) adopt(ctx context.Context, c *signaling.Client, attempts int) {
 		p.setSynced()
 	}
 	p.updateStandby()
-	p.report(ctx)
+	p.report()
 }
 
 // resumeRefused runs on the loop when the server will not give this peer its index back: the

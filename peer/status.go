@@ -22,7 +22,13 @@ type Status struct {
 	BytesOut uint64
 	// Rejected counts writes the host refused for lack of authority.
 	Rejected uint64
-	// Fenced counts messages ignored because they did not come from the host of the term.
+	// RejectedRace counts the part of Rejected that are expected races of normal play (logged at
+	// debug, not warn): writes of a member that lost the entity's authority moments ago (a lock
+	// handed back or expired, the transfer still on its way to it), and corrections to values this
+	// host already holds.
+	RejectedRace uint64
+	// Fenced counts messages ignored because they did not come from the host of the term: on a
+	// member, host messages refused by its fence (docs/protocol.md §5, "Fencing").
 	Fenced uint64
 	// Dropped counts messages dropped as unusable (unknown entity, unknown extension, full queue).
 	Dropped uint64
@@ -44,7 +50,7 @@ type Status struct {
 }
 
 type counters struct {
-	bytesIn, bytesOut, rejected, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
+	bytesIn, bytesOut, rejected, rejectedRace, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
 }
 
 // Status returns the latest published status (updated every report interval and on host changes).
@@ -70,6 +76,7 @@ func (p *Peer) publish() *Status {
 		BytesIn:         p.count.bytesIn.Load(),
 		BytesOut:        p.count.bytesOut.Load(),
 		Rejected:        p.count.rejected.Load(),
+		RejectedRace:    p.count.rejectedRace.Load(),
 		Fenced:          p.count.fenced.Load(),
 		Dropped:         p.count.dropped.Load() + p.count.droppedIn.Load(),
 		StandbyPromoted: p.count.promoted.Load(),

@@ -12,124 +12,70 @@ import (
 	"github.com/concordrtc/concord/peer/link"
 )
 
-// updItem is one Update to send: the properties of entity e whose current timestamp is ts.
+// EntityUpdates on the wire: a role's dirty set out as datagrams, and datagrams in as merges.
+
+// updItem is one Update to send: the properties of entity e whose current timestamp is ts, and
+// where their values sit in updater.refs (in ascending property order).
 type updItem struct {
 	ts   crdt.Timestamp
 	e    Entity
 	mask uint32
+	ref  int
 }
 
-// flushUpdates sends every remote its dirty properties as EntityUpdates datagrams.
-//
-// On the host, members usually hold the same dirty set (each of them hears every host write), so
-// the host builds the datagrams once, for the first member, and sends the same bytes to every
-// other member whose dirty set is equal, instead of re-reading, sorting and encoding the same
-// updates once per member. Members whose set differs (the author of a relayed write, a member
-// that joined mid-flush, leftovers past MaxDatagramsPerFlush) go through sendUpdates on their own.
-func (p *Peer) flushUpdates() {
-	if p.host != nil {
-		p.flushHostUpdates()
-		return
-	}
-	if p.member != nil && p.member.synced && p.member.hostLink != nil {
-		p.sendUpdates(p.member.hostLink, p.member.dirty, nil)
-	}
+// updater is a role's scratch for sending updates. items holds the updates the last send
+// covered, until the next one.
+type updater struct {
+	items []updItem
+	refs  [][]byte // property values, aliasing the replica for the duration of one send
+	dgram []byte
+	vals  []byte
 }
 
-func (p *Peer) flushHostUpdates() {
-	var lead *remote
-	for _, r := range p.remotes {
-		if r.snapshotSent && r.ready && len(r.dirty) > 0 {
-			lead = r
-			break
-		}
-	}
-	if lead == nil {
-		return
-	}
-	// Record the lead's datagrams as (length u16, bytes) frames in p.out, which is free scratch
-	// outside flushCommands and snapshot sends.
-	rec := p.out[:0]
-	p.sendUpdates(lead, lead.dirty, &rec)
-	p.out = rec
-	if p.remotes[lead.idx] == lead && len(lead.dirty) == 0 {
-		// Everything went out: p.items lists exactly what the datagrams carry.
-		for _, r := range p.remotes {
-			if r != lead && r.snapshotSent && r.ready && p.sameDirty(r.dirty) {
-				p.replay(r, rec)
-			}
-		}
-	}
-	for _, r := range p.remotes {
-		if r.snapshotSent {
-			p.sendUpdates(r, r.dirty, nil)
-		}
-	}
-}
-
-// sameDirty reports whether dirty holds exactly the (entity, property) pairs of p.items, the
-// updates the last sendUpdates sent.
-func (p *Peer) sameDirty(dirty map[Entity]uint32) bool {
-	bitsInItems := 0
-	for _, it := range p.items {
-		if dirty[it.e]&it.mask != it.mask {
-			return false
-		}
-		bitsInItems += bits.OnesCount32(it.mask)
-	}
-	bitsInDirty := 0
-	for _, mask := range dirty {
-		bitsInDirty += bits.OnesCount32(mask)
-	}
-	return bitsInDirty == bitsInItems
-}
-
-// replay sends r the recorded datagrams and clears its dirty set. A failed send has dropped r.
-func (p *Peer) replay(r *remote, rec []byte) {
-	for len(rec) >= 2 {
-		n := int(binary.LittleEndian.Uint16(rec))
-		if !p.sendDatagram(r, rec[2:2+n], nil) {
-			return
-		}
-		rec = rec[2+n:]
-	}
-	clear(r.dirty)
-}
-
-// sendUpdates turns dirty (entity → property mask) into ≤ 1200-byte datagrams, one EntityUpdates
-// per timestamp (a relayed value keeps its author's stamp), and clears what it sent. At most
-// MaxDatagramsPerFlush datagrams go out; the rest stays dirty. A lost datagram is healed by the
-// digest exchange (anti-entropy). When rec is not nil, every datagram sent is appended to *rec as
-// a u16 length and its bytes; p.items keeps the updates sent until the next call.
-func (p *Peer) sendUpdates(r *remote, dirty map[Entity]uint32, rec *[]byte) {
+// send turns dirty (entity → property mask) into ≤ 1200-byte datagrams, one EntityUpdates per
+// timestamp (a relayed value keeps its author's stamp), and clears what it sent. Each property
+// is read from the replica once. At most MaxDatagramsPerFlush datagrams go out; the rest stays
+// dirty. A lost datagram is healed by the digest exchange (anti-entropy). When rec is not nil,
+// every datagram sent is appended to *rec as a u16 length and its bytes.
+func (u *updater) send(b roleBase, r *remote, dirty map[Entity]uint32, rec *[]byte) {
 	if len(dirty) == 0 || !r.ready {
 		return
 	}
-	w := p.w
-	items := p.items[:0]
+	w := b.w
+	items, refs := u.items[:0], u.refs[:0]
+	var ts [32]crdt.Timestamp
+	var val [32][]byte
 	for e, mask := range dirty {
 		in := w.ents[e]
 		if in == nil {
 			delete(dirty, e)
 			continue
 		}
-		start := len(items)
+		var have uint32
 		for m := mask; m != 0; m &= m - 1 {
-			i := trailingZeros(m)
-			_, ts, ok, deleted := w.r.Get(e, in.schema.Properties[i].Component)
-			if !ok || deleted {
-				continue
+			i := bits.TrailingZeros32(m)
+			data, t, ok, deleted := w.r.Get(e, in.schema.Properties[i].Component)
+			if ok && !deleted {
+				have |= 1 << i
+				ts[i], val[i] = t, data
 			}
-			j := start
-			for ; j < len(items) && items[j].ts != ts; j++ {
-			}
-			if j == len(items) {
-				items = append(items, updItem{ts: ts, e: e})
-			}
-			items[j].mask |= 1 << i
 		}
-		if len(items) == start {
+		if have == 0 {
 			delete(dirty, e)
+			continue
+		}
+		// One item per distinct timestamp, its values in property order.
+		for left := have; left != 0; {
+			t := ts[bits.TrailingZeros32(left)]
+			it := updItem{ts: t, e: e, ref: len(refs)}
+			for m := left; m != 0; m &= m - 1 {
+				if i := bits.TrailingZeros32(m); ts[i] == t {
+					it.mask |= 1 << i
+					refs = append(refs, val[i])
+				}
+			}
+			left &^= it.mask
+			items = append(items, it)
 		}
 	}
 	slices.SortFunc(items, func(a, b updItem) int {
@@ -138,26 +84,27 @@ func (p *Peer) sendUpdates(r *remote, dirty map[Entity]uint32, rec *[]byte) {
 		}
 		return cmp.Compare(a.e, b.e)
 	})
-	p.items = items
+	u.items, u.refs = items, refs
+	defer clear(u.refs) // do not keep the replica's values reachable
 
 	var wr netmsg.EntityUpdatesWriter
-	dgram := p.dgram[:0]
+	dgram := u.dgram[:0]
 	open := false
 	var cur crdt.Timestamp
 	sent := 0
 	for _, it := range items {
 		in := w.ents[it.e]
 		width, _ := netmsg.MaskWidth(len(in.schema.Properties))
-		vals := p.vals[:0]
+		vals := u.vals[:0]
+		k := it.ref
 		for m := it.mask; m != 0; m &= m - 1 {
-			i := trailingZeros(m)
-			v, _, _, _ := w.r.Get(it.e, in.schema.Properties[i].Component)
-			vals = in.schema.AppendValue(vals, i, v)
+			vals = in.schema.AppendValue(vals, bits.TrailingZeros32(m), refs[k])
+			k++
 		}
-		p.vals = vals
-		u := netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask, Data: vals}
-		if netmsg.SizeUpdate(&u)+netmsg.MaxDatagram/64 > netmsg.MaxDatagram {
-			p.log.Warn().Uint64("entity", uint64(it.e)).Msg("update larger than a datagram; dropped")
+		u.vals = vals
+		up := netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask, Data: vals}
+		if netmsg.SizeUpdate(&up)+netmsg.MaxDatagram/64 > netmsg.MaxDatagram {
+			b.log.Warn().Uint64("entity", uint64(it.e)).Msg("update larger than a datagram; dropped")
 			dirty[it.e] &^= it.mask
 			continue
 		}
@@ -167,48 +114,49 @@ func (p *Peer) sendUpdates(r *remote, dirty map[Entity]uint32, rec *[]byte) {
 				buf = dgram[:0] // reuse the kept buffer rather than growing a new one every flush
 			}
 			if !wr.Reset(buf, uint64(it.ts), netmsg.MaxDatagram) {
-				if sent++; !p.sendDatagram(r, wr.Bytes(), rec) || sent >= p.cfg.MaxDatagramsPerFlush {
+				if sent++; !sendDatagram(b, r, wr.Bytes(), rec) || sent >= b.cfg.MaxDatagramsPerFlush {
 					return
 				}
 				wr.Reset(dgram[:0], uint64(it.ts), netmsg.MaxDatagram)
 			}
 			open, cur = true, it.ts
 		}
-		if !wr.Add(&u) {
-			if sent++; !p.sendDatagram(r, wr.Bytes(), rec) || sent >= p.cfg.MaxDatagramsPerFlush {
+		if !wr.Add(&up) {
+			if sent++; !sendDatagram(b, r, wr.Bytes(), rec) || sent >= b.cfg.MaxDatagramsPerFlush {
 				return
 			}
 			wr.Reset(dgram[:0], uint64(it.ts), netmsg.MaxDatagram)
-			wr.Add(&u)
+			wr.Add(&up)
 		}
 		if dirty[it.e] &^= it.mask; dirty[it.e] == 0 {
 			delete(dirty, it.e)
 		}
 	}
 	if open && wr.Count() > 0 {
-		p.sendDatagram(r, wr.Bytes(), rec)
+		sendDatagram(b, r, wr.Bytes(), rec)
 	}
-	p.dgram = wr.Bytes()[:0]
+	u.dgram = wr.Bytes()[:0]
 }
 
 // sendDatagram sends b unreliably to r and, when rec is not nil and the send worked, appends it
-// to *rec as a u16 length and the bytes.
-func (p *Peer) sendDatagram(r *remote, b []byte, rec *[]byte) bool {
-	if !p.sendOne(r, link.Unreliable, b) {
+// to *rec as a u16 length and the bytes. False means the link failed (and is dropped).
+func sendDatagram(b roleBase, r *remote, dgram []byte, rec *[]byte) bool {
+	b.env.send(r, link.Unreliable, dgram)
+	if r.closing {
 		return false
 	}
 	if rec != nil {
-		*rec = binary.LittleEndian.AppendUint16(*rec, uint16(len(b)))
-		*rec = append(*rec, b...)
+		*rec = binary.LittleEndian.AppendUint16(*rec, uint16(len(dgram)))
+		*rec = append(*rec, dgram...)
 	}
 	return true
 }
 
 // applyUpdates merges an EntityUpdates message from origin with merge; admit decides, per entity,
 // whether origin may write it (the host's authority check; members admit everything from the host).
-func (p *Peer) applyUpdates(eu *netmsg.EntityUpdates, origin PeerIndex, admit func(e Entity) bool, merge func(m *crdt.Message, origin PeerIndex)) {
+func applyUpdates(b roleBase, eu *netmsg.EntityUpdates, origin PeerIndex, admit func(e Entity) bool, merge func(m *crdt.Message, origin PeerIndex)) {
 	if eu.Time > math.MaxUint32 {
-		p.count.dropped.Add(1)
+		b.count.dropped.Add(1)
 		return
 	}
 	ts := crdt.Timestamp(eu.Time)
@@ -218,13 +166,13 @@ func (p *Peer) applyUpdates(eu *netmsg.EntityUpdates, origin PeerIndex, admit fu
 	for k := range eu.Updates {
 		u := &eu.Updates[k]
 		if u.NetworkID>>32 != 0 {
-			p.count.dropped.Add(1)
+			b.count.dropped.Add(1)
 			continue
 		}
 		e := Entity(u.NetworkID)
-		in := p.w.ents[e]
+		in := b.w.ents[e]
 		if in == nil || u.CheckMask(len(in.schema.Properties)) != nil {
-			p.count.dropped.Add(1) // not spawned here yet (the unreliable channel overtook it), or bad
+			b.count.dropped.Add(1) // not spawned here yet (the unreliable channel overtook it), or bad
 			continue
 		}
 		if !admit(e) {
@@ -236,9 +184,7 @@ func (p *Peer) applyUpdates(eu *netmsg.EntityUpdates, origin PeerIndex, admit fu
 			merge(&m, origin)
 		})
 		if err != nil {
-			p.count.dropped.Add(1)
+			b.count.dropped.Add(1)
 		}
 	}
 }
-
-func trailingZeros(m uint32) int { return bits.TrailingZeros32(m) }

@@ -8,16 +8,17 @@ import (
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
-	"github.com/concordrtc/concord/signaling"
 )
 
-// PeerIndex identifies a member of a room; the signaling server assigns it.
-type PeerIndex = signaling.PeerIndex
+// PeerIndex identifies a member of a room; the signaling server assigns it. Every package of a
+// peer uses this one type (authority.PeerIndex, signaling.PeerIndex).
+type PeerIndex = authority.PeerIndex
 
-// Term numbers the successive hosts of a room.
-type Term = signaling.Term
+// Term numbers the successive hosts of a room (authority.Term, signaling.Term).
+type Term = authority.Term
 
-// Entity is an ADR-117 entity id (number | version<<16); TRNP carries it as the networkId.
+// Entity is an ADR-117 entity id (number | version<<16); TRNP carries it as the networkId
+// (crdt.Entity, authority.EntityID).
 type Entity = crdt.Entity
 
 // FirstSpawnNumber is the lowest entity number the host allocates; numbers below it are reserved
@@ -43,6 +44,11 @@ type changeSink interface {
 	// otherChanged reports a change TRNP cannot express (a tombstone, a component outside any
 	// schema, an append value); the host relays such changes as CRDT messages.
 	otherChanged(m *crdt.Message, origin PeerIndex)
+	// sendRPC sends an RPC to the host (a member's; app: an application RPC, below
+	// FirstSystemRPC), broadcastRPC to every member (the host's); the other role answers
+	// ErrNotHost.
+	sendRPC(typ uint32, data []byte, app bool) error
+	broadcastRPC(typ uint32, data []byte) error
 }
 
 // World is the replicated world as one peer sees it: the ADR-117 replica and the index its
@@ -162,7 +168,7 @@ func (w *World) Authority(e Entity) PeerIndex {
 	if in == nil || in.auth.Kind == authority.KindHost {
 		return w.host
 	}
-	return PeerIndex(in.auth.Peer)
+	return in.auth.Peer
 }
 
 // AuthorityRecord returns the authority record of e.
@@ -176,7 +182,7 @@ func (w *World) AuthorityRecord(e Entity) authority.Record {
 // AvatarOf returns the avatar of member p.
 func (w *World) AvatarOf(p PeerIndex) (Entity, bool) {
 	for e, in := range w.ents {
-		if in.auth.Kind == authority.KindAvatar && PeerIndex(in.auth.Peer) == p {
+		if in.auth.Kind == authority.KindAvatar && in.auth.Peer == p {
 			return e, true
 		}
 	}
@@ -193,7 +199,7 @@ func (w *World) CanWrite(e Entity) bool {
 	if in.auth.Kind == authority.KindHost {
 		return w.isHost
 	}
-	return PeerIndex(in.auth.Peer) == w.self
+	return in.auth.Peer == w.self
 }
 
 // Set writes property prop of e. It fails without authority or with a value of the wrong size.
@@ -343,6 +349,11 @@ func (w *World) batchStamp() crdt.Timestamp {
 	return w.stamp
 }
 
+// setRole makes the world the host's (isHost) or a member's, and sink the role told of changes.
+func (w *World) setRole(isHost bool, sink changeSink) {
+	w.isHost, w.sink = isHost, sink
+}
+
 // closeBatch ends the open write batch; the next local write takes a new timestamp.
 func (w *World) closeBatch() { w.stamp = 0 }
 
@@ -451,28 +462,6 @@ func (w *World) forget(e Entity, origin PeerIndex) {
 	w.sink.despawned(e, origin)
 }
 
-// reindex rebuilds the entity index from the replica (after a snapshot or a role change).
-func (w *World) reindex() {
-	clear(w.ents)
-	clear(w.byNumber)
-	w.r.Range(func(en crdt.Entry) bool {
-		if en.Component == schema.ComponentMeta && !en.Deleted {
-			if id, creation, ok := schema.ParseMeta(en.Data); ok {
-				if s, known := w.schemas.Lookup(id); known {
-					w.ents[en.Entity] = &entityInfo{schema: s, creation: bytes.Clone(creation)}
-					w.byNumber[en.Entity.Number()] = en.Entity
-				}
-			}
-		}
-		if en.Component == schema.ComponentAuthority && !en.Deleted {
-			if in := w.ents[en.Entity]; in != nil {
-				_, _ = authority.ConsumeRecord(en.Data, &in.auth)
-			}
-		}
-		return true
-	})
-}
-
 type nopSink struct{}
 
 func (nopSink) propChanged(Entity, int, PeerIndex)                   {}
@@ -480,3 +469,5 @@ func (nopSink) spawned(Entity, PeerIndex)                            {}
 func (nopSink) despawned(Entity, PeerIndex)                          {}
 func (nopSink) authorityChanged(Entity, authority.Record, PeerIndex) {}
 func (nopSink) otherChanged(*crdt.Message, PeerIndex)                {}
+func (nopSink) sendRPC(uint32, []byte, bool) error                   { return ErrNotHost }
+func (nopSink) broadcastRPC(uint32, []byte) error                    { return ErrNotHost }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Concord's whole test suite, runnable on a fresh machine: it installs what it needs, then runs
-# go vet, the Go tests with the race detector, and the JavaScript checks (the @dcl/ecs differential
+# go vet, staticcheck, the Go tests with the race detector, and the JavaScript checks (the @dcl/ecs differential
 # generator re-checks the committed vectors against the real reference implementation).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,9 @@ fi
 
 echo "== go vet"
 go vet ./...
+
+echo "== staticcheck (pinned in go.mod as a tool; checks in staticcheck.conf)"
+go tool staticcheck ./...
 
 echo "== @dcl/ecs differential vectors: regenerated with the real @dcl/ecs, must equal the committed ones"
 (

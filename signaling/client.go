@@ -321,29 +321,51 @@ func (c *Client) Events() <-chan Event { return c.events }
 // SendSignal relays payload to the member with peer index to. It returns once
 // the message is queued, or with ctx's error, or ErrClosed.
 func (c *Client) SendSignal(ctx context.Context, to PeerIndex, payload SignalPayload) error {
-	m := clientMessage{V: ProtocolVersion, Type: typeSignal, To: to, Payload: &payload}
+	return c.signal(ctx, to, payload, true)
+}
+
+// SetSynced tells the server that this member has applied the host's
+// snapshot, which makes it eligible as host.
+func (c *Client) SetSynced(ctx context.Context) error {
+	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeSynced}, true)
+}
+
+// ReportReplica sends the server a summary of this member's replica (about
+// once a second), shown in /api/rooms.
+func (c *Client) ReportReplica(ctx context.Context, r Report) error {
+	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeReport, Replica: &r}, true)
+}
+
+// TrySendSignal is SendSignal that never blocks: when the send queue is full
+// it returns ErrSendQueueFull at once and the signal is not sent. An owner
+// loop that must not wait on the network uses the Try methods.
+func (c *Client) TrySendSignal(to PeerIndex, payload SignalPayload) error {
+	return c.signal(context.Background(), to, payload, false)
+}
+
+// TrySetSynced is SetSynced that never blocks (see TrySendSignal).
+func (c *Client) TrySetSynced() error {
+	return c.queue(context.Background(), clientMessage{V: ProtocolVersion, Type: typeSynced}, false)
+}
+
+// TryReportReplica is ReportReplica that never blocks (see TrySendSignal).
+func (c *Client) TryReportReplica(r Report) error {
+	return c.queue(context.Background(), clientMessage{V: ProtocolVersion, Type: typeReport, Replica: &r}, false)
+}
+
+func (c *Client) signal(ctx context.Context, to PeerIndex, payload SignalPayload, wait bool) error {
 	if to == 0 {
 		return fmt.Errorf("%w: peer index 0", ErrBadSignal)
 	}
 	if err := payload.Validate(); err != nil {
 		return err
 	}
-	return c.queue(ctx, m)
+	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeSignal, To: to, Payload: &payload}, wait)
 }
 
-// SetSynced tells the server that this member has applied the host's
-// snapshot, which makes it eligible as host.
-func (c *Client) SetSynced(ctx context.Context) error {
-	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeSynced})
-}
-
-// ReportReplica sends the server a summary of this member's replica (about
-// once a second), shown in /api/rooms.
-func (c *Client) ReportReplica(ctx context.Context, r Report) error {
-	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeReport, Replica: &r})
-}
-
-func (c *Client) queue(ctx context.Context, m clientMessage) error {
+// queue puts m on the send queue. With wait it waits for room until ctx
+// ends; without, a full queue fails at once with ErrSendQueueFull.
+func (c *Client) queue(ctx context.Context, m clientMessage, wait bool) error {
 	frame, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("signaling: encoding %s: %w", m.Type, err)
@@ -352,6 +374,14 @@ func (c *Client) queue(ctx context.Context, m clientMessage) error {
 	case <-c.done:
 		return ErrClosed
 	default:
+	}
+	if !wait {
+		select {
+		case c.send <- frame:
+			return nil
+		default:
+			return fmt.Errorf("%w (%s)", ErrSendQueueFull, m.Type)
+		}
 	}
 	select {
 	case c.send <- frame:

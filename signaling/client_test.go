@@ -217,30 +217,7 @@ func TestClientEventOverflow(t *testing.T) {
 // TestClientSendBounded: against a server that stops reading, SendSignal
 // returns with the context's error instead of blocking forever.
 func TestClientSendBounded(t *testing.T) {
-	url := fakeServer(t, true, func(ws *websocket.Conn) {
-		if tc, ok := ws.NetConn().(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(4096)
-		}
-	})
-	cfg := quietConfig(t)
-	cfg.SendQueue = 1
-	cfg.WriteWait = time.Minute
-	cfg.Dialer = &websocket.Dialer{
-		HandshakeTimeout: waitTimeout,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.SetWriteBuffer(4096)
-			}
-			return c, err
-		},
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	c, err := Dial(ctx, url, JoinOptions{Room: "r", User: "a"}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cfg := dialStuck(t)
 	big := SignalPayload{Kind: SignalOffer, SDP: strings.Repeat("s", MaxSDPLen)}
 	for i := 0; ; i++ {
 		if i > 1000 {

@@ -77,6 +77,9 @@ var (
 	ErrServerClosed = errors.New("signaling: server closed")
 	// ErrClosed is returned by Client methods after Close.
 	ErrClosed = errors.New("signaling: client closed")
+	// ErrSendQueueFull: a Try method found the client's send queue full
+	// (ClientConfig.SendQueue); the message was not sent.
+	ErrSendQueueFull = errors.New("signaling: send queue full")
 	// ErrDisconnected wraps why a client lost its connection (Closed.Err).
 	ErrDisconnected = errors.New("signaling: disconnected")
 	// ErrEventOverflow: the client's event queue filled up because Events was

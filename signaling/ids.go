@@ -4,15 +4,19 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/concordrtc/concord/authority"
 )
 
 // PeerIndex identifies a member within one room. The server issues indices in
-// join order, starting at 1; 0 means "no member" (for example, no host).
-type PeerIndex uint64
+// join order, starting at 1; 0 means "no member" (for example, no host). It is
+// authority.PeerIndex: one vocabulary for every package of a peer.
+type PeerIndex = authority.PeerIndex
 
 // Term numbers the successive hosts of a room. It grows by one on every change
-// of host (including a change to "no host") and never goes back.
-type Term uint64
+// of host (including a change to "no host") and never goes back. It is
+// authority.Term.
+type Term = authority.Term
 
 // RoomID names a room ("group call").
 type RoomID string
@@ -46,16 +50,17 @@ func (id Identity) Device() string {
 	return d
 }
 
-// Matches reports whether the pinned-host pattern p names the member identity
-// id: either exactly, or p is a bare user and id is one of that user's devices.
-func (p Identity) Matches(id Identity) bool {
-	if p == "" {
+// Matches reports whether id, read as a pinned-host pattern, names the member
+// identity m: either exactly, or id is a bare user and m is one of that user's
+// devices.
+func (id Identity) Matches(m Identity) bool {
+	if id == "" {
 		return false
 	}
-	if p == id {
+	if id == m {
 		return true
 	}
-	return !strings.Contains(string(p), "/") && id.User() == string(p)
+	return !strings.Contains(string(id), "/") && m.User() == string(id)
 }
 
 // String returns the identity as "user/device".

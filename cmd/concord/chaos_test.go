@@ -1,7 +1,7 @@
 //go:build linux
 
 // The chaos test kills a dedicated host process with SIGKILL in the middle of a busy room and
-// checks Concord's migration invariant (DESIGN §4): for every key, the converged timestamp is at
+// checks Concord's migration invariant (docs/design.md §7): for every key, the converged timestamp is at
 // least the highest timestamp any surviving replica held when the host vanished, no entity
 // disappears that had no reason to, and every bot's avatar ends where the bot last put it (a
 // value re-stamped from an older one passes the timestamp check but is still a loss). Run the

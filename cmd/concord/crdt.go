@@ -15,32 +15,33 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-func cmdCRDT(args []string, stdin io.Reader, stdout io.Writer) error {
+func cmdCRDT(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{errors.New("want a subcommand: state FILE... | dump FILE | export --data DIR --room ROOM")}
+		return usageError{errors.New("want a subcommand: state FILE... | dump FILE | export [--data DIR] [--room ROOM]")}
 	}
 	switch args[0] {
 	case "state":
-		return crdtState(args[1:], stdin, stdout)
+		return crdtState(args[1:], stdin, stdout, stderr)
 	case "dump":
-		return crdtDump(args[1:], stdin, stdout)
+		return crdtDump(args[1:], stdin, stdout, stderr)
 	case "export":
-		return crdtExport(args[1:], stdout)
+		return crdtExport(args[1:], stdout, stderr)
+	}
+	if isHelpArg(args[0]) {
+		return groupHelp(stderr, "crdt")
 	}
 	return usageError{fmt.Errorf("unknown subcommand %q (want state, dump or export)", args[0])}
 }
 
 // crdtExport writes a room's last checkpoint from a serve data directory as a main.crdt stream
 // (canonical AppendState order). serve must not be running on the directory.
-func crdtExport(args []string, stdout io.Writer) error {
+func crdtExport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("crdt export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	data := fs.String("data", "./concord-data", "the data directory of a stopped concord serve")
 	room := fs.String("room", "arena", "the room")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if _, err := os.Stat(*data); err != nil {
 		return err // do not make an empty store where there was none
@@ -66,6 +67,16 @@ func crdtExport(args []string, stdout io.Writer) error {
 	return err
 }
 
+// crdtFiles parses the flags of `crdt NAME` (only -h) and returns its FILE arguments.
+func crdtFiles(name string, args []string, stderr io.Writer) ([]string, error) {
+	fs := flag.NewFlagSet("crdt "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return nil, err
+	}
+	return fs.Args(), nil
+}
+
 func readInput(name string, stdin io.Reader) ([]byte, error) {
 	if name == "-" {
 		return io.ReadAll(stdin)
@@ -75,7 +86,11 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 
 // crdtState merges every file into one replica and prints the canonical state. Nothing is printed
 // on stdout when any input is malformed.
-func crdtState(files []string, stdin io.Reader, stdout io.Writer) error {
+func crdtState(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	files, err := crdtFiles("state", args, stderr)
+	if err != nil {
+		return err
+	}
 	if len(files) == 0 {
 		return usageError{errors.New("want at least one FILE (- for stdin)")}
 	}
@@ -104,7 +119,11 @@ func crdtState(files []string, stdin io.Reader, stdout io.Writer) error {
 
 // crdtDump prints one line per message: offset, type, entity number/version, component,
 // timestamp and data length.
-func crdtDump(files []string, stdin io.Reader, stdout io.Writer) error {
+func crdtDump(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	files, err := crdtFiles("dump", args, stderr)
+	if err != nil {
+		return err
+	}
 	if len(files) != 1 {
 		return usageError{errors.New("want exactly one FILE (- for stdin)")}
 	}

@@ -129,14 +129,6 @@ func TestCRDTDump(t *testing.T) {
 	}
 }
 
-func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{}, {"nope"}, {"crdt"}, {"crdt", "state"}, {"crdt", "dump"}, {"bot", "-n", "0"}} {
-		if _, _, code := runCmd(t, nil, args...); code != 2 {
-			t.Errorf("concord %q: exit %d, want 2", args, code)
-		}
-	}
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func compactJSON(dst *bytes.Buffer, src []byte) error { return json.Compact(dst, src) }

@@ -26,14 +26,15 @@ Usage:
   concord crdt dump FILE         print one line per ADR-117 message
   concord crdt export [--data ./concord-data] [--room arena]   a room's last checkpoint as a main.crdt stream
 
-Run "concord COMMAND -h" for the flags of a command.
+Run "concord help COMMAND" or "concord COMMAND -h" for a command's help and flags.
 `
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run executes one command and returns the process exit status.
+// run executes one command and returns the process exit status: 0, 1 when the command failed,
+// 2 for a usage error (reported once, with a hint), like the flag package's own.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -50,12 +51,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "bot":
 		err = cmdBot(ctx, args[1:], stdout, stderr)
 	case "crdt":
-		err = cmdCRDT(args[1:], stdin, stdout)
+		err = cmdCRDT(args[1:], stdin, stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "bench-host": // hidden: the host process `bench migration` kills
-		err = cmdBenchHost(ctx, args[1:], stderr)
-	case "-h", "--help", "help":
+		err = cmdBenchHost(ctx, args[1:], stdin, stderr)
+	case "help":
+		if len(args) > 1 {
+			// `help serve` is `serve -h` with the help on stdout.
+			return run(helpArgs(args[1:]), stdin, stdout, stdout)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
@@ -66,17 +74,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		name := commandName(args)
+		fmt.Fprintf(stderr, "concord %s: %v\n", name, err)
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "concord %s: %v\n", args[0], err)
+			fmt.Fprintln(stderr, usageHint(name))
 			return 2
 		}
-		fmt.Fprintf(stderr, "concord %s: %v\n", args[0], err)
 		return 1
 	}
 	return 0
 }
 
+// usageError is a mistake in the command line: run exits 2.
 type usageError struct{ error }
 
 // newLogger logs to stderr: human-readable on a terminal, JSON otherwise.

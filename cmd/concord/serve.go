@@ -281,11 +281,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&o.checkpointInterval, "checkpoint-interval", durable.DefaultInterval, "least time between two checkpoints of a changing room (with --data)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	limitFlags(fs, &o)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {

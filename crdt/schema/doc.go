@@ -1,5 +1,5 @@
 // Package schema gives TRNP's schemaId its meaning: a schema is an ordered list of properties, and each
-// property is stored in the replica as one ADR-117 component with a stable id (DESIGN §3).
+// property is stored in the replica as one ADR-117 component with a stable id (docs/design.md §3).
 //
 // A schema table is registered in code on every peer with explicit ids (never by registration order). Its
 // Fingerprint is announced by the host so that a peer running a different table fails fast.

@@ -245,7 +245,6 @@ type bot struct {
 	target  Vec
 	holding peer.Entity
 	held    time.Duration
-	wantBox peer.Entity
 	nextTry time.Duration
 	elapsed time.Duration
 	stopped bool

@@ -42,7 +42,7 @@ type Config struct {
 
 	// DisableUDPMux gives every connection its own ephemeral UDP socket
 	// instead of the shared one. Default false: one shared socket, which
-	// removed loopback drops under load (DESIGN §6 pitfall 3) and is what a
+	// removed loopback drops under load (docs/design.md §6) and is what a
 	// server wants anyway (one port for all peers).
 	//
 	// Limit (pion's UDPMuxDefault routes non-STUN packets by remote address
@@ -67,8 +67,8 @@ type Config struct {
 
 	// UnreliableDropThreshold: an unreliable Send is dropped (and counted)
 	// when the channel already buffers more than this many bytes. pion's
-	// unreliable channel would otherwise queue without bound (DESIGN §6
-	// pitfall 1). Default 64 KiB.
+	// unreliable channel would otherwise queue without bound (docs/design.md
+	// §6, flow control). Default 64 KiB.
 	UnreliableDropThreshold uint64
 	// ReliableHighWater: a reliable Send fails with ErrBackpressure when the
 	// channel already buffers more than this many bytes. Default 1 MiB.
@@ -97,7 +97,7 @@ type API struct {
 }
 
 // NewAPI validates cfg, opens the shared UDP socket and builds the pion API
-// with DESIGN §6's settings.
+// with the settings of docs/design.md §6.
 func NewAPI(cfg Config) (*API, error) {
 	cfg = withDefaults(cfg)
 	a := &API{

@@ -16,7 +16,7 @@
 // reliable; pionfix.go corrects it and the tests check the behaviour on a
 // lossy, reordering virtual network rather than the flags.
 //
-// An API holds the pion settings of DESIGN §6, applied to every Conn it makes:
+// An API holds the pion settings of docs/design.md §6, applied to every Conn it makes:
 // loopback-only candidates unless Config.AllowNonLoopback (interface "lo",
 // local and remote IPs loopback), loopback candidates included, mDNS off, UDP4
 // only, no ICE servers ever, one shared ICE UDP socket with 4 MiB buffers, and

@@ -33,7 +33,7 @@ func (c Channel) String() string {
 	}
 }
 
-// Message size limits, checked on send and on receive. DESIGN §2: reliable
+// Message size limits, checked on send and on receive. docs/design.md §2: reliable
 // messages are at most 16 KiB and unreliable datagrams at most 1200 bytes; the
 // slack leaves room for Concord's own framing. A received message over the
 // limit ends the link with ErrTooLarge (a protocol error for that peer).

@@ -10,17 +10,23 @@
 // deadline; there are no fixed sleeps.
 //
 // Output: one line per scenario, then "N passed, N failed". Exit status 1 on any failure.
-// Artifacts (logs, screenshots) go to $CONCORD_E2E_ARTIFACTS (default <repo>/artifacts).
+// Artifacts (logs, screenshots) go to $CONCORD_E2E_ARTIFACTS, by default a fresh temporary folder whose
+// path is printed; the run never writes into the repository (docs/screenshot.png is refreshed by hand
+// from the artifacts' screenshot.png).
 
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '..', '..');
-const artifacts = resolve(process.env.CONCORD_E2E_ARTIFACTS || join(repo, 'artifacts'));
+if (!process.env.CONCORD_E2E_ARTIFACTS) {
+  // Set in the environment, so that the run re-executed inside the namespace writes to the same folder.
+  process.env.CONCORD_E2E_ARTIFACTS = mkdtempSync(join(tmpdir(), 'concord-e2e-'));
+  console.log(`e2e: artifacts (logs, screenshots) in ${process.env.CONCORD_E2E_ARTIFACTS}`);
+}
+const artifacts = resolve(process.env.CONCORD_E2E_ARTIFACTS);
 const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const NETNS_ENV = 'CONCORD_E2E_NETNS';
 
@@ -217,7 +223,10 @@ class Env {
     await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}`);
     await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
     // The hooks that read the world and forge messages are test-only: injected, never served.
-    await page.addScriptTag({ path: join(here, 'debug.mjs'), type: 'module' });
+    // Served same-origin by this browser context only (the server has no such path), so the page's
+    // Content-Security-Policy (script-src 'self') stays enforced in every scenario.
+    await page.context().route('**/__e2e/debug.mjs', (route) => route.fulfill({ path: join(here, 'debug.mjs'), contentType: 'text/javascript' }));
+    await page.addScriptTag({ url: `${this.url}/__e2e/debug.mjs`, type: 'module' });
     await waitFor(`${user}'s debug hooks`, 5000, () => page.evaluate(() => !!window.concord.debug), 50);
     return page;
   }
@@ -378,7 +387,6 @@ scenario('browser-joins-dedicated-host', async (env) => {
   check(Math.hypot(seen.x - drag.from.x, seen.y - drag.from.y) > 1000, `the drag was undone: ${JSON.stringify(drag)} → ${JSON.stringify(seen)}`);
   await page.locator('#arena').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, 'screenshot.png') });
-  copyFileSync(join(artifacts, 'screenshot.png'), join(repo, 'docs', 'screenshot.png'));
   // The inspector shows the room, with every hash equal; observing adds a seventh replica.
   const insp = await (await env.browser()).newPage();
   await insp.goto(`${env.url}/inspect`);

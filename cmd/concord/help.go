@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// helpText is a command's usage line and what it does, printed above its flags by -h and by
+// `concord help COMMAND`.
+type helpText struct {
+	usage string
+	about string
+}
+
+// helps is keyed by the command's flag set name ("serve", "bench fanout", ...). Groups (bench,
+// crdt) have an entry of their own that lists their subcommands.
+var helps = map[string]helpText{
+	"serve": {"concord serve [flags]", `Serves the demo page, signaling (/ws), /api/rooms, /healthz and /metrics, and runs a
+dedicated host for --room and every --scene room in this process. Rooms, their peer indices and
+terms live in --data (embedded JetStream) across restarts; --data "" keeps them in memory only.
+
+Environment:
+  CONCORD_SECRET     HS256 key of join tokens (and of the resume tokens peers present after a
+                     server restart: keep it when restarting). Unset, the server runs open: anyone
+                     may join any room as anyone and host it; the log warns about it.
+  CONCORD_ADMIN_KEY  with CONCORD_SECRET, lets "Authorization: Bearer <key>" list every room in
+                     /api/rooms (a join token sees only its own room).`},
+	"host": {"concord host [flags]", `Runs a dedicated host for --room as its own process: it joins as the pinned host user and
+takes the room over once it has synced.`},
+	"bot": {"concord bot [flags]", `Runs -n headless players of the demo game in this process and prints one status line a
+second: synced members, host and term, entities, whether every replica hash agrees.`},
+	"bench": {"concord bench fanout|migration [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
+  fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
+  migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
+Run "concord help bench fanout" or "concord help bench migration" for their flags.`},
+	"bench fanout": {"concord bench fanout [flags]", `A host moves -m entities every 50 ms tick and -n bots receive them, all in this process;
+then raw pion links carry the same datagrams. Prints both rows and the concord/raw ratios.`},
+	"bench migration": {"concord bench migration [flags]", `-peers peers in this process follow a host that runs as its own process (concord
+bench-host); the host is killed with SIGKILL -trials times and the pause until every replica has
+converged and updates flow again is measured.`},
+	"bench-host": {"concord bench-host [flags]", `The host process that "concord bench migration" starts and kills: a host of the bench
+game in the room "bench".`},
+	"crdt": {"concord crdt state|dump FILE... | export [flags]", `ADR-117 message streams (files such as a Decentraland main.crdt):
+  state FILE...  merge the streams, print the converged state as JSON
+  dump FILE      print one line per message
+  export         write a room's last checkpoint from a serve data directory`},
+	"crdt state": {"concord crdt state FILE...", `Merges every ADR-117 stream (- for standard input) into one replica and prints its state as
+canonical JSON. On malformed input it names the file and byte offset, and prints nothing.`},
+	"crdt dump": {"concord crdt dump FILE", `Prints one line per ADR-117 message of FILE (- for standard input): offset, type, entity,
+component, timestamp and data length.`},
+	"crdt export": {"concord crdt export [--data DIR] [--room ROOM] > room.crdt", `Writes the last checkpoint of ROOM in the data directory of a stopped concord serve as an
+ADR-117 stream in canonical order (a main.crdt that crdt state and @dcl/ecs read). A malformed
+checkpoint is reported with the room, the JetStream object and the byte offset.`},
+}
+
+// printHelp writes the help of the command named name, and the flags of fs when it has any.
+func printHelp(w io.Writer, name string, fs *flag.FlagSet) {
+	h, ok := helps[name]
+	if !ok {
+		h.usage = "concord " + name + " [flags]"
+	}
+	fmt.Fprintf(w, "Usage: %s\n", h.usage)
+	if h.about != "" {
+		fmt.Fprintf(w, "\n%s\n", h.about)
+	}
+	if fs == nil {
+		return
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintf(w, "\nFlags:\n")
+		out := fs.Output()
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(out)
+	}
+}
+
+// parseFlags parses the flags of a command that takes no arguments besides them.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return nil
+}
+
+// parseFlagsArgs parses a command's flags; the arguments after them are in fs.Args(). -h prints
+// the command's help to the flag set's output and returns flag.ErrHelp (run exits 0). A bad flag
+// is a usageError that run prints once (the flag package would print it, and the whole help,
+// itself).
+func parseFlagsArgs(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(out, fs.Name(), fs)
+		return err
+	case err != nil:
+		return usageError{err}
+	}
+	return nil
+}
+
+// isHelpArg reports whether a is a request for help in place of a subcommand.
+func isHelpArg(a string) bool {
+	return a == "-h" || a == "-help" || a == "--help" || a == "help"
+}
+
+// groupHelp prints the help of a command group (bench, crdt) and returns flag.ErrHelp.
+func groupHelp(w io.Writer, group string) error {
+	printHelp(w, group, nil)
+	return flag.ErrHelp
+}
+
+// commandName is the name of the command args run: "bench fanout" for a known subcommand of a
+// group, otherwise the first argument.
+func commandName(args []string) string {
+	if len(args) > 1 {
+		if _, ok := helps[args[0]+" "+args[1]]; ok {
+			return args[0] + " " + args[1]
+		}
+	}
+	return args[0]
+}
+
+// helpArgs turns `help CMD [SUB]` into the arguments that ask CMD [SUB] for its help.
+func helpArgs(args []string) []string {
+	return append(append([]string(nil), args...), "-h")
+}
+
+// usageHint is the line run prints after a usage error.
+func usageHint(name string) string {
+	if _, ok := helps[name]; !ok {
+		return `Run "concord help" for usage.`
+	}
+	return fmt.Sprintf("Run \"concord help %s\" for usage.", name)
+}

@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/netmsg"
+)
+
+func TestHistogramQuantiles(t *testing.T) {
+	tests := []struct {
+		name   string
+		values []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{"single small", []time.Duration{40 * time.Microsecond}, 0.5, 40 * time.Microsecond},
+		{"single large", []time.Duration{123 * time.Millisecond}, 0.99, 123 * time.Millisecond},
+		{"uniform p50", uniform(1000), 0.5, 500 * time.Microsecond},
+		{"uniform p99", uniform(1000), 0.99, 990 * time.Microsecond},
+		{"negative clamps to zero", []time.Duration{-time.Second}, 0.5, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var h hist
+			for _, v := range tc.values {
+				h.add(int64(v))
+			}
+			got := h.quantile(tc.q)
+			// Buckets are 1 µs wide below 64 µs and about 3% wide above.
+			tol := max(time.Microsecond, time.Duration(0.035*float64(tc.want)))
+			if math.Abs(float64(got-tc.want)) > float64(tol) {
+				t.Fatalf("quantile(%v) = %v, want %v ± %v", tc.q, got, tc.want, tol)
+			}
+		})
+	}
+	var empty hist
+	if got := empty.quantile(0.5); got != 0 {
+		t.Fatalf("empty histogram quantile = %v, want 0", got)
+	}
+}
+
+func uniform(n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = time.Duration(i+1) * time.Microsecond
+	}
+	return out
+}
+
+// TestRawTemplatesMatchConcordDatagrams checks that the baseline's datagrams are what a Concord
+// host sends: EntityUpdates of at most 1200 bytes carrying every entity once.
+func TestRawTemplatesMatchConcordDatagrams(t *testing.T) {
+	for _, m := range []int{1, 43, 44, 1000} {
+		var eu netmsg.EntityUpdates
+		total := 0
+		for _, d := range rawTemplates(m) {
+			if len(d) > netmsg.MaxDatagram {
+				t.Fatalf("m=%d: datagram of %d bytes", m, len(d))
+			}
+			n, err := netmsg.ConsumeEntityUpdates(d, &eu)
+			if err != nil || n != len(d) {
+				t.Fatalf("m=%d: decode: n=%d of %d, %v", m, n, len(d), err)
+			}
+			total += len(eu.Updates)
+		}
+		if total != m {
+			t.Fatalf("m=%d: templates carry %d updates", m, total)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := MigrationOptions{Peers: 2, Entities: 1, Moving: 1, Trials: 1, HostCommand: func([]string) *exec.Cmd { return nil }}
+	tests := []struct {
+		name string
+		err  error
+		ok   bool
+	}{
+		{"fanout", FanoutOptions{Bots: 1, Entities: 1, Duration: time.Second}.Validate(), true},
+		{"fanout too many bots", FanoutOptions{Bots: MaxBots + 1, Entities: 1, Duration: time.Second}.Validate(), false},
+		{"fanout no duration", FanoutOptions{Bots: 1, Entities: 1}.Validate(), false},
+		{"migration", good.Validate(), true},
+		{"migration one peer", func() error { o := good; o.Peers = 1; return o.Validate() }(), false},
+		{"migration no host command", func() error { o := good; o.HostCommand = nil; return o.Validate() }(), false},
+		{"host", HostOptions{Entities: MaxEntities}.Validate(), true},
+		{"host too many entities", HostOptions{Entities: MaxEntities + 1}.Validate(), false},
+	}
+	for _, tc := range tests {
+		if (tc.err == nil) != tc.ok {
+			t.Errorf("%s: Validate() = %v, want ok %t", tc.name, tc.err, tc.ok)
+		}
+	}
+}
+
+// TestFanoutSmoke runs both phases of the fanout benchmark with tiny parameters.
+func TestFanoutSmoke(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	o := FanoutOptions{Bots: 2, Entities: 20, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond}
+	res, err := Fanout(ctx, o, log, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := float64(len(rawTemplates(o.Entities)[0]))
+	for name, p := range map[string]*phase{"concord": &res.concord, "raw": &res.raw} {
+		if p.lat.n == 0 || p.cpu <= 0 || p.wall <= 0 {
+			t.Errorf("%s: %d latency samples, cpu %v over %v", name, p.lat.n, p.cpu, p.wall)
+		}
+		if p.dgramLen != want {
+			t.Errorf("%s: mean datagram %.1f bytes, want %.0f (one EntityUpdates of %d entities)", name, p.dgramLen, want, o.Entities)
+		}
+		if p50 := p.lat.quantile(0.5); p50 <= 0 || p50 > 5*time.Second {
+			t.Errorf("%s: latency p50 %v", name, p50)
+		}
+	}
+	var out bytes.Buffer
+	res.Print(&out)
+	if !strings.Contains(out.String(), "ratios concord/raw: CPU") {
+		t.Fatalf("report lacks the ratios:\n%s", out.String())
+	}
+	t.Logf("\n%s", out.String())
+}
+
+// hostHelperEnv makes this test binary run a bench host (TestHostHelperProcess), so that
+// TestMigrationSmoke can kill a real process without building the concord binary.
+const hostHelperEnv = "CONCORD_BENCH_HOST_HELPER"
+
+// TestHostHelperProcess is the bench host process of TestMigrationSmoke: it takes bench-host's
+// flags and stops when its standard input ends, as `concord bench-host -exit-on-stdin-eof` does.
+func TestHostHelperProcess(t *testing.T) {
+	if os.Getenv(hostHelperEnv) != "1" {
+		t.Skip("the bench host process of TestMigrationSmoke")
+	}
+	fs := flag.NewFlagSet("bench-host", flag.ContinueOnError)
+	var o HostOptions
+	fs.StringVar(&o.Server, "server", "", "")
+	fs.IntVar(&o.Entities, "entities", 0, "")
+	fs.IntVar(&o.Moving, "moving", 0, "")
+	fs.Bool("exit-on-stdin-eof", false, "")
+	logLevel := fs.String("log-level", "warn", "")
+	if err := fs.Parse(flag.Args()); err != nil {
+		os.Exit(2)
+	}
+	lv, _ := zerolog.ParseLevel(*logLevel)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	if err := RunHost(ctx, o, zerolog.New(os.Stderr).Level(lv)); err != nil && ctx.Err() == nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// TestMigrationSmoke kills a bench host process twice under three peers and a small world.
+func TestMigrationSmoke(t *testing.T) {
+	for _, standby := range []bool{false, true} {
+		t.Run(fmt.Sprintf("standby=%v", standby), func(t *testing.T) { migrationSmoke(t, standby) })
+	}
+}
+
+func migrationSmoke(t *testing.T, standby bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	o := MigrationOptions{
+		Standby: standby,
+		Peers:   3, Entities: 300, Moving: 20, Trials: 2, Settle: 100 * time.Millisecond, HostLogLevel: "error",
+		HostCommand: func(args []string) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHostHelperProcess$", "--"}, args...)...)
+			cmd.Env = append(os.Environ(), hostHelperEnv+"=1")
+			return cmd
+		},
+	}
+	res, err := Migration(ctx, o, log, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.trials) != o.Trials {
+		t.Fatalf("%d trials completed, want %d: %v", len(res.trials), o.Trials, res.failures)
+	}
+	for i, tr := range res.trials {
+		if tr.lostEnts != 0 || tr.lostVals != 0 || !tr.fullHash {
+			t.Errorf("trial %d: %d replicas short of entities, %d values lost, full hashes equal %t", i+1, tr.lostEnts, tr.lostVals, tr.fullHash)
+		}
+		if tr.converged <= 0 || tr.synced <= 0 || tr.synced > tr.converged || tr.bytes == 0 {
+			t.Errorf("trial %d: synced %v, converged %v, %d bytes", i+1, tr.synced, tr.converged, tr.bytes)
+		}
+	}
+	if res.fullSnapshot == 0 {
+		t.Error("full snapshot size not measured")
+	}
+	var out bytes.Buffer
+	res.Print(&out)
+	t.Logf("\n%s", out.String())
+}
+
+// TestRunHostProfile checks that a bench host writes its CPU profile when it stops.
+func TestRunHostProfile(t *testing.T) {
+	sig, err := startSignaling(zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sig.stop()
+	prof := t.TempDir() + "/host.prof"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunHost(ctx, HostOptions{Server: sig.url, Entities: 10, CPUProfile: prof}, zerolog.Nop())
+	}()
+	if err := wait(context.Background(), 10*time.Second, "bench host elected", nil, func() error {
+		rooms, err := sig.srv.Rooms(context.Background())
+		if err != nil || len(rooms) == 0 || rooms[0].Host == 0 {
+			return fmt.Errorf("no host yet (%v)", err)
+		}
+		return nil
+	}); err != nil {
+		cancel()
+		<-done
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(prof)
+	if err != nil || fi.Size() == 0 {
+		t.Fatalf("profile %s: %v, %d bytes", prof, err, sizeOf(fi))
+	}
+}
+
+func sizeOf(fi os.FileInfo) int64 {
+	if fi == nil {
+		return 0
+	}
+	return fi.Size()
+}

@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// HostOptions configures RunHost.
+type HostOptions struct {
+	Server   string // signaling server URL
+	Device   string // device part of the host's identity; "" for none
+	Entities int    // entities to spawn in an empty world
+	Moving   int    // entities moved every tick; 0 moves all
+	// CPUProfile, when not empty, is the file that receives a CPU profile of the whole run.
+	CPUProfile string
+}
+
+// Validate checks the options against the package's bounds.
+func (o HostOptions) Validate() error {
+	if o.Entities < 0 || o.Entities > MaxEntities || o.Moving < 0 {
+		return fmt.Errorf("want 0 ≤ -entities ≤ %d and -moving ≥ 0", MaxEntities)
+	}
+	return nil
+}
+
+// RunHost runs a bench host, the peer that `concord bench-host` runs in its own process for the
+// migration benchmark, until ctx ends.
+func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	stopProfile, err := startProfile(o.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	api, err := link.NewAPI(link.Config{Logger: pionLogger(log)})
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+	p, err := peer.New(peer.Config{
+		Server: o.Server, Room: room, User: hostUser, Device: o.Device,
+		Kind: signaling.KindHost, App: &app{entities: o.Entities, moving: o.Moving},
+		Transport: peer.PionTransport{API: api}, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	return p.Run(ctx)
+}
+
+// hostProc is one running bench host process.
+type hostProc struct {
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	out      *tail
+	waited   chan error
+	killOnce sync.Once
+}
+
+func startHostProc(o MigrationOptions, url string) (*hostProc, error) {
+	cmd := o.HostCommand([]string{"-server", url, "-entities", fmt.Sprint(o.Entities), "-moving", fmt.Sprint(o.Moving),
+		"-exit-on-stdin-eof", "-log-level", o.HostLogLevel})
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out := &tail{max: 16 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	hp := &hostProc{cmd: cmd, stdin: stdin, out: out, waited: make(chan error, 1)}
+	go func() { hp.waited <- cmd.Wait() }()
+	return hp, nil
+}
+
+// exited returns an error once the process has exited.
+func (hp *hostProc) exited() error {
+	select {
+	case err := <-hp.waited:
+		hp.waited <- err
+		return fmt.Errorf("bench host exited: %v", err)
+	default:
+		return nil
+	}
+}
+
+// signalKill sends SIGKILL without waiting for the process.
+func (hp *hostProc) signalKill() { _ = hp.cmd.Process.Signal(syscall.SIGKILL) }
+
+// kill sends SIGKILL to the process (only to it: it was started by this benchmark) and reaps it.
+// Idempotent.
+func (hp *hostProc) kill() {
+	hp.killOnce.Do(func() {
+		hp.signalKill()
+		<-hp.waited
+		_ = hp.stdin.Close()
+	})
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex // guards b
+	b   []byte
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

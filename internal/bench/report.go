@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Print writes the fanout report: one row per phase, then the concord/raw ratios.
+func (r *FanoutResult) Print(w io.Writer) {
+	o := r.opts
+	fmt.Fprintf(w, "concord bench fanout: 1 host + %d bots, %d entities moved every %v tick, %v measured per phase after %v warm-up, GOMAXPROCS %d, %d CPUs\n",
+		o.Bots, o.Entities, tick, o.Duration, o.Warmup, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tCPU %1core\thost in B/s\thost out B/s\tbot in B/s\tbot out B/s\tdgrams/s/bot\tB/dgram\thost drops/s\tupdates/s/bot\tdelivered\tlatency p50\tp99\t≥40ms\t")
+	want := float64(o.Entities) * float64(time.Second/tick)
+	row := func(name string, p *phase) {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f%%\t%v\t%v\t%.1f%%\t\n", name, p.cpuPercent(),
+			p.hostIn, p.hostOut, p.botIn, p.botOut, p.dgrams, p.dgramLen, p.dropped, p.updates, 100*p.updates/want,
+			p.lat.quantile(0.5).Round(time.Microsecond), p.lat.quantile(0.99).Round(time.Microsecond), 100*p.lat.above(40*time.Millisecond))
+	}
+	row("concord", &r.concord)
+	row("raw pion", &r.raw)
+	_ = tw.Flush()
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	fmt.Fprintf(w, "ratios concord/raw: CPU %s, latency p50 %s, p99 %s\n",
+		ratio(r.concord.cpuPercent(), r.raw.cpuPercent()),
+		ratio(float64(r.concord.lat.quantile(0.5)), float64(r.raw.lat.quantile(0.5))),
+		ratio(float64(r.concord.lat.quantile(0.99)), float64(r.raw.lat.quantile(0.99))))
+	for _, p := range []*phase{&r.concord, &r.raw} {
+		if p.note != "" {
+			fmt.Fprintf(w, "note: %s\n", p.note)
+		}
+	}
+}
+
+// Print writes the migration report: one row per trial, then the pause percentiles against the
+// goal, the bytes moved and what was lost.
+func (r *MigrationResult) Print(w io.Writer) {
+	o := r.opts
+	fmt.Fprintf(w, "concord bench migration: %d surviving peers in this process + 1 bench host process killed with SIGKILL per trial, %d entities (%d moved every %v tick), %d trials, GOMAXPROCS %d, %d CPUs\n",
+		o.Peers, o.Entities, o.Moving, tick, o.Trials, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	if o.ReportInterval != 0 || o.DigestInterval != 0 {
+		fmt.Fprintf(w, "experiment: bots report every %v and send digests every %v (0: default 1s)\n", o.ReportInterval, o.DigestInterval)
+	}
+	r.printTrials(w)
+	for _, f := range r.failures {
+		fmt.Fprintf(w, "failed: %s\n", strings.SplitN(f, "\n", 2)[0])
+	}
+	if len(r.trials) == 0 {
+		fmt.Fprintln(w, "no trial completed")
+		return
+	}
+	r.printSummary(w)
+}
+
+func (r *MigrationResult) printTrials(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "trial\tdetect\thosting\tfirst synced\tall synced\tconverged\tflowing\tpause\tbytes\tstale keys\tstale buckets\tlost ents\tlost vals\tfull hash\t")
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
+	for i, t := range r.trials {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%t\t\n", i+1, ms(t.detect), ms(t.hosting), ms(t.first), ms(t.synced), ms(t.converged), ms(t.flowing), ms(t.pause()),
+			t.bytes, t.staleKeys, t.staleBuckets, t.lostEnts, t.lostVals, t.fullHash)
+	}
+	_ = tw.Flush()
+}
+
+func (r *MigrationResult) printSummary(w io.Writer) {
+	o := r.opts
+	var pauses, conv []time.Duration
+	var byteCounts []uint64
+	lostEnts, lostVals, hashBad := 0, 0, 0
+	for _, t := range r.trials {
+		pauses = append(pauses, t.pause())
+		conv = append(conv, t.converged)
+		byteCounts = append(byteCounts, t.bytes)
+		lostEnts += t.lostEnts
+		lostVals += t.lostVals
+		if !t.fullHash {
+			hashBad++
+		}
+	}
+	p50, p99 := quantile(pauses, 0.5), quantile(pauses, 0.99)
+	verdict := "met"
+	if p99 > 250*time.Millisecond {
+		verdict = "NOT met"
+	}
+	fmt.Fprintf(w, "pause (kill → converged, plus new host resumed → fresh update at every member): p50 %v, p99 %v over %d trials; goal p99 ≤ 250ms %s\n",
+		p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), len(pauses), verdict)
+	fmt.Fprintf(w, "kill → converged: p50 %v, p99 %v\n", quantile(conv, 0.5).Round(100*time.Microsecond), quantile(conv, 0.99).Round(100*time.Microsecond))
+	slices.Sort(byteCounts)
+	fmt.Fprintf(w, "bytes moved (sum over survivors of in+out, kill → converged): p50 %d, max %d", byteCounts[len(byteCounts)/2], byteCounts[len(byteCounts)-1])
+	if r.fullSnapshot > 0 {
+		naive := uint64(r.fullSnapshot) * uint64(o.Peers-1) * 2
+		fmt.Fprintf(w, "; one full snapshot is %d bytes, a full-snapshot migration would move ≥ %d (p50 is %.2f%% of it)",
+			r.fullSnapshot, naive, 100*float64(byteCounts[len(byteCounts)/2])/float64(naive))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "lost: %d survivor replicas short of entities, %d newest values lost, %d trials with unequal full hashes\n", lostEnts, lostVals, hashBad)
+	if o.Standby {
+		fmt.Fprintln(w, "standby links: on (members kept an idle link to the next host and promoted it)")
+	} else {
+		fmt.Fprintln(w, "standby links: off (members connected to the new host after the kill; -standby to compare)")
+	}
+}

@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// pionLogger is the logger of the benchmark's pion stacks: quiet unless debugging, because closing
+// hundreds of links logs harmless write errors.
+func pionLogger(log zerolog.Logger) zerolog.Logger {
+	if log.GetLevel() <= zerolog.DebugLevel {
+		return log
+	}
+	return log.Level(zerolog.Disabled)
+}
+
+// signalingServer is an in-process signaling server on 127.0.0.1 whose bench room pins the bench
+// host.
+type signalingServer struct {
+	url  string
+	srv  *signaling.Server
+	http *http.Server
+	done chan struct{}
+}
+
+func startSignaling(log zerolog.Logger) (*signalingServer, error) {
+	srv := signaling.New(signaling.Config{
+		Logger: log.With().Str("component", "signaling").Logger(),
+		Rooms:  map[signaling.RoomID]signaling.RoomConfig{room: {PinnedHosts: []signaling.Identity{hostUser}, MaxMembers: 2 * MaxBots}},
+		// A host that answers every member at once signals in a burst; keep the limits out of the way.
+		SignalRate: 2000, SignalBurst: 4000, SendQueue: 4096,
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	s := &signalingServer{url: "http://" + ln.Addr().String(), srv: srv, done: make(chan struct{}),
+		http: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}}
+	go func() {
+		defer close(s.done)
+		_ = s.http.Serve(ln)
+	}()
+	return s, nil
+}
+
+func (s *signalingServer) stop() {
+	_ = s.srv.Close()
+	_ = s.http.Close()
+	<-s.done
+}
+
+// peerGroup runs in-process peers, each with its own link.API (one shared UDP mux cannot hold
+// two live connections to the same remote address) and counting transport.
+type peerGroup struct {
+	url    string
+	log    zerolog.Logger
+	pion   zerolog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+
+	// reportInterval and digestInterval override the peers' defaults when not zero.
+	reportInterval, digestInterval time.Duration
+	standby                        bool // peer.Config.Standby
+
+	peers  []*peer.Peer
+	probes []*probe
+	trans  []*countingTransport
+	apis   []*link.API
+}
+
+func newPeerGroup(ctx context.Context, url string, log zerolog.Logger) *peerGroup {
+	ctx, cancel := context.WithCancel(ctx)
+	return &peerGroup{url: url, log: log, pion: pionLogger(log), ctx: ctx, cancel: cancel,
+		errs: make(chan error, 4*MaxBots)}
+}
+
+func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer, error) {
+	api, err := link.NewAPI(link.Config{Logger: g.pion})
+	if err != nil {
+		return nil, err
+	}
+	ct := &countingTransport{inner: peer.PionTransport{API: api}}
+	p, err := peer.New(peer.Config{
+		Server: g.url, Room: room, User: user, Kind: kind, App: a, Transport: ct,
+		Logger:         g.log.With().Str("who", user).Logger(),
+		ReportInterval: g.reportInterval, DigestInterval: g.digestInterval, Standby: g.standby,
+	})
+	if err != nil {
+		_ = api.Close()
+		return nil, err
+	}
+	g.peers, g.probes, g.trans, g.apis = append(g.peers, p), append(g.probes, a.probe), append(g.trans, ct), append(g.apis, api)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := p.Run(g.ctx); err != nil && g.ctx.Err() == nil {
+			g.errs <- fmt.Errorf("peer %s: %w", user, err)
+		}
+	}()
+	return p, nil
+}
+
+// failed returns the first error a peer stopped with, if any.
+func (g *peerGroup) failed() error {
+	select {
+	case err := <-g.errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// bytes is the sum of every peer's traffic, in and out.
+func (g *peerGroup) bytes() uint64 {
+	var n uint64
+	for _, t := range g.trans {
+		n += t.total()
+	}
+	return n
+}
+
+// close stops every peer, waits for them and closes their APIs. Idempotent.
+func (g *peerGroup) close() {
+	g.cancel()
+	g.wg.Wait()
+	for _, api := range g.apis {
+		_ = api.Close()
+	}
+	g.apis = nil
+}

@@ -1,0 +1,128 @@
+package peer
+
+import (
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Members arriving and leaving, as the host sees them: signaling's word, the links, and silence.
+// A departure is final (its avatars are deleted everywhere), so the host takes a member as gone
+// only on evidence: listed nowhere and not linked, or silent.
+
+// sweepGone takes the members that own avatars or locks but are not in the room (as signaling
+// says) and have no open link to this host as gone. Without signaling it does nothing: absence
+// from a room nobody can see proves nothing.
+func (h *hostRole) sweepGone() {
+	w := h.w
+	if !h.env.signalingUp() {
+		return
+	}
+	gone := map[PeerIndex]bool{}
+	for _, in := range w.ents {
+		if in.auth.Kind != authority.KindHost {
+			idx := in.auth.Peer
+			if _, ok := h.env.roster()[idx]; ok || idx == w.self {
+				continue
+			}
+			if r := h.env.linkTo(idx); r != nil && r.ready {
+				continue
+			}
+			gone[idx] = true
+		}
+	}
+	for idx := range gone {
+		h.log.Info().Uint64("peer", uint64(idx)).Msg("member gone: not in the room")
+		h.memberLeft(idx)
+	}
+}
+
+// sweepLater runs sweepGone once the members have had ResumeSettle to resume.
+func (h *hostRole) sweepLater() {
+	h.env.after(h.cfg.ResumeSettle, func() {
+		if !h.stopped {
+			h.sweepGone()
+		}
+	})
+}
+
+// memberLeft despawns the member's avatars and returns its locks to the host.
+func (h *hostRole) memberLeft(idx PeerIndex) {
+	if r := h.env.linkTo(idx); r != nil {
+		h.env.discard(r)
+	}
+	avatars, released := h.auth.Leave(idx)
+	for e, in := range h.w.ents { // avatars the table did not know (restored state)
+		if in.auth.Kind == authority.KindAvatar && in.auth.Peer == idx {
+			avatars = append(avatars, e)
+		}
+	}
+	for _, e := range avatars {
+		if h.w.Exists(e) {
+			_ = h.w.Despawn(e)
+		}
+	}
+	for _, t := range released {
+		h.w.writeAuthority(t.Entity, authority.Record{})
+	}
+	h.exited = append(h.exited, idx)
+}
+
+// signalingLeft handles signaling's word that member idx left the room. A member whose link to
+// this host is still up has only lost its signaling socket (a network fault on signaling's side;
+// it redials and resumes its index): it keeps its avatar and locks until its link closes too.
+// Despawning it now would delete its avatar for good, everywhere.
+func (h *hostRole) signalingLeft(idx PeerIndex) {
+	if r := h.env.linkTo(idx); r != nil && r.ready {
+		h.log.Info().Uint64("peer", uint64(idx)).Msg("member left signaling but its link is up: kept while it is heard")
+		h.confirmGone(idx)
+		return
+	}
+	h.memberLeft(idx)
+}
+
+// confirmGone takes member idx, which signaling no longer lists, as gone once it has been silent
+// on its link for a while: a member cut off from signaling alone still sends its digests (every
+// DigestInterval) and pings (every ReportInterval). A crashed member's link takes the ICE timeout
+// to close; this does not wait for it.
+func (h *hostRole) confirmGone(idx PeerIndex) {
+	silence := 2 * max(h.cfg.DigestInterval, h.cfg.ReportInterval)
+	h.env.after(silence, func() {
+		if h.stopped {
+			return
+		}
+		if _, listed := h.env.roster()[idx]; listed {
+			return // resumed
+		}
+		r := h.env.linkTo(idx)
+		if r == nil {
+			return // its link closed: linkClosed took it as gone, or signaling is down
+		}
+		if r.ready && h.env.now().Sub(r.lastHeard) < silence {
+			h.confirmGone(idx)
+			return
+		}
+		h.log.Info().Uint64("peer", uint64(idx)).Msg("member gone: not in the room and silent")
+		h.memberLeft(idx)
+	})
+}
+
+// linkClosed: a member that signaling no longer lists, and whose link is now gone too, has left.
+// A member still listed may reconnect; so may anyone while signaling is down (absence from a
+// room nobody can see proves nothing).
+func (h *hostRole) linkClosed(r *remote) {
+	if _, listed := h.env.roster()[r.idx]; !listed && h.env.signalingUp() && r.ready {
+		h.memberLeft(r.idx)
+	}
+}
+
+// respawnAvatars gives a new avatar to every synced member that has none (a deletion of its
+// avatar by the previous host reached this host late).
+func (h *hostRole) respawnAvatars() {
+	for _, hm := range h.mems {
+		if hm.snapshotSent && hm.info.Kind != string(signaling.KindHost) {
+			if _, ok := h.w.AvatarOf(hm.link.idx); !ok {
+				h.spawnAvatar(hm.info)
+			}
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package peer
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/hostsnapshot"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// What the host sends: the open batch's commands (reliable) after every step, and the members'
+// dirty properties (unreliable) at the network rate. The changeSink methods fill both.
+
+// flushCommands sends the open batch's spawns, despawns, authority transfers, RPCs, membership
+// changes and relayed CRDT messages to every synced member, as one reliable payload.
+func (h *hostRole) flushCommands() {
+	h.restamp()
+	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs)+len(h.entered)+len(h.exited)+len(h.relay) == 0 {
+		return
+	}
+	w := h.w
+	buf := h.out[:0]
+	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs) > 0 {
+		stamp := w.stamp
+		if stamp == 0 {
+			stamp = w.r.Clock()
+		}
+		buf = netmsg.AppendStamp(buf, &netmsg.Stamp{Time: uint64(stamp)})
+		buf = netmsg.AppendHostCommands(buf, h.commands())
+	}
+	for i := range h.entered {
+		buf = netmsg.AppendPeerEntered(buf, &netmsg.PeerEntered{Peer: h.entered[i]})
+	}
+	for _, idx := range h.exited {
+		buf = netmsg.AppendPeerExited(buf, &netmsg.PeerExited{PeerIndex: uint64(idx)})
+	}
+	if len(h.relay) > 0 {
+		buf = netmsg.AppendCrdtBatch(buf, &netmsg.CrdtBatch{Term: uint64(w.term), Messages: h.relay})
+	}
+	h.out = buf
+	for _, hm := range h.mems {
+		if hm.snapshotSent {
+			h.env.send(hm.link, link.Reliable, buf)
+		}
+	}
+	h.spawns, h.despawns, h.transfers, h.rpcs = h.spawns[:0], h.despawns[:0], h.transfers[:0], nil
+	h.entered, h.exited, h.relay = h.entered[:0], h.exited[:0], h.relay[:0]
+}
+
+// commands fills h.hc with the open batch's spawns, despawns, transfers and RPCs. Each spawned
+// property is read from the replica once.
+func (h *hostRole) commands() *netmsg.HostCommands {
+	w := h.w
+	hc := &h.hc
+	hc.Spawns, hc.Despawns, hc.AuthorityTransfers = hc.Spawns[:0], hc.Despawns[:0], hc.AuthorityTransfers[:0]
+	h.arena = h.arena[:0]
+	type span struct{ a, b int }
+	var spans []span
+	var vals [32][]byte
+	for _, e := range h.spawns {
+		in := w.ents[e]
+		if in == nil {
+			continue
+		}
+		var mask uint32
+		for i, prop := range in.schema.Properties {
+			if v, _, ok, del := w.r.Get(e, prop.Component); ok && !del {
+				mask |= 1 << i
+				vals[i] = v
+			}
+		}
+		a := len(h.arena)
+		h.arena = hostsnapshot.AppendSpawnUpdate(h.arena, in.schema, mask, func(i int) []byte { return vals[i] })
+		spans = append(spans, span{a, len(h.arena)})
+		hc.Spawns = append(hc.Spawns, netmsg.Spawn{NetworkID: uint64(e), SchemaID: uint32(in.schema.ID), CreationData: in.creation})
+	}
+	clear(vals[:])
+	for i := range hc.Spawns {
+		hc.Spawns[i].UpdateData = h.arena[spans[i].a:spans[i].b]
+	}
+	for _, e := range h.despawns {
+		hc.Despawns = append(hc.Despawns, netmsg.Despawn{NetworkID: uint64(e)})
+	}
+	hc.AuthorityTransfers = append(hc.AuthorityTransfers, h.transfers...)
+	hc.RPCs = h.rpcs
+	return hc
+}
+
+// flushUpdates sends every member its dirty properties as EntityUpdates datagrams.
+//
+// Members usually hold the same dirty set (each of them hears every host write), so the host
+// builds the datagrams once, for the first member, and sends the same bytes to every other
+// member whose dirty set is equal, instead of re-reading, sorting and encoding the same updates
+// once per member. Members whose set differs (the author of a relayed write, a member that
+// joined mid-flush, leftovers past MaxDatagramsPerFlush) go through updater.send on their own.
+func (h *hostRole) flushUpdates() {
+	var lead *hostMember
+	for _, hm := range h.mems {
+		if hm.snapshotSent && hm.link.ready && len(hm.dirty) > 0 {
+			lead = hm
+			break
+		}
+	}
+	if lead == nil {
+		return
+	}
+	// Record the lead's datagrams as (length u16, bytes) frames in h.out, which is free scratch
+	// outside flushCommands and snapshot sends.
+	rec := h.out[:0]
+	h.upd.send(h.roleBase, lead.link, lead.dirty, &rec)
+	h.out = rec
+	if h.mems[lead.link.idx] == lead && len(lead.dirty) == 0 {
+		// Everything went out: h.upd.items lists exactly what the datagrams carry.
+		for _, hm := range h.mems {
+			if hm != lead && hm.snapshotSent && hm.link.ready && h.sameDirty(hm.dirty) {
+				h.replay(hm, rec)
+			}
+		}
+	}
+	for _, hm := range h.mems {
+		if hm.snapshotSent {
+			h.upd.send(h.roleBase, hm.link, hm.dirty, nil)
+		}
+	}
+}
+
+// sameDirty reports whether dirty holds exactly the (entity, property) pairs of the updates the
+// last send sent.
+func (h *hostRole) sameDirty(dirty map[Entity]uint32) bool {
+	bitsInItems := 0
+	for _, it := range h.upd.items {
+		if dirty[it.e]&it.mask != it.mask {
+			return false
+		}
+		bitsInItems += bits.OnesCount32(it.mask)
+	}
+	bitsInDirty := 0
+	for _, mask := range dirty {
+		bitsInDirty += bits.OnesCount32(mask)
+	}
+	return bitsInDirty == bitsInItems
+}
+
+// replay sends hm the recorded datagrams and clears its dirty set. A failed send has dropped the
+// link.
+func (h *hostRole) replay(hm *hostMember, rec []byte) {
+	for len(rec) >= 2 {
+		n := int(binary.LittleEndian.Uint16(rec))
+		if !sendDatagram(h.roleBase, hm.link, rec[2:2+n], nil) {
+			return
+		}
+		rec = rec[2+n:]
+	}
+	clear(hm.dirty)
+}
+
+func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) {
+	idx := hm.link.idx
+	if rpc.Type < FirstSystemRPC {
+		h.app.RPC(h.w, idx, rpc.Type, rpc.Data)
+		return
+	}
+	if len(rpc.Data) != 4 {
+		h.count.dropped.Add(1)
+		return
+	}
+	e := Entity(binary.LittleEndian.Uint32(rpc.Data))
+	switch rpc.Type {
+	case rpcLockRequest:
+		t, err := h.auth.RequestLock(idx, e, h.env.now())
+		if err != nil {
+			h.log.Debug().Err(err).Uint64("peer", uint64(idx)).Msg("lock refused")
+			return
+		}
+		if t.From != t.To {
+			h.authorityLost(e, t.From)
+			h.w.writeAuthority(e, authority.Record{Kind: authority.KindLock, Peer: idx})
+		}
+	case rpcRelinquish:
+		if _, err := h.auth.Relinquish(idx, e); err == nil {
+			h.authorityLost(e, idx)
+			h.w.writeAuthority(e, authority.Record{})
+		}
+	default:
+		h.count.dropped.Add(1)
+	}
+}
+
+// changeSink: the host turns accepted changes into traffic.
+
+func (h *hostRole) broadcastRPC(typ uint32, data []byte) error {
+	if typ >= FirstSystemRPC {
+		return ErrNoAuthority
+	}
+	h.rpcs = append(h.rpcs, netmsg.RPC{Type: typ, Data: append([]byte(nil), data...)})
+	return nil
+}
+
+func (h *hostRole) sendRPC(uint32, []byte, bool) error { return ErrNotHost }
+
+func (h *hostRole) touch(e Entity) {
+	if n := len(h.changed); n > 0 {
+		h.changed[int(e.Number())%n] = h.env.now()
+	}
+}
+
+func (h *hostRole) propChanged(e Entity, prop int, origin PeerIndex) {
+	h.touch(e)
+	for idx, hm := range h.mems {
+		if hm.snapshotSent && idx != origin {
+			hm.dirty[e] |= 1 << prop
+		}
+	}
+}
+
+func (h *hostRole) spawned(e Entity, origin PeerIndex) {
+	h.touch(e)
+	if origin == 0 {
+		h.spawns = append(h.spawns, e)
+		return
+	}
+	h.relayEntity(e)
+}
+
+func (h *hostRole) despawned(e Entity, origin PeerIndex) {
+	h.touch(e)
+	h.auth.Despawn(e)
+	for _, hm := range h.mems {
+		delete(hm.dirty, e)
+	}
+	h.despawns = append(h.despawns, e)
+}
+
+func (h *hostRole) authorityChanged(e Entity, rec authority.Record, origin PeerIndex) {
+	h.touch(e)
+	if origin != 0 {
+		// A correction restored a record: adopt it, and relay the exact record.
+		_ = h.auth.Restore(e, rec, h.env.now())
+		h.relayKey(e, 2)
+		return
+	}
+	to := h.w.self
+	if rec.Kind != authority.KindHost {
+		to = rec.Peer
+	}
+	h.transfers = append(h.transfers, netmsg.AuthorityTransfer{NetworkID: uint64(e), NewAuthorIndex: uint64(to)})
+}
+
+func (h *hostRole) otherChanged(m *crdt.Message, origin PeerIndex) {
+	h.touch(m.Entity)
+	h.relay = crdt.AppendMessage(h.relay, m)
+}
+
+// relayEntity relays every entry of an entity that arrived as a correction (exact CRDT messages).
+func (h *hostRole) relayEntity(e Entity) {
+	h.w.r.Range(func(en crdt.Entry) bool {
+		if en.Entity == e {
+			h.relay = appendEntry(h.relay, en)
+		}
+		return en.Entity <= e
+	})
+}
+
+func (h *hostRole) relayKey(e Entity, c crdt.ComponentID) {
+	data, ts, ok, deleted := h.w.r.Get(e, c)
+	if ok {
+		h.relay = appendEntry(h.relay, crdt.Entry{Entity: e, Component: c, Timestamp: ts, Deleted: deleted, Data: data})
+	}
+}
+
+func appendEntry(dst []byte, en crdt.Entry) []byte {
+	m := crdt.Message{Type: crdt.PutComponent, Entity: en.Entity, Component: en.Component, Timestamp: en.Timestamp, Data: en.Data}
+	if en.Deleted {
+		m.Type, m.Data = crdt.DeleteComponent, nil
+	}
+	return crdt.AppendMessage(dst, &m)
+}
+
+// wirePeerID makes an identity fit TRNP's peer id (≤ 256 bytes of UTF-8): signaling admits
+// "user/device" of up to 257 bytes, so cut at a character boundary.
+func wirePeerID(id string) string {
+	if netmsg.ValidPeerID(id) == nil {
+		return id
+	}
+	b := []byte(strings.ToValidUTF8(id, "\uFFFD"))
+	for len(b) > netmsg.MaxPeerIDLen {
+		_, size := utf8.DecodeLastRune(b)
+		b = b[:len(b)-size]
+	}
+	return string(b)
+}

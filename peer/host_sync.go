@@ -1,0 +1,147 @@
+package peer
+
+import (
+	"bytes"
+
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/hostsnapshot"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Syncing members: digests in, snapshots out, corrections back (docs/protocol.md §5, "joining").
+
+// answerDigest compares a member's bucket digests with the host's. The first digest of a link
+// gets the HostSnapshot that syncs the member: the buckets that differ, so a member that already
+// holds the world (after a migration) receives only what differs. Later digests repair buckets
+// that differ and have been quiet here for QuietPeriod (anti-entropy for lost datagrams).
+func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
+	w := h.w
+	n := len(dig.Digests)
+	if h.ownAt != w.r.Changes() || len(h.own) != n {
+		// Between two changes of the replica every member's digest is compared with one computation.
+		h.own = w.r.BucketDigests(n, h.own[:0])
+		h.ownAt = w.r.Changes()
+	}
+	now := h.env.now()
+	var differ []int
+	for b := range n {
+		if h.own[b] == dig.Digests[b] {
+			continue
+		}
+		if hm.snapshotSent && n == len(h.changed) && now.Sub(h.changed[b]) < h.cfg.QuietPeriod {
+			continue
+		}
+		differ = append(differ, b)
+	}
+	first := !hm.snapshotSent
+	if !first && len(differ) == 0 {
+		return
+	}
+	h.sendSnapshot(hm.link, hostsnapshot.Only(n, differ...))
+	if first {
+		hm.snapshotSent = true
+		hm.acceptRelayed = true
+		hm.dirty = make(map[Entity]uint32)
+		h.entered = append(h.entered, netmsg.PeerInfo{PeerIndex: uint64(hm.link.idx), PeerID: wirePeerID(hm.info.ID)})
+		if hm.info.Kind != string(signaling.KindHost) {
+			if _, ok := w.AvatarOf(hm.link.idx); !ok {
+				h.spawnAvatar(hm.info)
+			}
+		}
+		h.log.Info().Uint64("peer", uint64(hm.link.idx)).Int("buckets", len(differ)).Msg("member synced by snapshot")
+	}
+}
+
+func (h *hostRole) sendSnapshot(r *remote, cover hostsnapshot.Cover) {
+	w := h.w
+	roster := h.env.roster()
+	peers := make([]netmsg.PeerInfo, 0, len(roster))
+	for _, m := range roster {
+		peers = append(peers, netmsg.PeerInfo{PeerIndex: uint64(m.Index), PeerID: wirePeerID(string(m.ID))})
+	}
+	hostsnapshot.Build(&h.snap, w.r, w.schemas, hostsnapshot.Options{
+		Term: uint64(w.term), LocalPeerIndex: uint64(r.idx), HostPeerIndex: uint64(w.self), Peers: peers, Cover: cover,
+	})
+	h.out = netmsg.AppendHostSnapshot(h.out[:0], &h.snap)
+	h.env.send(r, link.Reliable, h.out)
+}
+
+// corrections merges a member's CRDT corrections that authority allows. In the member's first
+// batch after its sync snapshot, corrections to host entities are admitted too: they are values
+// the member received from the previous host that this host missed (migration).
+func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) {
+	if Term(b.Term) != h.w.term {
+		h.count.fenced.Add(1)
+		return
+	}
+	idx := hm.link.idx
+	relayed := hm.acceptRelayed
+	hm.acceptRelayed = false
+	hm.answered = true
+	var rd crdt.Reader
+	var m crdt.Message
+	orphaned := false
+	for rd.Reset(b.Messages); rd.Next(&m) == nil; {
+		if relayed && (m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork) && !h.w.r.EntityDeleted(m.Entity) {
+			// Only a host deletes entities, and a deletion is final in every replica that holds
+			// it: refusing one (another member's avatar, say) would leave this member apart for
+			// good. Its first batch carries what the previous host sent it, deletions included.
+			h.w.mergeRemote(&m, idx)
+			orphaned = true
+			continue
+		}
+		if err := h.auth.AdmitCorrection(idx, m.Entity, relayed); err != nil {
+			if h.holds(&m) {
+				// This host already has the value or a newer one: the member converges to it
+				// without a re-stamp (which would bury any newer write of the entity's owner
+				// still on its way here). An expected race: counted, not logged.
+				h.count.rejected.Add(1)
+				h.count.rejectedRace.Add(1)
+				continue
+			}
+			h.rejected(hm, m.Entity, m.Timestamp, err)
+			continue
+		}
+		h.w.mergeRemote(&m, idx)
+	}
+	if orphaned {
+		h.respawnAvatars()
+	}
+}
+
+// holds reports whether the replica's entry for m's key is newer than m, or the same value.
+func (h *hostRole) holds(m *crdt.Message) bool {
+	if m.Type != crdt.PutComponent && m.Type != crdt.DeleteComponent {
+		return false
+	}
+	data, ts, ok, deleted := h.w.r.Get(m.Entity, m.Component)
+	if !ok || ts < m.Timestamp {
+		return false
+	}
+	if ts > m.Timestamp {
+		return true
+	}
+	if m.Type == crdt.DeleteComponent {
+		return deleted
+	}
+	return !deleted && bytes.Equal(data, m.Data)
+}
+
+// ownerPending reports whether e is written by another member (its avatar, or a lock it holds)
+// whose answer to its sync snapshot has not arrived yet. Until it has, this host may hold an
+// older value of the owner's writes than a member whose correction it rejected, and re-stamping
+// the entity now would put that older value above the owner's latest write (seen in
+// TestMigrationKeepsLastWrites): re-stamping waits for the owner's corrections.
+func (h *hostRole) ownerPending(e Entity) bool {
+	owner := h.auth.Author(e)
+	if owner == h.w.self {
+		return false
+	}
+	if _, present := h.env.roster()[owner]; !present {
+		return false // memberLeft returns its entities to the host
+	}
+	hm := h.mems[owner]
+	return hm == nil || !hm.answered
+}

@@ -1,0 +1,13 @@
+package peer_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests when a goroutine outlives them: every goroutine has an owner
+// that ends it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}

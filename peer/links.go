@@ -1,0 +1,248 @@
+package peer
+
+import (
+	"errors"
+	"time"
+
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// The link layer: one remote per linked member, its session, readiness and reassembly. The loop
+// owns every remote; link goroutines only post events. Closing a link waits for its goroutines,
+// so it never happens on the loop: discard hands it to a goroutine that shutdown waits for.
+
+// remote is one link to another member, owned by the loop. It holds link state only; what a role
+// knows of the member at the other end is the role's (hostMember, memberRole).
+type remote struct {
+	idx       PeerIndex
+	session   uint64
+	l         Link
+	ready     bool
+	closing   bool
+	reasm     *netmsg.Reassembler
+	fragID    uint32
+	lastHeard time.Time
+	rtt       time.Duration
+	// aside holds greetings (Hello, Digest) received while this peer was not the host, for
+	// when it becomes host.
+	aside [][]byte
+}
+
+// loopEvent is posted to the loop by link goroutines.
+type loopEvent struct {
+	r      *remote
+	kind   uint8 // evMessage, evReady, evClosed
+	ch     link.Channel
+	data   *[]byte
+	closed error
+}
+
+const (
+	evMessage = iota
+	evReady
+	evClosed
+)
+
+// connect makes a link to member idx and starts its watcher.
+func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
+	r := &remote{idx: idx, session: session}
+	l, err := p.cfg.Transport.Connect(LinkConfig{
+		Local: p.w.self, Remote: idx, Session: session, Offerer: offerer,
+		Logger: p.log.With().Uint64("peer", uint64(idx)).Logger(),
+		Signal: func(pl signaling.SignalPayload) error {
+			h := p.sigNow.Load() // the current client: a resume may have replaced it
+			if h == nil {
+				return errNoSignaling
+			}
+			// Never blocks: this runs on the loop (an answer made by HandleSignal) as well as
+			// on link goroutines. A lost signal makes the link time out and be made again.
+			return h.c.TrySendSignal(idx, pl)
+		},
+		Handler: func(ch link.Channel, payload []byte) { p.post(r, ch, payload) },
+	})
+	if err != nil {
+		p.log.Error().Err(err).Uint64("peer", uint64(idx)).Msg("cannot make link")
+		return nil
+	}
+	r.l = l
+	r.reasm = netmsg.NewReassembler(netmsg.Config{})
+	p.remotes[idx] = r
+	p.goTracked(func() {
+		select {
+		case <-l.Ready():
+			p.postState(r, evReady, nil)
+		case <-l.Done():
+		}
+		<-l.Done()
+		p.postState(r, evClosed, errors.New("link closed"))
+	})
+	return r
+}
+
+// handleSignal routes a WebRTC signal to the link it belongs to, making an answering link for a
+// new offer when this peer is the host.
+func (p *Peer) handleSignal(from PeerIndex, pl signaling.SignalPayload) {
+	r := p.remotes[from]
+	// The host answers members' offers; a member answers standby offers (links that become the
+	// links to it if it is elected next). A member's own link to the host is never replaced.
+	isHostLink := p.member != nil && r != nil && r == p.member.hostLink
+	if pl.Kind == signaling.SignalOffer && (p.host != nil || !isHostLink) && (r == nil || r.session != pl.Session) {
+		if r != nil {
+			p.discard(r)
+		}
+		r = p.connect(from, pl.Session, false)
+		if r == nil {
+			return
+		}
+	}
+	if r == nil || r.session != pl.Session {
+		p.log.Debug().Uint64("peer", uint64(from)).Str("kind", string(pl.Kind)).Msg("signal for no link; dropped")
+		return
+	}
+	if err := r.l.HandleSignal(pl); err != nil {
+		p.log.Warn().Err(err).Uint64("peer", uint64(from)).Msg("bad signal; closing link")
+		p.drop(r)
+	}
+}
+
+// post copies a received payload and hands it to the loop. It runs on a link's read goroutine.
+func (p *Peer) post(r *remote, ch link.Channel, payload []byte) {
+	bp := p.pool.Get().(*[]byte)
+	*bp = append((*bp)[:0], payload...)
+	ev := loopEvent{r: r, kind: evMessage, ch: ch, data: bp}
+	if ch == link.Unreliable {
+		select {
+		case p.events <- ev:
+		default:
+			p.count.droppedIn.Add(1)
+			p.release(bp)
+		}
+		return
+	}
+	select {
+	case p.events <- ev:
+	case <-p.quit:
+		p.release(bp)
+	}
+}
+
+func (p *Peer) postState(r *remote, kind uint8, err error) {
+	select {
+	case p.events <- loopEvent{r: r, kind: kind, closed: err}:
+	case <-p.quit:
+	}
+}
+
+func (p *Peer) release(bp *[]byte) {
+	if bp != nil && cap(*bp) <= 64<<10 {
+		p.pool.Put(bp)
+	}
+}
+
+func (p *Peer) handleLinkEvent(ev loopEvent) {
+	defer p.release(ev.data)
+	r := ev.r
+	if p.remotes[r.idx] != r {
+		return // a link that was replaced or dropped
+	}
+	switch ev.kind {
+	case evReady:
+		r.ready = true
+		r.lastHeard = p.clock.Now()
+		p.log.Debug().Uint64("peer", uint64(r.idx)).Msg("link ready")
+		if p.member != nil && r == p.member.hostLink {
+			p.member.linkReady()
+		}
+	case evClosed:
+		p.log.Info().Uint64("peer", uint64(r.idx)).Msg("link closed")
+		p.drop(r)
+	case evMessage:
+		// A message can overtake the link's ready event: the remote end opened the channels.
+		r.ready = true
+		p.count.bytesIn.Add(uint64(len(*ev.data)))
+		r.lastHeard = p.clock.Now()
+		if err := p.handlePayload(r, ev.ch, *ev.data, 0); err != nil {
+			p.log.Warn().Err(err).Uint64("peer", uint64(r.idx)).Msg("protocol error; closing link")
+			p.drop(r)
+		}
+	}
+}
+
+// send sends a payload to r, fragmenting a reliable payload above the message limit.
+func (p *Peer) send(r *remote, ch link.Channel, payload []byte) {
+	if r == nil || r.l == nil || !r.ready || r.closing {
+		return
+	}
+	if ch == link.Reliable && len(payload) > netmsg.MaxReliableMessage {
+		r.fragID++
+		f := netmsg.NewFragmenter(payload, r.fragID, netmsg.MaxReliableMessage)
+		var buf []byte
+		for {
+			var ok bool
+			buf, ok = f.Next(buf[:0])
+			if !ok {
+				return
+			}
+			if !p.sendOne(r, ch, buf) {
+				return
+			}
+		}
+	}
+	p.sendOne(r, ch, payload)
+}
+
+// sendOne sends one message; false means the link failed and is dropped.
+func (p *Peer) sendOne(r *remote, ch link.Channel, b []byte) bool {
+	err := r.l.Send(ch, b)
+	if err == nil {
+		p.count.bytesOut.Add(uint64(len(b)))
+		return true
+	}
+	if errors.Is(err, link.ErrNotReady) {
+		p.count.dropped.Add(1) // the other channel is still opening; anti-entropy heals
+		return true
+	}
+	if errors.Is(err, link.ErrBackpressure) {
+		p.log.Warn().Uint64("peer", uint64(r.idx)).Msg("peer cannot keep up; closing link")
+	} else {
+		p.log.Debug().Err(err).Uint64("peer", uint64(r.idx)).Msg("send failed")
+	}
+	p.drop(r)
+	return false
+}
+
+// drop closes r's link and tells the roles that it is gone; its closed event arrives later and
+// is ignored.
+func (p *Peer) drop(r *remote) {
+	if p.remotes[r.idx] == r {
+		if p.host != nil {
+			p.host.linkClosed(r)
+		}
+		if p.member != nil && r == p.member.hostLink {
+			p.member.hostLinkClosed()
+		}
+	}
+	p.discard(r)
+}
+
+// discard removes r from the links and closes it on a tracked goroutine (Close waits for the
+// link's goroutines; the loop never blocks on it). The roles are not told: the caller replaces or
+// ends the link on purpose.
+func (p *Peer) discard(r *remote) {
+	if p.remotes[r.idx] == r {
+		delete(p.remotes, r.idx)
+	}
+	if p.standby == r {
+		p.standby = nil
+	}
+	if p.host != nil {
+		p.host.forget(r)
+	}
+	if r.closing || r.l == nil {
+		return
+	}
+	r.closing = true
+	p.goTracked(func() { _ = r.l.Close() })
+}

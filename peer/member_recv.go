@@ -1,0 +1,181 @@
+package peer
+
+import (
+	"fmt"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/hostsnapshot"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// What a member does with the messages of its host.
+
+// newTerm adopts a host announcement (term, host) from signaling into the member's fence. When
+// the host stays the same in a newer term (a resumed room), the link to it carries the new term.
+func (m *memberRole) newTerm(term Term, host PeerIndex) {
+	if term == m.fence.Term() && host != m.fence.Host() {
+		// A host announced in the fence's own term when the fence holds "no host" or another
+		// host: a restarted server that waited for its host announces it in the term it first
+		// announced without one. Follow signaling's latest word, or every host message of the
+		// term would be refused.
+		m.fence = authority.Fence{}
+	}
+	m.fence.Observe(term, host)
+	if m.hostLink != nil && m.hostLink.idx == host {
+		m.linkTerm = term
+	}
+}
+
+// fenced reports whether a message on the host link must be refused: the link became the host
+// link in an older term than the one signaling announced last, or its peer is not the host of
+// that term (including "no host"). A refused message is counted in Status.Fenced.
+func (m *memberRole) fenced() bool {
+	err := m.fence.Accept(m.linkTerm, m.hostLink.idx)
+	if err == nil {
+		return false
+	}
+	m.count.fenced.Add(1)
+	m.log.Debug().Err(err).Uint64("peer", uint64(m.hostLink.idx)).Msg("host message fenced")
+	return true
+}
+
+// hostClosed handles the host's Close. A schema mismatch cannot heal by reconnecting: Run returns
+// an error that names both schema tables.
+func (m *memberRole) hostClosed(c *netmsg.Close) {
+	if c.Code != CloseSchemaMismatch || m.fenced() {
+		return
+	}
+	m.env.fail(fmt.Errorf("%w: this peer runs schema table %016x; the host (peer %d) refused it: %s",
+		ErrSchemaMismatch, m.w.schemas.Fingerprint(), m.hostLink.idx, c.Reason))
+}
+
+// handle processes one decoded message from the host link.
+func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
+	if m.fenced() {
+		return nil
+	}
+	w := m.w
+	switch t {
+	case netmsg.TypeHostSnapshot:
+		return m.snapshot(&in.snap)
+	case netmsg.TypeHostCommands:
+		m.applyCommands(&in.hc, stamp)
+	case netmsg.TypePeerEntered:
+		w.events = append(w.events, Event{Kind: EventPeerEntered, Peer: PeerIndex(in.pe.Peer.PeerIndex)})
+	case netmsg.TypePeerExited:
+		w.events = append(w.events, Event{Kind: EventPeerExited, Peer: PeerIndex(in.px.PeerIndex)})
+	case netmsg.TypeEntityUpdates:
+		applyUpdates(m.roleBase, &in.eu, w.host, func(Entity) bool { return true }, w.mergeRemoteWrite)
+	case netmsg.TypeCrdtBatch:
+		if Term(in.batch.Term) != w.term {
+			m.count.fenced.Add(1)
+			return nil
+		}
+		var rd crdt.Reader
+		var cm crdt.Message
+		for rd.Reset(in.batch.Messages); rd.Next(&cm) == nil; {
+			w.mergeRemote(&cm, w.host)
+		}
+	default:
+		m.count.dropped.Add(1)
+	}
+	return nil
+}
+
+// snapshot merges a HostSnapshot and answers it with this member's corrections.
+func (m *memberRole) snapshot(snap *netmsg.HostSnapshot) error {
+	w := m.w
+	if PeerIndex(snap.HostPeerIndex) != w.host || PeerIndex(snap.LocalPeerIndex) != w.self {
+		m.count.fenced.Add(1)
+		return nil
+	}
+	info, corr, err := hostsnapshot.Apply(w.r, w.schemas, snap, func(cm *crdt.Message) crdt.Outcome {
+		return w.mergeRemote(cm, w.host)
+	}, m.corr[:0])
+	if err != nil {
+		return err
+	}
+	m.corr = corr
+	if Term(info.Term) != w.term {
+		m.count.fenced.Add(1)
+	}
+	if len(corr) > 0 || !m.synced {
+		// The answer to the sync snapshot is sent even when empty: it closes the host's window
+		// for corrections to host entities.
+		m.buf = netmsg.AppendCrdtBatch(m.buf[:0], &netmsg.CrdtBatch{Term: uint64(w.term), Messages: corr})
+		m.env.send(m.hostLink, link.Reliable, m.buf)
+	}
+	if !m.synced {
+		m.synced = true
+		w.events = append(w.events, Event{Kind: EventSynced, Term: w.term, Peer: w.host})
+		m.log.Info().Int("entities", w.Len()).Int("corrections", len(corr)).Str("cover", info.Cover.String()).Msg("synced")
+		m.env.memberSynced()
+	}
+	return nil
+}
+
+// applyCommands merges a HostCommands stamped with the host's Lamport time.
+func (m *memberRole) applyCommands(hc *netmsg.HostCommands, stamp uint64) {
+	w := m.w
+	if stamp > uint64(^uint32(0)) {
+		m.count.dropped.Add(1)
+		return
+	}
+	ts := crdt.Timestamp(stamp)
+	spawned := map[Entity]bool{}
+	for i := range hc.Spawns {
+		sp := &hc.Spawns[i]
+		s, ok := w.schemas.Lookup(schema.ID(sp.SchemaID))
+		if !ok || sp.NetworkID>>32 != 0 {
+			m.count.dropped.Add(1)
+			continue
+		}
+		e := Entity(sp.NetworkID)
+		if err := hostsnapshot.SpawnValues(s, sp.UpdateData, func(int, []byte) {}); err != nil {
+			m.count.dropped.Add(1)
+			continue
+		}
+		m.meta = schema.AppendMeta(m.meta[:0], s.ID, sp.CreationData)
+		cm := crdt.Message{Type: crdt.PutComponent, Entity: e, Component: schema.ComponentMeta, Timestamp: ts, Data: m.meta}
+		w.mergeRemote(&cm, w.host)
+		_ = hostsnapshot.SpawnValues(s, sp.UpdateData, func(i int, v []byte) {
+			cm := crdt.Message{Type: crdt.PutComponent, Entity: e, Component: s.Properties[i].Component, Timestamp: ts, Data: v}
+			w.mergeRemote(&cm, w.host)
+		})
+		spawned[e] = true
+	}
+	for _, d := range hc.Despawns {
+		if d.NetworkID>>32 == 0 {
+			cm := crdt.Message{Type: crdt.DeleteEntity, Entity: Entity(d.NetworkID)}
+			w.mergeRemote(&cm, w.host)
+		}
+	}
+	for _, t := range hc.AuthorityTransfers {
+		if t.NetworkID>>32 != 0 {
+			continue
+		}
+		e := Entity(t.NetworkID)
+		// TRNP's transfer names only the new author; the record kind follows from context: a
+		// transfer in the HostCommands that spawns the entity makes an avatar, a transfer to the
+		// host returns the entity to the host, any other is a lock.
+		rec := authority.Record{Kind: authority.KindLock, Peer: PeerIndex(t.NewAuthorIndex)}
+		switch {
+		case spawned[e]:
+			rec.Kind = authority.KindAvatar
+		case PeerIndex(t.NewAuthorIndex) == w.host:
+			rec = authority.Record{}
+		}
+		m.meta = authority.AppendRecord(m.meta[:0], rec)
+		cm := crdt.Message{Type: crdt.PutComponent, Entity: e, Component: schema.ComponentAuthority, Timestamp: ts, Data: m.meta}
+		w.mergeRemote(&cm, w.host)
+	}
+	for _, rpc := range hc.RPCs {
+		m.app.RPC(w, w.host, rpc.Type, rpc.Data)
+	}
+	for _, a := range hc.Actions {
+		m.app.RPC(w, w.host, a.Type, a.Data)
+	}
+}

@@ -1,0 +1,164 @@
+package peer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// The receive path: every message of a payload is decoded exactly once, into the inbox, and the
+// role gets the decoded value.
+
+// inbox holds the decoded form of every message type; each Consume decodes into it, reusing its
+// slices. Decoded values alias the payload and are valid until the next message.
+type inbox struct {
+	snap  netmsg.HostSnapshot
+	hc    netmsg.HostCommands
+	pc    netmsg.PeerCommands
+	eu    netmsg.EntityUpdates
+	pe    netmsg.PeerEntered
+	px    netmsg.PeerExited
+	batch netmsg.CrdtBatch
+	hello netmsg.Hello
+	dig   netmsg.Digest
+	frag  netmsg.Fragment
+	ping  netmsg.Ping
+	pong  netmsg.Pong
+	close netmsg.Close
+	stamp netmsg.Stamp
+}
+
+// decode decodes the message at the start of b into in and returns its type and length. An
+// unknown extension or application message is returned with its length and ErrUnknownType.
+func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
+	t := netmsg.Type(b[0])
+	var n int
+	var err error
+	switch t {
+	case netmsg.TypeHostSnapshot:
+		n, err = netmsg.ConsumeHostSnapshot(b, &in.snap)
+	case netmsg.TypePeerEntered:
+		n, err = netmsg.ConsumePeerEntered(b, &in.pe)
+	case netmsg.TypePeerExited:
+		n, err = netmsg.ConsumePeerExited(b, &in.px)
+	case netmsg.TypeHostCommands:
+		n, err = netmsg.ConsumeHostCommands(b, &in.hc)
+	case netmsg.TypePeerCommands:
+		n, err = netmsg.ConsumePeerCommands(b, &in.pc)
+	case netmsg.TypeEntityUpdates:
+		n, err = netmsg.ConsumeEntityUpdates(b, &in.eu)
+	case netmsg.TypeFragment:
+		n, err = netmsg.ConsumeFragment(b, &in.frag)
+	case netmsg.TypeCrdtBatch:
+		n, err = netmsg.ConsumeCrdtBatch(b, &in.batch)
+	case netmsg.TypePing:
+		n, err = netmsg.ConsumePing(b, &in.ping)
+	case netmsg.TypePong:
+		n, err = netmsg.ConsumePong(b, &in.pong)
+	case netmsg.TypeClose:
+		n, err = netmsg.ConsumeClose(b, &in.close)
+	case netmsg.TypeHello:
+		n, err = netmsg.ConsumeHello(b, &in.hello)
+	case netmsg.TypeStamp:
+		n, err = netmsg.ConsumeStamp(b, &in.stamp)
+	case netmsg.TypeDigest:
+		n, err = netmsg.ConsumeDigest(b, &in.dig)
+	default:
+		_, _, n, err = netmsg.ConsumeExt(b)
+		if err == nil {
+			err = netmsg.ErrUnknownType
+		}
+	}
+	return t, n, err
+}
+
+// handlePayload walks the messages of one payload. A *netmsg.ProtocolError (or any returned error)
+// ends the link; a message that is merely unusable is dropped and counted.
+func (p *Peer) handlePayload(r *remote, ch link.Channel, payload []byte, depth int) error {
+	if ch == link.Unreliable {
+		if err := netmsg.CheckDatagram(payload); err != nil {
+			return err
+		}
+	}
+	in := p.inbox(depth)
+	var stamp uint64
+	for off := 0; off < len(payload); {
+		t, n, err := in.decode(payload[off:])
+		if err != nil {
+			if errors.Is(err, netmsg.ErrUnknownType) {
+				p.count.dropped.Add(1)
+				off += n
+				continue
+			}
+			return err
+		}
+		raw := payload[off : off+n]
+		off += n
+		switch t {
+		case netmsg.TypeFragment:
+			if depth > 0 {
+				return fmt.Errorf("%w: fragment inside a fragmented payload", errMalformed)
+			}
+			whole, done, err := r.reasm.Push(&in.frag)
+			if err != nil {
+				return err
+			}
+			if done {
+				if err := p.handlePayload(r, ch, whole, depth+1); err != nil {
+					return err
+				}
+			}
+			continue
+		case netmsg.TypeStamp:
+			stamp = in.stamp.Time
+			continue
+		case netmsg.TypePing:
+			p.send(r, link.Reliable, netmsg.AppendPong(p.scratch[:0], &netmsg.Pong{Nonce: in.ping.Nonce, EchoTime: in.ping.SendTime}))
+			continue
+		case netmsg.TypePong:
+			r.rtt = time.Duration(p.monotonic() - int64(in.pong.EchoTime))
+			continue
+		case netmsg.TypeClose:
+			p.log.Warn().Uint64("peer", uint64(r.idx)).Uint16("code", in.close.Code).Str("reason", in.close.Reason).Msg("peer closed the session")
+			if p.member != nil && r == p.member.hostLink {
+				p.member.hostClosed(&in.close)
+			}
+			continue
+		}
+		var err2 error
+		switch {
+		case p.host != nil:
+			err2 = p.host.handle(r, t, in)
+		case p.member != nil && r == p.member.hostLink:
+			err2 = p.member.handle(t, in, stamp)
+		default:
+			p.count.fenced.Add(1) // a message from a peer that is not the host of this term
+			if p.host == nil && (t == netmsg.TypeHello || t == netmsg.TypeDigest) {
+				// A member that learned of the new term first greets us over its standby link
+				// before we learn we are its host: keep the greeting aside (TRNP keeps messages
+				// aside in case the host changes) and answer it when we become host.
+				if len(r.aside) >= 4 {
+					r.aside = r.aside[1:]
+				}
+				r.aside = append(r.aside, bytes.Clone(raw))
+			}
+		}
+		if err2 != nil {
+			return err2
+		}
+	}
+	return nil
+}
+
+// inbox returns the decode scratch for a payload at depth (a reassembled payload is walked while
+// the fragment that completed it is still being handled).
+func (p *Peer) inbox(depth int) *inbox {
+	if depth > 0 {
+		return &p.in[1]
+	}
+	return &p.in[0]
+}

@@ -1,0 +1,191 @@
+package peer
+
+import (
+	"context"
+
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// The room as signaling tells it: members, pinned hosts, and the host of each term. Peer keeps
+// it on the loop and starts and stops the roles as hosts change.
+
+// sigClient is what the peer uses of a signaling connection. Every call the loop makes is
+// non-blocking: a full send queue fails at once (the message is dropped and logged), so a stuck
+// server never holds the loop up. *signaling.Client implements it.
+type sigClient interface {
+	Joined() signaling.Joined
+	Events() <-chan signaling.Event
+	TrySendSignal(to PeerIndex, payload signaling.SignalPayload) error
+	TrySetSynced() error
+	TryReportReplica(r signaling.Report) error
+	Close() error
+}
+
+// sigHolder lets link goroutines load the current client atomically.
+type sigHolder struct{ c sigClient }
+
+func (p *Peer) setSig(c sigClient) {
+	p.sig = c
+	if c == nil {
+		p.sigNow.Store(nil)
+		p.sigEvents = nil
+		return
+	}
+	p.sigNow.Store(&sigHolder{c})
+	p.sigEvents = c.Events()
+}
+
+func (p *Peer) joinOptions(resume *signaling.Resume) signaling.JoinOptions {
+	return signaling.JoinOptions{
+		Room: signaling.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
+		Resume: resume,
+	}
+}
+
+// joined adopts the first signaling connection.
+func (p *Peer) joined(sig sigClient) {
+	p.setSig(sig)
+	j := sig.Joined()
+	p.resumeToken = j.ResumeToken
+	p.w.self = j.Self
+	p.log = p.log.With().Uint64("self", uint64(j.Self)).Logger()
+	for _, m := range j.Members {
+		p.members[m.Index] = m
+	}
+	p.pinned = j.PinnedHosts
+	p.log.Info().Uint64("term", uint64(j.Term)).Uint64("host", uint64(j.Host)).Int("members", len(j.Members)).Msg("joined room")
+	p.setHost(j.Term, j.Host)
+}
+
+func (p *Peer) handleSignaling(ctx context.Context, ev signaling.Event) {
+	switch ev := ev.(type) {
+	case signaling.MemberJoined:
+		p.members[ev.Member.Index] = ev.Member
+	case signaling.MemberSynced:
+		if m, ok := p.members[ev.Index]; ok {
+			m.Synced = true
+			p.members[ev.Index] = m
+		}
+	case signaling.MemberLeft:
+		delete(p.members, ev.Index)
+		if p.host != nil {
+			p.host.signalingLeft(ev.Index)
+		}
+	case signaling.HostChanged:
+		if ev.ResumeToken != "" {
+			p.resumeToken = ev.ResumeToken // it vouches for the new term
+		}
+		p.setHost(ev.Term, ev.Host)
+	case signaling.Signal:
+		p.handleSignal(ev.From, ev.Payload)
+	case signaling.Error:
+		p.log.Warn().Str("code", string(ev.Code)).Str("message", ev.Message).Msg("signaling error")
+	case signaling.Closed:
+		// Links stay up: the room keeps playing without signaling, and nothing is lost; the
+		// peer redials and resumes its index (resume.go).
+		p.signalingLost(ctx, ev.Err)
+	}
+	p.updateStandby()
+}
+
+// setHost adopts a host announcement. The same term and host again (a resumed signaling
+// connection) changes nothing; neither does "no host" in the term this peer knows a host for:
+// that is a server waiting for the host to resume (its resume grace), which announces the host
+// in the same term if it comes back and a new term otherwise.
+func (p *Peer) setHost(term Term, host PeerIndex) {
+	if term < p.w.term || (term == p.w.term && (host == p.w.host || (host == 0 && p.w.host != 0))) {
+		p.publish()
+		return
+	}
+	prevHost := p.w.host
+	p.w.term, p.w.host = term, host
+	p.w.events = append(p.w.events, Event{Kind: EventHostChanged, Term: term, Peer: host})
+	p.log.Info().Uint64("term", uint64(term)).Uint64("host", uint64(host)).Msg("host changed")
+	switch {
+	case host == p.w.self:
+		if p.host == nil {
+			p.becomeHost()
+		}
+	case host == 0:
+		// Nobody may host: keep the replica and wait.
+		if p.host != nil {
+			p.stepDown()
+		}
+		if p.member != nil {
+			p.member.newTerm(term, host)
+		}
+	default:
+		if p.host != nil {
+			p.stepDown()
+		}
+		if p.member == nil {
+			p.member = newMemberRole(p.roleBase())
+		}
+		p.member.newTerm(term, host)
+		if prevHost != host {
+			p.member.follow(host)
+		}
+	}
+	p.publish()
+}
+
+func (p *Peer) becomeHost() {
+	if p.member != nil {
+		p.member.stop()
+		p.member = nil
+	}
+	if s := p.standby; s != nil {
+		// This peer is the host now: its own standby link has no use.
+		p.discard(s)
+	}
+	p.held = true
+	p.host = newHostRole(p.roleBase())
+	p.host.start()
+	for _, r := range p.remotes {
+		aside := r.aside
+		r.aside = nil
+		for _, raw := range aside {
+			if err := p.handlePayload(r, link.Reliable, raw, 0); err != nil {
+				p.drop(r)
+				break
+			}
+		}
+	}
+}
+
+func (p *Peer) stepDown() {
+	p.host.stop()
+	p.host = nil
+	for _, r := range p.remotes {
+		p.discard(r)
+	}
+	p.w.setRole(false, nopSink{})
+}
+
+// report publishes the status and reports the replica to signaling (every ReportInterval).
+func (p *Peer) report() {
+	p.updateStandby() // also after links the other end closed
+	st := p.publish()
+	if p.member != nil {
+		p.member.ping() // with or without signaling: the host hears that this member is alive
+	}
+	if p.sig == nil {
+		return
+	}
+	if err := p.sig.TryReportReplica(signaling.Report{
+		Term: st.Term, Clock: uint64(st.Clock), Entities: uint64(st.Entities), Hash: st.Hash,
+	}); err != nil {
+		p.log.Debug().Err(err).Msg("replica report failed")
+	}
+}
+
+// setSynced tells signaling that this member holds the host's world (and may host next).
+func (p *Peer) setSynced() {
+	if p.sig == nil || p.sigEvents == nil {
+		return
+	}
+	if err := p.sig.TrySetSynced(); err != nil {
+		p.log.Warn().Err(err).Msg("cannot report synced")
+	}
+}
