@@ -213,8 +213,9 @@ func TestServeSceneAndExport(t *testing.T) {
 	}
 }
 
-// TestServeBadScene: a truncated scene keeps its room closed with an error naming the room, the
-// file and the byte offset; the other rooms open.
+// TestServeBadScene: a truncated scene, and a truncated checkpoint, keep their rooms closed with an
+// error naming the room, the file or JetStream subject and the byte offset; the other rooms open.
+// The checkpoint wins over the scene of its room, bad as it is: no room opens with half a world.
 func TestServeBadScene(t *testing.T) {
 	good := "../../crdt/testdata/dcl/example-scene.crdt"
 	b, err := os.ReadFile(good)
@@ -230,12 +231,26 @@ func TestServeBadScene(t *testing.T) {
 	if verr == nil || !strings.Contains(verr.Error(), `room "broken": `+bad+": byte offset ") {
 		t.Fatalf("Validate of a truncated scene: %v", verr)
 	}
+	dir := t.TempDir()
+	st, err := durable.Open(durable.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveCheckpoint(context.Background(), durable.Checkpoint{Room: "stale", Term: 3, Data: b[:len(b)-3]}); err != nil {
+		t.Fatal(err)
+	}
+	_, cerr := durable.Validate("stale", st.Source("stale"), b[:len(b)-3])
+	if cerr == nil || !strings.Contains(cerr.Error(), `room "stale": `+dir+": JetStream CONCORD_CHECKPOINTS concord.checkpoint.stale: byte offset ") {
+		t.Fatalf("Validate of a truncated checkpoint: %v", cerr)
+	}
+	st.Close()
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logs syncBuffer
 	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, data: t.TempDir(),
-		scenes: map[signaling.RoomID]string{"broken": bad, "good": good}}, log)
+	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, data: dir,
+		scenes: map[signaling.RoomID]string{"broken": bad, "good": good, "stale": good}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,9 +273,11 @@ func TestServeBadScene(t *testing.T) {
 		return nil
 	})
 	msg := logs.bytes()
-	want, _ := json.Marshal(verr.Error()) // as the JSON log quotes it
-	if !bytes.Contains(msg, want[1:len(want)-1]) {
-		t.Fatalf("logs lack %q:\n%s", want, msg)
+	for _, err := range []error{verr, cerr} {
+		want, _ := json.Marshal(err.Error()) // as the JSON log quotes it
+		if !bytes.Contains(msg, want[1:len(want)-1]) {
+			t.Fatalf("logs lack %q:\n%s", want, msg)
+		}
 	}
 	cancel()
 	if err := <-served; err != nil {

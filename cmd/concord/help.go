@@ -52,7 +52,7 @@ canonical JSON. On malformed input it names the file and byte offset, and prints
 component, timestamp and data length.`},
 	"crdt export": {"concord crdt export [--data DIR] [--room ROOM] > room.crdt", `Writes the last checkpoint of ROOM in the data directory of a stopped concord serve as an
 ADR-117 stream in canonical order (a main.crdt that crdt state and @dcl/ecs read). A malformed
-checkpoint is reported with the room, the JetStream object and the byte offset.`},
+checkpoint is reported with the room, its JetStream subject and the byte offset.`},
 }
 
 // printHelp writes the help of the command named name, and the flags of fs when it has any.

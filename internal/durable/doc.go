@@ -1,6 +1,7 @@
 // Package durable keeps rooms across restarts of `concord serve`: an embedded nats-server with
 // JetStream on file storage holds each room's checkpoint (an ADR-117 message stream, the bytes of
-// a main.crdt file) in an object store and each room's signaling counters in a KV bucket.
+// a main.crdt file) as the last message of its subject in a stream, and each room's signaling counters
+// in a KV bucket.
 //
 // Store is the storage: Open starts the embedded server (no listening port: the connection is in
 // process) and makes the buckets. Writer takes checkpoints from host loops through a bounded

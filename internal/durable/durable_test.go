@@ -136,7 +136,7 @@ func TestCorruptCheckpoint(t *testing.T) {
 			t.Fatalf("%s: %v, want a CorruptError at offset %d wrapping %v", tc.name, err, tc.off, tc.want)
 		}
 		msg := err.Error()
-		for _, part := range []string{`room "broken"`, CheckpointBucket + "/broken", fmt.Sprintf("byte offset %d", tc.off)} {
+		for _, part := range []string{`room "broken"`, CheckpointStream + " concord.checkpoint.broken", fmt.Sprintf("byte offset %d", tc.off)} {
 			if !strings.Contains(msg, part) {
 				t.Fatalf("%s: %q does not name %q", tc.name, msg, part)
 			}

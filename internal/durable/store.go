@@ -1,7 +1,6 @@
 package durable
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,22 +20,31 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-// Bucket names (docs/protocol.md "Durable rooms").
+// Stream and bucket names (docs/protocol.md "Durable rooms").
 const (
-	// CheckpointBucket is the object store of checkpoints: one object per room, named RoomKey.
-	CheckpointBucket = "concord_checkpoints"
+	// CheckpointStream holds checkpoints: the last message on CheckpointSubject(room) is the
+	// room's checkpoint (one message per subject is kept).
+	CheckpointStream = "CONCORD_CHECKPOINTS"
 	// RoomBucket is the KV bucket of signaling counters: one key per room, RoomKey, holding
 	// signaling.RoomCounters as JSON.
 	RoomBucket = "concord_rooms"
 )
 
-// Checkpoint metadata keys of a checkpoint object.
+// Headers of a checkpoint message.
 const (
-	metaFormat = "concord-format"
-	metaTerm   = "concord-term"
-	metaClock  = "concord-clock"
-	formatV1   = "adr117-stream/1"
+	headerFormat = "Concord-Format"
+	headerTerm   = "Concord-Term"
+	headerClock  = "Concord-Clock"
+	headerRoom   = "Concord-Room"
+	formatV1     = "adr117-stream/1"
 )
+
+// MaxCheckpoint bounds a checkpoint (the embedded server's max payload and the stream's message
+// size): about 300,000 arena entities.
+const MaxCheckpoint = 32 << 20
+
+// CheckpointSubject is the subject of room's checkpoints.
+func CheckpointSubject(room signaling.RoomID) string { return "concord.checkpoint." + RoomKey(room) }
 
 // DefaultTimeout bounds each JetStream operation when Config.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
@@ -57,14 +65,15 @@ type Config struct {
 }
 
 // Store is the durable storage of a node: an embedded nats-server with JetStream, a checkpoint
-// object store and a room KV bucket. Its methods are safe for concurrent use.
+// stream and a room KV bucket. Its methods are safe for concurrent use.
 type Store struct {
 	cfg   Config
 	log   zerolog.Logger
 	lock  *os.File
 	ns    *server.Server
 	nc    *nats.Conn
-	objs  jetstream.ObjectStore
+	js    jetstream.JetStream
+	cps   jetstream.Stream
 	rooms jetstream.KeyValue
 
 	closeOnce sync.Once
@@ -107,7 +116,7 @@ func (s *Store) start() error {
 		JetStream:  true,
 		StoreDir:   filepath.Join(s.cfg.Dir, "jetstream"),
 		NoSigs:     true,
-		MaxPayload: 1 << 20,
+		MaxPayload: MaxCheckpoint + 64<<10, // a checkpoint and its headers
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -128,13 +137,19 @@ func (s *Store) start() error {
 	if err != nil {
 		return err
 	}
+	s.js = js
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	s.objs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: CheckpointBucket, Description: "Concord room checkpoints (ADR-117 message streams)", Storage: jetstream.FileStorage,
+	// A stream, not an object store: a checkpoint is one message, written atomically with a
+	// revision check (the object store writes chunks asynchronously and, in nats.go 1.55, can
+	// leave a goroutine behind per Put).
+	s.cps, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: CheckpointStream, Description: "Concord room checkpoints (ADR-117 message streams)",
+		Subjects: []string{"concord.checkpoint.>"}, Storage: jetstream.FileStorage,
+		MaxMsgsPerSubject: 1, MaxMsgSize: MaxCheckpoint + 64<<10, Discard: jetstream.DiscardOld,
 	})
 	if err != nil {
-		return fmt.Errorf("durable: object store %s: %w", CheckpointBucket, err)
+		return fmt.Errorf("durable: stream %s: %w", CheckpointStream, err)
 	}
 	s.rooms, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: RoomBucket, Description: "Concord room counters (last peer index, term)", History: 1, Storage: jetstream.FileStorage,
@@ -189,58 +204,75 @@ func RoomKey(room signaling.RoomID) string {
 
 // Source names where a room's checkpoint lives, for error messages.
 func (s *Store) Source(room signaling.RoomID) string {
-	return fmt.Sprintf("%s: JetStream object %s/%s", s.cfg.Dir, CheckpointBucket, RoomKey(room))
+	return fmt.Sprintf("%s: JetStream %s %s", s.cfg.Dir, CheckpointStream, CheckpointSubject(room))
+}
+
+// last returns the room's stored checkpoint message, nil when there is none.
+func (s *Store) last(ctx context.Context, room signaling.RoomID) (*jetstream.RawStreamMsg, error) {
+	m, err := s.cps.GetLastMsgForSubject(ctx, CheckpointSubject(room))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	return m, err
 }
 
 // SaveCheckpoint stores c as its room's checkpoint unless one of a later term is stored
-// (ErrFenced). JetStream writes the new object's chunks before its metadata, so a crash midway
-// leaves the previous checkpoint whole.
+// (ErrFenced). The write is one JetStream message, published only if the room's last one is
+// still the one read (a revision check), so two writers cannot interleave and a crash leaves
+// either checkpoint whole.
 func (s *Store) SaveCheckpoint(ctx context.Context, c Checkpoint) error {
+	if len(c.Data) > MaxCheckpoint {
+		return fmt.Errorf("durable: room %q: checkpoint of %d bytes, the limit is %d", c.Room, len(c.Data), MaxCheckpoint)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	name := RoomKey(c.Room)
-	if info, err := s.objs.GetInfo(ctx, name); err == nil {
-		if t, _ := strconv.ParseUint(info.Metadata[metaTerm], 10, 64); signaling.Term(t) > c.Term {
-			return fmt.Errorf("%w: room %q holds term %d, this one is of term %d", ErrFenced, c.Room, t, c.Term)
+	for range 8 {
+		var seq uint64
+		old, err := s.last(ctx, c.Room)
+		if err != nil {
+			return err
 		}
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return err
+		if old != nil {
+			if t, _ := strconv.ParseUint(old.Header.Get(headerTerm), 10, 64); signaling.Term(t) > c.Term {
+				return fmt.Errorf("%w: room %q holds term %d, this one is of term %d", ErrFenced, c.Room, t, c.Term)
+			}
+			seq = old.Sequence
+		}
+		msg := &nats.Msg{Subject: CheckpointSubject(c.Room), Data: c.Data, Header: nats.Header{}}
+		msg.Header.Set(headerFormat, formatV1)
+		msg.Header.Set(headerRoom, string(c.Room))
+		msg.Header.Set(headerTerm, strconv.FormatUint(uint64(c.Term), 10))
+		msg.Header.Set(headerClock, strconv.FormatUint(uint64(c.Clock), 10))
+		_, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+		if err == nil {
+			return nil
+		}
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || (apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence && apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return err
+		}
 	}
-	_, err := s.objs.Put(ctx, jetstream.ObjectMeta{
-		Name:        name,
-		Description: "room " + strconv.Quote(string(c.Room)),
-		Metadata: map[string]string{
-			metaFormat: formatV1,
-			metaTerm:   strconv.FormatUint(uint64(c.Term), 10),
-			metaClock:  strconv.FormatUint(uint64(c.Clock), 10),
-		},
-	}, bytes.NewReader(c.Data))
-	return err
+	return fmt.Errorf("durable: room %q: too many concurrent checkpoint writes", c.Room)
 }
 
-// LoadCheckpoint returns room's checkpoint as stored (ErrNoCheckpoint when there is none). The
-// object's digest is checked; the stream is not (Validate).
+// LoadCheckpoint returns room's checkpoint as stored (ErrNoCheckpoint when there is none).
+// JetStream checks each stored message's checksum; the stream inside is not checked (Validate).
 func (s *Store) LoadCheckpoint(ctx context.Context, room signaling.RoomID) (Checkpoint, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	name := RoomKey(room)
-	info, err := s.objs.GetInfo(ctx, name)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
+	m, err := s.last(ctx, room)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("room %q: %s: %w", room, s.Source(room), err)
+	}
+	if m == nil {
 		return Checkpoint{}, ErrNoCheckpoint
 	}
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("room %q: %s: %w", room, s.Source(room), err)
-	}
-	if f := info.Metadata[metaFormat]; f != formatV1 {
+	if f := m.Header.Get(headerFormat); f != formatV1 {
 		return Checkpoint{}, fmt.Errorf("room %q: %s: unknown checkpoint format %q", room, s.Source(room), f)
 	}
-	data, err := s.objs.GetBytes(ctx, name)
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("room %q: %s: %w", room, s.Source(room), err)
-	}
-	term, _ := strconv.ParseUint(info.Metadata[metaTerm], 10, 64)
-	clock, _ := strconv.ParseUint(info.Metadata[metaClock], 10, 32)
-	return Checkpoint{Room: room, Term: signaling.Term(term), Clock: crdt.Timestamp(clock), Data: data}, nil
+	term, _ := strconv.ParseUint(m.Header.Get(headerTerm), 10, 64)
+	clock, _ := strconv.ParseUint(m.Header.Get(headerClock), 10, 32)
+	return Checkpoint{Room: room, Term: signaling.Term(term), Clock: crdt.Timestamp(clock), Data: m.Data}, nil
 }
 
 // LoadRoom implements signaling.Store.

@@ -12,7 +12,7 @@ import (
 // open from it.
 type CorruptError struct {
 	Room signaling.RoomID
-	// Source names the file or the JetStream object.
+	// Source names the file or the JetStream stream and subject.
 	Source string
 	// Offset is the byte offset of the first malformed message.
 	Offset int
