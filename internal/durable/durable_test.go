@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -287,4 +288,46 @@ func TestCloseStopsEverything(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCheckpointConcurrentWriters: writers racing on one room each succeed (a revision conflict is
+// re-read and retried) and the stored checkpoint is one of theirs, whole; a later term fences the
+// earlier one out; a checkpoint over MaxCheckpoint is refused.
+func TestCheckpointConcurrentWriters(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				data := bytes.Repeat([]byte{byte(w)}, 1000+i)
+				errs <- s.SaveCheckpoint(context.Background(), Checkpoint{Room: "r", Term: 5, Data: data})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := s.LoadCheckpoint(context.Background(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Data) < 1000 || !bytes.Equal(c.Data, bytes.Repeat(c.Data[:1], len(c.Data))) || c.Term != 5 {
+		t.Fatalf("stored %d bytes of term %d, not one writer's checkpoint", len(c.Data), c.Term)
+	}
+	if err := s.SaveCheckpoint(context.Background(), Checkpoint{Room: "r", Term: 6, Data: []byte{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveCheckpoint(context.Background(), Checkpoint{Room: "r", Term: 5, Data: c.Data}); !errors.Is(err, ErrFenced) {
+		t.Fatalf("term 5 after term 6: %v, want ErrFenced", err)
+	}
+	if err := s.SaveCheckpoint(context.Background(), Checkpoint{Room: "big", Term: 1, Data: make([]byte, MaxCheckpoint+1)}); err == nil {
+		t.Fatal("a checkpoint over MaxCheckpoint was written")
+	}
 }

@@ -39,9 +39,9 @@ const (
 	formatV1     = "adr117-stream/1"
 )
 
-// MaxCheckpoint bounds a checkpoint (the embedded server's max payload and the stream's message
-// size): about 300,000 arena entities.
-const MaxCheckpoint = 32 << 20
+// MaxCheckpoint bounds a checkpoint: with its headers it fits the embedded server's max payload
+// of 8 MiB (nats-server advises against more). About 90,000 arena entities.
+const MaxCheckpoint = 8<<20 - 64<<10
 
 // CheckpointSubject is the subject of room's checkpoints.
 func CheckpointSubject(room signaling.RoomID) string { return "concord.checkpoint." + RoomKey(room) }
