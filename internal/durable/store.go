@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -202,6 +203,9 @@ func RoomKey(room signaling.RoomID) string {
 	return string(b)
 }
 
+// maxAttempts bounds the reads and writes of one save that lose revision checks to other writers.
+const maxAttempts = 16
+
 // Source names where a room's checkpoint lives, for error messages.
 func (s *Store) Source(room signaling.RoomID) string {
 	return fmt.Sprintf("%s: JetStream %s %s", s.cfg.Dir, CheckpointStream, CheckpointSubject(room))
@@ -226,7 +230,17 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c Checkpoint) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	for range 8 {
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			// Another writer got in between: back off a random while, growing, and read again.
+			t := time.NewTimer(time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond))))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
 		var seq uint64
 		old, err := s.last(ctx, c.Room)
 		if err != nil {
@@ -299,7 +313,7 @@ func (s *Store) SaveRoom(room signaling.RoomID, c signaling.RoomCounters) error 
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
 	key := RoomKey(room)
-	for range 8 {
+	for range maxAttempts {
 		var rev uint64
 		if e, err := s.rooms.Get(ctx, key); err == nil {
 			var old signaling.RoomCounters
