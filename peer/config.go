@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -47,8 +48,19 @@ type Config struct {
 	Token string
 	// App is the game. Required.
 	App App
-	// Transport makes links; required (cmd/concord passes a PionTransport over a loopback API).
+	// Transport makes links. Default nil: the peer makes its own pion transport from ICE and
+	// Link for the duration of Run (one UDP socket for all its links).
 	Transport Transport
+	// ICE says which addresses the peer's own pion transport may use; default ICEAuto
+	// (loopback-only when Server is a loopback URL). With an explicit Transport it is unused.
+	ICE ICEMode
+	// Link is the base configuration of the peer's own pion transport (UDP socket address,
+	// public IP, logger); AllowNonLoopback is set from ICE. Outside loopback, an empty
+	// UDPMuxAddr means an ephemeral port on the interface toward Server.
+	Link link.Config
+	// RelayOnly makes the peer's links use relay candidates only (TURN), as the browser's
+	// iceTransportPolicy "relay". Default false.
+	RelayOnly bool
 	// Logger; default zerolog.Nop().
 	Logger zerolog.Logger
 	// Now is the clock's time; default time.Now. Ignored when Clock is set.
@@ -100,8 +112,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.App == nil {
 		return c, fmt.Errorf("%w: App is required", ErrConfig)
 	}
-	if c.Transport == nil {
-		return c, fmt.Errorf("%w: Transport is required", ErrConfig)
+	if _, err := ParseICEMode(string(c.ICE)); err != nil {
+		return c, err
 	}
 	if c.Server == "" || c.Room == "" {
 		return c, fmt.Errorf("%w: Server and Room are required", ErrConfig)

@@ -42,7 +42,11 @@
 // it only posts the new client to the loop, which reconciles (resume.go). Status.Signaling,
 // Resumes and ResumeRefused show the state.
 //
-// Transport: PionTransport makes real WebRTC connections (loopback-only by default, see
-// peer/link); MemoryTransport joins members of one process through in-memory pipes with seeded
-// loss, for deterministic tests.
+// Transport: PionTransport makes real WebRTC connections (see peer/link); MemoryTransport joins
+// members of one process through in-memory pipes with seeded loss, for deterministic tests. A
+// peer without a Transport makes its own pion transport for the duration of Run (ice.go): ICE
+// follows the signaling address (Config.ICE: loopback-only for a loopback URL, otherwise the
+// interface toward the server plus the STUN/TURN servers signaling hands out in joined), with
+// one UDP socket for all its links. A member reports the candidate types of its link to the
+// host with its replica report (Status.HostLink).
 package peer

@@ -50,6 +50,7 @@ func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
 	r := &remote{idx: idx, session: session}
 	l, err := p.cfg.Transport.Connect(LinkConfig{
 		Local: p.w.self, Remote: idx, Session: session, Offerer: offerer,
+		ICEServers: p.iceServers, RelayOnly: p.cfg.RelayOnly,
 		Logger: p.log.With().Uint64("peer", uint64(idx)).Logger(),
 		Signal: func(pl signaling.SignalPayload) error {
 			h := p.sigNow.Load() // the current client: a resume may have replaced it
@@ -244,5 +245,8 @@ func (p *Peer) discard(r *remote) {
 		return
 	}
 	r.closing = true
-	p.goTracked(func() { _ = r.l.Close() })
+	p.goTracked(func() {
+		_ = r.l.Close()
+		p.count.linkClosed(r.l.Stats()) // so Status.Channels never goes back
+	})
 }

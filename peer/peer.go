@@ -37,9 +37,10 @@ type Peer struct {
 	sigEvents <-chan signaling.Event
 	// sigNow is sig for link goroutines, which signal through whichever client is current.
 	sigNow      atomic.Pointer[sigHolder]
-	resumeToken string // the server's proof of this peer's index, for a resume
-	held        bool   // the replica has held the room's state (synced or hosted)
-	resumeErr   error  // why signaling refused to resume this peer, if it did
+	resumeToken string                // the server's proof of this peer's index, for a resume
+	iceServers  []signaling.ICEServer // from the latest joined: every new link uses them
+	held        bool                  // the replica has held the room's state (synced or hosted)
+	resumeErr   error                 // why signaling refused to resume this peer, if it did
 	members     map[PeerIndex]signaling.Member
 	pinned      []signaling.Identity
 
@@ -59,6 +60,11 @@ type Peer struct {
 	wg     sync.WaitGroup
 	fatal  error // set by a role to end Run (a schema mismatch)
 	start  time.Time
+
+	// migratingSince is when this synced member learned of a new host (zero when not migrating);
+	// lastPause is how long its latest migration took, until the new host's snapshot merged.
+	migratingSince time.Time
+	lastPause      time.Duration
 
 	status  atomic.Pointer[Status]
 	hash    uint64 // the replica hash last published, computed at Replica.Changes() == hashAt
@@ -103,6 +109,14 @@ func (p *Peer) Run(ctx context.Context) error {
 	// Helper goroutines (the signaling redial) end with Run, whatever ends it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if p.cfg.Transport == nil {
+		api, err := LinkAPI(p.cfg)
+		if err != nil {
+			return err
+		}
+		defer api.Close() // after shutdown has closed every link
+		p.cfg.Transport = PionTransport{API: api}
+	}
 	sig, err := signaling.Dial(ctx, p.cfg.Server, p.joinOptions(nil), p.cfg.SignalingConfig)
 	if err != nil {
 		return err

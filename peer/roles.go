@@ -76,6 +76,7 @@ func (p *Peer) takeStandby(idx PeerIndex) *remote {
 }
 
 func (p *Peer) memberSynced() {
+	p.migrated()
 	p.held = true
 	p.setSynced()
 	p.updateStandby()

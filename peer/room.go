@@ -48,6 +48,7 @@ func (p *Peer) joined(sig sigClient) {
 	p.setSig(sig)
 	j := sig.Joined()
 	p.resumeToken = j.ResumeToken
+	p.iceServers = j.ICEServers
 	p.w.self = j.Self
 	p.log = p.log.With().Uint64("self", uint64(j.Self)).Logger()
 	for _, m := range j.Members {
@@ -121,9 +122,11 @@ func (p *Peer) setHost(term Term, host PeerIndex) {
 		}
 		if p.member == nil {
 			p.member = newMemberRole(p.roleBase())
+			p.notMigrating() // a fresh member (or a former host)
 		}
 		p.member.newTerm(term, host)
 		if prevHost != host {
+			p.migrationStarts()
 			p.member.follow(host)
 		}
 	}
@@ -175,6 +178,8 @@ func (p *Peer) report() {
 	}
 	if err := p.sig.TryReportReplica(signaling.Report{
 		Term: st.Term, Clock: uint64(st.Clock), Entities: uint64(st.Entities), Hash: st.Hash,
+		Link: st.HostLink, RTTMicros: uint64(st.RTT.Microseconds()),
+		Migrations: st.Migrations, PauseMicros: uint64(st.MigrationPause.Microseconds()),
 	}); err != nil {
 		p.log.Debug().Err(err).Msg("replica report failed")
 	}

@@ -1,8 +1,12 @@
 package peer
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
 )
 
 // Status is a snapshot of a peer, safe to read from any goroutine.
@@ -47,10 +51,36 @@ type Status struct {
 	// ResumeRefused is why the server refused to resume this peer, "" if it did not: the peer
 	// then plays on without signaling and stops redialing.
 	ResumeRefused string
+	// HostLink is the candidate types of the selected pair of this member's link to the host
+	// (pion links only); nil on the host and before the link is up. Reported to signaling.
+	HostLink *signaling.LinkTypes
+	// Channels sums the counters of every link this peer had, per channel (link.Reliable,
+	// link.Unreliable); Buffered is over the current links only.
+	Channels [link.NumChannels]link.ChannelStats
+	// Pairs counts the current links by the candidate types of their selected pair (pion links
+	// only; a link without a selected pair yet is not counted).
+	Pairs map[signaling.LinkTypes]int
+	// Migrations counts host changes this member lived through while synced, and
+	// MigrationPause is how long the latest took: from learning of the new host to having
+	// merged its snapshot.
+	Migrations     uint64
+	MigrationPause time.Duration
 }
 
 type counters struct {
 	bytesIn, bytesOut, rejected, rejectedRace, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
+	migrations                                                                               atomic.Uint64
+	// closedMu guards closed: the counters of links already closed (by any goroutine).
+	closedMu sync.Mutex
+	closed   [link.NumChannels]link.ChannelStats
+}
+
+// linkClosed adds a closed link's final counters to the totals; any goroutine.
+func (c *counters) linkClosed(ls link.Stats) {
+	ls.Channels[link.Reliable].Buffered, ls.Channels[link.Unreliable].Buffered = 0, 0
+	c.closedMu.Lock()
+	addChannels(&c.closed, &ls)
+	c.closedMu.Unlock()
 }
 
 // Status returns the latest published status (updated every report interval and on host changes).
@@ -83,19 +113,59 @@ func (p *Peer) publish() *Status {
 		Standby:         p.standby != nil && p.standby.ready,
 		Signaling:       p.sig != nil,
 		Resumes:         p.count.resumes.Load(),
+		Migrations:      p.count.migrations.Load(),
+		MigrationPause:  p.lastPause,
 	}
 	if p.resumeErr != nil {
 		st.ResumeRefused = p.resumeErr.Error()
 	}
+	p.count.closedMu.Lock()
+	st.Channels = p.count.closed
+	p.count.closedMu.Unlock()
 	for _, r := range p.remotes {
 		if r.l != nil {
-			c := r.l.Stats().Channels[1]
+			ls := r.l.Stats()
+			c := ls.Channels[1]
 			st.LinkLost += c.Lost + c.Dropped
+			addChannels(&st.Channels, &ls)
+			if lt := linkTypes(r); lt != nil {
+				if st.Pairs == nil {
+					st.Pairs = make(map[signaling.LinkTypes]int)
+				}
+				st.Pairs[*lt]++
+			}
 		}
 	}
 	if p.member != nil && p.member.hostLink != nil {
 		st.RTT = p.member.hostLink.rtt
+		st.HostLink = linkTypes(p.member.hostLink)
+	}
+	// A link out of p.remotes whose close has not finished is briefly in neither sum: never
+	// publish less than before.
+	if prev := p.status.Load(); prev != nil {
+		for i := range st.Channels {
+			c, o := &st.Channels[i], &prev.Channels[i]
+			c.MessagesSent, c.BytesSent = max(c.MessagesSent, o.MessagesSent), max(c.BytesSent, o.BytesSent)
+			c.MessagesReceived, c.BytesReceived = max(c.MessagesReceived, o.MessagesReceived), max(c.BytesReceived, o.BytesReceived)
+			c.Dropped, c.Lost, c.Backpressured = max(c.Dropped, o.Dropped), max(c.Lost, o.Lost), max(c.Backpressured, o.Backpressured)
+		}
 	}
 	p.status.Store(st)
 	return st
+}
+
+// addChannels adds a link's per-channel counters to sum.
+func addChannels(sum *[link.NumChannels]link.ChannelStats, ls *link.Stats) {
+	for i := range sum {
+		c, s := &ls.Channels[i], &sum[i]
+		s.MessagesSent += c.MessagesSent
+		s.BytesSent += c.BytesSent
+		s.MessagesReceived += c.MessagesReceived
+		s.BytesReceived += c.BytesReceived
+		s.Dropped += c.Dropped
+		s.Backpressured += c.Backpressured
+		s.Lost += c.Lost
+		s.Oversize += c.Oversize
+		s.Buffered += c.Buffered
+	}
 }

@@ -26,6 +26,10 @@ type LinkConfig struct {
 	Signal  func(signaling.SignalPayload) error
 	Handler link.Handler
 	Logger  zerolog.Logger
+	// ICEServers are the STUN/TURN servers signaling handed this member; RelayOnly restricts
+	// ICE to relay candidates.
+	ICEServers []signaling.ICEServer
+	RelayOnly  bool
 }
 
 // Link is a link.Link that is set up through signaling.
@@ -43,8 +47,10 @@ type PionTransport struct{ API *link.API }
 // Connect starts a pion connection as offerer or answerer.
 func (t PionTransport) Connect(cfg LinkConfig) (Link, error) {
 	cc := link.ConnConfig{
-		Handler: cfg.Handler,
-		Logger:  cfg.Logger,
+		Handler:    cfg.Handler,
+		Logger:     cfg.Logger,
+		ICEServers: toPionICEServers(cfg.ICEServers),
+		RelayOnly:  cfg.RelayOnly,
 		Signal: func(s link.Signal) error {
 			return cfg.Signal(toPayload(s, cfg.Session))
 		},

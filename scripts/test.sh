@@ -46,6 +46,14 @@ echo "== @dcl/ecs differential vectors: regenerated with the real @dcl/ecs, must
 echo "== JavaScript client: unit tests on the shared golden vectors"
 (cd web && node --test test/)
 
+echo "== JavaScript client package: tsc --noEmit (checkJs), generated .d.ts, npm pack and a strict TypeScript consumer"
+(
+  cd web
+  npm ci --no-audit --no-fund --loglevel=error
+  npx --no-install tsc --noEmit -p static/js
+  node pkg.mjs pack
+)
+
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
 

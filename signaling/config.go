@@ -145,6 +145,11 @@ type Config struct {
 	// 127.0.0.0/8, ::1) and other requests are not checked.
 	AllowedHosts []string
 
+	// ICEServers, if not nil, gives each joining member the STUN/TURN servers (and its
+	// credentials) that it passes to its peer connections; they travel in the joined message.
+	// If nil, members get none (loopback only, today's default).
+	ICEServers ICEServersFunc
+
 	// Registerer, if not nil, receives the server's Prometheus metrics.
 	Registerer prometheus.Registerer
 

@@ -19,6 +19,14 @@
 // that joins a running room first syncs from the current host, reports
 // synced, and only then takes over, with a new term.
 //
+// # ICE servers and links
+//
+// Config.ICEServers, when set, gives each joining member the STUN/TURN servers its peer
+// connections use, with credentials for its identity; they travel in the joined message
+// (Joined.ICEServers) in the browser's RTCIceServer shape. A member's report may carry the
+// candidate types of its link to the host (LinkTypes), shown in /api/rooms, plus its round-trip
+// time and migration pauses, which feed the histograms registered with Config.Registerer.
+//
 // # Resume
 //
 // A member that lost its connection (a crashed or restarted server, a network blip) joins again

@@ -26,6 +26,9 @@ type Joined struct {
 	// ResumeToken proves, in a later join's Resume claim, that this member held Self. It is
 	// empty on an open server (no secret), which trusts every claim.
 	ResumeToken string
+	// ICEServers are the STUN/TURN servers, with this member's credentials, that its peer
+	// connections should use (Config.ICEServers); nil when the server hands out none.
+	ICEServers []ICEServer
 }
 
 // MemberJoined announces a new member.

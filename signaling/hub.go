@@ -253,6 +253,11 @@ func (h *hub) handle(ev hubEvent) {
 				h.refuse(m, fmt.Errorf("%w: report of term %d, room %q is at term %d", ErrBadMessage, ev.r.Term, m.room.id, m.room.term), 0)
 				return
 			}
+			var prev *Report
+			if m.reported {
+				prev = &m.report
+			}
+			h.stats.hist.report(prev, ev.r)
 			m.report, m.reported = ev.r, true
 		}
 	case *evGrace:
@@ -497,7 +502,8 @@ func (h *hub) joinedFrame(r *room, self *member) []byte {
 		pinned = []Identity{}
 	}
 	return mustMarshal(joinedMsg{V: ProtocolVersion, Type: typeJoined, Room: r.id, Self: self.index, PeerID: self.id,
-		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, r.term, self.id)})
+		Term: r.term, Host: r.host, Members: ms, Pinned: pinned, ResumeToken: resumeToken(h.resumeKey, r.id, self.index, r.term, self.id),
+		ICEServers: h.iceServers(r.id, self.id)})
 }
 
 // broadcastHost tells every member of r except the room's host and term. With a secret each
@@ -653,6 +659,7 @@ func (h *hub) synced(c *conn) {
 		return
 	}
 	m.synced = true
+	h.stats.hist.synced(h.cfg.Clock.Now().Sub(m.joinedAt))
 	r := m.room
 	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index}))
 	if h.elect(r) {
@@ -770,6 +777,9 @@ func (h *hub) snapshot() []RoomInfo {
 			if m.reported {
 				rep := m.report
 				mi.Replica = &rep
+				if m.index != r.host {
+					mi.Link = rep.Link
+				}
 			}
 			ri.Members[i] = mi
 		}

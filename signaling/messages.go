@@ -128,18 +128,34 @@ type Report struct {
 	// Hash is a digest of the replica state; on the wire it is 16 lowercase
 	// hex digits (JSON numbers above 2^53 do not survive JavaScript).
 	Hash uint64
+	// Link is the candidate types of the selected pair of the member's link
+	// to the host; nil on the host itself and before a link is up.
+	Link *LinkTypes
+	// RTTMicros is the member's round-trip time to the host in microseconds,
+	// 0 when unknown.
+	RTTMicros uint64
+	// Migrations counts the host migrations the member lived through while synced;
+	// PauseMicros is how long the latest took, in microseconds (until the new host's snapshot
+	// merged).
+	Migrations  uint64
+	PauseMicros uint64
 }
 
 type reportJSON struct {
-	Term     Term   `json:"term"`
-	Clock    uint64 `json:"clock"`
-	Entities uint64 `json:"entities"`
-	Hash     string `json:"hash"`
+	Term      Term       `json:"term"`
+	Clock     uint64     `json:"clock"`
+	Entities  uint64     `json:"entities"`
+	Hash      string     `json:"hash"`
+	Link      *LinkTypes `json:"link,omitempty"`
+	RTTMicros uint64     `json:"rttUs,omitempty"`
+	// Migrations and PauseMicros: see Report.
+	Migrations  uint64 `json:"migrations,omitempty"`
+	PauseMicros uint64 `json:"pauseUs,omitempty"`
 }
 
 // MarshalJSON encodes the report with the hash as 16 lowercase hex digits.
 func (r Report) MarshalJSON() ([]byte, error) {
-	return json.Marshal(reportJSON{Term: r.Term, Clock: r.Clock, Entities: r.Entities, Hash: formatHash(r.Hash)})
+	return json.Marshal(reportJSON{Term: r.Term, Clock: r.Clock, Entities: r.Entities, Hash: formatHash(r.Hash), Link: r.Link, RTTMicros: r.RTTMicros, Migrations: r.Migrations, PauseMicros: r.PauseMicros})
 }
 
 // UnmarshalJSON decodes a report; the hash must be exactly 16 lowercase hex
@@ -153,7 +169,12 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*r = Report{Term: j.Term, Clock: j.Clock, Entities: j.Entities, Hash: h}
+	if j.Link != nil {
+		if err := j.Link.check(); err != nil {
+			return err
+		}
+	}
+	*r = Report{Term: j.Term, Clock: j.Clock, Entities: j.Entities, Hash: h, Link: j.Link, RTTMicros: j.RTTMicros, Migrations: j.Migrations, PauseMicros: j.PauseMicros}
 	return nil
 }
 
@@ -320,6 +341,9 @@ type joinedMsg struct {
 	// ResumeToken lets the member reclaim Self after losing its connection; empty on an open
 	// server, where resume claims are trusted.
 	ResumeToken string `json:"resumeToken,omitempty"`
+	// ICEServers are the STUN/TURN servers (with this member's credentials) for its peer
+	// connections; omitted when the server hands out none.
+	ICEServers []ICEServer `json:"iceServers,omitempty"`
 }
 
 type memberJoinedMsg struct {
@@ -387,14 +411,15 @@ type serverMessage struct {
 	V    int     `json:"v"`
 	Type msgType `json:"type"`
 
-	Room    RoomID     `json:"room"`
-	Self    PeerIndex  `json:"self"`
-	PeerID  Identity   `json:"peerId"`
-	Term    Term       `json:"term"`
-	Host    PeerIndex  `json:"host"`
-	Members []Member   `json:"members"`
-	Pinned  []Identity `json:"pinnedHosts"`
-	Resume  string     `json:"resumeToken"`
+	Room    RoomID      `json:"room"`
+	Self    PeerIndex   `json:"self"`
+	PeerID  Identity    `json:"peerId"`
+	Term    Term        `json:"term"`
+	Host    PeerIndex   `json:"host"`
+	Members []Member    `json:"members"`
+	Pinned  []Identity  `json:"pinnedHosts"`
+	Resume  string      `json:"resumeToken"`
+	ICE     []ICEServer `json:"iceServers"`
 
 	Member    *Member     `json:"member"`
 	PeerIndex PeerIndex   `json:"peerIndex"`
@@ -424,7 +449,10 @@ func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
 		if dst.Self == 0 {
 			return nil, fmt.Errorf("%w: joined without self", ErrBadMessage)
 		}
-		return Joined{Room: dst.Room, Self: dst.Self, PeerID: dst.PeerID, Term: dst.Term, Host: dst.Host, Members: dst.Members, PinnedHosts: dst.Pinned, ResumeToken: dst.Resume}, nil
+		if err := checkICEServers(dst.ICE); err != nil {
+			return nil, err
+		}
+		return Joined{Room: dst.Room, Self: dst.Self, PeerID: dst.PeerID, Term: dst.Term, Host: dst.Host, Members: dst.Members, PinnedHosts: dst.Pinned, ResumeToken: dst.Resume, ICEServers: dst.ICE}, nil
 	case typeMemberJoined:
 		if dst.Member == nil || dst.Member.Index == 0 {
 			return nil, fmt.Errorf("%w: member-joined without member", ErrBadMessage)

@@ -44,6 +44,7 @@ type stats struct {
 	joins, rejected, slow, timeouts, badMessages, relayErrors atomic.Uint64
 	refused                                                   [len(codeTable)]atomic.Uint64
 	connsTotal, connsAddr, shed, hostRefused                  atomic.Uint64
+	hist                                                      histograms
 }
 
 // refuse counts a refusal under err's wire code.
@@ -132,6 +133,8 @@ func (s *stats) register(reg prometheus.Registerer, cfg *Config, log zerolog.Log
 			Help: "The server's configured limits (docs/protocol.md \"Signaling: limits\").", ConstLabels: prometheus.Labels{"name": name}},
 			func() float64 { return v }))
 	}
+	s.hist.init()
+	cs = append(cs, s.hist.collectors()...)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			log.Error().Err(err).Msg("signaling: registering metric")

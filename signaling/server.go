@@ -32,6 +32,9 @@ type MemberInfo struct {
 	Synced    bool      `json:"synced"`
 	// Replica is the member's latest report, null until its first.
 	Replica *Report `json:"replica"`
+	// Link is the candidate types of the selected pair of the member's link to the host, as
+	// its latest report says; absent on the host and before the member reported one.
+	Link *LinkTypes `json:"link,omitempty"`
 }
 
 // Server is the signaling server. It does not listen: serve Handler with an

@@ -899,7 +899,9 @@ func TestMetrics(t *testing.T) {
 	got := map[string]float64{}
 	for _, mf := range mfs {
 		m := mf.GetMetric()[0]
-		if m.GetGauge() != nil {
+		if h := m.GetHistogram(); h != nil {
+			got[mf.GetName()] = float64(h.GetSampleCount())
+		} else if m.GetGauge() != nil {
 			got[mf.GetName()] = m.GetGauge().GetValue()
 		} else {
 			got[mf.GetName()] = m.GetCounter().GetValue()
@@ -910,7 +912,9 @@ func TestMetrics(t *testing.T) {
 		"concord_signaling_joins_total": 2, "concord_signaling_rejected_joins_total": 0,
 		"concord_signaling_slow_consumer_drops_total": 0, "concord_signaling_ping_timeouts_total": 0,
 		"concord_signaling_bad_messages_total": 0, "concord_signaling_relay_errors_total": 0,
-		"concord_signaling_refusals_total": 0, "concord_signaling_refused_connections_total": 0,
+		"concord_signaling_member_rtt_seconds": 0, "concord_signaling_join_to_synced_seconds": 0,
+		"concord_signaling_migration_pause_seconds": 0,
+		"concord_signaling_refusals_total":          0, "concord_signaling_refused_connections_total": 0,
 		"concord_signaling_shed_signals_total": 0, "concord_signaling_refused_hosts_total": 0,
 	}
 	limits := map[string]float64{}

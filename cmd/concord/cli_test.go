@@ -37,6 +37,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"help", "bench"}, 0, []string{"Usage: concord bench", "fanout"}, []string{""}},
 		{[]string{"help", "bench", "migration"}, 0, []string{"-peers"}, []string{""}},
 		{[]string{"help", "crdt", "state"}, 0, []string{"Usage: concord crdt state"}, []string{""}},
+		{[]string{"help", "token"}, 0, []string{"Usage: concord token", "CONCORD_SECRET", "-room"}, []string{""}},
 		{[]string{"help", "nope"}, 2, []string{`unknown command "nope"`}, []string{""}},
 
 		// Usage errors: exit 2, the error once, a hint, no help dump.

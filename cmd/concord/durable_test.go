@@ -125,7 +125,7 @@ func TestServeSceneAndExport(t *testing.T) {
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, data: dir,
-		scenes: map[signaling.RoomID]string{"arena": "../../crdt/testdata/dcl/example-scene.crdt"}, checkpointInterval: time.Hour}, log)
+		scenes: map[signaling.RoomID]string{"arena": "../../crdt/testdata/dcl/example-scene.crdt"}, checkpointInterval: time.Hour, metricsRoute: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,16 +17,19 @@ type helpText struct {
 // helps is keyed by the command's flag set name ("serve", "bench fanout", ...). Groups (bench,
 // crdt) have an entry of their own that lists their subcommands.
 var helps = map[string]helpText{
-	"serve": {"concord serve [flags]", `Serves the demo page, signaling (/ws), /api/rooms, /healthz and /metrics, and runs a
+	"serve": {"concord serve [flags]", `Serves the demo page, signaling (/ws), /api/rooms, /metrics and /healthz, and runs a
 dedicated host for --room and every --scene room in this process. Rooms, their peer indices and
 terms live in --data (embedded JetStream) across restarts; --data "" keeps them in memory only.
+With --turn, also an embedded TURN/STUN server whose time-limited credentials every member gets
+when it joins; README "Deploy" shows a public setup.
 
 Environment:
   CONCORD_SECRET     HS256 key of join tokens (and of the resume tokens peers present after a
                      server restart: keep it when restarting). Unset, the server runs open: anyone
                      may join any room as anyone and host it; the log warns about it.
   CONCORD_ADMIN_KEY  with CONCORD_SECRET, lets "Authorization: Bearer <key>" list every room in
-                     /api/rooms (a join token sees only its own room).`},
+                     /api/rooms (a join token sees only its own room).
+  CONCORD_ICE_SECRET default of --ice-server-secret (coturn's static-auth-secret).`},
 	"host": {"concord host [flags]", `Runs a dedicated host for --room as its own process: it joins as the pinned host user and
 takes the room over once it has synced.`},
 	"bot": {"concord bot [flags]", `Runs -n headless players of the demo game in this process and prints one status line a
@@ -42,6 +45,13 @@ bench-host); the host is killed with SIGKILL -trials times and the pause until e
 converged and updates flow again is measured.`},
 	"bench-host": {"concord bench-host [flags]", `The host process that "concord bench migration" starts and kills: a host of the bench
 game in the room "bench".`},
+	"token": {"concord token --room R --user U [flags]", `Prints an HS256 join token signed with CONCORD_SECRET, the secret "concord serve" verifies
+joins with: for trying a server with a secret (the page takes it as ?token=) and for scripts.
+Deployments mint the same tokens in their own backend (claims: docs/protocol.md "Signaling:
+tokens").
+
+Environment:
+  CONCORD_SECRET  the HS256 key; required.`},
 	"crdt": {"concord crdt state|dump FILE... | export [flags]", `ADR-117 message streams (files such as a Decentraland main.crdt):
   state FILE...  merge the streams, print the converged state as JSON
   dump FILE      print one line per message

@@ -15,43 +15,30 @@ import (
 
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/peer"
-	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
 )
 
-// newPeer makes a peer with its own loopback-only WebRTC API. The caller runs it and closes the
-// returned API after Run returns. standby: peer.Config.Standby.
-func newPeer(log zerolog.Logger, server, room, user, device string, kind signaling.Kind, token string, app peer.App, standby bool) (*peer.Peer, *link.API, error) {
-	api, err := link.NewAPI(link.Config{Logger: log.With().Str("component", "pion").Logger().Level(zerolog.ErrorLevel)})
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := peer.New(peer.Config{
+// newPeer makes a peer that makes its own pion transport, as nw says (by default loopback-only
+// when server is a loopback URL). standby: peer.Config.Standby.
+func newPeer(log zerolog.Logger, nw peerNet, server, room, user, device string, kind signaling.Kind, token string, app peer.App, standby bool) (*peer.Peer, error) {
+	cfg := peer.Config{
 		Server: server, Room: room, User: user, Device: device, Kind: kind, Token: token, App: app,
-		Transport: peer.PionTransport{API: api},
-		Logger:    log,
-		Standby:   standby,
-	})
-	if err != nil {
-		_ = api.Close()
-		return nil, nil, err
+		Logger:  log,
+		Standby: standby,
 	}
-	return p, api, nil
+	if err := nw.config(log, &cfg); err != nil {
+		return nil, err
+	}
+	return peer.New(cfg)
 }
 
 // runHost runs a dedicated host for room until ctx ends.
-func runHost(ctx context.Context, log zerolog.Logger, server, room, device, token string) error {
-	return runHostApp(ctx, log, server, room, device, token, arena.New(arena.Config{}))
-}
-
-// runHostApp runs a dedicated host with app for room until ctx ends.
-func runHostApp(ctx context.Context, log zerolog.Logger, server, room, device, token string, app peer.App) error {
+func runHost(ctx context.Context, log zerolog.Logger, nw peerNet, server, room, device, token string) error {
 	hl := log.With().Str("component", "host").Logger()
-	p, api, err := newPeer(hl, server, room, dedicatedHostUser, device, signaling.KindHost, token, app, false)
+	p, err := newPeer(hl, nw, server, room, dedicatedHostUser, device, signaling.KindHost, token, arena.New(arena.Config{}), false)
 	if err != nil {
 		return err
 	}
-	defer api.Close()
 	return p.Run(ctx)
 }
 
@@ -62,6 +49,9 @@ func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
 	room := fs.String("room", "arena", "room to host")
 	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token, when the server requires one (env CONCORD_TOKEN)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	var nw peerNet
+	nw.addICEFlag(fs)
+	nw.addAddrFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -69,7 +59,7 @@ func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return runHost(ctx, log, *server, *room, fmt.Sprintf("p%d", os.Getpid()), *token)
+	return runHost(ctx, log, nw, *server, *room, fmt.Sprintf("p%d", os.Getpid()), *token)
 }
 
 func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -83,6 +73,8 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	standby := fs.Bool("standby", false, "keep an idle standby link to the next host, so that a migration needs no new WebRTC handshake (peer.Config.Standby)")
 	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token, when the server requires one (env CONCORD_TOKEN)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	var nw peerNet
+	nw.addICEFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -101,16 +93,13 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for i := range *n {
 		user := fmt.Sprintf("%s%d", *name, i+1)
 		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed + uint64(i), MoveFor: *moveFor}})
-		p, api, err := newPeer(log.With().Str("bot", user).Logger(), *server, *room, user, fmt.Sprintf("p%d", os.Getpid()), signaling.KindBot, *token, app, *standby)
+		p, err := newPeer(log.With().Str("bot", user).Logger(), nw, *server, *room, user, fmt.Sprintf("p%d", os.Getpid()), signaling.KindBot, *token, app, *standby)
 		if err != nil {
 			cancel()
 			return err
 		}
 		peers = append(peers, p)
-		go func() {
-			defer api.Close()
-			errs <- p.Run(ctx)
-		}()
+		go func() { errs <- p.Run(ctx) }()
 	}
 	summary := time.NewTicker(time.Second)
 	defer summary.Stop()

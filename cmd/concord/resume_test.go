@@ -147,6 +147,17 @@ func TestResumeServeAndHostKilled(t *testing.T) {
 				return fmt.Errorf("member %d hash %s, another %s", m.PeerIndex, h, hash)
 			}
 		}
+		// Reports lag the replicas by up to a report interval: the room has converged only when
+		// the bots' own replicas agree too, with the host the room names.
+		views, err := readChaosViews(ctx, bots)
+		if err != nil {
+			return err
+		}
+		for i, v := range views {
+			if v.Hash != views[0].Hash || v.Term != r.Term || v.Host != r.Host {
+				return fmt.Errorf("bot %d: term %d host %d hash %016x; bot 0: hash %016x", i, v.Term, v.Host, v.Hash, views[0].Hash)
+			}
+		}
 		final = r
 		return nil
 	})

@@ -2,25 +2,31 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/internal/turnserver"
 	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/web"
 )
@@ -40,6 +46,24 @@ type serveOptions struct {
 	scenes map[signaling.RoomID]string
 	// checkpointInterval: durable.AppConfig.Interval (0: its default).
 	checkpointInterval time.Duration
+
+	// net is the dedicated host's WebRTC (--ice, --udp, --public-ip, --relay-only).
+	net peerNet
+
+	turnAddr     string         // --turn
+	turnTLSAddr  string         // --turn-tls
+	turnAllow    []netip.Prefix // --turn-allow-private
+	turnPorts    string         // --turn-ports
+	turnQuota    int            // --turn-user-quota
+	turnMaxBPS   int            // --turn-max-bps
+	iceServers   []string       // --ice-server
+	iceSecret    string         // --ice-server-secret
+	tlsCert      string         // --tls-cert
+	tlsKey       string         // --tls-key
+	origins      []string       // --origin
+	pprof        bool           // --pprof
+	metricsRoute bool           // --metrics
+
 	// limits holds the signaling limits set by flags (zero fields: the signaling defaults).
 	limits signaling.Config
 	// http bounds the HTTP server's connections (zero fields: defaultHTTPTimeouts).
@@ -59,60 +83,8 @@ var defaultHTTPTimeouts = httpTimeouts{readHeader: 5 * time.Second, read: 10 * t
 // maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB).
 const maxHeaderBytes = 64 << 10
 
-// server is a running `concord serve`.
-type server struct {
-	url    string
-	log    zerolog.Logger
-	sig    *signaling.Server
-	http   *http.Server
-	served chan error
-	// hostDone receives the result of each dedicated host; hosts counts those running.
-	hostDone chan error
-	hosts    int
-	stopHost context.CancelFunc
-	store    *durable.Store  // nil without --data
-	writer   *durable.Writer // nil without --data
-}
-
-// startServer listens, serves the page, signaling and the API, and starts the dedicated host.
-func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*server, error) {
-	cfg := o.limits
-	cfg.Logger = log.With().Str("component", "signaling").Logger()
-	hosted := hostedRooms(o)
-	cfg.Rooms = map[signaling.RoomID]signaling.RoomConfig{}
-	for _, room := range hosted {
-		cfg.Rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{dedicatedHostUser}}
-	}
-	if o.secret != "" {
-		cfg.Secret = []byte(o.secret)
-	}
-	reg := prometheus.NewRegistry()
-	cfg.Registerer = reg
-	s := &server{log: log, served: make(chan error, 1), hostDone: make(chan error, len(hosted))}
-	if o.data != "" {
-		store, err := durable.Open(durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger()})
-		if err != nil {
-			return nil, err
-		}
-		s.store = store
-		s.writer = durable.NewWriter(store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
-		cfg.Store = store
-	}
-	s.sig = signaling.New(cfg)
-	mux := http.NewServeMux()
-	sh := s.sig.Handler()
-	mux.Handle("/ws", sh)
-	mux.Handle("/api/", sh)
-	mux.Handle("/healthz", sh)
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/", web.Handler())
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		_ = s.sig.Close()
-		s.closeStore()
-		return nil, err
-	}
-	ht := o.http
+// newHTTPServer is an http.Server for h with the bounds of ht (zero fields: the defaults).
+func newHTTPServer(h http.Handler, ht httpTimeouts) *http.Server {
 	if ht.readHeader <= 0 {
 		ht.readHeader = defaultHTTPTimeouts.readHeader
 	}
@@ -122,24 +94,81 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	if ht.idle <= 0 {
 		ht.idle = defaultHTTPTimeouts.idle
 	}
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: ht.readHeader, ReadTimeout: ht.read, IdleTimeout: ht.idle, MaxHeaderBytes: maxHeaderBytes}
-	go func() { s.served <- s.http.Serve(ln) }()
-	s.url = "http://" + ln.Addr().String()
-	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).Str("data", o.data).Msg("concord serving")
+	return &http.Server{Handler: h, ReadHeaderTimeout: ht.readHeader, ReadTimeout: ht.read, IdleTimeout: ht.idle, MaxHeaderBytes: maxHeaderBytes}
+}
 
-	hctx, cancel := context.WithCancel(ctx)
-	s.stopHost = cancel
-	for _, room := range hosted {
-		token := ""
-		if o.secret != "" {
-			token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
-				Room: room, User: dedicatedHostUser, Device: "serve", MayHost: true,
-				Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
-			})
-			if err != nil {
-				s.stop()
-				return nil, err
-			}
+// server is a running `concord serve`.
+type server struct {
+	url      string
+	log      zerolog.Logger
+	sig      *signaling.Server
+	turn     *turnserver.Server // nil without --turn
+	http     *http.Server
+	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
+	served   chan error
+	host     *peer.Peer // the dedicated host of --room; nil without one
+	hosts    []*dedicated
+	hostDone chan error // receives the result of each dedicated host
+	running  int        // dedicated hosts whose result hostDone has not given yet
+	stopHost context.CancelFunc
+	store    *durable.Store  // nil without --data
+	writer   *durable.Writer // nil without --data
+}
+
+// dedicated is a room's dedicated host in this process.
+type dedicated struct {
+	room signaling.RoomID
+	cfg  peer.Config
+	api  *link.API    // its WebRTC (one UDP socket)
+	app  *durable.App // nil without --data and without a scene
+}
+
+// startServer listens, serves the page, signaling and the API, and starts the dedicated host.
+// Order: the listener and the dedicated host's WebRTC socket first, so that the embedded TURN
+// server knows the socket's port (a relay may reach it on the server's own address), then TURN,
+// signaling (which hands out TURN credentials) and the host.
+func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*server, error) {
+	var tlsCfg *tls.Config
+	if o.tlsCert != "" || o.tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	origins, err := newOriginPolicy(o.origins)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	external, err := parseICEServers(o.iceServers)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	hosted := hostedRooms(o)
+	s := &server{log: log, served: make(chan error, 2), hostDone: make(chan error, len(hosted))}
+	fail := func(err error) (*server, error) {
+		_ = ln.Close()
+		s.closeAll()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	if o.data != "" {
+		if s.store, err = durable.Open(durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger()}); err != nil {
+			return fail(err)
+		}
+		s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+	}
+	var ownPorts []int
+	for i, room := range hosted {
+		d := &dedicated{room: room}
+		ho := o
+		if h, _, err := net.SplitHostPort(o.net.udp); err == nil && i > 0 {
+			ho.net.udp = net.JoinHostPort(h, "0") // --udp's port is the first host's
 		}
 		seed, clock, err := s.seed(ctx, room, o.scenes[room])
 		if err != nil {
@@ -147,22 +176,156 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 			log.Error().Err(err).Str("room", string(room)).Msg("room not opened: its dedicated host does not start")
 			continue
 		}
-		var app peer.App = arena.New(arena.Config{})
-		var cp *durable.App
-		if s.writer != nil || seed != nil {
-			cp = durable.NewApp(app, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, SeedClock: clock, Interval: o.checkpointInterval, Logger: log.With().Str("component", "checkpoint").Logger()})
-			app = cp
+		if d.cfg, err = dedicatedHostConfig(s.log, ho, room, addr); err != nil {
+			return fail(err)
 		}
-		s.hosts++
+		if s.writer != nil || seed != nil {
+			d.app = durable.NewApp(d.cfg.App, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, SeedClock: clock,
+				Interval: o.checkpointInterval, Logger: log.With().Str("component", "checkpoint").Logger()})
+			d.cfg.App = d.app
+		}
+		if d.api, err = peer.LinkAPI(d.cfg); err != nil {
+			return fail(err)
+		}
+		s.hosts = append(s.hosts, d)
+		d.cfg.Transport = peer.PionTransport{API: d.api}
+		if ua, ok := d.api.UDPMuxAddr().(*net.UDPAddr); ok {
+			ownPorts = append(ownPorts, ua.Port)
+		}
+	}
+	if o.turnAddr != "" {
+		if s.turn, err = startTURN(o, tlsCfg, ownPorts, log); err != nil {
+			return fail(err)
+		}
+	}
+
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := o.limits
+	cfg.Logger = log.With().Str("component", "signaling").Logger()
+	cfg.Rooms = map[signaling.RoomID]signaling.RoomConfig{}
+	for _, room := range hosted {
+		cfg.Rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{dedicatedHostUser}}
+	}
+	if s.store != nil {
+		cfg.Store = s.store
+	}
+	cfg.CheckOrigin = origins.allowed
+	cfg.Registerer = reg
+	if o.secret != "" {
+		cfg.Secret = []byte(o.secret)
+	}
+	cfg.ICEServers = iceServersFunc(s.turn, external, o.iceSecret)
+	s.sig = signaling.New(cfg)
+	reg.MustRegister(&hostCollector{s: s})
+
+	mux := http.NewServeMux()
+	sh := s.sig.Handler()
+	mux.Handle("/ws", origins.gate(sh))
+	mux.Handle("/api/", sh)
+	mux.Handle("/healthz", sh)
+	if o.metricsRoute {
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
+	if o.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	mux.Handle("/", web.Handler())
+	scheme := "http"
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		scheme = "https"
+	}
+	s.http = newHTTPServer(mux, o.http)
+	s.url = scheme + "://" + addr.String()
+	// Before Serve, so that the metrics collector never sees s.host change. The hosts' dials
+	// wait in the listen backlog until Serve accepts them.
+	if err := s.startHosts(ctx, o, addr, tlsCfg != nil, sh); err != nil {
+		return fail(err)
+	}
+	go func() { s.served <- s.http.Serve(ln) }()
+	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).
+		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Str("data", o.data).Msg("concord serving")
+	return s, nil
+}
+
+// dedicatedHostConfig is the dedicated host's peer.Config but for Server and Token. Its WebRTC
+// follows the public address: loopback-only when serve listens on loopback, otherwise (or with
+// --ice any) one UDP socket (--udp; default an ephemeral port on the --addr interface, on every
+// interface when --addr is a wildcard or loopback) with --public-ip in its host candidates.
+func dedicatedHostConfig(log zerolog.Logger, o serveOptions, room signaling.RoomID, addr *net.TCPAddr) (peer.Config, error) {
+	nw := o.net
+	if nw.ice == "" {
+		nw.ice = string(peer.ICEAny)
+		if addr.IP.IsLoopback() {
+			nw.ice = string(peer.ICELoopback)
+		}
+	}
+	if nw.udp == "" && nw.ice == string(peer.ICEAny) {
+		nw.udp = "0.0.0.0:0"
+		if !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
+			nw.udp = net.JoinHostPort(addr.IP.String(), "0")
+		}
+	}
+	hl := log.With().Str("component", "host").Logger()
+	cfg := peer.Config{Room: string(room), User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl}
+	return cfg, nw.config(hl, &cfg)
+}
+
+// startHosts runs the dedicated hosts (each cfg with its transport) in this process. They dial
+// the public listener, or, when that is TLS (whose certificate names the public host) or listens
+// on every interface, a loopback listener of their own that serves only signaling.
+func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAddr, tlsOn bool, sh http.Handler) error {
+	if len(s.hosts) == 0 {
+		return nil
+	}
+	server := s.url
+	if tlsOn || addr.IP.IsUnspecified() {
+		iln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		imux := http.NewServeMux()
+		imux.Handle("/ws", sh)
+		s.inner = newHTTPServer(imux, o.http)
+		go func() { s.served <- s.inner.Serve(iln) }()
+		server = "http://" + iln.Addr().String()
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	s.stopHost = cancel
+	for _, d := range s.hosts {
+		cfg := d.cfg
+		cfg.Server = server
+		if o.secret != "" {
+			var err error
+			cfg.Token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
+				Room: d.room, User: dedicatedHostUser, Device: "serve", MayHost: true,
+				Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
+			})
+			if err != nil {
+				return err
+			}
+		}
+		p, err := peer.New(cfg)
+		if err != nil {
+			return err
+		}
+		if d.room == signaling.RoomID(o.room) && o.dedicatedHost {
+			s.host = p
+		}
+		s.running++
 		go func() {
-			err := runHostApp(hctx, log, s.url, string(room), "serve", token, app)
-			if cp != nil && s.writer != nil {
-				cp.Final() // Run has returned: the world is this goroutine's
+			err := p.Run(hctx)
+			if d.app != nil {
+				d.app.Final() // Run has returned: the world is this goroutine's
 			}
 			s.hostDone <- err
 		}()
 	}
-	return s, nil
+	return nil
 }
 
 // hostedRooms lists the rooms serve runs a dedicated host for: --room (with --dedicated-host)
@@ -231,7 +394,7 @@ func (s *server) wait(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-s.served:
 	case err = <-s.hostDone:
-		s.hosts--
+		s.running--
 		if err == nil {
 			err = errors.New("dedicated host stopped")
 		}
@@ -245,29 +408,68 @@ func (s *server) wait(ctx context.Context) error {
 
 func (s *server) stop() {
 	s.log.Info().Msg("shutting down")
+	s.closeAll()
+}
+
+// closeAll stops what startServer started, in reverse: the host (then its WebRTC socket),
+// signaling, the HTTP servers, TURN. Parts never started are skipped.
+func (s *server) closeAll() {
 	if s.stopHost != nil {
 		s.stopHost()
-		for ; s.hosts > 0; s.hosts-- {
+		for ; s.running > 0; s.running-- {
 			<-s.hostDone
 		}
 		s.stopHost = nil
 	}
-	_ = s.sig.Close()
+	for _, d := range s.hosts {
+		if d.api != nil {
+			_ = d.api.Close()
+		}
+	}
+	if s.sig != nil {
+		_ = s.sig.Close()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = s.http.Shutdown(sctx)
+	if s.http != nil {
+		_ = s.http.Shutdown(sctx)
+	}
+	if s.inner != nil {
+		_ = s.inner.Shutdown(sctx)
+	}
+	if s.turn != nil {
+		_ = s.turn.Close()
+	}
 	s.closeStore() // after the hosts' last checkpoints
 }
+
+// listFlag is a repeatable string flag that also splits on commas.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// repeatFlag is a repeatable string flag that keeps each value whole (URLs may hold commas).
+type repeatFlag []string
+
+func (l *repeatFlag) String() string     { return strings.Join(*l, " ") }
+func (l *repeatFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o serveOptions
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /healthz)")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /metrics, /healthz)")
 	fs.BoolVar(&o.dedicatedHost, "dedicated-host", true, "run a dedicated host for --room in this process")
-	fs.StringVar(&o.room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
 	fs.StringVar(&o.data, "data", "./concord-data", `durable data directory: rooms keep their world across restarts (embedded JetStream); "" keeps rooms in memory only`)
-	fs.Func("scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, with a dedicated host (repeatable)", func(v string) error {
+	fs.Func("scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, and run a dedicated host for ROOM (repeatable; with --udp, hosts after the first take an ephemeral port on its address)", func(v string) error {
 		room, file, ok := strings.Cut(v, "=")
 		if !ok || room == "" || file == "" {
 			return fmt.Errorf("want ROOM=FILE, got %q", v)
@@ -279,11 +481,37 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil
 	})
 	fs.DurationVar(&o.checkpointInterval, "checkpoint-interval", durable.DefaultInterval, "least time between two checkpoints of a changing room (with --data)")
+	fs.StringVar(&o.room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
+	o.net.addICEFlag(fs)
+	o.net.addAddrFlags(fs)
+	fs.StringVar(&o.turnAddr, "turn", "", "run the embedded TURN/STUN server on this address, UDP and TCP (e.g. :3478); needs a specific IP or --public-ip")
+	fs.StringVar(&o.turnTLSAddr, "turn-tls", "", "also serve TURN over TLS (turns:) on this address, with --tls-cert/--tls-key (e.g. :5349)")
+	fs.StringVar(&o.turnPorts, "turn-ports", "49152-65535", "UDP port range of TURN relay sockets")
+	fs.IntVar(&o.turnQuota, "turn-user-quota", turnserver.DefaultMaxAllocations, "TURN allocations one member may hold at once")
+	fs.IntVar(&o.turnMaxBPS, "turn-max-bps", turnserver.DefaultMaxBytesPerSecond, "bytes per second the TURN relay carries for one member, both directions together")
+	var allow, origins listFlag
+	var ice repeatFlag
+	fs.Var(&allow, "turn-allow-private", "CIDR[,CIDR…]: private/loopback peer ranges the TURN relay may reach (refused by default)")
+	fs.Var(&ice, "ice-server", "an external STUN/TURN server handed to members, repeatable: stun:HOST:PORT or turn[s]:[USER:PASSWORD@]HOST:PORT[?transport=udp|tcp]")
+	fs.StringVar(&o.iceSecret, "ice-server-secret", os.Getenv("CONCORD_ICE_SECRET"), "shared secret of external TURN servers without USER:PASSWORD (coturn static-auth-secret): members get time-limited REST API credentials (env CONCORD_ICE_SECRET)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve the page, /ws and the APIs over HTTPS/WSS")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.Var(&origins, "origin", "ORIGIN[,ORIGIN…]: web origins (https://game.example.com, or a bare host) allowed to open /ws besides the server's own host; * allows any")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof")
+	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	limitFlags(fs, &o)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	for _, c := range allow {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return usageError{fmt.Errorf("--turn-allow-private %q: %w", c, err)}
+		}
+		o.turnAllow = append(o.turnAllow, p.Masked())
+	}
+	o.iceServers, o.origins = ice, origins
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ const (
 	DefaultICEDisconnectedTimeout  = 5 * time.Second
 	DefaultICEFailedTimeout        = 25 * time.Second
 	DefaultICEKeepaliveInterval    = 2 * time.Second
+	DefaultRelayAcceptanceMinWait  = 500 * time.Millisecond
 )
 
 // Config configures an API. The zero value is valid: loopback only, one shared
@@ -36,9 +37,15 @@ type Config struct {
 	// AllowNonLoopback lifts the loopback-only candidate filters (interface
 	// "lo", local and remote IPs loopback). Default false: ICE gathers and
 	// accepts only loopback addresses, so tests cannot reach any other
-	// network. mDNS stays disabled, UDP4 stays the only network type and no
-	// ICE (STUN/TURN) server is ever configured, whatever this says.
+	// network, and ICE servers (ConnConfig.ICEServers) are used only when
+	// their host is a loopback address. mDNS stays disabled and UDP4 stays
+	// the only network type whatever this says.
 	AllowNonLoopback bool
+
+	// PublicIP, when set, is advertised in host candidates instead of the
+	// interface addresses (1:1 NAT of a cloud VM, whose interface holds a
+	// private address). Default "": the interface addresses.
+	PublicIP string
 
 	// DisableUDPMux gives every connection its own ephemeral UDP socket
 	// instead of the shared one. Default false: one shared socket, which
@@ -52,8 +59,9 @@ type Config struct {
 	// clients' API DisableUDPMux (ephemeral socket per Conn) or one API each.
 	DisableUDPMux bool
 	// UDPMuxAddr is the address of the shared socket. Its IP must be a
-	// specific (not unspecified) address, and a loopback one unless
-	// AllowNonLoopback. Port 0 picks an ephemeral port; see API.UDPMuxAddr.
+	// loopback address unless AllowNonLoopback, which also admits the
+	// unspecified address (every interface). Port 0 picks an ephemeral port;
+	// see API.UDPMuxAddr.
 	// Default "127.0.0.1:0".
 	UDPMuxAddr string
 	// UDPMuxBufferBytes sets the shared socket's kernel read and write
@@ -80,20 +88,28 @@ type Config struct {
 	ICEDisconnectedTimeout time.Duration
 	ICEFailedTimeout       time.Duration
 	ICEKeepaliveInterval   time.Duration
+
+	// RelayAcceptanceMinWait is how long the controlling side waits before it
+	// nominates a relay pair, giving direct pairs a chance first. pion's 2 s
+	// default would add 2 s to every join through TURN; a direct pair that
+	// works answers its checks well within the default. Default 500 ms.
+	RelayAcceptanceMinWait time.Duration
 }
 
 // API creates connections that share one configuration and, unless disabled,
 // one ICE UDP socket. It is safe for concurrent use. Close it after every Conn
 // it created has been closed.
 type API struct {
-	log      zerolog.Logger
-	pion     *webrtc.API
-	mux      *ice.UDPMuxDefault // nil when DisableUDPMux
-	muxAddr  net.Addr
-	dropAt   uint64
-	highAt   uint64
-	closeErr error
-	closeMu  sync.Once
+	log     zerolog.Logger
+	pion    *webrtc.API
+	mux     *ice.UDPMuxDefault // nil when DisableUDPMux
+	muxAddr net.Addr
+	dropAt  uint64
+	highAt  uint64
+	// loopbackOnly: no candidate, and no ICE server, off loopback.
+	loopbackOnly bool
+	closeErr     error
+	closeMu      sync.Once
 }
 
 // NewAPI validates cfg, opens the shared UDP socket and builds the pion API
@@ -104,6 +120,8 @@ func NewAPI(cfg Config) (*API, error) {
 		log:    cfg.Logger.With().Str("component", "link").Logger(),
 		dropAt: cfg.UnreliableDropThreshold,
 		highAt: cfg.ReliableHighWater,
+
+		loopbackOnly: !cfg.AllowNonLoopback,
 	}
 	logs := pionlog.New(cfg.Logger)
 
@@ -114,12 +132,29 @@ func NewAPI(cfg Config) (*API, error) {
 	se.DetachDataChannels()
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetIncludeLoopbackCandidate(true)
+	// Loopback candidates only on loopback: elsewhere 127.0.0.1 would name
+	// the remote's own machine.
+	se.SetIncludeLoopbackCandidate(!cfg.AllowNonLoopback)
 	if !cfg.AllowNonLoopback {
 		se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
 		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 		se.SetRemoteIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 	}
+	if cfg.PublicIP != "" {
+		ip := net.ParseIP(cfg.PublicIP)
+		if ip == nil || ip.To4() == nil {
+			return nil, fmt.Errorf("%w: PublicIP %q is not an IPv4 address", ErrConfig, cfg.PublicIP)
+		}
+		if !cfg.AllowNonLoopback && !ip.IsLoopback() {
+			return nil, fmt.Errorf("%w: PublicIP %q is not loopback and AllowNonLoopback is false", ErrConfig, cfg.PublicIP)
+		}
+		if err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
+			External: []string{ip.String()}, AsCandidateType: webrtc.ICECandidateTypeHost,
+		}); err != nil {
+			return nil, fmt.Errorf("%w: PublicIP %q: %w", ErrConfig, cfg.PublicIP, err)
+		}
+	}
+	se.SetRelayAcceptanceMinWait(cfg.RelayAcceptanceMinWait)
 	se.SetICETimeouts(cfg.ICEDisconnectedTimeout, cfg.ICEFailedTimeout, cfg.ICEKeepaliveInterval)
 	// Advertised in SDP as a=max-message-size, so a conforming remote (pion,
 	// Chromium) refuses to send us anything larger than we can read.
@@ -141,7 +176,7 @@ func NewAPI(cfg Config) (*API, error) {
 		webrtc.WithMediaEngine(&webrtc.MediaEngine{}),
 		webrtc.WithInterceptorRegistry(nil),
 	)
-	a.log.Debug().Bool("loopback_only", !cfg.AllowNonLoopback).Stringer("udp_mux", a.muxAddr).Msg("link API ready")
+	a.log.Debug().Bool("loopback_only", !cfg.AllowNonLoopback).Stringer("udp_mux", a.muxAddr).Str("public_ip", cfg.PublicIP).Msg("link API ready")
 	return a, nil
 }
 
@@ -167,6 +202,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.ICEKeepaliveInterval <= 0 {
 		cfg.ICEKeepaliveInterval = DefaultICEKeepaliveInterval
 	}
+	if cfg.RelayAcceptanceMinWait <= 0 {
+		cfg.RelayAcceptanceMinWait = DefaultRelayAcceptanceMinWait
+	}
 	return cfg
 }
 
@@ -175,10 +213,7 @@ func (a *API) openMux(cfg Config, logs *pionlog.Factory) error {
 	if err != nil {
 		return fmt.Errorf("%w: UDPMuxAddr %q: %w", ErrConfig, cfg.UDPMuxAddr, err)
 	}
-	if addr.IP == nil || addr.IP.IsUnspecified() {
-		return fmt.Errorf("%w: UDPMuxAddr %q: need a specific IP, not a wildcard", ErrConfig, cfg.UDPMuxAddr)
-	}
-	if !cfg.AllowNonLoopback && !addr.IP.IsLoopback() {
+	if !cfg.AllowNonLoopback && (addr.IP == nil || !addr.IP.IsLoopback()) {
 		return fmt.Errorf("%w: UDPMuxAddr %q is not loopback and AllowNonLoopback is false", ErrConfig, cfg.UDPMuxAddr)
 	}
 

@@ -31,6 +31,15 @@ type ConnConfig struct {
 	Handler Handler
 	// Logger receives this connection's events. Default: disabled.
 	Logger zerolog.Logger
+	// ICEServers are the STUN and TURN servers this connection gathers
+	// server-reflexive and relay candidates from, in the browser's
+	// RTCIceServer shape (signaling hands them out as is). A loopback-only
+	// API drops every server not on loopback. Default none: host candidates
+	// only.
+	ICEServers []webrtc.ICEServer
+	// RelayOnly restricts ICE to relay candidates (the browser's
+	// iceTransportPolicy "relay"). Default false: every candidate type.
+	RelayOnly bool
 }
 
 type role uint8
@@ -129,8 +138,11 @@ func (a *API) newConn(cfg ConnConfig, r role) (*Conn, error) {
 	if cfg.Signal == nil {
 		return nil, fmt.Errorf("%w: ConnConfig.Signal is nil", ErrConfig)
 	}
-	// No ICE servers, ever: host candidates only.
-	pc, err := a.pion.NewPeerConnection(webrtc.Configuration{})
+	pcfg := webrtc.Configuration{ICEServers: a.allowedServers(cfg.ICEServers)}
+	if cfg.RelayOnly {
+		pcfg.ICETransportPolicy = webrtc.ICETransportPolicyRelay
+	}
+	pc, err := a.pion.NewPeerConnection(pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("link: new peer connection: %w", err)
 	}

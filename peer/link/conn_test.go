@@ -490,7 +490,9 @@ func TestNewAPIConfigErrors(t *testing.T) {
 		cfg  Config
 	}{
 		{"non-loopback mux", Config{UDPMuxAddr: "192.0.2.1:0"}},
-		{"wildcard mux", Config{UDPMuxAddr: "0.0.0.0:0", AllowNonLoopback: true}},
+		{"wildcard mux on loopback-only", Config{UDPMuxAddr: "0.0.0.0:0"}},
+		{"non-loopback public IP on loopback-only", Config{PublicIP: "192.0.2.1"}},
+		{"public IP not IPv4", Config{PublicIP: "nope"}},
 		{"unparsable mux", Config{UDPMuxAddr: "nope"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

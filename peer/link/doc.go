@@ -18,9 +18,12 @@
 //
 // An API holds the pion settings of docs/design.md §6, applied to every Conn it makes:
 // loopback-only candidates unless Config.AllowNonLoopback (interface "lo",
-// local and remote IPs loopback), loopback candidates included, mDNS off, UDP4
-// only, no ICE servers ever, one shared ICE UDP socket with 4 MiB buffers, and
-// detached data channels. Conn setup is a signaling-agnostic offer/answer:
+// local and remote IPs loopback, and only ICE servers on loopback), loopback
+// candidates included, mDNS off, UDP4 only, one shared ICE UDP socket with
+// 4 MiB buffers, an optional public IP advertised in host candidates (1:1
+// NAT), and detached data channels. Each Conn takes the STUN/TURN servers
+// signaling handed out (ConnConfig.ICEServers) and reports the candidate
+// types of its selected pair (SelectedPair). Conn setup is a signaling-agnostic offer/answer:
 // NewOfferer or NewAnswerer, outbound Signals through ConnConfig.Signal,
 // inbound ones through HandleSignal. SDP is never modified. Remote candidates
 // are optional (Chromium on loopback sends none; pion learns its address from

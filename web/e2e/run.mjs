@@ -134,12 +134,12 @@ async function waitFor(what, timeoutMs, fn, every = 200) {
 
 /** A child process of the concord binary, its output teed to a log file and kept in memory. */
 class Proc {
-  constructor(scenario, name, args) {
+  constructor(scenario, name, args, env = {}) {
     this.name = name;
     this.out = '';
     this.exited = false;
     const log = createWriteStream(join(artifacts, 'logs', `${scenario}-${name}.log`));
-    this.child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     const take = (d) => {
       const s = d.toString();
       log.write(s);
@@ -175,14 +175,14 @@ class Env {
     this.tmp = null;
   }
 
-  proc(name, args) {
-    const p = new Proc(this.name, name, args);
+  proc(name, args, env = {}) {
+    const p = new Proc(this.name, name, args, env);
     this.procs.push(p);
     return p;
   }
 
-  async serve(extra = []) {
-    this.server = this.proc('serve', ['serve', '--addr', `127.0.0.1:${this.port}`, '--data', '', ...extra]);
+  async serve(extra = [], env = {}) {
+    this.server = this.proc('serve', ['serve', '--addr', `127.0.0.1:${this.port}`, '--data', '', ...extra], env);
     await waitFor('the server to answer /healthz', 10000, async () => (await fetch(`${this.url}/healthz`)).ok);
     return this.server;
   }
@@ -208,6 +208,20 @@ class Env {
 
   /** Opens the page in a new tab and waits until it has joined the room. */
   async page(user = 'alice', room = 'arena') {
+    const page = await this.tab(user);
+    await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}`);
+    await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
+    // The hooks that read the world and forge messages are test-only: injected, never served.
+    // Served same-origin by this browser context only (the server has no such path), so the page's
+    // Content-Security-Policy (script-src 'self') stays enforced in every scenario.
+    await page.context().route('**/__e2e/debug.mjs', (route) => route.fulfill({ path: join(here, 'debug.mjs'), contentType: 'text/javascript' }));
+    await page.addScriptTag({ url: `${this.url}/__e2e/debug.mjs`, type: 'module' });
+    await waitFor(`${user}'s debug hooks`, 5000, () => page.evaluate(() => !!window.concord.debug), 50);
+    return page;
+  }
+
+  /** A new tab whose errors and console go to the scenario's log (as `user`'s). */
+  async tab(user) {
     const ctx = await this.browser();
     const page = await ctx.newPage();
     const log = createWriteStream(join(artifacts, 'logs', `${this.name}-page-${user}.log`));
@@ -220,14 +234,6 @@ class Env {
       if (m.type() === 'error') console.error(`  [${user}] console: ${m.text()}`);
     });
     page.on('close', () => log.end());
-    await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}`);
-    await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
-    // The hooks that read the world and forge messages are test-only: injected, never served.
-    // Served same-origin by this browser context only (the server has no such path), so the page's
-    // Content-Security-Policy (script-src 'self') stays enforced in every scenario.
-    await page.context().route('**/__e2e/debug.mjs', (route) => route.fulfill({ path: join(here, 'debug.mjs'), contentType: 'text/javascript' }));
-    await page.addScriptTag({ url: `${this.url}/__e2e/debug.mjs`, type: 'module' });
-    await waitFor(`${user}'s debug hooks`, 5000, () => page.evaluate(() => !!window.concord.debug), 50);
     return page;
   }
 
@@ -572,6 +578,46 @@ scenario('bad-input-from-browser', async (env) => {
   const st = await status(page);
   check(st.synced && !st.isHost, 'the browser lost its session');
   return `host rejected ${server.count('write rejected') - rejectedBefore} writes, box stayed at (${pos0.x}, ${pos0.y}), 4 replicas at ${r.members[0].replica.hash}`;
+});
+
+scenario('tokens', async (env) => {
+  // A server with a secret: the page says why it cannot join without a token, joins with one
+  // minted by `concord token`, and names a token for another room as such.
+  const secret = 'e2e-secret-for-join-tokens-0123456789';
+  await env.serve([], { CONCORD_SECRET: secret });
+  const mint = (room, user) => {
+    const r = spawnSync(bin, ['token', '--room', room, '--user', user], { env: { ...process.env, CONCORD_SECRET: secret }, encoding: 'utf8' });
+    check(r.status === 0, `concord token: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  const refusal = async (page) => waitFor('the page to show why it cannot join', 10000, () => page.evaluate(() => {
+    const e = document.getElementById('error');
+    return !e.hidden && e.textContent;
+  }));
+
+  const bare = await env.tab('no-token');
+  await bare.goto(`${env.url}/?room=arena&user=alice`);
+  const said = await refusal(bare);
+  check(/a token is required/.test(said) && /token_required/.test(said), `without a token the page says: ${said}`);
+  check(!/peerIndex/.test(said), `the page blames a resume: ${said}`);
+  const st0 = await status(bare);
+  check(st0.state === 'failed' && /token_required/.test(st0.error) && st0.signaling !== 'refused', `status without a token: ${JSON.stringify(st0)}`);
+
+  const page = await env.tab('carol');
+  await page.goto(`${env.url}/?room=arena&token=${encodeURIComponent(mint('arena', 'carol'))}`);
+  await waitFor('carol to join with her token', 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
+  // With a secret /api/rooms wants a token or the admin key: the page's own status says it synced.
+  const st = await waitFor('carol to sync with the dedicated host', 30000, async () => {
+    const s = await status(page);
+    return s.synced && s.entities > 0 && s;
+  });
+  check(st.peerId.startsWith('carol/'), `joined as ${st.peerId}, not as the token's user`);
+
+  const lobby = await env.tab('wrong-room');
+  await lobby.goto(`${env.url}/?room=arena&token=${encodeURIComponent(mint('lobby', 'dave'))}`);
+  const wrong = await refusal(lobby);
+  check(/the token is for another room/.test(wrong) && /wrong_room/.test(wrong), `a token for another room: ${wrong}`);
+  return `no token: "${said.slice(0, 60)}…"; carol joined as ${st.peerId} and synced ${st.entities} entities; other room: wrong_room`;
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+// @ts-check
 // The arena demo world, ported from internal/arena/arena.go: the same schemas, component ids,
 // fixed-point millimetre maths and physics constants, so that a browser host and a Go host run the
 // same game. Instead of the Go bot's script, the local player drives its avatar with the keyboard
@@ -49,6 +50,10 @@ export const SCHEMAS = [
   ] },
 ];
 
+/** @typedef {import('./world.js').World} World */
+/** @typedef {{x: number, y: number}} Vec */
+
+/** @type {SchemaTable | null} */
 let tableCache = null;
 /** The arena's schema table (the same fingerprint as arena.Schemas() in Go). */
 export function schemas() {
@@ -56,7 +61,11 @@ export function schemas() {
   return tableCache;
 }
 
-/** Encodes a fixed-point vector as two int32 little-endian. */
+/**
+ * Encodes a fixed-point vector as two int32 little-endian.
+ * @param {Vec} v
+ * @returns {Uint8Array}
+ */
 export function encodeVec(v) {
   const b = new Uint8Array(8);
   const dv = new DataView(b.buffer);
@@ -65,25 +74,38 @@ export function encodeVec(v) {
   return b;
 }
 
-/** Decodes a vector; a value of the wrong size is the zero vector. */
+/**
+ * Decodes a vector; a value of the wrong size is the zero vector.
+ * @param {Uint8Array} b
+ */
 export function parseVec(b) {
   if (!b || b.length !== 8) return { x: 0, y: 0 };
   const dv = new DataView(b.buffer, b.byteOffset, 8);
   return { x: dv.getInt32(0, true), y: dv.getInt32(4, true) };
 }
 
+/**
+ * @param {Uint8Array} b
+ */
 export function u32(b) {
   if (!b || b.length !== 4) return 0;
   return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
 }
 
+/**
+ * @param {number} v
+ */
 export function encodeU32(v) {
   const b = new Uint8Array(4);
   new DataView(b.buffer).setUint32(0, v >>> 0, true);
   return b;
 }
 
-/** Go's math.Hypot on amd64: max·sqrt(1+(min/max)²). */
+/**
+ * Go's math.Hypot on amd64: max·sqrt(1+(min/max)²).
+ * @param {number} p
+ * @param {number} q
+ */
 export function hypot(p, q) {
   p = Math.abs(p);
   q = Math.abs(q);
@@ -96,12 +118,22 @@ export function hypot(p, q) {
 }
 
 /** Go's int32(f) for the values the arena produces: truncation toward zero. */
+/** @param {number} f */
 const i32 = (f) => Math.trunc(f) | 0;
+/**
+ * @param {number} v
+ * @param {number} lo
+ * @param {number} hi
+ */
 const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/**
+ * @param {World} w
+ * @param {number} e
+ */
 export function avatarName(w, e) {
   const b = w.get(e, AVATAR_NAME);
   return b ? dec.decode(b) : '';
@@ -125,7 +157,10 @@ export class Game {
 
   schemas() { return schemas(); }
 
-  /** Spawns the room and the boxes in a new room; after a migration the world is kept. */
+  /**
+   * Spawns the room and the boxes in a new room; after a migration the world is kept.
+   * @param {World} w
+   */
   hostStart(w) {
     if (!w.exists(ROOM_ENTITY)) w.spawnRoom(SCHEMA_ROOM, new Uint8Array(0), encodeU32(0), encodeU32(0));
     if (w.entitiesOf(SCHEMA_BOX).length > 0) return;
@@ -135,7 +170,11 @@ export class Game {
     }
   }
 
-  /** Gives every member an avatar at a spot of its own (same formula as Go, int32 arithmetic). */
+  /**
+   * Gives every member an avatar at a spot of its own (same formula as Go, int32 arithmetic).
+   * @param {World} w
+   * @param {import('./peer.js').MemberInfo} info
+   */
   spawnAvatar(w, info) {
     const i = Number(info.index) | 0;
     const pos = { x: 1000 + ((i * 1700) % (WIDTH - 2000)), y: 1000 + ((i * 1100) % (HEIGHT - 2000)) };
@@ -147,16 +186,27 @@ export class Game {
 
   rpc() {}
 
-  /** Runs the local input everywhere and the physics on the host. dtMs is the tick's length. */
+  /**
+   * Runs the local input everywhere and the physics on the host. dtMs is the tick's length.
+   * @param {World} w
+   * @param {number} dtMs
+   */
   tick(w, dtMs) {
     if (!(dtMs > 0) || dtMs > 1000) dtMs = 50;
     this.input(w, dtMs);
     if (w.isHost) this.physics(w, dtMs);
   }
 
+  /**
+   * @param {Partial<Record<string, boolean>>} keys
+   */
   setKeys(keys) { Object.assign(this.keys, keys); }
 
-  /** The mouse went down at pos (mm): grab the box under it, if any. */
+  /**
+   * The mouse went down at pos (mm): grab the box under it, if any.
+   * @param {World} w
+   * @param {Vec} pos
+   */
   pointerDown(w, pos) {
     this.pointer = pos;
     let best = 0;
@@ -178,9 +228,15 @@ export class Game {
     return true;
   }
 
+  /**
+   * @param {Vec} pos
+   */
   pointerMove(pos) { if (this.pointer) this.pointer = pos; }
 
-  /** The mouse went up: let go of the box. */
+  /**
+   * The mouse went up: let go of the box.
+   * @param {World} w
+   */
   pointerUp(w) {
     this.pointer = null;
     if (!this.holding) return;
@@ -196,11 +252,19 @@ export class Game {
     }
   }
 
+  /**
+   * @param {World} w
+   * @param {number} e
+   */
   release(w, e) {
     w.set(e, BOX_VEL, encodeVec({ x: 0, y: 0 }));
     try { w.relinquish(e); } catch { /* the host is gone; the next host takes the lock back */ }
   }
 
+  /**
+   * @param {World} w
+   * @param {number} dtMs
+   */
   input(w, dtMs) {
     const me = w.avatarOf(w.self);
     if (me === undefined || !w.canWrite(me)) return;
@@ -247,7 +311,11 @@ export class Game {
     }
   }
 
-  /** Moves free boxes, pushes boxes that avatars walk into, and scores goals (host only). */
+  /**
+   * Moves free boxes, pushes boxes that avatars walk into, and scores goals (host only).
+   * @param {World} w
+   * @param {number} dtMs
+   */
   physics(w, dtMs) {
     const sec = dtMs / 1000;
     const keep = Math.pow(FRICTION_PER_SECOND, sec);
@@ -286,6 +354,9 @@ export class Game {
     }
   }
 
+  /**
+   * @param {World} w
+   */
   score(w) {
     const s = u32(w.get(ROOM_ENTITY, ROOM_SCORE));
     const n = u32(w.get(ROOM_ENTITY, ROOM_GOALS));

@@ -1,3 +1,4 @@
+// @ts-check
 // Who may write which entity of a room — a port of the Go package authority as the browser peer
 // uses it: the record codec (authority/record.go), the host's Table (authority/table.go) and a
 // peer's Fence over host messages (authority/fence.go). Like the Go package it owns no timers and
@@ -24,7 +25,16 @@ export const LOCK_TIMEOUT_MS = 3000;
 /** The most locks one peer may hold (authority.Config's default). */
 export const MAX_LOCKS_PER_PEER = 16;
 
-/** The record of every host-owned entity. */
+/**
+ * Who may write an entity: kind (KIND_HOST, KIND_AVATAR or KIND_LOCK) and, but for the host,
+ * the peer index that holds it.
+ * @typedef {{kind: number, peer: number}} AuthorityRecord
+ */
+
+/**
+ * The record of every host-owned entity.
+ * @type {Readonly<AuthorityRecord>}
+ */
 export const HOST_RECORD = Object.freeze({ kind: KIND_HOST, peer: 0 });
 
 /**
@@ -44,6 +54,12 @@ export const Reject = Object.freeze({
 
 /** One rejected operation (authority.RejectError): code, the peer, and the entity or the term. */
 export class AuthorityError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} op
+   * @param {number} peer
+   * @param {number} e
+   */
   constructor(code, op, peer, e, term = 0) {
     super(op === 'host message'
       ? `authority: host message from peer ${peer} at term ${term} rejected: ${code}`
@@ -56,7 +72,10 @@ export class AuthorityError extends Error {
   }
 }
 
-/** Encodes an authority record {kind, peer}: kind u8 | peer u64 LE (authority.AppendRecord). */
+/**
+ * Encodes an authority record {kind, peer}: kind u8 | peer u64 LE (authority.AppendRecord).
+ * @param {AuthorityRecord} rec
+ */
 export function encodeRecord(rec) {
   const b = new Uint8Array(RECORD_SIZE);
   b[0] = rec.kind;
@@ -64,7 +83,10 @@ export function encodeRecord(rec) {
   return b;
 }
 
-/** Decodes an authority record; null when malformed (authority.ConsumeRecord). */
+/**
+ * Decodes an authority record; null when malformed (authority.ConsumeRecord).
+ * @param {Uint8Array} b
+ */
 export function decodeRecord(b) {
   if (!b || b.length < RECORD_SIZE) return null;
   const kind = b[0];
@@ -74,6 +96,7 @@ export function decodeRecord(b) {
   return null;
 }
 
+/** @param {number} e */
 const reserved = (e) => (e & 0xffff) < RESERVED_NUMBERS;
 
 /**
@@ -90,6 +113,8 @@ export class Fence {
   /**
    * Adopts host as the host of term if term is newer than the current one, and reports whether
    * it did. Older or equal terms, and term 0, are ignored.
+   * @param {number} term
+   * @param {number} host
    */
   observe(term, host) {
     if (term <= this.term) return false;
@@ -103,6 +128,8 @@ export class Fence {
    * otherwise an AuthorityError whose code is StaleTerm (term older: drop the message),
    * FutureTerm (term newer than any announced) or NotHost (the sender is not the current host, or
    * no host is known yet).
+   * @param {number} term
+   * @param {number} sender
    */
   accept(term, sender) {
     let code;
@@ -119,27 +146,46 @@ export class Fence {
  * or locked by a peer; the lock timers; the admission of writes and migration corrections.
  */
 export class AuthorityTable {
+  /**
+   * @param {number} host
+   */
   constructor(host) {
     this.host = host;
     this.records = new Map(); // entity → {kind, peer}; absent = host-owned
     this.holders = new Map(); // peer → {lastHeard, locks: []}
   }
 
+  /**
+   * @param {number} e
+   */
   author(e) {
     const r = this.records.get(e);
     return r ? r.peer : this.host;
   }
 
+  /**
+   * @param {number} peer
+   * @param {number} e
+   */
   admitWrite(peer, e) {
     if (this.author(e) !== peer) throw new AuthorityError(Reject.NotAuthority, 'write', peer, e);
   }
 
+  /**
+   * @param {number} peer
+   * @param {number} e
+   * @param {boolean} relayed
+   */
   admitCorrection(peer, e, relayed) {
     const r = this.records.get(e);
     if ((r && r.peer === peer) || (!r && (relayed || peer === this.host))) return;
     throw new AuthorityError(Reject.NotAuthority, 'correction', peer, e);
   }
 
+  /**
+   * @param {number} e
+   * @param {number} owner
+   */
   setAvatar(e, owner) {
     if (reserved(e)) throw new AuthorityError(Reject.NotLockable, 'set-avatar', owner, e);
     const r = this.records.get(e);
@@ -152,11 +198,17 @@ export class AuthorityTable {
     return { entity: e, from: this.host, to: owner };
   }
 
+  /**
+   * @param {number} e
+   */
   despawn(e) {
     const r = this.records.get(e);
     if (r) this.release(e, r);
   }
 
+  /**
+   * @param {number} peer
+   */
   leave(peer) {
     const released = [];
     const h = this.holders.get(peer);
@@ -179,6 +231,11 @@ export class AuthorityTable {
     return { avatars, released };
   }
 
+  /**
+   * @param {number} peer
+   * @param {number} e
+   * @param {number} now
+   */
   requestLock(peer, e, now) {
     if (peer === this.host || reserved(e)) throw new AuthorityError(Reject.NotLockable, 'lock', peer, e);
     let from = this.host;
@@ -199,6 +256,10 @@ export class AuthorityTable {
     return { entity: e, from, to: peer };
   }
 
+  /**
+   * @param {number} peer
+   * @param {number} e
+   */
   relinquish(peer, e) {
     const r = this.records.get(e);
     if (!r || r.kind !== KIND_LOCK || r.peer !== peer) throw new AuthorityError(Reject.NotAuthority, 'relinquish', peer, e);
@@ -206,11 +267,18 @@ export class AuthorityTable {
     return { entity: e, from: peer, to: this.host };
   }
 
+  /**
+   * @param {number} peer
+   * @param {number} now
+   */
   touch(peer, now) {
     const h = this.holders.get(peer);
     if (h) this.heard(h, now);
   }
 
+  /**
+   * @param {number} now
+   */
   expire(now) {
     const out = [];
     for (const [p, h] of this.holders) {
@@ -224,6 +292,11 @@ export class AuthorityTable {
     return out.sort((a, b) => a.entity - b.entity);
   }
 
+  /**
+   * @param {number} e
+   * @param {AuthorityRecord} r
+   * @param {number} now
+   */
   restore(e, r, now) {
     if (r.kind !== KIND_HOST && r.kind !== KIND_AVATAR && r.kind !== KIND_LOCK) throw new AuthorityError(Reject.UnknownKind, 'restore', r.peer, e);
     const hostOwned = r.kind === KIND_HOST || (r.kind === KIND_LOCK && r.peer === this.host);
@@ -235,13 +308,26 @@ export class AuthorityTable {
     else this.records.set(e, { kind: KIND_AVATAR, peer: r.peer });
   }
 
+  /**
+   * @param {{lastHeard: number, locks: number[]}} h
+   * @param {number} now
+   */
   heard(h, now) { if (h && now > h.lastHeard) h.lastHeard = now; }
 
+  /**
+   * @param {number} peer
+   * @param {number} now
+   */
   live(peer, now) {
     const h = this.holders.get(peer);
     return !!h && now - h.lastHeard <= LOCK_TIMEOUT_MS;
   }
 
+  /**
+   * @param {number} peer
+   * @param {number} e
+   * @param {number} now
+   */
   lock(peer, e, now) {
     this.records.set(e, { kind: KIND_LOCK, peer });
     let h = this.holders.get(peer);
@@ -253,6 +339,10 @@ export class AuthorityTable {
     h.locks.push(e);
   }
 
+  /**
+   * @param {number} e
+   * @param {AuthorityRecord} r
+   */
   release(e, r) {
     this.records.delete(e);
     if (r.kind !== KIND_LOCK) return;

@@ -1,3 +1,4 @@
+// @ts-check
 // Concord's ADR-117 replica, exactly as the Go package crdt (the reference): the @dcl/ecs 7.x
 // wire codec, the merge rules that converge in every delivery order, the Lamport clock, and the
 // canonical export, hash and bucket digests (equal to Go's). docs/protocol.md §3 is the
@@ -11,6 +12,17 @@
 
 import { ProtocolError } from './netmsg.js';
 import { elementHashAdd, u64Add, u64Array, u64IsZero, u64Sub, u64Value } from './fnv.js';
+
+/**
+ * One ADR-117 message (see the file comment). networkId is set only for the network variants.
+ * @typedef {object} Message
+ * @property {number} type a MessageType (or an unknown type, kept as it is)
+ * @property {number} entity
+ * @property {number} component
+ * @property {number} timestamp
+ * @property {number} [networkId]
+ * @property {Uint8Array | null} data
+ */
 
 /** ADR-117 message types as @dcl/ecs 7.x numbers them. */
 export const MessageType = Object.freeze({
@@ -113,6 +125,11 @@ export function messageSize(m) {
   }
 }
 
+/**
+ * @param {number} v
+ * @param {string} what
+ * @returns {number}
+ */
 function checkU32(v, what) {
   if (!Number.isInteger(v) || v < 0 || v > MAX_U32) throw new RangeError(`crdt: ${what} ${v} is not a u32`);
   return v;
@@ -126,6 +143,9 @@ class Buf {
     this.len = 0;
   }
 
+  /**
+   * @param {number} n
+   */
   grow(n) {
     if (this.len + n <= this.b.length) return;
     const nb = new Uint8Array(Math.max(this.b.length * 2, this.len + n));
@@ -134,7 +154,15 @@ class Buf {
     this.dv = new DataView(nb.buffer);
   }
 
-  /** Writes one message; the fields are trusted u32 values (checked by the callers). */
+  /**
+   * Writes one message; the fields are trusted u32 values (checked by the callers).
+   * @param {number} type
+   * @param {number} entity
+   * @param {number} component
+   * @param {number} ts
+   * @param {number} networkId
+   * @param {Uint8Array | null} data
+   */
   msg(type, entity, component, ts, networkId, data) {
     const n = data ? data.length : 0;
     let size;
@@ -230,17 +258,31 @@ export function encodeMessage(m) {
   return b.b.subarray(0, b.len);
 }
 
+/**
+ * @param {string} code
+ * @param {number} offset
+ * @param {string} detail
+ */
 function streamError(code, offset, detail) {
   return new ProtocolError(code, offset, `crdt: malformed message at offset ${offset}: ${code}: ${detail}`);
 }
 
 const TYPE_NAMES = ['', 'PUT_COMPONENT', 'DELETE_COMPONENT', 'DELETE_ENTITY', 'APPEND_VALUE', 'PUT_COMPONENT_NETWORK', 'DELETE_COMPONENT_NETWORK', 'DELETE_ENTITY_NETWORK'];
 
+/**
+ * @param {number} t
+ */
 function typeName(t) {
   return TYPE_NAMES[t] || `MessageType(${t})`;
 }
 
-/** Decodes the message at b[off]; dv views b. Returns {m, n}. */
+/**
+ * Decodes the message at b[off]; dv views b. Returns {m, n}.
+ * @param {Uint8Array} b
+ * @param {DataView} dv
+ * @param {number} off
+ * @param {number} limit
+ */
 function decodeAt(b, dv, off, limit) {
   const left = b.length - off;
   if (left < HEADER_SIZE) throw streamError('truncated', off, `${left} of ${HEADER_SIZE} header bytes`);
@@ -307,6 +349,9 @@ function decodeAt(b, dv, off, limit) {
   return { m, n: size };
 }
 
+/**
+ * @param {Uint8Array} bytes
+ */
 function viewOf(bytes) {
   if (!(bytes instanceof Uint8Array)) throw new TypeError('crdt: input must be a Uint8Array');
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -331,8 +376,8 @@ export function decodeMessage(bytes, offset = 0, maxMessageSize = DEFAULT_MAX_ME
  * malformed message throws a ProtocolError at its offset; messages before it were yielded. Every
  * step consumes at least 8 bytes, so the walk always ends.
  * @param {Uint8Array} bytes
- * @param {{maxMessageSize?: number, onUnknown?: (m: object, offset: number) => void}} [opts]
- * @returns {Generator<object>}
+ * @param {{maxMessageSize?: number, onUnknown?: (m: Message, offset: number) => void}} [opts]
+ * @returns {Generator<Message>}
  */
 export function* readStream(bytes, opts = {}) {
   const dv = viewOf(bytes);
@@ -365,18 +410,31 @@ export function compareValues(a, b) {
   return 0;
 }
 
+/**
+ * @param {Uint8Array} a
+ * @param {Uint8Array} b
+ */
 function bytesEqual(a, b) {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
-/** Orders append values by (timestamp, then value as the LWW tie-break orders bytes). */
+/**
+ * Orders append values by (timestamp, then value as the LWW tie-break orders bytes).
+ * @param {number} ats
+ * @param {Uint8Array} a
+ * @param {number} bts
+ * @param {Uint8Array} b
+ */
 function lessVal(ats, a, bts, b) {
   if (ats !== bts) return ats < bts;
   return compareValues(a, b) < 0;
 }
 
+/**
+ * @param {Uint8Array} b
+ */
 function hexOf(b) {
   let s = '';
   for (let i = 0; i < b.length; i++) s += (b[i] < 16 ? '0' : '') + b[i].toString(16);
@@ -389,6 +447,10 @@ function hexOf(b) {
  * [{ts, data}]. The sorted component lists are caches, dropped when the key set changes.
  */
 class NumRec {
+  /**
+   * @param {number} number
+   * @param {number} version
+   */
   constructor(number, version) {
     this.number = number;
     this.version = version;
@@ -418,6 +480,10 @@ class NumRec {
 const SUM = new Uint32Array(2);
 const DELTA = new Uint32Array(2);
 
+/**
+ * @param {Uint8Array | null | undefined} d
+ * @returns {Uint8Array}
+ */
 function dataOf(d) {
   if (d === null || d === undefined) return EMPTY;
   if (!(d instanceof Uint8Array)) throw new TypeError('crdt: data must be a Uint8Array');
@@ -491,13 +557,19 @@ export class Replica {
     return this.#clock;
   }
 
-  /** The highest deleted version of number n plus one, or 0. */
+  /**
+   * The highest deleted version of number n plus one, or 0.
+   * @param {number} n
+   */
   #deletedStored(n) {
     const v = this.#deleted.get(n);
     return v === undefined ? 0 : v + 1;
   }
 
-  /** Whether a message for e is live; applies the implicit deletion of lower versions. */
+  /**
+   * Whether a message for e is live; applies the implicit deletion of lower versions.
+   * @param {number} e
+   */
   #admit(e) {
     const n = e & 0xffff;
     const v = e >>> 16;
@@ -507,7 +579,11 @@ export class Replica {
     return true;
   }
 
-  /** Records version ver of number n as deleted and removes every entry of versions ≤ ver. */
+  /**
+   * Records version ver of number n as deleted and removes every entry of versions ≤ ver.
+   * @param {number} n
+   * @param {number} ver
+   */
   #raiseDeleted(n, ver) {
     this.#changed(n);
     if (!this.#deleted.has(n)) this.#delOrder = null;
@@ -519,7 +595,10 @@ export class Replica {
     this.#numOrder = null;
   }
 
-  /** Returns the record of e, creating it (e was admitted, so no other version is live). */
+  /**
+   * Returns the record of e, creating it (e was admitted, so no other version is live).
+   * @param {number} e
+   */
   #recFor(e) {
     const n = e & 0xffff;
     let rec = this.#nums.get(n);
@@ -531,6 +610,9 @@ export class Replica {
     return rec;
   }
 
+  /**
+   * @param {number} e
+   */
   #mergeDeleteEntity(e) {
     const n = e & 0xffff;
     const v = e >>> 16;
@@ -539,7 +621,13 @@ export class Replica {
     return Outcome.Applied;
   }
 
-  /** data is null for a tombstone. */
+  /**
+   * data is null for a tombstone.
+   * @param {number} e
+   * @param {number} c
+   * @param {number} ts
+   * @param {Uint8Array | null} data
+   */
   #mergeLWW(e, c, ts, data) {
     if (!this.#admit(e)) return Outcome.Ignored;
     const rec = this.#recFor(e);
@@ -563,6 +651,12 @@ export class Replica {
     return Outcome.Applied;
   }
 
+  /**
+   * @param {number} e
+   * @param {number} c
+   * @param {number} ts
+   * @param {Uint8Array | null} data
+   */
   #mergeAppend(e, c, ts, data) {
     if (!this.#admit(e)) return Outcome.Ignored;
     const rec = this.#recFor(e);
@@ -661,7 +755,7 @@ export class Replica {
    * @param {number} entity
    * @param {number} component
    * @param {Uint8Array} data
-   * @returns {object}
+   * @returns {Message}
    */
   put(entity, component, data) {
     const ts = this.#tick();
@@ -674,7 +768,7 @@ export class Replica {
    * Deletes a component with the next clock tick; returns the DELETE_COMPONENT to broadcast.
    * @param {number} entity
    * @param {number} component
-   * @returns {object}
+   * @returns {Message}
    */
   deleteComponent(entity, component) {
     const ts = this.#tick();
@@ -686,7 +780,7 @@ export class Replica {
    * Deletes entity version e (and every lower version of its number); returns the DELETE_ENTITY
    * to broadcast. The clock does not tick (the message has no timestamp).
    * @param {number} entity
-   * @returns {object}
+   * @returns {Message}
    */
   deleteEntity(entity) {
     this.#mergeDeleteEntity(entity);
@@ -699,7 +793,7 @@ export class Replica {
    * @param {number} entity
    * @param {number} component
    * @param {Uint8Array} data
-   * @returns {object}
+   * @returns {Message}
    */
   appendValue(entity, component, data) {
     const ts = this.#tick();
@@ -811,9 +905,12 @@ export class Replica {
   /**
    * Writes the canonical messages into buf: the whole state if bucket < 0, else only those whose
    * entity number % buckets === bucket.
+   * @param {Buf} buf
+   * @param {number} buckets
+   * @param {number} bucket
    */
   #walk(buf, buckets, bucket) {
-    const want = (n) => bucket < 0 || n % buckets === bucket;
+    const want = (/** @type {number} */ n) => bucket < 0 || n % buckets === bucket;
     for (const n of this.#sortedDeleted()) {
       if (!want(n)) continue;
       buf.msg(T.DeleteEntity, this.#deleted.get(n) * 65536 + n, 0, 0, 0, null);
@@ -864,7 +961,10 @@ export class Replica {
     return buf.result();
   }
 
-  /** Marks entity number n as changed since the last hash (Go's changed). */
+  /**
+   * Marks entity number n as changed since the last hash (Go's changed).
+   * @param {number} n
+   */
   #changed(n) {
     let bits = this.#dirtyBits;
     if (bits === null) bits = this.#dirtyBits = new Uint32Array(65536 / 32);
@@ -880,6 +980,7 @@ export class Replica {
    * Writes into SUM[0..1] the sum of the element hashes of entity number n's canonical messages:
    * its DELETE_ENTITY, if a version of it is deleted, and every entry of its live version. The
    * sum does not depend on order, so the maps are walked unsorted.
+   * @param {number} n
    */
   #numberSum(n) {
     SUM[0] = 0;
@@ -990,10 +1091,12 @@ export class Replica {
    * @returns {{lww: object[], deletedEntities: object[], append: object[]}}
    */
   stateJSON() {
+    /** @type {object[]} */
     const lww = [];
     this.range((e) => {
       lww.push({ entity: e.entity, component: e.component, timestamp: e.timestamp, deleted: e.deleted, data: e.deleted ? null : hexOf(e.data) });
     });
+    /** @type {object[]} */
     const deletedEntities = [];
     this.rangeDeleted((number, version) => {
       deletedEntities.push({ number, version });

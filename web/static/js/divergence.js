@@ -1,3 +1,4 @@
+// @ts-check
 // When the inspector calls replicas diverged. Replicas of a room in play differ all the time: a
 // member's report and the host's are taken at different moments, and updates are in flight
 // between them. A difference means something only when it lasts where nothing is in flight:
@@ -22,6 +23,15 @@ export const Verdict = Object.freeze({
   NotCompared: 'not-compared', // no report, not synced, another term, or no host report
 });
 
+/**
+ * A member of a room as /api/rooms lists it (signaling.MemberInfo), replica: its latest report.
+ * @typedef {{peerIndex: number, peerId: string, kind: string, synced: boolean, replica: {term: number, clock: number, entities: number, hash: string} | null}} RoomMember
+ */
+/**
+ * One room of /api/rooms (signaling.RoomInfo).
+ * @typedef {{room: string, host: number, term: number, members: RoomMember[]}} RoomInfo
+ */
+
 /** Follows the members' reports across polls of /api/rooms and compares them with their host's. */
 export class DivergenceTracker {
   constructor({ restPolls = REST_POLLS } = {}) {
@@ -32,6 +42,7 @@ export class DivergenceTracker {
   /**
    * Takes one poll (the /api/rooms answer) and returns, per room name, a Map from peer index to
    * its Verdict (the host itself is Equal when it reports).
+   * @param {RoomInfo[]} rooms
    */
   update(rooms) {
     const live = new Set();

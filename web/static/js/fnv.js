@@ -1,3 +1,4 @@
+// @ts-check
 // FNV-1a 64 and the set hash Concord builds on it (docs/protocol.md §3 "State hash"). Schema
 // tables are fingerprinted with plain FNV-1a 64; the replica state hash and the bucket digests are
 // sums modulo 2⁶⁴ of element hashes, one per canonical message: fmix64(FNV-1a 64(message bytes)).
@@ -29,7 +30,14 @@ const M2_LO = 0x1a85ec53;
 let rHi = 0;
 let rLo = 0;
 
-/** FNV-1a 64 of bytes[start:end) continued from (hi, lo); the result in (rHi, rLo). */
+/**
+ * FNV-1a 64 of bytes[start:end) continued from (hi, lo); the result in (rHi, rLo).
+ * @param {number} hi
+ * @param {number} lo
+ * @param {Uint8Array} bytes
+ * @param {number} start
+ * @param {number} end
+ */
 function fnvRun(hi, lo, bytes, start, end) {
   for (let k = start; k < end; k++) {
     lo = (lo ^ bytes[k]) >>> 0;
@@ -42,7 +50,13 @@ function fnvRun(hi, lo, bytes, start, end) {
   rLo = lo;
 }
 
-/** (hi, lo) × (mHi, mLo) mod 2⁶⁴; the result in (rHi, rLo). */
+/**
+ * (hi, lo) × (mHi, mLo) mod 2⁶⁴; the result in (rHi, rLo).
+ * @param {number} hi
+ * @param {number} lo
+ * @param {number} mHi
+ * @param {number} mLo
+ */
 function mul64(hi, lo, mHi, mLo) {
   const a0 = lo & 0xffff;
   const a1 = lo >>> 16;
@@ -55,7 +69,11 @@ function mul64(hi, lo, mHi, mLo) {
   rLo = Math.imul(lo, mLo) >>> 0;
 }
 
-/** MurmurHash3 fmix64 of (hi, lo); the result in (rHi, rLo). x >> 33 is hi >>> 1 in the low word. */
+/**
+ * MurmurHash3 fmix64 of (hi, lo); the result in (rHi, rLo). x >> 33 is hi >>> 1 in the low word.
+ * @param {number} hi
+ * @param {number} lo
+ */
 function fmixRun(hi, lo) {
   lo = (lo ^ (hi >>> 1)) >>> 0;
   mul64(hi, lo, M1_HI, M1_LO);
@@ -76,7 +94,10 @@ export function u64Value(state, i) {
   return (BigInt(state[2 * i]) << 32n) | BigInt(state[2 * i + 1]);
 }
 
-/** Splits a BigInt (taken mod 2⁶⁴) into (rHi, rLo). */
+/**
+ * Splits a BigInt (taken mod 2⁶⁴) into (rHi, rLo).
+ * @param {bigint} x
+ */
 function splitBig(x) {
   x = BigInt.asUintN(64, x);
   rHi = Number(x >> 32n);
@@ -138,7 +159,13 @@ export function elementHash(bytes, start = 0, end = bytes.length) {
   return (BigInt(rHi) << 32n) | BigInt(rLo);
 }
 
-/** dst[k:k+2] += (hi, lo) mod 2⁶⁴. */
+/**
+ * dst[k:k+2] += (hi, lo) mod 2⁶⁴.
+ * @param {Uint32Array} dst
+ * @param {number} k
+ * @param {number} hi
+ * @param {number} lo
+ */
 function addRun(dst, k, hi, lo) {
   const l = dst[k + 1] + lo; // < 2^33: exact
   const carry = l >= TWO32 ? 1 : 0;

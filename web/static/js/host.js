@@ -1,3 +1,4 @@
+// @ts-check
 // The host role (peer/host.go): rebuilds authority from the replica when it takes over, syncs
 // each member with a snapshot of what its digest lacks, admits members' writes, handles lock RPCs,
 // and lets go of members that left. Re-stamping and corrections are in restamp.js, the commands
@@ -11,7 +12,7 @@ import { AuthorityTable, KIND_HOST, KIND_AVATAR, KIND_LOCK } from './authority.j
 import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH } from './world.js';
 import { CLOSE_SCHEMA_MISMATCH } from './links.js';
 import { hex16 } from './status.js';
-import { now, mixin } from './loop.js';
+import { now, mixin, mixinBase } from './loop.js';
 import { HostRestamp } from './restamp.js';
 import { HostCommands } from './hostcommands.js';
 
@@ -21,6 +22,8 @@ const utf8Lossy = new TextDecoder('utf-8');
 /**
  * Makes an identity fit TRNP's peer id (≤ 256 bytes of UTF-8): signaling admits "user/device" of
  * up to 257 bytes, so cut at a character boundary (Go's wirePeerID).
+ * @param {unknown} id
+ * @returns {string}
  */
 export function wirePeerID(id) {
   let b = utf8.encode(String(id ?? ''));
@@ -31,12 +34,18 @@ export function wirePeerID(id) {
   return utf8Lossy.decode(b);
 }
 
+/**
+ * @param {Uint8Array} b
+ */
 function u32le(b) {
   return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
 }
 
 /** What the host keeps about one member, for as long as its link lasts (Go's hostMember). */
-class HostMember {
+export class HostMember {
+  /**
+   * @param {import('./links.js').Remote} r
+   */
   constructor(r) {
     this.r = r;
     this.helloed = false;
@@ -52,8 +61,16 @@ class HostMember {
   }
 }
 
-export class HostRole {
+/** @type {new () => HostRestamp & HostCommands} */
+const HostMethods = mixinBase();
+
+/** The host role of a Peer: created when the peer becomes host, stopped when it steps down. */
+export class HostRole extends HostMethods {
+  /**
+   * @param {import('./peer.js').Peer} p
+   */
   constructor(p) {
+    super();
     this.p = p;
     this.w = p.w;
     this.mems = new Map(); // peer index → HostMember, one per member link
@@ -107,7 +124,10 @@ export class HostRole {
     this.mems.clear();
   }
 
-  /** The state of the member at the other end of r, made fresh for a new link. */
+  /**
+   * The state of the member at the other end of r, made fresh for a new link.
+   * @param {import('./links.js').Remote} r
+   */
   memberOf(r) {
     let hm = this.mems.get(r.idx);
     if (!hm || hm.r !== r) {
@@ -117,12 +137,18 @@ export class HostRole {
     return hm;
   }
 
-  /** Drops the state kept for r's member (its link is gone or replaced). */
+  /**
+   * Drops the state kept for r's member (its link is gone or replaced).
+   * @param {import('./links.js').Remote} r
+   */
   forget(r) {
     const hm = this.mems.get(r.idx);
     if (hm && hm.r === r) this.mems.delete(r.idx);
   }
 
+  /**
+   * @param {import('./peer.js').MemberInfo} info
+   */
   spawnAvatar(info) {
     const p = this.p;
     const w = this.w;
@@ -167,7 +193,10 @@ export class HostRole {
     p.after(p.opts.resumeSettleMs, () => { if (p.host === this) this.sweepGone(); });
   }
 
-  /** Despawns the member's avatars and returns its locks to the host. */
+  /**
+   * Despawns the member's avatars and returns its locks to the host.
+   * @param {number} idx
+   */
   memberLeft(idx) {
     const p = this.p;
     const w = this.w;
@@ -190,6 +219,7 @@ export class HostRole {
    * Signaling says member idx left the room. A member whose link to this host is still up has only
    * lost its signaling socket (it redials and resumes its index): it keeps its avatar and locks
    * while it is heard, for a deletion would be final everywhere (as Go's hostRole.signalingLeft).
+   * @param {number} idx
    */
   signalingLeft(idx) {
     const r = this.p.remotes.get(idx);
@@ -201,7 +231,10 @@ export class HostRole {
     this.memberLeft(idx);
   }
 
-  /** Takes member idx, unlisted by signaling, as gone once it has been silent on its link for a while. */
+  /**
+   * Takes member idx, unlisted by signaling, as gone once it has been silent on its link for a while.
+   * @param {number} idx
+   */
   confirmGone(idx) {
     const p = this.p;
     const silence = 2 * Math.max(p.opts.digestMs, p.opts.reportMs);
@@ -218,13 +251,19 @@ export class HostRole {
     });
   }
 
-  /** A member that signaling no longer lists, and whose link is now gone too, has left. */
+  /**
+   * A member that signaling no longer lists, and whose link is now gone too, has left.
+   * @param {import('./links.js').Remote} r
+   */
   linkClosed(r) {
     const p = this.p;
     this.forget(r);
     if (!p.members.has(r.idx) && p.sig && p.signalingState === 'connected' && r.ready) this.memberLeft(r.idx);
   }
 
+  /**
+   * @param {number} t
+   */
   tick(t) {
     for (const x of this.auth.expire(t)) {
       this.p.log('info', 'lock expired', { entity: x.entity, holder: x.from });
@@ -233,7 +272,11 @@ export class HostRole {
     }
   }
 
-  /** Processes one message from member r. */
+  /**
+   * Processes one message from member r.
+   * @param {import('./links.js').Remote} r
+   * @param {import('./netmsg.js').Msg} m
+   */
   handle(r, m) {
     const p = this.p;
     const w = this.w;
@@ -276,7 +319,11 @@ export class HostRole {
     }
   }
 
-  /** Compares a member's bucket digests with the host's; answers with a HostSnapshot of what differs. */
+  /**
+   * Compares a member's bucket digests with the host's; answers with a HostSnapshot of what differs.
+   * @param {HostMember} hm
+   * @param {import('./netmsg.js').Msg} dig
+   */
   answerDigest(hm, dig) {
     const r = hm.r;
     const p = this.p;
@@ -308,6 +355,10 @@ export class HostRole {
     }
   }
 
+  /**
+   * @param {import('./links.js').Remote} r
+   * @param {import('./hostsnapshot.js').Cover} [cover]
+   */
   sendSnapshot(r, cover) {
     const p = this.p;
     const w = this.w;
@@ -319,6 +370,10 @@ export class HostRole {
     p.send(r, RELIABLE, netmsg.encode({ type: Type.HostSnapshot, ...snap }));
   }
 
+  /**
+   * @param {import('./links.js').Remote} r
+   * @param {{type: number, data: Uint8Array}} rpc
+   */
   rpc(r, rpc) {
     const p = this.p;
     const w = this.w;

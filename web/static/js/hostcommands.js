@@ -1,3 +1,4 @@
+// @ts-check
 // What the host sends after each step (peer/host.go flushCommands and the change sink): spawns,
 // despawns, authority transfers and RPCs as Stamp + HostCommands, membership changes, and the CRDT
 // changes TRNP cannot carry as a CrdtBatch; and which members each accepted change is owed to.
@@ -16,7 +17,10 @@ import { entryMessage } from './restamp.js';
 
 /** HostRole's command and change-sink methods. */
 export class HostCommands {
-  /** Sends the step's spawns, despawns, transfers, RPCs, membership changes and relayed CRDT messages. */
+  /**
+   * Sends the step's spawns, despawns, transfers, RPCs, membership changes and relayed CRDT messages.
+   * @this {import('./host.js').HostRole}
+   */
   flushCommands() {
     this.restamp();
     if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length + this.entered.length + this.exited.length + this.relay.length === 0) return;
@@ -55,23 +59,43 @@ export class HostCommands {
     this.clearCommands();
   }
 
-  /** Empties the queues of what the step produced (flushCommands sends them). */
+  /**
+   * Empties the queues of what the step produced (flushCommands sends them).
+   * @this {import('./host.js').HostRole}
+   */
   clearCommands() {
+    /** @type {number[]} */
     this.spawns = [];
+    /** @type {number[]} */
     this.despawns = [];
+    /** @type {{networkId: bigint, newAuthorIndex: bigint}[]} */
     this.transfers = [];
+    /** @type {{type: number, data: Uint8Array}[]} */
     this.rpcs = [];
+    /** @type {{peerIndex: bigint, peerId: string}[]} */
     this.entered = [];
+    /** @type {number[]} */
     this.exited = [];
-    this.relay = []; // CRDT messages TRNP cannot carry
+    /** @type {import('./crdt.js').Message[]} CRDT messages TRNP cannot carry */
+    this.relay = [];
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
+   */
   touch(e) {
     this.ownStale = true;
     const n = this.changed.length;
     if (n > 0) this.changed[entityNumber(e) % n] = now();
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
+   * @param {number} prop
+   * @param {number} origin
+   */
   propChanged(e, prop, origin) {
     this.touch(e);
     for (const [idx, hm] of this.mems) {
@@ -79,6 +103,11 @@ export class HostCommands {
     }
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
+   * @param {number} origin
+   */
   spawned(e, origin) {
     this.touch(e);
     if (origin === 0) {
@@ -88,6 +117,10 @@ export class HostCommands {
     this.relayEntity(e);
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
+   */
   despawned(e) {
     this.touch(e);
     this.auth.despawn(e);
@@ -95,6 +128,12 @@ export class HostCommands {
     this.despawns.push(e);
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
+   * @param {import('./authority.js').AuthorityRecord} rec
+   * @param {number} origin
+   */
   authorityChanged(e, rec, origin) {
     this.touch(e);
     if (origin !== 0) {
@@ -107,11 +146,19 @@ export class HostCommands {
     this.transfers.push({ networkId: BigInt(e), newAuthorIndex: BigInt(to) });
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {import('./crdt.js').Message} m
+   */
   otherChanged(m) {
     this.touch(m.entity);
     this.relay.push(m.data && m.data.slice ? { ...m, data: m.data.slice() } : { ...m });
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
+   */
   relayEntity(e) {
     this.w.r.range((en) => {
       if ((en.entity >>> 0) === e) this.relay.push(entryMessage(en.entity, en.component, en.timestamp, en.data ? en.data.slice() : en.data, en.deleted));
@@ -119,6 +166,11 @@ export class HostCommands {
     });
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
+   * @param {number} c
+   */
   relayKey(e, c) {
     const v = this.w.r.get(e, c);
     if (v) this.relay.push(entryMessage(e, c, v.ts, v.data ? v.data.slice() : v.data, v.deleted));

@@ -1,3 +1,4 @@
+// @ts-check
 // Builds a TRNP HostSnapshot from a replica and applies one into a replica, byte for byte as the
 // Go package hostsnapshot (the reference; cross-checked by testdata/hostsnapshot/vectors.json).
 //
@@ -126,6 +127,8 @@ export class Cover {
   }
 }
 
+/** @typedef {{entity: number, component: number, timestamp: number, deleted: boolean, data: Uint8Array | null}} Entry */
+
 /** A growable little-endian byte buffer. */
 class Buf {
   constructor(cap = 1024) {
@@ -134,6 +137,9 @@ class Buf {
     this.len = 0;
   }
 
+  /**
+   * @param {number} n
+   */
   grow(n) {
     if (this.len + n <= this.b.length) return;
     const nb = new Uint8Array(Math.max(2 * this.b.length, this.len + n));
@@ -142,36 +148,58 @@ class Buf {
     this.dv = new DataView(nb.buffer);
   }
 
+  /**
+   * @param {number} v
+   */
   u8(v) {
     this.grow(1);
     this.b[this.len++] = v;
   }
 
+  /**
+   * @param {number} v
+   */
   u16(v) {
     this.grow(2);
     this.dv.setUint16(this.len, v, true);
     this.len += 2;
   }
 
+  /**
+   * @param {number} v
+   */
   u32(v) {
     this.grow(4);
     this.dv.setUint32(this.len, v, true);
     this.len += 4;
   }
 
+  /**
+   * @param {bigint} v
+   */
   u64(v) {
     this.grow(8);
     this.dv.setBigUint64(this.len, v, true);
     this.len += 8;
   }
 
+  /**
+   * @param {Uint8Array} x
+   */
   bytes(x) {
     this.grow(x.length);
     this.b.set(x, this.len);
     this.len += x.length;
   }
 
-  /** Writes one ADR-117 message of type 1, 2, 3 or 4. */
+  /**
+   * Writes one ADR-117 message of type 1, 2, 3 or 4.
+   * @param {number} type
+   * @param {number} entity
+   * @param {number} component
+   * @param {number} ts
+   * @param {Uint8Array | null} data
+   */
   msg(type, entity, component, ts, data) {
     if (type === MT.DeleteEntity) {
       this.u32(12);
@@ -196,10 +224,18 @@ class Buf {
   }
 }
 
+/**
+ * @param {number} n
+ */
 function maskBytes(n) {
   return maskWidth(n) / 8;
 }
 
+/**
+ * @param {Buf} buf
+ * @param {number} n
+ * @param {number} mask
+ */
 function writeMask(buf, n, mask) {
   const w = maskBytes(n);
   if (w === 1) buf.u8(mask & 0xff);
@@ -207,6 +243,10 @@ function writeMask(buf, n, mask) {
   else buf.u32(mask >>> 0);
 }
 
+/**
+ * @param {number} mask
+ * @param {number} i
+ */
 function hasBit(mask, i) {
   return Math.floor(mask / 2 ** i) % 2 === 1;
 }
@@ -250,6 +290,11 @@ export function appendSpawnUpdate(schema, mask, value) {
   return buf.result();
 }
 
+/**
+ * @param {bigint | number} v
+ * @param {string} what
+ * @returns {bigint}
+ */
 function toU64(v, what) {
   const x = typeof v === 'bigint' ? v : Number.isSafeInteger(v) && v >= 0 ? BigInt(v) : -1n;
   if (x < 0n || x > 0xffffffffffffffffn) throw new RangeError(`hostsnapshot: ${what} ${v} is not a u64`);
@@ -272,19 +317,23 @@ export function build(replica, table, opts = {}) {
   let cover = opts.cover ?? Cover.all();
   if (cover.count > MAX_BUCKETS) cover = Cover.all();
   const stream = new Buf(1024);
+  /** @type {{networkId: bigint, schemaId: number, creationData: Uint8Array, updateData: Uint8Array}[]} */
   const spawns = [];
+  /** @type {number[]} */
   const stamps = [];
 
   replica.rangeDeleted((number, version) => {
     if (cover.number(number)) stream.msg(MT.DeleteEntity, version * 65536 + number, 0, 0, null);
   });
 
+  /** @param {Entry} en */
   const streamEntry = (en) => {
     if (en.deleted) stream.msg(MT.DeleteComponent, en.entity, en.component, en.timestamp, null);
     else stream.msg(MT.PutComponent, en.entity, en.component, en.timestamp, en.data);
   };
 
   // flush turns the entries of one entity into a spawn plus stream messages.
+  /** @param {Entry[]} entries */
   const flush = (entries) => {
     if (entries.length === 0 || !cover.number(entries[0].entity & 0xffff)) return;
     let s;
@@ -332,6 +381,7 @@ export function build(replica, table, opts = {}) {
     });
   };
 
+  /** @type {Entry[]} */
   let entries = [];
   replica.range((en) => {
     if (entries.length > 0 && entries[0].entity !== en.entity) {
@@ -403,6 +453,10 @@ export function readHostState(hostState) {
   return { version: b[0], term, clock, fingerprint, cover, stamps, stream: b.subarray(o) };
 }
 
+/**
+ * @param {import('./schema.js').SchemaTable} table
+ * @param {{networkId: bigint, schemaId: number}} sp
+ */
 function spawnSchema(table, sp) {
   if (sp.networkId >> 32n !== 0n) throw new SnapshotError('spawn', `network id ${sp.networkId} has upper 32 bits set`);
   const s = table.lookup(sp.schemaId);
@@ -410,6 +464,9 @@ function spawnSchema(table, sp) {
   return s;
 }
 
+/**
+ * @param {Uint8Array} b
+ */
 function hexOf(b) {
   let s = '';
   for (let i = 0; i < b.length; i++) s += (b[i] < 16 ? '0' : '') + b[i].toString(16);
@@ -426,7 +483,7 @@ function hexOf(b) {
  * @param {import('./crdt.js').Replica} replica
  * @param {import('./schema.js').SchemaTable} table
  * @param {{spawns: {networkId: bigint, schemaId: number, creationData: Uint8Array, updateData: Uint8Array}[], hostState: Uint8Array}} snapshot
- * @param {(m: object) => string} [merge]
+ * @param {(m: import('./crdt.js').Message) => string} [merge]
  * @returns {{info: {term: bigint, clock: number, fingerprint: bigint, cover: Cover, spawns: number}, corrections: Uint8Array}}
  */
 export function apply(replica, table, snapshot, merge = (m) => replica.merge(m)) {
@@ -460,6 +517,10 @@ export function apply(replica, table, snapshot, merge = (m) => replica.merge(m))
   const streamed = new Map();
   const seenDeleted = new Map();
   const seenAppend = new Set();
+  /**
+   * @param {import('./crdt.js').Message} m
+   * @param {Map<string, {ts: number, data: Uint8Array | null}>} recs
+   */
   const put = (m, recs) => {
     merge(m);
     const k = `${m.entity}:${m.component}`;

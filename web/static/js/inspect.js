@@ -1,3 +1,4 @@
+// @ts-check
 // The room inspector (/inspect): polls /api/rooms every second and shows every room's members,
 // host and term, each member's replica report with the replicas that diverged from the host's
 // highlighted (at rest or at the same clock: divergence.js; hashes that differ while the room
@@ -13,12 +14,24 @@ import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, avatarName, u32
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { DivergenceTracker, Verdict } from './divergence.js';
 
+/**
+ * The page's element with id (any: the page knows which kind of element each id is).
+ * @param {string} id
+ * @returns {any}
+ */
 const $ = (id) => document.getElementById(id);
 const HISTORY = 60;
-const history = new Map(); // room/peerIndex → [{t, clock}]
+/** @type {Map<string, {t: number, clock: number}[]>} room/peerIndex → its reports */
+const history = new Map();
+/** @type {import('./peer.js').Peer | null} */
 let observer = null;
 const divergence = new DivergenceTracker();
 
+/**
+ * @param {string} tag
+ * @param {object} [props]
+ * @param {...(Node | string)} children
+ */
 function el(tag, props = {}, ...children) {
   const e = document.createElement(tag);
   Object.assign(e, props);
@@ -27,6 +40,7 @@ function el(tag, props = {}, ...children) {
 }
 
 async function poll() {
+  /** @type {import('./divergence.js').RoomInfo[]} */
   let rooms;
   try {
     const r = await fetch('/api/rooms', { cache: 'no-store' });
@@ -59,6 +73,10 @@ async function poll() {
   }
 }
 
+/**
+ * @param {import('./divergence.js').RoomInfo[]} rooms
+ * @param {Map<string, Map<number, string>>} verdicts
+ */
 function render(rooms, verdicts) {
   const root = $('rooms');
   root.replaceChildren();
@@ -69,7 +87,7 @@ function render(rooms, verdicts) {
   for (const room of rooms) {
     const host = room.members.find((m) => m.peerIndex === room.host);
     const verdict = verdicts.get(room.room) || new Map();
-    const count = (v) => room.members.filter((m) => verdict.get(m.peerIndex) === v).length;
+    const count = (/** @type {string} */ v) => room.members.filter((m) => verdict.get(m.peerIndex) === v).length;
     const diverged = count(Verdict.Diverged);
     const settling = count(Verdict.Settling);
     let badge;
@@ -85,7 +103,7 @@ function render(rooms, verdicts) {
       if (m.peerIndex === room.host) tr.className = 'is-host';
       if (verdict.get(m.peerIndex) === Verdict.Diverged) tr.className = 'diverged';
       const spark = el('canvas', { className: 'spark', width: 180, height: 28 });
-      drawSpark(spark, history.get(`${room.room}/${m.peerIndex}`) || []);
+      drawSpark(/** @type {HTMLCanvasElement} */ (spark), history.get(`${room.room}/${m.peerIndex}`) || []);
       tr.append(
         el('td', { textContent: `#${m.peerIndex}${m.peerIndex === room.host ? ' ★' : ''}` }),
         el('td', { textContent: m.peerId }),
@@ -106,7 +124,11 @@ function render(rooms, verdicts) {
   }
 }
 
-/** Draws the clock growth per second from successive reports. */
+/**
+ * Draws the clock growth per second from successive reports.
+ * @param {HTMLCanvasElement} canvas
+ * @param {{t: number, clock: number}[]} h
+ */
 function drawSpark(canvas, h) {
   const ctx = canvas.getContext('2d');
   const W = canvas.width;

@@ -1,3 +1,4 @@
+// @ts-check
 // The browser peer's links (peer/link in Go): one Remote per linked peer, made from signaling's
 // signals, the messages of each payload walked and handed to the role, and sends fragmented or
 // dropped as the channel allows. These are methods of Peer (see loop.js mixin).
@@ -14,15 +15,23 @@ export const CLOSE_SCHEMA_MISMATCH = 1;
 /**
  * The error that ends a member whose schema table is not the host's (peer.ErrSchemaMismatch):
  * it names this peer's table and, in what the host said, the host's.
+ * @param {bigint} ours
+ * @param {number} host
+ * @param {string} said
  */
 export function schemaMismatch(ours, host, said) {
-  const err = new Error(`peer: schema table differs from the host's: this peer runs schema table ${hex16(ours)}; the host (peer ${host}) ${said}`);
+  const err = /** @type {Error & {code: string}} */ (new Error(`peer: schema table differs from the host's: this peer runs schema table ${hex16(ours)}; the host (peer ${host}) ${said}`));
   err.code = 'schema_mismatch';
   return err;
 }
 
 /** One link to another peer (the host keeps what it knows of the member at its end: HostMember). */
 export class Remote {
+  /**
+   * @param {import('./peer.js').Peer} peer
+   * @param {number} idx
+   * @param {number} session
+   */
   constructor(peer, idx, session) {
     this.p = peer;
     this.idx = idx;
@@ -45,6 +54,11 @@ export class Remote {
 
 /** Peer's link methods. */
 export class PeerLinks {
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {number} from
+   * @param {import('./signaling.js').SignalPayload} pl
+   */
   handleSignal(from, pl) {
     let r = this.remotes.get(from);
     const session = pl.session || 0;
@@ -63,8 +77,14 @@ export class PeerLinks {
   /**
    * Makes a link to member idx: WebRTC, or an in-page MemoryLink when this peer was made with
    * opts.memory (as offerer) or the offer asks for one (as answerer).
+   * @this {import('./peer.js').Peer}
+   * @param {number} idx
+   * @param {number} session
+   * @param {boolean} offerer
+   * @param {boolean} [memory]
    */
-  connect(idx, session, offerer, memory = offerer && !!this.opts.memory) {
+  connect(idx, session, offerer, memory = undefined) {
+    if (memory === undefined) memory = offerer && !!this.opts.memory;
     const r = new Remote(this, idx, session);
     r.term = this.w.term;
     const LinkClass = memory ? MemoryLink : Link;
@@ -74,11 +94,16 @@ export class PeerLinks {
       onMessage: (ch, bytes) => this.step(() => this.linkMessage(r, ch, bytes)),
       onReady: () => this.step(() => this.linkReady(r)),
       onClose: (reason) => this.step(() => this.linkClosed(r, reason)),
+      iceServers: (this.sig && this.sig.joined && this.sig.joined.iceServers) || [],
     });
     this.remotes.set(idx, r);
     return r;
   }
 
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   */
   linkReady(r) {
     if (this.remotes.get(r.idx) !== r) return;
     r.ready = true;
@@ -86,6 +111,11 @@ export class PeerLinks {
     if (this.member && r === this.member.hostLink) this.member.linkReady();
   }
 
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {string} reason
+   */
   linkClosed(r, reason) {
     if (this.remotes.get(r.idx) !== r) return;
     this.log('info', 'link closed', { remote: r.idx, reason });
@@ -94,6 +124,12 @@ export class PeerLinks {
     if (this.member && r === this.member.hostLink) this.member.hostLinkClosed();
   }
 
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {number} ch
+   * @param {Uint8Array} bytes
+   */
   linkMessage(r, ch, bytes) {
     if (this.remotes.get(r.idx) !== r) {
       // A link this peer has let go of. A member still hears what its previous host sent before
@@ -112,7 +148,14 @@ export class PeerLinks {
     }
   }
 
-  /** Walks the messages of one payload. A thrown error ends the link. */
+  /**
+   * Walks the messages of one payload. A thrown error ends the link.
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {number} ch
+   * @param {Uint8Array} payload
+   * @param {number} depth
+   */
   handlePayload(r, ch, payload, depth) {
     if (ch === UNRELIABLE) netmsg.checkDatagram(payload);
     let stamp = 0n;
@@ -121,7 +164,7 @@ export class PeerLinks {
       switch (m.type) {
         case Type.Fragment: {
           if (depth > 0) throw new Error('fragment inside a fragmented payload');
-          const whole = r.reasm.push(m);
+          const whole = r.reasm.push(/** @type {any} */ (m)); // a decoded Fragment
           if (whole) this.handlePayload(r, ch, whole, depth + 1);
           continue;
         }
@@ -149,12 +192,21 @@ export class PeerLinks {
     }
   }
 
-  /** Monotonic nanoseconds as a u64 BigInt (Ping send times). */
+  /**
+   * Monotonic nanoseconds as a u64 BigInt (Ping send times).
+   * @this {import('./peer.js').Peer}
+   */
   monotonic() {
     return BigInt(Math.round(now() * 1e6));
   }
 
-  /** Sends a payload to r, fragmenting a reliable payload above the message limit. */
+  /**
+   * Sends a payload to r, fragmenting a reliable payload above the message limit.
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {number} ch
+   * @param {Uint8Array} payload
+   */
   send(r, ch, payload) {
     if (!r || !r.link || !r.ready) return;
     if (ch === RELIABLE && payload.length > MAX_RELIABLE) {
@@ -167,6 +219,12 @@ export class PeerLinks {
     this.sendOne(r, ch, payload);
   }
 
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   * @param {number} ch
+   * @param {Uint8Array} b
+   */
   sendOne(r, ch, b) {
     if (r.link.send(ch, b)) {
       this.count.bytesOut += b.length;
@@ -181,6 +239,10 @@ export class PeerLinks {
     return true;
   }
 
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   */
   dropRemote(r) {
     if (this.remotes.get(r.idx) === r) {
       this.remotes.delete(r.idx);

@@ -1,3 +1,4 @@
+// @ts-check
 // The member role (peer/member.go): follows the host of the current term over one link, greets it
 // with Hello and Digest, merges its snapshots, commands, updates and CRDT batches, and sends only
 // its own writes.
@@ -19,6 +20,9 @@ const U32_MAX = 0xffffffff;
 const { PutComponent, DeleteEntity } = crdt.MessageType;
 
 export class MemberRole {
+  /**
+   * @param {import('./peer.js').Peer} p
+   */
   constructor(p) {
     this.p = p;
     this.w = p.w;
@@ -31,7 +35,10 @@ export class MemberRole {
     p.w.isHost = false;
   }
 
-  /** Connects to a new host. The replica is kept: the new host's snapshot is merged into it. */
+  /**
+   * Connects to a new host. The replica is kept: the new host's snapshot is merged into it.
+   * @param {number} host
+   */
   follow(host) {
     const p = this.p;
     if (this.hostLink) {
@@ -92,6 +99,9 @@ export class MemberRole {
     this.retry(host);
   }
 
+  /**
+   * @param {number} host
+   */
   retry(host) {
     const p = this.p;
     p.after(500, () => {
@@ -103,6 +113,7 @@ export class MemberRole {
    * Whether the host messages heard on link r may be merged (Go's memberRole.fenced): the fence
    * must accept r's term (the term in which r became the link to the host) from r's peer, and r
    * must be the link this member holds to the host. Every refusal is counted (status().fenced).
+   * @param {import('./links.js').Remote} r
    */
   admit(r) {
     const p = this.p;
@@ -114,7 +125,12 @@ export class MemberRole {
     return false;
   }
 
-  /** Processes one message heard on link r, once the fence admits it. */
+  /**
+   * Processes one message heard on link r, once the fence admits it.
+   * @param {import('./links.js').Remote} r
+   * @param {import('./netmsg.js').Msg} m
+   * @param {bigint} stamp
+   */
   handle(r, m, stamp) {
     const p = this.p;
     const w = this.w;
@@ -128,7 +144,7 @@ export class MemberRole {
         let info;
         let corrections;
         try {
-          ({ info, corrections } = hostsnapshot.apply(w.r, w.schemas, m, (cm) => w.mergeRemote(cm, w.host)));
+          ({ info, corrections } = hostsnapshot.apply(w.r, w.schemas, /** @type {any} */ (m), (cm) => w.mergeRemote(cm, w.host)));
         } catch (err) {
           if (err.code !== 'schema_mismatch') throw err;
           const fp = hostsnapshot.readHostState(m.hostState).fingerprint;
@@ -176,7 +192,11 @@ export class MemberRole {
     }
   }
 
-  /** Merges a HostCommands stamped with the host's Lamport time. */
+  /**
+   * Merges a HostCommands stamped with the host's Lamport time.
+   * @param {import('./netmsg.js').Msg} hc
+   * @param {bigint} stamp
+   */
   applyCommands(hc, stamp) {
     const p = this.p;
     const w = this.w;
@@ -193,6 +213,7 @@ export class MemberRole {
         continue;
       }
       const e = Number(sp.networkId);
+      /** @type {[number, Uint8Array][]} */
       const vals = [];
       try {
         hostsnapshot.spawnValues(s, sp.updateData, (i, v) => vals.push([i, v]));
@@ -223,18 +244,30 @@ export class MemberRole {
     for (const a of hc.actions) p.app.rpc(w, w.host, a.type, a.data);
   }
 
+  /**
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
   sendRPC(type, data) {
     if (!this.hostLink || !this.hostLink.ready) throw new Error('peer: no link to the host');
     this.p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.PeerCommands, rpcs: [{ type, data }] }));
   }
 
   // change sink: a member sends only its own writes.
+  /**
+   * @param {number} e
+   * @param {number} prop
+   * @param {number} origin
+   */
   propChanged(e, prop, origin) {
     if (origin === 0) this.dirty.set(e, (this.dirty.get(e) || 0) | (1 << prop));
   }
 
   spawned() {}
 
+  /**
+   * @param {number} e
+   */
   despawned(e) { this.dirty.delete(e); }
 
   authorityChanged() {}

@@ -1,3 +1,4 @@
+// @ts-check
 // TRNP codec: the data-channel messages of docs/protocol.md, byte for byte as the Go package netmsg
 // (the reference) writes and reads them, checked against testdata/netmsg/*.json.
 //
@@ -108,11 +109,26 @@ export class ProtocolError extends Error {
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const utf8Encoder = new TextEncoder();
 
-/** Returns whether s has no lone surrogate (so that it has an exact UTF-8 form). */
+/**
+ * Returns whether s has no lone surrogate (so that it has an exact UTF-8 form).
+ * @param {string} s
+ */
 function wellFormed(s) {
   if (typeof s.isWellFormed === 'function') return s.isWellFormed();
   return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?:^|[^\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 }
+
+/**
+ * A TRNP message: {type, ...fields} with the field names of the golden vectors (see the file
+ * comment; docs/protocol.md lists each type's fields).
+ * @typedef {{type: number, [field: string]: any}} Msg
+ */
+
+/**
+ * One entity update: its network id, the mask width (maskBits) and mask of the properties it
+ * carries, and their values (data).
+ * @typedef {{networkId: bigint | number, maskBits: number, mask: number, data?: Uint8Array}} Update
+ */
 
 // ---------------------------------------------------------------------------------------------
 // Decoding
@@ -128,19 +144,34 @@ class Cursor {
     this.t = 0;
   }
 
+  /**
+   * @param {number} at
+   * @param {string} code
+   * @param {string} detail
+   */
   fail(at, code, detail) {
     throw new ProtocolError(code, at, `netmsg: protocol error in ${typeName(this.t)} at offset ${at}: ${code}: ${detail}`, this.t);
   }
 
+  /**
+   * @param {number} n
+   * @param {string} what
+   */
   need(n, what) {
     if (n > this.end - this.off) this.fail(this.off, 'short_buffer', `${what} needs ${n} bytes, ${this.end - this.off} left`);
   }
 
+  /**
+   * @param {string} what
+   */
   u8(what) {
     this.need(1, what);
     return this.b[this.off++];
   }
 
+  /**
+   * @param {string} what
+   */
   u16(what) {
     this.need(2, what);
     const v = this.dv.getUint16(this.off, true);
@@ -148,6 +179,9 @@ class Cursor {
     return v;
   }
 
+  /**
+   * @param {string} what
+   */
   u32(what) {
     this.need(4, what);
     const v = this.dv.getUint32(this.off, true);
@@ -155,6 +189,9 @@ class Cursor {
     return v;
   }
 
+  /**
+   * @param {string} what
+   */
   u64(what) {
     this.need(8, what);
     const v = this.dv.getBigUint64(this.off, true);
@@ -162,6 +199,10 @@ class Cursor {
     return v;
   }
 
+  /**
+   * @param {number} n
+   * @param {string} what
+   */
   blob(n, what) {
     if (n > this.end - this.off) this.fail(this.off, 'short_buffer', `${what} of ${n} bytes, ${this.end - this.off} left`);
     const s = this.b.subarray(this.off, this.off + n);
@@ -169,7 +210,11 @@ class Cursor {
     return s;
   }
 
-  /** Reads a u32 count and checks that count elements of at least minSize bytes fit. */
+  /**
+   * Reads a u32 count and checks that count elements of at least minSize bytes fit.
+   * @param {string} what
+   * @param {number} minSize
+   */
   count(what, minSize) {
     const at = this.off;
     const c = this.u32(what);
@@ -230,7 +275,10 @@ class Cursor {
     return { networkId, maskBits, mask, data };
   }
 
-  /** Reads an extension frame header at start, restricts the cursor to the frame, returns the body length. */
+  /**
+   * Reads an extension frame header at start, restricts the cursor to the frame, returns the body length.
+   * @param {number} start
+   */
   frame(start) {
     this.off = start + 1;
     const n = this.u32('body length');
@@ -239,6 +287,12 @@ class Cursor {
     return n;
   }
 
+  /**
+   * @param {number} start
+   * @param {number} n
+   * @param {number} want
+   * @param {boolean} exact
+   */
   checkBody(start, n, want, exact) {
     if (n < want || (exact && n !== want)) {
       this.fail(start + 1, 'body_length', `${typeName(this.t)} body of ${n} bytes, want ${exact ? '' : 'at least '}${want}`);
@@ -246,13 +300,23 @@ class Cursor {
   }
 }
 
+/**
+ * @param {number} n
+ * @template T
+ * @param {() => T} fn
+ * @returns {T[]}
+ */
 function list(n, fn) {
   const a = new Array(n);
   for (let i = 0; i < n; i++) a[i] = fn();
   return a;
 }
 
-/** Decodes the message at c.off (the type byte is known to be there). */
+/**
+ * Decodes the message at c.off (the type byte is known to be there).
+ * @param {Cursor} c
+ * @param {number} start
+ */
 function decodeAt(c, start) {
   const b = c.b;
   c.end = b.length;
@@ -380,6 +444,10 @@ function decodeAt(c, start) {
   return { msg, n: EXT_HEADER + n };
 }
 
+/**
+ * @param {Uint8Array | ArrayBuffer | ArrayBufferView} b
+ * @returns {Uint8Array}
+ */
 function asBytes(b) {
   if (b instanceof Uint8Array) return b;
   if (b instanceof ArrayBuffer) return new Uint8Array(b);
@@ -392,7 +460,7 @@ function asBytes(b) {
  * Error offsets are positions in bytes. Byte fields of msg alias bytes.
  * @param {Uint8Array|ArrayBuffer} bytes
  * @param {number} [offset]
- * @returns {{msg: object, n: number}}
+ * @returns {{msg: Msg, n: number}}
  */
 export function decode(bytes, offset = 0) {
   const b = asBytes(bytes);
@@ -410,7 +478,7 @@ export function decode(bytes, offset = 0) {
  * An empty payload yields nothing.
  * @param {Uint8Array|ArrayBuffer} payload
  * @param {{onUnknown?: (type: number, body: Uint8Array) => void}} [opts]
- * @returns {Generator<object>}
+ * @returns {Generator<Msg>}
  */
 export function* readMessages(payload, opts = {}) {
   const b = asBytes(payload);
@@ -445,6 +513,11 @@ export function decodeFrame(bytes, offset = 0) {
   return { type: t, body: c.blob(n, 'body'), n: EXT_HEADER + n };
 }
 
+/**
+ * @param {Uint8Array | ArrayBuffer} payload
+ * @param {number} limit
+ * @param {string} what
+ */
 function checkSize(payload, limit, what) {
   const b = asBytes(payload);
   if (b.length <= limit) return;
@@ -472,11 +545,21 @@ export function checkReliable(payload) {
 // ---------------------------------------------------------------------------------------------
 // Encoding
 
+/**
+ * @param {string} what
+ * @param {number} v
+ * @returns {number}
+ */
 function checkU32(v, what) {
   if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new RangeError(`netmsg: ${what} ${v} is not a u32`);
   return v;
 }
 
+/**
+ * @param {string} what
+ * @param {bigint | number} v
+ * @returns {bigint}
+ */
 function toU64(v, what) {
   if (typeof v === 'bigint') {
     if (v < 0n || v > 0xffffffffffffffffn) throw new RangeError(`netmsg: ${what} ${v} is not a u64`);
@@ -486,6 +569,11 @@ function toU64(v, what) {
   throw new RangeError(`netmsg: ${what} ${v} is not a u64`);
 }
 
+/**
+ * @param {string} what
+ * @param {Uint8Array | null | undefined} v
+ * @returns {Uint8Array}
+ */
 function bytesOf(v, what) {
   if (v === undefined || v === null) return EMPTY;
   if (v instanceof Uint8Array) return v;
@@ -502,6 +590,9 @@ class Writer {
     this.len = 0;
   }
 
+  /**
+   * @param {number} n
+   */
   grow(n) {
     if (this.len + n <= this.buf.length) return;
     const nb = new Uint8Array(Math.max(this.buf.length * 2, this.len + n));
@@ -510,48 +601,78 @@ class Writer {
     this.dv = new DataView(nb.buffer);
   }
 
+  /**
+   * @param {number} v
+   */
   u8(v) {
     this.grow(1);
     this.buf[this.len++] = v;
   }
 
+  /**
+   * @param {number} v
+   */
   u16(v) {
     this.grow(2);
     this.dv.setUint16(this.len, v, true);
     this.len += 2;
   }
 
+  /**
+   * @param {string} what
+   * @param {number} v
+   */
   u32(v, what) {
     this.grow(4);
     this.dv.setUint32(this.len, checkU32(v, what), true);
     this.len += 4;
   }
 
+  /**
+   * @param {string} what
+   * @param {bigint | number} v
+   */
   u64(v, what) {
     this.grow(8);
     this.dv.setBigUint64(this.len, toU64(v, what), true);
     this.len += 8;
   }
 
+  /**
+   * @param {Uint8Array} b
+   */
   bytes(b) {
     this.grow(b.length);
     this.buf.set(b, this.len);
     this.len += b.length;
   }
 
+  /**
+   * @param {string} what
+   * @param {Uint8Array | null | undefined} b
+   */
   blob32(b, what) {
     const x = bytesOf(b, what);
     this.u32(x.length, `${what} length`);
     this.bytes(x);
   }
 
+  /**
+   * @param {string} what
+   * @template T
+   * @param {T[]} a
+   * @returns {T[]}
+   */
   count(a, what) {
     const arr = a ?? [];
     this.u32(arr.length, what);
     return arr;
   }
 
-  /** Starts an extension frame; returns its position for endFrame. */
+  /**
+   * Starts an extension frame; returns its position for endFrame.
+   * @param {number} t
+   */
   startFrame(t) {
     const mark = this.len;
     this.u8(t);
@@ -559,6 +680,9 @@ class Writer {
     return mark;
   }
 
+  /**
+   * @param {number} mark
+   */
   endFrame(mark) {
     this.dv.setUint32(mark + 1, this.len - mark - EXT_HEADER, true);
   }
@@ -568,6 +692,10 @@ class Writer {
   }
 }
 
+/**
+ * @param {Writer} w
+ * @param {{peerIndex: bigint | number, peerId: string}} p
+ */
 function writePeerInfo(w, p) {
   if (typeof p.peerId !== 'string' || !wellFormed(p.peerId)) throw new RangeError('netmsg: peerId must be a well-formed string');
   const id = utf8Encoder.encode(p.peerId);
@@ -577,6 +705,10 @@ function writePeerInfo(w, p) {
   w.bytes(id);
 }
 
+/**
+ * @param {Writer} w
+ * @param {{networkId: bigint | number, schemaId: number, creationData?: Uint8Array, updateData?: Uint8Array}} s
+ */
 function writeSpawn(w, s) {
   w.u64(s.networkId, 'network id');
   w.u32(s.schemaId, 'schema id');
@@ -584,6 +716,10 @@ function writeSpawn(w, s) {
   w.blob32(s.updateData, 'update data');
 }
 
+/**
+ * @param {Writer} w
+ * @param {{type: number, data?: Uint8Array}} x
+ */
 function writeCall(w, x) {
   w.u32(x.type, 'call type');
   w.blob32(x.data, 'call data');
@@ -618,6 +754,9 @@ export function checkMask(u, propertyCount) {
   return propertyCount >= 32 || Math.floor(u.mask / 2 ** propertyCount) === 0;
 }
 
+/**
+ * @param {Update} u
+ */
 function updateCheck(u) {
   const data = bytesOf(u.data, 'update data');
   const bits = u.maskBits;
@@ -636,6 +775,10 @@ export function sizeUpdate(u) {
   return 10 + u.maskBits / 8 + (u.data ? u.data.length : 0);
 }
 
+/**
+ * @param {Writer} w
+ * @param {Update} u
+ */
 function writeUpdate(w, u) {
   const data = updateCheck(u);
   w.u64(u.networkId, 'network id');
@@ -647,7 +790,10 @@ function writeUpdate(w, u) {
   w.bytes(data);
 }
 
-/** Returns reason as valid UTF-8 of at most MAX_CLOSE_REASON bytes, cut at a character boundary. */
+/**
+ * Returns reason as valid UTF-8 of at most MAX_CLOSE_REASON bytes, cut at a character boundary.
+ * @param {string} reason
+ */
 function clipReason(reason) {
   const s = typeof reason === 'string' ? reason : String(reason ?? '');
   let b = utf8Encoder.encode(s); // lone surrogates become U+FFFD, as Go repairs invalid UTF-8
@@ -659,10 +805,17 @@ function clipReason(reason) {
   return b;
 }
 
+/**
+ * @param {number} t
+ */
 function checkType(t) {
   if (!Number.isInteger(t) || t < 0 || t > 255) throw new RangeError(`netmsg: message type ${t} is not a u8`);
 }
 
+/**
+ * @param {Writer} w
+ * @param {Msg} m
+ */
 function writeMessage(w, m) {
   const t = m.type;
   checkType(t);
@@ -771,7 +924,7 @@ function writeMessage(w, m) {
  * over 256 bytes or with a lone surrogate, a mask wider than maskBits, update data over 16383
  * bytes, a Fragment chunk past totalLength, a count over u32. A Close reason is repaired instead
  * (lone surrogates become U+FFFD, over 256 bytes is cut at a character boundary).
- * @param {object} msg
+ * @param {Msg} msg
  * @returns {Uint8Array}
  */
 export function encode(msg) {
@@ -782,7 +935,7 @@ export function encode(msg) {
 
 /**
  * Encodes several messages back to back into one payload.
- * @param {object[]} msgs
+ * @param {Msg[]} msgs
  * @returns {Uint8Array}
  */
 export function encodeAll(msgs) {
@@ -1026,6 +1179,10 @@ export class Reassembler {
     this.#len = 0;
   }
 
+  /**
+   * @param {string} code
+   * @param {string} detail
+   */
   #fail(code, detail) {
     this.reset();
     throw new ProtocolError(code, -1, `netmsg: protocol error in Fragment: ${code}: ${detail}`, Type.Fragment);

@@ -1,3 +1,4 @@
+// @ts-check
 // The arena page: pick or name a room, join it, draw the world, move with the keyboard, grab boxes
 // with the mouse, and show the session's state. When this tab is the host it runs the arena's host
 // logic and Go bots follow it.
@@ -7,7 +8,7 @@
 // runner injects them (web/e2e/debug.mjs).
 
 import { Peer } from './peer.js';
-import { randomDevice } from './signaling.js';
+import { randomDevice, SignalingError } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import {
@@ -15,6 +16,11 @@ import {
   AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, u32, avatarName,
 } from './arena.js';
 
+/**
+ * The page's element with id (any: the page knows which kind of element each id is).
+ * @param {string} id
+ * @returns {any}
+ */
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 
@@ -26,6 +32,9 @@ function randomName() {
   return `${ADJ[r[0] % ADJ.length]}-${NOUN[r[1] % NOUN.length]}`;
 }
 
+/**
+ * @param {number} n
+ */
 function fmtBytes(n) {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
@@ -39,7 +48,7 @@ function showLobby() {
   $('lobby').hidden = false;
   const user = localStorage.getItem('concord.user') || randomName();
   $('user-input').value = user;
-  $('join-form').addEventListener('submit', (ev) => {
+  $('join-form').addEventListener('submit', (/** @type {SubmitEvent} */ ev) => {
     ev.preventDefault();
     const room = $('room-input').value.trim() || 'arena';
     const name = $('user-input').value.trim() || randomName();
@@ -74,27 +83,44 @@ function showLobby() {
 // ---------------------------------------------------------------------------------------------
 // Game
 
-async function join(room, user) {
+/**
+ * Joins room as user. With a token (the page's ?token= parameter) the token names the user and
+ * may pin the device, so the join names neither unless the URL does: the server takes the
+ * token's user and makes up a device.
+ * @param {string} room
+ * @param {string} user
+ * @param {string} token
+ */
+async function join(room, user, token) {
   $('game').hidden = false;
   $('room-label').textContent = `room ${room}`;
   document.title = `${room} — Concord arena`;
   const game = new Game();
-  const device = sessionStorage.getItem('concord.device') || randomDevice();
-  sessionStorage.setItem('concord.device', device);
+  let device = '';
+  if (!token) {
+    device = sessionStorage.getItem('concord.device') || randomDevice();
+    sessionStorage.setItem('concord.device', device);
+  }
   const peer = new Peer({
-    room, user, device, kind: 'browser', app: game,
+    room, user, device, token, kind: 'browser', app: game,
     log: (level, msg, fields) => {
       const f = fields ? ' ' + JSON.stringify(fields) : '';
       const out = { warn: console.warn, error: console.error, debug: console.debug }[level] || console.info;
       out(`concord: ${msg}${f}`);
     },
   });
-  window.concord = makeAPI(peer, game);
+  /** @type {any} */ (window).concord = makeAPI(peer, game);
   setConn('connecting', 'chip-warn');
   try {
     await peer.run();
   } catch (err) {
-    showError(`cannot join: ${err.message}`);
+    if (err instanceof SignalingError && err.code === 'token_required') {
+      showError(`cannot join: ${err.reason}. Open this page with ?room=${room}&token=… (for a test server: concord token --room ${room} --user NAME). (${err.message})`);
+    } else if (err instanceof SignalingError) {
+      showError(`cannot join: ${err.reason} (${err.message})`);
+    } else {
+      showError(`cannot join: ${err instanceof Error ? err.message : String(err)}`);
+    }
     setConn('failed', 'chip-bad');
     return;
   }
@@ -117,26 +143,38 @@ async function join(room, user) {
   canvas.focus();
 }
 
+/**
+ * @param {string} text
+ */
 function showError(text) {
   const e = $('error');
   e.textContent = text;
   e.hidden = false;
 }
 
+/**
+ * @param {string} text
+ * @param {string} cls
+ */
 function setConn(text, cls) {
   const c = $('conn');
   c.textContent = text;
   c.className = `chip ${cls}`;
 }
 
+/** @type {Record<string, string>} */
 const KEYS = {
   KeyW: 'up', ArrowUp: 'up', KeyS: 'down', ArrowDown: 'down',
   KeyA: 'left', ArrowLeft: 'left', KeyD: 'right', ArrowRight: 'right',
 };
 
+/**
+ * @param {import('./peer.js').Peer} peer
+ * @param {import('./arena.js').Game} game
+ */
 function setupInput(peer, game) {
   const canvas = $('arena');
-  const onKey = (down) => (ev) => {
+  const onKey = (/** @type {boolean} */ down) => (/** @type {KeyboardEvent} */ ev) => {
     const k = KEYS[ev.code];
     if (!k || ev.target instanceof HTMLInputElement) return;
     ev.preventDefault();
@@ -145,29 +183,38 @@ function setupInput(peer, game) {
   window.addEventListener('keydown', onKey(true));
   window.addEventListener('keyup', onKey(false));
   window.addEventListener('blur', () => game.setKeys({ up: false, down: false, left: false, right: false }));
-  const toWorld = (ev) => {
+  const toWorld = (/** @type {PointerEvent} */ ev) => {
     const rect = canvas.getBoundingClientRect();
     return {
       x: Math.round(((ev.clientX - rect.left) / rect.width) * WIDTH),
       y: Math.round(((ev.clientY - rect.top) / rect.height) * HEIGHT),
     };
   };
-  canvas.addEventListener('pointerdown', (ev) => {
+  canvas.addEventListener('pointerdown', (/** @type {PointerEvent} */ ev) => {
     canvas.focus();
     canvas.setPointerCapture(ev.pointerId);
     peer.do((w) => game.pointerDown(w, toWorld(ev)));
   });
-  canvas.addEventListener('pointermove', (ev) => game.pointerMove(toWorld(ev)));
+  canvas.addEventListener('pointermove', (/** @type {PointerEvent} */ ev) => game.pointerMove(toWorld(ev)));
   const up = () => peer.do((w) => game.pointerUp(w));
   canvas.addEventListener('pointerup', up);
   canvas.addEventListener('pointercancel', up);
 }
 
+/**
+ * @param {Uint8Array | undefined} c
+ * @param {number} [a]
+ */
 function rgba(c, a = 1) {
   if (!c || c.length !== 4) return `rgba(120,120,120,${a})`;
   return `rgba(${c[0]},${c[1]},${c[2]},${a})`;
 }
 
+/**
+ * @param {HTMLCanvasElement} canvas
+ * @param {import('./peer.js').Peer} peer
+ * @param {import('./arena.js').Game} game
+ */
 function drawArena(canvas, peer, game) {
   const dpr = window.devicePixelRatio || 1;
   const cssW = canvas.clientWidth || 1000;
@@ -178,7 +225,7 @@ function drawArena(canvas, peer, game) {
   }
   const ctx = canvas.getContext('2d');
   const s = canvas.width / WIDTH; // device pixels per mm
-  const px = (mm) => mm * s;
+  const px = (/** @type {number} */ mm) => mm * s;
   const w = peer.world;
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.fillStyle = '#fbfbf8';
@@ -258,6 +305,7 @@ function drawArena(canvas, peer, game) {
   }
   // Names above the avatars, nudged up so that none covers another.
   const lh = Math.max(11, Math.round(px(330))) * 1.15;
+  /** @type {{x: number, y: number, half: number}[]} */
   const placed = [];
   for (const l of labels.sort((a, b) => b.y - a.y)) {
     const half = ctx.measureText(l.name).width / 2 + 2;
@@ -298,6 +346,14 @@ function drawArena(canvas, peer, game) {
   }
 }
 
+/**
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {number} x
+ * @param {number} y
+ * @param {number} w
+ * @param {number} h
+ * @param {number} r
+ */
 function roundRect(ctx, x, y, w, h, r) {
   ctx.beginPath();
   ctx.moveTo(x + r, y);
@@ -308,14 +364,21 @@ function roundRect(ctx, x, y, w, h, r) {
   ctx.closePath();
 }
 
+/**
+ * @param {import('./peer.js').Peer} peer
+ */
 function updatePanel(peer) {
   const st = peer.status();
-  const chip = {
+  /** @type {Record<string, string[]>} */
+  const chips = {
     connected: ['connected', 'chip-ok'], hosting: ['connected', 'chip-ok'], migrating: ['migrating', 'chip-warn'],
     connecting: ['connecting', 'chip-warn'], 'no host': ['no host', 'chip-bad'], left: ['left', 'chip-idle'],
     failed: ['failed', 'chip-bad'],
-  }[st.state] || [st.state, 'chip-idle'];
-  const sigNote = { closed: ' · signaling lost, reconnecting', refused: ' · signaling refused (playing on)' }[st.signaling];
+  };
+  const chip = chips[st.state] || [st.state, 'chip-idle'];
+  /** @type {Record<string, string>} */
+  const sigNotes = { closed: ' · signaling lost, reconnecting', refused: ' · signaling refused (playing on)' };
+  const sigNote = sigNotes[st.signaling];
   setConn(sigNote && st.state !== 'left' ? chip[0] + sigNote : chip[0], chip[1]);
   const role = $('role');
   role.textContent = st.isHost ? 'you are the host' : st.synced ? 'member' : '';
@@ -359,6 +422,10 @@ function updatePanel(peer) {
 // ---------------------------------------------------------------------------------------------
 // window.concord: tools and tests
 
+/**
+ * @param {import('./peer.js').Peer} peer
+ * @param {import('./arena.js').Game} game
+ */
 function makeAPI(peer, game) {
   const w = peer.world;
   return {
@@ -368,6 +435,7 @@ function makeAPI(peer, game) {
     entities: () => w.entities().map((e) => ({ entity: e, schema: w.schemaOf(e).id, authority: { ...w.authorityRecord(e) } })),
     /** Every LWW entry's key and timestamp: {entity, component, timestamp}. */
     entries: () => {
+      /** @type {{entity: number, component: number, timestamp: number}[]} */
       const out = [];
       w.r.range((en) => { out.push({ entity: en.entity >>> 0, component: en.component, timestamp: Number(en.timestamp) }); return true; });
       return out;
@@ -379,8 +447,10 @@ function makeAPI(peer, game) {
 
 const room = params.get('room');
 if (room) {
-  const user = params.get('user') || localStorage.getItem('concord.user') || randomName();
-  join(room, user);
+  const token = params.get('token') || '';
+  // A token names its user: the page names one only when the URL does.
+  const user = params.get('user') || (token ? '' : localStorage.getItem('concord.user') || randomName());
+  join(room, user, token);
 } else {
   showLobby();
 }

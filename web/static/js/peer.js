@@ -1,3 +1,4 @@
+// @ts-check
 // A participant of a room — a port of the Go package peer: a signaling client, links to other
 // members, and the host or member role over a World. The session protocol is docs/protocol.md §5;
 // the modules follow the Go code step by step so that a browser and Go peers can be each other's
@@ -11,7 +12,7 @@
 import { REDIAL } from './signaling.js';
 import { World, Ev, nopSink, FIRST_SYSTEM_RPC } from './world.js';
 import { Fence } from './authority.js';
-import { now, mixin } from './loop.js';
+import { now, mixin, mixinBase } from './loop.js';
 import { PeerLinks } from './links.js';
 import { PeerUpdates } from './updates.js';
 import { PeerResume } from './resume.js';
@@ -39,28 +40,111 @@ export const DEFAULTS = Object.freeze({
   resumeSettleMs: 3000,
 });
 
+/** @typedef {import('./world.js').WorldEvent} WorldEvent */
+/** @typedef {import('./schema.js').SchemaTable} SchemaTable */
+/** @typedef {import('./signaling.js').SignalingEvent} SignalingEvent */
+/** @typedef {import('./status.js').PeerStatusInfo} PeerStatusInfo */
+
+/**
+ * A member as the host's app sees it when it spawns the member's avatar: its peer index, its
+ * identity ("user/device") and its kind ('browser', 'bot' or 'host').
+ * @typedef {{index: number, id: string, kind: string}} MemberInfo
+ */
+
+/**
+ * The game a Peer plays. schemas() is called once, and every peer of a room must return the
+ * same table (its fingerprint is checked). On the host: hostStart(w) when this peer becomes host
+ * of a fresh room, spawnAvatar(w, member) for every member that joins (return the avatar entity,
+ * or undefined for none), rpc(w, from, type, data) for every RPC a member sends. On every peer:
+ * tick(w, dtMs) every tickMs, and onEvent(w, ev) for every world event.
+ * @typedef {object} App
+ * @property {() => SchemaTable} schemas
+ * @property {(w: World) => void} hostStart
+ * @property {(w: World, member: MemberInfo) => number | undefined | null} spawnAvatar
+ * @property {(w: World, dtMs: number) => void} tick
+ * @property {(w: World, from: number, type: number, data: Uint8Array) => void} rpc
+ * @property {(w: World, ev: WorldEvent) => void} [onEvent]
+ */
+
+/**
+ * Where a Peer logs: level is 'debug', 'info', 'warn' or 'error'.
+ * @typedef {(level: string, msg: string, fields?: Record<string, unknown>) => void} LogFunc
+ */
+
+/**
+ * Returns the join token for the next (re)join; resume is false for the first join.
+ * @typedef {(join: {room: string, user: string, device: string, resume: boolean}) => Promise<string> | string} TokenProvider
+ */
+
+/**
+ * What a Peer is made with. url is the signaling websocket (default: /ws next to the page);
+ * user may be empty when a token names it; device defaults to a random per-tab id; kind to
+ * 'browser'. token is a fixed join token; tokenProvider, if set, is called instead on every
+ * (re)join. WebSocket replaces the global WebSocket (tests, Node); memory makes in-page links
+ * instead of WebRTC (tests). The intervals default to DEFAULTS.
+ * @typedef {object} PeerOptions
+ * @property {App} app
+ * @property {string} room
+ * @property {string} [url]
+ * @property {string} [user]
+ * @property {string} [device]
+ * @property {'browser' | 'bot' | 'host'} [kind]
+ * @property {string} [token]
+ * @property {TokenProvider} [tokenProvider]
+ * @property {LogFunc} [log]
+ * @property {typeof WebSocket} [WebSocket]
+ * @property {boolean} [memory]
+ * @property {number} [tickMs]
+ * @property {number} [networkMs]
+ * @property {number} [reportMs]
+ * @property {number} [digestMs]
+ * @property {number} [quietMs]
+ * @property {number} [buckets]
+ * @property {number} [maxDatagramsPerFlush]
+ * @property {number} [redialMinMs]
+ * @property {number} [redialMaxMs]
+ * @property {number} [resumeSettleMs]
+ */
+
+/** @type {new () => PeerLinks & PeerUpdates & PeerResume & PeerStatus} */
+const PeerMethods = mixinBase();
+
 /**
  * Peer joins a room and plays the member or the host role. Options: url (signaling websocket),
- * room, user, device, kind ('browser'), token, app (the game: schemas(), hostStart(w),
- * spawnAvatar(w, info), tick(w, dtMs), rpc(w, from, type, data), onEvent?(w, ev)), log, and the
- * intervals of DEFAULTS.
+ * room, user, device, kind ('browser'), token or tokenProvider, app (the game: schemas(),
+ * hostStart(w), spawnAvatar(w, info), tick(w, dtMs), rpc(w, from, type, data), onEvent?(w, ev)),
+ * log, and the intervals of DEFAULTS.
+ *
+ * A server with a secret admits only joins with a token (an HS256 JWT naming the room: `concord
+ * token` mints one for tests). tokenProvider({room, user, device, resume}) is called for the
+ * first join and for every rejoin after a signaling outage, so that a game can fetch a fresh
+ * token from its backend; without it the fixed token is sent. A refused join rejects run() with
+ * a SignalingError whose code says why (token_required, token_expired, wrong_room, …) and whose
+ * reason says it in words; done settles with it and status().error shows it.
  */
-export class Peer {
+export class Peer extends PeerMethods {
+  /** @param {PeerOptions} opts */
   constructor(opts) {
+    super();
     this.opts = { ...DEFAULTS, ...opts };
     this.app = opts.app;
-    this.log = opts.log || ((level, msg, fields) => console[{ warn: 'warn', error: 'error', debug: 'debug' }[level] || 'log'](`concord: ${msg}`, fields || ''));
+    /** @type {LogFunc} */
+    this.log = opts.log || defaultLog;
     this.w = new World(this.app.schemas());
     this.w.peer = this;
     this.sig = null;
-    this.members = new Map(); // peer index → signaling member
-    this.remotes = new Map(); // host: one per member; member: the host
+    /** @type {Map<number, SignalingEvent>} peer index → signaling's member record */
+    this.members = new Map();
+    /** @type {Map<number, import('./links.js').Remote>} host: one per member; member: the host */
+    this.remotes = new Map();
     this.session = 0;
     this.host = null;
     this.member = null;
     this.depth = 0;
+    /** @type {ReturnType<typeof setInterval>[]} */
     this.timers = [];
-    this.pending = new Set(); // after()'s timeouts, cleared by stop()
+    /** @type {Set<ReturnType<typeof setTimeout>>} after()'s timeouts, cleared by stop() */
+    this.pending = new Set();
     this.stopped = false;
     this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, fenced: 0, dropped: 0 };
     this.signalingState = 'connecting';
@@ -69,21 +153,42 @@ export class Peer {
     this.resumes = 0;
     this.resumeRefused = '';
     this.peerId = '';
+    /** @type {Set<(ev: WorldEvent) => void>} */
     this.listeners = new Set();
     // Tells host messages of the current host from stale or premature ones (member.admit).
     this.fence = new Fence();
-    // The error that ended the session (a schema mismatch), or null.
+    /**
+     * The error that ended the session (a refused join, a schema mismatch), or null.
+     * @type {Error | null}
+     */
     this.error = null;
-    /** Settles when the session ends: with null after stop(), with the error after a fatal one. */
+    /** @type {(err: Error | null) => void} */
+    this.finish = () => {};
+    /**
+     * Settles when the session ends: with null after stop(), with the error after a fatal one.
+     * @type {Promise<Error | null>}
+     */
     this.done = new Promise((resolve) => { this.finish = resolve; });
   }
 
+  /** The replicated world this peer keeps. */
   get world() { return this.w; }
 
-  /** Joins the room; resolves once joined (the session then runs until stop()). */
+  /**
+   * Joins the room; resolves with the server's `joined` message once joined (the session then
+   * runs until stop()). A refused join rejects with a SignalingError and ends the session.
+   * @returns {Promise<SignalingEvent>}
+   */
   async run() {
-    this.sig = this.signalingClient(null);
-    const j = await this.sig.connect();
+    let j;
+    try {
+      this.sig = this.signalingClient(null, await this.joinToken(null));
+      j = await this.sig.connect();
+    } catch (err) {
+      // A refused join ends the session: done and status() tell why, as run()'s rejection does.
+      this.fail(err);
+      throw err;
+    }
     this.signalingState = 'connected';
     this.resumeToken = j.resumeToken || '';
     this.w.self = j.self;
@@ -105,11 +210,20 @@ export class Peer {
     return j;
   }
 
+  /**
+   * Runs fn as a step every ms, until stop() or silence().
+   * @param {number} ms
+   * @param {() => void} fn
+   */
   every(ms, fn) {
     this.timers.push(setInterval(() => this.step(fn), ms));
   }
 
-  /** after runs fn as a step once ms have passed, unless the peer stops first. */
+  /**
+   * after runs fn as a step once ms have passed, unless the peer stops first.
+   * @param {number} ms
+   * @param {() => void} fn
+   */
   after(ms, fn) {
     if (this.stopped) return;
     const t = setTimeout(() => {
@@ -144,6 +258,7 @@ export class Peer {
   /**
    * Ends the session with err (as Go's Run returns a fatal error): nothing is retried, neither the
    * link to the host nor signaling. done settles with err; status() shows it.
+   * @param {Error} err
    */
   fail(err) {
     if (this.stopped) return;
@@ -152,7 +267,10 @@ export class Peer {
     this.stop();
   }
 
-  /** Runs fn as one loop step (see the file comment). Nested steps run inline. */
+  /**
+   * Runs fn as one loop step (see the file comment). Nested steps run inline.
+   * @param {() => void} fn
+   */
   step(fn) {
     if (this.stopped) return;
     if (this.depth > 0) {
@@ -184,16 +302,30 @@ export class Peer {
     w.closeBatch();
   }
 
-  /** Calls fn(event) for every world event (for the page). */
+  /**
+   * Calls fn(event) for every world event (for the page); returns a function that stops it.
+   * @param {(ev: WorldEvent) => void} fn
+   * @returns {() => boolean}
+   */
   onEvent(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); }
 
-  /** Runs fn(world) as a step (page input, tools). */
+  /**
+   * Runs fn(world) as a step (page input, tools) and returns what fn returns: writes made in it
+   * share one Lamport stamp and are sent after it.
+   * @template T
+   * @param {(w: World) => T} fn
+   * @returns {T | undefined}
+   */
   do(fn) {
     let out;
     this.step(() => { out = fn(this.w); });
     return out;
   }
 
+  /**
+   * Handles one signaling event (as a step).
+   * @param {SignalingEvent} ev
+   */
   handleSignaling(ev) {
     switch (ev.type) {
       case 'member-joined':
@@ -239,6 +371,8 @@ export class Peer {
    * Adopts a host announcement. The same term and host again (a resumed signaling connection)
    * changes nothing; neither does "no host" in the term this peer knows a host for: a server
    * waiting for the host to resume.
+   * @param {number} term
+   * @param {number} host
    */
   setHost(term, host) {
     const w = this.w;
@@ -288,17 +422,31 @@ export class Peer {
     if (this.sig && !this.sig.closed) this.sig.synced();
   }
 
+  /**
+   * Sends one of Concord's own RPCs about entity e to the host.
+   * @param {number} type
+   * @param {number} e
+   */
   systemRPC(type, e) {
     const b = new Uint8Array(4);
     new DataView(b.buffer).setUint32(0, e >>> 0, true);
     return this.rpcToHost(type, b);
   }
 
+  /**
+   * Sends the app's RPC type (below FIRST_SYSTEM_RPC) with data to the host; members only.
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
   sendRPC(type, data) {
     if (type >= FIRST_SYSTEM_RPC) throw new Error('peer: RPC types from 0xffffff00 are Concord\'s');
     return this.rpcToHost(type, data);
   }
 
+  /**
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
   rpcToHost(type, data) {
     if (!this.member) throw new Error('peer: not a member (the host handles its own RPCs)');
     return this.member.sendRPC(type, data);
@@ -306,3 +454,11 @@ export class Peer {
 }
 
 mixin(Peer, PeerLinks, PeerUpdates, PeerResume, PeerStatus);
+
+/** @type {Record<string, 'warn' | 'error' | 'debug'>} */
+const CONSOLE_LEVEL = { warn: 'warn', error: 'error', debug: 'debug' };
+
+/** @type {LogFunc} */
+function defaultLog(level, msg, fields) {
+  console[CONSOLE_LEVEL[level] || 'log'](`concord: ${msg}`, fields || '');
+}

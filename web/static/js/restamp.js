@@ -1,3 +1,4 @@
+// @ts-check
 // The host's answer to writes it rejects, and the corrections members send back after a sync
 // snapshot (peer/host.go restamp, mergeWrite, corrections; docs/protocol.md §5 "Authority on the
 // host"). These are methods of HostRole (see loop.js mixin).
@@ -17,12 +18,24 @@ const MAX_RESTAMPED = 1 << 16;
 const RACE_WINDOW_MS = 2000;
 const { PutComponent, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
 
-/** The key of an LWW entry, as a BigInt (entity << 32 | component). */
+/**
+ * The key of an LWW entry, as a BigInt (entity << 32 | component).
+ * @param {number} e
+ * @param {number} c
+ */
 function entryKey(e, c) {
   return (BigInt(e >>> 0) << 32n) | BigInt(c >>> 0);
 }
 
-/** An LWW entry as a CRDT message (appendEntry in Go). */
+/**
+ * An LWW entry as a CRDT message (appendEntry in Go).
+ * @param {number} e
+ * @param {number} c
+ * @param {number} ts
+ * @param {Uint8Array | null} data
+ * @param {boolean} deleted
+ * @returns {import('./crdt.js').Message}
+ */
 export function entryMessage(e, c, ts, data, deleted) {
   return deleted
     ? { type: DeleteComponent, entity: e, component: c, timestamp: ts, data: null }
@@ -31,6 +44,12 @@ export function entryMessage(e, c, ts, data, deleted) {
 
 /** HostRole's re-stamp and correction methods. */
 export class HostRestamp {
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {import('./links.js').Remote} r
+   * @param {number} e
+   * @param {bigint} ts
+   */
   admit(r, e, ts) {
     try {
       this.auth.admitWrite(r.idx, e);
@@ -41,19 +60,36 @@ export class HostRestamp {
     }
   }
 
-  /** Notes that member from no longer writes e (a lock handed back, expired or taken over). */
+  /**
+   * Notes that member from no longer writes e (a lock handed back, expired or taken over).
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
+   * @param {number} from
+   */
   authorityLost(e, from) {
     if (from === this.w.self || from === 0) return;
     if (this.lost.size > MAX_RESTAMPED) this.lost.clear();
     this.lost.set(e, { peer: from, at: now() });
   }
 
-  /** Whether a rejected write of member idx to e is an expected race of normal play. */
+  /**
+   * Whether a rejected write of member idx to e is an expected race of normal play.
+   * @this {import('./host.js').HostRole}
+   * @param {number} idx
+   * @param {number} e
+   */
   race(idx, e) {
     const l = this.lost.get(e);
     return l !== undefined && l.peer === idx && now() - l.at < RACE_WINDOW_MS;
   }
 
+  /**
+   * @this {import('./host.js').HostRole}
+   * @param {import('./links.js').Remote} r
+   * @param {number} e
+   * @param {bigint | number} ts
+   * @param {Error} err
+   */
   rejected(r, e, ts, err) {
     const p = this.p;
     p.count.rejected++;
@@ -72,7 +108,10 @@ export class HostRestamp {
     this.reassert.add(e);
   }
 
-  /** Re-stamps every entry of the entities queued by rejected and relays them. */
+  /**
+   * Re-stamps every entry of the entities queued by rejected and relays them.
+   * @this {import('./host.js').HostRole}
+   */
   restamp() {
     if (this.reassert.size === 0) return;
     const w = this.w;
@@ -83,6 +122,7 @@ export class HostRestamp {
       this.reassert.delete(e);
     }
     if (due.size === 0) return;
+    /** @type {import('./hostsnapshot.js').Entry[]} */
     const entries = [];
     w.r.range((en) => {
       if (due.has(en.entity >>> 0)) entries.push({ ...en, data: en.data ? en.data.slice() : en.data });
@@ -108,6 +148,9 @@ export class HostRestamp {
    * write, so the author's next writes, stamped by a clock that has not seen the re-stamp yet,
    * arrive below it although they are newer than the value re-stamped: such a write wins, rewritten
    * under the host's stamp (as Go's hostRole.mergeWrite).
+   * @this {import('./host.js').HostRole}
+   * @param {import('./crdt.js').Message} m
+   * @param {number} origin
    */
   mergeWrite(m, origin) {
     const w = this.w;
@@ -130,7 +173,12 @@ export class HostRestamp {
     }
   }
 
-  /** Merges the CRDT corrections of member hm that authority allows. */
+  /**
+   * Merges the CRDT corrections of member hm that authority allows.
+   * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   * @param {import('./netmsg.js').Msg} b
+   */
   corrections(hm, b) {
     const r = hm.r;
     const w = this.w;
@@ -169,14 +217,21 @@ export class HostRestamp {
     if (orphaned) this.respawnAvatars();
   }
 
-  /** Gives a new avatar to every synced member that has none (its deletion reached this host late). */
+  /**
+   * Gives a new avatar to every synced member that has none (its deletion reached this host late).
+   * @this {import('./host.js').HostRole}
+   */
   respawnAvatars() {
     for (const [idx, hm] of this.mems) {
       if (hm.snapshotSent && hm.info && hm.info.kind !== 'host' && this.w.avatarOf(idx) === undefined) this.spawnAvatar(hm.info);
     }
   }
 
-  /** Whether the replica's entry for m's key is newer than m, or the same value. */
+  /**
+   * Whether the replica's entry for m's key is newer than m, or the same value.
+   * @this {import('./host.js').HostRole}
+   * @param {import('./crdt.js').Message} m
+   */
   holds(m) {
     if (m.type !== PutComponent && m.type !== DeleteComponent) return false;
     const v = this.w.r.get(m.entity, m.component);
@@ -192,6 +247,8 @@ export class HostRestamp {
    * Whether e is written by another member (its avatar, or a lock it holds) whose answer to its
    * sync snapshot has not arrived yet: until it has, this host may hold an older value of the
    * owner's writes, and re-stamping now would put it above the owner's latest write.
+   * @this {import('./host.js').HostRole}
+   * @param {number} e
    */
   ownerPending(e) {
     const owner = this.auth.author(e);

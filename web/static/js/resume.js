@@ -1,16 +1,44 @@
+// @ts-check
 // Signaling outage and resume (peer/resume.go; docs/protocol.md §5 "Session: signaling outage and
 // resume"): the links stay up while the peer redials signaling with the claim of its index, term
 // and host, then reconciles with what the server says. These are methods of Peer (see loop.js).
 
-import { SignalingClient, redialWait, nextRedialDelay } from './signaling.js';
+import { SignalingClient, SignalingError, redialWait, nextRedialDelay } from './signaling.js';
 
 /** Peer's signaling and resume methods. */
 export class PeerResume {
-  /** A signaling client for this peer, with a resume claim or none. */
-  signalingClient(resume) {
+  /**
+   * The join token of the next (re)join: the tokenProvider's, called anew each time (a token
+   * may have expired since the last), else opts.token. A provider's failure is a SignalingError
+   * with code 'token_provider' (a redial tries again).
+   * @param {import('./signaling.js').ResumeClaim | null} resume
+   * @returns {Promise<string>}
+   * @this {import('./peer.js').Peer}
+   */
+  async joinToken(resume) {
+    const provide = this.opts.tokenProvider;
+    if (!provide) return this.opts.token || '';
+    let token;
+    try {
+      token = await provide({ room: this.opts.room, user: this.opts.user || '', device: this.opts.device || '', resume: resume !== null });
+    } catch (err) {
+      throw new SignalingError('token_provider', String(err instanceof Error ? err.message : err), { cause: err });
+    }
+    if (typeof token !== 'string') throw new SignalingError('token_provider', `the token provider returned ${typeof token}, not a string`);
+    return token;
+  }
+
+  /**
+   * A signaling client for this peer, with a resume claim or none, joining with token.
+   * @this {import('./peer.js').Peer}
+   * @param {import('./signaling.js').ResumeClaim | null} resume
+   * @param {string} token
+   * @returns {SignalingClient}
+   */
+  signalingClient(resume, token) {
     const c = new SignalingClient({
       url: this.opts.url, room: this.opts.room, user: this.opts.user, device: this.opts.device,
-      kind: this.opts.kind || 'browser', token: this.opts.token, resume, WebSocketImpl: this.opts.WebSocket,
+      kind: this.opts.kind || 'browser', token, resume, WebSocketImpl: this.opts.WebSocket,
       // Only the current client's events count: a replaced one's late close is ignored.
       onEvent: (ev) => this.step(() => { if (this.sig === c) this.handleSignaling(ev); }),
     });
@@ -20,9 +48,13 @@ export class PeerResume {
   /**
    * Redials signaling after an unexpected close, with the resume claim of this peer's index, term
    * and host, until it resumes, the server refuses for good, or the peer stops.
+   * @this {import('./peer.js').Peer}
    */
   async redial() {
     const w = this.w;
+    /**
+     * @type {import('./signaling.js').ResumeClaim}
+     */
     const claim = {
       peerIndex: w.self, term: w.term, host: w.host, synced: this.held, room: this.opts.room,
     };
@@ -31,8 +63,10 @@ export class PeerResume {
     for (let attempt = 1; !this.stopped; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, redialWait(delay)));
       if (this.stopped) return;
-      const c = this.signalingClient(claim);
       try {
+        const token = await this.joinToken(claim);
+        if (this.stopped) return;
+        const c = this.signalingClient(claim, token);
         const j = await c.connect();
         if (this.stopped) {
           c.close();
@@ -54,7 +88,13 @@ export class PeerResume {
     }
   }
 
-  /** Takes a resumed signaling client and reconciles with what the server says. */
+  /**
+   * Takes a resumed signaling client and reconciles with what the server says.
+   * @this {import('./peer.js').Peer}
+   * @param {SignalingClient} c
+   * @param {import('./signaling.js').SignalingEvent} j
+   * @param {number} attempts
+   */
   adopt(c, j, attempts) {
     if (j.self !== this.w.self) {
       c.close();

@@ -1,7 +1,9 @@
+// @ts-check
 // One WebRTC link to another member: an RTCPeerConnection with Concord's two pre-negotiated data
 // channels (id 0 reliable+ordered, id 1 unordered with maxRetransmits 0), set up through signaling.
 //
-// The member side makes the offer; the host side answers. No ICE servers are used. Remote
+// The member side makes the offer; the host side answers. ICE servers are the ones signaling
+// handed out in `joined` (none on a loopback server). Remote
 // candidates are queued until the remote description is set, and nothing ever waits for local
 // candidates: in a loopback-only network namespace Chromium may signal none, and the other end
 // learns the address from the first connectivity check.
@@ -17,13 +19,22 @@ export const RELIABLE_HIGH_WATER = 1024 * 1024;
 const MAX_PENDING_CANDIDATES = 64;
 
 /**
- * Link is one peer connection. Callbacks:
- *   signal(payload)        send a SignalPayload to the remote end through signaling;
- *   onMessage(ch, bytes)   a payload arrived on channel ch (Uint8Array);
- *   onReady()              both channels are open;
- *   onClose(reason)        the link is dead (called once).
+ * What a link is made with: the remote's peer index, the signaling session, whether this end
+ * offers, and its callbacks.
+ * @typedef {object} LinkOptions
+ * @property {number} remote
+ * @property {number} session
+ * @property {boolean} offerer
+ * @property {(payload: import('./signaling.js').SignalPayload) => void} signal
+ * @property {(ch: number, bytes: Uint8Array) => void} onMessage
+ * @property {() => void} [onReady]
+ * @property {(reason: string) => void} [onClose]
+ * @property {RTCIceServer[]} [iceServers] STUN/TURN servers from signaling's `joined` (none on loopback)
  */
-export class Link {
+
+/** What both kinds of link hold: the remote end, the session, the callbacks and the byte counts. */
+class LinkEnd {
+  /** @param {LinkOptions} opts */
   constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
     this.remote = remote;
     this.session = session;
@@ -36,12 +47,27 @@ export class Link {
     this.dead = false;
     this.bytesIn = 0;
     this.bytesOut = 0;
+  }
+}
+
+/**
+ * Link is one peer connection. Callbacks:
+ *   signal(payload)        send a SignalPayload to the remote end through signaling;
+ *   onMessage(ch, bytes)   a payload arrived on channel ch (Uint8Array);
+ *   onReady()              both channels are open;
+ *   onClose(reason)        the link is dead (called once).
+ */
+export class Link extends LinkEnd {
+  /** @param {LinkOptions} opts */
+  constructor(opts) {
+    super(opts);
     this.dropped = 0;
     this.remoteSet = false;
+    /** @type {RTCIceCandidateInit[]} candidates that came before the remote description */
     this.pending = [];
     this.chain = Promise.resolve(); // serializes signal handling (setRemoteDescription is async)
 
-    const pc = new RTCPeerConnection({ iceServers: [] });
+    const pc = new RTCPeerConnection({ iceServers: opts.iceServers || [] });
     this.pc = pc;
     this.channels = [
       pc.createDataChannel('reliable', { negotiated: true, id: 0 }),
@@ -76,7 +102,7 @@ export class Link {
       const s = pc.connectionState;
       if (s === 'failed' || s === 'closed' || s === 'disconnected') this.fail(`peer connection ${s}`);
     };
-    if (offerer) {
+    if (this.offerer) {
       this.chain = this.chain.then(async () => {
         const offer = await pc.createOffer();
         await pc.setLocalDescription(offer);
@@ -85,12 +111,18 @@ export class Link {
     }
   }
 
-  /** Consumes a SignalPayload from the remote end. */
+  /**
+   * Consumes a SignalPayload from the remote end.
+   * @param {import('./signaling.js').SignalPayload} p
+   */
   handleSignal(p) {
     this.chain = this.chain.then(() => this.applySignal(p)).catch((err) => this.fail(`signal ${p.kind}: ${err}`));
     return this.chain;
   }
 
+  /**
+   * @param {import('./signaling.js').SignalPayload} p
+   */
   async applySignal(p) {
     if (this.dead) return;
     const pc = this.pc;
@@ -134,6 +166,8 @@ export class Link {
    * Sends one payload on channel ch. Returns false when it was not sent: an unreliable payload
    * dropped over the buffer threshold or before the channel opened, or a dead link. A reliable
    * channel over its high-water mark closes the link (the remote cannot keep up).
+   * @param {number} ch
+   * @param {Uint8Array} bytes
    */
   send(ch, bytes) {
     if (this.dead) return false;
@@ -151,7 +185,7 @@ export class Link {
       return false;
     }
     try {
-      dc.send(bytes);
+      dc.send(/** @type {Uint8Array<ArrayBuffer>} */ (bytes));
     } catch (err) {
       this.fail(`send: ${err}`);
       return false;
@@ -160,6 +194,9 @@ export class Link {
     return true;
   }
 
+  /**
+   * @param {string} reason
+   */
   fail(reason) {
     if (this.dead) return;
     this.dead = true;
@@ -187,6 +224,30 @@ export class Link {
     this.ready = false;
     this.closeChannels();
   }
+
+  /**
+   * Refreshes `pair`: the candidate types ({local, remote}: host, srflx, prflx or relay) of the
+   * ICE pair the browser selected, read from getStats. The peer reports it to signaling.
+   */
+  async refreshPair() {
+    if (this.dead) return;
+    try {
+      const stats = await this.pc.getStats();
+      /** @type {any} a candidate-pair stats entry (RTCIceCandidatePairStats) */
+      let pair = null;
+      stats.forEach((s) => {
+        if (s.type === 'transport' && s.selectedCandidatePairId) pair = stats.get(s.selectedCandidatePairId) || pair;
+      });
+      if (!pair) {
+        stats.forEach((s) => {
+          if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') pair = s;
+        });
+      }
+      const local = pair && stats.get(pair.localCandidateId);
+      const remote = pair && stats.get(pair.remoteCandidateId);
+      if (local && remote) this.pair = { local: local.candidateType, remote: remote.candidateType };
+    } catch { /* closed meanwhile */ }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,20 +258,22 @@ export class Link {
 const memoryOffers = new Map(); // token → offering MemoryLink
 let memoryNext = 0;
 
-/** Reports whether a signal payload sets up an in-page link. */
+/**
+ * Reports whether a signal payload sets up an in-page link.
+ * @param {import('./signaling.js').SignalPayload} p
+ */
 export function isMemoryOffer(p) {
   return p.kind === 'offer' && typeof p.sdp === 'string' && p.sdp.startsWith('memory:');
 }
 
 /** MemoryLink has Link's interface; both channels deliver in order, asynchronously, copying. */
-export class MemoryLink {
-  constructor({ remote, session, offerer, signal, onMessage, onReady = () => {}, onClose = () => {} }) {
-    Object.assign(this, { remote, session, offerer, signalOut: signal, onMessage, onReady, onClose });
-    this.ready = false;
-    this.dead = false;
+export class MemoryLink extends LinkEnd {
+  /** @param {LinkOptions} opts */
+  constructor(opts) {
+    super(opts);
+    /** @type {MemoryLink | null} */
     this.other = null;
-    this.bytesIn = 0;
-    this.bytesOut = 0;
+    const { offerer, session } = opts;
     if (offerer) {
       this.token = `memory:${++memoryNext}`;
       memoryOffers.set(this.token, this);
@@ -218,6 +281,9 @@ export class MemoryLink {
     }
   }
 
+  /**
+   * @param {import('./signaling.js').SignalPayload} p
+   */
   handleSignal(p) {
     if (this.dead) return Promise.resolve();
     if (p.kind === 'offer' && !this.offerer) {
@@ -241,6 +307,10 @@ export class MemoryLink {
     this.onReady();
   }
 
+  /**
+   * @param {number} ch
+   * @param {Uint8Array} bytes
+   */
   send(ch, bytes) {
     if (this.dead || !this.ready || !this.other) return false;
     const copy = bytes.slice();
@@ -254,6 +324,9 @@ export class MemoryLink {
     return true;
   }
 
+  /**
+   * @param {string} reason
+   */
   fail(reason) {
     if (this.dead) return;
     this.close();

@@ -1,3 +1,4 @@
+// @ts-check
 // Schemas give TRNP's schemaId its meaning, exactly as the Go package crdt/schema: a schema is an
 // ordered list of properties, each stored as one CRDT component with a stable id. Values travel in
 // update data as the properties named by a bitmask, in property order: a fixed-size property as
@@ -35,8 +36,12 @@ export class SchemaError extends Error {
   }
 }
 
+/**
+ * @param {unknown} v
+ * @returns {v is number}
+ */
 function isU32(v) {
-  return Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
 }
 
 /**
@@ -44,9 +49,21 @@ function isU32(v) {
  * ErrTrailingData): codes mask_out_of_range, value_size, short_data, trailing_data. The update
  * is well framed but does not fit its schema: drop it, do not close the peer.
  */
+/**
+ * @param {string} code
+ * @param {number} offset
+ * @param {string} detail
+ */
 function valueError(code, offset, detail) {
   return new ProtocolError(code, offset, `schema: ${code}: ${detail}`);
 }
+
+/**
+ * How a game declares a schema: an id (u32), a name, and its properties, each stored in its own
+ * component (≥ FIRST_APP_COMPONENT) with a fixed size in bytes (1..MAX_VALUE_SIZE) or 0 for a
+ * variable one (at most MAX_VALUE_SIZE bytes).
+ * @typedef {{id: number, name?: string, properties: {name?: string, component: number, size?: number}[]}} SchemaSpec
+ */
 
 /**
  * One schema: {id, name, properties: [{name, component, size}]}, size 0 meaning variable.
@@ -54,7 +71,7 @@ function valueError(code, offset, detail) {
  */
 export class Schema {
 
-  /** @param {{id: number, name?: string, properties: {name?: string, component: number, size?: number}[]}} s */
+  /** @param {SchemaSpec} s */
   constructor(s) {
     /** @type {number} */
     this.id = s.id;
@@ -119,13 +136,28 @@ export class Schema {
    * Returns the wire form of value v of property i (a u16 length first for a variable property),
    * appended to dst when given: appendValue(i, v) or appendValue(dst, i, v) (Go's form). The
    * caller has checked v with checkValue.
-   * @param {Uint8Array|null|number} dst
-   * @param {number|Uint8Array} i
-   * @param {Uint8Array} [v]
+   * @overload
+   * @param {number} i
+   * @param {Uint8Array} v
    * @returns {Uint8Array}
    */
-  appendValue(dst, i, v) {
-    if (typeof dst === 'number') return this.appendValue(null, dst, i);
+  /**
+   * @overload
+   * @param {Uint8Array | null} dst
+   * @param {number} i
+   * @param {Uint8Array} v
+   * @returns {Uint8Array}
+   */
+  /**
+   * @param {Uint8Array|null|number} dst
+   * @param {number|Uint8Array} iv
+   * @param {Uint8Array} [vv]
+   * @returns {Uint8Array}
+   */
+  appendValue(dst, iv, vv) {
+    if (typeof dst === 'number') return this.appendValue(null, dst, /** @type {Uint8Array} */ (iv));
+    const i = /** @type {number} */ (iv);
+    const v = /** @type {Uint8Array} */ (vv);
     const d = dst ?? new Uint8Array(0);
     const out = new Uint8Array(d.length + this.valueSize(i, v));
     out.set(d);
@@ -147,6 +179,7 @@ export class Schema {
    * @returns {Uint8Array}
    */
   encodeValues(mask, value) {
+    /** @type {[number, Uint8Array][]} */
     const vals = [];
     let size = 0;
     for (let i = 0; i < this.properties.length; i++) {
@@ -187,6 +220,11 @@ export class Schema {
     this.#walk(data, mask, fn);
   }
 
+  /**
+   * @param {Uint8Array} data
+   * @param {number} mask
+   * @param {((i: number, v: Uint8Array) => void) | null} fn
+   */
   #walk(data, mask, fn) {
     let off = 0;
     for (let i = 0; i < this.properties.length; i++) {
@@ -218,7 +256,7 @@ export class SchemaTable {
   /** @type {Map<number, Schema>} */
   #schemas;
 
-  /** @param {{id: number, name?: string, properties: {name?: string, component: number, size?: number}[]}[]} schemas */
+  /** @param {SchemaSpec[]} schemas */
   constructor(schemas = []) {
     /** @type {Map<number, Schema>} */
     this.#schemas = new Map();
@@ -288,15 +326,29 @@ export class SchemaTable {
 /**
  * Returns the value of the meta component, schema id (u32 LE) then creation data, appended to dst
  * when given: appendMeta(id, creation) or appendMeta(dst, id, creation) (Go's form).
- * @param {Uint8Array|null|number} dst
- * @param {number|Uint8Array} id
- * @param {Uint8Array} [creation]
+ * @overload
+ * @param {number} id
+ * @param {Uint8Array | null} [creation]
  * @returns {Uint8Array}
  */
-export function appendMeta(dst, id, creation) {
-  if (typeof dst === 'number') return appendMeta(null, dst, id);
+/**
+ * @overload
+ * @param {Uint8Array | null} dst
+ * @param {number} id
+ * @param {Uint8Array | null} [creation]
+ * @returns {Uint8Array}
+ */
+/**
+ * @param {Uint8Array|null|number} dst
+ * @param {number|Uint8Array|null} [idc]
+ * @param {Uint8Array|null} [cc]
+ * @returns {Uint8Array}
+ */
+export function appendMeta(dst, idc, cc) {
+  if (typeof dst === 'number') return appendMeta(null, dst, /** @type {Uint8Array | null} */ (idc));
+  const id = /** @type {number} */ (idc);
   const d = dst ?? new Uint8Array(0);
-  const c = creation ?? new Uint8Array(0);
+  const c = cc ?? new Uint8Array(0);
   const out = new Uint8Array(d.length + 4 + c.length);
   out.set(d);
   new DataView(out.buffer).setUint32(d.length, id, true);

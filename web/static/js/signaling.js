@@ -1,3 +1,4 @@
+// @ts-check
 // Websocket client of Concord's signaling protocol (docs/protocol.md §4).
 //
 // A SignalingClient joins one room and turns the server's messages into calls of onEvent. It
@@ -5,23 +6,47 @@
 
 const VERSION = 1;
 
-/** The URL of the signaling endpoint served next to the page. */
+/**
+ * The URL of the signaling endpoint served next to the page.
+ * @param {{protocol: string, host: string}} [loc]
+ * @returns {string}
+ */
 export function defaultURL(loc = window.location) {
   const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
   return `${scheme}//${loc.host}/ws`;
 }
 
-/** A random per-tab device id, so two tabs of one user are two members. */
+/**
+ * A random per-tab device id, so two tabs of one user are two members.
+ * @returns {string}
+ */
 export function randomDevice() {
   const b = new Uint8Array(4);
   crypto.getRandomValues(b);
   return 'tab-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
+/**
+ * A refused or failed join. code is the server's error code (docs/protocol.md §4: token_required,
+ * token_expired, wrong_room, …) or the client's own (network, timeout, closed, resume_ignored,
+ * token_provider); reason says it in words (see explain).
+ */
 export class SignalingError extends Error {
-  constructor(code, message) {
-    super(`signaling: ${code}: ${message}`);
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {{cause?: unknown}} [options]
+   */
+  constructor(code, message, options) {
+    super(`signaling: ${code}: ${message}`, options);
+    this.name = 'SignalingError';
+    /** @type {string} */
     this.code = code;
+  }
+
+  /** What the code means, in words (explain(code)). */
+  get reason() {
+    return explain(this.code);
   }
 
   /**
@@ -34,12 +59,53 @@ export class SignalingError extends Error {
   }
 }
 
-/** Error codes after which a redial cannot succeed. 'resume_ignored' is the client's own. */
+/**
+ * Error codes after which a redial cannot succeed. 'resume_ignored' is the client's own.
+ * @type {ReadonlySet<string>}
+ */
 export const PERMANENT_CODES = new Set([
   'index_taken', 'resume_token_invalid', 'resume_term_invalid', 'resume_room_mismatch', 'resume_ignored',
   'token_required', 'token_invalid', 'token_expired', 'token_mismatch', 'wrong_room',
   'unsupported_version', 'bad_message',
 ]);
+
+/** @type {Readonly<Record<string, string>>} */
+const EXPLANATIONS = Object.freeze({
+  token_required: 'a token is required to join this room',
+  token_invalid: 'the token is not valid (malformed, signed with another secret, or not valid yet)',
+  token_expired: 'the token has expired',
+  wrong_room: 'the token is for another room',
+  token_mismatch: 'the join names another user, device or kind than its token',
+  room_full: 'the room is full',
+  unsupported_version: 'the server speaks another signaling protocol version',
+  bad_message: 'the server did not understand the join',
+  rate_limited: 'too many messages: the server cut the connection',
+  replaced: 'this identity joined again elsewhere',
+  server_closing: 'the server is shutting down',
+  index_taken: 'the peer index claimed by the resume is taken',
+  resume_token_invalid: 'the resume claim is not valid',
+  resume_room_mismatch: 'the resume claim is for another room',
+  resume_term_invalid: 'the resume claim names a term the server cannot vouch for',
+  too_many_errors: 'too many refused messages: the server cut the connection',
+  server_busy: 'the server has no room for another connection or room',
+  too_many_devices: 'this token already has its most devices in the room',
+  evicted: 'evicted: not synced in time, and the room was full',
+  resume_ignored: 'the server did not resume this peer',
+  network: 'cannot reach the signaling server',
+  timeout: 'the signaling server did not answer in time',
+  closed: 'the signaling server closed the connection',
+  token_provider: 'the token provider failed',
+});
+
+/**
+ * Says what a signaling error code means, in words (for pages and logs); an unknown code is
+ * returned as it is.
+ * @param {string} code
+ * @returns {string}
+ */
+export function explain(code) {
+  return EXPLANATIONS[code] || code;
+}
 
 /** Redial waits (ms): the first is min, each next doubles up to max. */
 export const REDIAL = Object.freeze({ min: 100, max: 1000 });
@@ -47,15 +113,67 @@ export const REDIAL = Object.freeze({ min: 100, max: 1000 });
 /**
  * The wait before a redial: between half of delay and all of it (jitter, so that peers that lost
  * the server together do not come back in lockstep). random() is in [0, 1).
+ * @param {number} delay
+ * @param {() => number} [random]
+ * @returns {number}
  */
 export function redialWait(delay, random = Math.random) {
   return Math.floor(delay / 2 + random() * (delay / 2 + 1));
 }
 
-/** The delay after a failed redial: doubled, at most max. */
+/**
+ * The delay after a failed redial: doubled, at most max.
+ * @param {number} delay
+ * @param {number} [max]
+ * @returns {number}
+ */
 export function nextRedialDelay(delay, max = REDIAL.max) {
   return Math.min(2 * delay, max);
 }
+
+/**
+ * A member's claim to the peer index it held before it lost signaling (docs/protocol.md §5).
+ * token is the resumeToken of its last `joined` message.
+ * @typedef {object} ResumeClaim
+ * @property {number} peerIndex
+ * @property {number} term
+ * @property {number} host
+ * @property {boolean} synced
+ * @property {string} [room]
+ * @property {string} [token]
+ */
+
+/**
+ * A WebRTC signal relayed through signaling: an SDP offer or answer, or an ICE candidate.
+ * @typedef {object} SignalPayload
+ * @property {'offer' | 'answer' | 'candidate'} kind
+ * @property {string} [sdp]
+ * @property {{candidate: string, sdpMid?: string | null, sdpMLineIndex?: number | null, usernameFragment?: string | null}} [candidate]
+ * @property {number} [session]
+ */
+
+/**
+ * A server message after `joined` ({type: 'member-joined' | 'member-left' | 'member-synced' |
+ * 'host' | 'signal' | 'error', …}, docs/protocol.md §4), or the client's own {type: 'closed',
+ * code, reason} when the socket of a joined client closes.
+ * @typedef {{type: string, [field: string]: any}} SignalingEvent
+ */
+
+/**
+ * What a SignalingClient joins with. url defaults to defaultURL(), device to randomDevice() (an
+ * empty device lets the server choose one), kind to 'browser'. token is the join token a server
+ * with a secret requires. WebSocketImpl replaces the global WebSocket (tests, Node).
+ * @typedef {object} SignalingOptions
+ * @property {string} [url]
+ * @property {string} room
+ * @property {string} [user]
+ * @property {string} [device]
+ * @property {'browser' | 'bot' | 'host'} [kind]
+ * @property {string} [token]
+ * @property {ResumeClaim | null} [resume]
+ * @property {(ev: SignalingEvent) => void} [onEvent]
+ * @property {typeof WebSocket} [WebSocketImpl]
+ */
 
 /**
  * SignalingClient is one member's websocket to the signaling server.
@@ -69,26 +187,34 @@ export class SignalingClient {
    * resume, if set, is the claim {peerIndex, term, host, synced, room, token} of a member that
    * lost its connection: connect() then rejects unless the server gives peerIndex back.
    * WebSocketImpl replaces the browser's WebSocket (tests).
+   * @param {SignalingOptions} opts
    */
   constructor({ url = defaultURL(), room, user, device = randomDevice(), kind = 'browser', token = '', resume = null, onEvent = () => {}, WebSocketImpl = globalThis.WebSocket }) {
     this.url = url;
     this.join = { room, user, device, kind, token, resume };
     this.WebSocket = WebSocketImpl;
     this.onEvent = onEvent;
+    /** @type {WebSocket | null} */
     this.ws = null;
-    this.joined = null; // the `joined` message
+    /** @type {SignalingEvent | null} the `joined` message */
+    this.joined = null;
     this.closed = false;
     this.sentBytes = 0;
     this.recvBytes = 0;
   }
 
-  /** Opens the socket and joins; resolves with the `joined` message or rejects with a SignalingError. */
+  /**
+   * Opens the socket and joins; resolves with the `joined` message or rejects with a SignalingError.
+   * @param {number} [timeoutMs]
+   * @returns {Promise<SignalingEvent>}
+   */
   connect(timeoutMs = 5000) {
     return new Promise((resolve, reject) => {
       const ws = new this.WebSocket(this.url);
       this.ws = ws;
       let settled = false;
       const timer = setTimeout(() => fail(new SignalingError('timeout', 'no joined message in time')), timeoutMs);
+      /** @param {SignalingError} err */
       const fail = (err) => {
         if (settled) return;
         settled = true;
@@ -97,6 +223,7 @@ export class SignalingClient {
         reject(err);
       };
       ws.onopen = () => {
+        /** @type {Record<string, unknown>} */
         const j = { v: VERSION, type: 'join', room: this.join.room, user: this.join.user, kind: this.join.kind };
         if (this.join.device) j.device = this.join.device;
         if (this.join.token) j.token = this.join.token;
@@ -135,14 +262,23 @@ export class SignalingClient {
       ws.onclose = (ev) => {
         this.closed = true;
         if (!settled) {
-          fail(new SignalingError('closed', ev.reason || `socket closed (${ev.code})`));
+          // A refusal's close frame carries its code as the reason (1008): keep it typed.
+          const code = ev.code === 1008 && ev.reason ? ev.reason : 'closed';
+          fail(new SignalingError(code, ev.reason || `socket closed (${ev.code})`));
           return;
         }
-        this.onEvent({ type: 'closed', code: ev.code, reason: ev.reason });
+        // Only a joined client reports its close: a refused join already rejected connect(), and
+        // a "closed" event would make its peer redial a session it never had.
+        if (this.joined) this.onEvent({ type: 'closed', code: ev.code, reason: ev.reason });
       };
     });
   }
 
+  /**
+   * Sends obj as one JSON message; false when the socket is not open.
+   * @param {object} obj
+   * @returns {boolean}
+   */
   sendJSON(obj) {
     if (!this.ws || this.ws.readyState !== this.WebSocket.OPEN) return false;
     const s = JSON.stringify(obj);
@@ -155,11 +291,16 @@ export class SignalingClient {
    * Relays a WebRTC signal to member `to`. payload is a SignalPayload:
    * {kind: 'offer'|'answer', sdp, session} or {kind: 'candidate', candidate: {candidate, sdpMid,
    * sdpMLineIndex, usernameFragment}, session}.
+   * @param {number} to
+   * @param {SignalPayload} payload
+   * @returns {boolean}
    */
   signal(to, payload) {
+    /** @type {SignalPayload} */
     const p = { kind: payload.kind };
     if (payload.sdp) p.sdp = payload.sdp;
     if (payload.candidate) {
+      /** @type {NonNullable<SignalPayload['candidate']>} */
       const c = { candidate: payload.candidate.candidate || '' };
       if (payload.candidate.sdpMid != null) c.sdpMid = payload.candidate.sdpMid;
       if (payload.candidate.sdpMLineIndex != null) c.sdpMLineIndex = payload.candidate.sdpMLineIndex;
@@ -170,12 +311,19 @@ export class SignalingClient {
     return this.sendJSON({ v: VERSION, type: 'signal', to, payload: p });
   }
 
-  /** Tells the server that this member has applied the host's snapshot. */
+  /**
+   * Tells the server that this member has applied the host's snapshot.
+   * @returns {boolean}
+   */
   synced() {
     return this.sendJSON({ v: VERSION, type: 'synced' });
   }
 
-  /** Reports the replica summary: {term, clock, entities, hash (16 hex digits)}. */
+  /**
+   * Reports the replica summary: {term, clock, entities, hash (16 hex digits)}.
+   * @param {{term: number, clock: number, entities: number, hash: string}} replica
+   * @returns {boolean}
+   */
   report(replica) {
     return this.sendJSON({ v: VERSION, type: 'report', replica });
   }

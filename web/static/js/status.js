@@ -1,22 +1,68 @@
+// @ts-check
 // What a peer tells about itself (peer/status.go): the status the page and tools read, and the
 // replica report it sends signaling every reportMs. These are methods of Peer (see loop.js mixin).
 
-/** Lowercase 16-hex-digit form of a u64 BigInt (the replica hash in reports). */
+/**
+ * Lowercase 16-hex-digit form of a u64 BigInt (the replica hash in reports).
+ * @param {bigint | number} h
+ * @returns {string}
+ */
 export function hex16(h) {
   return BigInt.asUintN(64, BigInt(h)).toString(16).padStart(16, '0');
 }
 
+/**
+ * What Peer.status() tells: the peer's index, identity, host and term; state ('connecting',
+ * 'connected', 'hosting', 'migrating', 'no host', 'left' or 'failed'); signaling ('connecting',
+ * 'connected', 'closed' or 'refused', with resumeRefused saying why); the replica's size, clock and
+ * hash; traffic and refusal counters; and error, the message of the error that ended the session.
+ * @typedef {object} PeerStatusInfo
+ * @property {number} self
+ * @property {string} peerId
+ * @property {number} host
+ * @property {number} term
+ * @property {boolean} isHost
+ * @property {boolean} synced
+ * @property {string} state
+ * @property {string} signaling
+ * @property {number} resumes
+ * @property {string} resumeRefused
+ * @property {number} entities
+ * @property {number} clock
+ * @property {string} hash
+ * @property {number} members
+ * @property {number} links
+ * @property {number} rtt
+ * @property {number} bytesIn
+ * @property {number} bytesOut
+ * @property {number} rejected
+ * @property {number} rejectedRace
+ * @property {number} fenced
+ * @property {number} dropped
+ * @property {string} error
+ */
+
 /** Peer's status methods. */
 export class PeerStatus {
+  /** @this {import('./peer.js').Peer} */
   report() {
     const st = this.status();
+    const hostLink = this.member && this.member.hostLink && this.member.hostLink.link;
     if (this.sig && !this.sig.closed) {
-      this.sig.report({ term: st.term, clock: st.clock, entities: st.entities, hash: st.hash });
+      /** @type {{term: number, clock: number, entities: number, hash: string, link?: {local: string, remote: string}}} */
+      const replica = { term: st.term, clock: st.clock, entities: st.entities, hash: st.hash };
+      if (hostLink && hostLink.pair) replica.link = hostLink.pair; // the selected ICE pair's types
+      this.sig.report(replica);
     }
+    if (hostLink && hostLink.refreshPair) hostLink.refreshPair(); // for the next report
     if (this.member) this.member.ping();
   }
 
-  /** A summary of the peer for the page and tools. */
+  /**
+   * A summary of the peer for the page and tools.
+   * @this {import('./peer.js').Peer}
+   * @returns {PeerStatusInfo}
+   */
   status() {
     const w = this.w;
     let rtt = 0;

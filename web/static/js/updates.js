@@ -1,3 +1,4 @@
+// @ts-check
 // EntityUpdates (peer/updates.go): the dirty properties a peer sends unreliably at the network
 // rate, packed one EntityUpdates per timestamp into datagrams, and the merge of the ones it hears.
 // These are methods of Peer (see loop.js mixin).
@@ -9,12 +10,16 @@ import { UNRELIABLE } from './rtc.js';
 
 const U32_MAX = 0xffffffff;
 
+/**
+ * @param {number} m
+ */
 function trailingZeros(m) {
   return 31 - Math.clz32(m & -m);
 }
 
 /** Peer's EntityUpdates methods. */
 export class PeerUpdates {
+  /** @this {import('./peer.js').Peer} */
   flushUpdates() {
     if (this.host) {
       for (const hm of this.host.mems.values()) if (hm.snapshotSent) this.sendUpdates(hm.r, hm.dirty);
@@ -26,6 +31,9 @@ export class PeerUpdates {
   /**
    * Turns dirty (entity → property mask) into ≤ 1200-byte datagrams, one EntityUpdates per
    * timestamp (a relayed value keeps its author's stamp), and clears what it sent.
+   * @this {import('./peer.js').Peer}
+   * @param {import('./links.js').Remote} r
+   * @param {Map<number, number>} dirty
    */
   sendUpdates(r, dirty) {
     if (dirty.size === 0 || !r.ready) return;
@@ -92,6 +100,12 @@ export class PeerUpdates {
     if (wr.length > 0) this.sendOne(r, UNRELIABLE, wr.bytes());
   }
 
+  /**
+   * @this {import('./peer.js').Peer}
+   * @param {Map<number, number>} dirty
+   * @param {number} e
+   * @param {number} mask
+   */
   clearDirty(dirty, e, mask) {
     const left = (dirty.get(e) || 0) & ~mask;
     if (left === 0) dirty.delete(e);
@@ -101,6 +115,11 @@ export class PeerUpdates {
   /**
    * Merges an EntityUpdates message from origin with merge (default: the world's mergeRemote);
    * admit decides, per entity, whether origin may write it.
+   * @this {import('./peer.js').Peer}
+   * @param {import('./netmsg.js').Msg} eu
+   * @param {number} origin
+   * @param {(e: number) => boolean} admit
+   * @param {(m: import('./crdt.js').Message, origin: number) => string | void} [merge]
    */
   applyUpdates(eu, origin, admit, merge = (m, o) => this.w.mergeRemote(m, o)) {
     if (eu.time > BigInt(U32_MAX)) {
@@ -122,6 +141,7 @@ export class PeerUpdates {
       }
       if (!admit(e)) continue;
       const s = info.schema;
+      /** @type {[number, Uint8Array][]} */
       const vals = [];
       try {
         s.consumeValues(u.data, u.mask, (i, v) => vals.push([i, v]));

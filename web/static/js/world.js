@@ -1,3 +1,4 @@
+// @ts-check
 // The replicated world as one peer sees it — a port of peer/world.go: the ADR-117 replica (crdt.js)
 // and the index its schemas give it (live entities, their schema, creation data and authority).
 //
@@ -24,20 +25,63 @@ export const Ev = Object.freeze({
   Migrating: 'migrating', Synced: 'synced',
 });
 
+/** A write the world refuses (code: no_authority, not_host, unknown_entity, …). */
+/**
+ * A world event, as peer.Event: kind is an Ev value; entity is set for spawned, updated,
+ * despawned and authority events (props: the mask of properties an update changed); peer is the
+ * member or host concerned; term the term of host events.
+ * @typedef {object} WorldEvent
+ * @property {string} kind
+ * @property {number} [entity]
+ * @property {number} [props]
+ * @property {number} [peer]
+ * @property {number} [term]
+ */
+
+/** @typedef {import('./schema.js').Schema} Schema */
+/** @typedef {import('./schema.js').SchemaTable} SchemaTable */
+/** @typedef {import('./authority.js').AuthorityRecord} AuthorityRecord */
+/** @typedef {import('./crdt.js').Message} Message */
+/** @typedef {{schema: Schema, creation: Uint8Array, auth: AuthorityRecord}} EntityInfo */
+
 export class WorldError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   */
   constructor(code, message) {
     super(message);
+    this.name = 'WorldError';
+    /** @type {string} */
     this.code = code;
   }
 }
 
+/**
+ * @param {Uint8Array} a
+ * @param {Uint8Array} b
+ */
 function bytesEqual(a, b) {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
-/** A sink that ignores every change (a peer with no role yet). */
+/**
+ * Where a World reports every change it accepts (the host or member role turns them into
+ * traffic). origin is the peer index a change came from, 0 for a local write.
+ * @typedef {object} ChangeSink
+ * @property {(e: number, prop: number, origin: number) => void} propChanged
+ * @property {(e: number, origin: number) => void} spawned
+ * @property {(e: number, origin: number) => void} despawned
+ * @property {(e: number, rec: import('./authority.js').AuthorityRecord, origin: number) => void} authorityChanged
+ * @property {(m: import('./crdt.js').Message, origin: number) => void} otherChanged
+ */
+
+/**
+ * A sink that ignores every change (a peer with no role yet).
+ * @type {Readonly<ChangeSink>}
+ */
 export const nopSink = Object.freeze({
   propChanged() {}, spawned() {}, despawned() {}, authorityChanged() {}, otherChanged() {},
 });
@@ -47,6 +91,7 @@ export const nopSink = Object.freeze({
  * set (and, on the host, spawn/despawn).
  */
 export class World {
+  /** @param {SchemaTable} table */
   constructor(table) {
     this.r = new Replica();
     this.schemas = table;
@@ -54,33 +99,67 @@ export class World {
     this.host = 0;
     this.term = 0;
     this.isHost = false;
-    this.ents = new Map(); // entity → {schema, creation, auth}
-    this.byNumber = new Map(); // number → entity
+    /** @type {Map<number, EntityInfo>} entity → its schema, creation data and authority */
+    this.ents = new Map();
+    /** @type {Map<number, number>} entity number → entity */
+    this.byNumber = new Map();
     this.stamp = 0; // the open batch's timestamp, 0 when none is open
     this.next = FIRST_SPAWN_NUMBER;
+    /** @type {ChangeSink} */
     this.sink = nopSink;
+    /** @type {WorldEvent[]} the events of the current step */
     this.events = [];
-    this.peer = null; // set by the Peer: RPCs and locks go through it
+    /** @type {import('./peer.js').Peer | null} set by the Peer: RPCs and locks go through it */
+    this.peer = null;
   }
 
+  /** The replica's Lamport clock. */
   get clock() { return Number(this.r.clock); }
+  /** The number of live entities with a schema. */
   get size() { return this.ents.size; }
 
-  /** Live entities with a schema, ascending. */
+  /**
+   * Live entities with a schema, ascending.
+   * @returns {number[]}
+   */
   entities() { return [...this.ents.keys()].sort((a, b) => a - b); }
 
-  /** Live entities of schema id, ascending. */
+  /**
+   * Live entities of schema id, ascending.
+   * @param {number} id
+   * @returns {number[]}
+   */
   entitiesOf(id) {
     const out = [];
     for (const [e, info] of this.ents) if (info.schema.id === id) out.push(e);
     return out.sort((a, b) => a - b);
   }
 
+  /**
+   * Whether e is a live entity with a schema.
+   * @param {number} e
+   * @returns {boolean}
+   */
   exists(e) { return this.ents.has(e); }
+  /**
+   * The schema of e, or undefined.
+   * @param {number} e
+   * @returns {Schema | undefined}
+   */
   schemaOf(e) { const i = this.ents.get(e); return i ? i.schema : undefined; }
+  /**
+   * The creation data e was spawned with, or undefined.
+   * @param {number} e
+   * @returns {Uint8Array | undefined}
+   */
   creation(e) { const i = this.ents.get(e); return i ? i.creation : undefined; }
 
-  /** Property prop of e (a Uint8Array aliasing the replica: do not modify), or undefined. */
+  /**
+   * Property prop of e (a Uint8Array aliasing the replica: do not modify), or undefined.
+   * @param {number} e
+   * @param {number} prop
+   * @returns {Uint8Array | undefined}
+   */
   get(e, prop) {
     const info = this.ents.get(e);
     if (!info || prop < 0 || prop >= info.schema.properties.length) return undefined;
@@ -89,25 +168,42 @@ export class World {
     return v.data;
   }
 
-  /** Who writes e: the avatar owner or lock holder, or the host's index for host-owned entities. */
+  /**
+   * Who writes e: the avatar owner or lock holder, or the host's index for host-owned entities.
+   * @param {number} e
+   * @returns {number}
+   */
   authority(e) {
     const info = this.ents.get(e);
     if (!info || info.auth.kind === KIND_HOST) return this.host;
     return info.auth.peer;
   }
 
+  /**
+   * e's authority record ({kind: KIND_HOST, peer: 0} for host-owned and unknown entities).
+   * @param {number} e
+   * @returns {AuthorityRecord}
+   */
   authorityRecord(e) {
     const info = this.ents.get(e);
     return info ? info.auth : HOST_RECORD;
   }
 
-  /** The avatar of member p, or undefined. */
+  /**
+   * The avatar of member p, or undefined.
+   * @param {number} p
+   * @returns {number | undefined}
+   */
   avatarOf(p) {
     for (const [e, info] of this.ents) if (info.auth.kind === KIND_AVATAR && info.auth.peer === p) return e;
     return undefined;
   }
 
-  /** Whether this peer may write e now. */
+  /**
+   * Whether this peer may write e now.
+   * @param {number} e
+   * @returns {boolean}
+   */
   canWrite(e) {
     const info = this.ents.get(e);
     if (!info) return false;
@@ -115,7 +211,13 @@ export class World {
     return info.auth.peer === this.self;
   }
 
-  /** Writes property prop of e; throws a WorldError without authority or for a bad value. */
+  /**
+   * Writes property prop of e; throws a WorldError without authority, a SchemaError for a bad
+   * value.
+   * @param {number} e
+   * @param {number} prop
+   * @param {Uint8Array} value
+   */
   set(e, prop, value) {
     const info = this.ents.get(e);
     if (!info) throw new WorldError('no_entity', `world: no entity ${e}`);
@@ -130,7 +232,13 @@ export class World {
     }
   }
 
-  /** Creates an entity of schema id (host only) and returns it. A null value leaves a property unset. */
+  /**
+   * Creates an entity of schema id (host only) and returns it. A null value leaves a property unset.
+   * @param {number} id
+   * @param {Uint8Array} creation
+   * @param {...(Uint8Array | null | undefined)} values
+   * @returns {number}
+   */
   spawn(id, creation, ...values) {
     if (!this.isHost) throw new WorldError('not_host', 'world: only the host spawns');
     const e = this.allocate();
@@ -139,13 +247,25 @@ export class World {
     return e;
   }
 
-  /** Creates the room entity (number 0) with schema id. */
+  /**
+   * Creates the room entity (number 0) with schema id.
+   * @param {number} id
+   * @param {Uint8Array} creation
+   * @param {...(Uint8Array | null | undefined)} values
+   */
   spawnRoom(id, creation, ...values) {
     if (!this.isHost) throw new WorldError('not_host', 'world: only the host spawns');
     if (this.exists(ROOM_ENTITY)) throw new WorldError('exists', 'world: the room entity exists');
     this.spawnAt(ROOM_ENTITY, id, creation, values, HOST_RECORD);
   }
 
+  /**
+   * @param {number} e
+   * @param {number} id
+   * @param {Uint8Array} creation
+   * @param {(Uint8Array | null | undefined)[]} values
+   * @param {AuthorityRecord} auth
+   */
   spawnAt(e, id, creation, values, auth) {
     const s = this.schemas.lookup(id);
     if (!s) throw new WorldError('unknown_schema', `world: unknown schema ${id}`);
@@ -161,15 +281,23 @@ export class World {
     this.sink.spawned(e, 0);
   }
 
-  /** Deletes entity e (host only). */
+  /**
+   * Deletes entity e (host only).
+   * @param {number} e
+   */
   despawn(e) {
     if (!this.isHost) throw new WorldError('not_host', 'world: only the host despawns');
     if (!this.exists(e)) throw new WorldError('no_entity', `world: no entity ${e}`);
+    /** @type {Message} */
     const m = { type: DeleteEntity, entity: e, component: 0, timestamp: 0, data: null };
     if (this.r.merge(m) === 'applied') this.observe(m, 0);
   }
 
-  /** The highest deleted version of number n, or undefined. */
+  /**
+   * The highest deleted version of number n, or undefined.
+   * @param {number} n
+   * @returns {number | undefined}
+   */
   deletedVersion(n) {
     let v;
     this.r.rangeDeleted((number, version) => {
@@ -179,8 +307,12 @@ export class World {
     return v;
   }
 
-  /** A free entity id: the next number never used, or a deleted number with its next version. */
+  /**
+   * A free entity id: the next number never used, or a deleted number with its next version.
+   * @returns {number | undefined}
+   */
   allocate() {
+    /** @type {Map<number, number> | null} */
     let deleted = null;
     for (let k = 0; k < 65536; k++) {
       const n = this.next;
@@ -188,8 +320,9 @@ export class World {
       if (this.next === 0) this.next = FIRST_SPAWN_NUMBER;
       if (n < FIRST_SPAWN_NUMBER || this.byNumber.has(n)) continue;
       if (!deleted) {
-        deleted = new Map();
-        this.r.rangeDeleted((number, version) => { deleted.set(number, version); return true; });
+        const d = new Map();
+        this.r.rangeDeleted((number, version) => { d.set(number, version); return true; });
+        deleted = d;
       }
       let ver = 0;
       if (deleted.has(n)) {
@@ -204,7 +337,11 @@ export class World {
     return undefined;
   }
 
-  /** Stores e's authority record in the replica (so that it survives migration). */
+  /**
+   * Stores e's authority record in the replica (so that it survives migration).
+   * @param {number} e
+   * @param {AuthorityRecord} rec
+   */
   writeAuthority(e, rec) {
     const info = this.ents.get(e);
     if (!info) return;
@@ -224,14 +361,23 @@ export class World {
 
   closeBatch() { this.stamp = 0; }
 
-  /** Merges a CRDT message from peer origin and keeps the index up to date. */
+  /**
+   * Merges a CRDT message from peer origin and keeps the index up to date.
+   * @param {Message} m
+   * @param {number} origin
+   * @returns {string} the merge Outcome
+   */
   mergeRemote(m, origin) {
     const o = this.r.merge(m);
     if (o === 'applied') this.observe(m, origin);
     return o;
   }
 
-  /** Updates the index after m was applied to the replica. */
+  /**
+   * Updates the index after m was applied to the replica.
+   * @param {Message} m
+   * @param {number} origin
+   */
   observe(m, origin) {
     const e = m.entity >>> 0;
     const old = this.byNumber.get(entityNumber(e));
@@ -278,7 +424,11 @@ export class World {
     this.sink.otherChanged(m, origin);
   }
 
-  /** (Re)reads e's meta and authority components after its meta changed. */
+  /**
+   * (Re)reads e's meta and authority components after its meta changed.
+   * @param {number} e
+   * @param {number} origin
+   */
   index(e, origin) {
     const meta = this.r.get(e, COMPONENT_META);
     if (!meta || meta.deleted) return;
@@ -305,6 +455,10 @@ export class World {
     }
   }
 
+  /**
+   * @param {number} e
+   * @param {number} origin
+   */
   forget(e, origin) {
     this.ents.delete(e);
     if (this.byNumber.get(entityNumber(e)) === e) this.byNumber.delete(entityNumber(e));
@@ -313,8 +467,21 @@ export class World {
   }
 
   // Members ask the host through the peer.
+  /**
+   * Asks the host for a lock on e (members).
+   * @param {number} e
+   */
   requestLock(e) { return this.peer.systemRPC(RPC_LOCK_REQUEST, e); }
+  /**
+   * Gives back the lock on e (members).
+   * @param {number} e
+   */
   relinquish(e) { return this.peer.systemRPC(RPC_RELINQUISH, e); }
+  /**
+   * Sends the app's RPC type with data to the host (members).
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
   sendRPC(type, data) { return this.peer.sendRPC(type, data); }
 }
 

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// hostCollector serves, at scrape time, what serve sees beyond signaling's own counters: the
+// members of every room by kind and by the candidate types of their link to the host (from
+// their reports), each room's term, the dedicated host's links (bytes, datagrams, drops per
+// channel; links by candidate pair), and the embedded TURN server's figures. It reads
+// snapshots (Server.Rooms, peer.Status, turnserver.Stats) and holds no state, so it is
+// unchecked (Describe sends nothing).
+type hostCollector struct{ s *server }
+
+func (c *hostCollector) Describe(chan<- *prometheus.Desc) {}
+
+var (
+	descMembers      = prometheus.NewDesc("concord_members", "Members of all rooms by kind.", []string{"kind"}, nil)
+	descMembersLink  = prometheus.NewDesc("concord_members_by_candidate", "Members by the candidate types of the selected pair of their link to the host, as they report it.", []string{"local", "remote"}, nil)
+	descRoomTerm     = prometheus.NewDesc("concord_room_term", "Current host term of each room.", []string{"room"}, nil)
+	descHostIsHost   = prometheus.NewDesc("concord_host_is_host", "1 while the dedicated host is the host of its room.", nil, nil)
+	descHostTerm     = prometheus.NewDesc("concord_host_term", "The host term the dedicated host follows.", nil, nil)
+	descHostLinks    = prometheus.NewDesc("concord_host_links", "The dedicated host's links by the candidate types of their selected pair.", []string{"local", "remote"}, nil)
+	descHostEntities = prometheus.NewDesc("concord_host_entities", "Live entities in the dedicated host's replica.", nil, nil)
+	descHostBytes    = prometheus.NewDesc("concord_host_link_bytes_total", "Bytes over the dedicated host's links, per channel and direction.", []string{"channel", "direction"}, nil)
+	descHostMsgs     = prometheus.NewDesc("concord_host_link_messages_total", "Messages (datagrams on the unreliable channel) over the dedicated host's links, per channel and direction.", []string{"channel", "direction"}, nil)
+	descHostDropped  = prometheus.NewDesc("concord_host_link_dropped_total", "Messages the dedicated host's links dropped on the way out (full send buffer), per channel.", []string{"channel"}, nil)
+	descHostBackp    = prometheus.NewDesc("concord_host_link_backpressured_total", "Reliable sends the dedicated host's links refused for backpressure.", []string{"channel"}, nil)
+	descHostBuffered = prometheus.NewDesc("concord_host_link_buffered_bytes", "Bytes buffered (sent, not yet acknowledged) on the dedicated host's current links, per channel.", []string{"channel"}, nil)
+
+	descTURNAllocs      = prometheus.NewDesc("concord_turn_allocations", "Live TURN allocations.", nil, nil)
+	descTURNAllocsTotal = prometheus.NewDesc("concord_turn_allocations_total", "TURN allocations made.", nil, nil)
+	descTURNBytes       = prometheus.NewDesc("concord_turn_relayed_bytes_total", "Bytes relayed by TURN: out to peers, in from peers.", []string{"direction"}, nil)
+	descTURNCreds       = prometheus.NewDesc("concord_turn_refused_credentials_total", "TURN requests refused for malformed, expired or forged credentials.", nil, nil)
+	descTURNPeers       = prometheus.NewDesc("concord_turn_refused_peers_total", "TURN permissions and datagrams refused for their peer address.", nil, nil)
+	descTURNQuota       = prometheus.NewDesc("concord_turn_refused_allocations_total", "TURN allocations refused (per-identity cap, TCP relay).", nil, nil)
+	descTURNRate        = prometheus.NewDesc("concord_turn_rate_dropped_total", "Datagrams the TURN relay dropped over an identity's byte rate.", nil, nil)
+)
+
+func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if rooms, err := c.s.sig.Rooms(ctx); err == nil {
+		kinds := map[string]int{}
+		pairs := map[[2]string]int{}
+		for _, r := range rooms {
+			gauge(descRoomTerm, float64(r.Term), string(r.Room))
+			for _, m := range r.Members {
+				kinds[string(m.Kind)]++
+				if m.Link != nil {
+					pairs[[2]string{m.Link.Local, m.Link.Remote}]++
+				}
+			}
+		}
+		for k, n := range kinds {
+			gauge(descMembers, float64(n), k)
+		}
+		for p, n := range pairs {
+			gauge(descMembersLink, float64(n), p[0], p[1])
+		}
+	}
+	if h := c.s.host; h != nil {
+		st := h.Status()
+		isHost := 0.0
+		if st.IsHost {
+			isHost = 1
+		}
+		gauge(descHostIsHost, isHost)
+		gauge(descHostTerm, float64(st.Term))
+		gauge(descHostEntities, float64(st.Entities))
+		for p, n := range st.Pairs {
+			gauge(descHostLinks, float64(n), p.Local, p.Remote)
+		}
+		for i, cs := range st.Channels {
+			name := link.Channel(i).String()
+			counter(descHostBytes, cs.BytesSent, name, "out")
+			counter(descHostBytes, cs.BytesReceived, name, "in")
+			counter(descHostMsgs, cs.MessagesSent, name, "out")
+			counter(descHostMsgs, cs.MessagesReceived, name, "in")
+			counter(descHostDropped, cs.Dropped+cs.Lost, name)
+			counter(descHostBackp, cs.Backpressured, name)
+			gauge(descHostBuffered, float64(cs.Buffered), name)
+		}
+	}
+	if t := c.s.turn; t != nil {
+		st := t.Stats()
+		gauge(descTURNAllocs, float64(st.Allocations))
+		counter(descTURNAllocsTotal, st.AllocationsTotal)
+		counter(descTURNBytes, st.RelayedBytesOut, "out")
+		counter(descTURNBytes, st.RelayedBytesIn, "in")
+		counter(descTURNCreds, st.RefusedCredentials)
+		counter(descTURNPeers, st.RefusedPeers)
+		counter(descTURNQuota, st.RefusedAllocations)
+		counter(descTURNRate, st.RateDropped)
+	}
+}

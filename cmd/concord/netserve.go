@@ -1,0 +1,202 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/pion/stun/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/turnserver"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// startTURN starts the embedded TURN/STUN server of --turn.
+// ownPorts are ports of this machine a relay may reach besides its relay range: the dedicated
+// host's WebRTC socket.
+func startTURN(o serveOptions, tlsCfg *tls.Config, ownPorts []int, log zerolog.Logger) (*turnserver.Server, error) {
+	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow, MaxAllocations: o.turnQuota,
+		MaxBytesPerSecond: o.turnMaxBPS, OwnPorts: ownPorts}
+	if o.secret != "" {
+		cfg.Key = turnserver.DeriveKey([]byte(o.secret))
+	}
+	if o.net.publicIP != "" {
+		cfg.PublicIP = net.ParseIP(o.net.publicIP)
+		if cfg.PublicIP.To4() == nil {
+			return nil, usageError{fmt.Errorf("--public-ip %q: not an IPv4 address", o.net.publicIP)}
+		}
+	}
+	if o.turnTLSAddr != "" {
+		if tlsCfg == nil {
+			return nil, usageError{fmt.Errorf("--turn-tls needs --tls-cert and --tls-key")}
+		}
+		cfg.TLSAddr, cfg.TLS = o.turnTLSAddr, tlsCfg
+		// turns: URLs name the certificate's host, which clients verify.
+		if leaf, err := x509.ParseCertificate(tlsCfg.Certificates[0].Certificate[0]); err == nil && len(leaf.DNSNames) > 0 {
+			cfg.TLSName = leaf.DNSNames[0]
+		}
+	}
+	if o.turnPorts != "" {
+		lo, hi, ok := strings.Cut(o.turnPorts, "-")
+		minP, err1 := strconv.Atoi(lo)
+		maxP, err2 := strconv.Atoi(hi)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, usageError{fmt.Errorf("--turn-ports %q: want MIN-MAX", o.turnPorts)}
+		}
+		cfg.MinPort, cfg.MaxPort = minP, maxP
+	}
+	return turnserver.New(cfg)
+}
+
+// externalServer is one --ice-server.
+type externalServer struct {
+	url                  string // without credentials
+	username, credential string // static credentials, if the flag had USER:PASSWORD@
+	turn                 bool
+}
+
+// parseICEServers parses --ice-server values: stun:HOST[:PORT], or turn[s]:[USER:PASSWORD@]HOST[:PORT][?transport=…].
+func parseICEServers(raw []string) ([]externalServer, error) {
+	out := make([]externalServer, 0, len(raw))
+	for _, r := range raw {
+		scheme, rest, ok := strings.Cut(r, ":")
+		if !ok {
+			return nil, fmt.Errorf("--ice-server %q: want a stun, turn or turns URL", r)
+		}
+		es := externalServer{turn: scheme == "turn" || scheme == "turns"}
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			user, pass, ok := strings.Cut(rest[:at], ":")
+			if !ok || user == "" || !es.turn {
+				return nil, fmt.Errorf("--ice-server %q: credentials are USER:PASSWORD@, on turn: servers", r)
+			}
+			if u, err := url.PathUnescape(user); err == nil {
+				user = u
+			}
+			if p, err := url.PathUnescape(pass); err == nil {
+				pass = p
+			}
+			es.username, es.credential = user, pass
+			rest = rest[at+1:]
+		}
+		es.url = scheme + ":" + rest
+		if _, err := stun.ParseURI(es.url); err != nil {
+			return nil, fmt.Errorf("--ice-server %q: %w", r, err)
+		}
+		out = append(out, es)
+	}
+	return out, nil
+}
+
+// iceServersFunc returns what every joining member gets in iceServers: the embedded server's
+// STUN URL and TURN URLs with REST credentials for the member's identity, then the external
+// servers (TURN ones with their static credentials, or REST credentials under secret). Nil
+// when there is nothing to hand out, so a loopback server's joined message is unchanged.
+func iceServersFunc(ts *turnserver.Server, external []externalServer, secret string) signaling.ICEServersFunc {
+	if ts == nil && len(external) == 0 {
+		return nil
+	}
+	return func(_ signaling.RoomID, id signaling.Identity) []signaling.ICEServer {
+		var out []signaling.ICEServer
+		if ts != nil {
+			urls := ts.URLs()
+			stunURL := "stun:" + strings.SplitN(strings.TrimPrefix(urls[0], "turn:"), "?", 2)[0]
+			user, pass := ts.Credentials(string(id))
+			out = append(out, signaling.ICEServer{URLs: []string{stunURL}},
+				signaling.ICEServer{URLs: urls, Username: user, Credential: pass})
+		}
+		for _, es := range external {
+			s := signaling.ICEServer{URLs: []string{es.url}}
+			switch {
+			case !es.turn:
+			case es.username != "":
+				s.Username, s.Credential = es.username, es.credential
+			case secret != "":
+				s.Username = turnserver.Username(string(id), time.Now().Add(turnserver.DefaultCredentialTTL))
+				s.Credential = turnserver.Password([]byte(secret), s.Username)
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+}
+
+// originPolicy decides which web origins may open /ws: the server's own host (the Origin's host
+// equals the request's Host, as a page served by this server sends), those of --origin, and
+// requests without Origin (Go clients, tools). "*" admits every origin.
+type originPolicy struct {
+	any   bool
+	exact map[string]bool // "scheme://host[:port]", lowercase
+	hosts map[string]bool // bare hosts, any scheme
+}
+
+func newOriginPolicy(list []string) (*originPolicy, error) {
+	p := &originPolicy{exact: map[string]bool{}, hosts: map[string]bool{}}
+	for _, o := range list {
+		o = strings.ToLower(strings.TrimRight(o, "/"))
+		switch {
+		case o == "*":
+			p.any = true
+		case strings.Contains(o, "://"):
+			u, err := url.Parse(o)
+			if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") {
+				return nil, fmt.Errorf("--origin %q: want scheme://host[:port] or a bare host", o)
+			}
+			p.exact[u.Scheme+"://"+u.Host] = true
+		default:
+			p.hosts[o] = true
+		}
+	}
+	return p, nil
+}
+
+func (p *originPolicy) allowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || p.any {
+		return true
+	}
+	u, err := url.Parse(strings.ToLower(origin))
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host) || p.exact[u.Scheme+"://"+u.Host] || p.hosts[u.Host] || p.hosts[u.Hostname()]
+}
+
+// refusedOrigin is the close reason a refused origin gets (a browser sees the close frame's
+// reason; it would not see an HTTP error's body).
+const refusedOrigin = "origin_not_allowed"
+
+// gate refuses websocket handshakes from origins the policy does not admit: it completes the
+// handshake and closes at once with 1008 (policy violation) and a reason naming the origin and
+// the flag that admits it. Other requests pass to next.
+func (p *originPolicy) gate(next http.Handler) http.Handler {
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }, HandshakeTimeout: 5 * time.Second}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.allowed(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		origin := r.Header.Get("Origin")
+		if !websocket.IsWebSocketUpgrade(r) {
+			http.Error(w, fmt.Sprintf("%s: %q may not open /ws here (serve --origin %s admits it)", refusedOrigin, origin, origin), http.StatusForbidden)
+			return
+		}
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		reason := fmt.Sprintf("%s: %s (serve --origin)", refusedOrigin, origin)
+		if len(reason) > 123 { // a close reason is at most 123 bytes
+			reason = reason[:123]
+		}
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, reason), time.Now().Add(time.Second))
+		_ = ws.Close()
+	})
+}

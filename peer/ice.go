@@ -1,0 +1,150 @@
+package peer
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// ICEMode says which addresses a peer's WebRTC links may use.
+type ICEMode string
+
+// ICE modes.
+const (
+	// ICEAuto follows the signaling address: loopback-only when Config.Server is a loopback
+	// URL (127.0.0.0/8, ::1, localhost), ICEAny otherwise.
+	ICEAuto ICEMode = ""
+	// ICELoopback gathers and accepts loopback addresses only, and uses only ICE servers on
+	// loopback (DESIGN §6: what tests on shared machines need).
+	ICELoopback ICEMode = "loopback"
+	// ICEAny gathers host candidates on the machine's non-loopback interfaces (mDNS off) plus
+	// server-reflexive and relay candidates from the ICE servers signaling hands out.
+	ICEAny ICEMode = "any"
+)
+
+// ParseICEMode parses "loopback", "any" or "" (auto).
+func ParseICEMode(s string) (ICEMode, error) {
+	switch m := ICEMode(s); m {
+	case ICEAuto, ICELoopback, ICEAny:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w: ICE mode %q (want loopback or any)", ErrConfig, s)
+}
+
+// Loopback reports whether mode confines links to loopback for a peer whose signaling URL is
+// server.
+func (m ICEMode) Loopback(server string) bool {
+	switch m {
+	case ICELoopback:
+		return true
+	case ICEAny:
+		return false
+	}
+	host := server
+	if u, err := url.Parse(server); err == nil && u.Host != "" {
+		host = u.Hostname()
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// LinkAPI builds the link.API a peer whose Config.Transport is nil makes for itself: from
+// cfg.Link, loopback-only or not as cfg.ICE says for cfg.Server. Outside loopback, the shared
+// UDP socket defaults to an ephemeral port on the interface that routes to the signaling
+// server. A caller that needs the socket (its port) builds it with LinkAPI, passes
+// PionTransport{API} as Config.Transport, and closes it after Run.
+func LinkAPI(cfg Config) (*link.API, error) {
+	lc := cfg.Link
+	lc.AllowNonLoopback = !cfg.ICE.Loopback(cfg.Server)
+	if lc.AllowNonLoopback && lc.UDPMuxAddr == "" {
+		ip, err := signalingInterface(cfg.Server)
+		if err != nil {
+			return nil, err
+		}
+		lc.UDPMuxAddr = net.JoinHostPort(ip.String(), "0")
+	}
+	return link.NewAPI(lc)
+}
+
+// signalingInterface returns the local IPv4 address the kernel would use to reach the signaling
+// server. Connecting a UDP socket only consults the routing table; it sends nothing.
+func signalingInterface(server string) (net.IP, error) {
+	u, err := url.Parse(server)
+	if err != nil || u.Hostname() == "" {
+		return nil, fmt.Errorf("%w: signaling URL %q has no host", ErrConfig, server)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	c, err := net.Dial("udp4", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return nil, fmt.Errorf("peer: finding the interface toward %s: %w", server, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP, nil
+}
+
+// toPionICEServers converts signaling's iceServers to pion's shape.
+func toPionICEServers(in []signaling.ICEServer) []webrtc.ICEServer {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]webrtc.ICEServer, len(in))
+	for i, s := range in {
+		out[i] = webrtc.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential}
+	}
+	return out
+}
+
+// pairReporter is a Link that knows the candidate types of its selected ICE pair (the pion
+// link does; in-memory links do not).
+type pairReporter interface {
+	SelectedPair() (local, remote string, ok bool)
+}
+
+// linkTypes returns the candidate types of r's selected pair, or nil.
+func linkTypes(r *remote) *signaling.LinkTypes {
+	if r == nil || r.l == nil {
+		return nil
+	}
+	pr, ok := r.l.(pairReporter)
+	if !ok {
+		return nil
+	}
+	local, remote, ok := pr.SelectedPair()
+	if !ok {
+		return nil
+	}
+	return &signaling.LinkTypes{Local: local, Remote: remote}
+}
+
+// notMigrating clears a migration in progress; loop goroutine only.
+func (p *Peer) notMigrating() { p.migratingSince = time.Time{} }
+
+// migrationStarts notes when a synced member learns of a new host; loop goroutine only.
+func (p *Peer) migrationStarts() {
+	if p.member != nil && p.member.synced {
+		p.migratingSince = p.clock.Now() // the pause ends when the new host's snapshot is merged
+	}
+}
+
+// migrated ends a migration pause when the new host's snapshot has merged; loop goroutine only.
+func (p *Peer) migrated() {
+	if p.migratingSince.IsZero() {
+		return
+	}
+	p.lastPause = p.clock.Now().Sub(p.migratingSince)
+	p.migratingSince = time.Time{}
+	p.count.migrations.Add(1)
+}

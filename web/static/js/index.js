@@ -1,0 +1,42 @@
+// @ts-check
+// @concordrtc/client — the browser client of Concord (also runs in Node ≥ 20 with a WebSocket).
+//
+// A game makes a Peer with its App (schemas, host logic, avatars, tick, RPCs), awaits run(), and
+// reads and writes the replicated World that the peer keeps in step with the room's host:
+//
+//   import { Peer, SchemaTable } from '@concordrtc/client';
+//   const peer = new Peer({ room: 'lobby', tokenProvider: async () => fetchToken(), app });
+//   await peer.run();
+//   peer.do((w) => w.set(myAvatar, 0, bytes));
+//
+// The modules behind this entry are importable one by one (subpath exports '@concordrtc/client/
+// world', '/signaling', '/schema', '/netmsg', …), and, served by `concord serve`, by relative
+// path from a page (/js/index.js). No bundler is required.
+
+export { Peer, DEFAULTS, CLOSE_SCHEMA_MISMATCH } from './peer.js';
+export { World, WorldError, Ev, ROOM_ENTITY, FIRST_SPAWN_NUMBER, FIRST_SYSTEM_RPC } from './world.js';
+export {
+  SignalingClient, SignalingError, PERMANENT_CODES, REDIAL, explain, defaultURL, randomDevice,
+} from './signaling.js';
+export {
+  Schema, SchemaTable, SchemaError, appendMeta, parseMeta,
+  MAX_PROPERTIES, MAX_VALUE_SIZE, FIRST_APP_COMPONENT,
+} from './schema.js';
+export {
+  KIND_HOST, KIND_AVATAR, KIND_LOCK, RESERVED_NUMBERS, LOCK_TIMEOUT_MS, MAX_LOCKS_PER_PEER,
+  AuthorityError, Reject,
+} from './authority.js';
+export { ProtocolError } from './netmsg.js';
+
+/** @typedef {import('./peer.js').PeerOptions} PeerOptions */
+/** @typedef {import('./peer.js').App} App */
+/** @typedef {import('./peer.js').MemberInfo} MemberInfo */
+/** @typedef {import('./peer.js').PeerStatusInfo} PeerStatusInfo */
+/** @typedef {import('./peer.js').LogFunc} LogFunc */
+/** @typedef {import('./peer.js').TokenProvider} TokenProvider */
+/** @typedef {import('./world.js').WorldEvent} WorldEvent */
+/** @typedef {import('./signaling.js').SignalingOptions} SignalingOptions */
+/** @typedef {import('./signaling.js').SignalingEvent} SignalingEvent */
+/** @typedef {import('./signaling.js').ResumeClaim} ResumeClaim */
+/** @typedef {import('./schema.js').SchemaSpec} SchemaSpec */
+/** @typedef {import('./authority.js').AuthorityRecord} AuthorityRecord */
