@@ -40,6 +40,7 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time of each phase")
 	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "time each phase runs before it is measured")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the Concord phase's measured window to this file")
+	fs.BoolVar(&o.Relay, "relay", false, "bots reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -72,6 +73,7 @@ func cmdBenchMigration(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&o.ReportInterval, "report-interval", 0, "the bots' status report interval (0: peer's default, 1s)")
 	fs.DurationVar(&o.DigestInterval, "digest-interval", 0, "the bots' anti-entropy digest interval (0: peer's default, 1s)")
 	fs.BoolVar(&o.Standby, "standby", false, "members keep a standby link to the next host (peer.Config.Standby)")
+	fs.BoolVar(&o.Relay, "relay", false, "members reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err

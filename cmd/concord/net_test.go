@@ -2,21 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testcert"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -114,7 +106,7 @@ func asCloseError(err error, ce **websocket.CloseError) bool {
 // serve over TLS: the page, /api/rooms and /ws answer over HTTPS/WSS, and the dedicated host
 // (which dials its own loopback door) hosts the room.
 func TestServeTLS(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t)
+	certFile, keyFile, pool := testcert.Write(t, net.ParseIP("127.0.0.1"))
 	s := startTestServer(t, serveOptions{tlsCert: certFile, tlsKey: keyFile, dedicatedHost: true})
 	if !strings.HasPrefix(s.url, "https://") {
 		t.Fatalf("url %s", s.url)
@@ -139,41 +131,6 @@ func TestServeTLS(t *testing.T) {
 		t.Fatalf("wss join: %v", err)
 	}
 	_ = c.Close()
-}
-
-// selfSigned writes a certificate for 127.0.0.1 and its key, and returns a pool trusting it.
-func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "concord test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
 }
 
 // The embedded TURN server carries a room on loopback: the dedicated host and a bot, both

@@ -211,7 +211,7 @@ func migrationSmoke(t *testing.T, standby bool) {
 
 // TestRunHostProfile checks that a bench host writes its CPU profile when it stops.
 func TestRunHostProfile(t *testing.T) {
-	sig, err := startSignaling(zerolog.Nop())
+	sig, err := startSignaling(zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

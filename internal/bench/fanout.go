@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,11 @@ type FanoutOptions struct {
 	// CPUProfile, when not empty, is the file that receives a CPU profile of the Concord phase's
 	// measured window.
 	CPUProfile string
+	// Relay makes the bots reach the host only through a TURN relay process (relay).
+	Relay bool
+	// RelayCommand makes the relay's `concord serve` command from its arguments; nil runs this
+	// executable.
+	RelayCommand func(args []string) *exec.Cmd
 }
 
 // Validate checks the options against the package's bounds.
@@ -51,6 +57,7 @@ type phase struct {
 	dropped  float64 // unreliable datagrams the host's links dropped per second (send buffer full)
 	lat      hist
 	note     string
+	relay    relayWindow // the relay process's CPU and relayed bytes over the window (Relay)
 }
 
 func (r *phase) cpuPercent() float64 {
@@ -92,12 +99,18 @@ func Fanout(ctx context.Context, o FanoutOptions, log zerolog.Logger, progress i
 
 // concordPhase runs a host and o.Bots bots through Concord and measures one window.
 func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*phase, error) {
-	sig, err := startSignaling(log)
+	rel, err := startRelay(ctx, o.Relay, o.RelayCommand)
+	if err != nil {
+		return nil, err
+	}
+	defer rel.stop()
+	sig, err := startSignaling(log, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer sig.stop()
 	g := newPeerGroup(ctx, sig.url, log)
+	g.relayOnly = o.Relay
 	defer g.close()
 	recording := new(atomic.Bool)
 	if err := startFanoutRoom(ctx, g, o, recording); err != nil {
@@ -112,7 +125,7 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 	if err := sleep(ctx, time.Until(from)); err != nil {
 		return nil, err
 	}
-	res, err := measureConcord(ctx, o, g, recording, to)
+	res, err := measureConcord(ctx, o, g, rel, recording, to)
 	smp.stop() // its rates belong to the sampler until it has stopped
 	if err != nil {
 		return nil, err
@@ -163,7 +176,7 @@ func startFanoutRoom(ctx context.Context, g *peerGroup, o FanoutOptions, recordi
 
 // measureConcord records latencies and counts traffic from now until to, under a CPU profile
 // when o.CPUProfile is set. Peer 0 of g is the host.
-func measureConcord(ctx context.Context, o FanoutOptions, g *peerGroup, recording *atomic.Bool, to time.Time) (*phase, error) {
+func measureConcord(ctx context.Context, o FanoutOptions, g *peerGroup, rel *relay, recording *atomic.Bool, to time.Time) (*phase, error) {
 	stopProfile, err := startProfile(o.CPUProfile)
 	if err != nil {
 		return nil, err
@@ -174,17 +187,19 @@ func measureConcord(ctx context.Context, o FanoutOptions, g *peerGroup, recordin
 		in0[i], n0[i] = t.bytesIn[link.Unreliable].Load(), t.msgsIn[link.Unreliable].Load()
 	}
 	hi0, ho0, bi0, bo0 := groupBytes(g)
+	rel0 := rel.mark()
 	t0, cpu0 := time.Now(), cpuTime()
 	recording.Store(true)
 	err = sleep(ctx, time.Until(to))
 	recording.Store(false)
 	t1, cpu1 := time.Now(), cpuTime()
+	rel1 := rel.mark()
 	hi1, ho1, bi1, bo1 := groupBytes(g)
 	stopProfile()
 	if err != nil {
 		return nil, err
 	}
-	res := &phase{wall: t1.Sub(t0), cpu: cpu1 - cpu0}
+	res := &phase{wall: t1.Sub(t0), cpu: cpu1 - cpu0, relay: rel1.sub(rel0)}
 	var dgramBytes, dgrams uint64
 	for i, t := range bots {
 		dgramBytes += t.bytesIn[link.Unreliable].Load() - in0[i]

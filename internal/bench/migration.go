@@ -35,6 +35,11 @@ type MigrationOptions struct {
 	// (-server, -entities, -moving, -exit-on-stdin-eof, -log-level). Required.
 	HostCommand  func(args []string) *exec.Cmd
 	HostLogLevel string // bench-host's -log-level; "" means warn
+	// Relay makes the members reach the host only through a TURN relay process (relay).
+	Relay bool
+	// RelayCommand makes the relay's `concord serve` command from its arguments; nil runs this
+	// executable.
+	RelayCommand func(args []string) *exec.Cmd
 }
 
 // Validate checks the options against the package's bounds.
@@ -77,6 +82,11 @@ type MigrationResult struct {
 	trials       []trial
 	failures     []string
 	fullSnapshot int // bytes of one HostSnapshot covering the whole world
+	// relay is the relay process's CPU and bytes over the trials after the first (Relay), wall
+	// the time they took and cpu this process's CPU over it.
+	relay relayWindow
+	wall  time.Duration
+	cpu   time.Duration
 }
 
 // Migration starts a bench host process and o.Peers peers in this process, then kills the host
@@ -91,13 +101,18 @@ func Migration(ctx context.Context, o MigrationOptions, log zerolog.Logger, prog
 		o.HostLogLevel = "warn"
 	}
 	res := &MigrationResult{opts: o}
-	sig, err := startSignaling(log)
+	rel, err := startRelay(ctx, o.Relay, o.RelayCommand)
+	if err != nil {
+		return nil, err
+	}
+	defer rel.stop()
+	sig, err := startSignaling(log, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer sig.stop()
 	g := newPeerGroup(ctx, sig.url, log)
-	g.reportInterval, g.digestInterval, g.standby = o.ReportInterval, o.DigestInterval, o.Standby
+	g.reportInterval, g.digestInterval, g.standby, g.relayOnly = o.ReportInterval, o.DigestInterval, o.Standby, o.Relay
 	defer g.close()
 	hold := new(atomic.Bool)
 
@@ -118,7 +133,7 @@ func Migration(ctx context.Context, o MigrationOptions, log zerolog.Logger, prog
 		}
 	}
 	fmt.Fprintf(progress, "migration: %d peers joining a world of %d entities\n", o.Peers, o.Entities)
-	if err := res.runTrials(ctx, g, hp, sig.url, hold, progress); err != nil {
+	if err := res.runTrials(ctx, g, hp, sig.url, rel, hold, progress); err != nil {
 		return res, err
 	}
 	res.fullSnapshot = fullSnapshotSize(ctx, g.peers[0])
@@ -145,10 +160,18 @@ func waitBenchHost(ctx context.Context, sig *signalingServer, hp *hostProc) erro
 
 // runTrials kills the host o.Trials times; hp is the first trial's host, and every trial after
 // it starts its own. It stops after three failed trials.
-func (r *MigrationResult) runTrials(ctx context.Context, g *peerGroup, hp *hostProc, url string, hold *atomic.Bool, progress io.Writer) error {
+func (r *MigrationResult) runTrials(ctx context.Context, g *peerGroup, hp *hostProc, url string, rel *relay, hold *atomic.Bool, progress io.Writer) error {
 	o := r.opts
 	stopProfile := func() {}
 	defer func() { stopProfile() }()
+	var rel0 relayWindow
+	var wall0 time.Time
+	var cpu0 time.Duration
+	defer func() {
+		if !wall0.IsZero() {
+			r.relay, r.wall, r.cpu = rel.mark().sub(rel0), time.Since(wall0), cpuTime()-cpu0
+		}
+	}()
 	self := make(map[uint64]bool)
 	for i := range o.Trials {
 		if i > 0 {
@@ -175,6 +198,7 @@ func (r *MigrationResult) runTrials(ctx context.Context, g *peerGroup, hp *hostP
 			if stopProfile, err = startProfile(o.CPUProfile); err != nil {
 				return err
 			}
+			rel0, wall0, cpu0 = rel.mark(), time.Now(), cpuTime()
 		}
 	}
 	return nil

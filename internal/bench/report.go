@@ -23,9 +23,18 @@ func (r *FanoutResult) Print(w io.Writer) {
 			p.hostIn, p.hostOut, p.botIn, p.botOut, p.dgrams, p.dgramLen, p.dropped, p.updates, 100*p.updates/want,
 			p.lat.quantile(0.5).Round(time.Microsecond), p.lat.quantile(0.99).Round(time.Microsecond), 100*p.lat.above(40*time.Millisecond))
 	}
-	row("concord", &r.concord)
+	if o.Relay {
+		row("concord relay", &r.concord)
+	} else {
+		row("concord", &r.concord)
+	}
 	row("raw pion", &r.raw)
 	_ = tw.Flush()
+	if o.Relay {
+		secs := r.concord.wall.Seconds()
+		fmt.Fprintf(w, "relay process (TURN on loopback, every bot relay-only): CPU %.1f%% of one core (%.2f × this process's), relayed %.0f B/s\n",
+			100*r.concord.relay.cpu.Seconds()/secs, r.concord.relay.cpu.Seconds()/max(r.concord.cpu.Seconds(), 1e-9), float64(r.concord.relay.bytes)/secs)
+	}
 	ratio := func(a, b float64) string {
 		if b == 0 {
 			return "n/a"
@@ -110,5 +119,10 @@ func (r *MigrationResult) printSummary(w io.Writer) {
 		fmt.Fprintln(w, "standby links: on (members kept an idle link to the next host and promoted it)")
 	} else {
 		fmt.Fprintln(w, "standby links: off (members connected to the new host after the kill; -standby to compare)")
+	}
+	if o.Relay && r.wall > 0 {
+		secs := r.wall.Seconds()
+		fmt.Fprintf(w, "relay process (TURN on loopback, members relay-only), trials 2–%d: CPU %.1f%% of one core (this process %.1f%%), relayed %.0f B/s\n",
+			len(r.trials), 100*r.relay.cpu.Seconds()/secs, 100*r.cpu.Seconds()/secs, float64(r.relay.bytes)/secs)
 	}
 }

@@ -33,10 +33,16 @@ type signalingServer struct {
 	done chan struct{}
 }
 
-func startSignaling(log zerolog.Logger) (*signalingServer, error) {
+// startSignaling starts the server; with rel, it hands every member credentials for that relay.
+func startSignaling(log zerolog.Logger, rel *relay) (*signalingServer, error) {
+	var ice signaling.ICEServersFunc
+	if rel != nil {
+		ice = rel.iceServers
+	}
 	srv := signaling.New(signaling.Config{
-		Logger: log.With().Str("component", "signaling").Logger(),
-		Rooms:  map[signaling.RoomID]signaling.RoomConfig{room: {PinnedHosts: []signaling.Identity{hostUser}, MaxMembers: 2 * MaxBots}},
+		Logger:     log.With().Str("component", "signaling").Logger(),
+		ICEServers: ice,
+		Rooms:      map[signaling.RoomID]signaling.RoomConfig{room: {PinnedHosts: []signaling.Identity{hostUser}, MaxMembers: 2 * MaxBots}},
 		// A host that answers every member at once signals in a burst; keep the limits out of the way.
 		SignalRate: 2000, SignalBurst: 4000, SendQueue: 4096,
 	})
@@ -74,6 +80,9 @@ type peerGroup struct {
 	// reportInterval and digestInterval override the peers' defaults when not zero.
 	reportInterval, digestInterval time.Duration
 	standby                        bool // peer.Config.Standby
+	// relayOnly makes the members' links relay-only (peer.Config.RelayOnly); a peer started as
+	// a dedicated host keeps its host candidates, so a link takes one trip through the relay.
+	relayOnly bool
 
 	peers  []*peer.Peer
 	probes []*probe
@@ -97,6 +106,7 @@ func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer,
 		Server: g.url, Room: room, User: user, Kind: kind, App: a, Transport: ct,
 		Logger:         g.log.With().Str("who", user).Logger(),
 		ReportInterval: g.reportInterval, DigestInterval: g.digestInterval, Standby: g.standby,
+		RelayOnly: g.relayOnly && kind != signaling.KindHost,
 	})
 	if err != nil {
 		_ = api.Close()

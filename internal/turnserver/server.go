@@ -192,29 +192,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "turn").Logger(), users: make(map[string]*user)}
-	var udp net.PacketConn
-	if cfg.Net != nil {
-		udp, err = cfg.Net.ListenPacket("udp4", cfg.Addr)
-	} else {
-		udp, err = net.ListenPacket("udp4", cfg.Addr)
-	}
+	udp, tcp, err := listen(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("turnserver: listen UDP %s: %w", cfg.Addr, err)
+		return nil, err
 	}
 	s.addr = udp.LocalAddr().(*net.UDPAddr)
 	closeAll := []func() error{udp.Close}
+	if tcp != nil {
+		closeAll = append(closeAll, tcp.Close)
+	}
 	fail := func(err error) (*Server, error) {
 		for _, c := range closeAll {
 			_ = c()
 		}
 		return nil, err
-	}
-	var tcp net.Listener
-	if cfg.Net == nil {
-		if tcp, err = net.Listen("tcp4", s.addr.String()); err != nil {
-			return fail(fmt.Errorf("turnserver: listen TCP %s: %w", s.addr, err))
-		}
-		closeAll = append(closeAll, tcp.Close)
 	}
 
 	s.public = cfg.PublicIP
@@ -384,4 +375,36 @@ func (s *Server) Stats() Stats {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() { s.closeErr = s.turn.Close() })
 	return s.closeErr
+}
+
+// listen opens the UDP socket and, on a real network, the TCP listener on the same port. With
+// port 0 the kernel picks the UDP port, and that port may be taken for TCP: then it tries
+// another, a bounded number of times.
+func listen(cfg Config) (net.PacketConn, net.Listener, error) {
+	if cfg.Net != nil {
+		udp, err := cfg.Net.ListenPacket("udp4", cfg.Addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("turnserver: listen UDP %s: %w", cfg.Addr, err)
+		}
+		return udp, nil, nil
+	}
+	_, port, _ := net.SplitHostPort(cfg.Addr)
+	tries := 1
+	if port == "0" || port == "" {
+		tries = 16
+	}
+	var err error
+	for range tries {
+		var udp net.PacketConn
+		if udp, err = net.ListenPacket("udp4", cfg.Addr); err != nil {
+			return nil, nil, fmt.Errorf("turnserver: listen UDP %s: %w", cfg.Addr, err)
+		}
+		var tcp net.Listener
+		if tcp, err = net.Listen("tcp4", udp.LocalAddr().String()); err == nil {
+			return udp, tcp, nil
+		}
+		err = fmt.Errorf("turnserver: listen TCP %s: %w", udp.LocalAddr(), err)
+		_ = udp.Close()
+	}
+	return nil, nil, err
 }

@@ -86,6 +86,8 @@ type Conn struct {
 	failOnce sync.Once
 	cause    error // written once before dying is closed
 
+	pair atomic.Pointer[[2]string] // local and remote candidate types of the selected pair
+
 	readers sync.WaitGroup // Add and Wait only on the run goroutine
 
 	sigMu         sync.Mutex // serializes HandleSignal; guards the following
@@ -172,6 +174,13 @@ func (a *API) newConn(cfg ConnConfig, r role) (*Conn, error) {
 	}
 	pc.OnICECandidate(c.onCandidate)
 	pc.OnConnectionStateChange(c.onState)
+	// The selected pair is pushed by ICE, never polled: pion's GetSelectedCandidatePair reads the
+	// transport's gatherer without its lock and races with the transport's start.
+	pc.SCTP().Transport().ICETransport().OnSelectedCandidatePairChange(func(p *webrtc.ICECandidatePair) {
+		if p != nil && p.Local != nil && p.Remote != nil {
+			c.pair.Store(&[2]string{p.Local.Typ.String(), p.Remote.Typ.String()})
+		}
+	})
 	go c.run()
 	return c, nil
 }

@@ -19,17 +19,13 @@ const (
 
 // SelectedPair returns the candidate types (host, srflx, prflx, relay) of the
 // local and remote ends of the pair ICE selected, and false while none is
-// selected yet (or after the Conn died). Any goroutine may call it.
+// selected yet. Any goroutine may call it.
 func (c *Conn) SelectedPair() (local, remote string, ok bool) {
-	sctp := c.pc.SCTP()
-	if sctp == nil || sctp.Transport() == nil || sctp.Transport().ICETransport() == nil {
+	p := c.pair.Load()
+	if p == nil {
 		return "", "", false
 	}
-	pair, err := sctp.Transport().ICETransport().GetSelectedCandidatePair()
-	if err != nil || pair == nil || pair.Local == nil || pair.Remote == nil {
-		return "", "", false
-	}
-	return pair.Local.Typ.String(), pair.Remote.Typ.String(), true
+	return p[0], p[1], true
 }
 
 // allowedServers returns the ICE servers a Conn of a may use. A loopback-only

@@ -20,6 +20,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { CHROMIUM_ARGS } from './chromium.mjs';
+
 const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
   // Set in the environment, so that the run re-executed inside the namespace writes to the same folder.
@@ -92,19 +94,6 @@ if (!existsSync(chromiumPath)) {
   process.exit(2);
 }
 mkdirSync(join(artifacts, 'logs'), { recursive: true });
-
-const CHROMIUM_ARGS = [
-  '--allow-loopback-in-peer-connection',
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 let nextPort = 17880;
 
