@@ -152,6 +152,10 @@ type Config struct {
 
 	// Registerer, if not nil, receives the server's Prometheus metrics.
 	Registerer prometheus.Registerer
+
+	// Store, if not nil, keeps each room's last peer index and term across restarts (store.go).
+	// If nil, they live in memory: unique while the server runs.
+	Store Store
 }
 
 // Defaults for zero Config fields.

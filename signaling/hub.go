@@ -150,6 +150,8 @@ type room struct {
 	// fromClaims: a resume claim opened the room on a server that did not remember it, and the
 	// server has not elected in it since: until then its term is its members' word.
 	fromClaims bool
+	// saved: the counters Config.Store holds for the room (store.go).
+	saved RoomCounters
 }
 
 func (r *room) member(idx PeerIndex) *member {
@@ -324,7 +326,8 @@ func (h *hub) join(ev *evJoin) {
 		// for its term; any other room's terms are all the server's own.
 		_, remembered := h.retired[req.room]
 		r = h.openRoom(req.room)
-		r.fromClaims = req.resume != nil && !remembered
+		stored := h.loadCounters(r)
+		r.fromClaims = req.resume != nil && !remembered && !stored
 	}
 	if old != nil {
 		// The newer connection wins: the old one is most likely a tab that
@@ -341,6 +344,7 @@ func (h *hub) join(ev *evJoin) {
 			h.members[ev.c] = old
 			h.stats.joins.Add(1)
 			h.admit(r, old, req.resume, h.vouched(r, &req), false)
+			h.saveCounters(r)
 			ev.reply <- joinResult{index: old.index, id: old.id}
 			return
 		}
@@ -366,6 +370,7 @@ func (h *hub) join(ev *evJoin) {
 	h.stats.members.Add(1)
 	h.stats.joins.Add(1)
 	h.admit(r, m, req.resume, h.vouched(r, &req), true)
+	h.saveCounters(r)
 	ev.reply <- joinResult{index: m.index, id: m.id}
 }
 
@@ -640,6 +645,7 @@ func (h *hub) elect(r *room) bool {
 	r.host = host
 	r.term = min(r.term+1, MaxTerm) // saturates: a term never wraps
 	r.fromClaims = false            // from now on the server issues the room's terms
+	h.saveCounters(r)
 	if m := r.member(host); m != nil {
 		m.synced = true
 	}

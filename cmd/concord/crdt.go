@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,22 +11,60 @@ import (
 	"os"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/signaling"
 )
 
 func cmdCRDT(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{errors.New("want a subcommand: state FILE... | dump FILE")}
+		return usageError{errors.New("want a subcommand: state FILE... | dump FILE | export [--data DIR] [--room ROOM]")}
 	}
 	switch args[0] {
 	case "state":
 		return crdtState(args[1:], stdin, stdout, stderr)
 	case "dump":
 		return crdtDump(args[1:], stdin, stdout, stderr)
+	case "export":
+		return crdtExport(args[1:], stdout, stderr)
 	}
 	if isHelpArg(args[0]) {
 		return groupHelp(stderr, "crdt")
 	}
-	return usageError{fmt.Errorf("unknown subcommand %q (want state or dump)", args[0])}
+	return usageError{fmt.Errorf("unknown subcommand %q (want state, dump or export)", args[0])}
+}
+
+// crdtExport writes a room's last checkpoint from a serve data directory as a main.crdt stream
+// (canonical AppendState order). serve must not be running on the directory.
+func crdtExport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("crdt export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "./concord-data", "the data directory of a stopped concord serve")
+	room := fs.String("room", "arena", "the room")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if _, err := os.Stat(*data); err != nil {
+		return err // do not make an empty store where there was none
+	}
+	st, err := durable.Open(durable.Config{Dir: *data})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	id := signaling.RoomID(*room)
+	c, err := st.LoadCheckpoint(context.Background(), id)
+	if errors.Is(err, durable.ErrNoCheckpoint) {
+		return fmt.Errorf("room %q: no checkpoint in %s", *room, *data)
+	}
+	if err != nil {
+		return err
+	}
+	out, err := durable.Canonical(id, st.Source(id), c.Data)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
 }
 
 // crdtFiles parses the flags of `crdt NAME` (only -h) and returns its FILE arguments.

@@ -18,11 +18,12 @@ type helpText struct {
 // crdt) have an entry of their own that lists their subcommands.
 var helps = map[string]helpText{
 	"serve": {"concord serve [flags]", `Serves the demo page, signaling (/ws), /api/rooms, /metrics and /healthz, and runs a
-dedicated host for --room in this process. With --turn, also an embedded TURN/STUN server whose
-time-limited credentials every member gets when it joins; README "Deploy" shows a public setup.
-The client modules are always at /concord/js/ (index.js); --static DIR serves a game's own page
-at / instead of the demo, and --origin also admits other origins' pages to import the client
-(CORS); docs/guide.md builds a game.
+dedicated host for --room and every --scene room in this process. Rooms, their peer indices and
+terms live in --data (embedded JetStream) across restarts; --data "" keeps them in memory only.
+With --turn, also an embedded TURN/STUN server whose time-limited credentials every member gets
+when it joins; README "Deploy" shows a public setup. The client modules are always at
+/concord/js/ (index.js); --static DIR serves a game's own page at / instead of the demo, and
+--origin also admits other origins' pages to import the client (CORS); docs/guide.md builds a game.
 
 Environment:
   CONCORD_SECRET     HS256 key of join tokens (and of the resume tokens peers present after a
@@ -53,13 +54,17 @@ tokens").
 
 Environment:
   CONCORD_SECRET  the HS256 key; required.`},
-	"crdt": {"concord crdt state|dump FILE...", `ADR-117 message streams (files such as a Decentraland main.crdt):
+	"crdt": {"concord crdt state|dump FILE... | export [flags]", `ADR-117 message streams (files such as a Decentraland main.crdt):
   state FILE...  merge the streams, print the converged state as JSON
-  dump FILE      print one line per message`},
+  dump FILE      print one line per message
+  export         write a room's last checkpoint from a serve data directory`},
 	"crdt state": {"concord crdt state FILE...", `Merges every ADR-117 stream (- for standard input) into one replica and prints its state as
 canonical JSON. On malformed input it names the file and byte offset, and prints nothing.`},
 	"crdt dump": {"concord crdt dump FILE", `Prints one line per ADR-117 message of FILE (- for standard input): offset, type, entity,
 component, timestamp and data length.`},
+	"crdt export": {"concord crdt export [--data DIR] [--room ROOM] > room.crdt", `Writes the last checkpoint of ROOM in the data directory of a stopped concord serve as an
+ADR-117 stream in canonical order (a main.crdt that crdt state and @dcl/ecs read). A malformed
+checkpoint is reported with the room, its JetStream subject and the byte offset.`},
 }
 
 // printHelp writes the help of the command named name, and the flags of fs when it has any.

@@ -17,7 +17,7 @@ import (
 const usage = `concord — WebRTC host-authoritative multiplayer sessions
 
 Usage:
-  concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena]
+  concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena] [--data ./concord-data] [--scene ROOM=FILE]…
                 [--public-ip IP] [--udp ADDR] [--turn ADDR] [--turn-allow-private CIDR,…] [--ice-server URL]…
                 [--tls-cert FILE --tls-key FILE] [--origin ORIGIN,…] [--pprof]
   concord host  [--server http://127.0.0.1:7880] [--room arena] [--ice loopback|any] [--udp ADDR] [--public-ip IP]
@@ -27,6 +27,7 @@ Usage:
   concord token --room R --user U [--power N] [--host] [--ttl 1h]   mint a join token from CONCORD_SECRET
   concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON
   concord crdt dump FILE         print one line per ADR-117 message
+  concord crdt export [--data ./concord-data] [--room arena]   a room's last checkpoint as a main.crdt stream
 
 Run "concord help COMMAND" or "concord COMMAND -h" for a command's help and flags.
 `

@@ -39,7 +39,7 @@ func TestResumeServeAndHostKilled(t *testing.T) {
 	bin := buildConcord(t)
 	addr := freeLoopbackAddr(t)
 	url := "http://" + addr
-	serve := startProcess(t, bin, "serve", "--dedicated-host=false", "--addr", addr, "--log-level", "warn")
+	serve := startProcess(t, bin, "serve", "--dedicated-host=false", "--data", "", "--addr", addr, "--log-level", "warn")
 	waitHealthy(t, url)
 	host := startHostProcess(t, bin, url)
 
@@ -121,7 +121,7 @@ func TestResumeServeAndHostKilled(t *testing.T) {
 	clk.Jump(10 * chaosMoveFor)        // then rest, so that the room can converge
 
 	restarted := time.Now()
-	startProcess(t, bin, "serve", "--dedicated-host=false", "--addr", addr, "--log-level", "warn")
+	startProcess(t, bin, "serve", "--dedicated-host=false", "--data", "", "--addr", addr, "--log-level", "warn")
 	var final signaling.RoomInfo
 	poll.Until(t, 30*time.Second, "a bot hosts in a higher term and the bots agree", func() error {
 		rooms, err := fetchRooms(url)

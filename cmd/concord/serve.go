@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/turnserver"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
@@ -36,6 +39,12 @@ type serveOptions struct {
 	room          string
 	dedicatedHost bool
 	secret        string
+	// data is the durable data directory (internal/durable); "" keeps rooms in memory only.
+	data string
+	// scenes seed rooms that have no checkpoint from main.crdt files; each gets a dedicated host.
+	scenes map[signaling.RoomID]string
+	// checkpointInterval: durable.AppConfig.Interval (0: its default).
+	checkpointInterval time.Duration
 
 	// net is the dedicated host's WebRTC (--ice, --udp, --public-ip, --relay-only).
 	net peerNet
@@ -98,10 +107,21 @@ type server struct {
 	http     *http.Server
 	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
 	served   chan error
-	host     *peer.Peer // nil without a dedicated host
-	hostAPI  *link.API  // the dedicated host's WebRTC (one UDP socket); nil without one
-	hostDone chan error // nil without a dedicated host
+	host     *peer.Peer // the dedicated host of --room; nil without one
+	hosts    []*dedicated
+	hostDone chan error // receives the result of each dedicated host
+	running  int        // dedicated hosts whose result hostDone has not given yet
 	stopHost context.CancelFunc
+	store    *durable.Store  // nil without --data
+	writer   *durable.Writer // nil without --data
+}
+
+// dedicated is a room's dedicated host in this process.
+type dedicated struct {
+	room signaling.RoomID
+	cfg  peer.Config
+	api  *link.API    // its WebRTC (one UDP socket)
+	app  *durable.App // nil without --data and without a scene
 }
 
 // startServer listens, serves the page, signaling and the API, and starts the dedicated host.
@@ -130,23 +150,47 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		return nil, err
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	s := &server{log: log, served: make(chan error, 2)}
+	hosted := hostedRooms(o)
+	s := &server{log: log, served: make(chan error, 2), hostDone: make(chan error, len(hosted))}
 	fail := func(err error) (*server, error) {
 		_ = ln.Close()
 		s.closeAll()
 		return nil, err
 	}
-	var hostCfg peer.Config
+	reg := prometheus.NewRegistry()
+	if o.data != "" {
+		if s.store, err = durable.Open(durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger()}); err != nil {
+			return fail(err)
+		}
+		s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+	}
 	var ownPorts []int
-	if o.dedicatedHost {
-		if hostCfg, err = dedicatedHostConfig(s.log, o, addr); err != nil {
+	for i, room := range hosted {
+		d := &dedicated{room: room}
+		ho := o
+		if h, _, err := net.SplitHostPort(o.net.udp); err == nil && i > 0 {
+			ho.net.udp = net.JoinHostPort(h, "0") // --udp's port is the first host's
+		}
+		seed, clock, err := s.seed(ctx, room, o.scenes[room])
+		if err != nil {
+			// The room does not open with half a world; the other rooms go on.
+			log.Error().Err(err).Str("room", string(room)).Msg("room not opened: its dedicated host does not start")
+			continue
+		}
+		if d.cfg, err = dedicatedHostConfig(s.log, ho, room, addr); err != nil {
 			return fail(err)
 		}
-		if s.hostAPI, err = peer.LinkAPI(hostCfg); err != nil {
+		if s.writer != nil || seed != nil {
+			d.app = durable.NewApp(d.cfg.App, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, SeedClock: clock,
+				Interval: o.checkpointInterval, Logger: log.With().Str("component", "checkpoint").Logger()})
+			d.cfg.App = d.app
+		}
+		if d.api, err = peer.LinkAPI(d.cfg); err != nil {
 			return fail(err)
 		}
-		hostCfg.Transport = peer.PionTransport{API: s.hostAPI}
-		if ua, ok := s.hostAPI.UDPMuxAddr().(*net.UDPAddr); ok {
+		s.hosts = append(s.hosts, d)
+		d.cfg.Transport = peer.PionTransport{API: d.api}
+		if ua, ok := d.api.UDPMuxAddr().(*net.UDPAddr); ok {
 			ownPorts = append(ownPorts, ua.Port)
 		}
 	}
@@ -156,12 +200,15 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		}
 	}
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := o.limits
 	cfg.Logger = log.With().Str("component", "signaling").Logger()
-	cfg.Rooms = map[signaling.RoomID]signaling.RoomConfig{
-		signaling.RoomID(o.room): {PinnedHosts: []signaling.Identity{dedicatedHostUser}},
+	cfg.Rooms = map[signaling.RoomID]signaling.RoomConfig{}
+	for _, room := range hosted {
+		cfg.Rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{dedicatedHostUser}}
+	}
+	if s.store != nil {
+		cfg.Store = s.store
 	}
 	cfg.CheckOrigin = origins.allowed
 	cfg.Registerer = reg
@@ -197,16 +244,14 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	s.http = newHTTPServer(mux, o.http)
 	s.url = scheme + "://" + addr.String()
-	if o.dedicatedHost {
-		// Before Serve, so that the metrics collector never sees s.host change. The host's
-		// dial waits in the listen backlog until Serve accepts it.
-		if err := s.startHost(ctx, o, hostCfg, addr, tlsCfg != nil, sh); err != nil {
-			return fail(err)
-		}
+	// Before Serve, so that the metrics collector never sees s.host change. The hosts' dials
+	// wait in the listen backlog until Serve accepts them.
+	if err := s.startHosts(ctx, o, addr, tlsCfg != nil, sh); err != nil {
+		return fail(err)
 	}
 	go func() { s.served <- s.http.Serve(ln) }()
 	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).
-		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Msg("concord serving")
+		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Str("data", o.data).Msg("concord serving")
 	return s, nil
 }
 
@@ -214,7 +259,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 // follows the public address: loopback-only when serve listens on loopback, otherwise (or with
 // --ice any) one UDP socket (--udp; default an ephemeral port on the --addr interface, on every
 // interface when --addr is a wildcard or loopback) with --public-ip in its host candidates.
-func dedicatedHostConfig(log zerolog.Logger, o serveOptions, addr *net.TCPAddr) (peer.Config, error) {
+func dedicatedHostConfig(log zerolog.Logger, o serveOptions, room signaling.RoomID, addr *net.TCPAddr) (peer.Config, error) {
 	nw := o.net
 	if nw.ice == "" {
 		nw.ice = string(peer.ICEAny)
@@ -229,15 +274,18 @@ func dedicatedHostConfig(log zerolog.Logger, o serveOptions, addr *net.TCPAddr) 
 		}
 	}
 	hl := log.With().Str("component", "host").Logger()
-	cfg := peer.Config{Room: o.room, User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl}
+	cfg := peer.Config{Room: string(room), User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl}
 	return cfg, nw.config(hl, &cfg)
 }
 
-// startHost runs the dedicated host (cfg, with its transport) in this process. It dials the
-// public listener, or, when that is TLS (whose certificate names the public host) or listens
-// on every interface, a loopback listener of its own that serves only signaling.
-func (s *server) startHost(ctx context.Context, o serveOptions, cfg peer.Config, addr *net.TCPAddr, tlsOn bool, sh http.Handler) error {
-	cfg.Server = s.url
+// startHosts runs the dedicated hosts (each cfg with its transport) in this process. They dial
+// the public listener, or, when that is TLS (whose certificate names the public host) or listens
+// on every interface, a loopback listener of their own that serves only signaling.
+func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAddr, tlsOn bool, sh http.Handler) error {
+	if len(s.hosts) == 0 {
+		return nil
+	}
+	server := s.url
 	if tlsOn || addr.IP.IsUnspecified() {
 		iln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -247,26 +295,99 @@ func (s *server) startHost(ctx context.Context, o serveOptions, cfg peer.Config,
 		imux.Handle("/ws", sh)
 		s.inner = newHTTPServer(imux, o.http)
 		go func() { s.served <- s.inner.Serve(iln) }()
-		cfg.Server = "http://" + iln.Addr().String()
+		server = "http://" + iln.Addr().String()
 	}
-	if o.secret != "" {
-		var err error
-		cfg.Token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
-			Room: signaling.RoomID(o.room), User: dedicatedHostUser, Device: "serve", MayHost: true,
-			Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
-		})
+	hctx, cancel := context.WithCancel(ctx)
+	s.stopHost = cancel
+	for _, d := range s.hosts {
+		cfg := d.cfg
+		cfg.Server = server
+		if o.secret != "" {
+			var err error
+			cfg.Token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
+				Room: d.room, User: dedicatedHostUser, Device: "serve", MayHost: true,
+				Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
+			})
+			if err != nil {
+				return err
+			}
+		}
+		p, err := peer.New(cfg)
 		if err != nil {
 			return err
 		}
+		if d.room == signaling.RoomID(o.room) && o.dedicatedHost {
+			s.host = p
+		}
+		s.running++
+		go func() {
+			err := p.Run(hctx)
+			if d.app != nil {
+				d.app.Final() // Run has returned: the world is this goroutine's
+			}
+			s.hostDone <- err
+		}()
 	}
-	p, err := peer.New(cfg)
-	if err != nil {
-		return err
-	}
-	hctx, cancel := context.WithCancel(ctx)
-	s.host, s.stopHost, s.hostDone = p, cancel, make(chan error, 1)
-	go func() { s.hostDone <- p.Run(hctx) }()
 	return nil
+}
+
+// hostedRooms lists the rooms serve runs a dedicated host for: --room (with --dedicated-host)
+// and every --scene room, in a stable order.
+func hostedRooms(o serveOptions) []signaling.RoomID {
+	var rooms []signaling.RoomID
+	for room := range o.scenes {
+		if !o.dedicatedHost || room != signaling.RoomID(o.room) {
+			rooms = append(rooms, room)
+		}
+	}
+	slices.Sort(rooms)
+	if o.dedicatedHost {
+		rooms = slices.Insert(rooms, 0, signaling.RoomID(o.room))
+	}
+	return rooms
+}
+
+// seed returns what room's dedicated host starts from: its last checkpoint, else its scene file,
+// else nothing; validated whole, so that a bad one keeps the room closed rather than half open.
+func (s *server) seed(ctx context.Context, room signaling.RoomID, scene string) ([]byte, crdt.Timestamp, error) {
+	if s.store != nil {
+		c, err := s.store.LoadCheckpoint(ctx, room)
+		switch {
+		case err == nil:
+			start := time.Now()
+			n, err := durable.Validate(room, s.store.Source(room), c.Data)
+			if err != nil {
+				return nil, 0, err
+			}
+			s.log.Info().Str("room", string(room)).Uint64("term", uint64(c.Term)).Uint32("clock", uint32(c.Clock)).
+				Int("entities", n).Int("bytes", len(c.Data)).Dur("validated", time.Since(start)).Msg("room checkpoint found")
+			return c.Data, c.Clock, nil
+		case !errors.Is(err, durable.ErrNoCheckpoint):
+			return nil, 0, err
+		}
+	}
+	if scene == "" {
+		return nil, 0, nil
+	}
+	data, err := os.ReadFile(scene)
+	if err != nil {
+		return nil, 0, fmt.Errorf("room %q: scene: %w", room, err)
+	}
+	n, err := durable.Validate(room, scene, data)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.log.Info().Str("room", string(room)).Str("scene", scene).Int("entities", n).Msg("room seeded from its scene")
+	return data, 0, nil
+}
+
+func (s *server) closeStore() {
+	if s.writer != nil {
+		s.writer.Close()
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
 }
 
 // wait blocks until ctx ends, the HTTP server fails or the dedicated host stops, then stops.
@@ -276,6 +397,7 @@ func (s *server) wait(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-s.served:
 	case err = <-s.hostDone:
+		s.running--
 		if err == nil {
 			err = errors.New("dedicated host stopped")
 		}
@@ -297,11 +419,15 @@ func (s *server) stop() {
 func (s *server) closeAll() {
 	if s.stopHost != nil {
 		s.stopHost()
-		<-s.hostDone
+		for ; s.running > 0; s.running-- {
+			<-s.hostDone
+		}
 		s.stopHost = nil
 	}
-	if s.hostAPI != nil {
-		_ = s.hostAPI.Close()
+	for _, d := range s.hosts {
+		if d.api != nil {
+			_ = d.api.Close()
+		}
 	}
 	if s.sig != nil {
 		_ = s.sig.Close()
@@ -317,6 +443,7 @@ func (s *server) closeAll() {
 	if s.turn != nil {
 		_ = s.turn.Close()
 	}
+	s.closeStore() // after the hosts' last checkpoints
 }
 
 // flagGiven reports whether the command line set the flag name.
@@ -351,6 +478,19 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	var o serveOptions
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /metrics, /healthz)")
 	fs.BoolVar(&o.dedicatedHost, "dedicated-host", true, "run a dedicated host for --room in this process")
+	fs.StringVar(&o.data, "data", "./concord-data", `durable data directory: rooms keep their world across restarts (embedded JetStream); "" keeps rooms in memory only`)
+	fs.Func("scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, and run a dedicated host for ROOM (repeatable; with --udp, hosts after the first take an ephemeral port on its address)", func(v string) error {
+		room, file, ok := strings.Cut(v, "=")
+		if !ok || room == "" || file == "" {
+			return fmt.Errorf("want ROOM=FILE, got %q", v)
+		}
+		if o.scenes == nil {
+			o.scenes = map[signaling.RoomID]string{}
+		}
+		o.scenes[signaling.RoomID(room)] = file
+		return nil
+	})
+	fs.DurationVar(&o.checkpointInterval, "checkpoint-interval", durable.DefaultInterval, "least time between two checkpoints of a changing room (with --data)")
 	fs.StringVar(&o.room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
 	o.net.addICEFlag(fs)
 	o.net.addAddrFlags(fs)

@@ -63,7 +63,7 @@ func startRelay(ctx context.Context, on bool, command func(args []string) *exec.
 		httpURL:  "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		key:      turnserver.DeriveKey([]byte(hex.EncodeToString(secret))),
 	}
-	r.cmd = command([]string{"serve", "--addr", strings.TrimPrefix(r.httpURL, "http://"), "--dedicated-host=false",
+	r.cmd = command([]string{"serve", "--data", "", "--addr", strings.TrimPrefix(r.httpURL, "http://"), "--dedicated-host=false",
 		"--turn", r.turnAddr, "--turn-allow-private", "127.0.0.0/8", "--log-level", "error"})
 	r.cmd.Env = append(r.cmd.Environ(), "CONCORD_SECRET="+hex.EncodeToString(secret))
 	r.cmd.Stdout, r.cmd.Stderr = os.Stderr, os.Stderr

@@ -36,7 +36,7 @@ func TestLab7Deploy(t *testing.T) {
 		return tok
 	}
 	trust := []string{"SSL_CERT_FILE=" + certFile} // a real certificate would be in the system roots
-	startEnv(t, lab.Server, append(trust, "CONCORD_SECRET="+secret), "serve", bin, "serve", "--addr", ":443",
+	startEnv(t, lab.Server, append(trust, "CONCORD_SECRET="+secret), "serve", bin, "serve", "--addr", ":443", "--data", "",
 		"--tls-cert", certFile, "--tls-key", keyFile,
 		"--public-ip", netlab.ServerAddr.String(), "--udp", ":7882", "--turn", ":3478", "--turn-tls", ":5349",
 		"--turn-allow-private", "100.64.0.0/10")

@@ -25,7 +25,7 @@ var (
 	serverHTTP = netlab.ServerAddr.String() + ":7880"
 	serverURL  = "http://" + serverHTTP
 	turnAddr   = netlab.ServerAddr.String() + ":3478"
-	serveArgs  = []string{"serve", "--addr", serverHTTP, "--public-ip", netlab.ServerAddr.String(),
+	serveArgs  = []string{"serve", "--data", "", "--addr", serverHTTP, "--public-ip", netlab.ServerAddr.String(),
 		"--turn", turnAddr, "--turn-allow-private", "100.64.0.0/10"}
 )
 

@@ -1,0 +1,15 @@
+// Package durable keeps rooms across restarts of `concord serve`: an embedded nats-server with
+// JetStream on file storage holds each room's checkpoint (an ADR-117 message stream, the bytes of
+// a main.crdt file) as the last message of its subject in a stream, and each room's signaling counters
+// in a KV bucket.
+//
+// Store is the storage: Open starts the embedded server (no listening port: the connection is in
+// process) and makes the buckets. Writer takes checkpoints from host loops through a bounded
+// queue and writes them on its own goroutine. App wraps a dedicated host's peer.App: it merges
+// the room's last checkpoint (or its scene) before the game's HostStart, and encodes checkpoints
+// a slice of entity numbers per tick, so that the host loop spends well under a millisecond on
+// any one tick (see BenchmarkCheckpointSlice).
+//
+// Keys are per room (RoomKey), so a cluster of nodes can share the buckets; a checkpoint carries
+// its term, and Store refuses to overwrite a checkpoint of a later term.
+package durable

@@ -1,0 +1,361 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Stream and bucket names (docs/protocol.md "Durable rooms").
+const (
+	// CheckpointStream holds checkpoints: the last message on CheckpointSubject(room) is the
+	// room's checkpoint (one message per subject is kept).
+	CheckpointStream = "CONCORD_CHECKPOINTS"
+	// RoomBucket is the KV bucket of signaling counters: one key per room, RoomKey, holding
+	// signaling.RoomCounters as JSON.
+	RoomBucket = "concord_rooms"
+)
+
+// Headers of a checkpoint message.
+const (
+	headerFormat = "Concord-Format"
+	headerTerm   = "Concord-Term"
+	headerClock  = "Concord-Clock"
+	headerRoom   = "Concord-Room"
+	formatV1     = "adr117-stream/1"
+)
+
+// MaxCheckpoint bounds a checkpoint: with its headers it fits the embedded server's max payload
+// of 8 MiB (nats-server advises against more). About 90,000 arena entities.
+const MaxCheckpoint = 8<<20 - 64<<10
+
+// CheckpointSubject is the subject of room's checkpoints.
+func CheckpointSubject(room signaling.RoomID) string { return "concord.checkpoint." + RoomKey(room) }
+
+// DefaultTimeout bounds each JetStream operation when Config.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// DefaultDir is the data directory when Config.Dir is empty (serve's --data default).
+const DefaultDir = "concord-data"
+
+// Config configures a Store. The zero value works.
+type Config struct {
+	// Dir is the data directory: JetStream's file storage lives in Dir/jetstream. If empty,
+	// DefaultDir (relative to the working directory).
+	Dir string
+	// Logger receives the store's logs (the embedded server's warnings and errors among them).
+	// The zero value discards them.
+	Logger zerolog.Logger
+	// Timeout bounds each JetStream operation. If zero, DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Store is the durable storage of a node: an embedded nats-server with JetStream, a checkpoint
+// stream and a room KV bucket. Its methods are safe for concurrent use.
+type Store struct {
+	cfg   Config
+	log   zerolog.Logger
+	lock  *os.File
+	ns    *server.Server
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	cps   jetstream.Stream
+	rooms jetstream.KeyValue
+
+	closeOnce sync.Once
+}
+
+// ErrFenced: a checkpoint of a later term is stored already; the writer is not the room's host.
+var ErrFenced = errors.New("durable: a checkpoint of a later term is stored")
+
+// ErrNoCheckpoint: the room has no checkpoint.
+var ErrNoCheckpoint = errors.New("durable: no checkpoint")
+
+// Open locks Dir (one process per data directory), starts the embedded JetStream server on it and
+// makes the buckets.
+func Open(cfg Config) (*Store, error) {
+	if cfg.Dir == "" {
+		cfg.Dir = DefaultDir
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger, lock: lock}
+	if err := s.start(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) start() error {
+	opts := &server.Options{
+		ServerName: "concord",
+		DontListen: true, // in process only; a cluster (issue 11 §2) will listen
+		JetStream:  true,
+		StoreDir:   filepath.Join(s.cfg.Dir, "jetstream"),
+		NoSigs:     true,
+		MaxPayload: MaxCheckpoint + 64<<10, // a checkpoint and its headers
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("durable: embedded nats-server: %w", err)
+	}
+	ns.SetLoggerV2(natsLogger{s.log.With().Str("component", "nats").Logger()}, false, false, false)
+	s.ns = ns
+	ns.Start()
+	if !ns.ReadyForConnections(s.cfg.Timeout) {
+		return errors.New("durable: embedded nats-server not ready")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("concord"))
+	if err != nil {
+		return fmt.Errorf("durable: connect to the embedded nats-server: %w", err)
+	}
+	s.nc = nc
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	s.js = js
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	// A stream, not an object store: a checkpoint is one message, written atomically with a
+	// revision check (the object store writes chunks asynchronously and, in nats.go 1.55, can
+	// leave a goroutine behind per Put).
+	s.cps, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: CheckpointStream, Description: "Concord room checkpoints (ADR-117 message streams)",
+		Subjects: []string{"concord.checkpoint.>"}, Storage: jetstream.FileStorage,
+		MaxMsgsPerSubject: 1, MaxMsgSize: MaxCheckpoint + 64<<10, Discard: jetstream.DiscardOld,
+	})
+	if err != nil {
+		return fmt.Errorf("durable: stream %s: %w", CheckpointStream, err)
+	}
+	s.rooms, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: RoomBucket, Description: "Concord room counters (last peer index, term)", History: 1, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("durable: key-value bucket %s: %w", RoomBucket, err)
+	}
+	s.log.Info().Str("dir", s.cfg.Dir).Msg("durable store open (embedded JetStream)")
+	return nil
+}
+
+// Close stops the embedded server and releases the directory. It is idempotent.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		if s.nc != nil {
+			s.nc.Close()
+		}
+		if s.ns != nil {
+			s.ns.Shutdown()
+			s.ns.WaitForShutdown()
+		}
+		if s.lock != nil {
+			_ = s.lock.Close()
+		}
+	})
+}
+
+// Checkpoint is one room's checkpoint.
+type Checkpoint struct {
+	Room signaling.RoomID
+	// Term is the host term in which it was taken; Clock the host's Lamport clock then.
+	Term  signaling.Term
+	Clock crdt.Timestamp
+	// Data is the state as an ADR-117 message stream.
+	Data []byte
+}
+
+// RoomKey is the name of room's object and KV key: the room id with every byte outside
+// [A-Za-z0-9_-] written as =XX (hex), which JetStream accepts in keys and subjects.
+func RoomKey(room signaling.RoomID) string {
+	var b []byte
+	for i := 0; i < len(room); i++ {
+		c := room[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '=', "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&15])
+	}
+	return string(b)
+}
+
+// maxAttempts bounds the reads and writes of one save that lose revision checks to other writers.
+const maxAttempts = 16
+
+// Source names where a room's checkpoint lives, for error messages.
+func (s *Store) Source(room signaling.RoomID) string {
+	return fmt.Sprintf("%s: JetStream %s %s", s.cfg.Dir, CheckpointStream, CheckpointSubject(room))
+}
+
+// last returns the room's stored checkpoint message, nil when there is none.
+func (s *Store) last(ctx context.Context, room signaling.RoomID) (*jetstream.RawStreamMsg, error) {
+	m, err := s.cps.GetLastMsgForSubject(ctx, CheckpointSubject(room))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	return m, err
+}
+
+// SaveCheckpoint stores c as its room's checkpoint unless one of a later term is stored
+// (ErrFenced). The write is one JetStream message, published only if the room's last one is
+// still the one read (a revision check), so two writers cannot interleave and a crash leaves
+// either checkpoint whole.
+func (s *Store) SaveCheckpoint(ctx context.Context, c Checkpoint) error {
+	if len(c.Data) > MaxCheckpoint {
+		return fmt.Errorf("durable: room %q: checkpoint of %d bytes, the limit is %d", c.Room, len(c.Data), MaxCheckpoint)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			// Another writer got in between: back off a random while, growing, and read again.
+			t := time.NewTimer(time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond))))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+		var seq uint64
+		old, err := s.last(ctx, c.Room)
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			if t, _ := strconv.ParseUint(old.Header.Get(headerTerm), 10, 64); signaling.Term(t) > c.Term {
+				return fmt.Errorf("%w: room %q holds term %d, this one is of term %d", ErrFenced, c.Room, t, c.Term)
+			}
+			seq = old.Sequence
+		}
+		msg := &nats.Msg{Subject: CheckpointSubject(c.Room), Data: c.Data, Header: nats.Header{}}
+		msg.Header.Set(headerFormat, formatV1)
+		msg.Header.Set(headerRoom, string(c.Room))
+		msg.Header.Set(headerTerm, strconv.FormatUint(uint64(c.Term), 10))
+		msg.Header.Set(headerClock, strconv.FormatUint(uint64(c.Clock), 10))
+		_, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+		if err == nil {
+			return nil
+		}
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || (apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence && apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return err
+		}
+	}
+	return fmt.Errorf("durable: room %q: too many concurrent checkpoint writes", c.Room)
+}
+
+// LoadCheckpoint returns room's checkpoint as stored (ErrNoCheckpoint when there is none).
+// JetStream checks each stored message's checksum; the stream inside is not checked (Validate).
+func (s *Store) LoadCheckpoint(ctx context.Context, room signaling.RoomID) (Checkpoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	m, err := s.last(ctx, room)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("room %q: %s: %w", room, s.Source(room), err)
+	}
+	if m == nil {
+		return Checkpoint{}, ErrNoCheckpoint
+	}
+	if f := m.Header.Get(headerFormat); f != formatV1 {
+		return Checkpoint{}, fmt.Errorf("room %q: %s: unknown checkpoint format %q", room, s.Source(room), f)
+	}
+	term, _ := strconv.ParseUint(m.Header.Get(headerTerm), 10, 64)
+	clock, _ := strconv.ParseUint(m.Header.Get(headerClock), 10, 32)
+	return Checkpoint{Room: room, Term: signaling.Term(term), Clock: crdt.Timestamp(clock), Data: m.Data}, nil
+}
+
+// LoadRoom implements signaling.Store.
+func (s *Store) LoadRoom(room signaling.RoomID) (signaling.RoomCounters, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	var c signaling.RoomCounters
+	e, err := s.rooms.Get(ctx, RoomKey(room))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(e.Value(), &c); err != nil {
+		return c, fmt.Errorf("room %q: %s key %s: %w", room, RoomBucket, RoomKey(room), err)
+	}
+	return c, nil
+}
+
+// SaveRoom implements signaling.Store. Counters never go back: a stored value above c wins
+// (a revision check, so that two writers cannot lower each other's counters).
+func (s *Store) SaveRoom(room signaling.RoomID, c signaling.RoomCounters) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	key := RoomKey(room)
+	for range maxAttempts {
+		var rev uint64
+		if e, err := s.rooms.Get(ctx, key); err == nil {
+			var old signaling.RoomCounters
+			if json.Unmarshal(e.Value(), &old) == nil {
+				c.LastIndex, c.Term = max(c.LastIndex, old.LastIndex), max(c.Term, old.Term)
+			}
+			rev = e.Revision()
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		b, _ := json.Marshal(c)
+		var err error
+		if rev == 0 {
+			_, err = s.rooms.Create(ctx, key, b)
+		} else {
+			_, err = s.rooms.Update(ctx, key, b, rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			var apiErr *jetstream.APIError
+			if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("room %q: %s key %s: too many concurrent updates", room, RoomBucket, key)
+}
+
+// natsLogger passes the embedded server's warnings and errors to zerolog.
+type natsLogger struct{ log zerolog.Logger }
+
+func (l natsLogger) Noticef(string, ...any) {}
+func (l natsLogger) Debugf(string, ...any)  {}
+func (l natsLogger) Tracef(string, ...any)  {}
+func (l natsLogger) Warnf(format string, v ...any) {
+	l.log.Warn().Msgf(format, v...)
+}
+func (l natsLogger) Errorf(format string, v ...any) {
+	l.log.Error().Msgf(format, v...)
+}
+func (l natsLogger) Fatalf(format string, v ...any) {
+	l.log.Error().Msgf(format, v...)
+}

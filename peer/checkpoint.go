@@ -1,0 +1,49 @@
+package peer
+
+import (
+	"errors"
+	"io"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+)
+
+// Checkpoint returns the whole replica as a canonical ADR-117 message stream (the bytes of a
+// main.crdt file, crdt.Replica.AppendState) and the Lamport clock, which is at least every
+// timestamp in it. It runs on the peer's loop (or after Run returned) and costs a walk of the
+// whole state; internal/durable spreads its periodic checkpoints over ticks instead.
+func (w *World) Checkpoint() ([]byte, crdt.Timestamp) {
+	return w.r.AppendState(nil), w.r.Clock()
+}
+
+// MergeCheckpoint merges an ADR-117 message stream (a checkpoint, a main.crdt scene) into the
+// world as if a peer had sent it: the index, the events and, on a host, the traffic to members
+// follow. The caller validates the stream first (crdt.Replica.MergeStream into a scratch
+// replica): a malformed message stops the merge with a *crdt.StreamError at its offset and the
+// messages before it stay merged.
+func (w *World) MergeCheckpoint(stream []byte) error {
+	var rd crdt.Reader
+	var m crdt.Message
+	rd.Reset(stream)
+	for {
+		if err := rd.Next(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return err
+		}
+		w.mergeRemote(&m, 0)
+	}
+	w.closeBatch()
+	if h, ok := w.sink.(*hostRole); ok {
+		// The host's authority table was built before the merge: adopt the merged records
+		// (avatars and locks of members), as hostRole.start does for the replica it starts from.
+		now := h.env.now()
+		for e, in := range w.ents {
+			if in.auth.Kind != authority.KindHost {
+				_ = h.auth.Restore(e, in.auth, now)
+			}
+		}
+	}
+	return nil
+}
