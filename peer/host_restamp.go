@@ -21,11 +21,6 @@ func (h *hostRole) admit(hm *hostMember, e Entity, ts crdt.Timestamp) bool {
 	return false
 }
 
-// maxClockSkew bounds how far above its own clock the host follows a timestamp it rejected: a
-// member writing from a stale lock is a few ticks ahead; one claiming 2^31 is broken or hostile
-// and only poisons its own replica.
-const maxClockSkew = 1 << 20
-
 // raceWindow is how long after a member lost the authority over an entity (it handed a lock
 // back, or the lock expired) its writes to it are an expected race rather than a fault: the
 // member keeps writing until the host's transfer reaches it, one round trip later.
@@ -66,7 +61,8 @@ func (h *hostRole) rejected(hm *hostMember, e Entity, ts crdt.Timestamp, err err
 		}
 		h.rejectLog++
 	}
-	if uint64(ts) > uint64(h.w.r.Clock())+maxClockSkew {
+	if uint64(ts) > uint64(h.w.r.Clock())+maxStampSkew {
+		// Never followed: stampOK refused it before; this guards any other caller.
 		return
 	}
 	h.w.r.ObserveClock(ts)

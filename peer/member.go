@@ -92,7 +92,7 @@ func (m *memberRole) stop() {
 // linkReady greets the host and sends the digests it answers with a snapshot.
 func (m *memberRole) linkReady() {
 	w := m.w
-	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.term), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
+	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.heldTerm), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
 	b = m.appendDigest(b)
 	m.buf = b
 	m.greetedAt = m.env.now()

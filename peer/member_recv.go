@@ -101,6 +101,8 @@ func (m *memberRole) snapshot(snap *netmsg.HostSnapshot) error {
 	m.corr = corr
 	if Term(info.Term) != w.term {
 		m.count.fenced.Add(1)
+	} else {
+		w.heldTerm = w.term
 	}
 	if len(corr) > 0 || !m.synced {
 		// The answer to the sync snapshot is sent even when empty: it closes the host's window

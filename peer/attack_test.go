@@ -1,0 +1,208 @@
+package peer
+
+import (
+	"math"
+	"testing"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// Attacks of issue 14 §1 on the peer's admission paths, each in a steppable room: the attacker
+// is refused (and dropped when it insists), the host's clock keeps its headroom, and the honest
+// peers converge to one hash afterwards.
+
+// converge asserts that every listed peer's replica has the host's hash.
+func converge(t *testing.T, h *stepPeer, peers ...*stepPeer) {
+	t.Helper()
+	for _, p := range peers {
+		if got, want := p.w.r.Hash(), h.w.r.Hash(); got != want {
+			t.Fatalf("peer %d hash %016x, host %016x", p.w.self, got, want)
+		}
+	}
+}
+
+// A world whose clock is at 2³²−1 stamps its next batch at 2³²−1, never 0.
+func TestBatchStampSaturates(t *testing.T) {
+	w := newWorld(stepSchemas(), crdt.Config{})
+	w.r.ObserveClock(math.MaxUint32)
+	if ts := w.batchStamp(); ts != math.MaxUint32 {
+		t.Fatalf("batchStamp at a saturated clock = %d, want %d", ts, uint32(math.MaxUint32))
+	}
+}
+
+// Finding "one datagram freezes a room": a member writes its own avatar at 2³²−1, and a
+// box it may not write at clock + 2²⁰ − 1. The host refuses both, its clock does not follow, and
+// a member that insists is dropped.
+func TestAttackStampFreeze(t *testing.T) {
+	n, h, m, app := room12(t)
+	honest := n.join(3, &stepApp{table: stepSchemas()}, 1, 1)
+	avatar, ok := h.w.AvatarOf(2)
+	if !ok {
+		t.Fatal("member 2 has no avatar")
+	}
+	clock := h.w.r.Clock()
+	n.send(2, 1, link.Unreliable, forgedUpdate(avatar, math.MaxUint32, 9))
+	n.send(2, 1, link.Unreliable, forgedUpdate(app.box, clock+1<<20-1, 9))
+	if got := h.w.r.Clock(); got > clock+maxStampSkew {
+		t.Fatalf("host clock %d → %d: followed a stamp beyond the skew bound", clock, got)
+	}
+	if v, _ := value(h.w, avatar, avatarPos); v == 9 {
+		t.Fatal("the host admitted an avatar write stamped 2³²−1")
+	}
+	if st := h.publish(); st.Refused != 2 {
+		t.Fatalf("host Refused = %d, want 2", st.Refused)
+	}
+	// An honest write of the owner within the bound is taken.
+	n.send(2, 1, link.Unreliable, forgedUpdate(avatar, h.w.r.Clock()+2, 4))
+	if v, _ := value(h.w, avatar, avatarPos); v != 4 {
+		t.Fatalf("host avatar = %d, want the owner's honest write 4", v)
+	}
+	// Sending within the bound again and again spends the member's skew budget: the clock moves
+	// at most maxStampSkew at once.
+	clock = h.w.r.Clock()
+	for i := range 4 {
+		n.send(2, 1, link.Unreliable, forgedUpdate(avatar, h.w.r.Clock()+maxStampSkew-1, byte(10+i)))
+	}
+	if got := h.w.r.Clock(); got > clock+maxStampSkew {
+		t.Fatalf("host clock %d → %d: four writes at the skew bound all taken", clock, got)
+	}
+	// A member that keeps sending refused stamps is dropped with a Close that says why.
+	for range maxStrikes {
+		if h.remotes[2] == nil {
+			break
+		}
+		n.send(2, 1, link.Unreliable, forgedUpdate(avatar, math.MaxUint32, 9))
+	}
+	if h.remotes[2] != nil && h.host.mems[2] != nil && !h.host.mems[2].refused {
+		t.Fatal("the attacker's link is still served")
+	}
+	if st := h.publish(); st.Offenders != 1 {
+		t.Fatalf("host Offenders = %d, want 1", st.Offenders)
+	}
+	if got := h.w.r.Clock(); got > math.MaxUint32/2 {
+		t.Fatalf("host clock %d after the attack", got)
+	}
+	// The honest member still writes (its avatar), and converges with the host.
+	n.do(3, func(w *World) {
+		a, _ := w.AvatarOf(3)
+		if err := w.Set(a, 0, []byte{7, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	honest.flushUpdates()
+	n.pump()
+	a3, _ := h.w.AvatarOf(3)
+	if v, _ := value(h.w, a3, avatarPos); v != 7 {
+		t.Fatalf("host has member 3's avatar at %d, want 7", v)
+	}
+	h.flushUpdates()
+	n.pump()
+	converge(t, h, honest)
+	_ = m
+}
+
+// Finding "a member's first CRDT batch bypasses authority": a fresh joiner's answer to its sync
+// snapshot deletes the box, deletes numbers at version 0xffff and hands the box to itself. None of
+// it is admitted: the window for relayed corrections is closed to a member that never held an
+// earlier host's state.
+func TestAttackFreshJoinerFirstBatch(t *testing.T) {
+	n, h, m, app := room12(t)
+	refused := h.publish().Refused
+	n.joinWith(3, &stepApp{table: stepSchemas()}, 1, 1, func(w *World) {
+		poison(w, app.box, 3)
+	})
+	assertUnharmed(t, h, app.box)
+	if got := h.publish().Refused - refused; got == 0 {
+		t.Fatal("nothing refused")
+	}
+	converge(t, h, m)
+}
+
+// A member that claims to hold an earlier term's state (its greeting's term below the room's)
+// gets the window, yet it cannot hand itself an entity, delete reserved numbers or numbers far
+// above any version the host knows.
+func TestAttackLyingSurvivorFirstBatch(t *testing.T) {
+	n := newStepNet(t)
+	app := &stepApp{table: stepSchemas()}
+	h := n.join(1, app, 2, 1)
+	honest := n.join(2, &stepApp{table: stepSchemas()}, 2, 1)
+	n.joinWith(3, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {
+		poison(w, app.box, 3)
+		w.heldTerm = 1
+	})
+	if rec := h.w.AuthorityRecord(app.box); rec.Kind != authority.KindHost {
+		t.Fatalf("the box's authority is %+v, want the host's", rec)
+	}
+	for num := uint16(FirstSpawnNumber + 100); num < FirstSpawnNumber+200; num++ {
+		if v, ok := h.w.r.DeletedVersion(num); ok {
+			t.Fatalf("number %d deleted at version %d", num, v)
+		}
+	}
+	if h.w.r.EntityDeleted(RoomEntity) {
+		t.Fatal("the room entity was deleted")
+	}
+	converge(t, h, honest)
+}
+
+// poison writes into w what an attacker's first batch would carry: the box's deletion or its
+// authority record handed to self, a reserved number's and many numbers' deletion at 0xffff.
+func poison(w *World, box Entity, self PeerIndex) {
+	rec := authority.AppendRecord(nil, authority.Record{Kind: authority.KindLock, Peer: self})
+	w.r.WriteAt(box, schema.ComponentAuthority, 1<<30, rec, false)
+	for num := uint16(FirstSpawnNumber + 100); num < FirstSpawnNumber+200; num++ {
+		w.r.Merge(&crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(num, 0xffff)})
+	}
+	w.r.Merge(&crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(1, 0xffff)})
+}
+
+func assertUnharmed(t *testing.T, h *stepPeer, box Entity) {
+	t.Helper()
+	if !h.w.Exists(box) {
+		t.Fatal("the box was deleted")
+	}
+	if rec := h.w.AuthorityRecord(box); rec.Kind != authority.KindHost {
+		t.Fatalf("the box's authority is %+v, want the host's", rec)
+	}
+	for num := uint16(FirstSpawnNumber + 100); num < FirstSpawnNumber+200; num++ {
+		if v, ok := h.w.r.DeletedVersion(num); ok {
+			t.Fatalf("number %d deleted at version %d", num, v)
+		}
+	}
+	if got := h.w.r.Clock(); got > 1<<20 {
+		t.Fatalf("host clock %d", got)
+	}
+}
+
+// A correction batch above maxCorrectionBytes is refused whole.
+func TestAttackOversizedBatch(t *testing.T) {
+	n, h, _, app := room12(t)
+	big := make([]byte, 0, maxCorrectionBytes+64)
+	for len(big) <= maxCorrectionBytes {
+		big = crdt.AppendMessage(big, &crdt.Message{Type: crdt.PutComponent, Entity: app.box, Component: 4000, Timestamp: 1, Data: make([]byte, 1000)})
+	}
+	before := h.w.r.Changes()
+	payload := netmsg.AppendCrdtBatch(nil, &netmsg.CrdtBatch{Term: 1, Messages: big})
+	n.send(2, 1, link.Reliable, fragmentAll(payload))
+	if h.w.r.Changes() != before {
+		t.Fatal("an oversized correction batch changed the host's replica")
+	}
+	if h.publish().Refused == 0 {
+		t.Fatal("the oversized batch was not counted")
+	}
+}
+
+// fragmentAll turns payload into its Fragment messages, concatenated (as one stream).
+func fragmentAll(payload []byte) []byte {
+	f := netmsg.NewFragmenter(payload, 1, netmsg.MaxReliableMessage)
+	var out []byte
+	for {
+		var ok bool
+		if out, ok = f.Next(out); !ok {
+			return out
+		}
+	}
+}
