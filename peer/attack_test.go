@@ -177,12 +177,13 @@ func assertUnharmed(t *testing.T, h *stepPeer, box Entity) {
 	}
 }
 
-// A correction batch above maxCorrectionBytes is refused whole.
+// A correction batch above maxCorrectionBytes is refused whole, even of the sender's own avatar.
 func TestAttackOversizedBatch(t *testing.T) {
-	n, h, _, app := room12(t)
+	n, h, _, _ := room12(t)
+	avatar, _ := h.w.AvatarOf(2)
 	big := make([]byte, 0, maxCorrectionBytes+64)
-	for len(big) <= maxCorrectionBytes {
-		big = crdt.AppendMessage(big, &crdt.Message{Type: crdt.PutComponent, Entity: app.box, Component: 4000, Timestamp: 1, Data: make([]byte, 1000)})
+	for c := crdt.ComponentID(4000); len(big) <= maxCorrectionBytes; c++ {
+		big = crdt.AppendMessage(big, &crdt.Message{Type: crdt.PutComponent, Entity: avatar, Component: c, Timestamp: 1, Data: make([]byte, 1000)})
 	}
 	before := h.w.r.Changes()
 	payload := netmsg.AppendCrdtBatch(nil, &netmsg.CrdtBatch{Term: 1, Messages: big})
