@@ -207,3 +207,48 @@ func fragmentAll(payload []byte) []byte {
 		}
 	}
 }
+
+// Finding "a malicious host's damage is permanent": a host stamps an update 2³²−1, despawns a
+// number at version 0xffff and sends CRDT deletions far above any known version. A synced member
+// refuses them all, so its clock keeps the headroom a later honest host needs; the host's honest
+// writes are still taken.
+func TestAttackMaliciousHost(t *testing.T) {
+	n, h, m, app := room12(t)
+	clock := m.w.r.Clock()
+	n.send(1, 2, link.Unreliable, forgedUpdate(app.box, math.MaxUint32, 9))
+	cmds := netmsg.AppendStamp(nil, &netmsg.Stamp{Time: math.MaxUint32})
+	cmds = netmsg.AppendHostCommands(cmds, &netmsg.HostCommands{Despawns: []netmsg.Despawn{{NetworkID: uint64(crdt.NewEntity(FirstSpawnNumber+50, 0xffff))}}})
+	n.send(1, 2, link.Reliable, cmds)
+	var dels []byte
+	for num := uint16(FirstSpawnNumber + 100); num < FirstSpawnNumber+200; num++ {
+		dels = crdt.AppendMessage(dels, &crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(num, 0xffff)})
+	}
+	n.send(1, 2, link.Reliable, netmsg.AppendCrdtBatch(nil, &netmsg.CrdtBatch{Term: 1, Messages: dels}))
+	if got := m.w.r.Clock(); got > clock+maxHostSkew {
+		t.Fatalf("member clock %d → %d", clock, got)
+	}
+	if v, _ := value(m.w, app.box, boxPos); v == 9 {
+		t.Fatal("the member took an update stamped 2³²−1")
+	}
+	if _, ok := m.w.r.DeletedVersion(FirstSpawnNumber + 50); ok {
+		t.Fatal("the member took a despawn at version 0xffff")
+	}
+	if _, ok := m.w.r.DeletedVersion(FirstSpawnNumber + 150); ok {
+		t.Fatal("the member took CRDT deletions at version 0xffff")
+	}
+	if got := m.publish().Refused; got < 3 {
+		t.Fatalf("member Refused = %d, want ≥ 3", got)
+	}
+	// The host's honest write is taken.
+	n.do(1, func(w *World) {
+		if err := w.Set(app.box, 0, []byte{5, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.flushUpdates()
+	n.pump()
+	if v, _ := value(m.w, app.box, boxPos); v != 5 {
+		t.Fatalf("member box = %d, want the host's honest 5", v)
+	}
+	converge(t, h, m)
+}

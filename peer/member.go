@@ -19,6 +19,8 @@ type memberRole struct {
 	linkTerm Term
 	synced   bool
 	stopped  bool
+	// refusedLog counts the host's inputs refused by the limits, for rate-limited logs.
+	refusedLog uint64
 	// greetedAt is when Hello and Digest last went to the host.
 	greetedAt time.Time
 	dirty     map[Entity]uint32 // this member's own writes not yet sent
