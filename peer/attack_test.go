@@ -3,6 +3,7 @@ package peer
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
@@ -251,4 +252,31 @@ func TestAttackMaliciousHost(t *testing.T) {
 		t.Fatalf("member box = %d, want the host's honest 5", v)
 	}
 	converge(t, h, m)
+}
+
+// Finding "reassembly memory": a host takes from a member no fragmented payload above
+// hostReassemblyLimit (a member may hold a host's snapshots of 64 MiB), and a payload left
+// unfinished is dropped with its link after reassemblyTimeout.
+func TestAttackReassembly(t *testing.T) {
+	n, h, _, _ := room12(t)
+	r := h.remotes[2]
+	n.send(2, 1, link.Reliable, netmsg.AppendFragment(nil, &netmsg.Fragment{MessageID: 1, TotalLength: hostReassemblyLimit + 1, Chunk: make([]byte, 1000)}))
+	if h.remotes[2] == r {
+		t.Fatalf("the host took a fragmented payload of %d bytes from a member", hostReassemblyLimit+1)
+	}
+	// Another member starts a 1 MiB payload and stops.
+	n.join(3, &stepApp{table: stepSchemas()}, 1, 1)
+	r = h.remotes[3]
+	n.send(3, 1, link.Reliable, netmsg.AppendFragment(nil, &netmsg.Fragment{MessageID: 1, TotalLength: 1 << 20, Chunk: make([]byte, 1000)}))
+	if !r.reasm.InProgress() {
+		t.Fatal("the fragment was not taken")
+	}
+	refused := h.publish().Refused
+	h.expireReassembly(n.clock.add(reassemblyTimeout + time.Second))
+	if h.remotes[3] == r || r.reasm.Buffered() != 0 {
+		t.Fatal("an unfinished payload outlived reassemblyTimeout")
+	}
+	if h.publish().Refused != refused+1 {
+		t.Fatal("the expired payload was not counted")
+	}
 }
