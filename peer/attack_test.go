@@ -280,3 +280,46 @@ func TestAttackReassembly(t *testing.T) {
 		t.Fatal("the expired payload was not counted")
 	}
 }
+
+// Finding "every rejected write re-stamps and re-broadcasts the entity": forged live writes cost
+// the room a re-stamp each, so a member that keeps sending them is dropped; the re-stamps it
+// caused are bounded by maxStrikes.
+func TestAttackRestampStorm(t *testing.T) {
+	n, h, _, app := room12(t)
+	r := h.remotes[2]
+	restamps := 0
+	for i := range 10 * maxStrikes {
+		if h.remotes[2] != r {
+			break
+		}
+		_, before := value(h.w, app.box, boxPos)
+		n.send(2, 1, link.Unreliable, forgedUpdate(app.box, h.w.r.Clock()+1, byte(i)))
+		if _, after := value(h.w, app.box, boxPos); after != before {
+			restamps++
+		}
+	}
+	if h.remotes[2] == r {
+		t.Fatalf("a member sending %d forged writes is still linked", 10*maxStrikes)
+	}
+	if restamps > maxStrikes {
+		t.Fatalf("%d re-stamps, want ≤ %d", restamps, maxStrikes)
+	}
+	if st := h.publish(); st.Offenders != 1 {
+		t.Fatalf("Offenders = %d, want 1", st.Offenders)
+	}
+}
+
+// Finding "alternating digest bucket counts": a member's digests keep the bucket count of its
+// first; another count is refused and counted, and answered with no snapshot.
+func TestAttackDigestBucketCounts(t *testing.T) {
+	n, h, m, _ := room12(t)
+	n.advance(h.cfg.QuietPeriod)
+	out := h.publish().BytesOut
+	for _, buckets := range []int{1, 2, 3, 255} {
+		dig := netmsg.AppendDigest(nil, &netmsg.Digest{Term: 1, Clock: uint32(m.w.r.Clock()), Digests: m.w.r.BucketDigests(buckets, nil)})
+		n.send(2, 1, link.Reliable, dig)
+	}
+	if st := h.publish(); st.Refused != 4 || st.BytesOut != out {
+		t.Fatalf("after 4 digests of other bucket counts: Refused %d (want 4), %d bytes sent (want 0)", st.Refused, st.BytesOut-out)
+	}
+}

@@ -66,6 +66,8 @@ type hostMember struct {
 	dirty   map[Entity]uint32
 	// heldTerm is the term of the state the member's greeting says it holds (0: none).
 	heldTerm Term
+	// buckets is the bucket count of the member's first digest; later digests must keep it.
+	buckets int
 	// budget is how far the member's stamps may still move the host's clock (stampOK), as of
 	// budgetAt; strikes counts its refused inputs, draining from strikeAt (refuse).
 	budget, strikes    float64
@@ -180,6 +182,12 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		if !hm.helloed {
 			return errMalformed
 		}
+		if hm.buckets == 0 {
+			hm.buckets = len(in.dig.Digests)
+		} else if len(in.dig.Digests) != hm.buckets {
+			// Alternating bucket counts would defeat the quiet period and the digest cache.
+			return h.refuse(hm, &h.badDigest, fmt.Sprintf("digest of %d buckets after %d", len(in.dig.Digests), hm.buckets))
+		}
 		if hm.snapshotSent {
 			// A member sends its next digest after its corrections, on the same ordered
 			// channel: its answer to the sync snapshot is in, and the window in which its
@@ -201,6 +209,9 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 			return h.refuse(hm, &h.skewed, fmt.Sprintf("updates stamped %d, more than %d above the host's clock %d", ts, maxStampSkew, h.w.r.Clock()))
 		}
 		applyUpdates(h.roleBase, &in.eu, r.idx, func(e Entity) bool { return h.admit(hm, e, ts) }, h.mergeWrite)
+		if hm.refused {
+			return fmt.Errorf("%w: forged writes", errOffender)
+		}
 	case netmsg.TypeCrdtBatch:
 		return h.corrections(hm, &in.batch)
 	default:

@@ -74,6 +74,15 @@ func (h *hostRole) refuse(hm *hostMember, kind *refusal, reason string) error {
 	if kind.n <= 10 || kind.n%1000 == 0 {
 		h.log.Warn().Uint64("peer", uint64(hm.link.idx)).Uint64("count", kind.n).Msg("input refused: " + reason)
 	}
+	return h.strike(hm, reason)
+}
+
+// strike counts one offence of hm; at maxStrikes in a burst it closes hm's link with a Close that
+// says why and returns errOffender.
+func (h *hostRole) strike(hm *hostMember, reason string) error {
+	if hm.refused {
+		return nil
+	}
 	now := h.env.now()
 	if !hm.strikeAt.IsZero() {
 		hm.strikes = max(0, hm.strikes-now.Sub(hm.strikeAt).Seconds())

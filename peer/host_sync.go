@@ -118,7 +118,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 				h.count.rejectedRace.Add(1)
 				continue
 			}
-			h.rejected(hm, m.Entity, m.Timestamp, err)
+			h.rejected(hm, m.Entity, m.Timestamp, err, false)
 			continue
 		}
 		h.w.mergeRemote(&m, idx)
