@@ -14,6 +14,7 @@ import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
 import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
 import { MAX_STAMP_SKEW, MAX_STRIKES, CLOSE_REFUSED } from '../static/js/restamp.js';
+import { HOST_REASSEMBLY_LIMIT, REASSEMBLY_TIMEOUT_MS } from '../static/js/links.js';
 import { COMPONENT_AUTHORITY } from '../static/js/schema.js';
 import { KIND_HOST, KIND_LOCK, encodeRecord } from '../static/js/authority.js';
 
@@ -481,4 +482,20 @@ test('digests keep the bucket count of a member\'s first', () => {
   }
   assert.equal(room.p.count.refused, 3);
   assert.equal(room.links.get(OWNER).take().filter(({ m }) => m.type === Type.HostSnapshot).length, 0, 'no snapshot answered');
+});
+
+test('a host takes no fragmented payload above its limit from a member, and expires an unfinished one', () => {
+  const room = newRoom({ warn: true });
+  const big = netmsg.encode({ type: Type.Fragment, messageId: 1, totalLength: HOST_REASSEMBLY_LIMIT + 1, offset: 0, chunk: new Uint8Array(100) });
+  const r = room.remotes.get(MALLORY);
+  hostile(room, MALLORY, RELIABLE, big);
+  assert.notEqual(room.p.remotes.get(MALLORY), r, 'the link is closed');
+  const o = room.remotes.get(OWNER);
+  hostile(room, OWNER, RELIABLE, netmsg.encode({ type: Type.Fragment, messageId: 1, totalLength: 1 << 20, offset: 0, chunk: new Uint8Array(100) }));
+  assert.ok(o.reasm.inProgress, 'the fragment is taken');
+  const refused = room.p.count.refused;
+  room.p.step(() => room.p.expireReassembly(o.reasmAt + REASSEMBLY_TIMEOUT_MS + 1));
+  assert.notEqual(room.p.remotes.get(OWNER), o, 'the link with an unfinished payload is closed');
+  assert.equal(o.reasm.buffered, 0);
+  assert.equal(room.p.count.refused, refused + 1);
 });

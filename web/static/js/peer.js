@@ -204,7 +204,10 @@ export class Peer extends PeerMethods {
       this.app.tick(this.w, dt);
       if (this.host) this.host.tick(t);
     });
-    this.every(this.opts.networkMs, () => this.flushUpdates());
+    this.every(this.opts.networkMs, () => {
+      this.flushUpdates();
+      this.expireReassembly(now());
+    });
     this.every(this.opts.reportMs, () => this.report());
     this.every(this.opts.digestMs, () => { if (this.member) this.member.sendDigest(); });
     return j;
