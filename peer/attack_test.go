@@ -323,3 +323,30 @@ func TestAttackDigestBucketCounts(t *testing.T) {
 		t.Fatalf("after 4 digests of other bucket counts: Refused %d (want 4), %d bytes sent (want 0)", st.Refused, st.BytesOut-out)
 	}
 }
+
+// The window stays open to a real survivor: a member that held term 1's state relays, in its first
+// batch to the host of term 2, the previous host's deletion of another member's avatar; the host
+// admits it, gives the owner a new avatar, and the room converges.
+func TestRelayedDeletionBySurvivor(t *testing.T) {
+	n := newStepNet(t)
+	h := n.join(1, &stepApp{table: stepSchemas()}, 2, 1)
+	owner := n.join(2, &stepApp{table: stepSchemas()}, 2, 1)
+	old, ok := h.w.AvatarOf(2)
+	if !ok {
+		t.Fatal("member 2 has no avatar")
+	}
+	survivor := n.joinWith(3, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {
+		w.r.Merge(&crdt.Message{Type: crdt.DeleteEntity, Entity: old})
+		w.heldTerm = 1
+	})
+	if !h.w.r.EntityDeleted(old) {
+		t.Fatal("the survivor's relayed deletion was not admitted")
+	}
+	fresh, ok := h.w.AvatarOf(2)
+	if !ok || fresh == old {
+		t.Fatalf("member 2's avatar is %v (%v), the deleted one was %v", fresh, ok, old)
+	}
+	h.flushUpdates()
+	n.pump()
+	converge(t, h, owner, survivor)
+}

@@ -110,7 +110,7 @@ func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 		if m.Entity.Number() < FirstSpawnNumber {
 			return fmt.Sprintf("deletion of reserved entity %v", m.Entity)
 		}
-		if relayed && int(m.Entity.Version()) > int(h.knownVersion(m.Entity.Number()))+maxVersionAhead {
+		if relayed && int(m.Entity.Version()) > int(h.w.knownVersion(m.Entity.Number()))+maxVersionAhead {
 			return fmt.Sprintf("deletion of %v, far above any version of number %d known here", m.Entity, m.Entity.Number())
 		}
 		return ""
@@ -127,13 +127,13 @@ func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 	return ""
 }
 
-// knownVersion is the highest version of entity number n this host knows of: live, deleted, or 0.
-func (h *hostRole) knownVersion(n uint16) uint16 {
+// knownVersion is the highest version of entity number n this world knows of: live, deleted, or 0.
+func (w *World) knownVersion(n uint16) uint16 {
 	var v uint16
-	if e, ok := h.w.byNumber[n]; ok {
+	if e, ok := w.byNumber[n]; ok {
 		v = e.Version()
 	}
-	if dv, ok := h.w.r.DeletedVersion(n); ok && dv > v {
+	if dv, ok := w.r.DeletedVersion(n); ok && dv > v {
 		v = dv
 	}
 	return v

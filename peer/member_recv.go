@@ -222,14 +222,7 @@ func (m *memberRole) hostMessageOK(cm *crdt.Message) bool {
 		if !m.synced {
 			return true
 		}
-		var known uint16
-		if e, ok := m.w.byNumber[cm.Entity.Number()]; ok {
-			known = e.Version()
-		}
-		if dv, ok := m.w.r.DeletedVersion(cm.Entity.Number()); ok && dv > known {
-			known = dv
-		}
-		if int(cm.Entity.Version()) > int(known)+maxVersionAhead {
+		if int(cm.Entity.Version()) > int(m.w.knownVersion(cm.Entity.Number()))+maxVersionAhead {
 			m.refused(fmt.Sprintf("host deletes %v, far above any version of its number known here", cm.Entity))
 			return false
 		}
