@@ -34,7 +34,7 @@ type Status struct {
 	// Refused counts inputs refused by the limits of docs/protocol.md §5 ("Limits"): on a host,
 	// a member's stamps too far ahead, oversized or forged corrections, digests of another
 	// bucket count; on a member, a host's stamps too far ahead or deletions far above any known
-	// version. Offenders counts members whose link the host closed for repeated refusals.
+	// version; on either, a fragmented payload left unfinished past its deadline. Offenders counts members whose link the host closed for repeated refusals.
 	Refused   uint64
 	Offenders uint64
 	// Fenced counts messages ignored because they did not come from the host of the term: on a
