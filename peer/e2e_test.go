@@ -166,7 +166,8 @@ func TestWriteWithoutAuthorityRejected(t *testing.T) {
 		if !bot.SendToHostForTest(link.Unreliable, forged) {
 			return fmt.Errorf("no link")
 		}
-		if host.Status().Rejected == 0 {
+		// Stamped 2³⁰ ahead, the write is refused by the stamp bound before authority rules.
+		if st := host.Status(); st.Rejected == 0 && st.Refused == 0 {
 			return fmt.Errorf("no rejection yet")
 		}
 		return nil
@@ -406,4 +407,40 @@ func TestRelayedDeletionAdmitted(t *testing.T) {
 		}
 		return converged(r.peers)
 	})
+}
+
+// TestAttackStampFreezeOverLinks: over links and a signaling server, a member stamping its own
+// avatar's writes 2³²−1 is refused, dropped after it insists (Status.Offenders), the host's clock
+// keeps its headroom, and the room converges to one hash afterwards.
+func TestAttackStampFreezeOverLinks(t *testing.T) {
+	r := newRoom(t, nil)
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{Boxes: 2}))
+	poll.Until(t, 5*time.Second, "host", func() error {
+		if !host.Status().IsHost {
+			return fmt.Errorf("not host")
+		}
+		return nil
+	})
+	r.join("honest", signaling.KindBot, arena.New(arena.Config{}))
+	mallory := r.join("mallory", signaling.KindBot, arena.New(arena.Config{}))
+	poll.Until(t, 10*time.Second, "synced", func() error { return converged(r.peers) })
+	var avatar peer.Entity
+	if err := mallory.Do(context.Background(), func(w *peer.World) { avatar, _ = w.AvatarOf(w.Self()) }); err != nil {
+		t.Fatal(err)
+	}
+	width, _ := netmsg.MaskWidth(2)
+	forged := netmsg.AppendEntityUpdates(nil, &netmsg.EntityUpdates{Time: 1<<32 - 1, Updates: []netmsg.Update{{
+		NetworkID: uint64(avatar), Width: width, Mask: 1, Data: arena.AppendVec(nil, arena.Vec{X: 7, Y: 7}),
+	}}})
+	poll.Until(t, 10*time.Second, "the attacker dropped", func() error {
+		mallory.SendToHostForTest(link.Unreliable, forged)
+		if host.Status().Offenders == 0 {
+			return fmt.Errorf("refused %d, not dropped yet", host.Status().Refused)
+		}
+		return nil
+	})
+	if c := host.Status().Clock; c > 1<<20 {
+		t.Fatalf("host clock %d after the attack", c)
+	}
+	poll.Until(t, 15*time.Second, "converged after the attack", func() error { return converged(r.peers) })
 }

@@ -36,6 +36,9 @@ type hostRole struct {
 	restamped map[uint64]restampedKey // keys restamp rewrote, until their author writes again
 	lost      map[Entity]lostAuthority
 
+	// Refused inputs per kind, for rate-limited logs (host_admit.go).
+	skewed, badBatch, badCorrection, badDigest refusal
+
 	hc    netmsg.HostCommands
 	snap  netmsg.HostSnapshot
 	own   []uint64
@@ -61,6 +64,14 @@ type hostMember struct {
 	refused bool
 	info    PeerInfo
 	dirty   map[Entity]uint32
+	// heldTerm is the term of the state the member's greeting says it holds (0: none).
+	heldTerm Term
+	// buckets is the bucket count of the member's first digest; later digests must keep it.
+	buckets int
+	// budget is how far the member's stamps may still move the host's clock (stampOK), as of
+	// budgetAt; strikes counts its refused inputs, draining from strikeAt (refuse).
+	budget, strikes    float64
+	budgetAt, strikeAt time.Time
 }
 
 func newHostRole(b roleBase) *hostRole {
@@ -98,6 +109,7 @@ func (h *hostRole) start() {
 	w := h.w
 	now := h.env.now()
 	w.setRole(true, h)
+	w.heldTerm = w.term
 	h.auth = authority.New(w.self, authority.Config{})
 	for e, in := range w.ents {
 		if in.auth.Kind != authority.KindHost {
@@ -163,11 +175,18 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 			return errMalformed
 		}
 		hm.helloed = true
+		hm.heldTerm = Term(in.hello.Term)
 		mem := h.env.roster()[r.idx]
 		hm.info = PeerInfo{Index: r.idx, ID: string(mem.ID), Kind: string(mem.Kind)}
 	case netmsg.TypeDigest:
 		if !hm.helloed {
 			return errMalformed
+		}
+		if hm.buckets == 0 {
+			hm.buckets = len(in.dig.Digests)
+		} else if len(in.dig.Digests) != hm.buckets {
+			// Alternating bucket counts would defeat the quiet period and the digest cache.
+			return h.refuse(hm, &h.badDigest, fmt.Sprintf("digest of %d buckets after %d", len(in.dig.Digests), hm.buckets))
 		}
 		if hm.snapshotSent {
 			// A member sends its next digest after its corrections, on the same ordered
@@ -186,9 +205,15 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 			return nil
 		}
 		ts := crdt.Timestamp(in.eu.Time)
+		if in.eu.Time <= uint64(^uint32(0)) && !h.stampOK(hm, ts) {
+			return h.refuse(hm, &h.skewed, fmt.Sprintf("updates stamped %d, more than %d above the host's clock %d", ts, maxStampSkew, h.w.r.Clock()))
+		}
 		applyUpdates(h.roleBase, &in.eu, r.idx, func(e Entity) bool { return h.admit(hm, e, ts) }, h.mergeWrite)
+		if hm.refused {
+			return fmt.Errorf("%w: forged writes", errOffender)
+		}
 	case netmsg.TypeCrdtBatch:
-		h.corrections(hm, &in.batch)
+		return h.corrections(hm, &in.batch)
 	default:
 		h.count.dropped.Add(1)
 	}

@@ -17,14 +17,9 @@ func (h *hostRole) admit(hm *hostMember, e Entity, ts crdt.Timestamp) bool {
 	if err == nil {
 		return true
 	}
-	h.rejected(hm, e, ts, err)
+	h.rejected(hm, e, ts, err, true)
 	return false
 }
-
-// maxClockSkew bounds how far above its own clock the host follows a timestamp it rejected: a
-// member writing from a stale lock is a few ticks ahead; one claiming 2^31 is broken or hostile
-// and only poisons its own replica.
-const maxClockSkew = 1 << 20
 
 // raceWindow is how long after a member lost the authority over an entity (it handed a lock
 // back, or the lock expired) its writes to it are an expected race rather than a fault: the
@@ -54,7 +49,7 @@ func (h *hostRole) race(idx PeerIndex, e Entity) bool {
 	return ok && l.peer == idx && h.env.now().Sub(l.at) < raceWindow
 }
 
-func (h *hostRole) rejected(hm *hostMember, e Entity, ts crdt.Timestamp, err error) {
+func (h *hostRole) rejected(hm *hostMember, e Entity, ts crdt.Timestamp, err error, live bool) {
 	idx := hm.link.idx
 	h.count.rejected.Add(1)
 	if h.race(idx, e) {
@@ -65,8 +60,14 @@ func (h *hostRole) rejected(hm *hostMember, e Entity, ts crdt.Timestamp, err err
 			h.log.Warn().Err(err).Uint64("peer", uint64(idx)).Uint64("entity", uint64(e)).Msg("write rejected")
 		}
 		h.rejectLog++
+		if live {
+			// A live write the member could not have made in a race: every one costs a re-stamp
+			// broadcast to the room, so a member that keeps at it is dropped (strike).
+			_ = h.strike(hm, err.Error())
+		}
 	}
-	if uint64(ts) > uint64(h.w.r.Clock())+maxClockSkew {
+	if uint64(ts) > uint64(h.w.r.Clock())+maxStampSkew {
+		// Never followed: stampOK refused it before; this guards any other caller.
 		return
 	}
 	h.w.r.ObserveClock(ts)

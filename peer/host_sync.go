@@ -2,6 +2,7 @@ package peer
 
 import (
 	"bytes"
+	"fmt"
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/hostsnapshot"
@@ -42,7 +43,9 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 	h.sendSnapshot(hm.link, hostsnapshot.Only(n, differ...))
 	if first {
 		hm.snapshotSent = true
-		hm.acceptRelayed = true
+		// Relayed corrections only from a member that held an earlier host's state: a fresh
+		// joiner (term 0) or one of this term has nothing of a previous host to relay.
+		hm.acceptRelayed = hm.heldTerm != 0 && hm.heldTerm < w.term
 		hm.dirty = make(map[Entity]uint32)
 		h.entered = append(h.entered, netmsg.PeerInfo{PeerIndex: uint64(hm.link.idx), PeerID: wirePeerID(hm.info.ID)})
 		if hm.info.Kind != string(signaling.KindHost) {
@@ -68,22 +71,36 @@ func (h *hostRole) sendSnapshot(r *remote, cover hostsnapshot.Cover) {
 	h.env.send(r, link.Reliable, h.out)
 }
 
-// corrections merges a member's CRDT corrections that authority allows. In the member's first
-// batch after its sync snapshot, corrections to host entities are admitted too: they are values
-// the member received from the previous host that this host missed (migration).
-func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) {
+// corrections merges a member's CRDT corrections that authority and the limits allow. In the
+// member's first batch after its sync snapshot, corrections to host entities are admitted too
+// when the member held an earlier host's state (its greeting's term is below this host's): they
+// are values the member received from the previous host that this host missed (migration).
+func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 	if Term(b.Term) != h.w.term {
 		h.count.fenced.Add(1)
-		return
+		return nil
 	}
 	idx := hm.link.idx
 	relayed := hm.acceptRelayed
 	hm.acceptRelayed = false
 	hm.answered = true
+	if len(b.Messages) > maxCorrectionBytes {
+		return h.refuse(hm, &h.badBatch, fmt.Sprintf("corrections of %d bytes, more than %d", len(b.Messages), maxCorrectionBytes))
+	}
 	var rd crdt.Reader
 	var m crdt.Message
 	orphaned := false
+	count := 0
 	for rd.Reset(b.Messages); rd.Next(&m) == nil; {
+		if count++; count > maxCorrectionMessages {
+			return h.refuse(hm, &h.badBatch, fmt.Sprintf("more than %d corrections in one batch; the rest dropped", maxCorrectionMessages))
+		}
+		if reason := h.admitCorrection(hm, &m, relayed); reason != "" {
+			if err := h.refuse(hm, &h.badCorrection, reason); err != nil {
+				return err
+			}
+			continue
+		}
 		if relayed && (m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork) && !h.w.r.EntityDeleted(m.Entity) {
 			// Only a host deletes entities, and a deletion is final in every replica that holds
 			// it: refusing one (another member's avatar, say) would leave this member apart for
@@ -101,7 +118,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) {
 				h.count.rejectedRace.Add(1)
 				continue
 			}
-			h.rejected(hm, m.Entity, m.Timestamp, err)
+			h.rejected(hm, m.Entity, m.Timestamp, err, false)
 			continue
 		}
 		h.w.mergeRemote(&m, idx)
@@ -109,6 +126,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) {
 	if orphaned {
 		h.respawnAvatars()
 	}
+	return nil
 }
 
 // holds reports whether the replica's entry for m's key is newer than m, or the same value.

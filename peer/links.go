@@ -22,6 +22,8 @@ type remote struct {
 	ready     bool
 	closing   bool
 	reasm     *netmsg.Reassembler
+	reasmHost bool      // reasm is sized for a host receiving from a member
+	reasmAt   time.Time // when reasm's payload in progress started
 	fragID    uint32
 	lastHeard time.Time
 	rtt       time.Duration

@@ -19,6 +19,8 @@ type memberRole struct {
 	linkTerm Term
 	synced   bool
 	stopped  bool
+	// refusedLog counts the host's inputs refused by the limits, for rate-limited logs.
+	refusedLog uint64
 	// greetedAt is when Hello and Digest last went to the host.
 	greetedAt time.Time
 	dirty     map[Entity]uint32 // this member's own writes not yet sent
@@ -92,7 +94,7 @@ func (m *memberRole) stop() {
 // linkReady greets the host and sends the digests it answers with a snapshot.
 func (m *memberRole) linkReady() {
 	w := m.w
-	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.term), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
+	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.heldTerm), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
 	b = m.appendDigest(b)
 	m.buf = b
 	m.greetedAt = m.env.now()

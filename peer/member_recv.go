@@ -68,6 +68,9 @@ func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
 	case netmsg.TypePeerExited:
 		w.events = append(w.events, Event{Kind: EventPeerExited, Peer: PeerIndex(in.px.PeerIndex)})
 	case netmsg.TypeEntityUpdates:
+		if !m.hostStampOK(in.eu.Time) {
+			return nil
+		}
 		applyUpdates(m.roleBase, &in.eu, w.host, func(Entity) bool { return true }, w.mergeRemoteWrite)
 	case netmsg.TypeCrdtBatch:
 		if Term(in.batch.Term) != w.term {
@@ -77,6 +80,9 @@ func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
 		var rd crdt.Reader
 		var cm crdt.Message
 		for rd.Reset(in.batch.Messages); rd.Next(&cm) == nil; {
+			if !m.hostMessageOK(&cm) {
+				continue
+			}
 			w.mergeRemote(&cm, w.host)
 		}
 	default:
@@ -101,6 +107,8 @@ func (m *memberRole) snapshot(snap *netmsg.HostSnapshot) error {
 	m.corr = corr
 	if Term(info.Term) != w.term {
 		m.count.fenced.Add(1)
+	} else {
+		w.heldTerm = w.term
 	}
 	if len(corr) > 0 || !m.synced {
 		// The answer to the sync snapshot is sent even when empty: it closes the host's window
@@ -122,6 +130,9 @@ func (m *memberRole) applyCommands(hc *netmsg.HostCommands, stamp uint64) {
 	w := m.w
 	if stamp > uint64(^uint32(0)) {
 		m.count.dropped.Add(1)
+		return
+	}
+	if !m.hostStampOK(stamp) {
 		return
 	}
 	ts := crdt.Timestamp(stamp)
@@ -150,6 +161,9 @@ func (m *memberRole) applyCommands(hc *netmsg.HostCommands, stamp uint64) {
 	for _, d := range hc.Despawns {
 		if d.NetworkID>>32 == 0 {
 			cm := crdt.Message{Type: crdt.DeleteEntity, Entity: Entity(d.NetworkID)}
+			if !m.hostMessageOK(&cm) {
+				continue
+			}
 			w.mergeRemote(&cm, w.host)
 		}
 	}
@@ -177,5 +191,50 @@ func (m *memberRole) applyCommands(hc *netmsg.HostCommands, stamp uint64) {
 	}
 	for _, a := range hc.Actions {
 		m.app.RPC(w, w.host, a.Type, a.Data)
+	}
+}
+
+// maxHostSkew is how far above a member's clock a synced member takes its host's stamps: an
+// honest host is ahead by the ticks since the member last heard it, far less than 2¹⁶ (18 minutes
+// at 60 Hz); a host stamping beyond would freeze every later host (docs/protocol.md §5, "Limits").
+// The sync snapshot itself is not bounded: a replica that holds nothing has no clock to judge by.
+const maxHostSkew = 1 << 16
+
+// hostStampOK reports whether a synced member takes a host stamp; a refusal is counted and logged.
+func (m *memberRole) hostStampOK(stamp uint64) bool {
+	if !m.synced || stamp <= uint64(m.w.r.Clock())+maxHostSkew {
+		return true
+	}
+	m.refused(fmt.Sprintf("host stamp %d more than %d above this member's clock %d", stamp, maxHostSkew, m.w.r.Clock()))
+	return false
+}
+
+// hostMessageOK applies hostStampOK to a host's CRDT message, and refuses the deletion of an entity
+// number far above any version this member knows (0xffff on every number would leave no number to
+// spawn for good) and of the reserved numbers.
+func (m *memberRole) hostMessageOK(cm *crdt.Message) bool {
+	switch cm.Type {
+	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
+		if cm.Entity.Number() < FirstSpawnNumber && cm.Entity != RoomEntity {
+			m.refused(fmt.Sprintf("host deletes reserved entity %v", cm.Entity))
+			return false
+		}
+		if !m.synced {
+			return true
+		}
+		if int(cm.Entity.Version()) > int(m.w.knownVersion(cm.Entity.Number()))+maxVersionAhead {
+			m.refused(fmt.Sprintf("host deletes %v, far above any version of its number known here", cm.Entity))
+			return false
+		}
+		return true
+	}
+	return m.hostStampOK(uint64(cm.Timestamp))
+}
+
+// refused counts an input from the host refused by the limits, with a rate-limited warning.
+func (m *memberRole) refused(reason string) {
+	m.count.refused.Add(1)
+	if m.refusedLog++; m.refusedLog <= 10 || m.refusedLog%1000 == 0 {
+		m.log.Warn().Uint64("host", uint64(m.w.host)).Uint64("count", m.refusedLog).Msg("host input refused: " + reason)
 	}
 }

@@ -103,6 +103,7 @@ func (p *Peer) handlePayload(r *remote, ch link.Channel, payload []byte, depth i
 			if depth > 0 {
 				return fmt.Errorf("%w: fragment inside a fragmented payload", errMalformed)
 			}
+			p.sizeReassembly(r)
 			whole, done, err := r.reasm.Push(&in.frag)
 			if err != nil {
 				return err
@@ -161,4 +162,42 @@ func (p *Peer) inbox(depth int) *inbox {
 		return &p.in[1]
 	}
 	return &p.in[0]
+}
+
+// Reassembly limits (docs/protocol.md §5, "Limits"): a member receives the host's snapshots, up
+// to netmsg.DefaultMaxTotal; a host receives only greetings, RPCs and corrections, so a member can
+// make it hold no more than hostReassemblyLimit. A payload unfinished after reassemblyTimeout
+// ends the link: on an ordered reliable channel its rest is never coming.
+const (
+	hostReassemblyLimit = maxCorrectionBytes + 64<<10
+	reassemblyTimeout   = 30 * time.Second
+)
+
+// sizeReassembly gives r, between two payloads, the reassembler its direction needs, and notes
+// when the next payload starts.
+func (p *Peer) sizeReassembly(r *remote) {
+	if r.reasm.InProgress() {
+		return
+	}
+	if host := p.host != nil; r.reasmHost != host {
+		limit := 0 // netmsg.DefaultMaxTotal
+		if host {
+			limit = hostReassemblyLimit
+		}
+		r.reasm, r.reasmHost = netmsg.NewReassembler(netmsg.Config{MaxTotal: limit}), host
+	}
+	r.reasmAt = p.clock.Now()
+}
+
+// expireReassembly closes the links whose fragmented payload is unfinished after
+// reassemblyTimeout, freeing what they buffered.
+func (p *Peer) expireReassembly(now time.Time) {
+	for _, r := range p.remotes {
+		if r.reasm != nil && r.reasm.InProgress() && now.Sub(r.reasmAt) > reassemblyTimeout {
+			p.count.refused.Add(1)
+			p.log.Warn().Uint64("peer", uint64(r.idx)).Int("buffered", r.reasm.Buffered()).Msg("fragmented payload unfinished after 30s; closing link")
+			r.reasm.Reset()
+			p.drop(r)
+		}
+	}
 }

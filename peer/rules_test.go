@@ -71,16 +71,18 @@ func TestRuleRestamp(t *testing.T) {
 	}
 }
 
-// Rule "correction window": a member's first CRDT batch after its sync snapshot may carry host
-// entities (values from a previous host); later batches may not.
+// Rule "correction window": the first CRDT batch after its sync snapshot of a member that held an
+// earlier host's state may carry host entities (values from the previous host); later batches
+// may not.
 func TestRuleCorrectionWindow(t *testing.T) {
 	n := newStepNet(t)
 	app := &stepApp{table: stepSchemas()}
-	h := n.join(1, app, 1, 1)
+	h := n.join(1, app, 2, 1)
 	_, hostTS := value(h.w, app.box, boxPos)
-	// Member 2 holds a newer value of the host's box, as it would from a previous host.
-	m := n.joinWith(2, &stepApp{table: stepSchemas()}, 1, 1, func(w *World) {
+	// Member 2 holds a newer value of the host's box, as it would from the host of term 1.
+	m := n.joinWith(2, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {
 		w.r.WriteAt(app.box, boxPos, hostTS+10, []byte{9, 0, 0, 0}, false)
+		w.heldTerm = 1
 	})
 	if v, _ := value(h.w, app.box, boxPos); v != 9 {
 		t.Fatalf("host box = %d after the first batch, want the member's correction 9", v)

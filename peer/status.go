@@ -31,6 +31,12 @@ type Status struct {
 	// handed back or expired, the transfer still on its way to it), and corrections to values this
 	// host already holds.
 	RejectedRace uint64
+	// Refused counts inputs refused by the limits of docs/protocol.md §5 ("Limits"): on a host,
+	// a member's stamps too far ahead, oversized or forged corrections, digests of another
+	// bucket count; on a member, a host's stamps too far ahead or deletions far above any known
+	// version; on either, a fragmented payload left unfinished past its deadline. Offenders counts members whose link the host closed for repeated refusals.
+	Refused   uint64
+	Offenders uint64
 	// Fenced counts messages ignored because they did not come from the host of the term: on a
 	// member, host messages refused by its fence (docs/protocol.md §5, "Fencing").
 	Fenced uint64
@@ -68,8 +74,8 @@ type Status struct {
 }
 
 type counters struct {
-	bytesIn, bytesOut, rejected, rejectedRace, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
-	migrations                                                                               atomic.Uint64
+	bytesIn, bytesOut, rejected, rejectedRace, refused, offenders, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
+	migrations                                                                                                   atomic.Uint64
 	// closedMu guards closed: the counters of links already closed (by any goroutine).
 	closedMu sync.Mutex
 	closed   [link.NumChannels]link.ChannelStats
@@ -107,6 +113,8 @@ func (p *Peer) publish() *Status {
 		BytesOut:        p.count.bytesOut.Load(),
 		Rejected:        p.count.rejected.Load(),
 		RejectedRace:    p.count.rejectedRace.Load(),
+		Refused:         p.count.refused.Load(),
+		Offenders:       p.count.offenders.Load(),
 		Fenced:          p.count.fenced.Load(),
 		Dropped:         p.count.dropped.Load() + p.count.droppedIn.Load(),
 		StandbyPromoted: p.count.promoted.Load(),

@@ -3,6 +3,7 @@ package peer
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/concordrtc/concord/authority"
@@ -61,6 +62,10 @@ type World struct {
 	self, host PeerIndex
 	term       Term
 	isHost     bool
+	// heldTerm is the term of the last host whose state this replica holds: the term it hosted
+	// or merged a sync snapshot in; 0 before any. A member's Hello carries it, and only a member
+	// that held an earlier term's state may relay that state's host entities to a new host.
+	heldTerm Term
 
 	ents     map[Entity]*entityInfo
 	byNumber map[uint16]Entity
@@ -340,10 +345,15 @@ func (w *World) writeAuthority(e Entity, rec authority.Record) {
 	w.sink.authorityChanged(e, rec, 0)
 }
 
-// batchStamp returns the timestamp of the open write batch, opening one above the clock.
+// batchStamp returns the timestamp of the open write batch, opening one above the clock. At
+// 2³²−1 it saturates rather than wrap to 0 (a wrapped stamp would lose to every write there is);
+// the peers' stamp bounds (docs/protocol.md §5, "Limits") keep an honest room far below it.
 func (w *World) batchStamp() crdt.Timestamp {
 	if w.stamp == 0 {
-		w.stamp = w.r.Clock() + 1
+		w.stamp = w.r.Clock()
+		if w.stamp < math.MaxUint32 {
+			w.stamp++
+		}
 		w.r.ObserveClock(w.stamp)
 	}
 	return w.stamp

@@ -14,6 +14,7 @@ import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
 import * as hostsnapshot from '../static/js/hostsnapshot.js';
 import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
+import { MAX_HOST_SKEW } from '../static/js/member.js';
 
 const HOST = 1;
 const MEMBER = 2;
@@ -247,6 +248,33 @@ test('a snapshot of another schema table ends the member with both tables named'
     assert.match(err.message, new RegExp(`this peer runs schema table ${ourFp}; the host \\(peer 1\\) sent a snapshot of schema table ${hostFp}`));
     assert.equal(m.status().state, 'failed');
     assert.equal(m.w.size, 0, 'nothing of the snapshot was merged');
+  } finally {
+    stop(room);
+  }
+});
+
+test('a synced member refuses its host\'s stamps far ahead and deletions far above any version (malicious host)', () => {
+  const room = newRoom();
+  try {
+    const m = room.member;
+    const clock = m.w.clock;
+    const u = { networkId: BigInt(room.box), maskBits: netmsg.maskWidth(2), mask: 1 << BOX_POS, data: encodeVec({ x: 9, y: 9 }) };
+    m.step(() => m.linkMessage(room.link1, UNRELIABLE, netmsg.encode({ type: Type.EntityUpdates, time: 0xffffffffn, updates: [u] })));
+    const dels = [];
+    for (let n = 700; n < 710; n++) dels.push(crdt.encodeMessage({ type: crdt.MessageType.DeleteEntity, entity: (0xffff << 16 | n) >>> 0, component: 0, timestamp: 0, data: null }));
+    m.step(() => m.linkMessage(room.link1, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: 1n, messages: netmsg.concat(...dels) })));
+    const cmds = netmsg.concat(
+      netmsg.encode({ type: Type.Stamp, time: 0xffffffffn }),
+      netmsg.encode({ type: Type.HostCommands, spawns: [], despawns: [], authorityTransfers: [], rpcs: [], actions: [] }),
+    );
+    m.step(() => m.linkMessage(room.link1, RELIABLE, cmds));
+    assert.ok(m.w.clock <= clock + MAX_HOST_SKEW, `member clock ${clock} → ${m.w.clock}`);
+    assert.notDeepEqual(parseVec(m.w.get(room.box, BOX_POS)), { x: 9, y: 9 }, 'the update stamped 2³²−1 is not taken');
+    for (let n = 700; n < 710; n++) assert.equal(m.w.r.deletedVersion(n), undefined, `number ${n} not deleted`);
+    assert.ok(m.status().refused >= 12, `refused ${m.status().refused}`);
+    // The host's honest update is still taken.
+    const p = { x: 1234, y: 1234 };
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, boxUpdate(room, p), p), { moved: true, refused: 0 });
   } finally {
     stop(room);
   }

@@ -13,6 +13,10 @@ import * as netmsg from '../static/js/netmsg.js';
 import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
 import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
+import { MAX_STAMP_SKEW, MAX_STRIKES, CLOSE_REFUSED } from '../static/js/restamp.js';
+import { HOST_REASSEMBLY_LIMIT, REASSEMBLY_TIMEOUT_MS } from '../static/js/links.js';
+import { COMPONENT_AUTHORITY } from '../static/js/schema.js';
+import { KIND_HOST, KIND_LOCK, encodeRecord } from '../static/js/authority.js';
 
 const HOST = 1;
 const OWNER = 2;
@@ -45,21 +49,22 @@ class RecordingLink {
 
 /**
  * A browser peer hosting term 1 of a room with two synced members, OWNER and MALLORY (bots, so
- * each got an avatar). Warnings other than rejected writes fail the test.
+ * each got an avatar). Warnings other than rejected writes fail the test. held: per member, the
+ * term of the state its greeting says it holds (default: the room's term, nothing earlier).
  */
-function newRoom({ answered = [OWNER, MALLORY], opts = {} } = {}) {
+function newRoom({ answered = [OWNER, MALLORY], opts = {}, term = TERM, held = {}, warn = false } = {}) {
   const warnings = [];
   const log = (level, msg, fields) => {
-    if (level === 'warn' && msg !== 'write rejected') warnings.push(`${msg} ${JSON.stringify(fields)}`);
+    if (level === 'warn' && msg !== 'write rejected' && !warn) warnings.push(`${msg} ${JSON.stringify(fields)}`);
   };
   const p = new Peer({ app: new Game({ boxes: 1 }), kind: 'host', log, ...opts });
   p.w.self = HOST;
   for (const [idx, kind] of [[HOST, 'host'], [OWNER, 'bot'], [MALLORY, 'bot']]) {
     p.members.set(idx, { peerIndex: idx, peerId: `user${idx}/device`, kind });
   }
-  p.step(() => p.setHost(TERM, HOST));
+  p.step(() => p.setHost(term, HOST));
   assert.ok(p.host, 'the peer hosts');
-  const room = { p, warnings, remotes: new Map(), links: new Map() };
+  const room = { p, warnings, term, remotes: new Map(), links: new Map() };
   for (const idx of [OWNER, MALLORY]) {
     // connect() as the answerer of an in-page link makes the Remote and starts nothing; the
     // recording link then stands in for the MemoryLink.
@@ -69,13 +74,13 @@ function newRoom({ answered = [OWNER, MALLORY], opts = {} } = {}) {
     r.ready = true;
     room.remotes.set(idx, r);
     room.links.set(idx, link);
-    const hello = netmsg.encode({ type: Type.Hello, term: BigInt(TERM), peerIndex: BigInt(idx), schemaFingerprint: p.w.schemas.fingerprint });
-    const digest = netmsg.encode({ type: Type.Digest, term: BigInt(TERM), clock: 0, digests: new BigUint64Array(p.opts.buckets) });
+    const hello = netmsg.encode({ type: Type.Hello, term: BigInt(held[idx] ?? term), peerIndex: BigInt(idx), schemaFingerprint: p.w.schemas.fingerprint });
+    const digest = netmsg.encode({ type: Type.Digest, term: BigInt(term), clock: 0, digests: new BigUint64Array(p.opts.buckets) });
     deliver(room, idx, RELIABLE, netmsg.concat(hello, digest));
     assert.ok(p.host.memberOf(r).snapshotSent, `member ${idx} got its sync snapshot`);
     if (!answered.includes(idx)) continue; // its window for the previous host's state stays open
     // Its answer to the snapshot (no corrections): the host now holds its latest writes.
-    deliver(room, idx, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(TERM), messages: new Uint8Array(0) }));
+    deliver(room, idx, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(term), messages: new Uint8Array(0) }));
     assert.ok(p.host.memberOf(r).answered, `member ${idx} answered its snapshot`);
   }
   room.avatar = p.w.avatarOf(OWNER);
@@ -301,13 +306,13 @@ test('once the owner has written above the re-stamp, an older write of its loses
 /** Sends, as member idx, a CrdtBatch deleting entity e. */
 function deleteBatch(room, idx, e) {
   const m = { type: crdt.MessageType.DeleteEntity, entity: e, component: 0, timestamp: 0, networkId: 0, data: null };
-  deliver(room, idx, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(TERM), messages: crdt.encodeMessage(m) }));
+  deliver(room, idx, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(room.term), messages: crdt.encodeMessage(m) }));
 }
 
 test('a deletion in a member\'s first batch is admitted whoever owns the entity, and its owner gets a new avatar', () => {
-  // Mallory has not answered its sync snapshot: its first batch carries what the previous host
-  // sent it, and the previous host deleted the owner's avatar.
-  const room = newRoom({ answered: [OWNER] });
+  // Mallory held the state of term 1 and has not answered its sync snapshot of term 2: its first
+  // batch carries what the previous host sent it, and the previous host deleted the owner's avatar.
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 } });
   const old = room.avatar;
   deleteBatch(room, MALLORY, old);
   assert.equal(room.p.w.r.entityDeleted(old), true, 'the deletion is merged');
@@ -396,4 +401,101 @@ test('a write just after its writer lost the authority is an expected race: coun
   assert.deepEqual(warned, [MALLORY]);
   assert.deepEqual(parseVec(p.w.get(box, BOX_POS)), { x: 5000, y: 5000 }, 'the box stays where its holder left it');
   assert.equal(p.status().rejectedRace, 1);
+});
+
+// Attacks of issue 14 §1 on the host's admission paths (Go: peer/attack_test.go).
+
+/** Delivers payload from member idx without deliver's assertions (the link may be dropped). */
+function hostile(room, idx, ch, payload) {
+  const r = room.remotes.get(idx);
+  room.p.step(() => room.p.linkMessage(r, ch, payload));
+}
+
+/** An EntityUpdates from member idx moving entity e, stamped ts (a bigint). */
+function forgedMove(e, ts) {
+  const u = { networkId: BigInt(e), maskBits: netmsg.maskWidth(3), mask: 1 << AVATAR_POS, data: encodeVec({ x: 9, y: 9 }) };
+  return netmsg.encode({ type: Type.EntityUpdates, time: ts, updates: [u] });
+}
+
+test('a world at a saturated clock stamps its next batch at 2³²−1, never 0', () => {
+  const room = newRoom();
+  const w = room.p.w;
+  w.closeBatch();
+  w.r.observeClock(0xffffffff);
+  assert.equal(w.batchStamp(), 0xffffffff);
+});
+
+test('a member\'s stamp beyond the skew bound is refused and the host\'s clock does not follow', () => {
+  const room = newRoom({ warn: true });
+  const clock = room.p.w.clock;
+  const own = room.p.w.avatarOf(MALLORY);
+  hostile(room, MALLORY, UNRELIABLE, forgedMove(own, 0xffffffffn));
+  hostile(room, MALLORY, UNRELIABLE, forgedMove(room.avatar, BigInt(clock + (1 << 20) - 1)));
+  assert.ok(room.p.w.clock <= clock + MAX_STAMP_SKEW, `host clock ${clock} → ${room.p.w.clock}`);
+  assert.equal(room.p.count.refused, 2);
+  assert.notDeepEqual(parseVec(room.p.w.r.get(own, POS).data), { x: 9, y: 9 }, 'the write stamped 2³²−1 is not taken');
+  // Within the bound, the owner's write is taken.
+  move(room, OWNER, room.avatar, room.p.w.clock + 2, { x: 7, y: 7 });
+  assert.deepEqual(avatarPos(room).pos, { x: 7, y: 7 });
+});
+
+test('a member that keeps sending forged writes is dropped, its re-stamps bounded', () => {
+  const room = newRoom({ warn: true });
+  const r = room.remotes.get(MALLORY);
+  for (let i = 0; i < 10 * MAX_STRIKES && room.p.remotes.get(MALLORY) === r; i++) {
+    hostile(room, MALLORY, UNRELIABLE, forgedMove(room.avatar, BigInt(room.p.w.clock + 1)));
+  }
+  assert.notEqual(room.p.remotes.get(MALLORY), r, 'the attacker\'s link is closed');
+  assert.equal(room.p.count.offenders, 1);
+  // Strikes drain one a second of real time: a write or two more may pass.
+  assert.ok(room.p.count.rejected <= MAX_STRIKES + 2, `${room.p.count.rejected} rejected writes re-stamped`);
+  const close = room.links.get(MALLORY).take().find(({ m }) => m.type === Type.Close);
+  assert.ok(close && close.m.code === CLOSE_REFUSED, 'the attacker was told why');
+});
+
+test('a fresh joiner\'s first batch carries no deletion, no authority to itself, nothing far ahead', () => {
+  const room = newRoom({ answered: [OWNER], warn: true });
+  deleteBatch(room, MALLORY, room.avatar);
+  assert.equal(room.p.w.r.entityDeleted(room.avatar), false, 'the owner\'s avatar lives');
+});
+
+test('a member claiming an earlier term cannot hand itself an entity nor delete numbers at 0xffff', () => {
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, warn: true });
+  const box = room.p.w.entitiesOf(SCHEMA_BOX)[0];
+  const msgs = [
+    { type: crdt.MessageType.PutComponent, entity: box, component: COMPONENT_AUTHORITY, timestamp: room.p.w.clock + 1, networkId: 0, data: encodeRecord({ kind: KIND_LOCK, peer: MALLORY }) },
+  ];
+  for (let n = 700; n < 800; n++) msgs.push({ type: crdt.MessageType.DeleteEntity, entity: (0xffff << 16 | n) >>> 0, component: 0, timestamp: 0, networkId: 0, data: null });
+  msgs.push({ type: crdt.MessageType.DeleteEntity, entity: (0xffff << 16 | 1) >>> 0, component: 0, timestamp: 0, networkId: 0, data: null });
+  const bytes = netmsg.concat(...msgs.map((m) => crdt.encodeMessage(m)));
+  hostile(room, MALLORY, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: 2n, messages: bytes }));
+  assert.equal(room.p.w.authorityRecord(box).kind, KIND_HOST, 'the box is still the host\'s');
+  for (let n = 700; n < 800; n++) assert.equal(room.p.w.r.deletedVersion(n), undefined, `number ${n} not deleted`);
+  assert.equal(room.p.w.r.deletedVersion(1), undefined, 'reserved number not deleted');
+  assert.ok(room.p.count.refused > 0);
+});
+
+test('digests keep the bucket count of a member\'s first', () => {
+  const room = newRoom({ warn: true });
+  for (const n of [1, 2, 3]) {
+    hostile(room, OWNER, RELIABLE, netmsg.encode({ type: Type.Digest, term: BigInt(TERM), clock: 0, digests: new BigUint64Array(n) }));
+  }
+  assert.equal(room.p.count.refused, 3);
+  assert.equal(room.links.get(OWNER).take().filter(({ m }) => m.type === Type.HostSnapshot).length, 0, 'no snapshot answered');
+});
+
+test('a host takes no fragmented payload above its limit from a member, and expires an unfinished one', () => {
+  const room = newRoom({ warn: true });
+  const big = netmsg.encode({ type: Type.Fragment, messageId: 1, totalLength: HOST_REASSEMBLY_LIMIT + 1, offset: 0, chunk: new Uint8Array(100) });
+  const r = room.remotes.get(MALLORY);
+  hostile(room, MALLORY, RELIABLE, big);
+  assert.notEqual(room.p.remotes.get(MALLORY), r, 'the link is closed');
+  const o = room.remotes.get(OWNER);
+  hostile(room, OWNER, RELIABLE, netmsg.encode({ type: Type.Fragment, messageId: 1, totalLength: 1 << 20, offset: 0, chunk: new Uint8Array(100) }));
+  assert.ok(o.reasm.inProgress, 'the fragment is taken');
+  const refused = room.p.count.refused;
+  room.p.step(() => room.p.expireReassembly(o.reasmAt + REASSEMBLY_TIMEOUT_MS + 1));
+  assert.notEqual(room.p.remotes.get(OWNER), o, 'the link with an unfinished payload is closed');
+  assert.equal(o.reasm.buffered, 0);
+  assert.equal(room.p.count.refused, refused + 1);
 });

@@ -13,7 +13,7 @@ import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH } from './world.
 import { CLOSE_SCHEMA_MISMATCH } from './links.js';
 import { hex16 } from './status.js';
 import { now, mixin, mixinBase } from './loop.js';
-import { HostRestamp } from './restamp.js';
+import { HostRestamp, MAX_STAMP_SKEW } from './restamp.js';
 import { HostCommands } from './hostcommands.js';
 
 const utf8 = new TextEncoder();
@@ -58,6 +58,18 @@ export class HostMember {
     this.answered = false;
     this.info = null;
     this.dirty = new Map(); // entity → property mask
+    // heldTerm: the term of the state the member's greeting says it holds (0: none).
+    this.heldTerm = 0;
+    // buckets: the bucket count of the member's first digest; later digests must keep it.
+    this.buckets = 0;
+    // The member's skew budget (stampOK) and strikes (strike); refused: dropped for them.
+    this.budget = 0;
+    /** @type {number | null} */
+    this.budgetAt = null;
+    this.strikes = 0;
+    /** @type {number | null} */
+    this.strikeAt = null;
+    this.refused = false;
   }
 }
 
@@ -78,6 +90,7 @@ export class HostRole extends HostMethods {
     this.clearCommands();
     this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
     this.rejectLog = 0;
+    this.refuseLog = 0;
     this.lost = new Map(); // entity → {peer, at}: who last lost its authority, and when
     this.reassert = new Set();
     /** @type {Map<bigint, {before: number, after: number}>} keys restamp rewrote, until their author writes again */
@@ -92,6 +105,7 @@ export class HostRole extends HostMethods {
     const w = this.w;
     const t = now();
     w.isHost = true;
+    w.heldTerm = w.term;
     w.sink = this;
     this.auth = new AuthorityTable(w.self);
     for (const [e, info] of w.ents) {
@@ -282,6 +296,22 @@ export class HostRole extends HostMethods {
     const w = this.w;
     this.auth.touch(r.idx, now());
     const hm = this.memberOf(r);
+    if (hm.refused) {
+      p.count.dropped++;
+      return;
+    }
+    this.handleMessage(r, hm, m);
+    if (hm.refused) throw new Error('member dropped for refused inputs');
+  }
+
+  /**
+   * @param {import('./links.js').Remote} r
+   * @param {HostMember} hm
+   * @param {import('./netmsg.js').Msg} m
+   */
+  handleMessage(r, hm, m) {
+    const p = this.p;
+    const w = this.w;
     switch (m.type) {
       case Type.Hello: {
         if (m.schemaFingerprint !== w.schemas.fingerprint) {
@@ -293,12 +323,19 @@ export class HostRole extends HostMethods {
         }
         if (Number(m.peerIndex) !== r.idx) throw new Error('hello from the wrong peer index');
         hm.helloed = true;
+        hm.heldTerm = Number(m.term);
         const mem = p.members.get(r.idx);
         hm.info = { index: r.idx, id: mem ? mem.peerId : '', kind: mem ? mem.kind : '' };
         break;
       }
       case Type.Digest:
         if (!hm.helloed) throw new Error('digest before hello');
+        if (hm.buckets === 0) hm.buckets = m.digests.length;
+        else if (m.digests.length !== hm.buckets) {
+          // Alternating bucket counts would defeat the quiet period and the digest cache.
+          this.refuse(hm, `digest of ${m.digests.length} buckets after ${hm.buckets}`);
+          return;
+        }
         // A member sends its next digest after its corrections, on the same ordered channel: its
         // answer to the sync snapshot is in.
         if (hm.snapshotSent) hm.answered = true;
@@ -309,6 +346,10 @@ export class HostRole extends HostMethods {
         break;
       case Type.EntityUpdates:
         if (!hm.snapshotSent) return;
+        if (m.time <= 0xffffffffn && !this.stampOK(hm, m.time)) {
+          this.refuse(hm, `updates stamped ${m.time}, more than ${MAX_STAMP_SKEW} above the host's clock ${w.clock}`);
+          return;
+        }
         p.applyUpdates(m, r.idx, (e) => this.admit(r, e, m.time), (cm, origin) => this.mergeWrite(cm, origin));
         break;
       case Type.CrdtBatch:
@@ -347,7 +388,8 @@ export class HostRole extends HostMethods {
     this.sendSnapshot(r, hostsnapshot.Cover.only(n, differ));
     if (first) {
       hm.snapshotSent = true;
-      hm.acceptRelayed = true;
+      // Relayed corrections only from a member that held an earlier host's state.
+      hm.acceptRelayed = hm.heldTerm !== 0 && hm.heldTerm < w.term;
       hm.dirty = new Map();
       this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(hm.info.id) });
       if (hm.info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(hm.info);

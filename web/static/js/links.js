@@ -8,6 +8,7 @@ import { Type, MAX_RELIABLE } from './netmsg.js';
 import { Link, MemoryLink, isMemoryOffer, RELIABLE, UNRELIABLE } from './rtc.js';
 import { now } from './loop.js';
 import { hex16 } from './status.js';
+import { MAX_CORRECTION_BYTES } from './restamp.js';
 
 /** Close code: the member runs another schema table. */
 export const CLOSE_SCHEMA_MISMATCH = 1;
@@ -39,6 +40,8 @@ export class Remote {
     this.link = null;
     this.ready = false;
     this.reasm = new netmsg.Reassembler();
+    this.reasmHost = false; // reasm is sized for a host receiving from a member
+    this.reasmAt = 0; // when reasm's payload in progress started (ms)
     this.fragID = 0;
     this.lastHeard = 0;
     this.rtt = 0; // ms
@@ -52,8 +55,47 @@ export class Remote {
   }
 }
 
+/**
+ * Reassembly limits (Go's hostReassemblyLimit, reassemblyTimeout; docs/protocol.md §5 "Limits"):
+ * a host receives only greetings, RPCs and corrections from a member; a member the host's
+ * snapshots (netmsg's default, 64 MiB). A payload unfinished after the timeout ends the link.
+ */
+export const HOST_REASSEMBLY_LIMIT = MAX_CORRECTION_BYTES + (64 << 10);
+export const REASSEMBLY_TIMEOUT_MS = 30000;
+
 /** Peer's link methods. */
 export class PeerLinks {
+  /**
+   * Gives r, between two payloads, the reassembler its direction needs; notes when one starts.
+   * @this {import('./peer.js').Peer}
+   * @param {Remote} r
+   */
+  sizeReassembly(r) {
+    if (r.reasm.inProgress) return;
+    const host = this.host !== null;
+    if (r.reasmHost !== host) {
+      r.reasm = new netmsg.Reassembler(host ? { maxTotal: HOST_REASSEMBLY_LIMIT } : {});
+      r.reasmHost = host;
+    }
+    r.reasmAt = now();
+  }
+
+  /**
+   * Closes the links whose fragmented payload is unfinished after REASSEMBLY_TIMEOUT_MS.
+   * @this {import('./peer.js').Peer}
+   * @param {number} t
+   */
+  expireReassembly(t) {
+    for (const r of [...this.remotes.values()]) {
+      if (r.reasm.inProgress && t - r.reasmAt > REASSEMBLY_TIMEOUT_MS) {
+        this.count.refused++;
+        this.log('warn', 'fragmented payload unfinished after 30s; closing link', { remote: r.idx, buffered: r.reasm.buffered });
+        r.reasm.reset();
+        this.dropRemote(r);
+      }
+    }
+  }
+
   /**
    * @this {import('./peer.js').Peer}
    * @param {number} from
@@ -164,6 +206,7 @@ export class PeerLinks {
       switch (m.type) {
         case Type.Fragment: {
           if (depth > 0) throw new Error('fragment inside a fragmented payload');
+          this.sizeReassembly(r);
           const whole = r.reasm.push(/** @type {any} */ (m)); // a decoded Fragment
           if (whole) this.handlePayload(r, ch, whole, depth + 1);
           continue;

@@ -12,11 +12,17 @@ import { RELIABLE } from './rtc.js';
 import { KIND_HOST, KIND_AVATAR, KIND_LOCK, encodeRecord, AuthorityError, Reject } from './authority.js';
 import { schemaMismatch } from './links.js';
 import { hex16 } from './status.js';
-import { Ev } from './world.js';
+import { Ev, FIRST_SPAWN_NUMBER, MAX_VERSION_AHEAD, knownVersion } from './world.js';
 
 /** How long a member waits for its link to the host to open before making it again. */
 const CONNECT_TIMEOUT_MS = 5000;
 const U32_MAX = 0xffffffff;
+/**
+ * How far above a synced member's clock it takes its host's stamps (Go's maxHostSkew): an honest
+ * host is ahead by the ticks since the member last heard it; one beyond would freeze every later
+ * host. The sync snapshot itself is not bounded (a replica holding nothing has no clock to judge).
+ */
+export const MAX_HOST_SKEW = 1 << 16;
 const { PutComponent, DeleteEntity } = crdt.MessageType;
 
 export class MemberRole {
@@ -31,6 +37,7 @@ export class MemberRole {
     this.wasSynced = false;
     this.dirty = new Map();
     this.refusals = 0; // host messages refused, for the log
+    this.refusedLog = 0; // host inputs refused by the limits, for the log
     p.w.sink = this;
     p.w.isHost = false;
   }
@@ -74,7 +81,7 @@ export class MemberRole {
   /** Greets the host and sends the digests it answers with a snapshot. */
   linkReady() {
     const w = this.w;
-    const hello = netmsg.encode({ type: Type.Hello, term: BigInt(w.term), peerIndex: BigInt(w.self), schemaFingerprint: w.schemas.fingerprint });
+    const hello = netmsg.encode({ type: Type.Hello, term: BigInt(w.heldTerm), peerIndex: BigInt(w.self), schemaFingerprint: w.schemas.fingerprint });
     this.p.send(this.hostLink, RELIABLE, netmsg.concat(hello, this.digest()));
   }
 
@@ -152,6 +159,7 @@ export class MemberRole {
           return;
         }
         if (Number(info.term) !== w.term) p.count.fenced++;
+        else w.heldTerm = w.term;
         // The first batch after a sync snapshot may carry host entities (values a previous host
         // sent that this host missed). This member always sends it, empty when it has nothing to
         // correct, so that the host closes that window at once.
@@ -178,6 +186,7 @@ export class MemberRole {
         w.events.push({ kind: Ev.PeerExited, peer: Number(m.peerIndex) });
         break;
       case Type.EntityUpdates:
+        if (!this.hostStampOK(m.time)) return;
         p.applyUpdates(m, w.host, () => true);
         break;
       case Type.CrdtBatch:
@@ -185,7 +194,9 @@ export class MemberRole {
           p.count.fenced++;
           return;
         }
-        for (const cm of crdt.readStream(m.messages)) w.mergeRemote(cm, w.host);
+        for (const cm of crdt.readStream(m.messages)) {
+          if (this.hostMessageOK(cm)) w.mergeRemote(cm, w.host);
+        }
         break;
       default:
         p.count.dropped++;
@@ -204,6 +215,7 @@ export class MemberRole {
       p.count.dropped++;
       return;
     }
+    if (!this.hostStampOK(stamp)) return;
     const ts = Number(stamp);
     const spawned = new Set();
     for (const sp of hc.spawns) {
@@ -228,7 +240,10 @@ export class MemberRole {
       spawned.add(e);
     }
     for (const d of hc.despawns) {
-      if (d.networkId >> 32n === 0n) w.mergeRemote({ type: DeleteEntity, entity: Number(d.networkId), component: 0, timestamp: 0, data: null }, w.host);
+      if (d.networkId >> 32n !== 0n) continue;
+      /** @type {import('./crdt.js').Message} */
+      const cm = { type: DeleteEntity, entity: Number(d.networkId), component: 0, timestamp: 0, data: null };
+      if (this.hostMessageOK(cm)) w.mergeRemote(cm, w.host);
     }
     for (const t of hc.authorityTransfers) {
       if (t.networkId >> 32n !== 0n) continue;
@@ -242,6 +257,47 @@ export class MemberRole {
     }
     for (const rpc of hc.rpcs) p.app.rpc(w, w.host, rpc.type, rpc.data);
     for (const a of hc.actions) p.app.rpc(w, w.host, a.type, a.data);
+  }
+
+  /**
+   * Whether a synced member takes a host stamp: at most MAX_HOST_SKEW above its clock (Go's
+   * memberRole.hostStampOK); a refusal is counted and logged.
+   * @param {bigint | number} stamp
+   */
+  hostStampOK(stamp) {
+    if (!this.synced || BigInt(stamp) <= BigInt(this.w.clock) + BigInt(MAX_HOST_SKEW)) return true;
+    this.refused(`host stamp ${stamp} more than ${MAX_HOST_SKEW} above this member's clock ${this.w.clock}`);
+    return false;
+  }
+
+  /**
+   * hostStampOK for a host's CRDT message; refuses the deletion of a reserved number or of a
+   * number far above any version this member knows (Go's memberRole.hostMessageOK).
+   * @param {import('./crdt.js').Message} cm
+   */
+  hostMessageOK(cm) {
+    if (cm.type === DeleteEntity || cm.type === crdt.MessageType.DeleteEntityNetwork) {
+      const num = cm.entity & 0xffff;
+      const ver = cm.entity >>> 16;
+      if (num < FIRST_SPAWN_NUMBER && (cm.entity >>> 0) !== 0) {
+        this.refused(`host deletes reserved entity ${cm.entity >>> 0}`);
+        return false;
+      }
+      if (!this.synced) return true;
+      if (ver > knownVersion(this.w, num) + MAX_VERSION_AHEAD) {
+        this.refused(`host deletes ${cm.entity >>> 0}, far above any version of its number known here`);
+        return false;
+      }
+      return true;
+    }
+    return this.hostStampOK(cm.timestamp);
+  }
+
+  /** @param {string} reason */
+  refused(reason) {
+    const p = this.p;
+    p.count.refused++;
+    if (++this.refusedLog <= 10 || this.refusedLog % 1000 === 0) p.log('warn', 'host input refused: ' + reason, { host: this.w.host, count: this.refusedLog });
   }
 
   /**

@@ -146,7 +146,7 @@ export class Peer extends PeerMethods {
     /** @type {Set<ReturnType<typeof setTimeout>>} after()'s timeouts, cleared by stop() */
     this.pending = new Set();
     this.stopped = false;
-    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, fenced: 0, dropped: 0 };
+    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, refused: 0, offenders: 0, fenced: 0, dropped: 0 };
     this.signalingState = 'connecting';
     this.resumeToken = '';
     this.held = false; // the replica has held the room's state (synced or hosted)
@@ -204,7 +204,10 @@ export class Peer extends PeerMethods {
       this.app.tick(this.w, dt);
       if (this.host) this.host.tick(t);
     });
-    this.every(this.opts.networkMs, () => this.flushUpdates());
+    this.every(this.opts.networkMs, () => {
+      this.flushUpdates();
+      this.expireReassembly(now());
+    });
     this.every(this.opts.reportMs, () => this.report());
     this.every(this.opts.digestMs, () => { if (this.member) this.member.sendDigest(); });
     return j;

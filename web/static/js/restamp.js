@@ -5,9 +5,25 @@
 
 import * as crdt from './crdt.js';
 import { now } from './loop.js';
+import * as netmsg from './netmsg.js';
+import { RELIABLE } from './rtc.js';
+import { COMPONENT_AUTHORITY } from './schema.js';
+import { KIND_HOST, decodeRecord } from './authority.js';
+import { FIRST_SPAWN_NUMBER, MAX_VERSION_AHEAD, knownVersion } from './world.js';
 
-/** How far above its clock the host follows a timestamp it rejected. */
-const MAX_CLOCK_SKEW = 1 << 20;
+/**
+ * How far above the host's clock a member's stamp may be (Go's maxStampSkew); a member's skew
+ * budget refills at STAMP_RATE ticks a second. docs/protocol.md §5, "Limits".
+ */
+export const MAX_STAMP_SKEW = 1 << 12;
+const STAMP_RATE = 1 << 10;
+/** Bounds of one correction batch (Go's maxCorrectionMessages, maxCorrectionBytes). */
+export const MAX_CORRECTION_MESSAGES = 1 << 14;
+export const MAX_CORRECTION_BYTES = 4 << 20;
+/** Refused inputs a member may send in a burst before its link is closed; drain one a second. */
+export const MAX_STRIKES = 32;
+/** Close code of a member dropped for refused inputs (Go's CloseRefused). */
+export const CLOSE_REFUSED = 2;
 /** Keys re-stamped and remembered at most; past it the memory starts over (a rejection storm). */
 const MAX_RESTAMPED = 1 << 16;
 /**
@@ -55,7 +71,7 @@ export class HostRestamp {
       this.auth.admitWrite(r.idx, e);
       return true;
     } catch (err) {
-      this.rejected(r, e, ts, err);
+      this.rejected(r, e, ts, err, true);
       return false;
     }
   }
@@ -89,8 +105,9 @@ export class HostRestamp {
    * @param {number} e
    * @param {bigint | number} ts
    * @param {Error} err
+   * @param {boolean} [live] a live write (not a correction): a fault strikes its member
    */
-  rejected(r, e, ts, err) {
+  rejected(r, e, ts, err, live = false) {
     const p = this.p;
     p.count.rejected++;
     if (this.race(r.idx, e)) {
@@ -101,9 +118,12 @@ export class HostRestamp {
         p.log('warn', 'write rejected', { member: r.idx, entity: e, err: err.message });
       }
       this.rejectLog++;
+      // Every live forged write costs the room a re-stamp: a member that keeps at it is dropped.
+      const hm = this.mems.get(r.idx);
+      if (live && hm) this.strike(hm, err.message);
     }
     const t = BigInt(ts);
-    if (t > BigInt(this.w.clock) + BigInt(MAX_CLOCK_SKEW)) return;
+    if (t > BigInt(this.w.clock) + BigInt(MAX_STAMP_SKEW)) return; // stampOK refused it before
     this.w.r.observeClock(Number(t));
     this.reassert.add(e);
   }
@@ -189,8 +209,22 @@ export class HostRestamp {
     const relayed = hm.acceptRelayed;
     hm.acceptRelayed = false;
     hm.answered = true;
+    if (b.messages.length > MAX_CORRECTION_BYTES) {
+      this.refuse(hm, `corrections of ${b.messages.length} bytes, more than ${MAX_CORRECTION_BYTES}`);
+      return;
+    }
     let orphaned = false;
+    let count = 0;
     for (const m of crdt.readStream(b.messages)) {
+      if (++count > MAX_CORRECTION_MESSAGES) {
+        this.refuse(hm, `more than ${MAX_CORRECTION_MESSAGES} corrections in one batch; the rest dropped`);
+        break;
+      }
+      const reason = this.admitCorrection(hm, m, relayed);
+      if (reason !== '') {
+        this.refuse(hm, reason);
+        continue;
+      }
       if (relayed && (m.type === DeleteEntity || m.type === DeleteEntityNetwork) && !w.r.entityDeleted(m.entity >>> 0)) {
         // Only a host deletes entities, and a deletion is final in every replica that holds it:
         // refusing one would leave this member apart for good (as Go's hostRole.corrections).
@@ -209,12 +243,96 @@ export class HostRestamp {
           this.p.count.rejectedRace++;
           continue;
         }
-        this.rejected(r, m.entity >>> 0, m.timestamp || 0, err);
+        this.rejected(r, m.entity >>> 0, m.timestamp || 0, err, false);
         continue;
       }
       w.mergeRemote(m, r.idx);
     }
     if (orphaned) this.respawnAvatars();
+  }
+
+  /**
+   * Checks a member's stamp against the host's clock and the member's skew budget, and charges the
+   * budget for how far the stamp moves the clock (Go's hostRole.stampOK).
+   * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   * @param {bigint | number} ts
+   */
+  stampOK(hm, ts) {
+    const clock = this.w.clock;
+    const t = BigInt(ts);
+    if (t <= BigInt(clock)) return true;
+    const d = Number(t - BigInt(clock));
+    const at = now();
+    hm.budget = hm.budgetAt === null ? MAX_STAMP_SKEW : Math.min(MAX_STAMP_SKEW, hm.budget + (at - hm.budgetAt) / 1000 * STAMP_RATE);
+    hm.budgetAt = at;
+    if (d > hm.budget) return false;
+    hm.budget -= d;
+    return true;
+  }
+
+  /**
+   * Counts and logs (warn, rate-limited) an input refused for reason, and strikes its member.
+   * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   * @param {string} reason
+   */
+  refuse(hm, reason) {
+    const p = this.p;
+    p.count.refused++;
+    if (++this.refuseLog <= 10 || this.refuseLog % 1000 === 0) p.log('warn', 'input refused: ' + reason, { member: hm.r.idx, count: this.refuseLog });
+    this.strike(hm, reason);
+  }
+
+  /**
+   * Counts one offence of hm; at MAX_STRIKES in a burst its link is closed after a Close that says
+   * why (Go's hostRole.strike), by a thrown error that ends the payload.
+   * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   * @param {string} reason
+   */
+  strike(hm, reason) {
+    if (hm.refused) return;
+    const at = now();
+    if (hm.strikeAt !== null) hm.strikes = Math.max(0, hm.strikes - (at - hm.strikeAt) / 1000);
+    hm.strikeAt = at;
+    if (++hm.strikes < MAX_STRIKES) return;
+    const p = this.p;
+    p.count.offenders++;
+    hm.refused = true;
+    p.log('warn', 'member keeps sending refused inputs; closing its link: ' + reason, { member: hm.r.idx });
+    p.send(hm.r, RELIABLE, netmsg.encode({ type: netmsg.Type.Close, code: CLOSE_REFUSED, reason }));
+  }
+
+  /**
+   * The limits of a correction beyond authority (Go's hostRole.admitCorrection): a reason to
+   * refuse m, or ''.
+   * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   * @param {import('./crdt.js').Message} m
+   * @param {boolean} relayed
+   */
+  admitCorrection(hm, m, relayed) {
+    if (m.type === DeleteEntity || m.type === DeleteEntityNetwork) {
+      const num = m.entity & 0xffff;
+      if (num < FIRST_SPAWN_NUMBER) return `deletion of reserved entity ${m.entity >>> 0}`;
+      if (relayed && (m.entity >>> 16) > knownVersion(this.w, num) + MAX_VERSION_AHEAD) {
+        return `deletion of ${m.entity >>> 0}, far above any version of number ${num} known here`;
+      }
+      return '';
+    }
+    if (!this.stampOK(hm, m.timestamp)) {
+      return `correction stamped ${m.timestamp}, more than ${MAX_STAMP_SKEW} above the host's clock ${this.w.clock}`;
+    }
+    if (m.component === COMPONENT_AUTHORITY && m.type === PutComponent && m.data) {
+      let rec = null;
+      try { rec = decodeRecord(m.data); } catch { rec = null; }
+      const cur = this.w.authorityRecord(m.entity >>> 0);
+      if (rec && rec.kind !== KIND_HOST && rec.peer === hm.r.idx && !(cur.kind === rec.kind && cur.peer === rec.peer)) {
+        return `authority record handing ${m.entity >>> 0} to its sender`;
+      }
+    }
+    return '';
   }
 
   /**

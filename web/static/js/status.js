@@ -37,6 +37,8 @@ export function hex16(h) {
  * @property {number} bytesOut
  * @property {number} rejected
  * @property {number} rejectedRace
+ * @property {number} refused inputs refused by the limits (docs/protocol.md §5, "Limits")
+ * @property {number} offenders members whose link this host closed for refused inputs
  * @property {number} fenced
  * @property {number} dropped
  * @property {string} error
@@ -81,7 +83,8 @@ export class PeerStatus {
       entities: w.size, clock: w.clock, hash: hex16(w.r.hash()),
       members: this.members.size, links: this.remotes.size, rtt,
       bytesIn: this.count.bytesIn, bytesOut: this.count.bytesOut,
-      rejected: this.count.rejected, rejectedRace: this.count.rejectedRace, fenced: this.count.fenced, dropped: this.count.dropped,
+      rejected: this.count.rejected, rejectedRace: this.count.rejectedRace,
+      refused: this.count.refused, offenders: this.count.offenders, fenced: this.count.fenced, dropped: this.count.dropped,
       error: this.error ? this.error.message : '',
     };
   }

@@ -15,6 +15,27 @@ const { DeleteEntity, AppendValue, DeleteComponent, DeleteComponentNetwork, Dele
 
 /** Entity numbers below this are reserved (0 is the room itself). */
 export const FIRST_SPAWN_NUMBER = RESERVED_NUMBERS;
+
+/**
+ * How far above the version of an entity number known here a deletion may be (Go's
+ * maxVersionAhead): an honest host reuses a number a few times at most.
+ */
+export const MAX_VERSION_AHEAD = 4;
+
+/**
+ * The highest version of entity number n the world knows of: live, deleted, or 0 (Go's
+ * hostRole.knownVersion).
+ * @param {World} w
+ * @param {number} n
+ */
+export function knownVersion(w, n) {
+  let v = 0;
+  const e = w.byNumber.get(n);
+  if (e !== undefined) v = e >>> 16;
+  const dv = w.r.deletedVersion(n);
+  if (dv !== undefined && dv > v) v = dv;
+  return v;
+}
 /** The entity that holds room-wide host state. */
 export const ROOM_ENTITY = 0;
 
@@ -98,6 +119,9 @@ export class World {
     this.self = 0;
     this.host = 0;
     this.term = 0;
+    // The term of the last host whose state this replica holds (hosted, or merged a sync snapshot
+    // of); 0 before any. A member's Hello carries it (Go's World.heldTerm).
+    this.heldTerm = 0;
     this.isHost = false;
     /** @type {Map<number, EntityInfo>} entity → its schema, creation data and authority */
     this.ents = new Map();
@@ -350,10 +374,13 @@ export class World {
     this.sink.authorityChanged(e, info.auth, 0);
   }
 
-  /** The open write batch's timestamp, opening a batch at clock+1. */
+  /**
+   * The open write batch's timestamp, opening a batch at clock+1. At 2³²−1 it saturates rather
+   * than leave u32 (as Go's World.batchStamp): the stamp bounds keep an honest room far below it.
+   */
   batchStamp() {
     if (this.stamp === 0) {
-      this.stamp = this.clock + 1;
+      this.stamp = Math.min(this.clock + 1, 0xffffffff);
       this.r.observeClock(this.stamp);
     }
     return this.stamp;

@@ -1,0 +1,140 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// What a host admits from a member beyond authority (docs/protocol.md §5, "Limits"): stamps within
+// a bounded skew of its clock, corrections within a bounded batch, and nothing from a member that
+// keeps offending.
+
+const (
+	// maxStampSkew is how far above the host's Lamport clock a member's stamp may be. An honest
+	// member is a few ticks ahead at most (its writes since it last heard the host), a survivor's
+	// corrections after a migration a few hundred; a member claiming more is broken or hostile.
+	// The wire clock is u32: without this bound one datagram stamped 2³²−1 freezes the room.
+	maxStampSkew = 1 << 12
+	// stampRate is how fast a member's skew budget refills, in ticks per second: the stamps a
+	// member sends may move the host's clock by at most maxStampSkew at once and stampRate per
+	// second in the long run (2³² is then decades away).
+	stampRate = 1 << 10
+	// maxCorrectionMessages and maxCorrectionBytes bound one CRDT batch of corrections.
+	maxCorrectionMessages = 1 << 14
+	maxCorrectionBytes    = 4 << 20
+	// maxVersionAhead bounds how far above the version this host knows of an entity number a
+	// relayed deletion may be: a survivor relays what the previous host deleted, the previous
+	// host reused a number a few times at most; 0xffff on every number is an attack.
+	maxVersionAhead = 4
+	// maxStrikes is how many refused inputs a member may send in a burst before its link is
+	// closed; strikes drain at one a second.
+	maxStrikes = 32
+)
+
+// CloseRefused is the Close code a host sends a member it drops for refused inputs; the reason
+// names the last one.
+const CloseRefused uint16 = 2
+
+var errOffender = errors.New("peer: member dropped for refused inputs")
+
+// stampOK checks a member's stamp against the host's clock and the member's skew budget, and
+// charges the budget for how far the stamp moves the clock.
+func (h *hostRole) stampOK(hm *hostMember, ts crdt.Timestamp) bool {
+	clock := h.w.r.Clock()
+	if ts <= clock {
+		return true
+	}
+	d := float64(ts - clock)
+	now := h.env.now()
+	if hm.budgetAt.IsZero() {
+		hm.budget = maxStampSkew
+	} else {
+		hm.budget = min(maxStampSkew, hm.budget+now.Sub(hm.budgetAt).Seconds()*stampRate)
+	}
+	hm.budgetAt = now
+	if d > hm.budget {
+		return false
+	}
+	hm.budget -= d
+	return true
+}
+
+// refuse counts an input refused for reason, logs it (warn, rate-limited), and returns
+// errOffender when the member has offended maxStrikes times in a burst: the caller closes its
+// link after a Close that says why.
+func (h *hostRole) refuse(hm *hostMember, kind *refusal, reason string) error {
+	h.count.refused.Add(1)
+	kind.n++
+	if kind.n <= 10 || kind.n%1000 == 0 {
+		h.log.Warn().Uint64("peer", uint64(hm.link.idx)).Uint64("count", kind.n).Msg("input refused: " + reason)
+	}
+	return h.strike(hm, reason)
+}
+
+// strike counts one offence of hm; at maxStrikes in a burst it closes hm's link with a Close that
+// says why and returns errOffender.
+func (h *hostRole) strike(hm *hostMember, reason string) error {
+	if hm.refused {
+		return nil
+	}
+	now := h.env.now()
+	if !hm.strikeAt.IsZero() {
+		hm.strikes = max(0, hm.strikes-now.Sub(hm.strikeAt).Seconds())
+	}
+	hm.strikeAt = now
+	if hm.strikes++; hm.strikes < maxStrikes {
+		return nil
+	}
+	h.count.offenders.Add(1)
+	h.log.Warn().Uint64("peer", uint64(hm.link.idx)).Msg("member keeps sending refused inputs; closing its link: " + reason)
+	h.env.send(hm.link, link.Reliable, netmsg.AppendClose(nil, &netmsg.Close{Code: CloseRefused, Reason: reason}))
+	hm.refused = true
+	return fmt.Errorf("%w: %s", errOffender, reason)
+}
+
+// refusal counts one kind of refused input, for rate-limited logs.
+type refusal struct{ n uint64 }
+
+// admitCorrection applies the limits of a correction beyond authority: its stamp, a relayed
+// deletion's version, and authority records. It returns a reason to refuse m, or "".
+func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool) string {
+	idx := hm.link.idx
+	switch m.Type {
+	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
+		if m.Entity.Number() < FirstSpawnNumber {
+			return fmt.Sprintf("deletion of reserved entity %v", m.Entity)
+		}
+		if relayed && int(m.Entity.Version()) > int(h.w.knownVersion(m.Entity.Number()))+maxVersionAhead {
+			return fmt.Sprintf("deletion of %v, far above any version of number %d known here", m.Entity, m.Entity.Number())
+		}
+		return ""
+	}
+	if !h.stampOK(hm, m.Timestamp) {
+		return fmt.Sprintf("correction stamped %d, more than %d above the host's clock %d", m.Timestamp, maxStampSkew, h.w.r.Clock())
+	}
+	if m.Component == schema.ComponentAuthority && (m.Type == crdt.PutComponent || m.Type == crdt.PutComponentNetwork) {
+		var rec authority.Record
+		if _, err := authority.ConsumeRecord(m.Data, &rec); err == nil && rec.Kind != authority.KindHost && rec.Peer == idx && h.w.AuthorityRecord(m.Entity) != rec {
+			return fmt.Sprintf("authority record handing %v to its sender", m.Entity)
+		}
+	}
+	return ""
+}
+
+// knownVersion is the highest version of entity number n this world knows of: live, deleted, or 0.
+func (w *World) knownVersion(n uint16) uint16 {
+	var v uint16
+	if e, ok := w.byNumber[n]; ok {
+		v = e.Version()
+	}
+	if dv, ok := w.r.DeletedVersion(n); ok && dv > v {
+		v = dv
+	}
+	return v
+}
