@@ -51,3 +51,5 @@ require (
 )
 
 tool honnef.co/go/tools/cmd/staticcheck
+
+replace github.com/pion/sctp => ./third_party/pion-sctp
