@@ -1441,7 +1441,7 @@ func (a *Association) gatherOutboundDataAndReconfigPackets(
 		// Start timer. (noop if already started)
 		a.log.Tracef("[%s] T3-rtx timer start (pt1)", a.name)
 		a.t3RTX.start(a.rtoMgr.getRTO())
-		for _, p := range a.bundleDataChunksIntoPackets(chunks) {
+		for _, p := range a.bundleForwardTSN(a.bundleDataChunksIntoPackets(chunks)) {
 			raw, err := a.marshalPacket(p)
 			if err != nil {
 				a.log.Warnf("[%s] failed to serialize a DATA packet", a.name)
@@ -1520,6 +1520,13 @@ func (a *Association) gatherOutboundFastRetransmissionPackets( //nolint:gocognit
 		}
 
 		if chunkPayload.nSent > 1 || chunkPayload.missIndicator < 3 {
+			continue
+		}
+
+		// CONCORD-PATCH: abandon, do not retransmit, a chunk over its limit.
+		if a.abandonInsteadOfRetransmit(chunkPayload) {
+			a.advanceAbandonedAckPoint()
+
 			continue
 		}
 
@@ -1625,6 +1632,46 @@ func (a *Association) gatherOutboundSackPackets(rawPackets [][]byte) [][]byte {
 	}
 
 	return rawPackets
+}
+
+// CONCORD-PATCH: bundleForwardTSN puts a pending FORWARD TSN (or I-FORWARD
+// TSN) at the head of the first DATA packet when it fits in the MTU, as RFC
+// 3758 Sec 3.5 F2 asks ("SHOULD always attempt to bundle an outgoing FORWARD
+// TSN with outbound DATA chunks"); control chunks go first (RFC 9260 Sec
+// 6.10). When it does not fit, gatherOutboundForwardTSNPackets sends it alone.
+// The caller should hold the lock.
+func (a *Association) bundleForwardTSN(packets []*packet) []*packet {
+	if !a.willSendForwardTSN || len(packets) == 0 || !sna32GT(a.advancedPeerTSNAckPoint, a.cumulativeTSNAckPoint) {
+		return packets
+	}
+	var fwdtsn chunk
+	if a.useIForwardTSN {
+		fwdtsn = a.createIForwardTSN()
+	} else if a.useForwardTSN {
+		fwdtsn = a.createForwardTSN()
+	}
+	if fwdtsn == nil {
+		return packets
+	}
+	raw, err := fwdtsn.marshal()
+	if err != nil {
+		return packets
+	}
+	size := int(commonHeaderSize) + len(raw) + getPadding(len(raw))
+	for _, c := range packets[0].chunks {
+		if d, ok := c.(*chunkPayloadData); ok {
+			size += d.chunkSizeInPacket()
+		} else {
+			return packets
+		}
+	}
+	if size > int(a.MTU()) {
+		return packets
+	}
+	packets[0].chunks = append([]chunk{fwdtsn}, packets[0].chunks...)
+	a.willSendForwardTSN = false
+
+	return packets
 }
 
 // The caller should hold the lock.
@@ -4211,19 +4258,10 @@ func (a *Association) checkPartialReliabilityStatus(chunkPayload *chunkPayloadDa
 	// PR-SCTP
 	if stream, ok := a.streams[chunkPayload.streamIdentifier]; ok { //nolint:nestif
 		stream.lock.RLock()
-		if stream.reliabilityType == ReliabilityTypeRexmit {
-			// nSent counts transmissions, the first one included. Once it exceeds
-			// the limit, every allowed retransmission has been used, and the next
-			// one "would exceed the provided limit" (RFC 7496 Sec 3.1).
-			if chunkPayload.nSent > stream.reliabilityValue {
-				chunkPayload.setAbandoned(true)
-				a.rackRemove(chunkPayload)
-				a.log.Tracef(
-					"[%s] marked as abandoned: tsn=%d ppi=%d (remix: %d)",
-					a.name, chunkPayload.tsn, chunkPayload.payloadType, chunkPayload.nSent,
-				)
-			}
-		} else if stream.reliabilityType == ReliabilityTypeTimed {
+		// CONCORD-PATCH: a Rexmit chunk is no longer abandoned here, at its
+		// (re)transmission, but by abandonInsteadOfRetransmit when it would be
+		// retransmitted (RFC 7496 Sec 3.1).
+		if stream.reliabilityType == ReliabilityTypeTimed {
 			elapsed := int64(time.Since(chunkPayload.since).Seconds() * 1000)
 			if elapsed >= int64(stream.reliabilityValue) {
 				chunkPayload.setAbandoned(true)
@@ -4238,6 +4276,58 @@ func (a *Association) checkPartialReliabilityStatus(chunkPayload *chunkPayloadDa
 	} else {
 		// Remote has reset its send side of the stream, we can still send data.
 		a.log.Tracef("[%s] stream %d not found, remote reset", a.name, chunkPayload.streamIdentifier)
+	}
+}
+
+// CONCORD-PATCH: abandonInsteadOfRetransmit reports whether chunkPayload, about
+// to be retransmitted, must be abandoned instead, and abandons it. RFC 7496
+// Sec 3.1: the sender abandons a message when retransmitting it "would exceed
+// the provided limit". nSent counts transmissions, the original included, so
+// this retransmission would be retransmission number nSent. A zero-retransmit
+// chunk is thus abandoned only once it is found missing, never while in flight,
+// and a SACK no longer makes the ack point jump over data still on its way.
+// The caller should hold the lock.
+func (a *Association) abandonInsteadOfRetransmit(chunkPayload *chunkPayloadData) bool {
+	if chunkPayload.abandoned() {
+		return true
+	}
+	if !a.partialReliabilityEnabled() || chunkPayload.payloadType == PayloadTypeWebRTCDCEP {
+		return false
+	}
+	stream, ok := a.streams[chunkPayload.streamIdentifier]
+	if !ok {
+		return false
+	}
+	stream.lock.RLock()
+	abandon := stream.reliabilityType == ReliabilityTypeRexmit && chunkPayload.nSent > stream.reliabilityValue
+	stream.lock.RUnlock()
+	if abandon {
+		chunkPayload.setAbandoned(true)
+		a.rackRemove(chunkPayload)
+		a.log.Tracef("[%s] abandoned instead of retransmitted: tsn=%d sent=%d",
+			a.name, chunkPayload.tsn, chunkPayload.nSent)
+	}
+
+	return abandon
+}
+
+// CONCORD-PATCH: advanceAbandonedAckPoint runs RFC 3758 Sec 3.5 C1-C3 after
+// chunks were abandoned instead of retransmitted, so that the FORWARD TSN goes
+// out in the same write instead of waiting for the next SACK.
+// The caller should hold the lock.
+func (a *Association) advanceAbandonedAckPoint() {
+	if sna32LT(a.advancedPeerTSNAckPoint, a.cumulativeTSNAckPoint) {
+		a.advancedPeerTSNAckPoint = a.cumulativeTSNAckPoint
+	}
+	for i := a.advancedPeerTSNAckPoint + 1; ; i++ {
+		c, ok := a.inflightQueue.get(i)
+		if !ok || !c.abandoned() {
+			break
+		}
+		a.advancedPeerTSNAckPoint = i
+	}
+	if sna32GT(a.advancedPeerTSNAckPoint, a.cumulativeTSNAckPoint) {
+		a.willSendForwardTSN = true
 	}
 }
 
@@ -4259,6 +4349,14 @@ func (a *Association) getDataPacketsToRetransmit(budgetScaled *int64, consumed *
 		}
 
 		if !chunkPayload.retransmit {
+			continue
+		}
+
+		// CONCORD-PATCH: abandon, do not retransmit, a chunk over its limit.
+		if a.abandonInsteadOfRetransmit(chunkPayload) {
+			chunkPayload.retransmit = false
+			a.advanceAbandonedAckPoint()
+
 			continue
 		}
 
