@@ -50,6 +50,7 @@ type phase struct {
 	updates  float64 // entity updates (sent values) received per second per bot
 	dropped  float64 // unreliable datagrams the host's links dropped per second (send buffer full)
 	lat      hist
+	wire     wireCounts // the host's (the sender's) UDP packets in the window
 	note     string
 }
 
@@ -174,17 +175,17 @@ func measureConcord(ctx context.Context, o FanoutOptions, g *peerGroup, recordin
 		in0[i], n0[i] = t.bytesIn[link.Unreliable].Load(), t.msgsIn[link.Unreliable].Load()
 	}
 	hi0, ho0, bi0, bo0 := groupBytes(g)
-	t0, cpu0 := time.Now(), cpuTime()
+	w0, t0, cpu0 := g.hostWire.counts(), time.Now(), cpuTime()
 	recording.Store(true)
 	err = sleep(ctx, time.Until(to))
 	recording.Store(false)
-	t1, cpu1 := time.Now(), cpuTime()
+	t1, cpu1, w1 := time.Now(), cpuTime(), g.hostWire.counts()
 	hi1, ho1, bi1, bo1 := groupBytes(g)
 	stopProfile()
 	if err != nil {
 		return nil, err
 	}
-	res := &phase{wall: t1.Sub(t0), cpu: cpu1 - cpu0}
+	res := &phase{wall: t1.Sub(t0), cpu: cpu1 - cpu0, wire: w1.sub(w0)}
 	var dgramBytes, dgrams uint64
 	for i, t := range bots {
 		dgramBytes += t.bytesIn[link.Unreliable].Load() - in0[i]

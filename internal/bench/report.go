@@ -26,6 +26,7 @@ func (r *FanoutResult) Print(w io.Writer) {
 	row("concord", &r.concord)
 	row("raw pion", &r.raw)
 	_ = tw.Flush()
+	r.printWire(w)
 	ratio := func(a, b float64) string {
 		if b == 0 {
 			return "n/a"
@@ -41,6 +42,32 @@ func (r *FanoutResult) Print(w io.Writer) {
 			fmt.Fprintf(w, "note: %s\n", p.note)
 		}
 	}
+}
+
+// printWire writes the host's (the raw sender's) UDP packets: how many per second and per
+// datagram delivered, the share of packets holding only a SACK or a FORWARD TSN, and of other
+// small packets (tail fragments of datagrams split in two, SACKs with gaps, heartbeats, pings,
+// STUN).
+func (r *FanoutResult) printWire(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase	host UDP pkts/s	host UDP B/s	pkts/dgram delivered	FORWARD-TSN pkts	other small pkts	")
+	row := func(name string, p *phase) {
+		secs := p.wall.Seconds()
+		if secs <= 0 || p.wire.packets == 0 {
+			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\tn/a\tn/a\t\n", name)
+			return
+		}
+		pkts := float64(p.wire.packets)
+		perDgram := "n/a"
+		if d := p.dgrams * float64(r.opts.Bots); d > 0 {
+			perDgram = fmt.Sprintf("%.3f", pkts/secs/d)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%.2f%%\t%.2f%%\t\n", name, pkts/secs, float64(p.wire.bytes)/secs, perDgram,
+			100*float64(p.wire.control)/pkts, 100*float64(p.wire.small)/pkts)
+	}
+	row("concord", &r.concord)
+	row("raw pion", &r.raw)
+	_ = tw.Flush()
 }
 
 // Print writes the migration report: one row per trial, then the pause percentiles against the

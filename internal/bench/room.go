@@ -79,6 +79,8 @@ type peerGroup struct {
 	probes []*probe
 	trans  []*countingTransport
 	apis   []*link.API
+	// hostWire counts the UDP packets of the first host started in the group.
+	hostWire *wireCounter
 }
 
 func newPeerGroup(ctx context.Context, url string, log zerolog.Logger) *peerGroup {
@@ -88,7 +90,15 @@ func newPeerGroup(ctx context.Context, url string, log zerolog.Logger) *peerGrou
 }
 
 func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer, error) {
-	api, err := link.NewAPI(link.Config{Logger: g.pion})
+	cfg := link.Config{Logger: g.pion}
+	if kind == signaling.KindHost && g.hostWire == nil {
+		w, err := newWireCounter()
+		if err != nil {
+			return nil, err
+		}
+		g.hostWire, cfg.Net = w, w
+	}
+	api, err := link.NewAPI(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,11 @@ import (
 	"github.com/concordrtc/concord/netmsg"
 )
 
-// dtlsOverhead is what pion's DTLS adds to an SCTP packet on the wire, as
-// measured here: a 1184-byte SCTP packet (12 + 16 + 1156) leaves as a 1225-byte
-// UDP payload.
-const dtlsOverhead = 41
+// dtlsOverhead is what DTLS 1.2 with AES-GCM adds to an SCTP packet: a 13-byte
+// record header, an 8-byte explicit nonce and a 16-byte tag. (Two pion peers
+// negotiate I-DATA, so a full datagram is a 12 + 20 + 1156 = 1188-byte SCTP
+// packet, a 1225-byte UDP payload.)
+const dtlsOverhead = 13 + 8 + 16
 
 // smallPacket separates control packets (SACK, FORWARD-TSN, HEARTBEAT: tens
 // of bytes of SCTP) from packets that carry a datagram of 200 bytes or more.
@@ -72,8 +73,9 @@ func TestFullDatagramIsOnePacket(t *testing.T) {
 		size, perDatagram int
 	}{
 		{netmsg.MaxDatagram, 1},
-		// 1191 − 12 − 16 = 1163, split on 4-byte boundaries: 1160 is the
-		// most user data a DATA chunk carries in one packet.
+		// Over what one packet carries in a DATA chunk (1191 − 12 − 16 =
+		// 1163, split on 4-byte boundaries: 1160) and in an I-DATA chunk
+		// (1156; two pion peers negotiate I-DATA).
 		{1161, 2},
 	} {
 		cn.mu.Lock()

@@ -4291,16 +4291,7 @@ func (a *Association) abandonInsteadOfRetransmit(chunkPayload *chunkPayloadData)
 	if chunkPayload.abandoned() {
 		return true
 	}
-	if !a.partialReliabilityEnabled() || chunkPayload.payloadType == PayloadTypeWebRTCDCEP {
-		return false
-	}
-	stream, ok := a.streams[chunkPayload.streamIdentifier]
-	if !ok {
-		return false
-	}
-	stream.lock.RLock()
-	abandon := stream.reliabilityType == ReliabilityTypeRexmit && chunkPayload.nSent > stream.reliabilityValue
-	stream.lock.RUnlock()
+	abandon := a.overRetransmitLimit(chunkPayload)
 	if abandon {
 		chunkPayload.setAbandoned(true)
 		a.rackRemove(chunkPayload)
@@ -4309,6 +4300,23 @@ func (a *Association) abandonInsteadOfRetransmit(chunkPayload *chunkPayloadData)
 	}
 
 	return abandon
+}
+
+// CONCORD-PATCH: overRetransmitLimit reports whether retransmitting
+// chunkPayload would exceed its stream's retransmission limit.
+// The caller should hold the lock.
+func (a *Association) overRetransmitLimit(chunkPayload *chunkPayloadData) bool {
+	if !a.partialReliabilityEnabled() || chunkPayload.payloadType == PayloadTypeWebRTCDCEP {
+		return false
+	}
+	stream, ok := a.streams[chunkPayload.streamIdentifier]
+	if !ok {
+		return false
+	}
+	stream.lock.RLock()
+	defer stream.lock.RUnlock()
+
+	return stream.reliabilityType == ReliabilityTypeRexmit && chunkPayload.nSent > stream.reliabilityValue
 }
 
 // CONCORD-PATCH: advanceAbandonedAckPoint runs RFC 3758 Sec 3.5 C1-C3 after
@@ -5224,7 +5232,10 @@ func (a *Association) onPTOTimerLocked() {
 			break
 		}
 
-		if c.acked || c.abandoned() {
+		// CONCORD-PATCH: a chunk that may not be retransmitted is no probe;
+		// probing with it would abandon it while it is most likely still
+		// unacknowledged only by the receiver's delayed SACK.
+		if c.acked || c.abandoned() || a.overRetransmitLimit(c) {
 			continue
 		}
 
