@@ -37,6 +37,10 @@ func (r *FanoutResult) Print(w io.Writer) {
 		ratio(r.concord.cpuPercent(), r.raw.cpuPercent()),
 		ratio(float64(r.concord.lat.quantile(0.5)), float64(r.raw.lat.quantile(0.5))),
 		ratio(float64(r.concord.lat.quantile(0.99)), float64(r.raw.lat.quantile(0.99))))
+	if c := &r.concord; c.hostCPU > 0 {
+		fmt.Fprintf(w, "concord host process: CPU %.1f%% of one core (%.2f%% per bot); bots and signaling: %.1f%%\n",
+			c.hostCPUPercent(), c.hostCPUPercent()/float64(o.Bots), c.cpuPercent()-c.hostCPUPercent())
+	}
 	for _, p := range []*phase{&r.concord, &r.raw} {
 		if p.note != "" {
 			fmt.Fprintf(w, "note: %s\n", p.note)
@@ -50,7 +54,7 @@ func (r *FanoutResult) Print(w io.Writer) {
 // STUN).
 func (r *FanoutResult) printWire(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase	host UDP pkts/s	host UDP B/s	pkts/dgram delivered	FORWARD-TSN pkts	other small pkts	")
+	fmt.Fprintln(tw, "phase\thost UDP pkts/s\thost UDP B/s\tpkts/dgram delivered\tSACK or FWD-TSN only\tother small pkts\t")
 	row := func(name string, p *phase) {
 		secs := p.wall.Seconds()
 		if secs <= 0 || p.wire.packets == 0 {
