@@ -253,6 +253,7 @@ func groupBytes(g *peerGroup) (hostIn, hostOut, botIn, botOut uint64) {
 func (r *phase) statusRates(rates []statusRate, remoteHost bool) {
 	if remoteHost {
 		r.note = "concord: the host ran in its own process; its bytes are counted on the wire (out only), its drops are unknown"
+		r.botIn, r.botOut = 0, 0
 		for i := range rates {
 			in, out, _, _ := rates[i].rates()
 			r.botIn += in / float64(len(rates))
