@@ -230,6 +230,7 @@ func measureConcord(ctx context.Context, o FanoutOptions, g *peerGroup, recordin
 	res.hostIn, res.hostOut = float64(hi1-hi0)/secs, float64(ho1-ho0)/secs
 	if g.remoteHost != nil { // on the wire, DTLS and SCTP included; what it receives is not counted
 		res.hostIn, res.hostOut = 0, float64(res.wire.bytes)/secs
+		res.dropped = float64(res.wire.dropped) / secs
 	}
 	res.botIn, res.botOut = float64(bi1-bi0)/secs/nb, float64(bo1-bo0)/secs/nb
 	return res, nil
@@ -252,7 +253,7 @@ func groupBytes(g *peerGroup) (hostIn, hostOut, botIn, botOut uint64) {
 // (rates[0] is the host's), unless fewer than two reports fell in the window.
 func (r *phase) statusRates(rates []statusRate, remoteHost bool) {
 	if remoteHost {
-		r.note = "concord: the host ran in its own process; its bytes are counted on the wire (out only), its drops are unknown"
+		r.note = "concord: the host ran in its own process; its bytes are counted on the wire (out only)"
 		r.botIn, r.botOut = 0, 0
 		for i := range rates {
 			in, out, _, _ := rates[i].rates()

@@ -23,8 +23,9 @@ type HostOptions struct {
 	Moving   int    // entities moved every tick; 0 moves all
 	// CPUProfile, when not empty, is the file that receives a CPU profile of the whole run.
 	CPUProfile string
-	// WireOut, when not nil, receives the host's UDP packet counts as "wire packets bytes
-	// control small" lines every 100 ms (the fanout benchmark reads them); nil: no counting.
+	// WireOut, when not nil, receives the host's UDP packet counts and the unreliable datagrams
+	// its links dropped as "wire packets bytes control small dropped" lines every 100 ms (the
+	// fanout benchmark reads them); nil: no counting.
 	WireOut io.Writer
 }
 
@@ -48,19 +49,12 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 	}
 	defer stopProfile()
 	cfg := link.Config{Logger: pionLogger(log)}
+	var wire *wireCounter
 	if o.WireOut != nil {
-		w, err := newWireCounter()
-		if err != nil {
+		if wire, err = newWireCounter(); err != nil {
 			return err
 		}
-		cfg.Net = w
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			reportWire(wctx, w, o.WireOut)
-		}()
-		defer func() { stop(); <-done }()
+		cfg.Net = wire
 	}
 	api, err := link.NewAPI(cfg)
 	if err != nil {
@@ -74,6 +68,15 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 	})
 	if err != nil {
 		return err
+	}
+	if wire != nil {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			reportWire(wctx, wire, func() uint64 { return p.Status().LinkLost }, o.WireOut)
+		}()
+		defer func() { stop(); <-done }()
 	}
 	return p.Run(ctx)
 }

@@ -14,14 +14,14 @@ import (
 // wireReportEvery is how often a bench host started with HostOptions.WireOut prints its counts.
 const wireReportEvery = 100 * time.Millisecond
 
-// reportWire prints w's counts to out as "wire packets bytes control small" lines every
-// wireReportEvery until ctx ends. It runs on the caller's goroutine.
-func reportWire(ctx context.Context, w *wireCounter, out io.Writer) {
+// reportWire prints w's counts and dropped() to out as "wire packets bytes control small
+// dropped" lines every wireReportEvery until ctx ends. It runs on the caller's goroutine.
+func reportWire(ctx context.Context, w *wireCounter, dropped func() uint64, out io.Writer) {
 	tk := time.NewTicker(wireReportEvery)
 	defer tk.Stop()
 	for {
 		c := w.counts()
-		if _, err := fmt.Fprintf(out, "wire %d %d %d %d\n", c.packets, c.bytes, c.control, c.small); err != nil {
+		if _, err := fmt.Fprintf(out, "wire %d %d %d %d %d\n", c.packets, c.bytes, c.control, c.small, dropped()); err != nil {
 			return
 		}
 		select {
@@ -74,10 +74,10 @@ func (l *wireLines) counts() wireCounts {
 
 func parseWire(line string) (wireCounts, bool) {
 	f := strings.Fields(line)
-	if len(f) != 5 || f[0] != "wire" {
+	if len(f) != 6 || f[0] != "wire" {
 		return wireCounts{}, false
 	}
-	var v [4]uint64
+	var v [5]uint64
 	for i := range v {
 		n, err := strconv.ParseUint(f[i+1], 10, 64)
 		if err != nil {
@@ -85,7 +85,7 @@ func parseWire(line string) (wireCounts, bool) {
 		}
 		v[i] = n
 	}
-	return wireCounts{v[0], v[1], v[2], v[3]}, true
+	return wireCounts{v[0], v[1], v[2], v[3], v[4]}, true
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on every Linux port Go

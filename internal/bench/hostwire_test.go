@@ -11,15 +11,15 @@ func TestWireLines(t *testing.T) {
 	var rest strings.Builder
 	l := &wireLines{rest: &rest}
 	// Lines split anywhere across writes; a line that is not a count passes through.
-	for _, chunk := range []string{"wire 1 2", " 3 4\nhello\nwi", "re 10 20 30 40\nwire x 1 2 3\n", "wire 5"} {
+	for _, chunk := range []string{"wire 1 2", " 3 4 0\nhello\nwi", "re 10 20 30 40 7\nwire x 1 2 3 4\n", "wire 5"} {
 		if _, err := l.Write([]byte(chunk)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, want := l.counts(), (wireCounts{10, 20, 30, 40}); got != want {
+	if got, want := l.counts(), (wireCounts{10, 20, 30, 40, 7}); got != want {
 		t.Fatalf("counts %+v, want %+v", got, want)
 	}
-	if got, want := rest.String(), "hello\nwire x 1 2 3\n"; got != want {
+	if got, want := rest.String(), "hello\nwire x 1 2 3 4\n"; got != want {
 		t.Fatalf("passed through %q, want %q", got, want)
 	}
 }

@@ -44,18 +44,19 @@ func (w *wireCounter) ListenUDP(network string, laddr *net.UDPAddr) (transport.U
 	return &countedUDP{UDPConn: c, w: w}, nil
 }
 
-// wireCounts is a snapshot of a wireCounter.
-type wireCounts struct{ packets, bytes, control, small uint64 }
+// wireCounts is a snapshot of a wireCounter; dropped (the unreliable datagrams the host's links
+// dropped) comes only from a bench host process's report.
+type wireCounts struct{ packets, bytes, control, small, dropped uint64 }
 
 func (w *wireCounter) counts() wireCounts {
 	if w == nil {
 		return wireCounts{}
 	}
-	return wireCounts{w.packets.Load(), w.bytes.Load(), w.control.Load(), w.small.Load()}
+	return wireCounts{w.packets.Load(), w.bytes.Load(), w.control.Load(), w.small.Load(), 0}
 }
 
 func (c wireCounts) sub(d wireCounts) wireCounts {
-	return wireCounts{c.packets - d.packets, c.bytes - d.bytes, c.control - d.control, c.small - d.small}
+	return wireCounts{c.packets - d.packets, c.bytes - d.bytes, c.control - d.control, c.small - d.small, c.dropped - d.dropped}
 }
 
 type countedUDP struct {
