@@ -2,7 +2,10 @@
 // every entity written every 50 ms tick, patches sent every 50 ms. Usage: node server.mjs PORT M
 import { Server, Room } from '@colyseus/core';
 import { WebSocketTransport } from '@colyseus/ws-transport';
-import { Schema, MapSchema, defineTypes } from '@colyseus/schema';
+import { Schema, MapSchema, defineTypes, Encoder } from '@colyseus/schema';
+
+// The full state a joining client gets is ~20 bytes per entity; the default buffer is 8 KiB.
+Encoder.BUFFER_SIZE = 1 << 20;
 
 class Entity extends Schema {}
 defineTypes(Entity, { x: 'float32', y: 'float32', sent: 'float64' });
