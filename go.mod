@@ -60,3 +60,5 @@ require (
 )
 
 tool honnef.co/go/tools/cmd/staticcheck
+
+replace github.com/pion/sctp => ./third_party/pion-sctp

@@ -65,8 +65,9 @@
 //
 // # Limits
 //
-// A payload on the unreliable channel is at most MaxDatagram (1200) bytes
-// and one on the reliable channel at most MaxReliableMessage (16 KiB);
+// A payload on the unreliable channel is at most MaxDatagram (1156) bytes,
+// what one SCTP packet carries, and one on the reliable channel at most
+// MaxReliableMessage (16 KiB);
 // receivers check them with CheckDatagram and CheckReliable. A larger
 // reliable payload travels as Fragment messages (Fragmenter) and is rebuilt
 // by a Reassembler, capped by Config.MaxTotal (64 MiB by default). A decoder

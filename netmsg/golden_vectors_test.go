@@ -171,7 +171,7 @@ func messageVectors() []namedValue {
 		{"zero mask, empty data", EntityUpdates{Time: 17, Updates: []Update{{entity(512, 1), Width8, 0, nil}, {entity(513, 1), Width32, 0, nil}}}},
 		{"maximum data length", EntityUpdates{Time: 18, Updates: []Update{{entity(512, 1), Width8, 0x03, pattern(MaxUpdateData, 6)}}}},
 		{"maximum values", EntityUpdates{Time: maxU64, Updates: []Update{{maxU64, Width32, math.MaxUint32, []byte{0xff}}}}},
-		{"full 1200-byte datagram", fullDatagram()},
+		{"full datagram (MaxDatagram, 1156 bytes)", fullDatagram()},
 
 		// Fragment
 		{"first of three", Fragment{MessageID: 1, TotalLength: 20, Offset: 0, Chunk: pattern(8, 1)}},
@@ -353,7 +353,7 @@ func invalidVectors() []invalidDef {
 		{"Ping then truncated Hello", "", bld(ping).raw(11).u32(24).u64(1), "short_buffer"},
 		{"EntityUpdates then lone type byte", "", bld(AppendEntityUpdates(nil, &EntityUpdates{Time: 1})).raw(5), "short_buffer"},
 		{"unknown extension then bad Ping", "", bld{42}.u32(1).raw(0).raw(8).u32(1).raw(0), "body_length"},
-		{"datagram of 1201 bytes", "datagram", big(MaxDatagram + 1), "too_large"},
+		{"datagram of MaxDatagram+1 (1157) bytes", "datagram", big(MaxDatagram + 1), "too_large"},
 		{"reliable message of 16385 bytes", "reliable", big(MaxReliableMessage + 1), "too_large"},
 	}
 }

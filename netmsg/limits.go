@@ -7,9 +7,17 @@ import (
 
 // Limits of the wire format. Receivers check them; senders stay within them.
 const (
-	// MaxDatagram caps a payload on the unreliable channel: one packet, so a
-	// loss drops one batch of updates and never a fragment of many.
-	MaxDatagram = 1200
+	// MaxDatagram caps a payload on the unreliable channel: the most user
+	// data one SCTP packet carries (see SCTPPacketSize), so a datagram leaves
+	// as exactly one packet and a loss drops one batch of updates, never a
+	// fragment of many. docs/protocol.md §1.3 gives the derivation.
+	MaxDatagram = (SCTPPacketSize - sctpCommonHeader - sctpIDataChunkHeader) &^ 3 // 1156
+
+	// SCTPPacketSize is the largest SCTP packet WebRTC stacks send: pion's
+	// initialMTU/sctpOutboundMTU and Chromium dcsctp's kMaxSafeMTUSize are both
+	// 1191 (1280 IPv6 MTU − IPv6 40 − UDP 8 − AES-GCM 24 − DTLS record
+	// header 13 − TURN ChannelData 4).
+	SCTPPacketSize = 1191
 
 	// MaxReliableMessage caps a payload on the reliable channel. A larger
 	// payload is sent as Fragment messages (see Fragmenter).
@@ -26,6 +34,15 @@ const (
 
 	// MaxProperties is the most properties an Update mask can address.
 	MaxProperties = 32
+)
+
+// SCTP framing around a datagram (RFC 9260 §3, RFC 8260 §2.1). The limit uses
+// the larger I-DATA header so that it holds whether or not the association
+// negotiates message interleaving; both pion and dcsctp round a chunk's user
+// data down to a multiple of 4 when they split a message.
+const (
+	sctpCommonHeader     = 12 // source/destination port, verification tag, checksum
+	sctpIDataChunkHeader = 20 // chunk header 4 + TSN, stream, MID, PPID/FSN 16 (DATA: 16)
 )
 
 // CheckDatagram checks the size of a payload received on the unreliable

@@ -39,14 +39,24 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.IntVar(&o.Entities, "m", 100, "number of entities the host moves every tick")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time of each phase")
 	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "time each phase runs before it is measured")
-	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the Concord phase's measured window to this file")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the Concord phase's measured window to this file (of this process: the bots, or the bots and the host with -host-in-process)")
 	fs.BoolVar(&o.Relay, "relay", false, "bots reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
+	inProcess := fs.Bool("host-in-process", false, "run the Concord phase's host in this process instead of a bench-host process of its own (its CPU is then not measured apart)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {
 		return usageError{err}
+	}
+	if !*inProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.HostCommand = func(args []string) *exec.Cmd {
+			return exec.Command(exe, append([]string{"bench-host"}, args...)...)
+		}
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -100,8 +110,9 @@ func cmdBenchMigration(ctx context.Context, args []string, stdout, stderr io.Wri
 	return err
 }
 
-// cmdBenchHost runs the host process the migration benchmark kills.
-func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
+// cmdBenchHost runs the host process the migration benchmark kills and the fanout benchmark
+// measures.
+func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-host", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := bench.HostOptions{Device: fmt.Sprintf("p%d", os.Getpid())}
@@ -110,6 +121,7 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stderr io
 	fs.IntVar(&o.Moving, "moving", 100, "entities moved every tick")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process to this file (written when it stops: SIGINT, SIGTERM or the end of standard input, not SIGKILL)")
 	exitOnEOF := fs.Bool("exit-on-stdin-eof", false, "stop when standard input ends (the benchmark that started this process is gone)")
+	wireStats := fs.Bool("wire-stats", false, "count the host's UDP packets and print the counts on standard output every 100 ms")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -120,6 +132,9 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stderr io
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
+	}
+	if *wireStats {
+		o.WireOut = stdout
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -40,13 +40,14 @@ second: synced members, host and term, entities, whether every replica hash agre
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
 Run "concord help bench fanout" or "concord help bench migration" for their flags.`},
-	"bench fanout": {"concord bench fanout [flags]", `A host moves -m entities every 50 ms tick and -n bots receive them, all in this process;
-then raw pion links carry the same datagrams. Prints both rows and the concord/raw ratios.`},
+	"bench fanout": {"concord bench fanout [flags]", `A host moves -m entities every 50 ms tick and -n bots in this process receive them; the
+host runs as a process of its own (concord bench-host) whose CPU and UDP packets are measured
+apart. Then raw pion links carry the same datagrams. Prints both rows and the concord/raw ratios.`},
 	"bench migration": {"concord bench migration [flags]", `-peers peers in this process follow a host that runs as its own process (concord
 bench-host); the host is killed with SIGKILL -trials times and the pause until every replica has
 converged and updates flow again is measured.`},
-	"bench-host": {"concord bench-host [flags]", `The host process that "concord bench migration" starts and kills: a host of the bench
-game in the room "bench".`},
+	"bench-host": {"concord bench-host [flags]", `The host process that "concord bench migration" starts and kills and "concord bench
+fanout" measures: a host of the bench game in the room "bench".`},
 	"token": {"concord token --room R --user U [flags]", `Prints an HS256 join token signed with CONCORD_SECRET, the secret "concord serve" verifies
 joins with: for trying a server with a secret (the page takes it as ?token=) and for scripts.
 Deployments mint the same tokens in their own backend (claims: docs/protocol.md "Signaling:

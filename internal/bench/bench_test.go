@@ -104,12 +104,22 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestFanoutSmoke runs both phases of the fanout benchmark with tiny parameters.
+// TestFanoutSmoke runs both phases of the fanout benchmark with tiny parameters, with the host
+// in this process and in a process of its own.
 func TestFanoutSmoke(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("host-process=%v", own), func(t *testing.T) { fanoutSmoke(t, own) })
+	}
+}
+
+func fanoutSmoke(t *testing.T, hostProcess bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	o := FanoutOptions{Bots: 2, Entities: 20, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond}
+	if hostProcess {
+		o.HostCommand = helperHostCommand
+	}
 	res, err := Fanout(ctx, o, log, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +135,14 @@ func TestFanoutSmoke(t *testing.T) {
 		if p50 := p.lat.quantile(0.5); p50 <= 0 || p50 > 5*time.Second {
 			t.Errorf("%s: latency p50 %v", name, p50)
 		}
+		// Every datagram is one packet: 2 bots × 20 ticks/s × 1.5 s, plus a few SACKs and
+		// keepalives.
+		if p.wire.packets < 40 || p.wire.packets > 2*60+30 {
+			t.Errorf("%s: the host sent %d UDP packets in the window, want about %d", name, p.wire.packets, 2*20*3/2)
+		}
+	}
+	if hostProcess != (res.concord.hostCPU > 0) {
+		t.Errorf("host CPU measured apart: %v, want %t", res.concord.hostCPU, hostProcess)
 	}
 	var out bytes.Buffer
 	res.Print(&out)
@@ -150,9 +168,13 @@ func TestHostHelperProcess(t *testing.T) {
 	fs.IntVar(&o.Entities, "entities", 0, "")
 	fs.IntVar(&o.Moving, "moving", 0, "")
 	fs.Bool("exit-on-stdin-eof", false, "")
+	wire := fs.Bool("wire-stats", false, "")
 	logLevel := fs.String("log-level", "warn", "")
 	if err := fs.Parse(flag.Args()); err != nil {
 		os.Exit(2)
+	}
+	if *wire {
+		o.WireOut = os.Stdout
 	}
 	lv, _ := zerolog.ParseLevel(*logLevel)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -164,6 +186,13 @@ func TestHostHelperProcess(t *testing.T) {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// helperHostCommand runs TestHostHelperProcess as a bench host process.
+func helperHostCommand(args []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHostHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), hostHelperEnv+"=1")
+	return cmd
 }
 
 // TestMigrationSmoke kills a bench host process twice under three peers and a small world.
@@ -180,11 +209,7 @@ func migrationSmoke(t *testing.T, standby bool) {
 	o := MigrationOptions{
 		Standby: standby,
 		Peers:   3, Entities: 300, Moving: 20, Trials: 2, Settle: 100 * time.Millisecond, HostLogLevel: "error",
-		HostCommand: func(args []string) *exec.Cmd {
-			cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHostHelperProcess$", "--"}, args...)...)
-			cmd.Env = append(os.Environ(), hostHelperEnv+"=1")
-			return cmd
-		},
+		HostCommand: helperHostCommand,
 	}
 	res, err := Migration(ctx, o, log, io.Discard)
 	if err != nil {

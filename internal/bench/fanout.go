@@ -31,6 +31,10 @@ type FanoutOptions struct {
 	// RelayCommand makes the relay's `concord serve` command from its arguments; nil runs this
 	// executable.
 	RelayCommand func(args []string) *exec.Cmd
+	// HostCommand, when not nil, makes the command of a bench host process (args are
+	// bench-host's flags): the Concord phase then runs its host in that process and measures the
+	// host's CPU apart from the bots'. Nil runs the host in this process.
+	HostCommand func(args []string) *exec.Cmd
 }
 
 // Validate checks the options against the package's bounds.
@@ -46,8 +50,9 @@ func (o FanoutOptions) Validate() error {
 // phase is one measured window of the fanout benchmark.
 type phase struct {
 	wall     time.Duration
-	cpu      time.Duration
-	hostIn   float64 // bytes per second
+	cpu      time.Duration // this process's
+	hostCPU  time.Duration // the host process's; 0 when the host ran in this process
+	hostIn   float64       // bytes per second
 	hostOut  float64
 	botIn    float64 // mean per bot, bytes per second
 	botOut   float64
@@ -56,15 +61,25 @@ type phase struct {
 	updates  float64 // entity updates (sent values) received per second per bot
 	dropped  float64 // unreliable datagrams the host's links dropped per second (send buffer full)
 	lat      hist
+	wire     wireCounts // the host's (the sender's) UDP packets in the window
 	note     string
 	relay    relayWindow // the relay process's CPU and relayed bytes over the window (Relay)
 }
 
+// cpuPercent is the CPU of every process of the phase, as % of one core.
 func (r *phase) cpuPercent() float64 {
 	if r.wall <= 0 {
 		return 0
 	}
-	return 100 * float64(r.cpu) / float64(r.wall)
+	return 100 * float64(r.cpu+r.hostCPU) / float64(r.wall)
+}
+
+// hostCPUPercent is the host process's CPU as % of one core; 0 when it was not measured apart.
+func (r *phase) hostCPUPercent() float64 {
+	if r.wall <= 0 {
+		return 0
+	}
+	return 100 * float64(r.hostCPU) / float64(r.wall)
 }
 
 // FanoutResult is what Fanout measured; Print reports it.
@@ -112,6 +127,19 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 	g := newPeerGroup(ctx, sig.url, log)
 	g.relayOnly = o.Relay
 	defer g.close()
+	var hp *hostProc
+	if o.HostCommand != nil {
+		wl := &wireLines{rest: io.Discard}
+		if hp, err = startBenchHost(o.HostCommand([]string{"-server", sig.url, "-entities", fmt.Sprint(o.Entities),
+			"-moving", "0", "-exit-on-stdin-eof", "-wire-stats", "-log-level", "warn"}), wl); err != nil {
+			return nil, err
+		}
+		defer hp.kill()
+		g.hostWire, g.remoteHost = wl, hp
+		if err := waitBenchHost(ctx, sig, hp); err != nil {
+			return nil, fmt.Errorf("%w\n%s", err, hp.out)
+		}
+	}
 	recording := new(atomic.Bool)
 	if err := startFanoutRoom(ctx, g, o, recording); err != nil {
 		return nil, err
@@ -133,10 +161,10 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 	if err := g.failed(); err != nil {
 		return nil, err
 	}
-	res.statusRates(smp.rates)
+	res.statusRates(smp.rates, g.remoteHost != nil)
 	// The histograms belong to the bots' loops: read them once the loops have stopped.
 	g.close()
-	for _, pr := range g.probes[1:] {
+	for _, pr := range g.probes[g.firstBot():] {
 		res.lat.merge(&pr.hist)
 	}
 	res.updates = float64(res.lat.n) / res.wall.Seconds() / float64(o.Bots)
@@ -146,17 +174,19 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 // startFanoutRoom starts the host, waits until it hosts, then starts the bots and waits until
 // every one is synced and receiving.
 func startFanoutRoom(ctx context.Context, g *peerGroup, o FanoutOptions, recording *atomic.Bool) error {
-	host, err := g.start(hostUser, signaling.KindHost, &app{entities: o.Entities})
-	if err != nil {
-		return err
-	}
-	if err := wait(ctx, 10*time.Second, "host elected", g.failed, func() error {
-		if !host.Status().IsHost {
-			return errors.New("not host yet")
+	if g.remoteHost == nil {
+		host, err := g.start(hostUser, signaling.KindHost, &app{entities: o.Entities})
+		if err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
+		if err := wait(ctx, 10*time.Second, "host elected", g.failed, func() error {
+			if !host.Status().IsHost {
+				return errors.New("not host yet")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	for i := range o.Bots {
 		if _, err := g.start(fmt.Sprintf("bot%d", i+1), signaling.KindBot, &app{probe: newProbe(recording, false)}); err != nil {
@@ -165,7 +195,7 @@ func startFanoutRoom(ctx context.Context, g *peerGroup, o FanoutOptions, recordi
 	}
 	start := time.Now()
 	return wait(ctx, 30*time.Second+time.Duration(o.Bots)*time.Second, "bots synced and receiving", g.failed, func() error {
-		for i, pr := range g.probes[1:] {
+		for i, pr := range g.probes[g.firstBot():] {
 			if pr.syncedTerm.Load() == 0 || pr.lastSent.Load() < start.UnixNano() {
 				return fmt.Errorf("bot %d not synced or not receiving yet", i+1)
 			}
@@ -181,25 +211,25 @@ func measureConcord(ctx context.Context, o FanoutOptions, g *peerGroup, rel *rel
 	if err != nil {
 		return nil, err
 	}
-	bots := g.trans[1:]
+	bots := g.trans[g.firstBot():]
 	in0, n0 := make([]uint64, len(bots)), make([]uint64, len(bots))
 	for i, t := range bots {
 		in0[i], n0[i] = t.bytesIn[link.Unreliable].Load(), t.msgsIn[link.Unreliable].Load()
 	}
 	hi0, ho0, bi0, bo0 := groupBytes(g)
 	rel0 := rel.mark()
-	t0, cpu0 := time.Now(), cpuTime()
+	w0, t0, cpu0, hcpu0 := g.wireCounts(), time.Now(), cpuTime(), g.hostCPU()
 	recording.Store(true)
 	err = sleep(ctx, time.Until(to))
 	recording.Store(false)
-	t1, cpu1 := time.Now(), cpuTime()
+	t1, cpu1, hcpu1, w1 := time.Now(), cpuTime(), g.hostCPU(), g.wireCounts()
 	rel1 := rel.mark()
 	hi1, ho1, bi1, bo1 := groupBytes(g)
 	stopProfile()
 	if err != nil {
 		return nil, err
 	}
-	res := &phase{wall: t1.Sub(t0), cpu: cpu1 - cpu0, relay: rel1.sub(rel0)}
+	res := &phase{wall: t1.Sub(t0), cpu: cpu1 - cpu0, hostCPU: hcpu1 - hcpu0, wire: w1.sub(w0), relay: rel1.sub(rel0)}
 	var dgramBytes, dgrams uint64
 	for i, t := range bots {
 		dgramBytes += t.bytesIn[link.Unreliable].Load() - in0[i]
@@ -212,6 +242,10 @@ func measureConcord(ctx context.Context, o FanoutOptions, g *peerGroup, rel *rel
 	}
 	// Counted at the links; statusRates replaces these with the peers' own counters when it can.
 	res.hostIn, res.hostOut = float64(hi1-hi0)/secs, float64(ho1-ho0)/secs
+	if g.remoteHost != nil { // on the wire, DTLS and SCTP included; what it receives is not counted
+		res.hostIn, res.hostOut = 0, float64(res.wire.bytes)/secs
+		res.dropped = float64(res.wire.dropped) / secs
+	}
 	res.botIn, res.botOut = float64(bi1-bi0)/secs/nb, float64(bo1-bo0)/secs/nb
 	return res, nil
 }
@@ -220,7 +254,7 @@ func measureConcord(ctx context.Context, o FanoutOptions, g *peerGroup, rel *rel
 func groupBytes(g *peerGroup) (hostIn, hostOut, botIn, botOut uint64) {
 	for i, t := range g.trans {
 		in, out := t.inOut()
-		if i == 0 {
+		if i < g.firstBot() {
 			hostIn, hostOut = in, out
 		} else {
 			botIn, botOut = botIn+in, botOut+out
@@ -231,7 +265,17 @@ func groupBytes(g *peerGroup) (hostIn, hostOut, botIn, botOut uint64) {
 
 // statusRates takes the byte rates and the host's drops from the peers' published counters
 // (rates[0] is the host's), unless fewer than two reports fell in the window.
-func (r *phase) statusRates(rates []statusRate) {
+func (r *phase) statusRates(rates []statusRate, remoteHost bool) {
+	if remoteHost {
+		r.note = "concord: the host ran in its own process; its bytes are counted on the wire (out only)"
+		r.botIn, r.botOut = 0, 0
+		for i := range rates {
+			in, out, _, _ := rates[i].rates()
+			r.botIn += in / float64(len(rates))
+			r.botOut += out / float64(len(rates))
+		}
+		return
+	}
 	hostIn, hostOut, hostLost, ok := rates[0].rates()
 	if !ok {
 		r.note = "concord: window shorter than two status reports; byte rates counted at the links, host drops unknown"

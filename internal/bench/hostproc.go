@@ -23,6 +23,10 @@ type HostOptions struct {
 	Moving   int    // entities moved every tick; 0 moves all
 	// CPUProfile, when not empty, is the file that receives a CPU profile of the whole run.
 	CPUProfile string
+	// WireOut, when not nil, receives the host's UDP packet counts and the unreliable datagrams
+	// its links dropped as "wire packets bytes control small dropped" lines every 100 ms (the
+	// fanout benchmark reads them); nil: no counting.
+	WireOut io.Writer
 }
 
 // Validate checks the options against the package's bounds.
@@ -44,7 +48,15 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 		return err
 	}
 	defer stopProfile()
-	api, err := link.NewAPI(link.Config{Logger: pionLogger(log)})
+	cfg := link.Config{Logger: pionLogger(log)}
+	var wire *wireCounter
+	if o.WireOut != nil {
+		if wire, err = newWireCounter(); err != nil {
+			return err
+		}
+		cfg.Net = wire
+	}
+	api, err := link.NewAPI(cfg)
 	if err != nil {
 		return err
 	}
@@ -56,6 +68,15 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 	})
 	if err != nil {
 		return err
+	}
+	if wire != nil {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			reportWire(wctx, wire, func() uint64 { return p.Status().LinkLost }, o.WireOut)
+		}()
+		defer func() { stop(); <-done }()
 	}
 	return p.Run(ctx)
 }
@@ -70,14 +91,22 @@ type hostProc struct {
 }
 
 func startHostProc(o MigrationOptions, url string) (*hostProc, error) {
-	cmd := o.HostCommand([]string{"-server", url, "-entities", fmt.Sprint(o.Entities), "-moving", fmt.Sprint(o.Moving),
-		"-exit-on-stdin-eof", "-log-level", o.HostLogLevel})
+	return startBenchHost(o.HostCommand([]string{"-server", url, "-entities", fmt.Sprint(o.Entities), "-moving", fmt.Sprint(o.Moving),
+		"-exit-on-stdin-eof", "-log-level", o.HostLogLevel}), nil)
+}
+
+// startBenchHost starts cmd, a bench host; its stdout goes to stdout when not nil, the rest of
+// its output to the tail.
+func startBenchHost(cmd *exec.Cmd, stdout io.Writer) (*hostProc, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
 	out := &tail{max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

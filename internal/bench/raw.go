@@ -67,6 +67,7 @@ type rawPair struct {
 // rawPairs is the baseline's set of pairs and the relays they own.
 type rawPairs struct {
 	sendAPI *link.API
+	wire    *wireCounter // the sender's packets
 	pairs   []*rawPair
 	stop    chan struct{}
 	relays  sync.WaitGroup
@@ -74,11 +75,15 @@ type rawPairs struct {
 
 // dialRawPairs connects n pairs through in-process relays and waits until every link is open.
 func dialRawPairs(ctx context.Context, n int, pion zerolog.Logger, recording *atomic.Bool) (*rawPairs, error) {
-	sendAPI, err := link.NewAPI(link.Config{Logger: pion})
+	wire, err := newWireCounter()
 	if err != nil {
 		return nil, err
 	}
-	rp := &rawPairs{sendAPI: sendAPI, stop: make(chan struct{})}
+	sendAPI, err := link.NewAPI(link.Config{Logger: pion, Net: wire})
+	if err != nil {
+		return nil, err
+	}
+	rp := &rawPairs{sendAPI: sendAPI, wire: wire, stop: make(chan struct{})}
 	for range n {
 		if err := rp.add(pion, recording); err != nil {
 			rp.close()
@@ -231,16 +236,16 @@ func rawPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*phase,
 		stopSender()
 		return nil, err
 	}
-	c0, t0, cpu0 := rp.counts(), time.Now(), cpuTime()
+	w0, c0, t0, cpu0 := rp.wire.counts(), rp.counts(), time.Now(), cpuTime()
 	recording.Store(true)
 	err = sleep(ctx, o.Duration)
 	recording.Store(false)
-	t1, cpu1, c1 := time.Now(), cpuTime(), rp.counts()
+	t1, cpu1, c1, w1 := time.Now(), cpuTime(), rp.counts(), rp.wire.counts()
 	stopSender()
 	if err != nil {
 		return nil, err
 	}
-	res := &phase{wall: t1.Sub(t0), cpu: cpu1 - cpu0}
+	res := &phase{wall: t1.Sub(t0), cpu: cpu1 - cpu0, wire: w1.sub(w0)}
 	secs, n := res.wall.Seconds(), float64(len(rp.pairs))
 	res.hostIn, res.hostOut = float64(c1.hostIn-c0.hostIn)/secs, float64(c1.hostOut-c0.hostOut)/secs
 	res.botIn, res.botOut = float64(c1.botIn-c0.botIn)/secs/n, float64(c1.botOut-c0.botOut)/secs/n

@@ -32,9 +32,14 @@ func (r *FanoutResult) Print(w io.Writer) {
 	_ = tw.Flush()
 	if o.Relay {
 		secs := r.concord.wall.Seconds()
-		fmt.Fprintf(w, "relay process (TURN on loopback, every bot relay-only): CPU %.1f%% of one core (%.2f × this process's), relayed %.0f B/s\n",
-			100*r.concord.relay.cpu.Seconds()/secs, r.concord.relay.cpu.Seconds()/max(r.concord.cpu.Seconds(), 1e-9), float64(r.concord.relay.bytes)/secs)
+		host := r.concord.hostCPU
+		if host <= 0 {
+			host = r.concord.cpu // the host ran in this process (-host-in-process): this process's CPU
+		}
+		fmt.Fprintf(w, "relay process (TURN on loopback, every bot relay-only): CPU %.1f%% of one core (%.2f × the host's), relayed %.0f B/s\n",
+			100*r.concord.relay.cpu.Seconds()/secs, r.concord.relay.cpu.Seconds()/max(host.Seconds(), 1e-9), float64(r.concord.relay.bytes)/secs)
 	}
+	r.printWire(w)
 	ratio := func(a, b float64) string {
 		if b == 0 {
 			return "n/a"
@@ -45,11 +50,41 @@ func (r *FanoutResult) Print(w io.Writer) {
 		ratio(r.concord.cpuPercent(), r.raw.cpuPercent()),
 		ratio(float64(r.concord.lat.quantile(0.5)), float64(r.raw.lat.quantile(0.5))),
 		ratio(float64(r.concord.lat.quantile(0.99)), float64(r.raw.lat.quantile(0.99))))
+	if c := &r.concord; c.hostCPU > 0 {
+		fmt.Fprintf(w, "concord host process: CPU %.1f%% of one core (%.2f%% per bot); bots and signaling: %.1f%%\n",
+			c.hostCPUPercent(), c.hostCPUPercent()/float64(o.Bots), c.cpuPercent()-c.hostCPUPercent())
+	}
 	for _, p := range []*phase{&r.concord, &r.raw} {
 		if p.note != "" {
 			fmt.Fprintf(w, "note: %s\n", p.note)
 		}
 	}
+}
+
+// printWire writes the host's (the raw sender's) UDP packets: how many per second and per
+// datagram delivered, the share of packets holding only a SACK or a FORWARD TSN, and of other
+// small packets (tail fragments of datagrams split in two, SACKs with gaps, heartbeats, pings,
+// STUN).
+func (r *FanoutResult) printWire(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\thost UDP pkts/s\thost UDP B/s\tpkts/dgram delivered\tSACK or FWD-TSN only\tother small pkts\t")
+	row := func(name string, p *phase) {
+		secs := p.wall.Seconds()
+		if secs <= 0 || p.wire.packets == 0 {
+			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\tn/a\tn/a\t\n", name)
+			return
+		}
+		pkts := float64(p.wire.packets)
+		perDgram := "n/a"
+		if d := p.dgrams * float64(r.opts.Bots); d > 0 {
+			perDgram = fmt.Sprintf("%.3f", pkts/secs/d)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%.2f%%\t%.2f%%\t\n", name, pkts/secs, float64(p.wire.bytes)/secs, perDgram,
+			100*float64(p.wire.control)/pkts, 100*float64(p.wire.small)/pkts)
+	}
+	row("concord", &r.concord)
+	row("raw pion", &r.raw)
+	_ = tw.Flush()
 }
 
 // Print writes the migration report: one row per trial, then the pause percentiles against the

@@ -88,6 +88,40 @@ type peerGroup struct {
 	probes []*probe
 	trans  []*countingTransport
 	apis   []*link.API
+	// hostWire counts the UDP packets of the first host started in the group, or reads the
+	// counts of remoteHost.
+	hostWire interface{ counts() wireCounts }
+	// remoteHost, when not nil, is the bench host process: the group holds only bots.
+	remoteHost *hostProc
+}
+
+// firstBot is the index of the first bot in peers, probes and trans: 1 after the group's own
+// host, 0 when the host is a process of its own.
+func (g *peerGroup) firstBot() int {
+	if g.remoteHost != nil {
+		return 0
+	}
+	return 1
+}
+
+// wireCounts returns the host's packet counts (zero if not counted).
+func (g *peerGroup) wireCounts() wireCounts {
+	if g.hostWire == nil {
+		return wireCounts{}
+	}
+	return g.hostWire.counts()
+}
+
+// hostCPU returns the CPU time the host process has used; 0 when the host is in this process.
+func (g *peerGroup) hostCPU() time.Duration {
+	if g.remoteHost == nil {
+		return 0
+	}
+	d, err := procCPU(g.remoteHost.cmd.Process.Pid)
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 func newPeerGroup(ctx context.Context, url string, log zerolog.Logger) *peerGroup {
@@ -97,7 +131,15 @@ func newPeerGroup(ctx context.Context, url string, log zerolog.Logger) *peerGrou
 }
 
 func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer, error) {
-	api, err := link.NewAPI(link.Config{Logger: g.pion})
+	cfg := link.Config{Logger: g.pion}
+	if kind == signaling.KindHost && g.hostWire == nil {
+		w, err := newWireCounter()
+		if err != nil {
+			return nil, err
+		}
+		g.hostWire, cfg.Net = w, w
+	}
+	api, err := link.NewAPI(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -378,9 +378,11 @@ func (c *Conn) readErr(ch Channel, err error) error {
 		return fmt.Errorf("%w: received a %s message over %d bytes", ErrTooLarge, ch, MaxMessage(ch))
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: %s channel reset", ErrPeerClosed, ch)
-	case errors.Is(err, sctp.ErrChunk):
+	case errors.Is(err, sctp.ErrChunk), errors.Is(err, sctp.ErrResetPacketInStateNotExist):
 		// The remote sent an SCTP ABORT, which is how pion's Close ends
-		// the association.
+		// the association. When the ABORT closes the association while the
+		// stream is being read, pion reports the stream reset it could no
+		// longer send instead (sctp v1.12).
 		return fmt.Errorf("%w: %w", ErrPeerClosed, err)
 	default:
 		return fmt.Errorf("%w: read %s channel: %w", ErrConnectionLost, ch, err)

@@ -9,7 +9,8 @@ import (
 	"github.com/pion/sctp"
 )
 
-// pion quirk (webrtc v4.2.20, datachannel v1.6.2, sctp v1.11.1): a
+// pion quirk (webrtc v4.2.20, datachannel v1.6.2, sctp v1.11.1; still so in webrtc v4.2.26,
+// datachannel v1.6.3, sctp v1.12.0: re-checked 2026-11-24, the vnet test fails without it): a
 // *negotiated* data channel never applies its reliability parameters to its
 // SCTP stream. datachannel.Client skips the DCEP OPEN for negotiated channels,
 // and the only other place that calls the unexported commitReliabilityParams

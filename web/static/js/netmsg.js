@@ -32,8 +32,8 @@ const TYPE_NAMES = Object.keys(Type);
 export const FIRST_EXTENSION = 6;
 /** First application type (128–255 are handed to the application as opaque bodies). */
 export const FIRST_APPLICATION = 128;
-/** Cap of a payload on the unreliable channel. */
-export const MAX_DATAGRAM = 1200;
+/** Cap of a payload on the unreliable channel: what one SCTP packet carries (docs/protocol.md §1.3). */
+export const MAX_DATAGRAM = 1156;
 /** Cap of a payload on the reliable channel; larger payloads travel as Fragments. */
 export const MAX_RELIABLE = 16384;
 /** Cap of PeerInfo.peerId in UTF-8 bytes. */

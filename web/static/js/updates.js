@@ -29,7 +29,7 @@ export class PeerUpdates {
   }
 
   /**
-   * Turns dirty (entity → property mask) into ≤ 1200-byte datagrams, one EntityUpdates per
+   * Turns dirty (entity → property mask) into ≤ MAX_DATAGRAM-byte datagrams, one EntityUpdates per
    * timestamp (a relayed value keeps its author's stamp), and clears what it sent.
    * @this {import('./peer.js').Peer}
    * @param {import('./links.js').Remote} r

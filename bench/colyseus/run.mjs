@@ -1,0 +1,72 @@
+// Fan-out comparison, loopback only: Colyseus (one server process, N clients in another) against
+// `concord bench fanout` (a bench-host process, N bots in another), same workload: M entities of
+// an 8-byte position and an 8-byte send time, all written every 50 ms.
+// Usage: node run.mjs N M [DURATION_S]   (CONCORD_BIN: the concord binary, default "concord")
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+
+const [n, m] = [Number(process.argv[2] ?? 8), Number(process.argv[3] ?? 100)];
+const duration = Number(process.argv[4] ?? 10) * 1000;
+const warmup = 2000;
+const port = 20000 + Math.floor(Math.random() * 20000);
+const dir = new URL('.', import.meta.url).pathname;
+
+/** CPU seconds (user + system) and bytes written (wchar: sockets included) of process pid. */
+function procStats(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cpu = (Number(f[11]) + Number(f[12])) / 100; // utime, stime in USER_HZ (100)
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const wchar = Number(/wchar: (\d+)/.exec(io)[1]);
+  return { cpu, wchar, at: performance.now() };
+}
+
+async function lines(child, onLine) {
+  for await (const line of createInterface({ input: child.stdout })) onLine(line);
+}
+
+// Colyseus.
+const server = spawn('node', [dir + 'server.mjs', String(port), String(m)], { stdio: ['ignore', 'pipe', 'inherit'] });
+let resolveListening;
+const listening = new Promise((r) => { resolveListening = r; });
+lines(server, (l) => { if (l === 'listening') resolveListening(); });
+await listening;
+const clients = spawn('node', [dir + 'clients.mjs', String(port), String(n), String(warmup), String(duration)], { stdio: ['ignore', 'pipe', 'inherit'] });
+let s0, s1, result;
+await lines(clients, (l) => {
+  if (l === 'window start') s0 = procStats(server.pid);
+  else if (l === 'window end') s1 = procStats(server.pid);
+  else if (l.startsWith('{')) result = JSON.parse(l);
+});
+server.kill('SIGTERM');
+await once(server, 'exit');
+const secs = (s1.at - s0.at) / 1000;
+const coly = {
+  cpu: (100 * (s1.cpu - s0.cpu)) / secs,
+  bytes: (s1.wchar - s0.wchar) / secs,
+  delivered: result.updates / (n * m * 20 * secs),
+  p50: result.p50,
+  p99: result.p99,
+};
+
+// Concord.
+const bin = process.env.CONCORD_BIN ?? 'concord';
+const out = execFileSync(bin, ['bench', 'fanout', '-n', String(n), '-m', String(m), '-duration', `${duration / 1000}s`, '-warmup', '2s'],
+  { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+const row = out.split('\n').find((l) => l.trim().startsWith('concord ') && !l.includes('bench'));
+const cols = row.trim().split(/\s+/);
+const hostCPU = Number(/concord host process: CPU ([\d.]+)%/.exec(out)[1]);
+const ms = (s) => (s.endsWith('µs') ? parseFloat(s) / 1000 : s.endsWith('ms') ? parseFloat(s) : parseFloat(s) * 1000);
+const conc = { cpu: hostCPU, bytes: Number(cols[3]), delivered: parseFloat(cols[10]) / 100, p50: ms(cols[11]), p99: ms(cols[12]) };
+
+const f = (x, d = 1) => x.toFixed(d);
+const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+console.log(`fan-out ${n} clients × ${m} entities, ${duration / 1000}s window, loopback, load average ${load}`);
+console.log('side      server CPU %1core  per client  out B/s  per client  delivered  p50 ms  p99 ms');
+for (const [name, r] of [['colyseus', coly], ['concord', conc]]) {
+  console.log(`${name.padEnd(9)} ${f(r.cpu).padStart(17)} ${f(r.cpu / n, 2).padStart(11)} ${f(r.bytes, 0).padStart(8)} ${f(r.bytes / n, 0).padStart(11)} ${f(100 * r.delivered).padStart(9)}% ${f(r.p50).padStart(7)} ${f(r.p99).padStart(7)}`);
+}
+console.log(`ratios concord/colyseus: CPU ${f(conc.cpu / coly.cpu, 2)}, bytes ${f(conc.bytes / coly.bytes, 2)}, p50 ${f(conc.p50 / coly.p50, 2)}, p99 ${f(conc.p99 / coly.p99, 2)}`);
+console.log(`${out.split('\n').filter((l) => l.startsWith('note:')).join('\n')}`);

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"net"
+	"sync/atomic"
+
+	"github.com/pion/transport/v5"
+	"github.com/pion/transport/v5/stdnet"
+)
+
+// Sizes of the UDP packets a link sends: DTLS 1.2 with AES-GCM puts 37 bytes (13 of record
+// header, 8 of nonce, 16 of tag) around an SCTP packet.
+const (
+	// wireControlMax: an SCTP packet holding only a SACK without gap blocks (28 bytes) or only
+	// a FORWARD TSN / I-FORWARD TSN with at most one stream entry (20–28 bytes). Encrypted, the
+	// two cannot be told apart; peer/link's packet tests count FORWARD TSNs exactly.
+	wireControlMax = 28 + 37
+	// wireSmallMax: below this a packet carries no datagram of the benchmark (the smallest,
+	// one update, is 150 bytes of SCTP): SACKs with gaps, tail fragments, heartbeats, pings,
+	// and STUN.
+	wireSmallMax = 150 + 37
+)
+
+// wireCounter is the OS network for one link.API, counting the UDP packets its sockets write by
+// size class. The counters are atomics: the sockets' writers and the driver share them.
+type wireCounter struct {
+	transport.Net
+	packets, bytes, control, small atomic.Uint64
+}
+
+func newWireCounter() (*wireCounter, error) {
+	n, err := stdnet.NewNet()
+	if err != nil {
+		return nil, err
+	}
+	return &wireCounter{Net: n}, nil
+}
+
+func (w *wireCounter) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
+	c, err := w.Net.ListenUDP(network, laddr)
+	if err != nil {
+		return nil, err
+	}
+	return &countedUDP{UDPConn: c, w: w}, nil
+}
+
+// wireCounts is a snapshot of a wireCounter; dropped (the unreliable datagrams the host's links
+// dropped) comes only from a bench host process's report.
+type wireCounts struct{ packets, bytes, control, small, dropped uint64 }
+
+func (w *wireCounter) counts() wireCounts {
+	if w == nil {
+		return wireCounts{}
+	}
+	return wireCounts{w.packets.Load(), w.bytes.Load(), w.control.Load(), w.small.Load(), 0}
+}
+
+func (c wireCounts) sub(d wireCounts) wireCounts {
+	return wireCounts{c.packets - d.packets, c.bytes - d.bytes, c.control - d.control, c.small - d.small, c.dropped - d.dropped}
+}
+
+type countedUDP struct {
+	transport.UDPConn
+	w *wireCounter
+}
+
+func (c *countedUDP) WriteTo(p []byte, addr net.Addr) (int, error) {
+	c.w.count(p)
+	return c.UDPConn.WriteTo(p, addr)
+}
+
+func (c *countedUDP) WriteToUDP(p []byte, addr *net.UDPAddr) (int, error) {
+	c.w.count(p)
+	return c.UDPConn.WriteToUDP(p, addr)
+}
+
+// dtlsAppData is the content type of a DTLS record that carries SCTP; STUN (ICE checks and
+// keepalives) and DTLS handshake records start with other bytes.
+const dtlsAppData = 23
+
+func (w *wireCounter) count(p []byte) {
+	n := len(p)
+	w.packets.Add(1)
+	w.bytes.Add(uint64(n))
+	switch {
+	case n > 0 && p[0] == dtlsAppData && n <= wireControlMax:
+		w.control.Add(1)
+	case n < wireSmallMax:
+		w.small.Add(1)
+	}
+}
