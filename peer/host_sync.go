@@ -102,6 +102,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) {
 				continue
 			}
 			h.rejected(hm, m.Entity, m.Timestamp, err)
+			h.rejectedAbsent(&m)
 			continue
 		}
 		h.w.mergeRemote(&m, idx)
