@@ -83,6 +83,9 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) {
 	var rd crdt.Reader
 	var m crdt.Message
 	orphaned := false
+	// Admission is decided per entity by the authority the batch found: a relayed entity this
+	// host lacked brings its own record, which must not refuse the entity's keys after it.
+	var verdict map[Entity]error
 	for rd.Reset(b.Messages); rd.Next(&m) == nil; {
 		if relayed && (m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork) && !h.w.r.EntityDeleted(m.Entity) {
 			// Only a host deletes entities, and a deletion is final in every replica that holds
@@ -92,7 +95,15 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) {
 			orphaned = true
 			continue
 		}
-		if err := h.auth.AdmitCorrection(idx, m.Entity, relayed); err != nil {
+		err, decided := verdict[m.Entity]
+		if !decided {
+			err = h.auth.AdmitCorrection(idx, m.Entity, relayed)
+			if verdict == nil {
+				verdict = make(map[Entity]error)
+			}
+			verdict[m.Entity] = err
+		}
+		if err != nil {
 			if h.holds(&m) {
 				// This host already has the value or a newer one: the member converges to it
 				// without a re-stamp (which would bury any newer write of the entity's owner
