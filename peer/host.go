@@ -33,6 +33,7 @@ type hostRole struct {
 	changed   []time.Time // per bucket: when it last changed here
 	rejectLog int
 	reassert  map[Entity]bool         // entities to re-stamp after rejected writes
+	absent    map[uint64]bool         // keys of rejected corrections this host lacks: restamp deletes them
 	restamped map[uint64]restampedKey // keys restamp rewrote, until their author writes again
 	lost      map[Entity]lostAuthority
 

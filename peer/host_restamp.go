@@ -77,8 +77,25 @@ func (h *hostRole) rejected(hm *hostMember, e Entity, ts crdt.Timestamp, err err
 	h.reassert[e] = true
 }
 
+// rejectedAbsent notes a rejected correction m to a key this host does not hold at all (the
+// previous host wrote it after this one stopped hearing it): rewriting the entity's entries
+// would leave the key to its writer for good, so restamp deletes it above the write instead.
+func (h *hostRole) rejectedAbsent(m *crdt.Message) {
+	if !h.reassert[m.Entity] || (m.Type != crdt.PutComponent && m.Type != crdt.DeleteComponent) {
+		return // not re-stamped (a stamp out of bounds), or not a component's value
+	}
+	if _, _, ok, _ := h.w.r.Get(m.Entity, m.Component); ok {
+		return
+	}
+	if h.absent == nil || len(h.absent) > maxRestamped {
+		h.absent = make(map[uint64]bool)
+	}
+	h.absent[entryKey(m.Entity, m.Component)] = true
+}
+
 // restamp rewrites every entry of the entities queued by rejected with the open batch's stamp
-// (above every rejected write) and relays them, so that every replica takes the host's state.
+// (above every rejected write) and relays them, so that every replica takes the host's state;
+// a rejected key the host lacks is deleted at that stamp (rejectedAbsent).
 func (h *hostRole) restamp() {
 	if len(h.reassert) == 0 {
 		return
@@ -105,6 +122,16 @@ func (h *hostRole) restamp() {
 			entries = append(entries, en)
 			return true
 		})
+	}
+	for k := range h.absent {
+		e, c := Entity(k>>32), crdt.ComponentID(k)
+		if !now[e] {
+			continue // kept for a later batch, with its entity
+		}
+		delete(h.absent, k)
+		if _, _, ok, _ := w.r.Get(e, c); !ok && w.Exists(e) {
+			entries = append(entries, crdt.Entry{Entity: e, Component: c, Deleted: true})
+		}
 	}
 	if len(entries) == 0 {
 		return

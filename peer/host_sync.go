@@ -91,6 +91,9 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 	var m crdt.Message
 	orphaned := false
 	count := 0
+	// Admission is decided per entity by the authority the batch found: a relayed entity this
+	// host lacked brings its own record, which must not refuse the entity's keys after it.
+	var verdict map[Entity]error
 	for rd.Reset(b.Messages); rd.Next(&m) == nil; {
 		if count++; count > maxCorrectionMessages {
 			return h.refuse(hm, &h.badBatch, fmt.Sprintf("more than %d corrections in one batch; the rest dropped", maxCorrectionMessages))
@@ -109,7 +112,15 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 			orphaned = true
 			continue
 		}
-		if err := h.auth.AdmitCorrection(idx, m.Entity, relayed); err != nil {
+		err, decided := verdict[m.Entity]
+		if !decided {
+			err = h.auth.AdmitCorrection(idx, m.Entity, relayed)
+			if verdict == nil {
+				verdict = make(map[Entity]error)
+			}
+			verdict[m.Entity] = err
+		}
+		if err != nil {
 			if h.holds(&m) {
 				// This host already has the value or a newer one: the member converges to it
 				// without a re-stamp (which would bury any newer write of the entity's owner
@@ -119,6 +130,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 				continue
 			}
 			h.rejected(hm, m.Entity, m.Timestamp, err, false)
+			h.rejectedAbsent(&m)
 			continue
 		}
 		h.w.mergeRemote(&m, idx)
