@@ -209,8 +209,12 @@ class Env {
     return page;
   }
 
-  /** A new tab whose errors and console go to the scenario's log (as `user`'s). */
-  async tab(user) {
+  /**
+   * A new tab whose errors and console go to the scenario's log (as `user`'s). Console errors are
+   * echoed to the run's output too, unless the scenario expects them (a refused join says so in
+   * the console by design: echoing it would read like a failure in a passing run).
+   */
+  async tab(user, { expectErrors = false } = {}) {
     const ctx = await this.browser();
     const page = await ctx.newPage();
     const log = createWriteStream(join(artifacts, 'logs', `${this.name}-page-${user}.log`));
@@ -220,7 +224,7 @@ class Env {
     });
     page.on('console', (m) => {
       log.write(`${new Date().toISOString()} ${m.type()} ${m.text()}\n`);
-      if (m.type() === 'error') console.error(`  [${user}] console: ${m.text()}`);
+      if (m.type() === 'error' && !expectErrors) console.error(`  [${user}] console: ${m.text()}`);
     });
     page.on('close', () => log.end());
     return page;
@@ -585,7 +589,7 @@ scenario('tokens', async (env) => {
     return !e.hidden && e.textContent;
   }));
 
-  const bare = await env.tab('no-token');
+  const bare = await env.tab('no-token', { expectErrors: true });
   await bare.goto(`${env.url}/?room=arena&user=alice`);
   const said = await refusal(bare);
   check(/a token is required/.test(said) && /token_required/.test(said), `without a token the page says: ${said}`);
@@ -603,7 +607,7 @@ scenario('tokens', async (env) => {
   });
   check(st.peerId.startsWith('carol/'), `joined as ${st.peerId}, not as the token's user`);
 
-  const lobby = await env.tab('wrong-room');
+  const lobby = await env.tab('wrong-room', { expectErrors: true });
   await lobby.goto(`${env.url}/?room=arena&token=${encodeURIComponent(mint('lobby', 'dave'))}`);
   const wrong = await refusal(lobby);
   check(/the token is for another room/.test(wrong) && /wrong_room/.test(wrong), `a token for another room: ${wrong}`);
@@ -744,7 +748,7 @@ scenario('cross-origin-client', async (env) => {
 scenario('cross-origin-refused', async (env) => {
   const origin = await pageOnAnotherOrigin(env);
   const server = await env.serve();
-  const page = await env.tab('elsewhere');
+  const page = await env.tab('elsewhere', { expectErrors: true });
   await page.goto(`${origin}/?server=${encodeURIComponent(env.url)}`);
   const said = await waitFor('the page to say it cannot use the client', 10000, async () => {
     const t = await page.textContent('#out');
