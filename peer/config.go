@@ -77,8 +77,13 @@ type Config struct {
 	// ReportInterval is how often the replica is reported to signaling; default 1 s.
 	ReportInterval time.Duration
 	// DigestInterval is how often a member sends its bucket digests to the host (anti-entropy);
-	// default 1 s.
+	// default 1 s. Adaptive: a digest goes out at this interval while the member's replica
+	// changes; while it stays unchanged the pause doubles after each digest up to DigestMaxInterval.
 	DigestInterval time.Duration
+	// DigestMaxInterval caps the pause between two digests of a member whose replica has not
+	// changed since its last digest; default 32 × DigestInterval (32 s). It bounds how long an idle
+	// member can stay apart after a host datagram was lost and nothing changed since.
+	DigestMaxInterval time.Duration
 	// QuietPeriod: the host repairs a differing bucket only when it has not changed for this long;
 	// default 300 ms (a bucket still moving will be repaired by the updates in flight).
 	QuietPeriod time.Duration
@@ -144,6 +149,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DigestInterval <= 0 {
 		c.DigestInterval = DefaultDigestInterval
 	}
+	if c.DigestMaxInterval <= 0 {
+		c.DigestMaxInterval = 32 * c.DigestInterval
+	}
+	c.DigestMaxInterval = max(c.DigestMaxInterval, c.DigestInterval)
 	if c.QuietPeriod <= 0 {
 		c.QuietPeriod = DefaultQuietPeriod
 	}

@@ -21,6 +21,11 @@ type memberRole struct {
 	stopped  bool
 	// greetedAt is when Hello and Digest last went to the host.
 	greetedAt time.Time
+	// Adaptive anti-entropy: digestAt is Replica.Changes() when the last digest went out,
+	// digestSent when, digestGap the pause before the next one while nothing changes.
+	digestAt   uint64
+	digestSent time.Time
+	digestGap  time.Duration
 	dirty     map[Entity]uint32 // this member's own writes not yet sent
 
 	upd  updater
@@ -96,17 +101,24 @@ func (m *memberRole) linkReady() {
 	b = m.appendDigest(b)
 	m.buf = b
 	m.greetedAt = m.env.now()
+	m.digestSent, m.digestGap = m.greetedAt, m.cfg.DigestInterval
 	m.env.send(m.hostLink, link.Reliable, b)
 }
 
 func (m *memberRole) appendDigest(b []byte) []byte {
+	m.digestAt = m.w.r.Changes()
 	m.dig.Term = uint64(m.w.term)
 	m.dig.Clock = uint32(m.w.r.Clock())
 	m.dig.Digests = m.w.r.BucketDigests(m.cfg.Buckets, m.dig.Digests[:0])
 	return netmsg.AppendDigest(b, &m.dig)
 }
 
-// sendDigest runs every DigestInterval: the host repairs the buckets that differ.
+// sendDigest runs every DigestInterval: the host repairs the buckets that differ. It is adaptive
+// (docs/protocol.md §5, "anti-entropy"): a digest goes out when this replica changed since the
+// last one, else only once the pause since the last one reaches digestGap, which doubles after
+// each such digest up to DigestMaxInterval. A changed replica may differ from the host's (a lost
+// update, a write of its own); an unchanged one still digests now and then, in case the host
+// changed and the update was lost.
 func (m *memberRole) sendDigest() {
 	if m.hostLink == nil || !m.hostLink.ready {
 		return
@@ -120,6 +132,16 @@ func (m *memberRole) sendDigest() {
 		}
 		return
 	}
+	now := m.env.now()
+	switch {
+	case m.w.r.Changes() != m.digestAt:
+		m.digestGap = m.cfg.DigestInterval
+	case now.Sub(m.digestSent) >= m.digestGap-m.cfg.DigestInterval/2: // timers fire a little early or late
+		m.digestGap = min(2*m.digestGap, m.cfg.DigestMaxInterval)
+	default:
+		return
+	}
+	m.digestSent = now
 	m.buf = m.appendDigest(m.buf[:0])
 	m.env.send(m.hostLink, link.Reliable, m.buf)
 }
