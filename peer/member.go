@@ -26,7 +26,7 @@ type memberRole struct {
 	digestAt   uint64
 	digestSent time.Time
 	digestGap  time.Duration
-	dirty     map[Entity]uint32 // this member's own writes not yet sent
+	dirty      map[Entity]uint32 // this member's own writes not yet sent
 
 	upd  updater
 	dig  netmsg.Digest
