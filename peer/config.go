@@ -32,6 +32,11 @@ const (
 	// DefaultSignalingSendQueue is the signaling client's send queue unless SignalingConfig
 	// sets one.
 	DefaultSignalingSendQueue = 1024
+	// DefaultSignalingEventQueue is the signaling client's event queue unless SignalingConfig
+	// sets one: a host answering a burst of joiners receives their offers, candidates and
+	// membership events faster than its loop handles them for a moment; a signal shed by a full
+	// queue costs its sender a connect timeout. 16 bytes a slot.
+	DefaultSignalingEventQueue = 2048
 )
 
 // Config configures a Peer. The zero value of every field but App, Server and Room works.
@@ -109,7 +114,8 @@ type Config struct {
 	ResumeSettle time.Duration
 	// SignalingConfig configures the signaling client. Its SendQueue defaults to
 	// DefaultSignalingSendQueue here: the loop never waits on a full queue, it drops the message
-	// (a signal, a report), so the queue is sized for a burst of link setups.
+	// (a signal, a report), so the queue is sized for a burst of link setups. Its EventQueue
+	// defaults to DefaultSignalingEventQueue.
 	SignalingConfig signaling.ClientConfig
 }
 
@@ -171,6 +177,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SignalingConfig.SendQueue <= 0 {
 		c.SignalingConfig.SendQueue = DefaultSignalingSendQueue
+	}
+	if c.SignalingConfig.EventQueue <= 0 {
+		c.SignalingConfig.EventQueue = DefaultSignalingEventQueue
 	}
 	if c.MaxDatagramsPerFlush <= 0 {
 		c.MaxDatagramsPerFlush = DefaultMaxDatagramsPerFlush
