@@ -29,7 +29,7 @@ type memberRole struct {
 	digestGap  time.Duration
 	// busyWait is the pause before the next offer after signaling refused one to a busy host.
 	busyWait time.Duration
-	dirty      map[Entity]uint32 // this member's own writes not yet sent
+	dirty    map[Entity]uint32 // this member's own writes not yet sent
 
 	upd  updater
 	dig  netmsg.Digest
