@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"math/rand/v2"
 	"time"
 
 	"github.com/concordrtc/concord/authority"
@@ -27,9 +26,7 @@ type memberRole struct {
 	digestAt   uint64
 	digestSent time.Time
 	digestGap  time.Duration
-	// busyWait is the pause before the next offer after signaling refused one to a busy host.
-	busyWait time.Duration
-	dirty    map[Entity]uint32 // this member's own writes not yet sent
+	dirty      map[Entity]uint32 // this member's own writes not yet sent
 
 	upd  updater
 	dig  netmsg.Digest
@@ -99,7 +96,6 @@ func (m *memberRole) stop() {
 
 // linkReady greets the host and sends the digests it answers with a snapshot.
 func (m *memberRole) linkReady() {
-	m.busyWait = 0
 	w := m.w
 	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.term), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
 	b = m.appendDigest(b)
@@ -165,34 +161,8 @@ func (m *memberRole) hostLinkClosed() {
 	m.retry(host)
 }
 
-// Pacing of offers to a busy host: the pause after the first refusal is drawn from
-// [busyMin/2, busyMin], and doubles with each refusal up to busyMax.
-const (
-	busyMin = 250 * time.Millisecond
-	busyMax = 4 * time.Second
-)
-
-// hostBusy: signaling did not relay a signal to the host, whose queue or signal budget is full
-// while it answers a crowd of joiners. A link to it that is not up yet is made again after a
-// jittered pause that doubles with each refusal, rather than after connectTimeout: joiners
-// spread their offers out instead of all retrying together.
-func (m *memberRole) hostBusy() {
-	r := m.hostLink
-	if m.stopped || r == nil || r.ready {
-		return
-	}
-	m.busyWait = min(max(2*m.busyWait, busyMin), busyMax)
-	wait := m.busyWait/2 + rand.N(m.busyWait/2+1)
-	m.log.Debug().Uint64("host", uint64(r.idx)).Dur("wait", wait).Msg("host busy; offering again later")
-	m.env.discard(r)
-	m.hostLink = nil
-	m.retryAfter(r.idx, wait)
-}
-
-func (m *memberRole) retry(host PeerIndex) { m.retryAfter(host, retryDelay) }
-
-func (m *memberRole) retryAfter(host PeerIndex, wait time.Duration) {
-	m.env.after(wait, func() {
+func (m *memberRole) retry(host PeerIndex) {
+	m.env.after(retryDelay, func() {
 		if !m.stopped && m.hostLink == nil && m.w.host == host {
 			m.follow(host)
 		}

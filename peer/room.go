@@ -81,13 +81,7 @@ func (p *Peer) handleSignaling(ctx context.Context, ev signaling.Event) {
 	case signaling.Signal:
 		p.handleSignal(ev.From, ev.Payload)
 	case signaling.Error:
-		if ev.Code == signaling.CodeRecipientBusy && p.member != nil && ev.PeerIndex != 0 && ev.PeerIndex == p.w.host {
-			// The host is answering a crowd: offer again soon, paced, rather than after the
-			// link's connect timeout (docs/protocol.md §5, "joining").
-			p.member.hostBusy()
-		} else {
-			p.log.Warn().Str("code", string(ev.Code)).Str("message", ev.Message).Msg("signaling error")
-		}
+		p.log.Warn().Str("code", string(ev.Code)).Str("message", ev.Message).Msg("signaling error")
 	case signaling.Closed:
 		// Links stay up: the room keeps playing without signaling, and nothing is lost; the
 		// peer redials and resumes its index (resume.go).
