@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/concordrtc/concord/authority"
@@ -26,7 +27,9 @@ type memberRole struct {
 	digestAt   uint64
 	digestSent time.Time
 	digestGap  time.Duration
-	dirty      map[Entity]uint32 // this member's own writes not yet sent
+	// connectFails counts the links to the host in a row that were not up in time.
+	connectFails uint
+	dirty        map[Entity]uint32 // this member's own writes not yet sent
 
 	upd  updater
 	dig  netmsg.Digest
@@ -71,17 +74,28 @@ func (m *memberRole) follow(host PeerIndex) {
 		m.retry(host)
 		return
 	}
-	// A link that is not up in time (an offer lost, ICE stuck) is dropped and made again.
-	m.env.after(connectTimeout, func() {
+	// A link that is not up in time (an offer lost, ICE stuck) is dropped and made again. Each
+	// timeout in a row doubles the next one (up to maxConnectTimeout), with jitter: under a
+	// burst of joins a host's handshakes take longer than connectTimeout, and tearing down links
+	// that are still being made, all at once, only adds work (seen with 512 bots: most links
+	// were torn down and made again, and few members ever synced).
+	wait := min(connectTimeout<<min(m.connectFails, 3), maxConnectTimeout)
+	wait += rand.N(wait / 2)
+	m.env.after(wait, func() {
 		if !m.stopped && m.hostLink == r && !r.ready {
-			m.log.Warn().Uint64("host", uint64(host)).Msg("link to host not up in time; retrying")
+			m.connectFails++
+			m.log.Warn().Uint64("host", uint64(host)).Dur("waited", wait).Msg("link to host not up in time; retrying")
 			m.env.drop(r)
 		}
 	})
 }
 
-// connectTimeout bounds how long a member waits for its link to the host to open.
-const connectTimeout = 5 * time.Second
+// connectTimeout bounds how long a member waits for its first link to the host to open;
+// maxConnectTimeout bounds the doubled timeouts after it.
+const (
+	connectTimeout    = 5 * time.Second
+	maxConnectTimeout = 30 * time.Second
+)
 
 // retryDelay is the pause before a member links to its host again after the link closed.
 const retryDelay = 500 * time.Millisecond
@@ -96,6 +110,7 @@ func (m *memberRole) stop() {
 
 // linkReady greets the host and sends the digests it answers with a snapshot.
 func (m *memberRole) linkReady() {
+	m.connectFails = 0
 	w := m.w
 	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.term), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
 	b = m.appendDigest(b)
