@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -718,17 +717,7 @@ func TestSlowConsumerDropped(t *testing.T) {
 	b, _ := e.joined(JoinOptions{Room: "r", User: "b"})
 	next[MemberJoined](t, a)
 	// The slow member has a tiny receive buffer and never reads after join.
-	d := &websocket.Dialer{
-		HandshakeTimeout: waitTimeout,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.SetReadBuffer(4096)
-			}
-			return c, err
-		},
-	}
-	slow := e.raw(d)
+	slow := e.raw(smallBufferDialer())
 	rawSend(t, slow, `{"v":1,"type":"join","room":"r","user":"slow"}`)
 	rawRead(t, slow)
 	next[MemberJoined](t, a)

@@ -11,14 +11,10 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// TestBurstSpillsNotDrops: a burst of joins and leaves larger than a member's send queue, while
-// the member does not read (a host busy answering the joiners), spills in order instead of
-// dropping it as a slow consumer: the host keeps its room and no term changes.
-func TestBurstSpillsNotDrops(t *testing.T) {
-	const queue, burst = 8, 24
-	e := newEnvWith(t, Config{SendQueue: queue, MaxMembers: 64, PongWait: time.Minute, PingInterval: time.Minute, WriteWait: time.Minute},
-		func(hs *httptest.Server) { hs.Listener = smallBufferListener{hs.Listener} })
-	d := &websocket.Dialer{
+// smallBufferDialer dials websockets with a tiny receive buffer: a client that does not read
+// fills the server's send queue at once.
+func smallBufferDialer() *websocket.Dialer {
+	return &websocket.Dialer{
 		HandshakeTimeout: waitTimeout,
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -28,7 +24,16 @@ func TestBurstSpillsNotDrops(t *testing.T) {
 			return c, err
 		},
 	}
-	host := e.raw(d)
+}
+
+// TestBurstSpillsNotDrops: a burst of joins and leaves larger than a member's send queue, while
+// the member does not read (a host busy answering the joiners), spills in order instead of
+// dropping it as a slow consumer: the host keeps its room and no term changes.
+func TestBurstSpillsNotDrops(t *testing.T) {
+	const queue, burst = 8, 24
+	e := newEnvWith(t, Config{SendQueue: queue, MaxMembers: 64, PongWait: time.Minute, PingInterval: time.Minute, WriteWait: time.Minute},
+		func(hs *httptest.Server) { hs.Listener = smallBufferListener{hs.Listener} })
+	host := e.raw(smallBufferDialer())
 	rawSend(t, host, `{"v":1,"type":"join","room":"r","user":"host","kind":"host"}`)
 	if m := rawRead(t, host); m["type"] != "joined" {
 		t.Fatalf("host got %v", m)

@@ -335,22 +335,8 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 			violations = append(violations, fmt.Sprintf("entity %v appeared", e))
 		}
 	}
-	// Every bot's avatar is where the bot last put it: timestamps alone cannot tell a value
-	// re-stamped from an older one.
-	for i, p := range bots {
-		want := apps[i].Wrote()
-		if got := final.Avatars[p.Status().Self]; want != nil && !bytes.Equal(got, want) {
-			violations = append(violations, fmt.Sprintf("bot %d's avatar is at %v, but the last position it wrote is %v",
-				p.Status().Self, arena.ParseVec(got), arena.ParseVec(want)))
-		}
-	}
-	for i, v := range violations {
-		if i == 20 {
-			t.Errorf("… and %d more violations", len(violations)-i)
-			break
-		}
-		t.Errorf("invariant violated: %s", v)
-	}
+	violations = append(violations, avatarViolations(bots, apps, final)...)
+	reportViolations(t, violations)
 	mode := "bots stop 1–2 s after the kill"
 	if stopEarly {
 		mode = "bots stopped just before the kill"
@@ -362,6 +348,32 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 		t.Errorf("the host process reported a data race:\n%s", out)
 	}
 	return chaosResult{keys: len(rec.Keys), locked: rec.Locks, violations: len(violations), reelected: reelected, converged: converged}
+}
+
+// avatarViolations: every bot's avatar must be where the bot last put it (timestamps alone
+// cannot tell a value re-stamped from an older one).
+func avatarViolations(bots []*peer.Peer, apps []*chaosApp, final *chaosView) []string {
+	var out []string
+	for i, p := range bots {
+		want := apps[i].Wrote()
+		if got := final.Avatars[p.Status().Self]; want != nil && !bytes.Equal(got, want) {
+			out = append(out, fmt.Sprintf("bot %d's avatar is at %v, but the last position it wrote is %v",
+				p.Status().Self, arena.ParseVec(got), arena.ParseVec(want)))
+		}
+	}
+	return out
+}
+
+// reportViolations fails t with the first 20 violations.
+func reportViolations(t *testing.T, violations []string) {
+	t.Helper()
+	for i, v := range violations {
+		if i == 20 {
+			t.Errorf("… and %d more violations", len(violations)-i)
+			break
+		}
+		t.Errorf("invariant violated: %s", v)
+	}
 }
 
 // hostProcess is a `concord host` child process.

@@ -238,20 +238,8 @@ func soakKill(t *testing.T, ctx context.Context, host *hostProcess, core []*peer
 		return nil
 	})
 	violations := migrationcheck.Check(rec, final, func(e peer.Entity) bool { return avatars[e] && !coreAvatars[e] })
-	for i, p := range core {
-		want := apps[i].Wrote()
-		if got := final.Avatars[p.Status().Self]; want != nil && !bytes.Equal(got, want) {
-			violations = append(violations, fmt.Sprintf("bot %d's avatar is at %v, but the last position it wrote is %v",
-				p.Status().Self, arena.ParseVec(got), arena.ParseVec(want)))
-		}
-	}
-	for i, v := range violations {
-		if i == 20 {
-			t.Errorf("… and %d more violations", len(violations)-i)
-			break
-		}
-		t.Errorf("invariant violated: %s", v)
-	}
+	violations = append(violations, avatarViolations(core, apps, final)...)
+	reportViolations(t, violations)
 	t.Logf("kill at term %d: core converged at term %d in %v, %d keys checked", term0, final.Term, time.Since(killed).Round(time.Millisecond), len(rec.Keys))
 }
 
