@@ -206,7 +206,7 @@ func cmdBenchJoins(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("bench joins", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var b joinBurst
-	fs.IntVar(&b.bots, "n", 512, "bots started at once against one dedicated host (`concord serve`)")
+	fs.IntVar(&b.bots, "n", 512, "bots started at once against one dedicated host (concord serve)")
 	fs.DurationVar(&b.timeout, "timeout", 60*time.Second, "how long to wait for every bot to be synced")
 	fs.BoolVar(&b.move, "move", false, "bots move and grab boxes (default: passive, as joins alone are measured)")
 	logLevel := fs.String("log-level", "error", "log level of the bots: debug, info, warn, error")
