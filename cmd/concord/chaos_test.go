@@ -302,17 +302,9 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 			}
 		}
 		// Statuses are published every ReportInterval: confirm on the replicas themselves.
-		views, err := readChaosViews(ctx, bots)
-		if err != nil {
-			return err
-		}
-		for _, v := range views[1:] {
-			if v.Hash != views[0].Hash || v.Term != views[0].Term {
-				return fmt.Errorf("bot %d: term %d hash %016x, bot %d: term %d hash %016x", v.Self, v.Term, v.Hash, views[0].Self, views[0].Term, views[0].Hash)
-			}
-		}
-		final = views[0]
-		return nil
+		var err error
+		final, err = agreedView(ctx, bots)
+		return err
 	})
 	converged := time.Since(killed)
 	// When every survivor heard of the new term, and when each had synced under it.
@@ -443,6 +435,21 @@ func readChaosViews(ctx context.Context, peers []*peer.Peer) ([]*chaosView, erro
 	}
 	wg.Wait()
 	return views, errors.Join(errs...)
+}
+
+// agreedView reads the peers' replicas and returns the first one's view if all have the same
+// term and hash.
+func agreedView(ctx context.Context, peers []*peer.Peer) (*chaosView, error) {
+	views, err := readChaosViews(ctx, peers)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range views[1:] {
+		if v.Hash != views[0].Hash || v.Term != views[0].Term {
+			return nil, fmt.Errorf("bot %d: term %d hash %016x, bot %d: term %d hash %016x", v.Self, v.Term, v.Hash, views[0].Self, views[0].Term, views[0].Hash)
+		}
+	}
+	return views[0], nil
 }
 
 // dumpDivergence logs, for every bot whose replica differs from the first bot's, the entries that

@@ -225,17 +225,9 @@ func soakKill(t *testing.T, ctx context.Context, host *hostProcess, core []*peer
 				return fmt.Errorf("bot %d: synced %v, term %d host %d; first term %d host %d (old term %d)", st.Self, st.Synced, st.Term, st.Host, first.Term, first.Host, term0)
 			}
 		}
-		views, err := readChaosViews(ctx, core)
-		if err != nil {
-			return err
-		}
-		for _, v := range views[1:] {
-			if v.Hash != views[0].Hash || v.Term != views[0].Term {
-				return fmt.Errorf("bot %d: term %d hash %016x, bot %d: term %d hash %016x", v.Self, v.Term, v.Hash, views[0].Self, views[0].Term, views[0].Hash)
-			}
-		}
-		final = views[0]
-		return nil
+		var err error
+		final, err = agreedView(ctx, core)
+		return err
 	})
 	violations := migrationcheck.Check(rec, final, func(e peer.Entity) bool { return avatars[e] && !coreAvatars[e] })
 	violations = append(violations, avatarViolations(core, apps, final)...)
