@@ -32,6 +32,11 @@ const (
 	// DefaultSignalingSendQueue is the signaling client's send queue unless SignalingConfig
 	// sets one.
 	DefaultSignalingSendQueue = 1024
+	// DefaultSignalingEventQueue is the signaling client's event queue unless SignalingConfig
+	// sets one: a host answering a burst of joiners receives their offers, candidates and
+	// membership events faster than its loop handles them for a moment; a signal shed by a full
+	// queue costs its sender a connect timeout. 16 bytes a slot.
+	DefaultSignalingEventQueue = 2048
 )
 
 // Config configures a Peer. The zero value of every field but App, Server and Room works.
@@ -77,8 +82,13 @@ type Config struct {
 	// ReportInterval is how often the replica is reported to signaling; default 1 s.
 	ReportInterval time.Duration
 	// DigestInterval is how often a member sends its bucket digests to the host (anti-entropy);
-	// default 1 s.
+	// default 1 s. Adaptive: a digest goes out at this interval while the member's replica
+	// changes; while it stays unchanged the pause doubles after each digest up to DigestMaxInterval.
 	DigestInterval time.Duration
+	// DigestMaxInterval caps the pause between two digests of a member whose replica has not
+	// changed since its last digest; default 32 × DigestInterval (32 s). It bounds how long an idle
+	// member can stay apart after a host datagram was lost and nothing changed since.
+	DigestMaxInterval time.Duration
 	// QuietPeriod: the host repairs a differing bucket only when it has not changed for this long;
 	// default 300 ms (a bucket still moving will be repaired by the updates in flight).
 	QuietPeriod time.Duration
@@ -104,7 +114,8 @@ type Config struct {
 	ResumeSettle time.Duration
 	// SignalingConfig configures the signaling client. Its SendQueue defaults to
 	// DefaultSignalingSendQueue here: the loop never waits on a full queue, it drops the message
-	// (a signal, a report), so the queue is sized for a burst of link setups.
+	// (a signal, a report), so the queue is sized for a burst of link setups. Its EventQueue
+	// defaults to DefaultSignalingEventQueue.
 	SignalingConfig signaling.ClientConfig
 }
 
@@ -144,6 +155,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DigestInterval <= 0 {
 		c.DigestInterval = DefaultDigestInterval
 	}
+	if c.DigestMaxInterval <= 0 {
+		c.DigestMaxInterval = 32 * c.DigestInterval
+	}
+	c.DigestMaxInterval = max(c.DigestMaxInterval, c.DigestInterval)
 	if c.QuietPeriod <= 0 {
 		c.QuietPeriod = DefaultQuietPeriod
 	}
@@ -162,6 +177,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SignalingConfig.SendQueue <= 0 {
 		c.SignalingConfig.SendQueue = DefaultSignalingSendQueue
+	}
+	if c.SignalingConfig.EventQueue <= 0 {
+		c.SignalingConfig.EventQueue = DefaultSignalingEventQueue
 	}
 	if c.MaxDatagramsPerFlush <= 0 {
 		c.MaxDatagramsPerFlush = DefaultMaxDatagramsPerFlush

@@ -90,6 +90,8 @@ type stepNet struct {
 	roster []signaling.Member
 	links  []*fakeLink
 	lose   bool // drop unreliable datagrams
+	// onSend, when set, sees every payload a link sends (counting traffic by message type).
+	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 }
 
 type stepPeer struct {
@@ -287,6 +289,9 @@ func (l *fakeLink) deliver() bool {
 func (l *fakeLink) Send(ch link.Channel, payload []byte) error {
 	if l.closed.Load() {
 		return link.ErrClosed
+	}
+	if l.net.onSend != nil {
+		l.net.onSend(l.local, l.remote, ch, payload)
 	}
 	l.out = append(l.out, fakeMsg{ch, slices.Clone(payload)})
 	return nil

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/concordrtc/concord/authority"
@@ -23,7 +24,14 @@ type memberRole struct {
 	refusedLog uint64
 	// greetedAt is when Hello and Digest last went to the host.
 	greetedAt time.Time
-	dirty     map[Entity]uint32 // this member's own writes not yet sent
+	// Adaptive anti-entropy: digestAt is Replica.Changes() when the last digest went out,
+	// digestSent when, digestGap the pause before the next one while nothing changes.
+	digestAt   uint64
+	digestSent time.Time
+	digestGap  time.Duration
+	// connectFails counts the links to the host in a row that were not up in time.
+	connectFails uint
+	dirty        map[Entity]uint32 // this member's own writes not yet sent
 
 	upd  updater
 	dig  netmsg.Digest
@@ -68,17 +76,28 @@ func (m *memberRole) follow(host PeerIndex) {
 		m.retry(host)
 		return
 	}
-	// A link that is not up in time (an offer lost, ICE stuck) is dropped and made again.
-	m.env.after(connectTimeout, func() {
+	// A link that is not up in time (an offer lost, ICE stuck) is dropped and made again. Each
+	// timeout in a row doubles the next one (up to maxConnectTimeout), with jitter: under a
+	// burst of joins a host's handshakes take longer than connectTimeout, and tearing down links
+	// that are still being made, all at once, only adds work (seen with 512 bots: most links
+	// were torn down and made again, and few members ever synced).
+	wait := min(connectTimeout<<min(m.connectFails, 3), maxConnectTimeout)
+	wait += rand.N(wait / 2)
+	m.env.after(wait, func() {
 		if !m.stopped && m.hostLink == r && !r.ready {
-			m.log.Warn().Uint64("host", uint64(host)).Msg("link to host not up in time; retrying")
+			m.connectFails++
+			m.log.Warn().Uint64("host", uint64(host)).Dur("waited", wait).Msg("link to host not up in time; retrying")
 			m.env.drop(r)
 		}
 	})
 }
 
-// connectTimeout bounds how long a member waits for its link to the host to open.
-const connectTimeout = 5 * time.Second
+// connectTimeout bounds how long a member waits for its first link to the host to open;
+// maxConnectTimeout bounds the doubled timeouts after it.
+const (
+	connectTimeout    = 5 * time.Second
+	maxConnectTimeout = 30 * time.Second
+)
 
 // retryDelay is the pause before a member links to its host again after the link closed.
 const retryDelay = 500 * time.Millisecond
@@ -93,22 +112,30 @@ func (m *memberRole) stop() {
 
 // linkReady greets the host and sends the digests it answers with a snapshot.
 func (m *memberRole) linkReady() {
+	m.connectFails = 0
 	w := m.w
 	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.heldTerm), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
 	b = m.appendDigest(b)
 	m.buf = b
 	m.greetedAt = m.env.now()
+	m.digestSent, m.digestGap = m.greetedAt, m.cfg.DigestInterval
 	m.env.send(m.hostLink, link.Reliable, b)
 }
 
 func (m *memberRole) appendDigest(b []byte) []byte {
+	m.digestAt = m.w.r.Changes()
 	m.dig.Term = uint64(m.w.term)
 	m.dig.Clock = uint32(m.w.r.Clock())
 	m.dig.Digests = m.w.r.BucketDigests(m.cfg.Buckets, m.dig.Digests[:0])
 	return netmsg.AppendDigest(b, &m.dig)
 }
 
-// sendDigest runs every DigestInterval: the host repairs the buckets that differ.
+// sendDigest runs every DigestInterval: the host repairs the buckets that differ. It is adaptive
+// (docs/protocol.md §5, "anti-entropy"): a digest goes out when this replica changed since the
+// last one, else only once the pause since the last one reaches digestGap, which doubles after
+// each such digest up to DigestMaxInterval. A changed replica may differ from the host's (a lost
+// update, a write of its own); an unchanged one still digests now and then, in case the host
+// changed and the update was lost.
 func (m *memberRole) sendDigest() {
 	if m.hostLink == nil || !m.hostLink.ready {
 		return
@@ -122,6 +149,16 @@ func (m *memberRole) sendDigest() {
 		}
 		return
 	}
+	now := m.env.now()
+	switch {
+	case m.w.r.Changes() != m.digestAt:
+		m.digestGap = m.cfg.DigestInterval
+	case now.Sub(m.digestSent) >= m.digestGap-m.cfg.DigestInterval/2: // timers fire a little early or late
+		m.digestGap = min(2*m.digestGap, m.cfg.DigestMaxInterval)
+	default:
+		return
+	}
+	m.digestSent = now
 	m.buf = m.appendDigest(m.buf[:0])
 	m.env.send(m.hostLink, link.Reliable, m.buf)
 }

@@ -123,9 +123,13 @@ type Config struct {
 	// admit one member each. If zero, 8.
 	MaxDevicesPerToken int
 
-	// SendQueue is the number of outbound messages queued per socket. A
-	// member whose queue is full is disconnected (a slow consumer) rather
-	// than stall its room. If zero, 256.
+	// SendQueue is the number of outbound messages queued per socket.
+	// Signals get three quarters of it (past that the sender gets
+	// recipient_busy); membership and host messages that find it full
+	// spill into an ordered overflow of 4 × max(MaxMembers, SendQueue)
+	// frames, so that a burst of joins or leaves slows a member down
+	// instead of dropping it. A member whose overflow is full too is
+	// disconnected (a slow consumer) rather than stall its room. If zero, 256.
 	SendQueue int
 
 	// CheckOrigin decides whether a websocket handshake's Origin is allowed.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -20,6 +21,19 @@ type conn struct {
 	s    *Server
 	ws   *websocket.Conn
 	send chan []byte // bounded outbound queue; never closed
+
+	// spill holds, in order, frames that cannot be lost (membership, host changes) that found
+	// send full. A burst of joins or leaves in a big room outpaces any fixed queue (each one is
+	// broadcast to every member), and dropping a member for it (above all the room's host, whose
+	// drop costs the room a migration) turns a crowd into an outage. While spill holds frames,
+	// every new frame goes there too (order is kept) and signals are refused as to a busy
+	// recipient. Bounded by spillCap frames (slices shared by a broadcast: 24 bytes each); past
+	// it the member is a slow consumer after all.
+	spillMu  sync.Mutex
+	spill    [][]byte // guarded by spillMu
+	spilling atomic.Bool
+	spillCap int
+	wake     chan struct{} // capacity 1: spill has frames for the writer
 
 	done       chan struct{} // closed by shutdown
 	readerDone chan struct{} // closed when readLoop returns
@@ -74,13 +88,48 @@ func newConn(s *Server, ws *websocket.Conn, log zerolog.Logger) *conn {
 	return &conn{
 		s: s, ws: ws, log: log, wlog: log,
 		send:       make(chan []byte, s.cfg.SendQueue),
+		spillCap:   spillFrames(&s.cfg),
+		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
 }
 
-// enqueue queues frame without blocking and reports whether it fit.
+// spillFrames is the spill's bound: four membership events (joined, synced, left, and a host
+// change) for each member of a full room, and never less than the queue itself.
+func spillFrames(cfg *Config) int { return 4 * max(cfg.MaxMembers, cfg.SendQueue) }
+
+// enqueue queues frame without blocking and reports whether it fit, in the queue or the spill.
 func (c *conn) enqueue(frame []byte) bool {
+	if !c.spilling.Load() {
+		select {
+		case c.send <- frame:
+			return true
+		default:
+		}
+	}
+	c.spillMu.Lock()
+	defer c.spillMu.Unlock()
+	if len(c.spill) >= c.spillCap {
+		return false
+	}
+	c.spill = append(c.spill, frame)
+	c.spilling.Store(true)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// enqueueSignal queues a relayed signal (or an answer to a refused message) unless that would eat into the last quarter of the
+// queue, which is kept for membership and host messages, or the queue has spilled: a flood of
+// signals is shed (the senders are told), and only those messages, which cannot be lost, can
+// make a slow consumer.
+func (c *conn) enqueueSignal(frame []byte) bool {
+	if c.spilling.Load() || len(c.send) >= cap(c.send)-max(1, cap(c.send)/4) {
+		return false
+	}
 	select {
 	case c.send <- frame:
 		return true
@@ -89,14 +138,42 @@ func (c *conn) enqueue(frame []byte) bool {
 	}
 }
 
-// enqueueSignal queues a relayed signal (or an answer to a refused message) unless that would eat into the last quarter of the
-// queue, which is kept for membership and host messages: a flood of signals is shed (the
-// senders are told), and only those messages, which cannot be lost, drop a slow consumer.
-func (c *conn) enqueueSignal(frame []byte) bool {
-	if len(c.send) >= cap(c.send)-max(1, cap(c.send)/4) {
+// drainSpill writes what the queue holds, then the spill (frames queued before the spill
+// began go first); false means the socket failed.
+func (c *conn) drainSpill() bool {
+	for {
+		select {
+		case f := <-c.send:
+			if !c.write(f) {
+				return false
+			}
+			continue
+		default:
+		}
+		break
+	}
+	c.spillMu.Lock()
+	fs := c.spill
+	c.spill = nil
+	c.spilling.Store(false)
+	c.spillMu.Unlock()
+	for _, f := range fs {
+		if !c.write(f) {
+			return false
+		}
+	}
+	return true
+}
+
+// write writes one data message; on failure it shuts the connection down.
+func (c *conn) write(f []byte) bool {
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteWait))
+	if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
+		c.wlog.Debug().Err(err).Msg("write failed")
+		c.shutdown(closeInfo{reason: ReasonLost})
 		return false
 	}
-	return c.enqueue(frame)
+	return true
 }
 
 // shutdown starts ending the connection; the first call wins. It never
@@ -120,11 +197,9 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case f := <-c.send:
-			_ = c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteWait))
-			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
-				c.wlog.Debug().Err(err).Msg("write failed")
-				c.shutdown(closeInfo{reason: ReasonLost})
-			}
+			c.write(f)
+		case <-c.wake:
+			c.drainSpill()
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteWait)); err != nil {
 				c.wlog.Debug().Err(err).Msg("ping failed")
@@ -144,8 +219,16 @@ func (c *conn) finish() {
 		// Flush what is queued now, within one WriteWait in total, so that
 		// an error message reaches the peer before the close frame.
 		_ = c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteWait))
+		pending := make([][]byte, 0, len(c.send))
 		for n := len(c.send); n > 0; n-- {
-			if err := c.ws.WriteMessage(websocket.TextMessage, <-c.send); err != nil {
+			pending = append(pending, <-c.send)
+		}
+		c.spillMu.Lock()
+		pending = append(pending, c.spill...)
+		c.spill = nil
+		c.spillMu.Unlock()
+		for _, f := range pending {
+			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
 				break
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -710,25 +709,15 @@ func TestReadLimit(t *testing.T) {
 // disconnected and counted; the others keep going.
 // TestSlowConsumerDropped: signals to a member that does not read are shed once its queue is
 // three quarters full (the senders hear recipient_busy, the member stays); membership messages,
-// which cannot be lost, fill the rest and then drop it as a slow consumer.
+// which cannot be lost, fill the rest and the spill (4 × 8 frames) and then drop it as a slow consumer.
 func TestSlowConsumerDropped(t *testing.T) {
-	e := newEnvWith(t, Config{SendQueue: 8, PongWait: time.Minute, PingInterval: time.Minute, WriteWait: time.Minute, SignalBurst: 1 << 20},
+	e := newEnvWith(t, Config{SendQueue: 8, MaxMembers: 8, PongWait: time.Minute, PingInterval: time.Minute, WriteWait: time.Minute, SignalBurst: 1 << 20},
 		func(hs *httptest.Server) { hs.Listener = smallBufferListener{hs.Listener} })
 	a, _ := e.joined(JoinOptions{Room: "r", User: "a"})
 	b, _ := e.joined(JoinOptions{Room: "r", User: "b"})
 	next[MemberJoined](t, a)
 	// The slow member has a tiny receive buffer and never reads after join.
-	d := &websocket.Dialer{
-		HandshakeTimeout: waitTimeout,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.SetReadBuffer(4096)
-			}
-			return c, err
-		},
-	}
-	slow := e.raw(d)
+	slow := e.raw(smallBufferDialer())
 	rawSend(t, slow, `{"v":1,"type":"join","room":"r","user":"slow"}`)
 	rawRead(t, slow)
 	next[MemberJoined](t, a)
@@ -764,7 +753,7 @@ func TestSlowConsumerDropped(t *testing.T) {
 	}
 	// Members come and go: their announcements fill the slow member's queue, which drops it.
 	for i := 0; e.srv.Stats().SlowConsumers == 0; i++ {
-		if i > 20 {
+		if i > 20+spillFrames(&e.srv.cfg) {
 			t.Fatal("slow consumer never dropped")
 		}
 		c, _ := e.joined(JoinOptions{Room: "r", User: fmt.Sprintf("c%d", i)})

@@ -17,18 +17,20 @@ import (
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{errors.New("want a benchmark: fanout or migration")}
+		return usageError{errors.New("want a benchmark: fanout, migration or joins")}
 	}
 	switch args[0] {
 	case "fanout":
 		return cmdBenchFanout(ctx, args[1:], stdout, stderr)
 	case "migration":
 		return cmdBenchMigration(ctx, args[1:], stdout, stderr)
+	case "joins":
+		return cmdBenchJoins(ctx, args[1:], stdout, stderr)
 	}
 	if isHelpArg(args[0]) {
 		return groupHelp(stderr, "bench")
 	}
-	return usageError{fmt.Errorf("unknown benchmark %q: want fanout or migration", args[0])}
+	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration or joins", args[0])}
 }
 
 func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer) error {

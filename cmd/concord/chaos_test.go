@@ -302,17 +302,9 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 			}
 		}
 		// Statuses are published every ReportInterval: confirm on the replicas themselves.
-		views, err := readChaosViews(ctx, bots)
-		if err != nil {
-			return err
-		}
-		for _, v := range views[1:] {
-			if v.Hash != views[0].Hash || v.Term != views[0].Term {
-				return fmt.Errorf("bot %d: term %d hash %016x, bot %d: term %d hash %016x", v.Self, v.Term, v.Hash, views[0].Self, views[0].Term, views[0].Hash)
-			}
-		}
-		final = views[0]
-		return nil
+		var err error
+		final, err = agreedView(ctx, bots)
+		return err
 	})
 	converged := time.Since(killed)
 	// When every survivor heard of the new term, and when each had synced under it.
@@ -335,22 +327,8 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 			violations = append(violations, fmt.Sprintf("entity %v appeared", e))
 		}
 	}
-	// Every bot's avatar is where the bot last put it: timestamps alone cannot tell a value
-	// re-stamped from an older one.
-	for i, p := range bots {
-		want := apps[i].Wrote()
-		if got := final.Avatars[p.Status().Self]; want != nil && !bytes.Equal(got, want) {
-			violations = append(violations, fmt.Sprintf("bot %d's avatar is at %v, but the last position it wrote is %v",
-				p.Status().Self, arena.ParseVec(got), arena.ParseVec(want)))
-		}
-	}
-	for i, v := range violations {
-		if i == 20 {
-			t.Errorf("… and %d more violations", len(violations)-i)
-			break
-		}
-		t.Errorf("invariant violated: %s", v)
-	}
+	violations = append(violations, avatarViolations(bots, apps, final)...)
+	reportViolations(t, violations)
 	mode := "bots stop 1–2 s after the kill"
 	if stopEarly {
 		mode = "bots stopped just before the kill"
@@ -362,6 +340,32 @@ func runChaosTrial(t *testing.T, bin string, seed uint64) chaosResult {
 		t.Errorf("the host process reported a data race:\n%s", out)
 	}
 	return chaosResult{keys: len(rec.Keys), locked: rec.Locks, violations: len(violations), reelected: reelected, converged: converged}
+}
+
+// avatarViolations: every bot's avatar must be where the bot last put it (timestamps alone
+// cannot tell a value re-stamped from an older one).
+func avatarViolations(bots []*peer.Peer, apps []*chaosApp, final *chaosView) []string {
+	var out []string
+	for i, p := range bots {
+		want := apps[i].Wrote()
+		if got := final.Avatars[p.Status().Self]; want != nil && !bytes.Equal(got, want) {
+			out = append(out, fmt.Sprintf("bot %d's avatar is at %v, but the last position it wrote is %v",
+				p.Status().Self, arena.ParseVec(got), arena.ParseVec(want)))
+		}
+	}
+	return out
+}
+
+// reportViolations fails t with the first 20 violations.
+func reportViolations(t *testing.T, violations []string) {
+	t.Helper()
+	for i, v := range violations {
+		if i == 20 {
+			t.Errorf("… and %d more violations", len(violations)-i)
+			break
+		}
+		t.Errorf("invariant violated: %s", v)
+	}
 }
 
 // hostProcess is a `concord host` child process.
@@ -431,6 +435,21 @@ func readChaosViews(ctx context.Context, peers []*peer.Peer) ([]*chaosView, erro
 	}
 	wg.Wait()
 	return views, errors.Join(errs...)
+}
+
+// agreedView reads the peers' replicas and returns the first one's view if all have the same
+// term and hash.
+func agreedView(ctx context.Context, peers []*peer.Peer) (*chaosView, error) {
+	views, err := readChaosViews(ctx, peers)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range views[1:] {
+		if v.Hash != views[0].Hash || v.Term != views[0].Term {
+			return nil, fmt.Errorf("bot %d: term %d hash %016x, bot %d: term %d hash %016x", v.Self, v.Term, v.Hash, views[0].Self, views[0].Term, views[0].Hash)
+		}
+	}
+	return views[0], nil
 }
 
 // dumpDivergence logs, for every bot whose replica differs from the first bot's, the entries that

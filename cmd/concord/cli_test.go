@@ -46,7 +46,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"serve", "-log-level", "loud"}, 2, []string{""}, []string{`concord serve: bad --log-level "loud"`}},
 		{[]string{"host", "extra"}, 2, []string{""}, []string{`concord host: unexpected arguments ["extra"]`}},
 		{[]string{"bot", "-n", "x"}, 2, []string{""}, []string{`concord bot: invalid value "x" for flag -n`}},
-		{[]string{"bot", "-n", "0"}, 2, []string{""}, []string{"concord bot: -n 0: want 1..256"}},
+		{[]string{"bot", "-n", "0"}, 2, []string{""}, []string{"concord bot: -n 0: want 1..1024"}},
 		{[]string{"bench"}, 2, []string{""}, []string{"concord bench: want a benchmark", `Run "concord help bench" for usage.`}},
 		{[]string{"bench", "nope"}, 2, []string{""}, []string{`concord bench: unknown benchmark "nope"`}},
 		{[]string{"bench", "fanout", "-n", "100000"}, 2, []string{""}, []string{"concord bench fanout: want 1 ≤ -n", `Run "concord help bench fanout" for usage.`}},

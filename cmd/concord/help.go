@@ -36,10 +36,14 @@ Environment:
 takes the room over once it has synced.`},
 	"bot": {"concord bot [flags]", `Runs -n headless players of the demo game in this process and prints one status line a
 second: synced members, host and term, entities, whether every replica hash agrees.`},
-	"bench": {"concord bench fanout|migration [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
+	"bench": {"concord bench fanout|migration|joins [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
-Run "concord help bench fanout" or "concord help bench migration" for their flags.`},
+  joins      N bots join one dedicated host (concord serve) at once: time until all are synced
+Run "concord help bench fanout", "concord help bench migration" or "concord help bench joins" for their flags.`},
+	"bench joins": {"concord bench joins [flags]", `Starts "concord serve" (its dedicated host, --max-members N+8) on a free loopback port, then -n
+passive bots at once in this process, and prints the time until every bot is synced (p50, p90),
+the room's term at the end (term changes: term - 1) and serve's RSS.`},
 	"bench fanout": {"concord bench fanout [flags]", `A host moves -m entities every 50 ms tick and -n bots in this process receive them; the
 host runs as a process of its own (concord bench-host) whose CPU and UDP packets are measured
 apart. Then raw pion links carry the same datagrams. Prints both rows and the concord/raw ratios.`},

@@ -78,8 +78,8 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *n < 1 || *n > 256 {
-		return usageError{fmt.Errorf("-n %d: want 1..256", *n)}
+	if *n < 1 || *n > 1024 {
+		return usageError{fmt.Errorf("-n %d: want 1..1024", *n)}
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {

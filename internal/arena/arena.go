@@ -115,6 +115,9 @@ type Game struct {
 	cfg Config
 	bot *bot
 	buf []byte
+	// seen is each avatar's position at the host's previous physics step: only an avatar that
+	// moved since pushes boxes, so a crowd standing still leaves the world at rest.
+	seen map[peer.Entity]Vec
 }
 
 // New returns a Game.
@@ -122,7 +125,7 @@ func New(cfg Config) *Game {
 	if cfg.Boxes <= 0 {
 		cfg.Boxes = 8
 	}
-	g := &Game{cfg: cfg}
+	g := &Game{cfg: cfg, seen: make(map[peer.Entity]Vec)}
 	if cfg.Bot != nil {
 		now := cfg.Bot.Now
 		if now == nil {
@@ -178,11 +181,24 @@ func (g *Game) Tick(w *peer.World, dt time.Duration) {
 	}
 }
 
-// physics moves free boxes, pushes boxes that avatars walk into, and scores goals.
+// physics moves free boxes, pushes boxes that moving avatars walk into, and scores goals. An
+// avatar standing still pushes nothing (a box pinned between it and a wall, or bounced between
+// standing avatars, would move forever): a room where nobody moves comes to rest.
 func (g *Game) physics(w *peer.World, dt time.Duration) {
 	sec := dt.Seconds()
 	keep := math.Pow(frictionPerSecond, sec)
 	avatars := w.EntitiesOf(SchemaAvatar)
+	moving := make([]Vec, 0, len(avatars))
+	seen := make(map[peer.Entity]Vec, len(avatars))
+	for _, a := range avatars {
+		ap, _ := w.Get(a, AvatarPos)
+		apos := ParseVec(ap)
+		seen[a] = apos
+		if last, ok := g.seen[a]; ok && last != apos {
+			moving = append(moving, apos)
+		}
+	}
+	g.seen = seen
 	for _, b := range w.EntitiesOf(SchemaBox) {
 		if !w.CanWrite(b) {
 			continue // a member holds it: it writes the box
@@ -190,9 +206,7 @@ func (g *Game) physics(w *peer.World, dt time.Duration) {
 		pv, _ := w.Get(b, BoxPos)
 		vv, _ := w.Get(b, BoxVel)
 		pos, vel := ParseVec(pv), ParseVec(vv)
-		for _, a := range avatars {
-			ap, _ := w.Get(a, AvatarPos)
-			apos := ParseVec(ap)
+		for _, apos := range moving {
 			dx, dy := float64(pos.X-apos.X), float64(pos.Y-apos.Y)
 			d := math.Hypot(dx, dy)
 			if d < BoxRadius+AvatarRadius && d > 0 {

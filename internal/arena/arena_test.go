@@ -25,7 +25,7 @@ type room struct {
 
 func newRoom(t *testing.T) *room {
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	srv := signaling.New(signaling.Config{Logger: log})
+	srv := signaling.New(signaling.Config{Logger: log, MaxMembers: 128})
 	hs := httptest.NewServer(srv.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &room{t: t, url: hs.URL, tr: &peer.MemoryTransport{}, ctx: ctx}
@@ -131,6 +131,41 @@ func TestBotsGrabBoxes(t *testing.T) {
 			if !st.Synced || st.Hash != first.Hash {
 				return fmt.Errorf("bot %d: synced %v hash %016x, host %016x", st.Self, st.Synced, st.Hash, first.Hash)
 			}
+		}
+		return nil
+	})
+}
+
+// TestPassiveBotsComeToRest: a crowd of bots that stop moving leaves a world at rest — a standing
+// avatar pushes no box, so no box is pinned against a wall or bounced between avatars forever,
+// and the host's replica hash stops changing.
+func TestPassiveBotsComeToRest(t *testing.T) {
+	const bots = 64
+	r := newRoom(t)
+	host := r.join("host", signaling.KindHost, arena.New(arena.Config{}))
+	poll.Until(t, 5*time.Second, "host", hosting(host))
+	for i := range bots {
+		r.join(fmt.Sprintf("bot%d", i), signaling.KindBot,
+			arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: 2 * time.Second}}))
+	}
+	poll.Until(t, 30*time.Second, "bots synced", func() error {
+		for _, p := range r.peers[1:] {
+			if st := p.Status(); !st.Synced {
+				return fmt.Errorf("bot %d not synced", st.Self)
+			}
+		}
+		return nil
+	})
+	const still = 3 * time.Second
+	var hash uint64
+	changed := time.Now()
+	poll.Until(t, 30*time.Second, "host's hash unchanged for "+still.String(), func() error {
+		st := host.Status()
+		if st.Hash != hash {
+			hash, changed = st.Hash, time.Now()
+		}
+		if since := time.Since(changed); since < still {
+			return fmt.Errorf("hash %016x unchanged for %v only", hash, since.Round(time.Millisecond))
 		}
 		return nil
 	})

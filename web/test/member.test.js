@@ -279,3 +279,26 @@ test('a synced member refuses its host\'s stamps far ahead and deletions far abo
     stop(room);
   }
 });
+
+test('an idle member backs off its digests to one every DIGEST_MAX_GAP intervals; a change resets it', () => {
+  const room = newRoom();
+  try {
+    const m = room.member;
+    let digests = 0;
+    const send = m.send.bind(m);
+    m.send = (r, ch, bytes) => {
+      if (bytes[0] === Type.Digest) digests++;
+      return send(r, ch, bytes);
+    };
+    for (let i = 0; i < 128; i++) m.step(() => m.member.sendDigest());
+    // 1, 2, 4, 8, 16, 32 intervals apart, then every 32: 9 in 128, not 128.
+    assert.ok(digests >= 3 && digests <= 12, `${digests} digests in 128 idle intervals`);
+    digests = 0;
+    const p = { x: 4242, y: 4242 };
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, boxUpdate(room, p), p), { moved: true, refused: 0 });
+    m.step(() => m.member.sendDigest());
+    assert.equal(digests, 1, 'a changed replica digests at once');
+  } finally {
+    stop(room);
+  }
+});

@@ -153,6 +153,12 @@ export class Game {
     this.grabOffset = { x: 0, y: 0 };
     this.pendingRelease = 0; // a box let go of before its lock was granted
     this.pendingFor = 0;
+    /**
+     * Each avatar's position at the host's previous physics step: only an avatar that moved since
+     * pushes boxes, so a crowd standing still leaves the world at rest (as Go's Game.seen).
+     * @type {Map<number, Vec>}
+     */
+    this.seen = new Map();
   }
 
   schemas() { return schemas(); }
@@ -312,20 +318,30 @@ export class Game {
   }
 
   /**
-   * Moves free boxes, pushes boxes that avatars walk into, and scores goals (host only).
+   * Moves free boxes, pushes boxes that moving avatars walk into, and scores goals (host only). An
+   * avatar standing still pushes nothing: a room where nobody moves comes to rest.
    * @param {World} w
    * @param {number} dtMs
    */
   physics(w, dtMs) {
     const sec = dtMs / 1000;
     const keep = Math.pow(FRICTION_PER_SECOND, sec);
-    const avatars = w.entitiesOf(SCHEMA_AVATAR);
+    /** @type {Vec[]} */
+    const moving = [];
+    /** @type {Map<number, Vec>} */
+    const seen = new Map();
+    for (const a of w.entitiesOf(SCHEMA_AVATAR)) {
+      const apos = parseVec(w.get(a, AVATAR_POS));
+      seen.set(a, apos);
+      const last = this.seen.get(a);
+      if (last && (last.x !== apos.x || last.y !== apos.y)) moving.push(apos);
+    }
+    this.seen = seen;
     for (const b of w.entitiesOf(SCHEMA_BOX)) {
       if (!w.canWrite(b) || b === this.holding) continue; // a member (or this host's player) holds it
       let pos = parseVec(w.get(b, BOX_POS));
       let vel = parseVec(w.get(b, BOX_VEL));
-      for (const a of avatars) {
-        const apos = parseVec(w.get(a, AVATAR_POS));
+      for (const apos of moving) {
         const dx = (pos.x - apos.x) | 0;
         const dy = (pos.y - apos.y) | 0;
         const d = hypot(dx, dy);

@@ -16,6 +16,11 @@ import { Ev, FIRST_SPAWN_NUMBER, MAX_VERSION_AHEAD, knownVersion } from './world
 
 /** How long a member waits for its link to the host to open before making it again. */
 const CONNECT_TIMEOUT_MS = 5000;
+/**
+ * Adaptive anti-entropy (docs/protocol.md §5, Go's memberRole.sendDigest): while the replica is
+ * unchanged, the pause between digests doubles up to this many digest intervals (32 s at 1 s).
+ */
+export const DIGEST_MAX_GAP = 32;
 const U32_MAX = 0xffffffff;
 /**
  * How far above a synced member's clock it takes its host's stamps (Go's maxHostSkew): an honest
@@ -38,6 +43,12 @@ export class MemberRole {
     this.dirty = new Map();
     this.refusals = 0; // host messages refused, for the log
     this.refusedLog = 0; // host inputs refused by the limits, for the log
+    // Adaptive anti-entropy: the replica hash at the last digest, the digest intervals since it,
+    // and how many to wait while the replica stays unchanged.
+    /** @type {bigint | null} */
+    this.digestHash = null;
+    this.digestWaited = 0;
+    this.digestGap = 1;
     p.w.sink = this;
     p.w.isHost = false;
   }
@@ -87,11 +98,26 @@ export class MemberRole {
 
   digest() {
     const w = this.w;
+    this.digestHash = w.r.hash();
+    this.digestWaited = 0;
     return netmsg.encode({ type: Type.Digest, term: BigInt(w.term), clock: w.clock, digests: w.r.bucketDigests(this.p.opts.buckets) });
   }
 
+  /**
+   * Runs every digestMs. A digest goes out when the replica changed since the last one (it may
+   * differ from the host's), else only after digestGap intervals, which doubles after each such
+   * digest up to DIGEST_MAX_GAP (an unchanged replica still digests now and then, in case a host
+   * update was lost).
+   */
   sendDigest() {
     if (!this.synced || !this.hostLink || !this.hostLink.ready) return;
+    if (this.w.r.hash() !== this.digestHash) {
+      this.digestGap = 1;
+    } else if (++this.digestWaited >= this.digestGap) {
+      this.digestGap = Math.min(2 * this.digestGap, DIGEST_MAX_GAP);
+    } else {
+      return;
+    }
     this.p.send(this.hostLink, RELIABLE, this.digest());
   }
 
