@@ -204,6 +204,9 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	cfg := o.limits
 	cfg.Logger = log.With().Str("component", "signaling").Logger()
 	cfg.Rooms = map[signaling.RoomID]signaling.RoomConfig{}
+	// --room is pinned to dedicated hosts whether or not this process runs one: a `concord host
+	// --room` process of its own takes the room over once synced (README's migration demo).
+	cfg.Rooms[signaling.RoomID(o.room)] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{dedicatedHostUser}}
 	for _, room := range hosted {
 		cfg.Rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{dedicatedHostUser}}
 	}

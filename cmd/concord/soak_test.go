@@ -71,7 +71,7 @@ func TestSoak(t *testing.T) {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	url := "http://" + addr
-	serve := startProcess(t, bin, "serve", "--addr", addr, "--dedicated-host=false", "--pprof", "--log-level", "warn")
+	serve := startProcess(t, bin, "serve", "--addr", addr, "--data", "", "--dedicated-host=false", "--pprof", "--log-level", "warn")
 	poll.Until(t, 30*time.Second, "serve up", func() error {
 		_, err := soakGet(url + "/healthz")
 		return err
