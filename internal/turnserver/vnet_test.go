@@ -2,6 +2,7 @@ package turnserver
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/pion/transport/v5/vnet"
@@ -37,35 +38,35 @@ func vnetLAN(t *testing.T, wan *vnet.Router, public, local string, logs *pionlog
 	return n
 }
 
-// Two Go peers behind two symmetric NATs (a pion virtual network: no packet leaves the
-// process) meet only through the embedded TURN server, which they find in the ICE servers they
+// Two Go peers behind two symmetric NATs (a pion virtual network in the lab's address ranges,
+// 100.64.0.0/24 outside and 10.x inside: no packet leaves the process) meet only through the embedded TURN server, which they find in the ICE servers they
 // are handed, as signaling hands them out: ICE (not restricted to relay) selects a relay pair,
 // and messages flow both ways.
 func TestSymmetricNATsMeetThroughRelay(t *testing.T) {
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	logs := pionlog.New(log.Level(zerolog.ErrorLevel))
-	wan, err := vnet.NewRouter(&vnet.RouterConfig{CIDR: "0.0.0.0/0", LoggerFactory: logs})
+	wan, err := vnet.NewRouter(&vnet.RouterConfig{CIDR: "100.64.0.0/24", LoggerFactory: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wanNet, err := vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{"1.2.3.4"}})
+	wanNet, err := vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{"100.64.0.4"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := wan.AddNet(wanNet); err != nil {
 		t.Fatal(err)
 	}
-	netA := vnetLAN(t, wan, "1.2.3.5", "10.1.0.1", logs)
-	netB := vnetLAN(t, wan, "1.2.3.6", "10.2.0.1", logs)
+	netA := vnetLAN(t, wan, "100.64.0.5", "10.1.0.1", logs)
+	netB := vnetLAN(t, wan, "100.64.0.6", "10.2.0.1", logs)
 	if err := wan.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = wan.Stop() }()
 
-	s := newTestServer(t, Config{Net: wanNet, Addr: "1.2.3.4:3478"})
+	s := newTestServer(t, Config{Net: wanNet, Addr: "100.64.0.4:3478", AllowPeers: []netip.Prefix{netip.MustParsePrefix("100.64.0.0/24")}})
 	servers := func(id string) []webrtc.ICEServer {
 		u, p := s.Credentials(id)
-		return []webrtc.ICEServer{{URLs: []string{fmt.Sprintf("stun:1.2.3.4:%d", s.Addr().Port)}},
+		return []webrtc.ICEServer{{URLs: []string{fmt.Sprintf("stun:100.64.0.4:%d", s.Addr().Port)}},
 			{URLs: s.URLs(), Username: u, Credential: p}}
 	}
 	api := func(n *vnet.Net, local string) *link.API {

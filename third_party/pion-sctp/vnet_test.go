@@ -57,11 +57,11 @@ func buildVNetEnv(t *testing.T, cfg *vNetEnvConfig) (*vNetEnv, error) { //nolint
 	log := cfg.log
 
 	var venv *vNetEnv
-	serverIP := "1.1.1.1"
-	clientIP := "2.2.2.2"
+	serverIP := "100.64.0.1"
+	clientIP := "100.64.0.2"
 
 	wan, err := vnet.NewRouter(&vnet.RouterConfig{
-		CIDR:          "0.0.0.0/0",
+		CIDR:          "100.64.0.0/24",
 		MinDelay:      cfg.minDelay,
 		MaxJitter:     0 * time.Millisecond,
 		LoggerFactory: cfg.loggerFactory,
@@ -206,8 +206,8 @@ func testRwndFull(t *testing.T, unordered bool) { //nolint:cyclop
 		defer close(serverShutDown)
 		// connected UDP conn for server
 		conn, err := venv.net0.DialUDP("udp4",
-			&net.UDPAddr{IP: net.ParseIP("1.1.1.1"), Port: defaultSCTPSrcDstPort},
-			&net.UDPAddr{IP: net.ParseIP("2.2.2.2"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.2"), Port: defaultSCTPSrcDstPort},
 		)
 		if !assert.NoError(t, err, "should succeed") {
 			return
@@ -281,8 +281,8 @@ func testRwndFull(t *testing.T, unordered bool) { //nolint:cyclop
 		defer close(clientShutDown)
 		// connected UDP conn for client
 		conn, err := venv.net1.DialUDP("udp4",
-			&net.UDPAddr{IP: net.ParseIP("2.2.2.2"), Port: defaultSCTPSrcDstPort},
-			&net.UDPAddr{IP: net.ParseIP("1.1.1.1"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.2"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: defaultSCTPSrcDstPort},
 		)
 		if !assert.NoError(t, err, "should succeed") {
 			return
@@ -437,8 +437,8 @@ func TestStreamClose(t *testing.T) { //nolint:cyclop
 			defer close(serverShutDown)
 			// connected UDP conn for server
 			conn, innerErr := venv.net0.DialUDP("udp4",
-				&net.UDPAddr{IP: net.ParseIP("1.1.1.1"), Port: defaultSCTPSrcDstPort},
-				&net.UDPAddr{IP: net.ParseIP("2.2.2.2"), Port: defaultSCTPSrcDstPort},
+				&net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: defaultSCTPSrcDstPort},
+				&net.UDPAddr{IP: net.ParseIP("100.64.0.2"), Port: defaultSCTPSrcDstPort},
 			)
 			if !assert.NoError(t, innerErr, "should succeed") {
 				return
@@ -488,8 +488,8 @@ func TestStreamClose(t *testing.T) { //nolint:cyclop
 
 		// connected UDP conn for client
 		conn, err := venv.net1.DialUDP("udp4",
-			&net.UDPAddr{IP: net.ParseIP("2.2.2.2"), Port: defaultSCTPSrcDstPort},
-			&net.UDPAddr{IP: net.ParseIP("1.1.1.1"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.2"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: defaultSCTPSrcDstPort},
 		)
 		if !assert.NoError(t, err, "should succeed") {
 			return
@@ -620,8 +620,8 @@ func TestCookieEchoRetransmission(t *testing.T) {
 		defer close(serverShutDown)
 		// connected UDP conn for server
 		conn, err := venv.net0.DialUDP("udp4",
-			&net.UDPAddr{IP: net.ParseIP("1.1.1.1"), Port: defaultSCTPSrcDstPort},
-			&net.UDPAddr{IP: net.ParseIP("2.2.2.2"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.2"), Port: defaultSCTPSrcDstPort},
 		)
 		if !assert.NoError(t, err, "should succeed") {
 			return
@@ -650,8 +650,8 @@ func TestCookieEchoRetransmission(t *testing.T) {
 		defer close(clientShutDown)
 		// connected UDP conn for client
 		conn, err := venv.net1.DialUDP("udp4",
-			&net.UDPAddr{IP: net.ParseIP("2.2.2.2"), Port: defaultSCTPSrcDstPort},
-			&net.UDPAddr{IP: net.ParseIP("1.1.1.1"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.2"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: defaultSCTPSrcDstPort},
 		)
 		if !assert.NoError(t, err, "should succeed") {
 			return
@@ -771,8 +771,8 @@ func TestRACK_RTTSwitch_Reordering_NoDrop(t *testing.T) { //nolint:gocyclo,cyclo
 		}
 
 		conn, err := venv.net0.DialUDP("udp4",
-			&net.UDPAddr{IP: net.ParseIP("1.1.1.1"), Port: defaultSCTPSrcDstPort},
-			&net.UDPAddr{IP: net.ParseIP("2.2.2.2"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.2"), Port: defaultSCTPSrcDstPort},
 		)
 		if err != nil {
 			fail(fmt.Errorf("server DialUDP: %w", err))
@@ -836,8 +836,8 @@ func TestRACK_RTTSwitch_Reordering_NoDrop(t *testing.T) { //nolint:gocyclo,cyclo
 		}
 
 		conn, err := venv.net1.DialUDP("udp4",
-			&net.UDPAddr{IP: net.ParseIP("2.2.2.2"), Port: defaultSCTPSrcDstPort},
-			&net.UDPAddr{IP: net.ParseIP("1.1.1.1"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.2"), Port: defaultSCTPSrcDstPort},
+			&net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: defaultSCTPSrcDstPort},
 		)
 		if err != nil {
 			fail(fmt.Errorf("client DialUDP: %w", err))
