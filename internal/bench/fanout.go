@@ -114,19 +114,12 @@ func Fanout(ctx context.Context, o FanoutOptions, log zerolog.Logger, progress i
 
 // concordPhase runs a host and o.Bots bots through Concord and measures one window.
 func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*phase, error) {
-	rel, err := startRelay(ctx, o.Relay, o.RelayCommand)
+	room, err := startBenchRoom(ctx, o.Relay, o.RelayCommand, log)
 	if err != nil {
 		return nil, err
 	}
-	defer rel.stop()
-	sig, err := startSignaling(log, rel)
-	if err != nil {
-		return nil, err
-	}
-	defer sig.stop()
-	g := newPeerGroup(ctx, sig.url, log)
-	g.relayOnly = o.Relay
-	defer g.close()
+	defer room.close()
+	rel, sig, g := room.rel, room.sig, room.g
 	var hp *hostProc
 	if o.HostCommand != nil {
 		wl := &wireLines{rest: io.Discard}

@@ -101,19 +101,13 @@ func Migration(ctx context.Context, o MigrationOptions, log zerolog.Logger, prog
 		o.HostLogLevel = "warn"
 	}
 	res := &MigrationResult{opts: o}
-	rel, err := startRelay(ctx, o.Relay, o.RelayCommand)
+	room, err := startBenchRoom(ctx, o.Relay, o.RelayCommand, log)
 	if err != nil {
 		return nil, err
 	}
-	defer rel.stop()
-	sig, err := startSignaling(log, rel)
-	if err != nil {
-		return nil, err
-	}
-	defer sig.stop()
-	g := newPeerGroup(ctx, sig.url, log)
-	g.reportInterval, g.digestInterval, g.standby, g.relayOnly = o.ReportInterval, o.DigestInterval, o.Standby, o.Relay
-	defer g.close()
+	defer room.close()
+	rel, sig, g := room.rel, room.sig, room.g
+	g.reportInterval, g.digestInterval, g.standby = o.ReportInterval, o.DigestInterval, o.Standby
 	hold := new(atomic.Bool)
 
 	// The first host process spawns the world before any bot joins.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -192,4 +193,34 @@ func (g *peerGroup) close() {
 		_ = api.Close()
 	}
 	g.apis = nil
+}
+
+// benchRoom is what every Concord phase runs on: the TURN relay (when asked), the signaling
+// server and the group of in-process peers, relay-only when the relay runs.
+type benchRoom struct {
+	rel *relay
+	sig *signalingServer
+	g   *peerGroup
+}
+
+func startBenchRoom(ctx context.Context, relayOn bool, relayCommand func(args []string) *exec.Cmd, log zerolog.Logger) (*benchRoom, error) {
+	rel, err := startRelay(ctx, relayOn, relayCommand)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := startSignaling(log, rel)
+	if err != nil {
+		rel.stop()
+		return nil, err
+	}
+	g := newPeerGroup(ctx, sig.url, log)
+	g.relayOnly = relayOn
+	return &benchRoom{rel: rel, sig: sig, g: g}, nil
+}
+
+// close stops the peers, then signaling, then the relay.
+func (b *benchRoom) close() {
+	b.g.close()
+	b.sig.stop()
+	b.rel.stop()
 }
