@@ -1,0 +1,551 @@
+package netlab_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/migrationcheck"
+	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// The cluster scenarios of issue 11 §3: three `concord serve` nodes in the lab's node namespaces
+// (100.64.0.31-33, netlab.Lab.Nodes), clustered through their embedded nats-servers, each with its
+// own data directory under the lab's TempDir; the bots are peers of this test process, which runs
+// in the lab's Public namespace, and know the three node URLs.
+
+// clusterSecret is every node's CONCORD_SECRET: resume tokens are keyed by it, so a member resumes
+// on any node.
+const clusterSecret = "netlab cluster secret, 32 bytes+"
+
+// clusterFlags are the serve flags the cluster scenarios need; clusterReady skips naming those the
+// binary lacks.
+var clusterFlags = []string{"node-name", "cluster-name", "cluster", "routes", "scene", "data"}
+
+// sceneFile is the Decentraland scene every room of the scenarios is seeded from (its dedicated
+// host, placed on the room's owner node, writes its checkpoints).
+var sceneFile, _ = filepath.Abs("../../crdt/testdata/dcl/example-scene.crdt")
+
+// clusterReady returns the concord binary, or skips t naming the serve flags it lacks (the cluster
+// is built on branch cluster; these scenarios wait for it).
+func clusterReady(t *testing.T) string {
+	t.Helper()
+	bin := concord(t)
+	out, _ := exec.Command(bin, "serve", "-h").CombinedOutput()
+	var missing []string
+	for _, f := range clusterFlags {
+		if !strings.Contains(string(out), "-"+f+" ") {
+			missing = append(missing, "--"+f)
+		}
+	}
+	if len(missing) > 0 {
+		t.Skipf("skipping the cluster lab: concord serve has no %s yet (issue 11 §2)", strings.Join(missing, ", "))
+	}
+	return bin
+}
+
+// clusterNode is one `concord serve` node of a lab cluster.
+type clusterNode struct {
+	i    int
+	name string
+	ns   netlab.NS
+	url  string
+	data string
+	p    *proc
+}
+
+// labCluster is three nodes, their rooms and the bots of this process in those rooms.
+type labCluster struct {
+	t     *testing.T
+	bin   string
+	nodes []*clusterNode
+	rooms []string
+	extra []string // serve flags of every node
+	// seen maps room → peer index → peer id of every member /api/rooms ever listed: an index
+	// held by two identities is a reused index.
+	mu   sync.Mutex
+	seen map[string]map[int]string
+}
+
+// newLabCluster prepares (does not start) three nodes whose rooms are named rooms, each seeded from
+// sceneFile, with fresh data directories.
+func newLabCluster(t *testing.T, lab *netlab.Lab, bin string, rooms []string) *labCluster {
+	t.Helper()
+	c := &labCluster{t: t, bin: bin, rooms: rooms, seen: map[string]map[int]string{}}
+	base := filepath.Join(lab.TempDir(), strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+	for i, ns := range lab.Nodes {
+		addr := netlab.NodeAddr(i).String()
+		n := &clusterNode{i: i, name: fmt.Sprintf("n%d", i+1), ns: ns, url: "http://" + addr + ":7880", data: filepath.Join(base, fmt.Sprintf("n%d", i+1))}
+		if err := os.MkdirAll(n.data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	c.extra = []string{"--dedicated-host=false", "--checkpoint-interval", "1s", "--log-level", "warn", "--max-conns-per-addr", "1000"}
+	for _, r := range rooms {
+		c.extra = append(c.extra, "--scene", r+"="+sceneFile)
+	}
+	return c
+}
+
+// args are node i's serve flags: its address, data, name, and routes to the two others.
+func (c *labCluster) args(i int) []string {
+	addr := netlab.NodeAddr(i).String()
+	var routes []string
+	for j := range c.nodes {
+		if j != i {
+			routes = append(routes, "nats-route://"+netlab.NodeAddr(j).String()+":6222")
+		}
+	}
+	return append([]string{"serve", "--addr", addr + ":7880", "--data", c.nodes[i].data,
+		"--node-name", c.nodes[i].name, "--cluster-name", "lab", "--cluster", addr + ":6222",
+		"--routes", strings.Join(routes, ",")}, c.extra...)
+}
+
+// start starts the given nodes (all if none) at once, as a cluster must (JetStream needs a quorum),
+// and waits until each answers /healthz.
+func (c *labCluster) start(which ...int) {
+	c.t.Helper()
+	if len(which) == 0 {
+		for i := range c.nodes {
+			which = append(which, i)
+		}
+	}
+	for _, i := range which {
+		n := c.nodes[i]
+		n.p = startEnv(c.t, n.ns, []string{"CONCORD_SECRET=" + clusterSecret}, "serve-"+n.name, c.bin, c.args(i)...)
+	}
+	for _, i := range which {
+		n := c.nodes[i]
+		waitFor(c.t, 60*time.Second, n.name+" to answer /healthz", func() error {
+			if n.p.exited() {
+				return fmt.Errorf("serve %s exited: %v\n%s", n.name, n.p.err, n.p.out.tail(20))
+			}
+			resp, err := http.Get(n.url + "/healthz")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d", resp.StatusCode)
+			}
+			return nil
+		})
+	}
+}
+
+// stop stops every running node with SIGTERM (a graceful stop: dedicated hosts write their last
+// checkpoint), all at once.
+func (c *labCluster) stop() {
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		if n.p != nil && !n.p.exited() {
+			wg.Add(1)
+			go func() { defer wg.Done(); n.p.stop() }()
+		}
+	}
+	wg.Wait()
+}
+
+// urls is the list of the node URLs starting at node first, as the bots get it.
+func (c *labCluster) urls(first int) string {
+	var out []string
+	for k := range c.nodes {
+		out = append(out, c.nodes[(first+k)%len(c.nodes)].url)
+	}
+	return strings.Join(out, ",")
+}
+
+// clusterRoom is a room of GET /api/rooms on a cluster node.
+type clusterRoom struct {
+	room
+	Node string `json:"node"`
+}
+
+// roomsOf lists the rooms of the cluster as node i's /api/rooms says.
+func (c *labCluster) roomsOf(i int) (map[string]*clusterRoom, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.nodes[i].url+"/api/rooms", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s/api/rooms: status %d", c.nodes[i].url, resp.StatusCode)
+	}
+	var rooms []*clusterRoom
+	if err := json.NewDecoder(resp.Body).Decode(&rooms); err != nil {
+		return nil, err
+	}
+	out := map[string]*clusterRoom{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range rooms {
+		out[r.Room] = r
+		book := c.seen[r.Room]
+		if book == nil {
+			book = map[int]string{}
+			c.seen[r.Room] = book
+		}
+		for _, m := range r.Members {
+			if id, ok := book[m.PeerIndex]; ok && id != m.PeerID {
+				c.t.Errorf("room %s: peer index %d reused: held by %s, now by %s", r.Room, m.PeerIndex, id, m.PeerID)
+			}
+			book[m.PeerIndex] = m.PeerID
+		}
+	}
+	return out, nil
+}
+
+// converged waits until node i lists every room of the cluster owned by a live node (not in
+// dead), each with want members (the dedicated host included) synced in the room's term with one
+// replica hash, under a synced dedicated host, and check (if set) holds for each; it returns the
+// rooms.
+func (c *labCluster) converged(i, want int, d time.Duration, dead map[string]bool, check func(*clusterRoom) error) map[string]*clusterRoom {
+	c.t.Helper()
+	var out map[string]*clusterRoom
+	waitFor(c.t, d, fmt.Sprintf("every room converged with %d members (as %s sees them)", want, c.nodes[i].name), func() error {
+		rooms, err := c.roomsOf(i)
+		if err != nil {
+			return err
+		}
+		var bad []string
+		for _, name := range c.rooms {
+			r := rooms[name]
+			if err := roomConverged(r, want, dead); err != nil {
+				bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+				continue
+			}
+			if check != nil {
+				if err := check(r); err != nil {
+					bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+				}
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%d of %d rooms not there yet, first: %s", len(bad), len(c.rooms), bad[0])
+		}
+		out = rooms
+		return nil
+	})
+	return out
+}
+
+func roomConverged(r *clusterRoom, want int, dead map[string]bool) error {
+	if r == nil {
+		return errors.New("not listed")
+	}
+	if r.Node == "" || dead[r.Node] {
+		return fmt.Errorf("owner node %q", r.Node)
+	}
+	h := r.hostMember()
+	if h == nil || h.Kind != "host" || len(r.Members) != want {
+		return fmt.Errorf("on %s: %v", r.Node, &r.room)
+	}
+	hashes := map[string]bool{}
+	for _, m := range r.Members {
+		if !m.Synced || m.Replica == nil || m.Replica.Term != r.Term {
+			return fmt.Errorf("on %s: %v", r.Node, &r.room)
+		}
+		hashes[m.Replica.Hash] = true
+	}
+	if len(hashes) != 1 {
+		return fmt.Errorf("on %s: replicas differ: %v", r.Node, &r.room)
+	}
+	return nil
+}
+
+// clusterBot is an arena bot of this process in one room of the cluster.
+type clusterBot struct {
+	room string
+	p    *peer.Peer
+	app  *migrationcheck.Bot
+}
+
+// startBot runs a bot in room through the node list starting at node first, until ctx ends. Its
+// sockets are this process's, in the Public namespace; ICE gathers on the lab address only.
+func (c *labCluster) startBot(ctx context.Context, wg *sync.WaitGroup, room string, first int, seed uint64, clk *migrationcheck.Clock) *clusterBot {
+	c.t.Helper()
+	user := "bot-" + room
+	tok, err := signaling.IssueToken([]byte(clusterSecret), signaling.Claims{Room: signaling.RoomID(room), User: user, Kind: signaling.KindBot, MayHost: true, ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	app := &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: time.Hour, Now: clk.Now}})}
+	log := zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.ErrorLevel).With().Str("who", user).Logger()
+	p, err := peer.New(peer.Config{
+		Server: c.urls(first), Room: room, User: user, Kind: signaling.KindBot, Token: tok, App: app,
+		ICE:    peer.ICEAny,
+		Link:   link.Config{Logger: log, UDPMuxAddr: net.JoinHostPort(netlab.PublicAddr.String(), "0")},
+		Logger: log, ReportInterval: 200 * time.Millisecond, DigestInterval: 250 * time.Millisecond,
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
+			c.t.Errorf("%s: %v", user, err)
+		}
+	}()
+	return &clusterBot{room: room, p: p, app: app}
+}
+
+// views reads every bot's replica at once.
+func botViews(ctx context.Context, bots []*clusterBot) (map[string]*migrationcheck.View, error) {
+	lb := make([]*labBot, len(bots))
+	for i, b := range bots {
+		lb[i] = &labBot{p: b.p, app: b.app}
+	}
+	vs, err := readViews(ctx, lb)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*migrationcheck.View{}
+	for i, b := range bots {
+		out[b.room] = vs[i]
+	}
+	return out, nil
+}
+
+func roomNames(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("r%02d", i+1))
+	}
+	return out
+}
+
+// sceneEntities is how many live entities the example scene has.
+func sceneEntities(t *testing.T) int {
+	t.Helper()
+	st := sceneStateJSON(t)
+	live := map[uint32]bool{}
+	for _, r := range st.LWW {
+		if !r.Deleted {
+			live[r.Entity] = true
+		}
+	}
+	return len(live)
+}
+
+func sceneStateJSON(t *testing.T) crdt.StateJSON {
+	t.Helper()
+	b, err := os.ReadFile(strings.TrimSuffix(sceneFile, ".crdt") + ".state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st crdt.StateJSON
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// holdsScene reports the first entry of the state @dcl/ecs computes for the scene that got lacks or
+// holds otherwise (got may hold more: the arena's own entities next to the scene's).
+func holdsScene(got, want crdt.StateJSON) error {
+	rows := map[[2]uint32]crdt.LWWJSON{}
+	for _, r := range got.LWW {
+		rows[[2]uint32{r.Entity, r.Component}] = r
+	}
+	for _, w := range want.LWW {
+		g, ok := rows[[2]uint32{w.Entity, w.Component}]
+		if !ok || g.Timestamp != w.Timestamp || g.Deleted != w.Deleted || (g.Data == nil) != (w.Data == nil) || (g.Data != nil && *g.Data != *w.Data) {
+			return fmt.Errorf("entity %d component %d: got %+v, want %+v", w.Entity, w.Component, g, w)
+		}
+	}
+	for _, d := range want.DeletedEntities {
+		if !slices.Contains(got.DeletedEntities, d) {
+			return fmt.Errorf("deleted entity %+v missing", d)
+		}
+	}
+	return nil
+}
+
+// clusterRooms is the number of rooms of the cluster scenarios (issue 11 §3: 30).
+const clusterRooms = 30
+
+// TestLab8Cluster is issue 11 §3's multi-node scenarios, in order on one cluster of three nodes
+// whose 30 rooms are seeded from the example scene (each room's dedicated host runs on its owner
+// node and writes its checkpoints):
+//
+//	(a) one bot per room, each joining through a different first node, so that many members
+//	    reach their room through a node that does not own it: every room converges;
+//	(b) the node owning the most rooms is SIGKILLed while the bots move: every room converges on
+//	    the survivors, with the migration invariant intact and no peer index reused;
+//	(c) the bots leave, the whole cluster stops and starts again (the killed node too): every
+//	    room comes back from its checkpoint with the replica it had;
+//	(d) a room holds the state @dcl/ecs computes for the scene it was seeded from.
+func TestLab8Cluster(t *testing.T) {
+	lab := netlab.Get(t)
+	bin := clusterReady(t)
+	rooms := roomNames(clusterRooms)
+	c := newLabCluster(t, lab, bin, rooms)
+	begin := time.Now()
+	c.start()
+	c.converged(0, 1, 120*time.Second, nil, nil)
+	owned := map[string]int{}
+	rs, err := c.roomsOf(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if slices.Contains(rooms, r.Room) {
+			owned[r.Node]++
+		}
+	}
+	t.Logf("3 nodes up, %d rooms open under their dedicated hosts %v after the start; rooms per node %v", len(rooms), time.Since(begin).Round(time.Millisecond), owned)
+	if len(owned) < 2 {
+		t.Errorf("rooms per node %v: every room on one node", owned)
+	}
+
+	// (a) One bot per room, spread over the nodes.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	clk := &migrationcheck.Clock{}
+	var bots []*clusterBot
+	joined := time.Now()
+	for k, r := range rooms {
+		bots = append(bots, c.startBot(ctx, &wg, r, k%len(c.nodes), uint64(k+1), clk))
+	}
+	for i := range c.nodes {
+		c.converged(i, 2, 120*time.Second, nil, nil)
+	}
+	rs, _ = c.roomsOf(0)
+	relayed := 0
+	for _, b := range bots {
+		if owner := rs[b.room].Node; !strings.HasPrefix(b.p.Status().Server, "http://"+netlab.NodeAddr(nodeIndex(owner)).String()) {
+			relayed++
+		}
+	}
+	t.Logf("(a) %d bots in %d rooms converged %v after they started; %d of them joined through a node that does not own their room",
+		len(bots), len(rooms), time.Since(joined).Round(time.Millisecond), relayed)
+	if relayed == 0 {
+		t.Errorf("no member reached its room through another node: the relay path went untested")
+	}
+
+	// (b) Kill the node that owns the most rooms while the bots move.
+	victim := c.nodes[0]
+	for _, n := range c.nodes {
+		if owned[n.name] > owned[victim.name] {
+			victim = n
+		}
+	}
+	time.Sleep(time.Second) // the bots move
+	victim.p.kill9()
+	killed := time.Now()
+	rec, err := botViews(ctx, bots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // they move on through the failover
+	clk.Jump(10 * time.Hour)
+	dead := map[string]bool{victim.name: true}
+	survivor := c.nodes[(victim.i+1)%len(c.nodes)]
+	c.converged(survivor.i, 2, 180*time.Second, dead, nil)
+	recovered := time.Since(killed)
+	var final map[string]*migrationcheck.View
+	waitFor(t, 60*time.Second, "every bot's replica equal to its room's host's", func() error {
+		rs, err := c.roomsOf(survivor.i)
+		if err != nil {
+			return err
+		}
+		if final, err = botViews(ctx, bots); err != nil {
+			return err
+		}
+		for _, b := range bots {
+			st := b.p.Status()
+			r := rs[b.room]
+			if r == nil || r.hostMember() == nil || r.hostMember().Replica == nil {
+				return fmt.Errorf("%s: no host report", b.room)
+			}
+			if want := r.hostMember().Replica.Hash; fmt.Sprintf("%016x", final[b.room].Hash) != want || !st.Signaling || strings.HasPrefix(st.Server, victim.url) {
+				return fmt.Errorf("%s: bot hash %016x signaling %v via %s; host hash %s", b.room, final[b.room].Hash, st.Signaling, st.Server, want)
+			}
+		}
+		return nil
+	})
+	violations := 0
+	for _, b := range bots {
+		vs := migrationcheck.Check(rec[b.room], final[b.room], func(peer.Entity) bool { return false })
+		if want := b.app.Wrote(); want != nil && !slicesEqual(final[b.room].Avatars[b.p.Status().Self], want) {
+			vs = append(vs, fmt.Sprintf("the bot's avatar is at %v, it last wrote %v", arena.ParseVec(final[b.room].Avatars[b.p.Status().Self]), arena.ParseVec(want)))
+		}
+		for _, v := range vs {
+			t.Errorf("room %s: invariant violated: %s", b.room, v)
+		}
+		violations += len(vs)
+	}
+	t.Logf("(b) %s (owner of %d rooms) SIGKILLed: every room converged on the survivors %v after the kill; invariant checked in %d rooms, %d violations",
+		victim.name, owned[victim.name], recovered.Round(time.Millisecond), len(bots), violations)
+
+	// (c) The bots leave; the whole cluster restarts with nobody online.
+	cancel()
+	wg.Wait()
+	left := c.converged(survivor.i, 1, 60*time.Second, dead, nil)
+	want := map[string]string{}
+	for _, r := range rooms {
+		want[r] = left[r].hostMember().Replica.Hash
+	}
+	c.stop()
+	restart := time.Now()
+	c.start()
+	c.converged(0, 1, 180*time.Second, nil, func(r *clusterRoom) error {
+		if got := r.hostMember().Replica.Hash; got != want[r.Room] {
+			return fmt.Errorf("replica %s after the restart, %s before", got, want[r.Room])
+		}
+		return nil
+	})
+	t.Logf("(c) whole cluster restarted with nobody online: all %d rooms back from their checkpoints, each with the replica it had, %v after the start",
+		len(rooms), time.Since(restart).Round(time.Millisecond))
+
+	// (d) A viewer of the first room holds the scene as @dcl/ecs computes it.
+	vctx, vcancel := context.WithCancel(context.Background())
+	var vwg sync.WaitGroup
+	defer func() { vcancel(); vwg.Wait() }()
+	viewer := c.startBot(vctx, &vwg, rooms[0], 1, 1000, &migrationcheck.Clock{})
+	scene := sceneStateJSON(t)
+	waitFor(t, 60*time.Second, "the viewer holds the scene", func() error {
+		var err error
+		if e := viewer.p.Do(vctx, func(w *peer.World) { err = holdsScene(w.Replica().StateJSON(), scene) }); e != nil {
+			return e
+		}
+		return err
+	})
+	t.Logf("(d) room %s holds the %d entities of the example scene as @dcl/ecs computes them", rooms[0], sceneEntities(t))
+}
+
+// nodeIndex is the index of node name nI (n1 → 0).
+func nodeIndex(name string) int {
+	var i int
+	_, _ = fmt.Sscanf(name, "n%d", &i)
+	return i - 1
+}
+
+func slicesEqual(a, b []byte) bool { return string(a) == string(b) }
