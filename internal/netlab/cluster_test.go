@@ -85,13 +85,13 @@ type labCluster struct {
 	seen map[string]map[int]string
 }
 
-// newLabCluster prepares (does not start) three nodes whose rooms are named rooms, each seeded from
-// sceneFile, with fresh data directories.
-func newLabCluster(t *testing.T, lab *netlab.Lab, bin string, rooms []string) *labCluster {
+// newLabCluster prepares (does not start) nodes (1 to 3) whose rooms are named rooms, each seeded
+// from sceneFile, with fresh data directories.
+func newLabCluster(t *testing.T, lab *netlab.Lab, bin string, nodes int, rooms []string) *labCluster {
 	t.Helper()
 	c := &labCluster{t: t, bin: bin, rooms: rooms, seen: map[string]map[int]string{}}
 	base := filepath.Join(lab.TempDir(), strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
-	for i, ns := range lab.Nodes {
+	for i, ns := range lab.Nodes[:nodes] {
 		addr := netlab.NodeAddr(i).String()
 		n := &clusterNode{i: i, name: fmt.Sprintf("n%d", i+1), ns: ns, url: "http://" + addr + ":7880", data: filepath.Join(base, fmt.Sprintf("n%d", i+1))}
 		if err := os.MkdirAll(n.data, 0o700); err != nil {
@@ -115,9 +115,12 @@ func (c *labCluster) args(i int) []string {
 			routes = append(routes, "nats-route://"+netlab.NodeAddr(j).String()+":6222")
 		}
 	}
-	return append([]string{"serve", "--addr", addr + ":7880", "--data", c.nodes[i].data,
-		"--node-name", c.nodes[i].name, "--cluster-name", "lab", "--cluster", addr + ":6222",
-		"--routes", strings.Join(routes, ",")}, c.extra...)
+	args := []string{"serve", "--addr", addr + ":7880", "--data", c.nodes[i].data,
+		"--node-name", c.nodes[i].name, "--cluster-name", "lab", "--cluster", addr + ":6222"}
+	if len(routes) > 0 {
+		args = append(args, "--routes", strings.Join(routes, ","))
+	}
+	return append(args, c.extra...)
 }
 
 // start starts the given nodes (all if none) at once, as a cluster must (JetStream needs a quorum),
@@ -285,34 +288,39 @@ type clusterBot struct {
 	app  *migrationcheck.Bot
 }
 
-// startBot runs a bot in room through the node list starting at node first, until ctx ends. Its
-// sockets are this process's, in the Public namespace; ICE gathers on the lab address only.
+// startBot runs a bot in room through the node list starting at node first, until ctx ends.
 func (c *labCluster) startBot(ctx context.Context, wg *sync.WaitGroup, room string, first int, seed uint64, clk *migrationcheck.Clock) *clusterBot {
 	c.t.Helper()
-	user := "bot-" + room
+	app := &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: time.Hour, Now: clk.Now}})}
+	return &clusterBot{room: room, p: startClusterPeer(c.t, ctx, wg, c.urls(first), room, "bot-"+room, app), app: app}
+}
+
+// startClusterPeer runs a member of room with the node list servers, until ctx ends. Its sockets
+// are this process's, in the Public namespace; ICE gathers on the lab address only.
+func startClusterPeer(t *testing.T, ctx context.Context, wg *sync.WaitGroup, servers, room, user string, app peer.App) *peer.Peer {
+	t.Helper()
 	tok, err := signaling.IssueToken([]byte(clusterSecret), signaling.Claims{Room: signaling.RoomID(room), User: user, Kind: signaling.KindBot, MayHost: true, ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
-	app := &migrationcheck.Bot{Game: arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed, MoveFor: time.Hour, Now: clk.Now}})}
-	log := zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.ErrorLevel).With().Str("who", user).Logger()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel).With().Str("who", user).Logger()
 	p, err := peer.New(peer.Config{
-		Server: c.urls(first), Room: room, User: user, Kind: signaling.KindBot, Token: tok, App: app,
+		Server: servers, Room: room, User: user, Kind: signaling.KindBot, Token: tok, App: app,
 		ICE:    peer.ICEAny,
 		Link:   link.Config{Logger: log, UDPMuxAddr: net.JoinHostPort(netlab.PublicAddr.String(), "0")},
 		Logger: log, ReportInterval: 200 * time.Millisecond, DigestInterval: 250 * time.Millisecond,
 	})
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
-			c.t.Errorf("%s: %v", user, err)
+			t.Errorf("%s: %v", user, err)
 		}
 	}()
-	return &clusterBot{room: room, p: p, app: app}
+	return p
 }
 
 // views reads every bot's replica at once.
@@ -390,6 +398,128 @@ func holdsScene(got, want crdt.StateJSON) error {
 // clusterRooms is the number of rooms of the cluster scenarios (issue 11 §3: 30).
 const clusterRooms = 30
 
+// open starts every node and waits until each room is open under its dedicated host; it returns
+// how many rooms each node owns.
+func (c *labCluster) open(d time.Duration) map[string]int {
+	c.t.Helper()
+	c.start()
+	c.converged(0, 1, d, nil, nil)
+	rs, err := c.roomsOf(0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	owned := map[string]int{}
+	for _, r := range rs {
+		if slices.Contains(c.rooms, r.Room) {
+			owned[r.Node]++
+		}
+	}
+	return owned
+}
+
+// startBots starts one bot per room, the k-th with the node list starting at node k mod n, and
+// waits until every room has converged with it as every node sees it.
+func (c *labCluster) startBots(ctx context.Context, wg *sync.WaitGroup, clk *migrationcheck.Clock, d time.Duration) []*clusterBot {
+	c.t.Helper()
+	var bots []*clusterBot
+	for k, r := range c.rooms {
+		bots = append(bots, c.startBot(ctx, wg, r, k%len(c.nodes), uint64(k+1), clk))
+	}
+	for i := range c.nodes {
+		c.converged(i, 2, d, nil, nil)
+	}
+	return bots
+}
+
+// offOwner counts the bots whose signaling goes through a node that does not own their room.
+func (c *labCluster) offOwner(bots []*clusterBot) int {
+	c.t.Helper()
+	rs, err := c.roomsOf(0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n := 0
+	for _, b := range bots {
+		if r := rs[b.room]; r != nil && !strings.HasPrefix(b.p.Status().Server, "http://"+netlab.NodeAddr(nodeIndex(r.Node)).String()+":") {
+			n++
+		}
+	}
+	return n
+}
+
+// failover is what killing a node measured.
+type failover struct {
+	victim, survivor *clusterNode
+	recovered        time.Duration // kill → every room converged on the survivors
+	violations       int
+}
+
+// killBusiest SIGKILLs the node owning the most rooms (owned) while the bots move, waits until
+// every room has converged on the survivors (the bots' replicas equal to their hosts', none of
+// them through the dead node), and checks the migration invariant in every room: nothing any bot
+// held at the kill is lost or older, every bot's avatar where it last put it. The bots have stopped
+// moving when it returns.
+func (c *labCluster) killBusiest(ctx context.Context, bots []*clusterBot, clk *migrationcheck.Clock, owned map[string]int, d time.Duration) failover {
+	c.t.Helper()
+	f := failover{victim: c.nodes[0]}
+	for _, n := range c.nodes {
+		if owned[n.name] > owned[f.victim.name] {
+			f.victim = n
+		}
+	}
+	f.survivor = c.nodes[(f.victim.i+1)%len(c.nodes)]
+	time.Sleep(time.Second) // the bots move
+	f.victim.p.kill9()
+	killed := time.Now()
+	rec, err := botViews(ctx, bots)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // they move on through the failover
+	clk.Jump(10 * time.Hour)
+	dead := map[string]bool{f.victim.name: true}
+	var final map[string]*migrationcheck.View
+	waitFor(c.t, d, "every room converged on the survivors, each bot's replica equal to its host's", func() error {
+		rs, err := c.roomsOf(f.survivor.i)
+		if err != nil {
+			return err
+		}
+		var bad []string
+		for _, name := range c.rooms {
+			if err := roomConverged(rs[name], 2, dead); err != nil {
+				bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%d of %d rooms not there yet, first: %s", len(bad), len(c.rooms), bad[0])
+		}
+		if final, err = botViews(ctx, bots); err != nil {
+			return err
+		}
+		for _, b := range bots {
+			st := b.p.Status()
+			want := rs[b.room].hostMember().Replica.Hash
+			if fmt.Sprintf("%016x", final[b.room].Hash) != want || !st.Signaling || strings.HasPrefix(st.Server, f.victim.url) {
+				return fmt.Errorf("%s: bot hash %016x signaling %v via %s; host hash %s", b.room, final[b.room].Hash, st.Signaling, st.Server, want)
+			}
+		}
+		return nil
+	})
+	f.recovered = time.Since(killed)
+	for _, b := range bots {
+		vs := migrationcheck.Check(rec[b.room], final[b.room], func(peer.Entity) bool { return false })
+		self := b.p.Status().Self
+		if want := b.app.Wrote(); want != nil && string(final[b.room].Avatars[self]) != string(want) {
+			vs = append(vs, fmt.Sprintf("the bot's avatar is at %v, it last wrote %v", arena.ParseVec(final[b.room].Avatars[self]), arena.ParseVec(want)))
+		}
+		for _, v := range vs {
+			c.t.Errorf("room %s: invariant violated: %s", b.room, v)
+		}
+		f.violations += len(vs)
+	}
+	return f
+}
+
 // TestLab8Cluster is issue 11 §3's multi-node scenarios, in order on one cluster of three nodes
 // whose 30 rooms are seeded from the example scene (each room's dedicated host runs on its owner
 // node and writes its checkpoints):
@@ -397,7 +527,8 @@ const clusterRooms = 30
 //	(a) one bot per room, each joining through a different first node, so that many members
 //	    reach their room through a node that does not own it: every room converges;
 //	(b) the node owning the most rooms is SIGKILLed while the bots move: every room converges on
-//	    the survivors, with the migration invariant intact and no peer index reused;
+//	    the survivors, with the migration invariant intact and no peer index reused (labCluster
+//	    checks every /api/rooms it reads);
 //	(c) the bots leave, the whole cluster stops and starts again (the killed node too): every
 //	    room comes back from its checkpoint with the replica it had;
 //	(d) a room holds the state @dcl/ecs computes for the scene it was seeded from.
@@ -405,20 +536,9 @@ func TestLab8Cluster(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := clusterReady(t)
 	rooms := roomNames(clusterRooms)
-	c := newLabCluster(t, lab, bin, rooms)
+	c := newLabCluster(t, lab, bin, netlab.Nodes, rooms)
 	begin := time.Now()
-	c.start()
-	c.converged(0, 1, 120*time.Second, nil, nil)
-	owned := map[string]int{}
-	rs, err := c.roomsOf(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rs {
-		if slices.Contains(rooms, r.Room) {
-			owned[r.Node]++
-		}
-	}
+	owned := c.open(120 * time.Second)
 	t.Logf("3 nodes up, %d rooms open under their dedicated hosts %v after the start; rooms per node %v", len(rooms), time.Since(begin).Round(time.Millisecond), owned)
 	if len(owned) < 2 {
 		t.Errorf("rooms per node %v: every room on one node", owned)
@@ -429,86 +549,24 @@ func TestLab8Cluster(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	clk := &migrationcheck.Clock{}
-	var bots []*clusterBot
 	joined := time.Now()
-	for k, r := range rooms {
-		bots = append(bots, c.startBot(ctx, &wg, r, k%len(c.nodes), uint64(k+1), clk))
-	}
-	for i := range c.nodes {
-		c.converged(i, 2, 120*time.Second, nil, nil)
-	}
-	rs, _ = c.roomsOf(0)
-	relayed := 0
-	for _, b := range bots {
-		if owner := rs[b.room].Node; !strings.HasPrefix(b.p.Status().Server, "http://"+netlab.NodeAddr(nodeIndex(owner)).String()) {
-			relayed++
-		}
-	}
+	bots := c.startBots(ctx, &wg, clk, 120*time.Second)
+	off := c.offOwner(bots)
 	t.Logf("(a) %d bots in %d rooms converged %v after they started; %d of them joined through a node that does not own their room",
-		len(bots), len(rooms), time.Since(joined).Round(time.Millisecond), relayed)
-	if relayed == 0 {
+		len(bots), len(rooms), time.Since(joined).Round(time.Millisecond), off)
+	if off == 0 {
 		t.Errorf("no member reached its room through another node: the relay path went untested")
 	}
 
 	// (b) Kill the node that owns the most rooms while the bots move.
-	victim := c.nodes[0]
-	for _, n := range c.nodes {
-		if owned[n.name] > owned[victim.name] {
-			victim = n
-		}
-	}
-	time.Sleep(time.Second) // the bots move
-	victim.p.kill9()
-	killed := time.Now()
-	rec, err := botViews(ctx, bots)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond) // they move on through the failover
-	clk.Jump(10 * time.Hour)
-	dead := map[string]bool{victim.name: true}
-	survivor := c.nodes[(victim.i+1)%len(c.nodes)]
-	c.converged(survivor.i, 2, 180*time.Second, dead, nil)
-	recovered := time.Since(killed)
-	var final map[string]*migrationcheck.View
-	waitFor(t, 60*time.Second, "every bot's replica equal to its room's host's", func() error {
-		rs, err := c.roomsOf(survivor.i)
-		if err != nil {
-			return err
-		}
-		if final, err = botViews(ctx, bots); err != nil {
-			return err
-		}
-		for _, b := range bots {
-			st := b.p.Status()
-			r := rs[b.room]
-			if r == nil || r.hostMember() == nil || r.hostMember().Replica == nil {
-				return fmt.Errorf("%s: no host report", b.room)
-			}
-			if want := r.hostMember().Replica.Hash; fmt.Sprintf("%016x", final[b.room].Hash) != want || !st.Signaling || strings.HasPrefix(st.Server, victim.url) {
-				return fmt.Errorf("%s: bot hash %016x signaling %v via %s; host hash %s", b.room, final[b.room].Hash, st.Signaling, st.Server, want)
-			}
-		}
-		return nil
-	})
-	violations := 0
-	for _, b := range bots {
-		vs := migrationcheck.Check(rec[b.room], final[b.room], func(peer.Entity) bool { return false })
-		if want := b.app.Wrote(); want != nil && !slicesEqual(final[b.room].Avatars[b.p.Status().Self], want) {
-			vs = append(vs, fmt.Sprintf("the bot's avatar is at %v, it last wrote %v", arena.ParseVec(final[b.room].Avatars[b.p.Status().Self]), arena.ParseVec(want)))
-		}
-		for _, v := range vs {
-			t.Errorf("room %s: invariant violated: %s", b.room, v)
-		}
-		violations += len(vs)
-	}
+	f := c.killBusiest(ctx, bots, clk, owned, 180*time.Second)
 	t.Logf("(b) %s (owner of %d rooms) SIGKILLed: every room converged on the survivors %v after the kill; invariant checked in %d rooms, %d violations",
-		victim.name, owned[victim.name], recovered.Round(time.Millisecond), len(bots), violations)
+		f.victim.name, owned[f.victim.name], f.recovered.Round(time.Millisecond), len(bots), f.violations)
 
 	// (c) The bots leave; the whole cluster restarts with nobody online.
 	cancel()
 	wg.Wait()
-	left := c.converged(survivor.i, 1, 60*time.Second, dead, nil)
+	left := c.converged(f.survivor.i, 1, 60*time.Second, map[string]bool{f.victim.name: true}, nil)
 	want := map[string]string{}
 	for _, r := range rooms {
 		want[r] = left[r].hostMember().Replica.Hash
@@ -547,5 +605,3 @@ func nodeIndex(name string) int {
 	_, _ = fmt.Sscanf(name, "n%d", &i)
 	return i - 1
 }
-
-func slicesEqual(a, b []byte) bool { return string(a) == string(b) }
