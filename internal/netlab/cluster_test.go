@@ -7,19 +7,25 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/netlab"
 	"github.com/concordrtc/concord/peer"
@@ -83,6 +89,8 @@ type labCluster struct {
 	// held by two identities is a reused index.
 	mu   sync.Mutex
 	seen map[string]map[int]string
+	// broken rooms have a corrupted checkpoint: they must stay closed, and converged skips them.
+	broken map[string]bool
 }
 
 // newLabCluster prepares (does not start) nodes (1 to 3) whose rooms are named rooms, each seeded
@@ -238,6 +246,9 @@ func (c *labCluster) converged(i, want int, d time.Duration, dead map[string]boo
 		var bad []string
 		for _, name := range c.rooms {
 			r := rooms[name]
+			if c.broken[name] {
+				continue
+			}
 			if err := roomConverged(r, want, dead); err != nil {
 				bad = append(bad, fmt.Sprintf("%s: %v", name, err))
 				continue
@@ -531,7 +542,9 @@ func (c *labCluster) killBusiest(ctx context.Context, bots []*clusterBot, clk *m
 //	    checks every /api/rooms it reads);
 //	(c) the bots leave, the whole cluster stops and starts again (the killed node too): every
 //	    room comes back from its checkpoint with the replica it had;
-//	(d) a room holds the state @dcl/ecs computes for the scene it was seeded from.
+//	(d) a room holds the state @dcl/ecs computes for the scene it was seeded from;
+//	(e) a room whose checkpoint was corrupted before the restart stays closed, a node says why
+//	    (the room, the checkpoint's place and the byte offset), and the other rooms open.
 func TestLab8Cluster(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := clusterReady(t)
@@ -571,6 +584,9 @@ func TestLab8Cluster(t *testing.T) {
 	for _, r := range rooms {
 		want[r] = left[r].hostMember().Replica.Hash
 	}
+	// (e) One room's checkpoint is corrupted while the cluster runs; it is read at the restart.
+	broken := rooms[1]
+	c.corruptCheckpoint(broken)
 	c.stop()
 	restart := time.Now()
 	c.start()
@@ -580,8 +596,28 @@ func TestLab8Cluster(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("(c) whole cluster restarted with nobody online: all %d rooms back from their checkpoints, each with the replica it had, %v after the start",
-		len(rooms), time.Since(restart).Round(time.Millisecond))
+	t.Logf("(c) whole cluster restarted with nobody online: all %d other rooms back from their checkpoints, each with the replica it had, %v after the start",
+		len(rooms)-1, time.Since(restart).Round(time.Millisecond))
+	var why string
+	waitFor(t, 30*time.Second, "a node to say why "+broken+" stays closed", func() error {
+		for _, n := range c.nodes {
+			for _, l := range strings.Split(n.p.out.String(), "\n") {
+				if strings.Contains(l, broken) && strings.Contains(l, "byte offset") {
+					why = n.name + ": " + l
+					return nil
+				}
+			}
+		}
+		return errors.New("no node logged it")
+	})
+	rs, err := c.roomsOf(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rs[broken]; r != nil && r.hostMember() != nil && r.hostMember().Kind == "host" {
+		t.Errorf("room %s opened under a dedicated host from a corrupted checkpoint: %v", broken, &r.room)
+	}
+	t.Logf("(e) %s's checkpoint truncated: the room stays closed, the other rooms opened; %s", broken, why)
 
 	// (d) A viewer of the first room holds the scene as @dcl/ecs computes it.
 	vctx, vcancel := context.WithCancel(context.Background())
@@ -604,4 +640,63 @@ func nodeIndex(name string) int {
 	var i int
 	_, _ = fmt.Sscanf(name, "n%d", &i)
 	return i - 1
+}
+
+// corruptCheckpoint stores a truncated copy of room's last checkpoint as its newest checkpoint, in
+// a term far ahead (so that no host of the room overwrites it), and marks the room broken. It
+// reaches the cluster's JetStream as an operator's tool would: a nats-server of this process joins
+// the cluster's routes (without JetStream), and a client of it publishes to the checkpoint subject
+// (docs/protocol.md: the checkpoint format).
+func (c *labCluster) corruptCheckpoint(room string) {
+	c.t.Helper()
+	var routes []*url.URL
+	for i := range c.nodes {
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: netlab.NodeAddr(i).String() + ":6222"})
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "lab-tool", Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		Cluster: server.ClusterOpts{Name: "lab", Host: netlab.PublicAddr.String(), Port: 6222},
+		Routes:  routes,
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	go ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		c.t.Fatal("the tool's nats-server did not start")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var last *jetstream.RawStreamMsg
+	waitFor(c.t, 30*time.Second, "the cluster's checkpoint of "+room+" through a route of the tool", func() error {
+		st, err := js.Stream(ctx, durable.CheckpointStream)
+		if err != nil {
+			return err
+		}
+		last, err = st.GetLastMsgForSubject(ctx, durable.CheckpointSubject(signaling.RoomID(room)))
+		return err
+	})
+	term, _ := strconv.ParseUint(last.Header.Get("Concord-Term"), 10, 64)
+	msg := &nats.Msg{Subject: last.Subject, Data: last.Data[:len(last.Data)-3], Header: nats.Header{}}
+	for k, v := range last.Header {
+		msg.Header[k] = v
+	}
+	msg.Header.Set("Concord-Term", strconv.FormatUint(term+1000, 10))
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		c.t.Fatalf("storing a truncated checkpoint of %s: %v", room, err)
+	}
+	if c.broken == nil {
+		c.broken = map[string]bool{}
+	}
+	c.broken[room] = true
 }
