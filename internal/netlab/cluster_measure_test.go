@@ -14,29 +14,16 @@ import (
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/peer"
 )
 
 // clusterJoinTimes starts trials passive members of room through servers one after another and
 // returns, for each, the time from its start (before its signaling dial) to synced.
 func clusterJoinTimes(t *testing.T, servers, room string, trials int) []time.Duration {
 	t.Helper()
-	var out []time.Duration
-	for i := range trials {
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		app := &joinApp{Game: arena.New(arena.Config{}), synced: make(chan struct{})}
-		began := time.Now()
-		startClusterPeer(t, ctx, &wg, servers, room, fmt.Sprintf("joiner%d", i), app)
-		select {
-		case <-app.synced:
-			out = append(out, time.Since(began))
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s via %s: trial %d did not sync in 30 s", room, servers, i)
-		}
-		cancel()
-		wg.Wait()
-	}
-	return out
+	return timeJoins(t, room+" via "+servers, trials, func(ctx context.Context, wg *sync.WaitGroup, user string, app peer.App) {
+		startClusterPeer(t, ctx, wg, servers, room, user, app)
+	})
 }
 
 // clusterJoinBurst starts n passive members of room through servers at once and returns the time
@@ -121,16 +108,7 @@ func TestLabMeasureCluster(t *testing.T) {
 		addr := netlab.NodeAddr(0).String()
 		n.p = startEnv(t, n.ns, []string{"CONCORD_SECRET=" + clusterSecret}, "serve-standalone", bin,
 			append([]string{"serve", "--addr", addr + ":7880", "--data", ""}, one.extra...)...)
-		waitFor(t, 60*time.Second, "the standalone node to answer", func() error {
-			if n.p.exited() {
-				return fmt.Errorf("serve exited: %v", n.p.err)
-			}
-			resp, err := http.Get(n.url + "/healthz")
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err
-		})
+		n.p.waitHealthy(t, n.url, 60*time.Second)
 		(&api{base: n.url, client: http.DefaultClient, roomName: "j"}).waitHost(t, "host")
 		alone := clusterJoinTimes(t, n.url, "j", trials)
 		aloneBurst := clusterJoinBurst(t, n.url, "j", burst)

@@ -145,21 +145,7 @@ func (c *labCluster) start(which ...int) {
 		n.p = startEnv(c.t, n.ns, []string{"CONCORD_SECRET=" + clusterSecret}, "serve-"+n.name, c.bin, c.args(i)...)
 	}
 	for _, i := range which {
-		n := c.nodes[i]
-		waitFor(c.t, 60*time.Second, n.name+" to answer /healthz", func() error {
-			if n.p.exited() {
-				return fmt.Errorf("serve %s exited: %v\n%s", n.name, n.p.err, n.p.out.tail(20))
-			}
-			resp, err := http.Get(n.url + "/healthz")
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("status %d", resp.StatusCode)
-			}
-			return nil
-		})
+		c.nodes[i].p.waitHealthy(c.t, c.nodes[i].url, 60*time.Second)
 	}
 }
 
@@ -324,13 +310,7 @@ func startClusterPeer(t *testing.T, ctx context.Context, wg *sync.WaitGroup, ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
-			t.Errorf("%s: %v", user, err)
-		}
-	}()
+	runPeer(t, ctx, wg, user, p)
 	return p
 }
 
@@ -383,27 +363,6 @@ func sceneStateJSON(t *testing.T) crdt.StateJSON {
 		t.Fatal(err)
 	}
 	return st
-}
-
-// holdsScene reports the first entry of the state @dcl/ecs computes for the scene that got lacks or
-// holds otherwise (got may hold more: the arena's own entities next to the scene's).
-func holdsScene(got, want crdt.StateJSON) error {
-	rows := map[[2]uint32]crdt.LWWJSON{}
-	for _, r := range got.LWW {
-		rows[[2]uint32{r.Entity, r.Component}] = r
-	}
-	for _, w := range want.LWW {
-		g, ok := rows[[2]uint32{w.Entity, w.Component}]
-		if !ok || g.Timestamp != w.Timestamp || g.Deleted != w.Deleted || (g.Data == nil) != (w.Data == nil) || (g.Data != nil && *g.Data != *w.Data) {
-			return fmt.Errorf("entity %d component %d: got %+v, want %+v", w.Entity, w.Component, g, w)
-		}
-	}
-	for _, d := range want.DeletedEntities {
-		if !slices.Contains(got.DeletedEntities, d) {
-			return fmt.Errorf("deleted entity %+v missing", d)
-		}
-	}
-	return nil
 }
 
 // clusterRooms is the number of rooms of the cluster scenarios (issue 11 §3: 30).
@@ -627,7 +586,7 @@ func TestLab8Cluster(t *testing.T) {
 	scene := sceneStateJSON(t)
 	waitFor(t, 60*time.Second, "the viewer holds the scene", func() error {
 		var err error
-		if e := viewer.p.Do(vctx, func(w *peer.World) { err = holdsScene(w.Replica().StateJSON(), scene) }); e != nil {
+		if e := viewer.p.Do(vctx, func(w *peer.World) { err = migrationcheck.HoldsState(w.Replica().StateJSON(), scene) }); e != nil {
 			return e
 		}
 		return err
