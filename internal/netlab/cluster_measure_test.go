@@ -106,10 +106,10 @@ func TestLabMeasureCluster(t *testing.T) {
 		one := newLabCluster(t, lab, bin, 1, []string{"j"})
 		n := one.nodes[0]
 		addr := netlab.NodeAddr(0).String()
-		n.p = startEnv(t, n.ns, []string{"CONCORD_SECRET=" + clusterSecret}, "serve-standalone", bin,
+		n.p = startEnv(t, n.ns, clusterEnv, "serve-standalone", bin,
 			append([]string{"serve", "--addr", addr + ":7880", "--data", ""}, one.extra...)...)
 		n.p.waitHealthy(t, n.url, 60*time.Second)
-		(&api{base: n.url, client: http.DefaultClient, roomName: "j"}).waitHost(t, "host")
+		(&api{base: n.url, client: http.DefaultClient, roomName: "j", bearer: clusterAdminKey}).waitHost(t, "host")
 		alone := clusterJoinTimes(t, n.url, "j", trials)
 		aloneBurst := clusterJoinBurst(t, n.url, "j", burst)
 		n.p.stop()

@@ -42,6 +42,13 @@ import (
 // on any node.
 const clusterSecret = "netlab cluster secret, 32 bytes+"
 
+// clusterAdminKey is every node's CONCORD_ADMIN_KEY: with a secret, /api/rooms lists every room
+// only for it.
+const clusterAdminKey = "netlab-cluster-admin"
+
+// clusterEnv is the environment of every node.
+var clusterEnv = []string{"CONCORD_SECRET=" + clusterSecret, "CONCORD_ADMIN_KEY=" + clusterAdminKey}
+
 // clusterFlags are the serve flags the cluster scenarios need; clusterReady skips naming those the
 // binary lacks.
 var clusterFlags = []string{"node-name", "cluster-name", "cluster", "routes", "scene", "data"}
@@ -142,7 +149,7 @@ func (c *labCluster) start(which ...int) {
 	}
 	for _, i := range which {
 		n := c.nodes[i]
-		n.p = startEnv(c.t, n.ns, []string{"CONCORD_SECRET=" + clusterSecret}, "serve-"+n.name, c.bin, c.args(i)...)
+		n.p = startEnv(c.t, n.ns, clusterEnv, "serve-"+n.name, c.bin, c.args(i)...)
 	}
 	for _, i := range which {
 		c.nodes[i].p.waitHealthy(c.t, c.nodes[i].url, 60*time.Second)
@@ -185,6 +192,7 @@ func (c *labCluster) roomsOf(i int) (map[string]*clusterRoom, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Authorization", "Bearer "+clusterAdminKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
