@@ -98,8 +98,14 @@ func TestLabMeasureCluster(t *testing.T) {
 		t.Skip("a measurement: set CONCORD_LAB_MEASURE=1 to run it")
 	}
 	lab := netlab.Get(t)
-	bin := clusterReady(t)
+	bin := concord(t)
 	const trials, burst = 15, 20
+	perSec := func(d time.Duration) string {
+		if d == 0 {
+			return "not all synced"
+		}
+		return fmt.Sprintf("%d joins in %v = %.1f joins/s", burst, d.Round(time.Millisecond), float64(burst)/d.Seconds())
+	}
 
 	t.Run("join", func(t *testing.T) {
 		// One standalone node: no cluster flags, no data.
@@ -113,6 +119,8 @@ func TestLabMeasureCluster(t *testing.T) {
 		alone := clusterJoinTimes(t, n.url, "j", trials)
 		aloneBurst := clusterJoinBurst(t, n.url, "j", burst)
 		n.p.stop()
+		t.Logf("join → synced, standalone node: %s; burst: %s", spread(alone), perSec(aloneBurst))
+		clusterReady(t)
 
 		c := newLabCluster(t, lab, bin, netlab.Nodes, []string{"j"})
 		owned := c.open(120 * time.Second)
@@ -126,18 +134,12 @@ func TestLabMeasureCluster(t *testing.T) {
 		viaOther := clusterJoinTimes(t, other.url, "j", trials)
 		ownerBurst := clusterJoinBurst(t, owner.url, "j", burst)
 		otherBurst := clusterJoinBurst(t, other.url, "j", burst)
-		perSec := func(d time.Duration) string {
-			if d == 0 {
-				return "not all synced"
-			}
-			return fmt.Sprintf("%d joins in %v = %.1f joins/s", burst, d.Round(time.Millisecond), float64(burst)/d.Seconds())
-		}
 		t.Logf("rooms per node %v", owned)
-		t.Logf("join → synced, standalone node: %s; burst: %s", spread(alone), perSec(aloneBurst))
 		t.Logf("join → synced, cluster, member on the owner node %s: %s; burst: %s", owner.name, spread(viaOwner), perSec(ownerBurst))
 		t.Logf("join → synced, cluster, member on non-owner node %s (relayed to %s): %s; burst: %s", other.name, owner.name, spread(viaOther), perSec(otherBurst))
 	})
 
+	clusterReady(t)
 	rooms := roomNames(measureRooms(clusterRooms))
 	t.Run("recovery", func(t *testing.T) {
 		c := newLabCluster(t, lab, bin, netlab.Nodes, rooms)
