@@ -41,7 +41,11 @@ const (
 
 // Config configures a Peer. The zero value of every field but App, Server and Room works.
 type Config struct {
-	// Server is the signaling server's URL, e.g. http://127.0.0.1:7880.
+	// Server is the signaling server's URL, e.g. http://127.0.0.1:7880, or a comma-separated
+	// list of the URLs of a cluster's nodes (any node serves any room), e.g.
+	// http://10.0.0.1:7880,http://10.0.0.2:7880. Run joins through the first node that answers,
+	// in list order; after losing the connection the peer redials the next node on each attempt
+	// (round robin, with the RedialMin..RedialMax backoff) and resumes its index there.
 	Server string
 	// Room is the room to join.
 	Room string
@@ -128,6 +132,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Server == "" || c.Room == "" {
 		return c, fmt.Errorf("%w: Server and Room are required", ErrConfig)
+	}
+	if _, err := signaling.ParseServers(c.Server); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.User == "" {
 		c.User = "anon"

@@ -39,7 +39,8 @@ func ParseICEMode(s string) (ICEMode, error) {
 }
 
 // Loopback reports whether mode confines links to loopback for a peer whose signaling URL is
-// server.
+// server. With a comma-separated list of node URLs, ICEAuto is loopback-only when every node is
+// on loopback.
 func (m ICEMode) Loopback(server string) bool {
 	switch m {
 	case ICELoopback:
@@ -47,6 +48,16 @@ func (m ICEMode) Loopback(server string) bool {
 	case ICEAny:
 		return false
 	}
+	for s := range strings.SplitSeq(server, ",") {
+		if !loopbackURL(strings.TrimSpace(s)) {
+			return false
+		}
+	}
+	return true
+}
+
+// loopbackURL reports whether a signaling URL names a loopback host.
+func loopbackURL(server string) bool {
 	host := server
 	if u, err := url.Parse(server); err == nil && u.Host != "" {
 		host = u.Hostname()
@@ -77,8 +88,11 @@ func LinkAPI(cfg Config) (*link.API, error) {
 }
 
 // signalingInterface returns the local IPv4 address the kernel would use to reach the signaling
-// server. Connecting a UDP socket only consults the routing table; it sends nothing.
+// server (the first node of a list). Connecting a UDP socket only consults the routing table; it
+// sends nothing.
 func signalingInterface(server string) (net.IP, error) {
+	server, _, _ = strings.Cut(server, ",")
+	server = strings.TrimSpace(server)
 	u, err := url.Parse(server)
 	if err != nil || u.Hostname() == "" {
 		return nil, fmt.Errorf("%w: signaling URL %q has no host", ErrConfig, server)

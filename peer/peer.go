@@ -34,6 +34,8 @@ type Peer struct {
 
 	// Signaling (room.go, resume.go).
 	sig       sigClient // nil while signaling is down
+	servers   []string  // Config.Server's node URLs, in order
+	server    int       // index in servers of the node sig was dialed on (the loop's)
 	sigEvents <-chan signaling.Event
 	// sigNow is sig for link goroutines, which signal through whichever client is current.
 	sigNow      atomic.Pointer[sigHolder]
@@ -95,6 +97,7 @@ func New(cfg Config) (*Peer, error) {
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
 	}
+	p.servers, _ = signaling.ParseServers(cfg.Server) // checked by withDefaults
 	p.start = p.clock.Now()
 	p.pool.New = func() any { b := make([]byte, 0, 2048); return &b }
 	p.status.Store(&Status{})
@@ -117,7 +120,7 @@ func (p *Peer) Run(ctx context.Context) error {
 		defer api.Close() // after shutdown has closed every link
 		p.cfg.Transport = PionTransport{API: api}
 	}
-	sig, err := signaling.Dial(ctx, p.cfg.Server, p.joinOptions(nil), p.cfg.SignalingConfig)
+	sig, err := p.dialFirst(ctx)
 	if err != nil {
 		return err
 	}

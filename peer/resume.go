@@ -35,7 +35,27 @@ func (p *Peer) signalingLost(ctx context.Context, cause error) {
 	}
 	p.log.Warn().Err(cause).Msg("signaling connection lost; keeping links and redialing")
 	claim := p.resumeClaim()
-	p.goTracked(func() { p.redial(ctx, old, claim) })
+	last := p.server
+	p.goTracked(func() { p.redial(ctx, old, claim, last) })
+}
+
+// dialFirst joins through the first node of Config.Server's list that takes the join, trying
+// each once in order; a refusal every node would give alike (permanent) ends the search.
+func (p *Peer) dialFirst(ctx context.Context) (*signaling.Client, error) {
+	var errs []error
+	for i, s := range p.servers {
+		c, err := signaling.Dial(ctx, s, p.joinOptions(nil), p.cfg.SignalingConfig)
+		if err == nil {
+			p.server = i
+			return c, nil
+		}
+		if len(p.servers) == 1 || permanent(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		p.log.Warn().Err(err).Str("server", s).Msg("signaling node unreachable; trying the next")
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
 }
 
 // resumeClaim is what this peer asks a server to give back: its index, and the term and host it
@@ -51,7 +71,7 @@ func (p *Peer) resumeClaim() signaling.Resume {
 // redial runs on its own goroutine, owned by the peer (goTracked): it dials until the server
 // takes the claim, the claim is refused for good, or the peer stops. It only posts its outcome to
 // the loop.
-func (p *Peer) redial(ctx context.Context, old sigClient, claim signaling.Resume) {
+func (p *Peer) redial(ctx context.Context, old sigClient, claim signaling.Resume, last int) {
 	if old != nil {
 		_ = old.Close() // its goroutines have ended or end now; Close waits for them
 	}
@@ -70,12 +90,14 @@ func (p *Peer) redial(ctx context.Context, old sigClient, claim signaling.Resume
 			t.Stop()
 			return
 		}
+		// Each attempt goes to the next node of the list: the one just lost may be dead.
+		i := (last + attempt) % len(p.servers)
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		c, err := signaling.Dial(dctx, p.cfg.Server, p.joinOptions(&claim), p.cfg.SignalingConfig)
+		c, err := signaling.Dial(dctx, p.servers[i], p.joinOptions(&claim), p.cfg.SignalingConfig)
 		cancel()
 		if err == nil {
 			select {
-			case p.calls <- func() { p.adopt(c, attempt) }:
+			case p.calls <- func() { p.server = i; p.adopt(c, attempt) }:
 			case <-p.quit:
 				_ = c.Close()
 			}
@@ -88,7 +110,7 @@ func (p *Peer) redial(ctx context.Context, old sigClient, claim signaling.Resume
 			}
 			return
 		}
-		p.log.Debug().Err(err).Int("attempt", attempt).Dur("waited", wait).Msg("signaling redial failed")
+		p.log.Debug().Err(err).Int("attempt", attempt).Str("server", p.servers[i]).Dur("waited", wait).Msg("signaling redial failed")
 		delay = min(2*delay, p.cfg.RedialMax)
 	}
 }

@@ -52,6 +52,9 @@ type Status struct {
 	// Signaling reports a live signaling connection. While it is down the room plays on over
 	// the links, and the peer redials (Config.RedialMin, RedialMax).
 	Signaling bool
+	// Server is the URL of the node the signaling connection was last made to (one of
+	// Config.Server's list).
+	Server string
 	// Resumes counts signaling connections resumed under this peer's index after a loss.
 	Resumes uint64
 	// ResumeRefused is why the server refused to resume this peer, "" if it did not: the peer
@@ -120,6 +123,7 @@ func (p *Peer) publish() *Status {
 		StandbyPromoted: p.count.promoted.Load(),
 		Standby:         p.standby != nil && p.standby.ready,
 		Signaling:       p.sig != nil,
+		Server:          p.servers[p.server],
 		Resumes:         p.count.resumes.Load(),
 		Migrations:      p.count.migrations.Load(),
 		MigrationPause:  p.lastPause,

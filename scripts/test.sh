@@ -80,7 +80,7 @@ else
   echo "test.sh: skipping the Chromium end-to-end tests: they need root to create a network namespace" >&2
 fi
 
-echo "== NAT lab (internal/netlab): a simulated internet in network namespaces, issue 9 §4's six scenarios and README's Deploy"
+echo "== NAT lab (internal/netlab): a simulated internet in network namespaces, issue 9 §4's six scenarios, README's Deploy and issue 11 §3's three-node cluster (TestLab8Cluster)"
 if [ "$(id -u)" = 0 ]; then
   pkgs=()
   command -v ip >/dev/null || pkgs+=(iproute2)
@@ -91,7 +91,7 @@ if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
   fi
   [ -d web/e2e/node_modules ] || (cd web/e2e && npm ci --no-audit --no-fund --loglevel=error)
-  CONCORD_LAB=1 go test -count=1 -timeout 10m -v ./internal/netlab/
+  CONCORD_LAB=1 go test -count=1 -timeout 15m -v ./internal/netlab/
 else
   echo "test.sh: skipping the NAT lab: it needs root to create network namespaces" >&2
 fi

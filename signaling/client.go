@@ -577,3 +577,29 @@ func (c *Client) writeLoop() {
 		}
 	}
 }
+
+// MaxServers bounds the node URLs of a failover list (ParseServers).
+const MaxServers = 64
+
+// ParseServers splits a comma-separated list of server base URLs (the nodes of a cluster, in
+// the order a client tries them) and checks each as Dial would. Blanks around a URL are
+// trimmed; an empty entry, a bad URL or more than MaxServers entries is an error. A single URL
+// is a list of one.
+func ParseServers(list string) ([]string, error) {
+	parts := strings.Split(list, ",")
+	if len(parts) > MaxServers {
+		return nil, fmt.Errorf("signaling: %d server URLs, the limit is %d", len(parts), MaxServers)
+	}
+	out := make([]string, 0, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, fmt.Errorf("signaling: server list %q: entry %d is empty", list, i+1)
+		}
+		if _, err := wsURL(p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

@@ -341,3 +341,16 @@ func TestClientJoinBurst(t *testing.T) {
 		t.Fatalf("%d members, want %d: the host left", len(rs[0].Members), n+1)
 	}
 }
+
+// TestParseServers: a failover list is split, trimmed and checked entry by entry.
+func TestParseServers(t *testing.T) {
+	got, err := ParseServers(" http://10.0.0.1:7880, https://b.example/base/ ,ws://c:1/ws")
+	if err != nil || len(got) != 3 || got[0] != "http://10.0.0.1:7880" || got[1] != "https://b.example/base/" || got[2] != "ws://c:1/ws" {
+		t.Fatalf("ParseServers: %q, %v", got, err)
+	}
+	for _, bad := range []string{"", "http://a,", "http://a,,http://b", "ftp://a", "http://", strings.Repeat("http://a,", MaxServers) + "http://a"} {
+		if _, err := ParseServers(bad); err == nil {
+			t.Errorf("ParseServers(%q) accepted", bad)
+		}
+	}
+}

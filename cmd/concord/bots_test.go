@@ -15,19 +15,24 @@ import (
 
 // startTestBot runs a bot peer over pion on loopback (its own link.API) against the signaling
 // server at url until ctx ends; wg waits for it. Frequent status reports and digests make
-// convergence visible in /api/rooms (and repaired) sooner.
-func startTestBot(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, user string, app peer.App, log zerolog.Logger) *peer.Peer {
+// convergence visible in /api/rooms (and repaired) sooner. opts adjust its Config (a token, a
+// list of servers) before it starts.
+func startTestBot(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, user string, app peer.App, log zerolog.Logger, opts ...func(*peer.Config)) *peer.Peer {
 	t.Helper()
 	api, err := link.NewAPI(link.Config{Logger: log.Level(zerolog.ErrorLevel)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := peer.New(peer.Config{
+	cfg := peer.Config{
 		Server: url, Room: "arena", User: user, Kind: signaling.KindBot, App: app,
 		Transport:      peer.PionTransport{API: api},
 		Logger:         log.With().Str("who", user).Logger(),
 		ReportInterval: 100 * time.Millisecond, DigestInterval: 250 * time.Millisecond,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := peer.New(cfg)
 	if err != nil {
 		_ = api.Close()
 		t.Fatal(err)

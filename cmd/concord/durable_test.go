@@ -79,31 +79,7 @@ func sceneState(t *testing.T) crdt.StateJSON {
 
 // holdsState reports the first entry of want that got lacks (got may hold more: the arena's own
 // entities next to the scene's).
-func holdsState(got, want crdt.StateJSON) error {
-	rows := map[[2]uint32]crdt.LWWJSON{}
-	for _, r := range got.LWW {
-		rows[[2]uint32{r.Entity, r.Component}] = r
-	}
-	for _, w := range want.LWW {
-		g, ok := rows[[2]uint32{w.Entity, w.Component}]
-		if !ok || g.Timestamp != w.Timestamp || g.Deleted != w.Deleted || (g.Data == nil) != (w.Data == nil) || (g.Data != nil && *g.Data != *w.Data) {
-			return fmt.Errorf("entity %d component %d: got %+v, want %+v", w.Entity, w.Component, g, w)
-		}
-	}
-	for _, d := range want.DeletedEntities {
-		found := false
-		for _, g := range got.DeletedEntities {
-			found = found || g == d
-		}
-		if !found {
-			return fmt.Errorf("deleted entity %+v missing", d)
-		}
-	}
-	if len(want.Append) > 0 {
-		return fmt.Errorf("append values in the scene: compare them too")
-	}
-	return nil
-}
+func holdsState(got, want crdt.StateJSON) error { return migrationcheck.HoldsState(got, want) }
 
 func stateOf(t *testing.T, stream []byte) crdt.StateJSON {
 	t.Helper()

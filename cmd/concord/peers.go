@@ -45,7 +45,7 @@ func runHost(ctx context.Context, log zerolog.Logger, nw peerNet, server, room, 
 func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("host", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "http://127.0.0.1:7880", "signaling server URL")
+	server := fs.String("server", "http://127.0.0.1:7880", "signaling server URL, or a comma-separated list of cluster node URLs tried in turn (failover: a lost connection redials the next and resumes)")
 	room := fs.String("room", "arena", "room to host")
 	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token, when the server requires one (env CONCORD_TOKEN)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -65,7 +65,7 @@ func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
 func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "http://127.0.0.1:7880", "signaling server URL")
+	server := fs.String("server", "http://127.0.0.1:7880", "signaling server URL, or a comma-separated list of cluster node URLs tried in turn (failover: a lost connection redials the next and resumes)")
 	room := fs.String("room", "arena", "room to join")
 	n := fs.Int("n", 8, "number of bots")
 	moveFor := fs.Duration("move-for", 0, "stop writing after this long but stay connected (0: move forever)")

@@ -129,3 +129,28 @@ func Check(rec, conv *View, mayVanish func(peer.Entity) bool) []string {
 	}
 	return out
 }
+
+// HoldsState reports the first entry of want that got lacks or holds otherwise (got may hold
+// more: a scene's state next to a game's own entities). Append sets are not compared: a want with
+// any is an error.
+func HoldsState(got, want crdt.StateJSON) error {
+	rows := map[[2]uint32]crdt.LWWJSON{}
+	for _, r := range got.LWW {
+		rows[[2]uint32{r.Entity, r.Component}] = r
+	}
+	for _, w := range want.LWW {
+		g, ok := rows[[2]uint32{w.Entity, w.Component}]
+		if !ok || g.Timestamp != w.Timestamp || g.Deleted != w.Deleted || (g.Data == nil) != (w.Data == nil) || (g.Data != nil && *g.Data != *w.Data) {
+			return fmt.Errorf("entity %d component %d: got %+v, want %+v", w.Entity, w.Component, g, w)
+		}
+	}
+	for _, d := range want.DeletedEntities {
+		if !slices.Contains(got.DeletedEntities, d) {
+			return fmt.Errorf("deleted entity %+v missing", d)
+		}
+	}
+	if len(want.Append) > 0 {
+		return fmt.Errorf("append values in the state: compare them too")
+	}
+	return nil
+}

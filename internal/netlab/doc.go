@@ -11,6 +11,10 @@
 //	                                  10.1.0.1         10.2.0.1         10.3.0.1
 //	                                  home A 10.1.0.2  home B 10.2.0.2  home C 10.3.0.2
 //
+// and, on the same bridge, three cluster nodes n1, n2, n3 at 100.64.0.31, .32, .33 (Lab.Nodes,
+// NodeAddr): machines for the `concord serve` nodes of a cluster, each with its own data
+// directory, whose members connect from Public with the list of the three node URLs.
+//
 // Routers masquerade with "random,fully-random", so every new destination gets a new random
 // source port (a symmetric NAT), and forward only what their homes started. Nothing has a route
 // beyond 100.64.0.0/24 and its own home, so no packet can leave the lab; the root namespace and

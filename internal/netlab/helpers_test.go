@@ -166,11 +166,18 @@ func serve(t *testing.T, lab *netlab.Lab, extra ...string) *proc {
 func serveEnv(t *testing.T, lab *netlab.Lab, env []string, extra ...string) *proc {
 	t.Helper()
 	p := startEnv(t, lab.Server, env, "serve", concord(t), append(append([]string{}, serveArgs...), extra...)...)
-	waitFor(t, 15*time.Second, "the server to answer /healthz", func() error {
+	p.waitHealthy(t, serverURL, 15*time.Second)
+	return p
+}
+
+// waitHealthy waits until the serve process p answers base/healthz, failing t if it exits first.
+func (p *proc) waitHealthy(t *testing.T, base string, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, p.name+" to answer /healthz", func() error {
 		if p.exited() {
-			return fmt.Errorf("serve exited: %v", p.err)
+			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.out.tail(20))
 		}
-		resp, err := http.Get(serverURL + "/healthz")
+		resp, err := http.Get(base + "/healthz")
 		if err != nil {
 			return err
 		}
@@ -180,7 +187,6 @@ func serveEnv(t *testing.T, lab *netlab.Lab, env []string, extra ...string) *pro
 		}
 		return nil
 	})
-	return p
 }
 
 // waitFor polls cond until it returns nil, failing t with the last error after d.

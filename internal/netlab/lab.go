@@ -29,6 +29,12 @@ var (
 	PublicAddr = netip.MustParseAddr("100.64.0.20")
 )
 
+// Nodes is the number of cluster nodes of a lab (Lab.Nodes).
+const Nodes = 3
+
+// NodeAddr returns the address of cluster node i (0-based): 100.64.0.31, .32, .33.
+func NodeAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{100, 64, 0, byte(31 + i)}) }
+
 // ErrUnavailable wraps the reason a lab cannot be built on this machine.
 var ErrUnavailable = errors.New("netlab: no lab on this machine")
 
@@ -58,6 +64,9 @@ type Lab struct {
 	Public NS
 	// A and B are behind symmetric NATs; C is behind a NAT that drops all UDP.
 	A, B, C Home
+	// Nodes are the machines of a cluster of `concord serve` nodes, on the public side at
+	// NodeAddr(i), without NAT: they reach each other, Server and Public over the bridge.
+	Nodes [Nodes]NS
 }
 
 func layout(prefix string) *Lab {
@@ -70,7 +79,7 @@ func layout(prefix string) *Lab {
 			Net:    netip.PrefixFrom(netip.AddrFrom4([4]byte{10, n, 0, 0}), 24),
 		}
 	}
-	return &Lab{
+	l := &Lab{
 		Prefix: prefix,
 		Switch: NS(prefix + "-sw"),
 		Server: NS(prefix + "-srv"),
@@ -79,6 +88,10 @@ func layout(prefix string) *Lab {
 		B:      home("b", 2),
 		C:      home("c", 3),
 	}
+	for i := range l.Nodes {
+		l.Nodes[i] = NS(fmt.Sprintf("%s-n%d", prefix, i+1))
+	}
+	return l
 }
 
 // Attach returns the lab named prefix, built by another process (it checks that its namespaces
@@ -94,7 +107,7 @@ func Attach(prefix string) (*Lab, error) {
 }
 
 func (l *Lab) namespaces() []NS {
-	return []NS{l.Switch, l.Server, l.Public, l.A.Router, l.A.NS, l.B.Router, l.B.NS, l.C.Router, l.C.NS}
+	return append([]NS{l.Switch, l.Server, l.Public, l.A.Router, l.A.NS, l.B.Router, l.B.NS, l.C.Router, l.C.NS}, l.Nodes[:]...)
 }
 
 // TempDir is a directory for the lab's files (binaries, certificates, logs), made by New and
@@ -200,6 +213,11 @@ func (l *Lab) build(ctx context.Context) error {
 	}
 	if err := plug("pub", l.Public, "eth0", PublicAddr); err != nil {
 		return err
+	}
+	for i, n := range l.Nodes {
+		if err := plug(fmt.Sprintf("n%d", i+1), n, "eth0", NodeAddr(i)); err != nil {
+			return err
+		}
 	}
 	for i, h := range l.Homes() {
 		r := h.Router

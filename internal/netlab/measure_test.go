@@ -32,18 +32,27 @@ func (a *joinApp) OnEvent(w *peer.World, ev peer.Event) {
 // its start (before its signaling dial) to synced with the room's host.
 func joinTimes(t *testing.T, h netlab.Home, trials int) []time.Duration {
 	t.Helper()
+	return timeJoins(t, string(h.NS), trials, func(ctx context.Context, wg *sync.WaitGroup, user string, app peer.App) {
+		startLabPeer(t, ctx, wg, h, user, app)
+	})
+}
+
+// timeJoins starts trials passive members with start, one after another, and returns, for each,
+// the time from its start (before its signaling dial) to synced with the room's host.
+func timeJoins(t *testing.T, what string, trials int, start func(ctx context.Context, wg *sync.WaitGroup, user string, app peer.App)) []time.Duration {
+	t.Helper()
 	var out []time.Duration
 	for i := range trials {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		app := &joinApp{Game: arena.New(arena.Config{}), synced: make(chan struct{})}
 		began := time.Now()
-		startLabPeer(t, ctx, &wg, h, fmt.Sprintf("joiner%d", i), app)
+		start(ctx, &wg, fmt.Sprintf("joiner%d", i), app)
 		select {
 		case <-app.synced:
 			out = append(out, time.Since(began))
 		case <-time.After(30 * time.Second):
-			t.Errorf("%s: trial %d did not sync in 30 s", h.NS, i)
+			t.Errorf("%s: trial %d did not sync in 30 s", what, i)
 		}
 		cancel()
 		wg.Wait()

@@ -61,14 +61,19 @@ func startLabPeer(t *testing.T, ctx context.Context, wg *sync.WaitGroup, h netla
 	if err != nil {
 		t.Fatal(err)
 	}
+	runPeer(t, ctx, wg, user, p)
+	return p
+}
+
+// runPeer runs p until ctx ends; wg waits for it. An error that ctx did not cause fails t.
+func runPeer(t *testing.T, ctx context.Context, wg *sync.WaitGroup, who string, p *peer.Peer) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
-			t.Errorf("%s: %v", user, err)
+			t.Errorf("%s: %v", who, err)
 		}
 	}()
-	return p
 }
 
 func readViews(ctx context.Context, bots []*labBot) ([]*migrationcheck.View, error) {

@@ -9,7 +9,7 @@
 // signaling message, a timer) runs as one step, after which the host sends the commands the step
 // produced, the app hears the step's events, and the write batch closes (one Lamport stamp per step).
 
-import { REDIAL } from './signaling.js';
+import { REDIAL, parseServers } from './signaling.js';
 import { World, Ev, nopSink, FIRST_SYSTEM_RPC } from './world.js';
 import { Fence } from './authority.js';
 import { now, mixin, mixinBase } from './loop.js';
@@ -77,7 +77,9 @@ export const DEFAULTS = Object.freeze({
  */
 
 /**
- * What a Peer is made with. url is the signaling websocket (default: /ws next to the page);
+ * What a Peer is made with. url is the signaling websocket (default: /ws next to the page), or
+ * the nodes of a cluster as a comma-separated list or an array of URLs (parseServers): run()
+ * joins through the first that answers, a redial goes to the next node on each attempt;
  * user may be empty when a token names it; device defaults to a random per-tab id; kind to
  * 'browser'. token is a fixed join token; tokenProvider, if set, is called instead on every
  * (re)join. WebSocket replaces the global WebSocket (tests, Node); memory makes in-page links
@@ -85,7 +87,7 @@ export const DEFAULTS = Object.freeze({
  * @typedef {object} PeerOptions
  * @property {App} app
  * @property {string} room
- * @property {string} [url]
+ * @property {string | string[]} [url]
  * @property {string} [user]
  * @property {string} [device]
  * @property {'browser' | 'bot' | 'host'} [kind]
@@ -133,6 +135,10 @@ export class Peer extends PeerMethods {
     this.w = new World(this.app.schemas());
     this.w.peer = this;
     this.sig = null;
+    /** The signaling endpoints of opts.url, in order; [''] means /ws next to the page. */
+    this.servers = opts.url ? parseServers(opts.url) : [''];
+    /** Index in servers of the node sig was dialed on. */
+    this.server = 0;
     /** @type {Map<number, SignalingEvent>} peer index → signaling's member record */
     this.members = new Map();
     /** @type {Map<number, import('./links.js').Remote>} host: one per member; member: the host */
@@ -182,8 +188,7 @@ export class Peer extends PeerMethods {
   async run() {
     let j;
     try {
-      this.sig = this.signalingClient(null, await this.joinToken(null));
-      j = await this.sig.connect();
+      j = await this.joinFirst();
     } catch (err) {
       // A refused join ends the session: done and status() tell why, as run()'s rejection does.
       this.fail(err);

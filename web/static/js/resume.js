@@ -3,7 +3,7 @@
 // resume"): the links stay up while the peer redials signaling with the claim of its index, term
 // and host, then reconciles with what the server says. These are methods of Peer (see loop.js).
 
-import { SignalingClient, SignalingError, redialWait, nextRedialDelay } from './signaling.js';
+import { SignalingClient, SignalingError, redialWait, nextRedialDelay, nextServer } from './signaling.js';
 
 /** Peer's signaling and resume methods. */
 export class PeerResume {
@@ -29,15 +29,41 @@ export class PeerResume {
   }
 
   /**
-   * A signaling client for this peer, with a resume claim or none, joining with token.
+   * The first join: through the first node of the server list that takes it, each tried once in
+   * order; a refusal every node would give alike (err.permanent) ends the search. Sets sig and
+   * server.
+   * @this {import('./peer.js').Peer}
+   * @returns {Promise<import('./signaling.js').SignalingEvent>}
+   */
+  async joinFirst() {
+    let last;
+    for (let i = 0; i < this.servers.length; i++) {
+      this.sig = this.signalingClient(null, await this.joinToken(null), i);
+      try {
+        const j = await this.sig.connect();
+        this.server = i;
+        return j;
+      } catch (err) {
+        if (this.servers.length === 1 || (err && err.permanent)) throw err;
+        this.log('warn', 'signaling node unreachable; trying the next', { server: this.servers[i], err: String(err && err.message) });
+        last = err;
+      }
+    }
+    throw last;
+  }
+
+  /**
+   * A signaling client for this peer to the server at index i of the list, with a resume claim or
+   * none, joining with token.
    * @this {import('./peer.js').Peer}
    * @param {import('./signaling.js').ResumeClaim | null} resume
    * @param {string} token
+   * @param {number} i
    * @returns {SignalingClient}
    */
-  signalingClient(resume, token) {
+  signalingClient(resume, token, i) {
     const c = new SignalingClient({
-      url: this.opts.url, room: this.opts.room, user: this.opts.user, device: this.opts.device,
+      url: this.servers[i] || undefined, room: this.opts.room, user: this.opts.user, device: this.opts.device,
       kind: this.opts.kind || 'browser', token, resume, WebSocketImpl: this.opts.WebSocket,
       // Only the current client's events count: a replaced one's late close is ignored.
       onEvent: (ev) => this.step(() => { if (this.sig === c) this.handleSignaling(ev); }),
@@ -60,19 +86,22 @@ export class PeerResume {
     };
     if (this.resumeToken) claim.token = this.resumeToken;
     let delay = this.opts.redialMinMs;
+    const last = this.server;
     for (let attempt = 1; !this.stopped; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, redialWait(delay)));
       if (this.stopped) return;
+      // Each attempt goes to the next node of the list: the one just lost may be dead.
+      const i = nextServer(last, attempt, this.servers.length);
       try {
         const token = await this.joinToken(claim);
         if (this.stopped) return;
-        const c = this.signalingClient(claim, token);
+        const c = this.signalingClient(claim, token, i);
         const j = await c.connect();
         if (this.stopped) {
           c.close();
           return;
         }
-        this.step(() => this.adopt(c, j, attempt));
+        this.step(() => { this.server = i; this.adopt(c, j, attempt); });
         return;
       } catch (err) {
         if (err && err.permanent) {

@@ -16,6 +16,53 @@ export function defaultURL(loc = window.location) {
   return `${scheme}//${loc.host}/ws`;
 }
 
+/** The most node URLs a failover list may hold (Go: signaling.MaxServers). */
+export const MAX_SERVERS = 64;
+
+/**
+ * The signaling endpoints of a list of node URLs: a comma-separated string or an array of base
+ * URLs (http://a:7880, https://b) or websocket URLs (ws://a:7880/ws), in the order a client tries
+ * them (docs/guide.md "Cluster"). http becomes ws, https wss, and /ws is appended unless the path
+ * already ends with it, as the Go client does. An empty entry, another scheme, a URL without a
+ * host or more than MAX_SERVERS entries throws a TypeError naming it.
+ * @param {string | string[]} list
+ * @returns {string[]}
+ */
+export function parseServers(list) {
+  const parts = Array.isArray(list) ? list : String(list).split(',');
+  if (parts.length === 0) throw new TypeError('signaling: empty server list');
+  if (parts.length > MAX_SERVERS) throw new TypeError(`signaling: ${parts.length} server URLs, the limit is ${MAX_SERVERS}`);
+  return parts.map((raw, i) => {
+    const s = String(raw).trim();
+    if (s === '') throw new TypeError(`signaling: server list entry ${i + 1} is empty`);
+    let u;
+    try {
+      u = new URL(s);
+    } catch {
+      throw new TypeError(`signaling: server URL ${JSON.stringify(s)} is not a URL`);
+    }
+    const scheme = { 'http:': 'ws:', 'ws:': 'ws:', 'https:': 'wss:', 'wss:': 'wss:' }[u.protocol];
+    if (!scheme) throw new TypeError(`signaling: server URL ${JSON.stringify(s)}: scheme must be http, https, ws or wss`);
+    if (!u.host) throw new TypeError(`signaling: server URL ${JSON.stringify(s)} has no host`);
+    u.protocol = scheme;
+    if (!u.pathname.endsWith('/ws')) u.pathname = u.pathname.replace(/\/$/, '') + '/ws';
+    return u.toString();
+  });
+}
+
+/**
+ * The index in a list of n servers of the node a redial's attempt-th try goes to (1-based),
+ * after losing the node at index last: the next one each time, round robin, so that a dead node
+ * is left at once and every node is tried in turn.
+ * @param {number} last
+ * @param {number} attempt
+ * @param {number} n
+ * @returns {number}
+ */
+export function nextServer(last, attempt, n) {
+  return (last + attempt) % n;
+}
+
 /**
  * A random per-tab device id, so two tabs of one user are two members.
  * @returns {string}

@@ -25,6 +25,7 @@ export function hex16(h) {
  * @property {boolean} synced
  * @property {string} state
  * @property {string} signaling
+ * @property {string} server
  * @property {number} resumes
  * @property {string} resumeRefused
  * @property {number} entities
@@ -79,7 +80,7 @@ export class PeerStatus {
     else if (w.host === 0 && w.self) state = 'no host';
     return {
       self: w.self, peerId: this.peerId, host: w.host, term: w.term, isHost: !!this.host, synced, state,
-      signaling: this.signalingState, resumes: this.resumes, resumeRefused: this.resumeRefused,
+      signaling: this.signalingState, server: this.servers[this.server], resumes: this.resumes, resumeRefused: this.resumeRefused,
       entities: w.size, clock: w.clock, hash: hex16(w.r.hash()),
       members: this.members.size, links: this.remotes.size, rtt,
       bytesIn: this.count.bytesIn, bytesOut: this.count.bytesOut,
