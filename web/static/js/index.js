@@ -27,6 +27,7 @@ export {
   AuthorityError, Reject,
 } from './authority.js';
 export { ProtocolError } from './netmsg.js';
+export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
 
 /** @typedef {import('./peer.js').PeerOptions} PeerOptions */
 /** @typedef {import('./peer.js').App} App */
@@ -40,3 +41,4 @@ export { ProtocolError } from './netmsg.js';
 /** @typedef {import('./signaling.js').ResumeClaim} ResumeClaim */
 /** @typedef {import('./schema.js').SchemaSpec} SchemaSpec */
 /** @typedef {import('./authority.js').AuthorityRecord} AuthorityRecord */
+/** @typedef {import('./interpolate.js').InterpolatorOptions} InterpolatorOptions */

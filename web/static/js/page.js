@@ -11,6 +11,7 @@ import { Peer } from './peer.js';
 import { randomDevice, SignalingError } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
+import { Interpolator } from './interpolate.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
   AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, u32, avatarName,
@@ -210,12 +211,38 @@ function rgba(c, a = 1) {
   return `rgba(${c[0]},${c[1]},${c[2]},${a})`;
 }
 
+// Other players' avatars and boxes are drawn 100 ms behind, between the updates around that moment
+// (interpolate.js); this tab's own avatar and a box it holds are drawn as written. A step of 2 m or
+// more (a respawn) is drawn at once.
+/** @type {Interpolator<number>} */
+const interp = new Interpolator({ delay: 100, snapDistance: 2000 });
+
+/**
+ * Where to draw entity e whose world position is p: p itself when this tab moves it, else the
+ * interpolated position. seen collects the entities drawn this frame.
+ * @param {number} e
+ * @param {{x: number, y: number}} p
+ * @param {boolean} own
+ * @param {number} now
+ * @param {Set<number>} seen
+ */
+function drawn(e, p, own, now, seen) {
+  seen.add(e);
+  interp.push(e, now, [p.x, p.y]);
+  if (own) return p;
+  const v = interp.at(e, now);
+  return v ? { x: v[0], y: v[1] } : p;
+}
+
 /**
  * @param {HTMLCanvasElement} canvas
  * @param {import('./peer.js').Peer} peer
  * @param {import('./arena.js').Game} game
  */
 function drawArena(canvas, peer, game) {
+  const now = performance.now();
+  /** @type {Set<number>} */
+  const seen = new Set();
   const dpr = window.devicePixelRatio || 1;
   const cssW = canvas.clientWidth || 1000;
   const cssH = Math.round(cssW * HEIGHT / WIDTH);
@@ -263,10 +290,10 @@ function drawArena(canvas, peer, game) {
   // Boxes.
   const r = px(BOX_RADIUS);
   for (const e of w.entitiesOf(SCHEMA_BOX)) {
-    const p = parseVec(w.get(e, BOX_POS));
     const rec = w.authorityRecord(e);
     const mine = rec.kind === KIND_LOCK && rec.peer === w.self;
     const held = rec.kind === KIND_LOCK;
+    const p = drawn(e, parseVec(w.get(e, BOX_POS)), mine, now, seen);
     const x = px(p.x) - r;
     const y = px(p.y) - r;
     ctx.fillStyle = held ? (mine ? '#f3c969' : '#f0d9a8') : '#d9a55b';
@@ -290,9 +317,9 @@ function drawArena(canvas, peer, game) {
   ctx.font = `500 ${Math.max(11, Math.round(px(330)))}px system-ui, sans-serif`;
   const labels = [];
   for (const e of w.entitiesOf(SCHEMA_AVATAR)) {
-    const p = parseVec(w.get(e, AVATAR_POS));
     const rec = w.authorityRecord(e);
     const me = rec.kind === KIND_AVATAR && rec.peer === w.self;
+    const p = drawn(e, parseVec(w.get(e, AVATAR_POS)), me, now, seen);
     ctx.beginPath();
     ctx.arc(px(p.x), px(p.y), ar, 0, 2 * Math.PI);
     ctx.fillStyle = rgba(w.get(e, AVATAR_COLOR));
@@ -322,6 +349,8 @@ function drawArena(canvas, peer, game) {
     ctx.fillStyle = l.me ? '#000' : '#1d2330';
     ctx.fillText(l.name, l.x, y);
   }
+
+  interp.retain(seen);
 
   // Score.
   const score = u32(w.get(ROOM_ENTITY, ROOM_SCORE));
