@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { SignalingClient, SignalingError, explain } from '../static/js/signaling.js';
+import { SignalingClient, SignalingError, explain, fetchRooms } from '../static/js/signaling.js';
 import { Peer } from '../static/js/peer.js';
 import { Game } from '../static/js/arena.js';
 import { FakeServer, joined, until } from './fakeserver.js';
@@ -132,4 +132,31 @@ test('a failing or misbehaving tokenProvider fails the join before it is sent', 
 test('explain returns an unknown code as it is', () => {
   assert.equal(explain('no_such_code'), 'no_such_code');
   assert.equal(new SignalingError('wrong_room', 'x').reason, 'the token is for another room');
+});
+
+test('fetchRooms sends the credential as a bearer and tells a refusal from an outage', async () => {
+  /** @type {{url: string, init: any}[]} */
+  const calls = [];
+  const server = (/** @type {number} */ status, /** @type {string} */ body) => async (url, init) => {
+    calls.push({ url, init });
+    return new Response(body, { status });
+  };
+  const rooms = [{ room: 'arena', host: 1, term: 2, members: [] }];
+  assert.deepEqual(await fetchRooms({ base: 'http://x', credential: 'tok', fetch: server(200, JSON.stringify(rooms)) }), rooms);
+  assert.equal(calls[0].url, 'http://x/api/rooms');
+  assert.equal(calls[0].init.headers.Authorization, 'Bearer tok');
+  await fetchRooms({ fetch: server(200, '[]') });
+  assert.equal(calls[1].init.headers.Authorization, undefined, 'no credential, no header');
+
+  const reason = 'token_required: this server has a secret: send a join token (its room only) or the admin key';
+  await assert.rejects(fetchRooms({ fetch: server(401, reason) }), (err) => {
+    assert.ok(err instanceof SignalingError);
+    assert.equal(err.code, 'token_required');
+    assert.match(err.message, /admin key/);
+    return true;
+  });
+  await assert.rejects(fetchRooms({ fetch: server(503, 'no') }), (err) => err instanceof SignalingError && err.code === 'unavailable');
+  await assert.rejects(fetchRooms({ fetch: server(200, '{}') }), (err) => err instanceof SignalingError && err.code === 'unavailable');
+  await assert.rejects(fetchRooms({ fetch: async () => { throw new TypeError('connection refused'); } }),
+    (err) => err instanceof SignalingError && err.code === 'unavailable' && /connection refused/.test(err.message));
 });

@@ -13,6 +13,7 @@ import { Peer } from './peer.js';
 import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, avatarName, u32 } from './arena.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { DivergenceTracker, Verdict } from './divergence.js';
+import { fetchRooms, SignalingError } from './signaling.js';
 
 /**
  * The page's element with id (any: the page knows which kind of element each id is).
@@ -26,6 +27,11 @@ const history = new Map();
 /** @type {import('./peer.js').Peer | null} */
 let observer = null;
 const divergence = new DivergenceTracker();
+// On a server with a secret: ?key= (the admin key: every room) or ?token= (a join token: its room,
+// and the token "Observe" joins with).
+const params = new URLSearchParams(location.search);
+const token = params.get('token') || '';
+const credential = params.get('key') || token;
 
 /**
  * @param {string} tag
@@ -43,12 +49,14 @@ async function poll() {
   /** @type {import('./divergence.js').RoomInfo[]} */
   let rooms;
   try {
-    const r = await fetch('/api/rooms', { cache: 'no-store' });
-    rooms = await r.json();
+    rooms = await fetchRooms({ credential });
     $('poll').textContent = `updated ${new Date().toLocaleTimeString()}`;
     $('poll').className = 'chip chip-ok';
-  } catch {
-    $('poll').textContent = 'server unreachable';
+  } catch (err) {
+    const refused = err instanceof SignalingError && err.code === 'token_required';
+    $('poll').textContent = refused
+      ? 'this server has a secret: open /inspect?key=… (the admin key) or ?token=… (one room)'
+      : 'server unreachable';
     $('poll').className = 'chip chip-bad';
     return;
   }
@@ -163,7 +171,7 @@ $('observe').addEventListener('click', async () => {
   if (!room) return;
   if (observer) observer.stop();
   $('observe-state').textContent = `joining ${room}…`;
-  observer = new Peer({ room, user: 'inspector', kind: 'host', app: new Game(), log: () => {} });
+  observer = new Peer({ room, user: token ? '' : 'inspector', token, kind: 'host', app: new Game(), log: () => {} });
   try {
     await observer.run();
   } catch (err) {

@@ -8,7 +8,7 @@
 // runner injects them (web/e2e/debug.mjs).
 
 import { Peer } from './peer.js';
-import { randomDevice, SignalingError } from './signaling.js';
+import { randomDevice, SignalingError, fetchRooms } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
@@ -56,9 +56,12 @@ function showLobby() {
     localStorage.setItem('concord.user', name);
     location.search = `?room=${encodeURIComponent(room)}&user=${encodeURIComponent(name)}`;
   });
+  // On a server with a secret the list needs a credential: the page's ?token= (its room only) or
+  // ?key= (the admin key, every room).
+  const credential = params.get('token') || params.get('key') || '';
   const refresh = async () => {
     try {
-      const rooms = await (await fetch('/api/rooms')).json();
+      const rooms = await fetchRooms({ credential });
       const ul = $('room-list');
       ul.replaceChildren();
       if (rooms.length === 0) {
@@ -75,7 +78,15 @@ function showLobby() {
         li.append(a, ` — ${r.members.length} member${r.members.length === 1 ? '' : 's'}, host #${r.host}, term ${r.term}`);
         ul.append(li);
       }
-    } catch { /* the server is away; try again */ }
+    } catch (err) {
+      if (err instanceof SignalingError && err.code === 'token_required') {
+        const li = document.createElement('li');
+        li.className = 'muted';
+        li.textContent = 'this server has a secret: open this page with ?token=… (concord token --room ROOM --user NAME) to see your room, or ?key=… (the admin key) to see every room';
+        $('room-list').replaceChildren(li);
+      }
+      // Otherwise the server is away; try again.
+    }
   };
   refresh();
   setInterval(refresh, 2000);

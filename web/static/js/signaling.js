@@ -154,6 +154,36 @@ export function explain(code) {
   return EXPLANATIONS[code] || code;
 }
 
+/**
+ * GET /api/rooms: the rooms this caller may see (signaling.RoomInfo). On a server with a secret it
+ * needs a credential, sent as "Authorization: Bearer …": a join token (its room only) or the admin
+ * key (every room). A refusal throws SignalingError('token_required') with the server's reason; a
+ * network error or another status throws SignalingError('unavailable').
+ * @param {{base?: string, credential?: string, fetch?: typeof fetch}} [opts] base: the server's
+ *   http(s) origin (default: this page's); credential: a token or the admin key.
+ * @returns {Promise<any[]>}
+ */
+export async function fetchRooms(opts = {}) {
+  const f = opts.fetch || fetch;
+  /** @type {Record<string, string>} */
+  const headers = {};
+  if (opts.credential) headers.Authorization = `Bearer ${opts.credential}`;
+  let res;
+  try {
+    res = await f(`${opts.base || ''}/api/rooms`, { cache: 'no-store', headers });
+  } catch (err) {
+    throw new SignalingError('unavailable', `GET /api/rooms: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  if (res.status === 401) {
+    const body = (await res.text()).trim();
+    throw new SignalingError('token_required', body || 'GET /api/rooms needs a token or the admin key');
+  }
+  if (!res.ok) throw new SignalingError('unavailable', `GET /api/rooms: HTTP ${res.status}`);
+  const rooms = await res.json();
+  if (!Array.isArray(rooms)) throw new SignalingError('unavailable', 'GET /api/rooms: not a list');
+  return rooms;
+}
+
 /** Redial waits (ms): the first is min, each next doubles up to max. */
 export const REDIAL = Object.freeze({ min: 100, max: 1000 });
 
