@@ -3,9 +3,11 @@ package bench
 import (
 	"net"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/pion/transport/v5"
 	"github.com/pion/transport/v5/stdnet"
+	"golang.org/x/net/ipv4"
 )
 
 // Sizes of the UDP packets a link sends: DTLS 1.2 with AES-GCM puts 37 bytes (13 of record
@@ -41,8 +43,35 @@ func (w *wireCounter) ListenUDP(network string, laddr *net.UDPAddr) (transport.U
 	if err != nil {
 		return nil, err
 	}
+	if uc, ok := c.(*net.UDPConn); ok {
+		return &countedBatchUDP{countedUDP{UDPConn: c, w: w}, uc, ipv4.NewPacketConn(uc)}, nil
+	}
 	return &countedUDP{UDPConn: c, w: w}, nil
 }
+
+// countedBatchUDP is a counted OS socket that peer/link batches (sendmmsg, GSO): every buffer
+// of a message is one packet on the wire (link gives a GSO message one buffer per segment).
+type countedBatchUDP struct {
+	countedUDP
+	raw *net.UDPConn
+	pc  *ipv4.PacketConn
+}
+
+func (c *countedBatchUDP) WriteBatch(ms []ipv4.Message, flags int) (int, error) {
+	n, err := c.pc.WriteBatch(ms, flags)
+	for _, m := range ms[:n] {
+		for _, b := range m.Buffers {
+			c.w.count(b)
+		}
+	}
+	return n, err
+}
+
+func (c *countedBatchUDP) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
+	return c.pc.ReadBatch(ms, flags)
+}
+
+func (c *countedBatchUDP) SyscallConn() (syscall.RawConn, error) { return c.raw.SyscallConn() }
 
 // wireCounts is a snapshot of a wireCounter; dropped (the unreliable datagrams the host's links
 // dropped) comes only from a bench host process's report.
