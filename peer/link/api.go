@@ -68,8 +68,8 @@ type Config struct {
 	// buffers. The kernel caps it at net.core.rmem_max/wmem_max. Default 4 MiB.
 	UDPMuxBufferBytes int
 	// DisableBatchIO makes the shared socket send and read one datagram per syscall. Default
-	// false: on Linux, writes that meet a send in progress queue behind it and leave together
-	// in sendmmsg (and UDP GSO where the kernel has it), reads use recvmmsg (udpbatch.go);
+	// false: on Linux, writes queue and leave together in sendmmsg (and UDP GSO where the
+	// kernel has it), reads use recvmmsg (udpbatch.go);
 	// elsewhere, and on a Net other than the OS's, the socket is used as it is.
 	DisableBatchIO bool
 
@@ -253,9 +253,9 @@ func (a *API) openMux(cfg Config, logs *pionlog.Factory) error {
 	return nil
 }
 
-// Flush sends what the shared socket has queued, unless a send is in progress (which sends it;
-// udpbatch.go). The peer loop calls it after every network flush. No-op when the socket is not
-// batched.
+// Flush sends what the shared socket has queued now. The peer loop calls it after every
+// network flush; without it, queued datagrams leave when a batch fills or as soon as pion's
+// writers go quiet (udpbatch.go). No-op when the socket is not batched.
 func (a *API) Flush() {
 	if a.batch != nil {
 		a.batch.Flush()

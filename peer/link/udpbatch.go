@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -11,17 +12,16 @@ import (
 )
 
 // Batched UDP for the shared ICE socket: datagrams written by pion's goroutines (every
-// association's SCTP write loop, through DTLS and the UDP mux) leave in sendmmsg calls,
-// consecutive same-size datagrams to one destination as one UDP GSO send (UDP_SEGMENT) where the
-// kernel supports it. Reads take up to batchSize datagrams per recvmmsg.
+// association's SCTP write loop, through DTLS and the UDP mux) are queued and leave in one
+// sendmmsg, consecutive same-size datagrams to one destination as one UDP GSO send
+// (UDP_SEGMENT) where the kernel supports it. Reads take up to batchSize datagrams per recvmmsg.
 //
-// Writes combine instead of waiting: a write that finds no send in progress sends at once
-// (itself and whatever queued meanwhile); a write that finds one in progress queues its datagram
-// and returns, and the sending writer sends the queue when its syscall returns, until the queue
-// is empty. So a datagram waits at most for the send in progress (one syscall), never for a
-// timer or another goroutine's turn, and batches form exactly when pion's writers contend (a
-// host's network flush wakes every member's write loop at once). API.Flush, called by the peer
-// loop after its network flush, sends what is queued if no send is in progress.
+// When a queued datagram leaves: when the batch fills (the writer that fills it flushes), when
+// API.Flush is called (the peer loop, after its network flush), or when the flusher goroutine,
+// woken by the first datagram of a batch, sees the writers go quiet — it yields the processor
+// until the queue stops growing (at most maxYields times) and then flushes. A datagram is never
+// held for a timer: outside a burst (a SACK, a retransmission, a keepalive) it leaves after a few
+// scheduler yields.
 
 const (
 	// batchSize is the most datagrams per sendmmsg and per recvmmsg.
@@ -29,6 +29,8 @@ const (
 	// maxGSOSegments is the kernel's UDP_MAX_SEGMENTS; a GSO send also stays ≤ 64 KiB.
 	maxGSOSegments = 64
 	maxGSOBytes    = 65507
+	// maxYields bounds how long the flusher waits for more writes before it flushes.
+	maxYields = 4
 	// batchReadBuf is the buffer of each batched read (pion's UDP mux reads into 8 KiB too).
 	batchReadBuf = 8192
 	// maxAddrCache bounds batchConn.addrs (destinations seen); it starts over when full.
@@ -68,42 +70,51 @@ type batchConn struct {
 	io batchIO
 
 	mu      sync.Mutex
-	cur     *wbatch // what writers queue into
+	cur     *wbatch
 	spare   *wbatch
-	sending bool // a writer (or Flush) is sending: only it swaps cur and spare
-	closed  bool
+	pending bool // the flusher has been woken for cur
 
-	// Owned by the sender (sending true).
-	msgs  []ipv4.Message
-	oob   [][]byte
-	addrs map[netip.AddrPort]*net.UDPAddr
-	gso   atomic.Bool
+	flushMu sync.Mutex // one flush at a time, so datagrams leave in the order they came
+	msgs    []ipv4.Message
+	oob     [][]byte
+	addrs   map[netip.AddrPort]*net.UDPAddr
+	gso     atomic.Bool
 
 	rmu   sync.Mutex
 	rmsgs []ipv4.Message
 	rn, r int // rmsgs[r:rn] are read and not yet returned
 
-	once sync.Once
+	wake    chan struct{}
+	closing chan struct{}
+	done    chan struct{}
+	once    sync.Once
 
 	datagrams, syscalls, gsoSends, readSyscalls, readDatagrams atomic.Uint64
 }
 
-// newBatchConn batches writes to c through bio; gso says whether to try UDP GSO.
-func newBatchConn(c net.PacketConn, bio batchIO, gso bool) *batchConn {
+// newBatchConn batches writes to c through bio; gso says whether to try UDP GSO. Without auto
+// (tests), only a full batch, Flush and Close send.
+func newBatchConn(c net.PacketConn, bio batchIO, gso, auto bool) *batchConn {
 	b := &batchConn{
 		PacketConn: c, io: bio,
 		cur: &wbatch{}, spare: &wbatch{},
 		addrs: make(map[netip.AddrPort]*net.UDPAddr),
+		wake:  make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
 	}
 	b.gso.Store(gso)
 	b.rmsgs = make([]ipv4.Message, batchSize)
 	for i := range b.rmsgs {
 		b.rmsgs[i].Buffers = [][]byte{make([]byte, batchReadBuf)}
 	}
+	if auto {
+		go b.flusher()
+	} else {
+		close(b.done)
+	}
 	return b
 }
 
-// WriteTo sends p to addr, which must be a *net.UDPAddr.
+// WriteTo queues p for addr, which must be a *net.UDPAddr.
 func (b *batchConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	ua, ok := addr.(*net.UDPAddr)
 	if !ok {
@@ -112,54 +123,48 @@ func (b *batchConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	return b.WriteToAddrPort(p, ua.AddrPort())
 }
 
-// WriteToAddrPort sends p to addr, or queues it for the send in progress (pion's UDP mux writes
-// through it without allocating). Like a UDP write, a datagram the kernel refuses is lost.
+// WriteToAddrPort queues p for addr (pion's UDP mux writes through it without allocating).
 func (b *batchConn) WriteToAddrPort(p []byte, addr netip.AddrPort) (int, error) {
 	b.mu.Lock()
-	if b.closed {
+	select {
+	case <-b.closing:
 		b.mu.Unlock()
 		return 0, net.ErrClosed
+	default:
 	}
 	wb := b.cur
 	wb.q = append(wb.q, queued{off: len(wb.arena), n: len(p), to: addr})
 	wb.arena = append(wb.arena, p...)
-	if b.sending {
-		b.mu.Unlock()
-		return len(p), nil
+	full := len(wb.q) >= batchSize
+	wake := !b.pending && !full
+	if wake {
+		b.pending = true
 	}
-	b.sending = true
 	b.mu.Unlock()
-	b.drain()
+	if full {
+		b.Flush()
+	} else if wake {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+	}
 	return len(p), nil
 }
 
-// Flush sends what is queued, unless a send is in progress (which sends it).
+// Flush sends every queued datagram now.
 func (b *batchConn) Flush() {
+	b.flushMu.Lock()
+	defer b.flushMu.Unlock()
 	b.mu.Lock()
-	if b.sending || len(b.cur.q) == 0 {
-		b.mu.Unlock()
-		return
-	}
-	b.sending = true
+	wb := b.cur
+	b.cur, b.spare = b.spare, wb
+	b.pending = false
 	b.mu.Unlock()
-	b.drain()
-}
-
-// drain sends the queue until it is empty; the caller has set sending.
-func (b *batchConn) drain() {
-	for {
-		b.mu.Lock()
-		wb := b.cur
-		if len(wb.q) == 0 {
-			b.sending = false
-			b.mu.Unlock()
-			return
-		}
-		b.cur, b.spare = b.spare, wb
-		b.mu.Unlock()
+	if len(wb.q) > 0 {
 		b.send(wb)
-		wb.q, wb.arena = wb.q[:0], wb.arena[:0]
 	}
+	wb.q, wb.arena = wb.q[:0], wb.arena[:0]
 }
 
 // queuedLen is how many datagrams wait.
@@ -169,7 +174,29 @@ func (b *batchConn) queuedLen() int {
 	return len(b.cur.q)
 }
 
-// send writes wb's datagrams, batchSize messages per sendmmsg. Called by the sender only.
+// flusher flushes a batch once its writers go quiet (see the top of this file).
+func (b *batchConn) flusher() {
+	defer close(b.done)
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-b.wake:
+		}
+		n := b.queuedLen()
+		for range maxYields {
+			runtime.Gosched()
+			m := b.queuedLen()
+			if m == n {
+				break
+			}
+			n = m
+		}
+		b.Flush()
+	}
+}
+
+// send writes wb's datagrams. Called with flushMu held.
 func (b *batchConn) send(wb *wbatch) {
 	msgs, nOOB := b.msgs[:0], 0
 	gso := b.gso.Load()
@@ -208,7 +235,7 @@ func (b *batchConn) send(wb *wbatch) {
 	b.msgs = msgs
 	b.datagrams.Add(uint64(len(wb.q)))
 	for len(msgs) > 0 {
-		n, err := b.io.WriteBatch(msgs[:min(len(msgs), batchSize)], 0)
+		n, err := b.io.WriteBatch(msgs, 0)
 		b.syscalls.Add(1)
 		if err != nil {
 			if len(msgs[0].OOB) > 0 && gsoUnsupported(err) {
@@ -234,7 +261,7 @@ func (b *batchConn) sendPlain(msgs []ipv4.Message) {
 		}
 	}
 	for len(plain) > 0 {
-		n, err := b.io.WriteBatch(plain[:min(len(plain), batchSize)], 0)
+		n, err := b.io.WriteBatch(plain, 0)
 		b.syscalls.Add(1)
 		if err != nil {
 			n = 1
@@ -288,14 +315,15 @@ func (b *batchConn) ReadFromAddrPort(p []byte) (int, netip.AddrPort, error) {
 	return copy(p, m.Buffers[0][:m.N]), ap, nil
 }
 
-// Close sends what is queued (unless a send is in progress) and closes the socket. Idempotent.
+// Close stops the flusher (sending what is queued) and closes the socket. Idempotent.
 func (b *batchConn) Close() error {
 	var err error
 	b.once.Do(func() {
-		b.Flush()
 		b.mu.Lock()
-		b.closed = true
+		close(b.closing)
 		b.mu.Unlock()
+		<-b.done
+		b.Flush()
 		err = b.PacketConn.Close()
 	})
 	return err

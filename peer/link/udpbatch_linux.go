@@ -48,7 +48,7 @@ func batchSocket(c net.PacketConn) *batchConn {
 		return nil
 	}
 	sc, ok := c.(syscall.Conn)
-	return newBatchConn(c, bio, ok && gsoAvailable(sc))
+	return newBatchConn(c, bio, ok && gsoAvailable(sc), true)
 }
 
 // gsoAvailable reports whether the kernel knows UDP_SEGMENT on c (Linux ≥ 4.18).
