@@ -77,6 +77,7 @@ type batchConn struct {
 	flushMu sync.Mutex // one flush at a time, so datagrams leave in the order they came
 	msgs    []ipv4.Message
 	oob     [][]byte
+	bufs    [][]byte // every message's Buffers, one slab reused across flushes
 	addrs   map[netip.AddrPort]*net.UDPAddr
 	gso     atomic.Bool
 
@@ -198,7 +199,7 @@ func (b *batchConn) flusher() {
 
 // send writes wb's datagrams. Called with flushMu held.
 func (b *batchConn) send(wb *wbatch) {
-	msgs, nOOB := b.msgs[:0], 0
+	msgs, nOOB, bufs := b.msgs[:0], 0, b.bufs[:0]
 	gso := b.gso.Load()
 	for i := 0; i < len(wb.q); {
 		first := wb.q[i]
@@ -218,9 +219,11 @@ func (b *batchConn) send(wb *wbatch) {
 		}
 		var m ipv4.Message
 		m.Addr = b.udpAddr(first.to)
+		start := len(bufs)
 		for k := i; k < j; k++ {
-			m.Buffers = append(m.Buffers, wb.arena[wb.q[k].off:wb.q[k].off+wb.q[k].n])
+			bufs = append(bufs, wb.arena[wb.q[k].off:wb.q[k].off+wb.q[k].n])
 		}
+		m.Buffers = bufs[start:len(bufs):len(bufs)]
 		if j-i > 1 {
 			if nOOB == len(b.oob) {
 				b.oob = append(b.oob, make([]byte, 0, gsoControlLen))
@@ -232,7 +235,7 @@ func (b *batchConn) send(wb *wbatch) {
 		msgs = append(msgs, m)
 		i = j
 	}
-	b.msgs = msgs
+	b.msgs, b.bufs = msgs, bufs
 	b.datagrams.Add(uint64(len(wb.q)))
 	for len(msgs) > 0 {
 		n, err := b.io.WriteBatch(msgs, 0)
@@ -249,7 +252,9 @@ func (b *batchConn) send(wb *wbatch) {
 		}
 		msgs = msgs[n:]
 	}
-	clear(b.msgs) // do not keep the batch's bytes and addresses reachable through old messages
+	// Do not keep the batch's bytes and addresses reachable through old messages.
+	clear(b.msgs)
+	clear(b.bufs)
 }
 
 // sendPlain sends msgs' datagrams one datagram per message (after GSO failed).

@@ -224,3 +224,30 @@ func TestBatchConnLoopback(t *testing.T) {
 type nopPacketConn struct{ net.PacketConn }
 
 func (nopPacketConn) Close() error { return nil }
+
+// nopBatchIO accepts every message.
+type nopBatchIO struct{}
+
+func (nopBatchIO) WriteBatch(ms []ipv4.Message, _ int) (int, error) { return len(ms), nil }
+func (nopBatchIO) ReadBatch([]ipv4.Message, int) (int, error)      { return 0, net.ErrClosed }
+
+// Writes and flushes allocate nothing once the batch buffers have grown.
+func TestBatchConnAllocs(t *testing.T) {
+	b := newBatchConn(nopPacketConn{}, nopBatchIO{}, true, false)
+	a := netip.MustParseAddrPort("127.0.0.1:1000")
+	c := netip.MustParseAddrPort("127.0.0.1:2000")
+	d := make([]byte, 1228)
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := range 40 {
+			to := a
+			if i%8 == 7 {
+				to = c
+			}
+			_, _ = b.WriteToAddrPort(d[:1228-i%3], to)
+		}
+		b.Flush()
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per 40 writes and a flush, want 0", allocs)
+	}
+}
