@@ -229,7 +229,7 @@ func (nopPacketConn) Close() error { return nil }
 type nopBatchIO struct{}
 
 func (nopBatchIO) WriteBatch(ms []ipv4.Message, _ int) (int, error) { return len(ms), nil }
-func (nopBatchIO) ReadBatch([]ipv4.Message, int) (int, error)      { return 0, net.ErrClosed }
+func (nopBatchIO) ReadBatch([]ipv4.Message, int) (int, error)       { return 0, net.ErrClosed }
 
 // Writes and flushes allocate nothing once the batch buffers have grown.
 func TestBatchConnAllocs(t *testing.T) {
