@@ -7,10 +7,12 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pion/transport/v5/test"
 	"golang.org/x/net/ipv4"
 
 	"github.com/concordrtc/concord/internal/poll"
@@ -249,5 +251,45 @@ func TestBatchConnAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%.1f allocations per 40 writes and a flush, want 0", allocs)
+	}
+}
+
+// Rule "batched UDP, through pion": on a real pair of Conns the shared sockets are batched, a
+// burst of datagrams arrives, its packets leave in fewer sendmmsg calls than packets, and
+// closing the APIs ends the flushers (no goroutine left).
+func TestBatchedSocketUnderPion(t *testing.T) {
+	defer test.TimeOut(60 * time.Second).Stop()
+	defer test.CheckRoutines(t)()
+	var got atomic.Int64
+	p := newPair(t, pairOpts{cfgA: Config{Logger: testLogger(t)}, cfgB: Config{Logger: testLogger(t)},
+		handlerB: func(ch Channel, _ []byte) {
+			if ch == Unreliable {
+				got.Add(1)
+			}
+		}})
+	defer p.close()
+	p.waitReady(t)
+	if _, ok := p.apiA.BatchStats(); !ok {
+		t.Fatal("the shared socket is not batched on Linux")
+	}
+	before, _ := p.apiA.BatchStats()
+	msg := make([]byte, 1000)
+	const bursts, per = 5, 40
+	for i := range bursts {
+		for range per {
+			if err := p.a.Send(Unreliable, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.apiA.Flush()
+		waitFor(t, 20*time.Second, "the burst arrives", func() bool { return got.Load() >= int64((i+1)*per) })
+	}
+	after, _ := p.apiA.BatchStats()
+	sent, calls := after.Datagrams-before.Datagrams, after.Syscalls-before.Syscalls
+	t.Logf("%d datagrams in %d sendmmsg calls (%d GSO sends); B read %d in %d recvmmsg calls", sent, calls,
+		after.GSOSends-before.GSOSends, func() uint64 { s, _ := p.apiB.BatchStats(); return s.ReadDatagrams }(),
+		func() uint64 { s, _ := p.apiB.BatchStats(); return s.ReadSyscalls }())
+	if sent < bursts*per || calls >= sent {
+		t.Errorf("%d datagrams in %d sendmmsg calls: want ≥ %d datagrams in fewer calls", sent, calls, bursts*per)
 	}
 }
