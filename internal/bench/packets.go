@@ -49,8 +49,9 @@ func (w *wireCounter) ListenUDP(network string, laddr *net.UDPAddr) (transport.U
 	return &countedUDP{UDPConn: c, w: w}, nil
 }
 
-// countedBatchUDP is a counted OS socket that peer/link batches (sendmmsg, GSO): every buffer
-// of a message is one packet on the wire (link gives a GSO message one buffer per segment).
+// countedBatchUDP is a counted OS socket that peer/link batches (sendmmsg, GSO). A message with
+// a control message is a GSO send, one packet per buffer (link gives each segment its own
+// buffer); a message without is one packet of its buffers' bytes.
 type countedBatchUDP struct {
 	countedUDP
 	raw *net.UDPConn
@@ -60,11 +61,26 @@ type countedBatchUDP struct {
 func (c *countedBatchUDP) WriteBatch(ms []ipv4.Message, flags int) (int, error) {
 	n, err := c.pc.WriteBatch(ms, flags)
 	for _, m := range ms[:n] {
-		for _, b := range m.Buffers {
-			c.w.count(b)
-		}
+		countBatched(c.w, m)
 	}
 	return n, err
+}
+
+// countBatched counts the packets of one sent message (see countedBatchUDP).
+func countBatched(w *wireCounter, m ipv4.Message) {
+	if len(m.OOB) > 0 {
+		for _, b := range m.Buffers {
+			w.count(b)
+		}
+		return
+	}
+	size := 0
+	for _, b := range m.Buffers {
+		size += len(b)
+	}
+	if size > 0 {
+		w.countSized(size, m.Buffers[0][0])
+	}
 }
 
 func (c *countedBatchUDP) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
@@ -108,11 +124,19 @@ func (c *countedUDP) WriteToUDP(p []byte, addr *net.UDPAddr) (int, error) {
 const dtlsAppData = 23
 
 func (w *wireCounter) count(p []byte) {
-	n := len(p)
+	if len(p) == 0 {
+		w.countSized(0, 0)
+		return
+	}
+	w.countSized(len(p), p[0])
+}
+
+// countSized counts a packet of n bytes whose first byte is first.
+func (w *wireCounter) countSized(n int, first byte) {
 	w.packets.Add(1)
 	w.bytes.Add(uint64(n))
 	switch {
-	case n > 0 && p[0] == dtlsAppData && n <= wireControlMax:
+	case n > 0 && first == dtlsAppData && n <= wireControlMax:
 		w.control.Add(1)
 	case n < wireSmallMax:
 		w.small.Add(1)
