@@ -47,6 +47,9 @@ type hostRole struct {
 	arena []byte
 	out   []byte
 	upd   updater
+	// shared is the properties the host wrote since the last flush (entity → property mask),
+	// one change list for every member; hostMember.dirty holds each member's exceptions.
+	shared map[Entity]uint32
 }
 
 // hostMember is what the host knows of one member over its current link. It lives as long as
@@ -64,7 +67,10 @@ type hostMember struct {
 	// refused: the member runs another schema table; it got a Close and is served nothing more.
 	refused bool
 	info    PeerInfo
-	dirty   map[Entity]uint32
+	// dirty is what this member lacks beyond hostRole.shared: relayed writes of other members,
+	// and what an earlier flush did not send it (its link was not ready, past
+	// MaxDatagramsPerFlush, or the send failed).
+	dirty map[Entity]uint32
 	// heldTerm is the term of the state the member's greeting says it holds (0: none).
 	heldTerm Term
 	// buckets is the bucket count of the member's first digest; later digests must keep it.
@@ -76,7 +82,7 @@ type hostMember struct {
 }
 
 func newHostRole(b roleBase) *hostRole {
-	return &hostRole{roleBase: b, mems: make(map[PeerIndex]*hostMember), changed: make([]time.Time, b.cfg.Buckets)}
+	return &hostRole{roleBase: b, mems: make(map[PeerIndex]*hostMember), changed: make([]time.Time, b.cfg.Buckets), shared: make(map[Entity]uint32)}
 }
 
 // memberOf returns the state of the member at the other end of r, made fresh for a new link.

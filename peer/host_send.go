@@ -2,7 +2,6 @@ package peer
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"strings"
 	"unicode/utf8"
 
@@ -93,34 +92,14 @@ func (h *hostRole) commands() *netmsg.HostCommands {
 
 // flushUpdates sends every member its dirty properties as EntityUpdates datagrams.
 //
-// Members usually hold the same dirty set (each of them hears every host write), so the host
-// builds the datagrams once, for the first member, and sends the same bytes to every other
-// member whose dirty set is equal, instead of re-reading, sorting and encoding the same updates
-// once per member. Members whose set differs (the author of a relayed write, a member that
-// joined mid-flush, leftovers past MaxDatagramsPerFlush) go through updater.send on their own.
+// What the host wrote since the last flush is one change list, h.shared, the same for every
+// member: the host builds its datagrams once, through the first ready member's link, and sends
+// the same bytes to every other ready member. Each member's own dirty set holds only its
+// exceptions (relayed writes of other members, what an earlier flush did not send it), sent
+// through updater.send on their own after the shared datagrams.
 func (h *hostRole) flushUpdates() {
-	var lead *hostMember
-	for _, hm := range h.mems {
-		if hm.snapshotSent && hm.link.ready && len(hm.dirty) > 0 {
-			lead = hm
-			break
-		}
-	}
-	if lead == nil {
-		return
-	}
-	// Record the lead's datagrams as (length u16, bytes) frames in h.out, which is free scratch
-	// outside flushCommands and snapshot sends.
-	rec := h.out[:0]
-	h.upd.send(h.roleBase, lead.link, lead.dirty, &rec)
-	h.out = rec
-	if h.mems[lead.link.idx] == lead && len(lead.dirty) == 0 {
-		// Everything went out: h.upd.items lists exactly what the datagrams carry.
-		for _, hm := range h.mems {
-			if hm != lead && hm.snapshotSent && hm.link.ready && h.sameDirty(hm.dirty) {
-				h.replay(hm, rec)
-			}
-		}
+	if len(h.shared) > 0 {
+		h.flushShared()
 	}
 	for _, hm := range h.mems {
 		if hm.snapshotSent {
@@ -129,34 +108,59 @@ func (h *hostRole) flushUpdates() {
 	}
 }
 
-// sameDirty reports whether dirty holds exactly the (entity, property) pairs of the updates the
-// last send sent.
-func (h *hostRole) sameDirty(dirty map[Entity]uint32) bool {
-	bitsInItems := 0
-	for _, it := range h.upd.items {
-		if dirty[it.e]&it.mask != it.mask {
-			return false
+// flushShared sends h.shared to every synced member and empties it. A member whose link is not
+// ready, and every member for what the lead's send left (past MaxDatagramsPerFlush, or the
+// lead's link failed), keeps it in its own dirty set.
+func (h *hostRole) flushShared() {
+	var lead *hostMember
+	for _, hm := range h.mems {
+		if !hm.snapshotSent {
+			continue
 		}
-		bitsInItems += bits.OnesCount32(it.mask)
+		if !hm.link.ready {
+			orInto(hm.dirty, h.shared)
+		} else if lead == nil {
+			lead = hm
+		}
 	}
-	bitsInDirty := 0
-	for _, mask := range dirty {
-		bitsInDirty += bits.OnesCount32(mask)
+	if lead == nil {
+		clear(h.shared)
+		return
 	}
-	return bitsInDirty == bitsInItems
+	// Record the lead's datagrams as (length u16, bytes) frames in h.out, which is free scratch
+	// outside flushCommands and snapshot sends.
+	rec := h.out[:0]
+	h.upd.send(h.roleBase, lead.link, h.shared, &rec)
+	h.out = rec
+	for _, hm := range h.mems {
+		if !hm.snapshotSent || !hm.link.ready {
+			continue
+		}
+		if hm != lead && !h.replay(hm, rec) {
+			continue
+		}
+		orInto(hm.dirty, h.shared) // what the send left
+	}
+	clear(h.shared)
 }
 
-// replay sends hm the recorded datagrams and clears its dirty set. A failed send has dropped the
-// link.
-func (h *hostRole) replay(hm *hostMember, rec []byte) {
+// orInto adds src's property masks to dst's.
+func orInto(dst, src map[Entity]uint32) {
+	for e, mask := range src {
+		dst[e] |= mask
+	}
+}
+
+// replay sends hm the recorded datagrams. False means a send failed (and dropped the link).
+func (h *hostRole) replay(hm *hostMember, rec []byte) bool {
 	for len(rec) >= 2 {
 		n := int(binary.LittleEndian.Uint16(rec))
 		if !sendDatagram(h.roleBase, hm.link, rec[2:2+n], nil) {
-			return
+			return false
 		}
 		rec = rec[2+n:]
 	}
-	clear(hm.dirty)
+	return true
 }
 
 func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) {
@@ -209,8 +213,14 @@ func (h *hostRole) touch(e Entity) {
 	}
 }
 
+// propChanged marks a property to send: the host's own write in the shared change list, a
+// relayed write in every member's dirty set but its author's.
 func (h *hostRole) propChanged(e Entity, prop int, origin PeerIndex) {
 	h.touch(e)
+	if origin == 0 {
+		h.shared[e] |= 1 << prop
+		return
+	}
 	for idx, hm := range h.mems {
 		if hm.snapshotSent && idx != origin {
 			hm.dirty[e] |= 1 << prop
@@ -230,6 +240,7 @@ func (h *hostRole) spawned(e Entity, origin PeerIndex) {
 func (h *hostRole) despawned(e Entity, origin PeerIndex) {
 	h.touch(e)
 	h.auth.Despawn(e)
+	delete(h.shared, e)
 	for _, hm := range h.mems {
 		delete(hm.dirty, e)
 	}

@@ -160,6 +160,9 @@ func (p *Peer) tick(now time.Time, dt time.Duration, lastFlush *time.Time) {
 	if now.Sub(*lastFlush) >= p.cfg.NetworkInterval-p.cfg.TickInterval/2 {
 		*lastFlush = now
 		p.flushUpdates()
+		if f, ok := p.cfg.Transport.(flusher); ok {
+			f.Flush()
+		}
 		p.expireReassembly(now)
 	}
 }

@@ -68,6 +68,13 @@ func (t PionTransport) Connect(cfg LinkConfig) (Link, error) {
 	return pionLink{c}, nil
 }
 
+// Flush sends what the API's shared UDP socket has queued (link.API.Flush); the peer loop calls
+// it after every network flush.
+func (t PionTransport) Flush() { t.API.Flush() }
+
+// flusher is a Transport that batches its sends until Flush.
+type flusher interface{ Flush() }
+
 type pionLink struct{ *link.Conn }
 
 func (l pionLink) HandleSignal(p signaling.SignalPayload) error {

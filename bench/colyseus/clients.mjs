@@ -1,11 +1,12 @@
 // N passive Colyseus clients in one process. Usage: node clients.mjs PORT N WARMUP_MS DURATION_MS
+// With TLS=1 in the environment they connect over TLS (wss; NODE_EXTRA_CA_CERTS trusts the cert).
 // Prints "window start", "window end", then one JSON line of what the window received.
 import { Client } from '@colyseus/sdk';
 
 const [port, n, warmup, duration] = process.argv.slice(2).map(Number);
 const rooms = [];
 for (let i = 0; i < n; i++) {
-  const c = new Client(`ws://127.0.0.1:${port}`);
+  const c = new Client(`${process.env.TLS === '1' ? 'wss' : 'ws'}://127.0.0.1:${port}`);
   rooms.push(await c.joinOrCreate('bench'));
 }
 let recording = false;

@@ -2,8 +2,13 @@
 // `concord bench fanout` (a bench-host process, N bots in another), same workload: M entities of
 // an 8-byte position and an 8-byte send time, all written every 50 ms.
 // Usage: node run.mjs N M [DURATION_S]   (CONCORD_BIN: the concord binary, default "concord")
+// Colyseus serves its websockets over TLS (a self-signed P-256 certificate for 127.0.0.1 made with
+// openssl in a temporary directory, trusted by the clients), as a deployment would and as
+// Concord's DTLS is; COLYSEUS_TLS=0 runs it without TLS.
 import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 
@@ -28,12 +33,23 @@ async function lines(child, onLine) {
 }
 
 // Colyseus.
-const server = spawn('node', [dir + 'server.mjs', String(port), String(m)], { stdio: ['ignore', 'pipe', 'inherit'] });
+const tls = process.env.COLYSEUS_TLS !== '0';
+const env = { ...process.env };
+let certDir;
+if (tls) {
+  certDir = mkdtempSync(join(tmpdir(), 'colyseus-tls-'));
+  const [cert, key] = [join(certDir, 'cert.pem'), join(certDir, 'key.pem')];
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+  { stdio: 'ignore' });
+  Object.assign(env, { TLS_CERT: cert, TLS_KEY: key, TLS: '1', NODE_EXTRA_CA_CERTS: cert });
+}
+const server = spawn('node', [dir + 'server.mjs', String(port), String(m)], { stdio: ['ignore', 'pipe', 'inherit'], env });
 let resolveListening;
 const listening = new Promise((r) => { resolveListening = r; });
 lines(server, (l) => { if (l === 'listening') resolveListening(); });
 await listening;
-const clients = spawn('node', [dir + 'clients.mjs', String(port), String(n), String(warmup), String(duration)], { stdio: ['ignore', 'pipe', 'inherit'] });
+const clients = spawn('node', [dir + 'clients.mjs', String(port), String(n), String(warmup), String(duration)], { stdio: ['ignore', 'pipe', 'inherit'], env });
 let s0, s1, result;
 await lines(clients, (l) => {
   if (l === 'window start') s0 = procStats(server.pid);
@@ -42,6 +58,7 @@ await lines(clients, (l) => {
 });
 server.kill('SIGTERM');
 await once(server, 'exit');
+if (certDir) rmSync(certDir, { recursive: true, force: true });
 const secs = (s1.at - s0.at) / 1000;
 const coly = {
   cpu: (100 * (s1.cpu - s0.cpu)) / secs,
@@ -63,7 +80,7 @@ const conc = { cpu: hostCPU, bytes: Number(cols[3]), delivered: parseFloat(cols[
 
 const f = (x, d = 1) => x.toFixed(d);
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-console.log(`fan-out ${n} clients × ${m} entities, ${duration / 1000}s window, loopback, load average ${load}`);
+console.log(`fan-out ${n} clients × ${m} entities, ${duration / 1000}s window, loopback, Colyseus ${tls ? 'over TLS (wss)' : 'without TLS (ws)'}, load average ${load}`);
 console.log('side      server CPU %1core  per client  out B/s  per client  delivered  p50 ms  p99 ms');
 for (const [name, r] of [['colyseus', coly], ['concord', conc]]) {
   console.log(`${name.padEnd(9)} ${f(r.cpu).padStart(17)} ${f(r.cpu / n, 2).padStart(11)} ${f(r.bytes, 0).padStart(8)} ${f(r.bytes / n, 0).padStart(11)} ${f(100 * r.delivered).padStart(9)}% ${f(r.p50).padStart(7)} ${f(r.p99).padStart(7)}`);

@@ -44,6 +44,7 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the Concord phase's measured window to this file (of this process: the bots, or the bots and the host with -host-in-process)")
 	fs.BoolVar(&o.Relay, "relay", false, "bots reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	inProcess := fs.Bool("host-in-process", false, "run the Concord phase's host in this process instead of a bench-host process of its own (its CPU is then not measured apart)")
+	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, set-up included) to this file")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -51,12 +52,18 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := o.Validate(); err != nil {
 		return usageError{err}
 	}
+	if *hostProfile != "" && *inProcess {
+		return usageError{errors.New("-host-cpuprofile needs the host in a process of its own (no -host-in-process)")}
+	}
 	if !*inProcess {
 		exe, err := os.Executable()
 		if err != nil {
 			return err
 		}
 		o.HostCommand = func(args []string) *exec.Cmd {
+			if *hostProfile != "" {
+				args = append(args, "-cpuprofile", *hostProfile)
+			}
 			return exec.Command(exe, append([]string{"bench-host"}, args...)...)
 		}
 	}

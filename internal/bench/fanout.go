@@ -127,7 +127,7 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 			"-moving", "0", "-exit-on-stdin-eof", "-wire-stats", "-log-level", "warn"}), wl); err != nil {
 			return nil, err
 		}
-		defer hp.kill()
+		defer hp.stop(10 * time.Second) // gracefully: a -cpuprofile is written when the host stops
 		g.hostWire, g.remoteHost = wl, hp
 		if err := waitBenchHost(ctx, sig, hp); err != nil {
 			return nil, fmt.Errorf("%w\n%s", err, hp.out)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -124,6 +125,24 @@ func (hp *hostProc) exited() error {
 	default:
 		return nil
 	}
+}
+
+// stop ends the process gracefully (the end of its standard input: a bench host started with
+// -exit-on-stdin-eof leaves and writes its -cpuprofile), and kills it if it has not exited
+// within grace. Idempotent, like kill.
+func (hp *hostProc) stop(grace time.Duration) {
+	hp.killOnce.Do(func() {
+		_ = hp.stdin.Close()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case err := <-hp.waited:
+			hp.waited <- err
+		case <-t.C:
+			hp.signalKill()
+			<-hp.waited
+		}
+	})
 }
 
 // signalKill sends SIGKILL without waiting for the process.

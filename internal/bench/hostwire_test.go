@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/ipv4"
 )
 
 func TestWireLines(t *testing.T) {
@@ -65,5 +68,29 @@ func TestProcCPU(t *testing.T) {
 	}
 	if _, err := procCPU(-1); err == nil {
 		t.Fatal("procCPU(-1) succeeded")
+	}
+}
+
+// A batched socket's packets are counted one per GSO segment, and one per plain message; an OS
+// socket is counted through the batchable wrapper.
+func TestWireCounterBatch(t *testing.T) {
+	w, err := newWireCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := w.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*countedBatchUDP); !ok {
+		t.Fatalf("the counted OS socket is a %T, not batchable", c)
+	}
+	seg := make([]byte, 1225)
+	seg[0] = dtlsAppData
+	countBatched(w, ipv4.Message{Buffers: [][]byte{seg, seg, seg[:65]}, OOB: []byte{1}}) // GSO: 3 packets
+	countBatched(w, ipv4.Message{Buffers: [][]byte{seg[:30], seg[:35]}})                 // one 65-byte packet
+	if got, want := w.counts(), (wireCounts{packets: 4, bytes: 1225*2 + 65 + 65, control: 2}); got != want {
+		t.Fatalf("counts %+v, want %+v", got, want)
 	}
 }

@@ -3,9 +3,11 @@ package bench
 import (
 	"net"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/pion/transport/v5"
 	"github.com/pion/transport/v5/stdnet"
+	"golang.org/x/net/ipv4"
 )
 
 // Sizes of the UDP packets a link sends: DTLS 1.2 with AES-GCM puts 37 bytes (13 of record
@@ -41,8 +43,51 @@ func (w *wireCounter) ListenUDP(network string, laddr *net.UDPAddr) (transport.U
 	if err != nil {
 		return nil, err
 	}
+	if uc, ok := c.(*net.UDPConn); ok {
+		return &countedBatchUDP{countedUDP{UDPConn: c, w: w}, uc, ipv4.NewPacketConn(uc)}, nil
+	}
 	return &countedUDP{UDPConn: c, w: w}, nil
 }
+
+// countedBatchUDP is a counted OS socket that peer/link batches (sendmmsg, GSO). A message with
+// a control message is a GSO send, one packet per buffer (link gives each segment its own
+// buffer); a message without is one packet of its buffers' bytes.
+type countedBatchUDP struct {
+	countedUDP
+	raw *net.UDPConn
+	pc  *ipv4.PacketConn
+}
+
+func (c *countedBatchUDP) WriteBatch(ms []ipv4.Message, flags int) (int, error) {
+	n, err := c.pc.WriteBatch(ms, flags)
+	for _, m := range ms[:n] {
+		countBatched(c.w, m)
+	}
+	return n, err
+}
+
+// countBatched counts the packets of one sent message (see countedBatchUDP).
+func countBatched(w *wireCounter, m ipv4.Message) {
+	if len(m.OOB) > 0 {
+		for _, b := range m.Buffers {
+			w.count(b)
+		}
+		return
+	}
+	size := 0
+	for _, b := range m.Buffers {
+		size += len(b)
+	}
+	if size > 0 {
+		w.countSized(size, m.Buffers[0][0])
+	}
+}
+
+func (c *countedBatchUDP) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
+	return c.pc.ReadBatch(ms, flags)
+}
+
+func (c *countedBatchUDP) SyscallConn() (syscall.RawConn, error) { return c.raw.SyscallConn() }
 
 // wireCounts is a snapshot of a wireCounter; dropped (the unreliable datagrams the host's links
 // dropped) comes only from a bench host process's report.
@@ -79,11 +124,19 @@ func (c *countedUDP) WriteToUDP(p []byte, addr *net.UDPAddr) (int, error) {
 const dtlsAppData = 23
 
 func (w *wireCounter) count(p []byte) {
-	n := len(p)
+	if len(p) == 0 {
+		w.countSized(0, 0)
+		return
+	}
+	w.countSized(len(p), p[0])
+}
+
+// countSized counts a packet of n bytes whose first byte is first.
+func (w *wireCounter) countSized(n int, first byte) {
 	w.packets.Add(1)
 	w.bytes.Add(uint64(n))
 	switch {
-	case n > 0 && p[0] == dtlsAppData && n <= wireControlMax:
+	case n > 0 && first == dtlsAppData && n <= wireControlMax:
 		w.control.Add(1)
 	case n < wireSmallMax:
 		w.small.Add(1)

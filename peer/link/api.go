@@ -67,6 +67,11 @@ type Config struct {
 	// UDPMuxBufferBytes sets the shared socket's kernel read and write
 	// buffers. The kernel caps it at net.core.rmem_max/wmem_max. Default 4 MiB.
 	UDPMuxBufferBytes int
+	// DisableBatchIO makes the shared socket send and read one datagram per syscall. Default
+	// false: on Linux, writes queue and leave together in sendmmsg (and UDP GSO where the
+	// kernel has it), reads use recvmmsg (udpbatch.go);
+	// elsewhere, and on a Net other than the OS's, the socket is used as it is.
+	DisableBatchIO bool
 
 	// Net replaces the OS network for ICE (for example a pion vnet in tests,
 	// which needs AllowNonLoopback because vnet interfaces are not "lo").
@@ -103,6 +108,7 @@ type API struct {
 	log     zerolog.Logger
 	pion    *webrtc.API
 	mux     *ice.UDPMuxDefault // nil when DisableUDPMux
+	batch   *batchConn         // the shared socket's batching, nil when not batched
 	muxAddr net.Addr
 	dropAt  uint64
 	highAt  uint64
@@ -232,13 +238,36 @@ func (a *API) openMux(cfg Config, logs *pionlog.Factory) error {
 			return fmt.Errorf("link: set ICE UDP mux buffer to %d bytes: %w", cfg.UDPMuxBufferBytes, err)
 		}
 	}
+	var pc net.PacketConn = conn
+	if !cfg.DisableBatchIO {
+		if bc := batchSocket(conn); bc != nil {
+			a.batch, pc = bc, bc
+		}
+	}
 	a.mux = ice.NewUDPMuxDefault(ice.UDPMuxParams{
 		Logger:  logs.NewLogger("udpmux"),
-		UDPConn: conn,
+		UDPConn: pc,
 		Net:     cfg.Net,
 	})
 	a.muxAddr = conn.LocalAddr()
 	return nil
+}
+
+// Flush sends what the shared socket has queued now. The peer loop calls it after every
+// network flush; without it, queued datagrams leave when a batch fills or as soon as pion's
+// writers go quiet (udpbatch.go). No-op when the socket is not batched.
+func (a *API) Flush() {
+	if a.batch != nil {
+		a.batch.Flush()
+	}
+}
+
+// BatchStats returns the shared socket's batching counts, and false when it is not batched.
+func (a *API) BatchStats() (BatchStats, bool) {
+	if a.batch == nil {
+		return BatchStats{}, false
+	}
+	return a.batch.stats(), true
 }
 
 // UDPMuxAddr returns the local address of the shared ICE UDP socket, or nil

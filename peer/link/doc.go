@@ -20,7 +20,7 @@
 // loopback-only candidates unless Config.AllowNonLoopback (interface "lo",
 // local and remote IPs loopback, and only ICE servers on loopback), loopback
 // candidates included, mDNS off, UDP4 only, one shared ICE UDP socket with
-// 4 MiB buffers, an optional public IP advertised in host candidates (1:1
+// 4 MiB buffers (batched on Linux: sendmmsg, UDP GSO, recvmmsg; udpbatch.go), an optional public IP advertised in host candidates (1:1
 // NAT), and detached data channels. Each Conn takes the STUN/TURN servers
 // signaling handed out (ConnConfig.ICEServers) and reports the candidate
 // types of its selected pair (SelectedPair). Conn setup is a signaling-agnostic offer/answer:

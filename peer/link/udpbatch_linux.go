@@ -1,0 +1,66 @@
+package link
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+)
+
+// gsoControlLen is the size of one UDP_SEGMENT control message.
+var gsoControlLen = unix.CmsgSpace(2)
+
+// appendGSOControl appends the control message that makes the kernel cut a send into segments
+// of size bytes (the last may be shorter).
+func appendGSOControl(dst []byte, size uint16) []byte {
+	n := len(dst)
+	dst = append(dst, make([]byte, gsoControlLen)...)
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&dst[n]))
+	h.Level = unix.SOL_UDP
+	h.Type = unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	binary.NativeEndian.PutUint16(dst[n+unix.CmsgLen(0):], size)
+	return dst
+}
+
+// gsoUnsupported reports whether a send failed because segmentation is not available (an old
+// kernel, a device without checksum offload).
+func gsoUnsupported(err error) bool {
+	return errors.Is(err, unix.EIO) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) ||
+		errors.Is(err, unix.ENOPROTOOPT)
+}
+
+// batchSocket returns c with batched writes and reads when c is an OS UDP socket, or a wrapper
+// of one that offers batch IO itself (WriteBatch and ReadBatch of golang.org/x/net/ipv4, and
+// SyscallConn for the GSO check), else nil.
+func batchSocket(c net.PacketConn) *batchConn {
+	var bio batchIO
+	switch uc := c.(type) {
+	case *net.UDPConn:
+		bio = ipv4.NewPacketConn(uc)
+	case batchIO:
+		bio = uc
+	default:
+		return nil
+	}
+	sc, ok := c.(syscall.Conn)
+	return newBatchConn(c, bio, ok && gsoAvailable(sc), true)
+}
+
+// gsoAvailable reports whether the kernel knows UDP_SEGMENT on c (Linux ≥ 4.18).
+func gsoAvailable(c syscall.Conn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	_ = rc.Control(func(fd uintptr) {
+		_, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT)
+		ok = err == nil
+	})
+	return ok
+}
