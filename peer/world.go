@@ -75,6 +75,10 @@ type World struct {
 	sink   changeSink
 	events []Event
 	buf    []byte
+	// avatarHint remembers where AvatarOf last found each peer's avatar: a hint, checked on every
+	// use, so no path that changes authority has to maintain it (a bot asks every tick, and a scan
+	// of a 512-member room every tick of every bot was O(members²)).
+	avatarHint map[PeerIndex]Entity
 }
 
 func newWorld(schemas *schema.Table, cfg crdt.Config) *World {
@@ -186,8 +190,19 @@ func (w *World) AuthorityRecord(e Entity) authority.Record {
 
 // AvatarOf returns the avatar of member p.
 func (w *World) AvatarOf(p PeerIndex) (Entity, bool) {
+	if e, ok := w.avatarHint[p]; ok {
+		if in := w.ents[e]; in != nil && in.auth.Kind == authority.KindAvatar && in.auth.Peer == p {
+			return e, true
+		}
+		delete(w.avatarHint, p)
+	}
 	for e, in := range w.ents {
 		if in.auth.Kind == authority.KindAvatar && in.auth.Peer == p {
+			if w.avatarHint == nil || len(w.avatarHint) > 2*len(w.ents)+64 {
+				// Peers that left keep stale hints until asked about; start over now and then.
+				w.avatarHint = make(map[PeerIndex]Entity)
+			}
+			w.avatarHint[p] = e
 			return e, true
 		}
 	}

@@ -172,7 +172,7 @@ func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientCon
 	if err != nil {
 		return nil, err
 	}
-	join := clientMessage{V: ProtocolVersion, Type: typeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token, Resume: opts.Resume}
+	join := clientMessage{V: ProtocolVersion, Type: typeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token, Resume: opts.Resume, Batch: true}
 	frame, err := json.Marshal(join)
 	if err != nil {
 		return nil, fmt.Errorf("signaling: encoding join: %w", err)
@@ -483,35 +483,47 @@ func (c *Client) readMessages() error {
 			return err
 		}
 		c.alive()
-		ev, err := decodeServerMessage(data, &c.msg)
-		if err != nil {
-			c.log.Warn().Err(err).Msg("undecodable server message ignored")
-			continue
-		}
-		if ev == nil {
-			c.log.Debug().Str("type", string(c.msg.Type)).Msg("unknown server message ignored")
-			continue
-		}
-		switch ev := ev.(type) {
-		case Joined:
-			continue
-		case HostChanged:
-			if ev.ResumeToken != "" {
-				c.resumeToken.Store(&ev.ResumeToken)
+		// A batch carries several messages separated by '\n' (we asked for batches in the join).
+		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+			if err := c.handleMessage(line); err != nil {
+				return err
 			}
-		case Signal:
-			// The last quarter of the queue is for events that cannot be lost.
-			if len(c.events) >= cap(c.events)-max(1, cap(c.events)/4) {
-				if n := c.shed.Add(1); n&(n-1) == 0 { // log at 1, 2, 4, 8, ...
-					c.log.Warn().Uint64("shed", n).Uint64("from", uint64(ev.From)).Msg("event queue three quarters full: signal shed")
-				}
-				continue
-			}
-		}
-		if !c.emit(ev) {
-			return ErrEventOverflow
 		}
 	}
+}
+
+// handleMessage decodes one server message and queues its event. Only a full event queue is an
+// error; an undecodable or unknown message is logged and skipped.
+func (c *Client) handleMessage(data []byte) error {
+	ev, err := decodeServerMessage(data, &c.msg)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("undecodable server message ignored")
+		return nil
+	}
+	if ev == nil {
+		c.log.Debug().Str("type", string(c.msg.Type)).Msg("unknown server message ignored")
+		return nil
+	}
+	switch ev := ev.(type) {
+	case Joined:
+		return nil
+	case HostChanged:
+		if ev.ResumeToken != "" {
+			c.resumeToken.Store(&ev.ResumeToken)
+		}
+	case Signal:
+		// The last quarter of the queue is for events that cannot be lost.
+		if len(c.events) >= cap(c.events)-max(1, cap(c.events)/4) {
+			if n := c.shed.Add(1); n&(n-1) == 0 { // log at 1, 2, 4, 8, ...
+				c.log.Warn().Uint64("shed", n).Uint64("from", uint64(ev.From)).Msg("event queue three quarters full: signal shed")
+			}
+			return nil
+		}
+	}
+	if !c.emit(ev) {
+		return ErrEventOverflow
+	}
+	return nil
 }
 
 // emit queues an event without taking the last slot, which is kept for Closed. When the queue

@@ -35,6 +35,13 @@ type conn struct {
 	spillCap int
 	wake     chan struct{} // capacity 1: spill has frames for the writer
 
+	// batch is set from the join when the client reads batched messages; the writer then joins
+	// the frames it finds queued into one websocket message (docs/protocol.md §4 "Batched
+	// messages"), except the first one it writes (joined or the refusal), which stays alone.
+	batch     atomic.Bool
+	wroteOne  bool     // owned by the writer
+	batchList [][]byte // owned by the writer: scratch for one batch
+
 	done       chan struct{} // closed by shutdown
 	readerDone chan struct{} // closed when readLoop returns
 	once       sync.Once
@@ -144,7 +151,7 @@ func (c *conn) drainSpill() bool {
 	for {
 		select {
 		case f := <-c.send:
-			if !c.write(f) {
+			if !c.writeQueued(f) {
 				return false
 			}
 			continue
@@ -157,24 +164,102 @@ func (c *conn) drainSpill() bool {
 	c.spill = nil
 	c.spilling.Store(false)
 	c.spillMu.Unlock()
-	for _, f := range fs {
-		if !c.write(f) {
+	return c.writeAll(fs)
+}
+
+// Bounds of one batched websocket message: a batch stops growing at either.
+const (
+	maxBatchFrames = 128
+	maxBatchBytes  = 32 << 10
+)
+
+// writeQueued writes f and, on a batching connection, every frame queued behind it that fits in
+// the same websocket message.
+func (c *conn) writeQueued(f []byte) bool {
+	if !c.batching() {
+		return c.write(f)
+	}
+	fs := append(c.batchList[:0], f)
+	size := len(f)
+	for len(fs) < maxBatchFrames && size < maxBatchBytes {
+		select {
+		case g := <-c.send:
+			fs = append(fs, g)
+			size += 1 + len(g)
+			continue
+		default:
+		}
+		break
+	}
+	ok := c.writeAll(fs)
+	clear(fs)
+	c.batchList = fs[:0]
+	return ok
+}
+
+// batching reports whether the writer may join frames now: the client asked for it and the
+// first message is out.
+func (c *conn) batching() bool { return c.wroteOne && c.batch.Load() }
+
+// writeAll writes fs in order: one websocket message each, or, on a batching connection, as few
+// messages of at most maxBatchFrames frames and maxBatchBytes bytes as fit.
+func (c *conn) writeAll(fs [][]byte) bool {
+	for len(fs) > 0 {
+		n := 1
+		if c.batching() {
+			size := len(fs[0])
+			for n < len(fs) && n < maxBatchFrames && size+1+len(fs[n]) <= maxBatchBytes {
+				size += 1 + len(fs[n])
+				n++
+			}
+		}
+		if !c.writeMessage(fs[:n]) {
 			return false
 		}
+		fs = fs[n:]
 	}
 	return true
 }
 
 // write writes one data message; on failure it shuts the connection down.
-func (c *conn) write(f []byte) bool {
+func (c *conn) write(f []byte) bool { return c.writeMessage([][]byte{f}) }
+
+// writeMessage writes frames as one websocket message, separated by '\n'; on failure it shuts
+// the connection down.
+func (c *conn) writeMessage(frames [][]byte) bool {
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteWait))
-	if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
+	err := c.writeFrames(frames)
+	c.wroteOne = true
+	if err != nil {
 		c.wlog.Debug().Err(err).Msg("write failed")
 		c.shutdown(closeInfo{reason: ReasonLost})
 		return false
 	}
 	return true
 }
+
+func (c *conn) writeFrames(frames [][]byte) error {
+	if len(frames) == 1 {
+		return c.ws.WriteMessage(websocket.TextMessage, frames[0])
+	}
+	w, err := c.ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	for i, f := range frames {
+		if i > 0 {
+			if _, err := w.Write(newline); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(f); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
+
+var newline = []byte{'\n'}
 
 // shutdown starts ending the connection; the first call wins. It never
 // blocks, so the hub may call it.
@@ -197,7 +282,7 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case f := <-c.send:
-			c.write(f)
+			c.writeQueued(f)
 		case <-c.wake:
 			c.drainSpill()
 		case <-ping.C:
@@ -316,6 +401,7 @@ func (c *conn) join() bool {
 		c.reject(fmt.Errorf("%w: got %q", ErrJoinRequired, c.msg.Type))
 		return false
 	}
+	c.batch.Store(c.msg.Batch)
 	req, err := c.s.authorize(&c.msg)
 	if err == nil {
 		err = c.s.checkResume(&c.msg, &req)

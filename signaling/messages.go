@@ -252,6 +252,10 @@ type clientMessage struct {
 	// Resume is present only when the join reclaims a peer index (docs/protocol.md §5
 	// "Resume"); clients older than resume never send it.
 	Resume *Resume `json:"resume,omitempty"`
+	// Batch says the client reads several server messages from one websocket message, separated
+	// by '\n' (docs/protocol.md §4 "Batched messages"); a client that does not say so gets one
+	// message per websocket message.
+	Batch bool `json:"batch,omitempty"`
 
 	// signal
 	To      PeerIndex      `json:"to,omitempty"`

@@ -48,10 +48,12 @@ type Server struct {
 	resumeKey []byte // signs resume tokens; nil in open mode
 	log       zerolog.Logger
 	upgrader  websocket.Upgrader
-	handler   http.Handler
-	events    chan hubEvent
-	quit      chan struct{} // closed by Close
-	stats     stats
+	// writeBuffers lends the websockets their write buffers (a *sync.Pool: gorilla's BufferPool).
+	writeBuffers sync.Pool
+	handler      http.Handler
+	events       chan hubEvent
+	quit         chan struct{} // closed by Close
+	stats        stats
 
 	busyLog lockedLogLimiter
 
@@ -87,6 +89,10 @@ func New(cfg Config) *Server {
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteWait,
 		CheckOrigin:      cfg.CheckOrigin,
+		// A batch of up to maxBatchBytes leaves in one or two writes; the buffer is borrowed from
+		// the pool only while a message is written, so idle members hold none.
+		WriteBufferSize: 16 << 10,
+		WriteBufferPool: &s.writeBuffers,
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWS)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -30,6 +31,9 @@ type joinBurst struct {
 	bots    int           // bots started at once
 	timeout time.Duration // how long to wait for all of them
 	move    bool          // bots move (default: passive, their avatars stand still)
+	// profile, when set, names two CPU profiles written over the burst: profile+".serve" (serve,
+	// through its --pprof endpoint) and profile+".bots" (this process, the bots).
+	profile string
 	log     zerolog.Logger
 }
 
@@ -63,7 +67,12 @@ func runJoinBurst(ctx context.Context, b joinBurst) (*joinResult, error) {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	url := "http://" + addr
-	serve := exec.Command(b.exe, "serve", "--addr", addr, "--max-members", fmt.Sprint(b.bots+8), "--log-level", "warn")
+	// --data "": a burst measures joins, not checkpoints, and leaves no data directory behind.
+	serveArgs := []string{"serve", "--addr", addr, "--data", "", "--max-members", fmt.Sprint(b.bots + 8), "--log-level", "warn"}
+	if b.profile != "" {
+		serveArgs = append(serveArgs, "--pprof")
+	}
+	serve := exec.Command(b.exe, serveArgs...)
 	serve.Stdout, serve.Stderr = io.Discard, io.Discard
 	serve.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := serve.Start(); err != nil {
@@ -86,6 +95,13 @@ func runJoinBurst(ctx context.Context, b joinBurst) (*joinResult, error) {
 	moveFor := time.Millisecond
 	if b.move {
 		moveFor = 0
+	}
+	if b.profile != "" {
+		stop, err := startBurstProfiles(ctx, url, b.profile, b.timeout)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
 	}
 	start := time.Now()
 	for i := range peers {
@@ -209,6 +225,7 @@ func cmdBenchJoins(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.IntVar(&b.bots, "n", 512, "bots started at once against one dedicated host (concord serve)")
 	fs.DurationVar(&b.timeout, "timeout", 60*time.Second, "how long to wait for every bot to be synced")
 	fs.BoolVar(&b.move, "move", false, "bots move and grab boxes (default: passive, as joins alone are measured)")
+	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the burst to `FILE`.serve (serve) and FILE.bots (the bots)")
 	logLevel := fs.String("log-level", "error", "log level of the bots: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -230,4 +247,36 @@ func cmdBenchJoins(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintln(stdout, res)
 	return nil
+}
+
+// startBurstProfiles profiles this process into prefix+".bots" and serve (its --pprof endpoint)
+// into prefix+".serve" for at most d; stop ends the first and waits for the second.
+func startBurstProfiles(ctx context.Context, url, prefix string, d time.Duration) (stop func(), err error) {
+	f, err := os.Create(prefix + ".bots")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := http.Client{Timeout: d + 10*time.Second}
+		resp, err := c.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", url, int(d.Seconds())))
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if out, err := os.Create(prefix + ".serve"); err == nil {
+			_, _ = io.Copy(out, resp.Body)
+			_ = out.Close()
+		}
+	}()
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		<-done
+	}, nil
 }

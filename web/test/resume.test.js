@@ -137,3 +137,18 @@ test('a resume claim carries the token of the latest host message (it vouches fo
     p.stop();
   }
 });
+
+test('the join asks for batches; a batched message is several events, in order', async () => {
+  const srv = new FakeServer();
+  srv.onJoin = () => joined(4, 1, 1);
+  const events = [];
+  const c = new SignalingClient({ url: 'ws://x/ws', room: 'r', user: 'u', device: 'd', onEvent: (ev) => events.push(ev), WebSocketImpl: srv.WebSocket });
+  await c.connect();
+  assert.equal(srv.joins[0].batch, true);
+  const member = (i) => ({ v: 1, type: 'member-joined', member: { peerIndex: i, peerId: `b${i}/d`, kind: 'bot', power: 0, mayHost: true, synced: false } });
+  const batch = [member(5), member(6), { v: 1, type: 'member-left', peerIndex: 5 }].map((m) => JSON.stringify(m)).join('\n');
+  srv.live()[0].onmessage({ data: batch });
+  srv.live()[0].onmessage({ data: JSON.stringify(member(7)) });
+  assert.deepEqual(events.map((e) => e.type), ['member-joined', 'member-joined', 'member-left', 'member-joined']);
+  assert.deepEqual(events.map((e) => e.member?.peerIndex ?? e.peerIndex), [5, 6, 5, 7]);
+});

@@ -300,19 +300,19 @@ export class SignalingClient {
         reject(err);
       };
       ws.onopen = () => {
+        // batch: this client reads several messages from one websocket message, '\n' apart.
         /** @type {Record<string, unknown>} */
-        const j = { v: VERSION, type: 'join', room: this.join.room, user: this.join.user, kind: this.join.kind };
+        const j = { v: VERSION, type: 'join', room: this.join.room, user: this.join.user, kind: this.join.kind, batch: true };
         if (this.join.device) j.device = this.join.device;
         if (this.join.token) j.token = this.join.token;
         if (this.join.resume) j.resume = this.join.resume;
         this.sendJSON(j);
       };
-      ws.onmessage = (ev) => {
-        if (typeof ev.data !== 'string') return;
-        this.recvBytes += ev.data.length;
+      /** @param {string} line */
+      const onMessage = (line) => {
         let msg;
         try {
-          msg = JSON.parse(ev.data);
+          msg = JSON.parse(line);
         } catch {
           return; // not JSON: nothing a client can do about it
         }
@@ -334,6 +334,12 @@ export class SignalingClient {
           return;
         }
         this.onEvent(msg);
+      };
+      ws.onmessage = (ev) => {
+        if (typeof ev.data !== 'string') return;
+        this.recvBytes += ev.data.length;
+        // A batch holds several messages, '\n' apart (JSON text never holds a raw newline).
+        for (const line of ev.data.split('\n')) onMessage(line);
       };
       ws.onerror = () => fail(new SignalingError('network', `cannot reach ${this.url}`));
       ws.onclose = (ev) => {
