@@ -352,7 +352,9 @@ type rpcRecorder struct {
 	heard *[]uint32
 }
 
-func (r *rpcRecorder) RPC(_ *World, _ PeerIndex, typ uint32, _ []byte) { *r.heard = append(*r.heard, typ) }
+func (r *rpcRecorder) RPC(_ *World, _ PeerIndex, typ uint32, _ []byte) {
+	*r.heard = append(*r.heard, typ)
+}
 
 func TestGrantAndRevoke(t *testing.T) {
 	n, apps := apiRoom(t)
