@@ -155,6 +155,7 @@ func (h *hostRole) relayMessage(hm *hostMember, rl *netmsg.Relay, ch link.Channe
 		return h.refuse(hm, &h.badApp, fmt.Sprintf("relayed message of %d bytes, more than %d", len(rl.Data), MaxMessage))
 	}
 	if to == h.w.self {
+		hm.appBudget++ // charged once, here
 		return h.appMessage(hm, uint8(rl.AppType), rl.Data, ch)
 	}
 	if to == from || (to != Everyone && h.synced(to) == nil) {

@@ -52,6 +52,8 @@ export const MAX_DIGEST_BUCKETS = 4096;
 export const DEFAULT_MAX_TOTAL = 64 << 20;
 /** Size of a Fragment message without its chunk. */
 export const FRAGMENT_OVERHEAD = 17;
+/** Size of a Relay message without its data. */
+export const RELAY_OVERHEAD = 14;
 
 const EXT_HEADER = 5;
 const MIN_PEER_INFO = 12;
