@@ -82,18 +82,11 @@ func ConsumeActions(b []byte, m *Actions) (n int, err error) {
 	if !d.checkBody(body, 4, false) {
 		return d.result()
 	}
-	nc := d.count("action count", minRPCSize)
-	var actions []Action
-	if d.err == nil && m != nil {
-		m.Actions = resize(m.Actions, nc)
-		actions = m.Actions
+	var actions *[]Action
+	if m != nil {
+		actions = &m.Actions
 	}
-	for i := 0; i < nc && d.err == nil; i++ {
-		typ, data := d.call()
-		if actions != nil {
-			actions[i] = Action{Type: typ, Data: data}
-		}
-	}
+	d.actions(actions)
 	if d.err == nil && d.off != len(d.b) {
 		d.failf(1, ErrBodyLength, "Actions body has %d bytes after its last action", len(d.b)-d.off)
 	}

@@ -230,17 +230,26 @@ func (w *World) CanWrite(e Entity) bool {
 	return in.auth.Peer == w.self
 }
 
-// Set writes property prop of e. It fails without authority or with a value of the wrong size.
-func (w *World) Set(e Entity, prop int, value []byte) error {
+// writable returns e's index entry if this peer may write its property prop now.
+func (w *World) writable(e Entity, prop int) (*entityInfo, error) {
 	in := w.ents[e]
 	if in == nil {
-		return fmt.Errorf("%w: %v", ErrNoEntity, e)
+		return nil, fmt.Errorf("%w: %v", ErrNoEntity, e)
 	}
 	if prop < 0 || prop >= len(in.schema.Properties) {
-		return fmt.Errorf("%w: %s has no property %d", ErrNoProperty, in.schema.Name, prop)
+		return nil, fmt.Errorf("%w: %s has no property %d", ErrNoProperty, in.schema.Name, prop)
 	}
 	if !w.CanWrite(e) {
-		return fmt.Errorf("%w: %v is written by peer %d", ErrNoAuthority, e, w.Authority(e))
+		return nil, fmt.Errorf("%w: %v is written by peer %d", ErrNoAuthority, e, w.Authority(e))
+	}
+	return in, nil
+}
+
+// Set writes property prop of e. It fails without authority or with a value of the wrong size.
+func (w *World) Set(e Entity, prop int, value []byte) error {
+	in, err := w.writable(e, prop)
+	if err != nil {
+		return err
 	}
 	if err := in.schema.CheckValue(prop, value); err != nil {
 		return err

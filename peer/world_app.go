@@ -66,15 +66,9 @@ func (w *World) SendAction(typ uint32, data []byte) error {
 // Unset deletes property prop of e (an ADR-117 DELETE_COMPONENT of the property's component),
 // with the authority Set needs. Get then reports the property absent until it is set again.
 func (w *World) Unset(e Entity, prop int) error {
-	in := w.ents[e]
-	if in == nil {
-		return fmt.Errorf("%w: %v", ErrNoEntity, e)
-	}
-	if prop < 0 || prop >= len(in.schema.Properties) {
-		return fmt.Errorf("%w: %s has no property %d", ErrNoProperty, in.schema.Name, prop)
-	}
-	if !w.CanWrite(e) {
-		return fmt.Errorf("%w: %v is written by peer %d", ErrNoAuthority, e, w.Authority(e))
+	in, err := w.writable(e, prop)
+	if err != nil {
+		return err
 	}
 	c := in.schema.Properties[prop].Component
 	if _, _, ok, deleted := w.r.Get(e, c); !ok || deleted {
