@@ -26,6 +26,8 @@ type hostRole struct {
 	despawns  []Entity
 	transfers []netmsg.AuthorityTransfer
 	rpcs      []netmsg.RPC
+	actions   []netmsg.Action
+	msgs      []queuedMessage // reliable application messages, sent after the commands
 	entered   []netmsg.PeerInfo
 	exited    []PeerIndex
 	relay     []byte // CRDT messages TRNP cannot carry
@@ -38,7 +40,7 @@ type hostRole struct {
 	lost      map[Entity]lostAuthority
 
 	// Refused inputs per kind, for rate-limited logs (host_admit.go).
-	skewed, badBatch, badCorrection, badDigest refusal
+	skewed, badBatch, badCorrection, badDigest, badApp refusal
 
 	hc    netmsg.HostCommands
 	snap  netmsg.HostSnapshot
@@ -79,6 +81,9 @@ type hostMember struct {
 	// budgetAt; strikes counts its refused inputs, draining from strikeAt (refuse).
 	budget, strikes    float64
 	budgetAt, strikeAt time.Time
+	// appBudget is the member's application traffic still allowed as of appAt (appAllowed).
+	appBudget float64
+	appAt     time.Time
 }
 
 func newHostRole(b roleBase) *hostRole {
@@ -221,7 +226,14 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		}
 	case netmsg.TypeCrdtBatch:
 		return h.corrections(hm, &in.batch)
+	case netmsg.TypeRelay:
+		return h.relayMessage(hm, &in.relay, in.ch)
+	case netmsg.TypeActions:
+		return h.memberActions(hm, in.acts.Actions)
 	default:
+		if t.IsApplication() {
+			return h.appMessage(hm, uint8(t), in.app, in.ch)
+		}
 		h.count.dropped.Add(1)
 	}
 	return nil

@@ -85,10 +85,25 @@ func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
 			}
 			w.mergeRemote(&cm, w.host)
 		}
+	case netmsg.TypeRelay:
+		m.appMessage(PeerIndex(in.relay.Peer), uint8(in.relay.AppType), in.relay.Data)
 	default:
+		if t.IsApplication() {
+			m.appMessage(w.host, uint8(t), in.app)
+			return nil
+		}
 		m.count.dropped.Add(1)
 	}
 	return nil
+}
+
+// appMessage hands an application message from peer from to the app.
+func (m *memberRole) appMessage(from PeerIndex, typ uint8, data []byte) {
+	if mh, ok := m.app.(MessageHandler); ok {
+		mh.Message(m.w, from, typ, data)
+		return
+	}
+	m.count.dropped.Add(1)
 }
 
 // snapshot merges a HostSnapshot and answers it with this member's corrections.
@@ -190,7 +205,7 @@ func (m *memberRole) applyCommands(hc *netmsg.HostCommands, stamp uint64) {
 		m.app.RPC(w, w.host, rpc.Type, rpc.Data)
 	}
 	for _, a := range hc.Actions {
-		m.app.RPC(w, w.host, a.Type, a.Data)
+		deliverAction(m.roleBase, w.host, a)
 	}
 }
 

@@ -257,6 +257,31 @@ export class AuthorityTable {
   }
 
   /**
+   * The host's own transfer of host entity e to peer (Go's Table.Grant): taken from a live holder,
+   * not bounded by MAX_LOCKS_PER_PEER; refused (not_lockable) for the host itself, reserved
+   * entities and avatars.
+   * @param {number} peer
+   * @param {number} e
+   * @param {number} now
+   */
+  grant(peer, e, now) {
+    if (peer === this.host || reserved(e)) throw new AuthorityError(Reject.NotLockable, 'grant', peer, e);
+    let from = this.host;
+    const r = this.records.get(e);
+    if (r) {
+      if (r.kind === KIND_AVATAR) throw new AuthorityError(Reject.NotLockable, 'grant', peer, e);
+      if (r.peer === peer) {
+        this.heard(this.holders.get(peer), now);
+        return { entity: e, from: peer, to: peer };
+      }
+      from = r.peer;
+      this.release(e, r);
+    }
+    this.lock(peer, e, now);
+    return { entity: e, from, to: peer };
+  }
+
+  /**
    * @param {number} peer
    * @param {number} e
    */

@@ -818,6 +818,19 @@ export class Replica {
   }
 
   /**
+   * Calls fn(data, ts) for every value of the append set of (entity, component), oldest first
+   * (ascending timestamp, then value). data is the replica's copy: do not modify it.
+   * @param {number} entity
+   * @param {number} component
+   * @param {(data: Uint8Array, ts: number) => void} fn
+   */
+  rangeEntityAppend(entity, component, fn) {
+    const rec = this.#nums.get(entity & 0xffff);
+    if (rec === undefined || rec.entity !== entity) return;
+    for (const v of rec.app.get(component) ?? []) fn(v.data, v.ts);
+  }
+
+  /**
    * Reports whether entity version e is deleted (its version is at most the highest deleted
    * version of its number).
    * @param {number} entity

@@ -7,9 +7,10 @@
 import * as netmsg from './netmsg.js';
 import { Type } from './netmsg.js';
 import * as hostsnapshot from './hostsnapshot.js';
-import { RELIABLE } from './rtc.js';
+import { RELIABLE, UNRELIABLE } from './rtc.js';
 import { AuthorityTable, KIND_HOST, KIND_AVATAR, KIND_LOCK } from './authority.js';
-import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH } from './world.js';
+import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH, RPC_APPEND, EVERYONE, MAX_MESSAGE, MAX_ACTION } from './world.js';
+import { deliverAction } from './member.js';
 import { CLOSE_SCHEMA_MISMATCH } from './links.js';
 import { hex16 } from './status.js';
 import { now, mixin, mixinBase } from './loop.js';
@@ -70,8 +71,20 @@ export class HostMember {
     /** @type {number | null} */
     this.strikeAt = null;
     this.refused = false;
+    // The member's application traffic still allowed (appAllowed) as of appAt.
+    this.appBudget = 0;
+    /** @type {number | null} */
+    this.appAt = null;
   }
 }
+
+/**
+ * A member's application traffic through the host (messages, Actions, append requests, RPCs,
+ * one unit each), per second and in a burst (Go's appRate, appBurst). Beyond it the input is
+ * dropped and counted, not held against the member.
+ */
+export const APP_RATE = 200;
+export const APP_BURST = 400;
 
 /** @type {new () => HostRestamp & HostCommands} */
 const HostMethods = mixinBase();
@@ -291,7 +304,7 @@ export class HostRole extends HostMethods {
    * @param {import('./links.js').Remote} r
    * @param {import('./netmsg.js').Msg} m
    */
-  handle(r, m) {
+  handle(r, m, ch = RELIABLE) {
     const p = this.p;
     const w = this.w;
     this.auth.touch(r.idx, now());
@@ -300,7 +313,7 @@ export class HostRole extends HostMethods {
       p.count.dropped++;
       return;
     }
-    this.handleMessage(r, hm, m);
+    this.handleMessage(r, hm, m, ch);
     if (hm.refused) throw new Error('member dropped for refused inputs');
   }
 
@@ -308,8 +321,9 @@ export class HostRole extends HostMethods {
    * @param {import('./links.js').Remote} r
    * @param {HostMember} hm
    * @param {import('./netmsg.js').Msg} m
+   * @param {number} ch
    */
-  handleMessage(r, hm, m) {
+  handleMessage(r, hm, m, ch) {
     const p = this.p;
     const w = this.w;
     switch (m.type) {
@@ -355,9 +369,195 @@ export class HostRole extends HostMethods {
       case Type.CrdtBatch:
         this.corrections(hm, m);
         break;
+      case Type.Relay:
+        this.relayMessage(hm, m, ch);
+        break;
+      case Type.Actions:
+        if (!hm.snapshotSent) return;
+        for (const a of m.actions) {
+          if (!this.appAllowed(hm)) return;
+          if (a.data.length > MAX_ACTION) {
+            this.refuse(hm, `action of ${a.data.length} bytes, more than ${MAX_ACTION}`);
+            continue;
+          }
+          deliverAction(p, r.idx, a);
+        }
+        break;
       default:
+        if (m.type >= netmsg.FIRST_APPLICATION) {
+          this.appMessage(hm, m.type, m.body);
+          break;
+        }
         p.count.dropped++;
     }
+  }
+
+  /**
+   * Charges hm one unit of application traffic; false: over budget, dropped and counted.
+   * @param {HostMember} hm
+   */
+  appAllowed(hm) {
+    const t = now();
+    hm.appBudget = hm.appAt === null ? APP_BURST : Math.min(APP_BURST, hm.appBudget + (t - hm.appAt) / 1000 * APP_RATE);
+    hm.appAt = t;
+    if (hm.appBudget < 1) {
+      this.p.count.dropped++;
+      return false;
+    }
+    hm.appBudget--;
+    return true;
+  }
+
+  /**
+   * An application message from member hm to the host.
+   * @param {HostMember} hm
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  appMessage(hm, type, data) {
+    if (!hm.snapshotSent || !this.appAllowed(hm)) return;
+    if (data.length > MAX_MESSAGE) {
+      this.refuse(hm, `application message of ${data.length} bytes, more than ${MAX_MESSAGE}`);
+      return;
+    }
+    if (this.p.app.message) this.p.app.message(this.w, hm.r.idx, type, data);
+  }
+
+  /**
+   * Forwards a member's message to its destination as the app's allowRelay allows: one to the
+   * host is delivered here, one to EVERYONE here and to every other member.
+   * @param {HostMember} hm
+   * @param {import('./netmsg.js').Msg} m
+   * @param {number} ch
+   */
+  relayMessage(hm, m, ch) {
+    if (!hm.snapshotSent || !this.appAllowed(hm)) return;
+    const p = this.p;
+    const from = hm.r.idx;
+    const to = Number(m.peer);
+    if (m.data.length > MAX_MESSAGE) {
+      this.refuse(hm, `relayed message of ${m.data.length} bytes, more than ${MAX_MESSAGE}`);
+      return;
+    }
+    if (to === this.w.self) {
+      hm.appBudget++; // charged once
+      this.appMessage(hm, m.appType, m.data);
+      return;
+    }
+    const dest = this.mems.get(to);
+    if (to === from || (to !== EVERYONE && !(dest && dest.snapshotSent))) {
+      p.count.dropped++; // the destination left, or never was
+      return;
+    }
+    if (p.app.allowRelay && !p.app.allowRelay(this.w, from, to, m.appType)) {
+      p.count.dropped++;
+      return;
+    }
+    if (to === EVERYONE && p.app.message) p.app.message(this.w, from, m.appType, m.data);
+    this.deliver(to, from, netmsg.encode({ type: Type.Relay, peer: BigInt(from), appType: m.appType, data: m.data }), ch);
+  }
+
+  /**
+   * Sends frame to member to (or every synced member but except): reliable frames after this
+   * step's commands, unreliable ones at once.
+   * @param {number} to
+   * @param {number} except
+   * @param {Uint8Array} frame
+   * @param {number} ch
+   */
+  deliver(to, except, frame, ch) {
+    if (ch === RELIABLE) {
+      this.msgs.push({ to, except, frame });
+      return;
+    }
+    for (const [idx, hm] of this.mems) {
+      if (hm.snapshotSent && idx !== except && (to === EVERYONE || to === idx)) this.p.send(hm.r, ch, frame);
+    }
+  }
+
+  /**
+   * The host's own application message.
+   * @param {number} to
+   * @param {number} type
+   * @param {Uint8Array} data
+   * @param {boolean} reliable
+   */
+  sendMessage(to, type, data, reliable) {
+    const dest = this.mems.get(to);
+    if (to !== EVERYONE && !(dest && dest.snapshotSent)) throw new Error(`peer: no member ${to} in the room`);
+    this.deliver(to, 0, netmsg.encode({ type, body: data }), reliable ? RELIABLE : UNRELIABLE);
+  }
+
+  /**
+   * The host's own Action, to every member with the step's commands.
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  sendAction(type, data) {
+    this.actions.push({ type, data: data.slice() });
+  }
+
+  /**
+   * Hands host entity e to member to (World.grant).
+   * @param {number} e
+   * @param {number} to
+   */
+  grant(e, to) {
+    if (to === this.w.self) {
+      this.revoke(e);
+      return;
+    }
+    if (!this.p.members.has(to)) throw new Error(`peer: no member ${to} in the room`);
+    const t = this.auth.grant(to, e, now());
+    if (t.from !== t.to) {
+      this.authorityLost(e, t.from);
+      this.w.writeAuthority(e, { kind: KIND_LOCK, peer: to });
+    }
+  }
+
+  /**
+   * Gives a granted or locked entity back to the host (World.revoke).
+   * @param {number} e
+   */
+  revoke(e) {
+    const rec = this.w.authorityRecord(e);
+    if (rec.kind === KIND_HOST) return;
+    if (rec.kind !== KIND_LOCK) throw new Error(`peer: ${e} is peer ${rec.peer}'s avatar`);
+    this.auth.relinquish(rec.peer, e);
+    this.authorityLost(e, rec.peer);
+    this.w.writeAuthority(e, { kind: KIND_HOST, peer: 0 });
+  }
+
+  /**
+   * Admits a member's append request: to an entity it writes, or as the app's allowAppend says.
+   * @param {import('./links.js').Remote} r
+   * @param {Uint8Array} data
+   */
+  appendRequested(r, data) {
+    const p = this.p;
+    const w = this.w;
+    if (data.length < 8) {
+      p.count.dropped++;
+      return;
+    }
+    const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    const e = dv.getUint32(0, true);
+    const c = dv.getUint32(4, true);
+    const value = data.subarray(8);
+    try {
+      w.checkAppend(e, c, value);
+    } catch {
+      p.count.dropped++;
+      return;
+    }
+    let allowed = true;
+    try { this.auth.admitWrite(r.idx, e); } catch { allowed = false; }
+    if (!allowed && p.app.allowAppend) allowed = p.app.allowAppend(w, r.idx, e, c, value);
+    if (!allowed) {
+      p.count.rejected++;
+      return;
+    }
+    w.append(e, c, value);
   }
 
   /**
@@ -419,8 +619,13 @@ export class HostRole extends HostMethods {
   rpc(r, rpc) {
     const p = this.p;
     const w = this.w;
+    const hm = this.memberOf(r);
     if (rpc.type < FIRST_SYSTEM_RPC) {
-      p.app.rpc(w, r.idx, rpc.type, rpc.data);
+      if (this.appAllowed(hm)) p.app.rpc(w, r.idx, rpc.type, rpc.data);
+      return;
+    }
+    if (rpc.type === RPC_APPEND) {
+      if (this.appAllowed(hm)) this.appendRequested(r, rpc.data);
       return;
     }
     if (rpc.data.length !== 4) {

@@ -23,11 +23,11 @@ export class HostCommands {
    */
   flushCommands() {
     this.restamp();
-    if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length + this.entered.length + this.exited.length + this.relay.length === 0) return;
+    if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length + this.actions.length + this.entered.length + this.exited.length + this.relay.length + this.msgs.length === 0) return;
     const p = this.p;
     const w = this.w;
     const parts = [];
-    if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length > 0) {
+    if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length + this.actions.length > 0) {
       const stamp = w.stamp || w.clock;
       parts.push(netmsg.encode({ type: Type.Stamp, time: BigInt(stamp) }));
       const spawns = [];
@@ -46,7 +46,7 @@ export class HostCommands {
         type: Type.HostCommands, spawns,
         despawns: this.despawns.map((e) => ({ networkId: BigInt(e) })),
         authorityTransfers: this.transfers,
-        rpcs: this.rpcs, actions: [],
+        rpcs: this.rpcs, actions: this.actions,
       }));
     }
     for (const pi of this.entered) parts.push(netmsg.encode({ type: Type.PeerEntered, peer: pi }));
@@ -55,7 +55,13 @@ export class HostCommands {
       parts.push(netmsg.encode({ type: Type.CrdtBatch, term: BigInt(w.term), messages: netmsg.concat(...this.relay.map((m) => crdt.encodeMessage(m))) }));
     }
     const buf = netmsg.concat(...parts);
-    for (const hm of this.mems.values()) if (hm.snapshotSent) p.send(hm.r, RELIABLE, buf);
+    if (buf.length > 0) for (const hm of this.mems.values()) if (hm.snapshotSent) p.send(hm.r, RELIABLE, buf);
+    // Reliable application messages go after the commands of their step, never before them.
+    for (const q of this.msgs) {
+      for (const [idx, hm] of this.mems) {
+        if (hm.snapshotSent && idx !== q.except && (q.to === 0 || q.to === idx)) p.send(hm.r, RELIABLE, q.frame);
+      }
+    }
     this.clearCommands();
   }
 
@@ -72,6 +78,10 @@ export class HostCommands {
     this.transfers = [];
     /** @type {{type: number, data: Uint8Array}[]} */
     this.rpcs = [];
+    /** @type {{type: number, data: Uint8Array}[]} */
+    this.actions = [];
+    /** @type {{to: number, except: number, frame: Uint8Array}[]} reliable application messages, after the commands */
+    this.msgs = [];
     /** @type {{peerIndex: bigint, peerId: string}[]} */
     this.entered = [];
     /** @type {number[]} */

@@ -14,7 +14,10 @@
 // path from a page (/js/index.js). No bundler is required.
 
 export { Peer, DEFAULTS, CLOSE_SCHEMA_MISMATCH } from './peer.js';
-export { World, WorldError, Ev, ROOM_ENTITY, FIRST_SPAWN_NUMBER, FIRST_SYSTEM_RPC } from './world.js';
+export {
+  World, WorldError, Ev, ROOM_ENTITY, FIRST_SPAWN_NUMBER, FIRST_SYSTEM_RPC,
+  EVERYONE, MAX_MESSAGE, MAX_UNRELIABLE_MESSAGE, MAX_ACTION, MAX_APPEND_VALUE,
+} from './world.js';
 export {
   SignalingClient, SignalingError, PERMANENT_CODES, REDIAL, explain, defaultURL, randomDevice,
 } from './signaling.js';

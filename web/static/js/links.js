@@ -229,7 +229,7 @@ export class PeerLinks {
           continue;
         default:
       }
-      if (this.host) this.host.handle(r, m);
+      if (this.host) this.host.handle(r, m, ch);
       else if (this.member) this.member.handle(r, m, stamp);
       else this.count.fenced++;
     }

@@ -8,7 +8,7 @@ import { Type } from './netmsg.js';
 import * as crdt from './crdt.js';
 import * as hostsnapshot from './hostsnapshot.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta } from './schema.js';
-import { RELIABLE } from './rtc.js';
+import { RELIABLE, UNRELIABLE } from './rtc.js';
 import { KIND_HOST, KIND_AVATAR, KIND_LOCK, encodeRecord, AuthorityError, Reject } from './authority.js';
 import { schemaMismatch } from './links.js';
 import { hex16 } from './status.js';
@@ -41,6 +41,8 @@ export class MemberRole {
     this.synced = false;
     this.wasSynced = false;
     this.dirty = new Map();
+    /** @type {import('./crdt.js').Message[]} this member's own CRDT messages not yet sent (flushPending) */
+    this.pending = [];
     this.refusals = 0; // host messages refused, for the log
     this.refusedLog = 0; // host inputs refused by the limits, for the log
     // Adaptive anti-entropy: the replica hash at the last digest, the digest intervals since it,
@@ -224,9 +226,27 @@ export class MemberRole {
           if (this.hostMessageOK(cm)) w.mergeRemote(cm, w.host);
         }
         break;
+      case Type.Relay:
+        this.appMessage(Number(m.peer), m.appType, m.data);
+        break;
       default:
+        if (m.type >= netmsg.FIRST_APPLICATION) {
+          this.appMessage(w.host, m.type, m.body);
+          break;
+        }
         p.count.dropped++;
     }
+  }
+
+  /**
+   * Hands an application message from peer from to the app.
+   * @param {number} from
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  appMessage(from, type, data) {
+    if (this.p.app.message) this.p.app.message(this.w, from, type, data);
+    else this.p.count.dropped++;
   }
 
   /**
@@ -282,7 +302,7 @@ export class MemberRole {
       w.mergeRemote({ type: PutComponent, entity: e, component: COMPONENT_AUTHORITY, timestamp: ts, data: encodeRecord(rec) }, w.host);
     }
     for (const rpc of hc.rpcs) p.app.rpc(w, w.host, rpc.type, rpc.data);
-    for (const a of hc.actions) p.app.rpc(w, w.host, a.type, a.data);
+    for (const a of hc.actions) deliverAction(p, w.host, a);
   }
 
   /**
@@ -354,5 +374,58 @@ export class MemberRole {
 
   authorityChanged() {}
 
-  otherChanged() {}
+  /**
+   * Queues this member's own changes that updates cannot carry (a deleted property) for the host.
+   * @param {import('./crdt.js').Message} m
+   * @param {number} origin
+   */
+  otherChanged(m, origin) {
+    if (origin === 0 && this.synced) this.pending.push(m.data ? { ...m, data: m.data.slice() } : { ...m });
+  }
+
+  /**
+   * Sends the queued CRDT messages to the host, stamped with the term; after the member's answer
+   * to its sync snapshot (synced), so they never take its place. Unsent ones (no link) are left to
+   * the digest exchange.
+   */
+  flushPending() {
+    if (this.pending.length === 0) return;
+    if (this.synced && this.hostLink && this.hostLink.ready) {
+      const messages = netmsg.concat(...this.pending.map((cm) => crdt.encodeMessage(cm)));
+      this.p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(this.w.term), messages }));
+    }
+    this.pending = [];
+  }
+
+  /**
+   * @param {number} to
+   * @param {number} type
+   * @param {Uint8Array} data
+   * @param {boolean} reliable
+   */
+  sendMessage(to, type, data, reliable) {
+    if (!this.hostLink || !this.hostLink.ready) throw new Error('peer: no link to the host');
+    const msg = to === this.w.host ? { type, body: data } : { type: Type.Relay, peer: BigInt(to), appType: type, data };
+    this.p.send(this.hostLink, reliable ? RELIABLE : UNRELIABLE, netmsg.encode(msg));
+  }
+
+  /**
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  sendAction(type, data) {
+    if (!this.hostLink || !this.hostLink.ready) throw new Error('peer: no link to the host');
+    this.p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.Actions, actions: [{ type, data }] }));
+  }
+}
+
+/**
+ * Gives a TRNP Action to the app's action hook, or to rpc when it has none.
+ * @param {import('./peer.js').Peer} p
+ * @param {number} from
+ * @param {{type: number, data: Uint8Array}} a
+ */
+export function deliverAction(p, from, a) {
+  if (p.app.action) p.app.action(p.w, from, a.type, a.data);
+  else p.app.rpc(p.w, from, a.type, a.data);
 }
