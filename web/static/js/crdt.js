@@ -24,6 +24,11 @@ import { elementHashAdd, u64Add, u64Array, u64IsZero, u64Sub, u64Value } from '.
  * @property {Uint8Array | null} data
  */
 
+/**
+ * A last-writer-wins entry as Replica.get returns it: a value, or a tombstone (data null).
+ * @typedef {{data: Uint8Array, ts: number, deleted: false} | {data: null, ts: number, deleted: true}} LWWEntry
+ */
+
 /** ADR-117 message types as @dcl/ecs 7.x numbers them. */
 export const MessageType = Object.freeze({
   PutComponent: 1,
@@ -807,14 +812,14 @@ export class Replica {
    * (deleted true) and is the replica's copy: do not modify it.
    * @param {number} entity
    * @param {number} component
-   * @returns {{data: Uint8Array|null, ts: number, deleted: boolean}|undefined}
+   * @returns {LWWEntry | undefined}
    */
   get(entity, component) {
     const rec = this.#nums.get(entity & 0xffff);
     if (rec === undefined || rec.entity !== entity) return undefined;
     const s = rec.lww.get(component);
     if (s === undefined) return undefined;
-    return { data: s.data, ts: s.ts, deleted: s.data === null };
+    return s.data === null ? { data: null, ts: s.ts, deleted: true } : { data: s.data, ts: s.ts, deleted: false };
   }
 
   /**
