@@ -1178,7 +1178,7 @@ export class Replica {
    * it: after 'outdated', the local entry for m's key as PUT_COMPONENT or DELETE_COMPONENT with its
    * timestamp; after 'ignored', the DELETE_ENTITY of the highest deleted version of m's number.
    * Empty when there is nothing to correct (no entry, an append value, m is the recorded deletion).
-   * @param {{type: number, entity: number, component?: number}} m
+   * @param {{type: number, entity: number, component: number}} m
    * @returns {Uint8Array}
    */
   appendCorrection(m) {
