@@ -145,7 +145,9 @@ export class HostRestamp {
     /** @type {import('./hostsnapshot.js').Entry[]} */
     const entries = [];
     w.r.range((en) => {
-      if (due.has(en.entity >>> 0)) entries.push({ ...en, data: en.data ? en.data.slice() : en.data });
+      if (!due.has(en.entity >>> 0)) return true;
+      if (en.deleted) entries.push({ ...en });
+      else entries.push({ entity: en.entity, component: en.component, timestamp: en.timestamp, deleted: false, data: en.data.slice() });
       return true;
     });
     if (entries.length === 0) return;
