@@ -245,9 +245,10 @@ export class PeerLinks {
   }
 
   /**
-   * Sends a payload to r, fragmenting a reliable payload above the message limit.
+   * Sends a payload to r, fragmenting a reliable payload above the message limit. Nothing is sent
+   * without a ready link (r null included).
    * @this {import('./peer.js').Peer}
-   * @param {Remote} r
+   * @param {Remote | null} r
    * @param {number} ch
    * @param {Uint8Array} payload
    */
