@@ -349,8 +349,8 @@ export class World {
         deleted = d;
       }
       let ver = 0;
-      if (deleted.has(n)) {
-        const dv = deleted.get(n);
+      const dv = deleted.get(n);
+      if (dv !== undefined) {
         if (dv === 0xffff) continue;
         ver = dv + 1;
       }
@@ -460,17 +460,19 @@ export class World {
     const meta = this.r.get(e, COMPONENT_META);
     if (!meta || meta.deleted) return;
     const pm = parseMeta(meta.data);
-    const s = pm && this.schemas.lookup(pm.id);
+    if (!pm) return;
+    const s = this.schemas.lookup(pm.id);
     if (!s) return; // an entity of a schema we do not run: kept in the replica, not in the index
+    const creation = pm.creation.slice();
     let info = this.ents.get(e);
     const fresh = !info;
-    if (fresh) {
-      info = { schema: s, creation: null, auth: HOST_RECORD };
+    if (!info) {
+      info = { schema: s, creation, auth: HOST_RECORD };
       this.ents.set(e, info);
       this.byNumber.set(entityNumber(e), e);
     }
     info.schema = s;
-    info.creation = pm.creation.slice();
+    info.creation = creation;
     const a = this.r.get(e, COMPONENT_AUTHORITY);
     if (a && !a.deleted) {
       const rec = decodeRecord(a.data);
@@ -498,18 +500,24 @@ export class World {
    * Asks the host for a lock on e (members).
    * @param {number} e
    */
-  requestLock(e) { return this.peer.systemRPC(RPC_LOCK_REQUEST, e); }
+  requestLock(e) { return this.#attached().systemRPC(RPC_LOCK_REQUEST, e); }
   /**
    * Gives back the lock on e (members).
    * @param {number} e
    */
-  relinquish(e) { return this.peer.systemRPC(RPC_RELINQUISH, e); }
+  relinquish(e) { return this.#attached().systemRPC(RPC_RELINQUISH, e); }
   /**
    * Sends the app's RPC type with data to the host (members).
    * @param {number} type
    * @param {Uint8Array} data
    */
-  sendRPC(type, data) { return this.peer.sendRPC(type, data); }
+  sendRPC(type, data) { return this.#attached().sendRPC(type, data); }
+
+  /** The Peer running this world: a World is used through the Peer that made it. */
+  #attached() {
+    if (!this.peer) throw new Error('world: not attached to a peer');
+    return this.peer;
+  }
 }
 
 /** The lowest RPC type reserved for Concord. */
