@@ -75,8 +75,8 @@ export function encodeVec(v) {
 }
 
 /**
- * Decodes a vector; a value of the wrong size is the zero vector.
- * @param {Uint8Array} b
+ * Decodes a vector; a missing value or one of the wrong size is the zero vector.
+ * @param {Uint8Array | undefined} b
  */
 export function parseVec(b) {
   if (!b || b.length !== 8) return { x: 0, y: 0 };
@@ -85,7 +85,8 @@ export function parseVec(b) {
 }
 
 /**
- * @param {Uint8Array} b
+ * Decodes a u32; a missing value or one of the wrong size is 0.
+ * @param {Uint8Array | undefined} b
  */
 export function u32(b) {
   if (!b || b.length !== 4) return 0;

@@ -84,8 +84,8 @@ export function encodeRecord(rec) {
 }
 
 /**
- * Decodes an authority record; null when malformed (authority.ConsumeRecord).
- * @param {Uint8Array} b
+ * Decodes an authority record; null when missing or malformed (authority.ConsumeRecord).
+ * @param {Uint8Array | null | undefined} b
  */
 export function decodeRecord(b) {
   if (!b || b.length < RECORD_SIZE) return null;

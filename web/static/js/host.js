@@ -57,6 +57,7 @@ export class HostMember {
     // answered: the member has answered its sync snapshot (its corrections, if it had any, are
     // merged), so this host holds its latest writes.
     this.answered = false;
+    /** What signaling says of the member, set by its Hello. @type {import('./peer.js').MemberInfo | null} */
     this.info = null;
     this.dirty = new Map(); // entity → property mask
     // heldTerm: the term of the state the member's greeting says it holds (0: none).
@@ -86,7 +87,7 @@ export class HostMember {
 export const APP_RATE = 200;
 export const APP_BURST = 400;
 
-/** @type {new () => HostRestamp & HostCommands} */
+/** @type {new () => HostRestamp & HostCommands & import('./hostcommands.js').CommandQueues} */
 const HostMethods = mixinBase();
 
 /** The host role of a Peer: created when the peer becomes host, stopped when it steps down. */
@@ -99,7 +100,8 @@ export class HostRole extends HostMethods {
     this.p = p;
     this.w = p.w;
     this.mems = new Map(); // peer index → HostMember, one per member link
-    this.auth = null;
+    // The authority records: start() restores them from the replica.
+    this.auth = new AuthorityTable(p.w.self);
     this.clearCommands();
     this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
     this.rejectLog = 0;
@@ -120,7 +122,6 @@ export class HostRole extends HostMethods {
     w.isHost = true;
     w.heldTerm = w.term;
     w.sink = this;
-    this.auth = new AuthorityTable(w.self);
     for (const [e, info] of w.ents) {
       if (info.auth.kind !== KIND_HOST) {
         try {
@@ -566,6 +567,8 @@ export class HostRole extends HostMethods {
    * @param {import('./netmsg.js').Msg} dig
    */
   answerDigest(hm, dig) {
+    const info = hm.info;
+    if (!info) throw new Error('digest before hello'); // never: a Digest needs helloed, which Hello sets with info
     const r = hm.r;
     const p = this.p;
     const w = this.w;
@@ -591,8 +594,8 @@ export class HostRole extends HostMethods {
       // Relayed corrections only from a member that held an earlier host's state.
       hm.acceptRelayed = hm.heldTerm !== 0 && hm.heldTerm < w.term;
       hm.dirty = new Map();
-      this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(hm.info.id) });
-      if (hm.info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(hm.info);
+      this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(info.id) });
+      if (info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(info);
       p.log('info', 'member synced by snapshot', { member: r.idx, buckets: differ.length });
     }
   }
@@ -609,7 +612,7 @@ export class HostRole extends HostMethods {
     const snap = hostsnapshot.build(w.r, w.schemas, {
       term: BigInt(w.term), localPeerIndex: BigInt(r.idx), hostPeerIndex: BigInt(w.self), peers, cover,
     });
-    p.send(r, RELIABLE, netmsg.encode({ type: Type.HostSnapshot, ...snap }));
+    p.send(r, RELIABLE, netmsg.encode(snap)); // build's fields, type HostSnapshot among them
   }
 
   /**

@@ -15,6 +15,21 @@ import { entityNumber } from './crdt.js';
 import { now } from './loop.js';
 import { entryMessage } from './restamp.js';
 
+/**
+ * The queues of what a step produced, which clearCommands (called by HostRole's constructor)
+ * sets and empties. Declared for HostRole: a property only methods set would type as optional.
+ * @typedef {object} CommandQueues
+ * @property {number[]} spawns
+ * @property {number[]} despawns
+ * @property {{networkId: bigint, newAuthorIndex: bigint}[]} transfers
+ * @property {{type: number, data: Uint8Array}[]} rpcs
+ * @property {{type: number, data: Uint8Array}[]} actions
+ * @property {{to: number, except: number, frame: Uint8Array}[]} msgs reliable application messages, after the commands
+ * @property {{peerIndex: bigint, peerId: string}[]} entered
+ * @property {number[]} exited
+ * @property {import('./crdt.js').Message[]} relay CRDT messages TRNP cannot carry
+ */
+
 /** HostRole's command and change-sink methods. */
 export class HostCommands {
   /**
@@ -35,11 +50,16 @@ export class HostCommands {
         const info = w.ents.get(e);
         if (!info) continue;
         let mask = 0;
+        /** @type {Uint8Array[]} the values the mask names, by property */
+        const vals = [];
         info.schema.properties.forEach((prop, i) => {
           const v = w.r.get(e, prop.component);
-          if (v && !v.deleted) mask |= 1 << i;
+          if (v && !v.deleted) {
+            mask |= 1 << i;
+            vals[i] = v.data;
+          }
         });
-        const updateData = hostsnapshot.appendSpawnUpdate(info.schema, mask >>> 0, (i) => w.get(e, i));
+        const updateData = hostsnapshot.appendSpawnUpdate(info.schema, mask >>> 0, (i) => vals[i]);
         spawns.push({ networkId: BigInt(e), schemaId: info.schema.id, creationData: info.creation, updateData });
       }
       parts.push(netmsg.encode({
@@ -70,23 +90,23 @@ export class HostCommands {
    * @this {import('./host.js').HostRole}
    */
   clearCommands() {
-    /** @type {number[]} */
+    /** @type {CommandQueues['spawns']} */
     this.spawns = [];
-    /** @type {number[]} */
+    /** @type {CommandQueues['despawns']} */
     this.despawns = [];
-    /** @type {{networkId: bigint, newAuthorIndex: bigint}[]} */
+    /** @type {CommandQueues['transfers']} */
     this.transfers = [];
-    /** @type {{type: number, data: Uint8Array}[]} */
+    /** @type {CommandQueues['rpcs']} */
     this.rpcs = [];
-    /** @type {{type: number, data: Uint8Array}[]} */
+    /** @type {CommandQueues['actions']} */
     this.actions = [];
-    /** @type {{to: number, except: number, frame: Uint8Array}[]} reliable application messages, after the commands */
+    /** @type {CommandQueues['msgs']} reliable application messages, after the commands */
     this.msgs = [];
-    /** @type {{peerIndex: bigint, peerId: string}[]} */
+    /** @type {CommandQueues['entered']} */
     this.entered = [];
-    /** @type {number[]} */
+    /** @type {CommandQueues['exited']} */
     this.exited = [];
-    /** @type {import('./crdt.js').Message[]} CRDT messages TRNP cannot carry */
+    /** @type {CommandQueues['relay']} */
     this.relay = [];
   }
 

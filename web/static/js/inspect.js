@@ -139,6 +139,7 @@ function render(rooms, verdicts) {
  */
 function drawSpark(canvas, h) {
   const ctx = canvas.getContext('2d');
+  if (!ctx) return; // never: the canvas is used only for a 2d context
   const W = canvas.width;
   const H = canvas.height;
   ctx.clearRect(0, 0, W, H);
@@ -189,6 +190,7 @@ function renderEntities() {
   table.replaceChildren(el('tr', {}, ...['entity', 'number/version', 'schema', 'authority', 'state'].map((h) => el('th', { textContent: h }))));
   for (const e of w.entities()) {
     const s = w.schemaOf(e);
+    if (!s) continue; // never: every live entity has a schema
     const rec = w.authorityRecord(e);
     const auth = rec.kind === KIND_AVATAR ? `avatar of #${rec.peer}` : rec.kind === KIND_LOCK ? `locked by #${rec.peer}` : 'host';
     let state = '';

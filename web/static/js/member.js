@@ -129,6 +129,7 @@ export class MemberRole {
   }
 
   hostLinkClosed() {
+    if (!this.hostLink) return; // called only for the host link
     const host = this.hostLink.idx;
     this.hostLink = null;
     this.retry(host);

@@ -508,7 +508,7 @@ export function* readMessages(payload, opts = {}) {
     const { msg, n } = decodeAt(c, off);
     off += n;
     if (msg.type >= FIRST_EXTENSION && msg.type < FIRST_APPLICATION && !isKnownType(msg.type)) {
-      if (opts.onUnknown) opts.onUnknown(msg.type, msg.body);
+      if (opts.onUnknown && msg.body) opts.onUnknown(msg.type, msg.body); // an unknown type is decoded as {type, body}
       continue;
     }
     yield msg;
@@ -1185,7 +1185,7 @@ export class Reassembler {
 
   /** @param {{maxTotal?: number}} [cfg] maxTotal: cap of a payload in bytes, default 64 MiB */
   constructor(cfg = {}) {
-    this.#maxTotal = cfg.maxTotal > 0 ? cfg.maxTotal : DEFAULT_MAX_TOTAL;
+    this.#maxTotal = cfg.maxTotal !== undefined && cfg.maxTotal > 0 ? cfg.maxTotal : DEFAULT_MAX_TOTAL;
     this.#active = false;
     this.#id = 0;
     this.#total = 0;

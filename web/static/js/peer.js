@@ -116,7 +116,8 @@ export const DEFAULTS = Object.freeze({
  * @property {number} [resumeSettleMs]
  */
 
-/** @type {new () => PeerLinks & PeerUpdates & PeerResume & PeerStatus} */
+// PeerResume's methods set sig, which would type it as theirs (never null): Peer declares it.
+/** @type {new () => PeerLinks & PeerUpdates & Omit<PeerResume, 'sig'> & PeerStatus} */
 const PeerMethods = mixinBase();
 
 /**
@@ -142,6 +143,7 @@ export class Peer extends PeerMethods {
     this.log = opts.log || defaultLog;
     this.w = new World(this.app.schemas());
     this.w.peer = this;
+    /** The signaling client of the current connection (see resume.js). @type {import('./signaling.js').SignalingClient | null} */
     this.sig = null;
     /** The signaling endpoints of opts.url, in order; [''] means /ws next to the page. */
     this.servers = opts.url ? parseServers(opts.url) : [''];
@@ -429,6 +431,7 @@ export class Peer extends PeerMethods {
   }
 
   stepDown() {
+    if (!this.host) return; // callers step down only a host
     this.host.stop();
     this.host = null;
     this.w.isHost = false;

@@ -11,6 +11,8 @@ import { COMPONENT_AUTHORITY } from './schema.js';
 import { KIND_HOST, decodeRecord } from './authority.js';
 import { FIRST_SPAWN_NUMBER, MAX_VERSION_AHEAD, knownVersion } from './world.js';
 
+const EMPTY = new Uint8Array(0);
+
 /**
  * How far above the host's clock a member's stamp may be (Go's maxStampSkew); a member's skew
  * budget refills at STAMP_RATE ticks a second. docs/protocol.md §5, "Limits".
@@ -145,7 +147,9 @@ export class HostRestamp {
     /** @type {import('./hostsnapshot.js').Entry[]} */
     const entries = [];
     w.r.range((en) => {
-      if (due.has(en.entity >>> 0)) entries.push({ ...en, data: en.data ? en.data.slice() : en.data });
+      if (!due.has(en.entity >>> 0)) return true;
+      if (en.deleted) entries.push({ ...en });
+      else entries.push({ entity: en.entity, component: en.component, timestamp: en.timestamp, deleted: false, data: en.data.slice() });
       return true;
     });
     if (entries.length === 0) return;
@@ -356,8 +360,9 @@ export class HostRestamp {
     if (!v || v.ts < m.timestamp) return false;
     if (v.ts > m.timestamp) return true;
     if (m.type === DeleteComponent) return v.deleted;
-    if (v.deleted || v.data.length !== m.data.length) return false;
-    for (let i = 0; i < v.data.length; i++) if (v.data[i] !== m.data[i]) return false;
+    const data = m.data ?? EMPTY; // a PUT without data puts the empty value (crdt merge)
+    if (v.deleted || v.data.length !== data.length) return false;
+    for (let i = 0; i < v.data.length; i++) if (v.data[i] !== data[i]) return false;
     return true;
   }
 

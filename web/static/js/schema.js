@@ -303,14 +303,14 @@ export class SchemaTable {
    * @returns {bigint}
    */
   computeFingerprint() {
+    const schemas = [...this.#schemas.values()].sort((a, b) => a.id - b.id); // in the order of ids
     let n = 0;
-    for (const id of this.ids) n += 8 + 8 * this.#schemas.get(id).properties.length;
+    for (const s of schemas) n += 8 + 8 * s.properties.length;
     const b = new Uint8Array(n);
     const dv = new DataView(b.buffer);
     let o = 0;
-    for (const id of this.ids) {
-      const s = this.#schemas.get(id);
-      dv.setUint32(o, id, true);
+    for (const s of schemas) {
+      dv.setUint32(o, s.id, true);
       dv.setUint32(o + 4, s.properties.length, true);
       o += 8;
       for (const p of s.properties) {

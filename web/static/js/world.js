@@ -362,8 +362,8 @@ export class World {
         deleted = d;
       }
       let ver = 0;
-      if (deleted.has(n)) {
-        const dv = deleted.get(n);
+      const dv = deleted.get(n);
+      if (dv !== undefined) {
         if (dv === 0xffff) continue;
         ver = dv + 1;
       }
@@ -480,17 +480,19 @@ export class World {
     const meta = this.r.get(e, COMPONENT_META);
     if (!meta || meta.deleted) return;
     const pm = parseMeta(meta.data);
-    const s = pm && this.schemas.lookup(pm.id);
+    if (!pm) return;
+    const s = this.schemas.lookup(pm.id);
     if (!s) return; // an entity of a schema we do not run: kept in the replica, not in the index
+    const creation = pm.creation.slice();
     let info = this.ents.get(e);
     const fresh = !info;
-    if (fresh) {
-      info = { schema: s, creation: null, auth: HOST_RECORD };
+    if (!info) {
+      info = { schema: s, creation, auth: HOST_RECORD };
       this.ents.set(e, info);
       this.byNumber.set(entityNumber(e), e);
     }
     info.schema = s;
-    info.creation = pm.creation.slice();
+    info.creation = creation;
     const a = this.r.get(e, COMPONENT_AUTHORITY);
     if (a && !a.deleted) {
       const rec = decodeRecord(a.data);
@@ -518,18 +520,18 @@ export class World {
    * Asks the host for a lock on e (members).
    * @param {number} e
    */
-  requestLock(e) { return this.peer.systemRPC(RPC_LOCK_REQUEST, e); }
+  requestLock(e) { return this.#attached().systemRPC(RPC_LOCK_REQUEST, e); }
   /**
    * Gives back the lock on e (members).
    * @param {number} e
    */
-  relinquish(e) { return this.peer.systemRPC(RPC_RELINQUISH, e); }
+  relinquish(e) { return this.#attached().systemRPC(RPC_RELINQUISH, e); }
   /**
    * Sends the app's RPC type with data to the host (members).
    * @param {number} type
    * @param {Uint8Array} data
    */
-  sendRPC(type, data) { return this.peer.sendRPC(type, data); }
+  sendRPC(type, data) { return this.#attached().sendRPC(type, data); }
 
   /**
    * Queues the app's RPC type with data to every member (host only).
@@ -537,9 +539,10 @@ export class World {
    * @param {Uint8Array} data
    */
   broadcastRPC(type, data) {
-    if (!this.isHost || !this.peer.host) throw new WorldError('not_host', 'world: only the host broadcasts RPCs');
+    const host = this.peer && this.peer.host;
+    if (!this.isHost || !host) throw new WorldError('not_host', 'world: only the host broadcasts RPCs');
     if (type >= FIRST_SYSTEM_RPC) throw new WorldError('no_authority', 'world: RPC types from 0xffffff00 are Concord\'s');
-    this.peer.host.rpcs.push({ type, data: data.slice() });
+    host.rpcs.push({ type, data: data.slice() });
   }
 
   /**
@@ -580,7 +583,7 @@ export class World {
       dv.setUint32(0, e >>> 0, true);
       dv.setUint32(4, c >>> 0, true);
       b.set(value, 8);
-      this.peer.rpcToHost(RPC_APPEND, b);
+      this.#attached().rpcToHost(RPC_APPEND, b);
       return;
     }
     /** @type {Message} */
@@ -631,7 +634,7 @@ export class World {
     const limit = reliable ? MAX_MESSAGE : MAX_UNRELIABLE_MESSAGE;
     if (data.length > limit) throw new WorldError('too_large', `world: message of ${data.length} bytes, limit ${limit}`);
     if (to === this.self) throw new WorldError('no_peer', `world: ${to} is this peer`);
-    this.peer.sendMessage(to, type, data, reliable);
+    this.#attached().sendMessage(to, type, data, reliable);
   }
 
   /**
@@ -642,7 +645,7 @@ export class World {
    */
   sendAction(type, data) {
     if (data.length > MAX_ACTION) throw new WorldError('too_large', `world: action of ${data.length} bytes, limit ${MAX_ACTION}`);
-    this.peer.sendAction(type, data);
+    this.#attached().sendAction(type, data);
   }
 
   /**
@@ -652,9 +655,10 @@ export class World {
    * @param {number} to
    */
   grant(e, to) {
-    if (!this.isHost || !this.peer.host) throw new WorldError('not_host', 'world: only the host grants authority');
+    const host = this.peer && this.peer.host;
+    if (!this.isHost || !host) throw new WorldError('not_host', 'world: only the host grants authority');
     if (!this.ents.has(e)) throw new WorldError('no_entity', `world: no entity ${e}`);
-    this.peer.host.grant(e, to);
+    host.grant(e, to);
   }
 
   /**
@@ -662,9 +666,16 @@ export class World {
    * @param {number} e
    */
   revoke(e) {
-    if (!this.isHost || !this.peer.host) throw new WorldError('not_host', 'world: only the host revokes authority');
+    const host = this.peer && this.peer.host;
+    if (!this.isHost || !host) throw new WorldError('not_host', 'world: only the host revokes authority');
     if (!this.ents.has(e)) throw new WorldError('no_entity', `world: no entity ${e}`);
-    this.peer.host.revoke(e);
+    host.revoke(e);
+  }
+
+  /** The Peer running this world: a World is used through the Peer that made it. */
+  #attached() {
+    if (!this.peer) throw new Error('world: not attached to a peer');
+    return this.peer;
   }
 }
 
