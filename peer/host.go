@@ -37,8 +37,8 @@ type hostRole struct {
 	restamped map[uint64]restampedKey // keys restamp rewrote, until their author writes again
 	lost      map[Entity]lostAuthority
 
-	// Refused inputs per kind, for rate-limited logs (host_admit.go).
-	skewed, badBatch, badCorrection, badDigest refusal
+	// refusedLog counts refused inputs per reason, for rate-limited logs (host_admit.go).
+	refusedLog [NumRefusals]uint64
 
 	hc    netmsg.HostCommands
 	snap  netmsg.HostSnapshot
@@ -193,7 +193,7 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 			hm.buckets = len(in.dig.Digests)
 		} else if len(in.dig.Digests) != hm.buckets {
 			// Alternating bucket counts would defeat the quiet period and the digest cache.
-			return h.refuse(hm, &h.badDigest, fmt.Sprintf("digest of %d buckets after %d", len(in.dig.Digests), hm.buckets))
+			return h.refuse(hm, RefusedDigest, fmt.Sprintf("digest of %d buckets after %d", len(in.dig.Digests), hm.buckets))
 		}
 		if hm.snapshotSent {
 			// A member sends its next digest after its corrections, on the same ordered
@@ -213,7 +213,7 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		}
 		ts := crdt.Timestamp(in.eu.Time)
 		if in.eu.Time <= uint64(^uint32(0)) && !h.stampOK(hm, ts) {
-			return h.refuse(hm, &h.skewed, fmt.Sprintf("updates stamped %d, more than %d above the host's clock %d", ts, maxStampSkew, h.w.r.Clock()))
+			return h.refuse(hm, RefusedStampSkew, fmt.Sprintf("updates stamped %d, more than %d above the host's clock %d", ts, maxStampSkew, h.w.r.Clock()))
 		}
 		applyUpdates(h.roleBase, &in.eu, r.idx, func(e Entity) bool { return h.admit(hm, e, ts) }, h.mergeWrite)
 		if hm.refused {

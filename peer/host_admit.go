@@ -68,11 +68,11 @@ func (h *hostRole) stampOK(hm *hostMember, ts crdt.Timestamp) bool {
 // refuse counts an input refused for reason, logs it (warn, rate-limited), and returns
 // errOffender when the member has offended maxStrikes times in a burst: the caller closes its
 // link after a Close that says why.
-func (h *hostRole) refuse(hm *hostMember, kind *refusal, reason string) error {
-	h.count.refused.Add(1)
-	kind.n++
-	if kind.n <= 10 || kind.n%1000 == 0 {
-		h.log.Warn().Uint64("peer", uint64(hm.link.idx)).Uint64("count", kind.n).Msg("input refused: " + reason)
+func (h *hostRole) refuse(hm *hostMember, why Refusal, reason string) error {
+	h.count.refuse(why)
+	n := &h.refusedLog[why]
+	if *n++; *n <= 10 || *n%1000 == 0 {
+		h.log.Warn().Uint64("peer", uint64(hm.link.idx)).Str("reason", why.String()).Uint64("count", *n).Msg("input refused: " + reason)
 	}
 	return h.strike(hm, reason)
 }
@@ -98,33 +98,30 @@ func (h *hostRole) strike(hm *hostMember, reason string) error {
 	return fmt.Errorf("%w: %s", errOffender, reason)
 }
 
-// refusal counts one kind of refused input, for rate-limited logs.
-type refusal struct{ n uint64 }
-
 // admitCorrection applies the limits of a correction beyond authority: its stamp, a relayed
-// deletion's version, and authority records. It returns a reason to refuse m, or "".
-func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool) string {
+// deletion's version, and authority records. It returns why and a reason to refuse m, or "".
+func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool) (Refusal, string) {
 	idx := hm.link.idx
 	switch m.Type {
 	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
 		if m.Entity.Number() < FirstSpawnNumber {
-			return fmt.Sprintf("deletion of reserved entity %v", m.Entity)
+			return RefusedCorrection, fmt.Sprintf("deletion of reserved entity %v", m.Entity)
 		}
 		if relayed && int(m.Entity.Version()) > int(h.w.knownVersion(m.Entity.Number()))+maxVersionAhead {
-			return fmt.Sprintf("deletion of %v, far above any version of number %d known here", m.Entity, m.Entity.Number())
+			return RefusedCorrection, fmt.Sprintf("deletion of %v, far above any version of number %d known here", m.Entity, m.Entity.Number())
 		}
-		return ""
+		return 0, ""
 	}
 	if !h.stampOK(hm, m.Timestamp) {
-		return fmt.Sprintf("correction stamped %d, more than %d above the host's clock %d", m.Timestamp, maxStampSkew, h.w.r.Clock())
+		return RefusedStampSkew, fmt.Sprintf("correction stamped %d, more than %d above the host's clock %d", m.Timestamp, maxStampSkew, h.w.r.Clock())
 	}
 	if m.Component == schema.ComponentAuthority && (m.Type == crdt.PutComponent || m.Type == crdt.PutComponentNetwork) {
 		var rec authority.Record
 		if _, err := authority.ConsumeRecord(m.Data, &rec); err == nil && rec.Kind != authority.KindHost && rec.Peer == idx && h.w.AuthorityRecord(m.Entity) != rec {
-			return fmt.Sprintf("authority record handing %v to its sender", m.Entity)
+			return RefusedCorrection, fmt.Sprintf("authority record handing %v to its sender", m.Entity)
 		}
 	}
-	return ""
+	return 0, ""
 }
 
 // knownVersion is the highest version of entity number n this world knows of: live, deleted, or 0.

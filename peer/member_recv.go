@@ -205,7 +205,7 @@ func (m *memberRole) hostStampOK(stamp uint64) bool {
 	if !m.synced || stamp <= uint64(m.w.r.Clock())+maxHostSkew {
 		return true
 	}
-	m.refused(fmt.Sprintf("host stamp %d more than %d above this member's clock %d", stamp, maxHostSkew, m.w.r.Clock()))
+	m.refused(RefusedHostStamp, fmt.Sprintf("host stamp %d more than %d above this member's clock %d", stamp, maxHostSkew, m.w.r.Clock()))
 	return false
 }
 
@@ -216,14 +216,14 @@ func (m *memberRole) hostMessageOK(cm *crdt.Message) bool {
 	switch cm.Type {
 	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
 		if cm.Entity.Number() < FirstSpawnNumber && cm.Entity != RoomEntity {
-			m.refused(fmt.Sprintf("host deletes reserved entity %v", cm.Entity))
+			m.refused(RefusedHostDeletion, fmt.Sprintf("host deletes reserved entity %v", cm.Entity))
 			return false
 		}
 		if !m.synced {
 			return true
 		}
 		if int(cm.Entity.Version()) > int(m.w.knownVersion(cm.Entity.Number()))+maxVersionAhead {
-			m.refused(fmt.Sprintf("host deletes %v, far above any version of its number known here", cm.Entity))
+			m.refused(RefusedHostDeletion, fmt.Sprintf("host deletes %v, far above any version of its number known here", cm.Entity))
 			return false
 		}
 		return true
@@ -232,9 +232,9 @@ func (m *memberRole) hostMessageOK(cm *crdt.Message) bool {
 }
 
 // refused counts an input from the host refused by the limits, with a rate-limited warning.
-func (m *memberRole) refused(reason string) {
-	m.count.refused.Add(1)
+func (m *memberRole) refused(why Refusal, reason string) {
+	m.count.refuse(why)
 	if m.refusedLog++; m.refusedLog <= 10 || m.refusedLog%1000 == 0 {
-		m.log.Warn().Uint64("host", uint64(m.w.host)).Uint64("count", m.refusedLog).Msg("host input refused: " + reason)
+		m.log.Warn().Uint64("host", uint64(m.w.host)).Str("reason", why.String()).Uint64("count", m.refusedLog).Msg("host input refused: " + reason)
 	}
 }
