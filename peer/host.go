@@ -39,6 +39,9 @@ type hostRole struct {
 
 	// refusedLog counts refused inputs per reason, for rate-limited logs (host_admit.go).
 	refusedLog [NumRefusals]uint64
+	// conducts holds the members' skew budgets and strikes across their links, by identity and
+	// by peer index (bounded: maxConducts, conductMemory).
+	conducts map[string]*conduct
 
 	hc    netmsg.HostCommands
 	snap  netmsg.HostSnapshot
@@ -75,10 +78,8 @@ type hostMember struct {
 	heldTerm Term
 	// buckets is the bucket count of the member's first digest; later digests must keep it.
 	buckets int
-	// budget is how far the member's stamps may still move the host's clock (stampOK), as of
-	// budgetAt; strikes counts its refused inputs, draining from strikeAt (refuse).
-	budget, strikes    float64
-	budgetAt, strikeAt time.Time
+	// conduct is the member's skew budget and strikes, shared with its earlier links.
+	conduct *conduct
 }
 
 func newHostRole(b roleBase) *hostRole {
@@ -90,7 +91,7 @@ func (h *hostRole) memberOf(r *remote) *hostMember {
 	if hm := h.mems[r.idx]; hm != nil && hm.link == r {
 		return hm
 	}
-	hm := &hostMember{link: r}
+	hm := &hostMember{link: r, conduct: h.conductOf(r.idx)}
 	h.mems[r.idx] = hm
 	return hm
 }
