@@ -226,7 +226,8 @@ const maxHostSkew = 1 << 16
 // (docs/protocol.md §5, "Limits"); beyond, the snapshot is refused whole.
 const (
 	// maxSnapshotBytes bounds what a snapshot carries (host state, spawn data, peer ids): half
-	// the reassembly limit, over 10× a full 65,535-entity world of small entities.
+	// the reassembly limit, almost 7× a full 65,535-entity world of three-property entities (73
+	// bytes each in hostsnapshot's TestScaleFragmented).
 	maxSnapshotBytes = 32 << 20
 	// maxSnapshotValues bounds the values it carries (spawned values and stream messages), which
 	// Apply indexes: 2²¹ is 65,536 entities of 32 properties.
