@@ -136,7 +136,7 @@ func (h *hostRole) appMessage(hm *hostMember, typ uint8, data []byte, ch link.Ch
 		return nil
 	}
 	if len(data) > MaxMessage {
-		return h.refuse(hm, &h.badApp, fmt.Sprintf("application message of %d bytes, more than %d", len(data), MaxMessage))
+		return h.refuse(hm, RefusedApplication, fmt.Sprintf("application message of %d bytes, more than %d", len(data), MaxMessage))
 	}
 	if mh, ok := h.app.(MessageHandler); ok {
 		mh.Message(h.w, hm.link.idx, typ, data)
@@ -152,7 +152,7 @@ func (h *hostRole) relayMessage(hm *hostMember, rl *netmsg.Relay, ch link.Channe
 	}
 	from, to := hm.link.idx, PeerIndex(rl.Peer)
 	if len(rl.Data) > MaxMessage {
-		return h.refuse(hm, &h.badApp, fmt.Sprintf("relayed message of %d bytes, more than %d", len(rl.Data), MaxMessage))
+		return h.refuse(hm, RefusedApplication, fmt.Sprintf("relayed message of %d bytes, more than %d", len(rl.Data), MaxMessage))
 	}
 	if to == h.w.self {
 		hm.appBudget++ // charged once, here
@@ -186,7 +186,7 @@ func (h *hostRole) memberActions(hm *hostMember, acts []netmsg.Action) error {
 			return nil
 		}
 		if len(a.Data) > MaxAction {
-			if err := h.refuse(hm, &h.badApp, fmt.Sprintf("action of %d bytes, more than %d", len(a.Data), MaxAction)); err != nil {
+			if err := h.refuse(hm, RefusedApplication, fmt.Sprintf("action of %d bytes, more than %d", len(a.Data), MaxAction)); err != nil {
 				return err
 			}
 			continue

@@ -22,6 +22,11 @@ type memberRole struct {
 	stopped  bool
 	// refusedLog counts the host's inputs refused by the limits, for rate-limited logs.
 	refusedLog uint64
+	// refusedSync is the host link whose sync snapshot this member refused (snapshotBounds).
+	refusedSync *remote
+	// heardAt is when this member last heard a host (a message past the fence): the clock a
+	// snapshot may claim grows with the time since (hostClockLimit).
+	heardAt time.Time
 	// greetedAt is when Hello and Digest last went to the host.
 	greetedAt time.Time
 	// Adaptive anti-entropy: digestAt is Replica.Changes() when the last digest went out,

@@ -209,7 +209,7 @@ func (p *Peer) sizeReassembly(r *remote) {
 func (p *Peer) expireReassembly(now time.Time) {
 	for _, r := range p.remotes {
 		if r.reasm != nil && r.reasm.InProgress() && now.Sub(r.reasmAt) > reassemblyTimeout {
-			p.count.refused.Add(1)
+			p.count.refuse(RefusedReassembly)
 			p.log.Warn().Uint64("peer", uint64(r.idx)).Int("buffered", r.reasm.Buffered()).Msg("fragmented payload unfinished after 30s; closing link")
 			r.reasm.Reset()
 			p.drop(r)

@@ -122,6 +122,7 @@ type dedicated struct {
 	cfg  peer.Config
 	api  *link.API    // its WebRTC (one UDP socket)
 	app  *durable.App // nil without --data and without a scene
+	peer *peer.Peer   // set by startHosts, before Serve
 }
 
 // startServer listens, serves the page, signaling and the API, and starts the dedicated host.
@@ -221,6 +222,14 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	cfg.ICEServers = iceServersFunc(s.turn, external, o.iceSecret)
 	s.sig = signaling.New(cfg)
 	reg.MustRegister(&hostCollector{s: s})
+	// s.hosts and their peers are set before Serve (startHosts), never after.
+	reg.MustRegister(newRefusalCollector(func() []roomPeer {
+		peers := make([]roomPeer, 0, len(s.hosts))
+		for _, d := range s.hosts {
+			peers = append(peers, roomPeer{room: string(d.room), p: d.peer})
+		}
+		return peers
+	}))
 
 	mux := http.NewServeMux()
 	sh := s.sig.Handler()
@@ -319,6 +328,7 @@ func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAd
 		if err != nil {
 			return err
 		}
+		d.peer = p
 		if d.room == signaling.RoomID(o.room) && o.dedicatedHost {
 			s.host = p
 		}

@@ -42,12 +42,18 @@ function u32le(b) {
   return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
 }
 
+/**
+ * A member's skew budget and strikes, kept across its links (Go's conduct; restamp.js conductOf).
+ * @typedef {{budget: number, budgetAt: number | null, strikes: number, strikeAt: number | null, used: number}} Conduct
+ */
+
 /** What the host keeps about one member, for as long as its link lasts (Go's hostMember). */
 export class HostMember {
   /**
    * @param {import('./links.js').Remote} r
+   * @param {Conduct} conduct the member's skew budget and strikes, shared with its earlier links
    */
-  constructor(r) {
+  constructor(r, conduct) {
     this.r = r;
     this.helloed = false;
     this.snapshotSent = false;
@@ -64,13 +70,8 @@ export class HostMember {
     this.heldTerm = 0;
     // buckets: the bucket count of the member's first digest; later digests must keep it.
     this.buckets = 0;
-    // The member's skew budget (stampOK) and strikes (strike); refused: dropped for them.
-    this.budget = 0;
-    /** @type {number | null} */
-    this.budgetAt = null;
-    this.strikes = 0;
-    /** @type {number | null} */
-    this.strikeAt = null;
+    // The member's skew budget (stampOK) and strikes (strike); refused: this link dropped for them.
+    this.conduct = conduct;
     this.refused = false;
     // The member's application traffic still allowed (appAllowed) as of appAt.
     this.appBudget = 0;
@@ -100,6 +101,8 @@ export class HostRole extends HostMethods {
     this.p = p;
     this.w = p.w;
     this.mems = new Map(); // peer index → HostMember, one per member link
+    /** @type {Map<string, Conduct>} skew budgets and strikes by identity and by peer index, across links */
+    this.conducts = new Map();
     // The authority records: start() restores them from the replica.
     this.auth = new AuthorityTable(p.w.self);
     this.clearCommands();
@@ -159,7 +162,7 @@ export class HostRole extends HostMethods {
   memberOf(r) {
     let hm = this.mems.get(r.idx);
     if (!hm || hm.r !== r) {
-      hm = new HostMember(r);
+      hm = new HostMember(r, this.conductOf(r.idx));
       this.mems.set(r.idx, hm);
     }
     return hm;

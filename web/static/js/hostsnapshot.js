@@ -424,6 +424,29 @@ export function build(replica, table, opts = {}) {
 }
 
 /**
+ * What a snapshot carries, read without merging it (Go's hostsnapshot.Inspect): the clock it
+ * claims, the highest stamp of any value in it, its values (spawned values and stream messages)
+ * and bytes (host state, spawn data, peer ids). Throws a SnapshotError (host_state) where apply
+ * would on the host state, and the stream's error on a malformed stream.
+ * @param {{spawns: {creationData: Uint8Array, updateData: Uint8Array}[], peers?: {peerId: string}[], hostState: Uint8Array}} snapshot
+ * @returns {{clock: number, maxStamp: number, values: number, bytes: number}}
+ */
+export function inspect(snapshot) {
+  const h = readHostState(snapshot.hostState);
+  let maxStamp = 0;
+  for (const ts of h.stamps) maxStamp = Math.max(maxStamp, ts);
+  let bytes = snapshot.hostState.length;
+  for (const sp of snapshot.spawns) bytes += sp.creationData.length + sp.updateData.length;
+  for (const pi of snapshot.peers ?? []) bytes += new TextEncoder().encode(pi.peerId).length;
+  let values = h.stamps.length;
+  for (const m of readStream(h.stream)) {
+    values++;
+    maxStamp = Math.max(maxStamp, m.timestamp || 0);
+  }
+  return { clock: h.clock, maxStamp, values, bytes };
+}
+
+/**
  * Parses a hostState blob: {version, term, clock, fingerprint, cover, stamps, stream}; stamps is
  * a Uint32Array copy, stream aliases hostState. Throws a SnapshotError (host_state) when it is
  * malformed. (The stream itself is checked by apply.)
