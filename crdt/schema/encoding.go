@@ -122,7 +122,7 @@ func (e Encoding) validate() (Encoding, int, error) {
 		if !fin(e.Min) || !fin(e.Max) || !fin(e.Step) || !(e.Min < e.Max) || !(e.Step > 0) {
 			return e, 0, fmt.Errorf("quantized range [%v, %v] step %v (want finite, min < max, step > 0)", e.Min, e.Max, e.Step)
 		}
-		if q := (e.Max - e.Min) / e.Step; !(q >= 0.5 && q < MaxQuantizedSteps) {
+		if q := (e.Max - e.Min) / e.Step; !(q >= 0.5 && q <= MaxQuantizedSteps) {
 			return e, 0, fmt.Errorf("quantized range [%v, %v] step %v has %v steps (want 1..%d)", e.Min, e.Max, e.Step, q, uint64(MaxQuantizedSteps))
 		}
 		return e, e.Count * e.Width(), nil

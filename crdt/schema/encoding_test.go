@@ -281,11 +281,11 @@ func TestVarints(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]error{
-		"":                    ErrShortData,
-		"\x80":                ErrShortData,
-		"\xff\xff\xff":        ErrShortData,
-		"\x80\x00":            ErrBadValue, // 0 in two bytes
-		"\xff\x00":            ErrBadValue,
+		"":             ErrShortData,
+		"\x80":         ErrShortData,
+		"\xff\xff\xff": ErrShortData,
+		"\x80\x00":     ErrBadValue, // 0 in two bytes
+		"\xff\x00":     ErrBadValue,
 		"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02": ErrBadValue, // 2^64
 		"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x81": ErrBadValue,
 		"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80": ErrBadValue,
