@@ -91,13 +91,14 @@ test('table validation follows Go', () => {
 test('checkValue, meta helpers', () => {
   const t = new sc.SchemaTable(arena.schemas);
   const avatar = t.lookup(1);
-  assert.equal(avatar.isValidValue(0, new Uint8Array(8)), true);
+  assert.equal(avatar.isValidValue(0, new Uint8Array(4)), true); // pos: two quantized 2-byte coordinates
+  assert.equal(avatar.isValidValue(0, new Uint8Array(8)), false);
   assert.equal(avatar.isValidValue(0, new Uint8Array(7)), false);
   assert.equal(avatar.isValidValue(2, new Uint8Array(4096)), true);
   assert.equal(avatar.isValidValue(2, new Uint8Array(4097)), false);
   assert.equal(avatar.isValidValue(3, new Uint8Array(1)), false);
   assert.equal(avatar.isValidValue(0, [0, 0, 0, 0, 0, 0, 0, 0]), false);
-  assert.equal(avatar.checkValue(0, new Uint8Array(8)), true);
+  assert.equal(avatar.checkValue(0, new Uint8Array(4)), true);
   for (const [i, v] of [[0, new Uint8Array(7)], [2, new Uint8Array(4097)], [3, new Uint8Array(1)], [1, 'abcd']]) {
     assert.throws(() => avatar.checkValue(i, v), (err) => err instanceof sc.SchemaError && err.code === 'value_size');
   }
