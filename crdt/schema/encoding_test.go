@@ -320,6 +320,22 @@ func encValue(rng *rand.Rand, s *Schema, i int) []byte {
 	return b
 }
 
+func TestEncodersAllocs(t *testing.T) {
+	buf := make([]byte, 0, 64)
+	if a := testing.AllocsPerRun(100, func() {
+		b := AppendQuantized(buf[:0], posEnc, 12.5)
+		b = AppendFloat16(b, 1.5)
+		b = AppendUvarint(b, 1<<40)
+		b = AppendVarint(b, -1<<40)
+		_, b, _ = ConsumeQuantized(b, posEnc)
+		_, b, _ = ConsumeFloat16(b)
+		_, b, _ = ConsumeUvarint(b)
+		_, _, _ = ConsumeVarint(b)
+	}); a != 0 {
+		t.Fatalf("the encoders and decoders allocate %v times", a)
+	}
+}
+
 func TestCheckValueEncodings(t *testing.T) {
 	s := encSchema(t)
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -425,11 +425,16 @@ func TestConsumeValuesErrors(t *testing.T) {
 }
 
 func TestConsumeValuesAllocs(t *testing.T) {
-	s := fixture(t, 17)
+	for _, s := range []*Schema{fixture(t, 17), encSchema(t)} {
+		t.Run(s.Name, func(t *testing.T) { testConsumeValuesAllocs(t, s) })
+	}
+}
+
+func testConsumeValuesAllocs(t *testing.T, s *Schema) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	vals := make([][]byte, len(s.Properties))
 	for i := range vals {
-		vals[i] = randValue(rng, s, i)
+		vals[i] = encValue(rng, s, i)
 	}
 	data := encodeValues(s, s.FullMask(), vals)
 	n := 0
