@@ -107,23 +107,24 @@ function encodingError(code, offset, detail) {
 }
 
 /**
- * Validates an encoding spec as Go's NewTable does; returns it normalised, or throws a string.
+ * Checks an encoding spec as Go's NewTable does: returns it normalised (count ≥ 1, absent fields
+ * 0), or the problem as a string.
  * @param {EncodingSpec} e
- * @returns {Encoding}
+ * @returns {Encoding | string}
  */
 function validateEncoding(e) {
-  if (typeof e !== 'object' || !Object.hasOwn(KIND_NUMBER, e.kind)) throw `unknown encoding ${e?.kind}`;
+  if (e === null || typeof e !== 'object' || !Object.hasOwn(KIND_NUMBER, e.kind)) return `unknown encoding ${e?.kind}`;
   const count = e.count ?? 1;
-  if (!Number.isInteger(count) || count < 0 || count > MAX_COUNT) throw `count ${count} (want 1..${MAX_COUNT})`;
+  if (!Number.isInteger(count) || count < 0 || count > MAX_COUNT) return `count ${count} (want 1..${MAX_COUNT})`;
   const [min, max, step] = [e.min ?? 0, e.max ?? 0, e.step ?? 0];
   if (e.kind !== 'quantized') {
-    if (min !== 0 || max !== 0 || step !== 0) throw `${e.kind} encoding with a range`;
+    if (min !== 0 || max !== 0 || step !== 0) return `${e.kind} encoding with a range`;
   } else {
     if (![min, max, step].every(Number.isFinite) || !(min < max) || !(step > 0)) {
-      throw `quantized range [${min}, ${max}] step ${step} (want finite, min < max, step > 0)`;
+      return `quantized range [${min}, ${max}] step ${step} (want finite, min < max, step > 0)`;
     }
     const q = (max - min) / step;
-    if (!(q >= 0.5 && q <= MAX_QUANTIZED_STEPS)) throw `quantized range [${min}, ${max}] step ${step} has ${q} steps`;
+    if (!(q >= 0.5 && q <= MAX_QUANTIZED_STEPS)) return `quantized range [${min}, ${max}] step ${step} has ${q} steps`;
   }
   const out = Object.freeze({ kind: e.kind, count: Math.max(count, 1), min, max, step });
   validated.add(out);
@@ -134,9 +135,9 @@ function validateEncoding(e) {
 const validated = new WeakSet();
 
 /**
- * Returns e validated (as a schema property's encoding is), or throws the problem as a string.
+ * Returns e validated (as a schema property's encoding is), or the problem as a string.
  * @param {EncodingSpec} e
- * @returns {Encoding}
+ * @returns {Encoding | string}
  */
 function checked(e) {
   return validated.has(e) ? /** @type {Encoding} */ (e) : validateEncoding(e);
@@ -152,11 +153,9 @@ function checked(e) {
  * @returns {Encoding}
  */
 export function quantized(count, min, max, step) {
-  try {
-    return validateEncoding({ kind: 'quantized', count, min, max, step });
-  } catch (err) {
-    throw new SchemaError(`schema: invalid schema: ${err}`);
-  }
+  const e = validateEncoding({ kind: 'quantized', count, min, max, step });
+  if (typeof e === 'string') throw new SchemaError(`schema: invalid schema: ${e}`);
+  return e;
 }
 
 /**
@@ -258,11 +257,9 @@ function uintLE(b, off, w) {
  */
 export function consumeQuantized(b, off, e) {
   if (e?.kind !== 'quantized') throw encodingError('bad_value', off, `${e?.kind} is not a quantized encoding`);
-  try {
-    e = checked(e);
-  } catch (err) {
-    throw encodingError('bad_value', off, String(err));
-  }
+  const ok = checked(e);
+  if (typeof ok === 'string') throw encodingError('bad_value', off, ok);
+  e = ok;
   const w = encodingWidth(e);
   if (b.length - off < w) throw encodingError('short_data', off, `quantized number needs ${w} bytes, ${b.length - off} left`);
   const i = uintLE(b, off, w);
@@ -489,7 +486,7 @@ export class Schema {
     this.name = s.name ?? '';
     /** @type {ReadonlyArray<Property>} */
     this.properties = Object.freeze(s.properties.map((p) => {
-      const encoding = p.encoding ? validateEncoding(p.encoding) : null;
+      const encoding = p.encoding ? /** @type {Encoding} */ (validateEncoding(p.encoding)) : null; // SchemaTable checked it
       const size = encoding ? encodingWidth(encoding) * encoding.count : p.size ?? 0;
       return Object.freeze({ name: p.name ?? '', component: p.component, size, encoding });
     }));
@@ -723,12 +720,8 @@ export class SchemaTable {
           throw new SchemaError(`schema: invalid schema: ${s.name}.${p.name} has size ${size}`);
         }
         if (p.encoding) {
-          let e;
-          try {
-            e = validateEncoding(p.encoding);
-          } catch (err) {
-            throw new SchemaError(`schema: invalid schema: ${s.name}.${p.name}: ${err}`);
-          }
+          const e = validateEncoding(p.encoding);
+          if (typeof e === 'string') throw new SchemaError(`schema: invalid schema: ${s.name}.${p.name}: ${e}`);
           const want = encodingWidth(e) * e.count;
           if ((size !== 0 && size !== want) || want > MAX_VALUE_SIZE) {
             throw new SchemaError(`schema: invalid schema: ${s.name}.${p.name} has size ${size}, its ${e.kind} encoding ${want}`);
