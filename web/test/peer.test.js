@@ -150,7 +150,7 @@ function updatedPos(msgs, room) {
     assert.equal(ch, UNRELIABLE);
     for (const u of m.updates) {
       if (u.networkId === BigInt(room.avatar) && (u.mask & (1 << AVATAR_POS)) !== 0) {
-        out.push({ ts: Number(m.time), pos: parseVec(u.data.subarray(0, 8)) });
+        out.push({ ts: Number(m.time), pos: parseVec(u.data.subarray(0, 4)) });
       }
     }
   }

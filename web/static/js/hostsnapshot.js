@@ -373,7 +373,7 @@ export function build(replica, table, opts = {}) {
     for (let i = 0; i < s.properties.length; i++) {
       if (!hasBit(mask, i)) continue;
       const v = vals[i].data;
-      if (s.properties[i].size === 0) update.u16(v.length);
+      if (s.prefixed(i)) update.u16(v.length);
       update.bytes(v);
       stamps.push(vals[i].timestamp);
     }

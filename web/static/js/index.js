@@ -24,6 +24,8 @@ export {
 export {
   Schema, SchemaTable, SchemaError, appendMeta, parseMeta,
   MAX_PROPERTIES, MAX_VALUE_SIZE, FIRST_APP_COMPONENT,
+  quantized, appendQuantized, consumeQuantized, appendFloat16, consumeFloat16,
+  appendUvarint, consumeUvarint, appendVarint, consumeVarint,
 } from './schema.js';
 export {
   KIND_HOST, KIND_AVATAR, KIND_LOCK, RESERVED_NUMBERS, LOCK_TIMEOUT_MS, MAX_LOCKS_PER_PEER,
@@ -43,5 +45,6 @@ export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
 /** @typedef {import('./signaling.js').SignalingEvent} SignalingEvent */
 /** @typedef {import('./signaling.js').ResumeClaim} ResumeClaim */
 /** @typedef {import('./schema.js').SchemaSpec} SchemaSpec */
+/** @typedef {import('./schema.js').EncodingSpec} EncodingSpec */
 /** @typedef {import('./authority.js').AuthorityRecord} AuthorityRecord */
 /** @typedef {import('./interpolate.js').InterpolatorOptions} InterpolatorOptions */

@@ -10,7 +10,7 @@
 // entities of its replica.
 
 import { Peer } from './peer.js';
-import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, avatarName, u32 } from './arena.js';
+import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, parseVel, avatarName, u32 } from './arena.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { DivergenceTracker, Verdict } from './divergence.js';
 import { fetchRooms, SignalingError } from './signaling.js';
@@ -199,7 +199,7 @@ function renderEntities() {
       state = `${avatarName(w, e)} at (${p.x}, ${p.y})`;
     } else if (s.id === SCHEMA_BOX) {
       const p = parseVec(w.get(e, 0));
-      const v = parseVec(w.get(e, 1));
+      const v = parseVel(w.get(e, 1));
       state = `at (${p.x}, ${p.y}) moving (${v.x}, ${v.y})`;
     } else if (s.id === SCHEMA_ROOM) {
       state = `score ${u32(w.get(e, 0))}, ${u32(w.get(e, 1))} goals`;
