@@ -433,7 +433,9 @@ var codecs = []goldenCodec{
 		append: AppendForget, consumeFn: ConsumeForget,
 	},
 	codec[extMsg, jExt]{
-		file: "ext.json", own: func(t Type) bool { return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget },
+		file: "ext.json", own: func(t Type) bool {
+			return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget
+		},
 		toJ:   func(m *extMsg) jExt { return jExt{uint8(m.Type), m.Body} },
 		fromJ: func(j *jExt) extMsg { return extMsg{Type(j.Type), j.Body} },
 		append: func(dst []byte, m *extMsg) []byte {
