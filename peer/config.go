@@ -16,6 +16,8 @@ const (
 	DefaultNetworkInterval = 50 * time.Millisecond
 	DefaultReportInterval  = time.Second
 	DefaultDigestInterval  = time.Second
+	// DefaultInterestInterval is Config.InterestInterval's default.
+	DefaultInterestInterval = 250 * time.Millisecond
 	DefaultQuietPeriod     = 300 * time.Millisecond
 	DefaultBuckets         = 256
 	// DefaultMaxDatagramsPerFlush bounds the unreliable datagrams sent to one remote per network
@@ -98,6 +100,9 @@ type Config struct {
 	QuietPeriod time.Duration
 	// Buckets is the number of digest buckets; default 256.
 	Buckets int
+	// InterestInterval is how often a host whose App is an InterestPolicy works out again what
+	// each member follows; default DefaultInterestInterval (250 ms).
+	InterestInterval time.Duration
 	// MaxDatagramsPerFlush bounds unreliable datagrams per remote per network interval; default 64.
 	MaxDatagramsPerFlush int
 	// Standby makes a synced member keep an idle standby link to the member signaling would elect
@@ -171,6 +176,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Buckets <= 0 {
 		c.Buckets = DefaultBuckets
+	}
+	if c.InterestInterval <= 0 {
+		c.InterestInterval = DefaultInterestInterval
 	}
 	if c.RedialMin <= 0 {
 		c.RedialMin = DefaultRedialMin
