@@ -1,5 +1,7 @@
 package crdt
 
+import "slices"
+
 // Partial replicas. A member that replicates only part of a world (the host's interest
 // management) holds every message of the entity numbers it is given and nothing of the others:
 // Forget drops a number it no longer follows, and the digests and states it exchanges are those
@@ -40,7 +42,8 @@ func (r *Replica) Forget(n uint16) bool {
 }
 
 // BucketDigestsOf is BucketDigests over the entity numbers keep accepts: the digests a replica
-// holding only those numbers would compute (keep is called once per number that holds state).
+// holding only those numbers would compute (keep is called once per number that holds state; nil
+// keeps every number).
 func (r *Replica) BucketDigestsOf(buckets int, keep func(n uint16) bool, dst []uint64) []uint64 {
 	if buckets < 1 {
 		buckets = 1
@@ -56,10 +59,27 @@ func (r *Replica) BucketDigestsOf(buckets int, keep func(n uint16) bool, dst []u
 			continue
 		}
 		for j, s := range page {
-			if n := uint16(pi<<8 | j); s != 0 && keep(n) {
+			if n := uint16(pi<<8 | j); s != 0 && (keep == nil || keep(n)) {
 				d[int(n)%buckets] += s
 			}
 		}
 	}
+	return dst
+}
+
+// Numbers appends, in ascending order, every entity number the replica holds anything of (a
+// live version's entries or a deleted version).
+func (r *Replica) Numbers(dst []uint16) []uint16 {
+	start := len(dst)
+	for n := range r.nums {
+		dst = append(dst, n)
+	}
+	r.RangeDeleted(func(n, _ uint16) bool {
+		if r.nums[n] == nil {
+			dst = append(dst, n)
+		}
+		return true
+	})
+	slices.Sort(dst[start:])
 	return dst
 }

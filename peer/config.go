@@ -100,6 +100,9 @@ type Config struct {
 	QuietPeriod time.Duration
 	// Buckets is the number of digest buckets; default 256.
 	Buckets int
+	// Interest, when set, is the host's interest policy; nil uses the App's if it implements
+	// InterestPolicy, else every member follows everything.
+	Interest InterestPolicy
 	// InterestInterval is how often a host whose App is an InterestPolicy works out again what
 	// each member follows; default DefaultInterestInterval (250 ms).
 	InterestInterval time.Duration
