@@ -18,8 +18,8 @@ const (
 	DefaultDigestInterval  = time.Second
 	// DefaultInterestInterval is Config.InterestInterval's default.
 	DefaultInterestInterval = 250 * time.Millisecond
-	DefaultQuietPeriod     = 300 * time.Millisecond
-	DefaultBuckets         = 256
+	DefaultQuietPeriod      = 300 * time.Millisecond
+	DefaultBuckets          = 256
 	// DefaultMaxDatagramsPerFlush bounds the unreliable datagrams sent to one remote per network
 	// interval (64 × 1200 B at 20 Hz ≈ 1.5 MB/s); what does not fit stays dirty for the next one.
 	DefaultMaxDatagramsPerFlush = 64

@@ -19,8 +19,8 @@ import (
 
 // FanoutOptions configures Fanout. Every field must be set (Validate says how).
 type FanoutOptions struct {
-	Bots     int           // bot peers receiving the host's updates
-	Entities int           // entities the host moves every tick
+	Bots     int // bot peers receiving the host's updates
+	Entities int // entities the host moves every tick
 	// Interest is how many of them each bot follows (the host's interest management; the host
 	// process applies it, so it needs HostCommand); 0: all.
 	Interest int
