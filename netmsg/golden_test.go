@@ -178,6 +178,10 @@ type jActions struct {
 	Actions []jCall `json:"actions"`
 }
 
+type jForget struct {
+	NetworkIDs []u64 `json:"networkIds"`
+}
+
 type extMsg struct {
 	Type Type
 	Body []byte
@@ -418,8 +422,20 @@ var codecs = []goldenCodec{
 		fromJ:  func(j *jActions) Actions { return Actions{mapSlice(j.Actions, fromJAction)} },
 		append: AppendActions, consumeFn: ConsumeActions,
 	},
+	codec[Forget, jForget]{
+		file: "forget.json", own: is(TypeForget),
+		toJ: func(m *Forget) jForget {
+			return jForget{mapSlice(m.NetworkIDs, func(id *uint64) u64 { return u64(*id) })}
+		},
+		fromJ: func(j *jForget) Forget {
+			return Forget{mapSlice(j.NetworkIDs, func(id *u64) uint64 { return uint64(*id) })}
+		},
+		append: AppendForget, consumeFn: ConsumeForget,
+	},
 	codec[extMsg, jExt]{
-		file: "ext.json", own: func(t Type) bool { return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions },
+		file: "ext.json", own: func(t Type) bool {
+			return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget
+		},
 		toJ:   func(m *extMsg) jExt { return jExt{uint8(m.Type), m.Body} },
 		fromJ: func(j *jExt) extMsg { return extMsg{Type(j.Type), j.Body} },
 		append: func(dst []byte, m *extMsg) []byte {

@@ -219,6 +219,10 @@ func messageVectors() []namedValue {
 		{"one input", Actions{Actions: []Action{{Type: 1, Data: []byte{0x10, 0x20}}}}},
 		{"two, one empty", Actions{Actions: []Action{{Type: 7}, {Type: math.MaxUint32, Data: []byte("jump")}}}},
 
+		// Forget
+		{"none", Forget{NetworkIDs: []uint64{}}},
+		{"two entities", Forget{NetworkIDs: []uint64{entity(600, 0), entity(1234, 7)}}},
+
 		// Frames of types this build does not define.
 		// Stamp and Digest bodies are decoded by the session layer (package
 		// peer); netmsg sees their frames only.
@@ -310,6 +314,8 @@ func invalidVectors() []invalidDef {
 		{"Relay of a non-application type", "", bld{14}.u32(9).u64(1).raw(127), "wrong_type"},
 		{"Relay body shorter than its header", "", bld{14}.u32(8).u64(1), "body_length"},
 		{"Actions count beyond the body", "", bld{15}.u32(4).u32(2), "short_buffer"},
+		{"Forget count beyond the body", "", bld{16}.u32(4).u32(1), "short_buffer"},
+		{"Forget bytes after the last id", "", bld{16}.u32(13).u32(1).u64(600).raw(1), "body_length"},
 		{"Actions bytes after the last action", "", bld{15}.u32(13).u32(1).u32(1).u32(0).raw(9), "body_length"},
 		{"PeerExited truncated index", "", bld{2}.raw(1, 2, 3), "short_buffer"},
 		{"HostSnapshot truncated host time", "", bld{0}.raw(1, 0, 0, 0), "short_buffer"},

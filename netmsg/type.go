@@ -92,6 +92,11 @@ const (
 	// Actions (TRNP's PeerCommands carries RPCs only):
 	//	actionCount u32 | Action*
 	TypeActions Type = 15
+
+	// TypeForget is Forget, reliable, host → member: entities that left the
+	// member's interest, to drop without deleting them:
+	//	count u32 | networkId u64 * count
+	TypeForget Type = 16
 )
 
 // Bounds of the type ranges.
@@ -119,6 +124,7 @@ var typeNames = [...]string{
 	TypeDigest:        "Digest",
 	TypeRelay:         "Relay",
 	TypeActions:       "Actions",
+	TypeForget:        "Forget",
 }
 
 // String returns the message name, "Extension(n)" for an undefined
@@ -146,5 +152,5 @@ func (t Type) IsApplication() bool { return t >= FirstApplication }
 // IsFramed reports whether t uses the extension frame (types 6–255).
 func (t Type) IsFramed() bool { return t >= FirstExtension }
 
-// Known reports whether this build defines t (0–15).
+// Known reports whether this build defines t (0–16).
 func (t Type) Known() bool { return int(t) < len(typeNames) }

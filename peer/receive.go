@@ -32,6 +32,7 @@ type inbox struct {
 	stamp netmsg.Stamp
 	relay netmsg.Relay
 	acts  netmsg.Actions
+	forgt netmsg.Forget
 	// app is the body of an application message (types 128–255).
 	app []byte
 	// ch is the channel the payload being walked arrived on.
@@ -77,6 +78,8 @@ func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
 		n, err = netmsg.ConsumeRelay(b, &in.relay)
 	case netmsg.TypeActions:
 		n, err = netmsg.ConsumeActions(b, &in.acts)
+	case netmsg.TypeForget:
+		n, err = netmsg.ConsumeForget(b, &in.forgt)
 	default:
 		if t.IsApplication() {
 			_, in.app, n, err = netmsg.ConsumeExt(b)

@@ -283,6 +283,10 @@ export class MemberRole {
       case Type.Relay:
         this.appMessage(Number(m.peer), m.appType, m.data);
         break;
+      case Type.Forget:
+        // Entities that left this member's interest (a Go host's InterestPolicy): dropped, not deleted.
+        for (const id of m.networkIds) if (id >> 32n === 0n) w.evict(Number(id) & 0xffff);
+        break;
       default:
         if (m.type >= netmsg.FIRST_APPLICATION) {
           this.appMessage(w.host, m.type, m.body);

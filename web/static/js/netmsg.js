@@ -26,6 +26,7 @@ export const Type = Object.freeze({
   Digest: 13,
   Relay: 14,
   Actions: 15,
+  Forget: 16,
 });
 
 const TYPE_NAMES = Object.keys(Type);
@@ -76,7 +77,7 @@ export function typeName(t) {
 }
 
 /**
- * Reports whether this build defines message type t (0–15).
+ * Reports whether this build defines message type t (0–16).
  * @param {number} t
  * @returns {boolean}
  */
@@ -449,6 +450,15 @@ function decodeAt(c, start) {
       const appType = c.u8('application type');
       if (appType < FIRST_APPLICATION) c.fail(at, 'wrong_type', `relayed type ${appType} is not an application type (128–255)`);
       msg = { type: t, peer, appType, data: c.blob(c.end - c.off, 'data') };
+      break;
+    }
+    case Type.Forget: {
+      c.checkBody(start, n, 4, false);
+      const count = c.count('network id count', 8);
+      if (n !== 4 + 8 * count) c.fail(start + 1, 'body_length', `Forget body of ${n} bytes for ${count} network ids`);
+      const networkIds = [];
+      for (let i = 0; i < count; i++) networkIds.push(c.u64('network id'));
+      msg = { type: t, networkIds };
       break;
     }
     case Type.Actions: {
@@ -933,6 +943,9 @@ function writeMessage(w, m) {
       break;
     case Type.Actions:
       for (const x of w.count(m.actions, 'action count')) writeCall(w, x);
+      break;
+    case Type.Forget:
+      for (const id of w.count(m.networkIds, 'network id count')) w.u64(id, 'network id');
       break;
     case Type.Digest: {
       const d = m.digests ?? [];
