@@ -32,15 +32,7 @@ func AppendPackedUpdate(dst []byte, u *Update) []byte {
 	}
 	dst = binary.AppendUvarint(dst, u.NetworkID)
 	dst = binary.AppendUvarint(dst, uint64(len(u.Data))<<2|uint64(u.Width))
-	switch u.Width {
-	case Width8:
-		dst = append(dst, byte(u.Mask))
-	case Width16:
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(u.Mask))
-	case Width32:
-		dst = binary.LittleEndian.AppendUint32(dst, u.Mask)
-	}
-	return append(dst, u.Data...)
+	return append(appendMask(dst, u.Width, u.Mask), u.Data...)
 }
 
 // AppendPackedUpdates appends m as a PackedUpdates message.
@@ -84,15 +76,7 @@ func ConsumePackedUpdates(b []byte, m *EntityUpdates) (n int, err error) {
 			d.failf(at, ErrTooLarge, "update data of %d bytes, more than %d", lw>>2, MaxUpdateData)
 			break
 		}
-		var mask uint32
-		switch w {
-		case Width8:
-			mask = uint32(d.u8("mask"))
-		case Width16:
-			mask = uint32(d.u16("mask"))
-		case Width32:
-			mask = d.u32("mask")
-		}
+		mask := d.mask(w)
 		data := d.blob(lw>>2, "update data")
 		if d.err == nil && m != nil {
 			m.Updates = append(m.Updates, Update{NetworkID: id, Width: w, Mask: mask, Data: data})

@@ -154,6 +154,7 @@ class Cursor {
    * @param {number} at
    * @param {string} code
    * @param {string} detail
+   * @returns {never}
    */
   fail(at, code, detail) {
     throw new ProtocolError(code, at, `netmsg: protocol error in ${typeName(this.t)} at offset ${at}: ${code}: ${detail}`, this.t);
@@ -280,25 +281,25 @@ class Cursor {
     }
   }
 
+  /**
+   * A mask of width code (0: u8, 1: u16, 2: u32; anything else fails at offset at).
+   * @param {number} code
+   * @param {number} at
+   * @returns {{mask: number, maskBits: number}}
+   */
+  mask(code, at) {
+    if (code === 0) return { mask: this.u8('mask'), maskBits: 8 };
+    if (code === 1) return { mask: this.u16('mask'), maskBits: 16 };
+    if (code === 2) return { mask: this.u32('mask'), maskBits: 32 };
+    return this.fail(at, 'invalid_mask_width', `width code ${code}`);
+  }
+
   /** One Update of a PackedUpdates body (netmsg/packed.go). */
   packedUpdate() {
     const networkId = this.uvarint('network id');
     const at = this.off;
     const lw = this.uvarint('length and width');
-    const code = Number(lw & 3n);
-    let mask = 0;
-    let maskBits = 8;
-    if (code === 0) {
-      mask = this.u8('mask');
-    } else if (code === 1) {
-      maskBits = 16;
-      mask = this.u16('mask');
-    } else if (code === 2) {
-      maskBits = 32;
-      mask = this.u32('mask');
-    } else {
-      this.fail(at, 'invalid_mask_width', `width code ${code}`);
-    }
+    const { mask, maskBits } = this.mask(Number(lw & 3n), at);
     if (lw >> 2n > BigInt(MAX_UPDATE_DATA)) this.fail(at, 'too_large', `update data of ${lw >> 2n} bytes, more than ${MAX_UPDATE_DATA}`);
     const data = this.blob(Number(lw >> 2n), 'update data');
     return { networkId, maskBits, mask, data };
@@ -308,21 +309,7 @@ class Cursor {
     const networkId = this.u64('network id');
     const at = this.off;
     const lw = this.u16('length and width');
-    const code = lw >> 14;
-    let mask;
-    let maskBits;
-    if (code === 0) {
-      maskBits = 8;
-      mask = this.u8('mask');
-    } else if (code === 1) {
-      maskBits = 16;
-      mask = this.u16('mask');
-    } else if (code === 2) {
-      maskBits = 32;
-      mask = this.u32('mask');
-    } else {
-      this.fail(at, 'invalid_mask_width', `width code ${code}`);
-    }
+    const { mask, maskBits } = this.mask(lw >> 14, at);
     const data = this.blob(lw & MAX_UPDATE_DATA, 'update data');
     return { networkId, maskBits, mask, data };
   }
