@@ -19,20 +19,7 @@ func (r *Replica) Forget(n uint16) bool {
 		dropped = true
 	}
 	if rec := r.nums[n]; rec != nil {
-		e := NewEntity(n, rec.version)
-		for _, c := range rec.lww {
-			r.lww.remove(lwwKey(e, c))
-		}
-		for _, c := range rec.app {
-			delete(r.app, lwwKey(e, c))
-		}
-		if len(rec.lww) > 0 {
-			r.lwwOrderOK = false
-		}
-		if len(rec.app) > 0 {
-			r.appOrderOK = false
-		}
-		delete(r.nums, n)
+		r.dropLive(n, rec)
 		dropped = true
 	}
 	if dropped {

@@ -156,6 +156,10 @@ func FuzzConsumeForget(f *testing.F) {
 	fuzzDecoder(f, TypeForget, ConsumeForget, AppendForget)
 }
 
+func FuzzConsumePackedUpdates(f *testing.F) {
+	fuzzDecoder(f, TypePackedUpdates, ConsumePackedUpdates, AppendPackedUpdates)
+}
+
 func FuzzConsumeExt(f *testing.F) {
 	addGoldenSeeds(f, Type.IsFramed)
 	f.Fuzz(func(t *testing.T, b []byte) {

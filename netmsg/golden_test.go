@@ -182,6 +182,9 @@ type jForget struct {
 	NetworkIDs []u64 `json:"networkIds"`
 }
 
+// packedUpdates is an EntityUpdates that the vectors encode as PackedUpdates.
+type packedUpdates EntityUpdates
+
 type extMsg struct {
 	Type Type
 	Body []byte
@@ -432,9 +435,22 @@ var codecs = []goldenCodec{
 		},
 		append: AppendForget, consumeFn: ConsumeForget,
 	},
+	codec[packedUpdates, jEntityUpdates]{
+		file: "packed_updates.json", own: is(TypePackedUpdates),
+		toJ: func(m *packedUpdates) jEntityUpdates {
+			return jEntityUpdates{u64(m.Time), mapSlice(m.Updates, toJUpdate)}
+		},
+		fromJ: func(j *jEntityUpdates) packedUpdates {
+			return packedUpdates{uint64(j.Time), mapSlice(j.Updates, fromJUpdate)}
+		},
+		append: func(dst []byte, m *packedUpdates) []byte { return AppendPackedUpdates(dst, (*EntityUpdates)(m)) },
+		consumeFn: func(b []byte, m *packedUpdates) (int, error) {
+			return ConsumePackedUpdates(b, (*EntityUpdates)(m))
+		},
+	},
 	codec[extMsg, jExt]{
 		file: "ext.json", own: func(t Type) bool {
-			return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget
+			return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget && t != TypePackedUpdates
 		},
 		toJ:   func(m *extMsg) jExt { return jExt{uint8(m.Type), m.Body} },
 		fromJ: func(j *jExt) extMsg { return extMsg{Type(j.Type), j.Body} },

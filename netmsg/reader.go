@@ -129,6 +129,8 @@ func messageLen(b []byte) (int, error) {
 		return ConsumeActions(b, nil)
 	case TypeForget:
 		return ConsumeForget(b, nil)
+	case TypePackedUpdates:
+		return ConsumePackedUpdates(b, nil)
 	case TypeStamp, TypeDigest: // bodies checked by ConsumeStamp, ConsumeDigest
 		return frameLen(b)
 	default:

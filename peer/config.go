@@ -100,6 +100,11 @@ type Config struct {
 	QuietPeriod time.Duration
 	// Buckets is the number of digest buckets; default 256.
 	Buckets int
+	// TRNPUpdates sends property updates as TRNP's EntityUpdates (type 5) instead of the
+	// PackedUpdates extension (type 17: the same updates with varint ids, times and lengths,
+	// ~28% fewer bytes). Every Concord peer reads both; set it for a peer that speaks TRNP only.
+	// Default false.
+	TRNPUpdates bool
 	// Interest, when set, is the host's interest policy; nil uses the App's if it implements
 	// InterestPolicy, else every member follows everything.
 	Interest InterestPolicy

@@ -58,6 +58,10 @@ func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
 		n, err = netmsg.ConsumePeerCommands(b, &in.pc)
 	case netmsg.TypeEntityUpdates:
 		n, err = netmsg.ConsumeEntityUpdates(b, &in.eu)
+	case netmsg.TypePackedUpdates:
+		// The same updates, packed: the roles handle them as EntityUpdates.
+		n, err = netmsg.ConsumePackedUpdates(b, &in.eu)
+		t = netmsg.TypeEntityUpdates
 	case netmsg.TypeFragment:
 		n, err = netmsg.ConsumeFragment(b, &in.frag)
 	case netmsg.TypeCrdtBatch:

@@ -130,8 +130,12 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 	var hp *hostProc
 	if o.HostCommand != nil {
 		wl := &wireLines{rest: io.Discard}
-		if hp, err = startBenchHost(o.HostCommand([]string{"-server", sig.url, "-entities", fmt.Sprint(o.Entities),
-			"-moving", "0", "-interest", fmt.Sprint(o.Interest), "-exit-on-stdin-eof", "-wire-stats", "-log-level", "warn"}), wl); err != nil {
+		args := []string{"-server", sig.url, "-entities", fmt.Sprint(o.Entities),
+			"-moving", "0", "-exit-on-stdin-eof", "-wire-stats", "-log-level", "warn"}
+		if o.Interest > 0 {
+			args = append(args, "-interest", fmt.Sprint(o.Interest))
+		}
+		if hp, err = startBenchHost(o.HostCommand(args), wl); err != nil {
 			return nil, err
 		}
 		defer hp.stop(10 * time.Second) // gracefully: a -cpuprofile is written when the host stops

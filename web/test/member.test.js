@@ -388,3 +388,17 @@ test('a Forget drops entities from the member\'s replica without deleting them; 
     stop(room);
   }
 });
+
+test('a member merges PackedUpdates (a Go host\'s updates) as it merges EntityUpdates', () => {
+  const room = newRoom();
+  try {
+    const p = { x: 4321, y: 1234 };
+    const u = { networkId: BigInt(room.box), maskBits: netmsg.maskWidth(2), mask: 1 << BOX_POS, data: encodeVec(p) };
+    const packed = netmsg.encode({ type: Type.PackedUpdates, time: BigInt(room.member.w.clock + 10), updates: [u] });
+    const plain = boxUpdate(room, p);
+    assert.ok(packed.length < plain.length, `packed ${packed.length} bytes, plain ${plain.length}`);
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, packed, p), { moved: true, refused: 0 });
+  } finally {
+    stop(room);
+  }
+});

@@ -64,6 +64,7 @@ const MESSAGE_FILES = {
   'relay.json': 14,
   'actions.json': 15,
   'forget.json': 16,
+  'packed_updates.json': 17,
 };
 const OTHER_FILES = ['ext.json', 'payload.json', 'invalid.json', 'fragmentation.json', 'mask_width.json'];
 

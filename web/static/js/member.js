@@ -268,6 +268,7 @@ export class MemberRole {
         w.events.push({ kind: Ev.PeerExited, peer: Number(m.peerIndex) });
         break;
       case Type.EntityUpdates:
+      case Type.PackedUpdates: // the same updates, packed (a Go peer's)
         if (!this.hostStampOK(m.time)) return;
         p.applyUpdates(m, w.host, () => true);
         break;
