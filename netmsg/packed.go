@@ -16,9 +16,6 @@ import (
 //
 // It decodes into an EntityUpdates; decoded Data aliases the input.
 
-// packedHeaderMax is the most a PackedUpdates header takes: the frame and a 10-byte time.
-const packedHeaderMax = extHeaderSize + binary.MaxVarintLen64
-
 // SizePackedUpdate returns the encoded size of u in a PackedUpdates message.
 func SizePackedUpdate(u *Update) int {
 	return uvarintLen(u.NetworkID) + uvarintLen(uint64(len(u.Data))<<2|uint64(u.Width)) + u.Width.Bytes() + len(u.Data)
