@@ -41,6 +41,16 @@ const (
 	Orbs = 5
 )
 
+// Messages and Actions (the same numbers in web/orbs.js).
+const (
+	// MsgScored is the host's application message to a player that took an orb: its points (u32 LE).
+	MsgScored uint8 = 200
+	// MsgCheer is the host's application message to everyone: member (u32 LE) cheers.
+	MsgCheer uint8 = 201
+	// ActionCheer is a player's Action to the host: cheer (no data).
+	ActionCheer uint32 = 1
+)
+
 var table = schema.MustTable(
 	schema.Schema{ID: SchemaOrb, Name: "orb", Properties: []schema.Property{
 		{Name: "pos", Component: 1024, Size: 4},
@@ -132,7 +142,8 @@ func (g *Game) Tick(w *peer.World, dt time.Duration) {
 			if dist2(at, o) > Reach*Reach {
 				continue
 			}
-			sc, ok := scoreOf(w, w.Authority(pl))
+			who := w.Authority(pl)
+			sc, ok := scoreOf(w, who)
 			if !ok {
 				continue
 			}
@@ -140,12 +151,22 @@ func (g *Game) Tick(w *peer.World, dt time.Duration) {
 			points := binary.LittleEndian.Uint32(append(pv, 0, 0, 0, 0)) + 1
 			_ = w.Set(sc, ScorePoints, u32(points))
 			_ = w.Set(orb, OrbPos, spot(uint32(orb.Number())*31+points*7919).Encode())
+			if who != w.Self() {
+				_ = w.SendMessage(who, MsgScored, u32(points), true) // after the score, in order
+			}
 		}
 	}
 }
 
 // RPC: orbs has no RPCs.
 func (g *Game) RPC(*peer.World, peer.PeerIndex, uint32, []byte) {}
+
+// Action: on the host, a player cheers; everyone hears who (an application message).
+func (g *Game) Action(w *peer.World, from peer.PeerIndex, typ uint32, _ []byte) {
+	if w.IsHost() && typ == ActionCheer {
+		_ = w.SendMessage(peer.Everyone, MsgCheer, u32(uint32(from)), true)
+	}
+}
 
 // Points returns the score of member p (0 when it has none).
 func Points(w *peer.World, p peer.PeerIndex) uint32 {

@@ -698,9 +698,17 @@ scenario('example-orbs', async (env) => {
     return s ? s.points : 0;
   });
   await waitFor('the Go host to score ann', 15000, async () => (await mine()) >= 1, 100);
+  // The application API across languages over a real WebRTC link: the Go host told ann she
+  // scored (a message to her), and her cheer (an Action to the host) comes back to everyone.
+  await waitFor('ann to hear "scored" from the Go host', 5000, () => page.evaluate(() => window.game.heard().some((m) => m.type === 200 && m.value >= 1)), 100);
+  await page.keyboard.press('Space');
+  await waitFor('ann to hear her own cheer from the Go host', 5000, () => page.evaluate(() => {
+    const self = window.game.status().self;
+    return window.game.heard().some((m) => m.type === 201 && m.value === self);
+  }), 100);
   const r = await env.converged(2, 20000, 'orbs');
   await page.screenshot({ path: join(artifacts, 'example-orbs.png') });
-  return `Go host #${r.host}, ann #${st.self} walked to an orb and scored ${await mine()}; 2 replicas at ${r.members[0].replica.hash}`;
+  return `Go host #${r.host}, ann #${st.self} walked to an orb and scored ${await mine()}; the Go host's "scored" message and ann's cheer (an Action, echoed to everyone) crossed the link; 2 replicas at ${r.members[0].replica.hash}`;
 });
 
 /**

@@ -1,7 +1,7 @@
 // @ts-check
 // The orbs game in the browser: the same schema table as examples/orbs/orbs.go, and the same rules,
 // so that this page can take over as host if the Go host goes away. Click the field to walk there.
-import { Peer, SchemaTable } from '/concord/js/index.js';
+import { Peer, SchemaTable, EVERYONE } from '/concord/js/index.js';
 
 export const SCHEMA_ORB = 1;
 export const SCHEMA_PLAYER = 2;
@@ -14,6 +14,12 @@ export const SCORE_POINTS = 1;
 export const WIDTH = 1000;
 export const HEIGHT = 600;
 export const REACH = 30;
+/** The host's message to a player that took an orb: its points (u32 LE). */
+export const MSG_SCORED = 200;
+/** The host's message to everyone: member (u32 LE) cheers. */
+export const MSG_CHEER = 201;
+/** A player's Action to the host: cheer. */
+export const ACTION_CHEER = 1;
 const SPEED = 300;
 const ORBS = 5;
 
@@ -79,6 +85,25 @@ export class Orbs {
   constructor() {
     /** @type {Pos | null} */
     this.target = null;
+    /** @type {{from: number, type: number, value: number}[]} the application messages heard, newest last */
+    this.heard = [];
+  }
+
+  /**
+   * An application message: MSG_SCORED (our points) or MSG_CHEER (who cheers).
+   * @param {World} w @param {number} from @param {number} type @param {Uint8Array} data
+   */
+  message(w, from, type, data) {
+    this.heard.push({ from, type, value: readU32(data) });
+    if (this.heard.length > 32) this.heard.shift();
+  }
+
+  /**
+   * An Action, on the host: a player cheers, everyone hears who.
+   * @param {World} w @param {number} from @param {number} type
+   */
+  action(w, from, type) {
+    if (w.isHost && type === ACTION_CHEER) w.sendMessage(EVERYONE, MSG_CHEER, u32(from));
   }
 
   schemas() { return schemas; }
@@ -119,6 +144,8 @@ export class Orbs {
         const p = readU32(w.get(sc, SCORE_POINTS)) + 1;
         w.set(sc, SCORE_POINTS, u32(p));
         w.set(orb, ORB_POS, encodePos(spot(Math.imul(orb & 0xffff, 31) + Math.imul(p, 7919))));
+        const who = w.authority(pl);
+        if (who !== w.self) w.sendMessage(who, MSG_SCORED, u32(p));
       }
     }
   }

@@ -1,7 +1,7 @@
 // @ts-check
 // The orbs page: joins ?room= (default orbs) as ?user=, draws the field, walks where you click.
 import { Peer } from '/concord/js/index.js';
-import { Orbs, SCHEMA_ORB, SCHEMA_PLAYER, SCHEMA_SCORE, ORB_POS, PLAYER_POS, PLAYER_NAME, SCORE_PLAYER, SCORE_POINTS, REACH, decodePos } from './orbs.js';
+import { Orbs, SCHEMA_ORB, SCHEMA_PLAYER, SCHEMA_SCORE, ORB_POS, PLAYER_POS, PLAYER_NAME, SCORE_PLAYER, SCORE_POINTS, REACH, ACTION_CHEER, MSG_SCORED, MSG_CHEER, decodePos } from './orbs.js';
 
 const q = new URLSearchParams(location.search);
 const app = new Orbs();
@@ -52,10 +52,16 @@ function draw() {
     return li;
   }));
   const st = peer.status();
-  statusEl.textContent = `${st.state} — you are #${st.self}${st.isHost ? ' (hosting)' : ''}, host #${st.host}${st.error ? ' — ' + st.error : ''}`;
+  const last = app.heard[app.heard.length - 1];
+  const news = !last ? '' : last.type === MSG_SCORED ? ` — +1 (${last.value})` : last.type === MSG_CHEER ? ` — #${last.value} cheers` : '';
+  statusEl.textContent = `${st.state} — you are #${st.self}${st.isHost ? ' (hosting)' : ''}, host #${st.host}${st.error ? ' — ' + st.error : ''}${news}`;
   requestAnimationFrame(draw);
 }
 
+// Space cheers: an Action to the host, which tells everyone (an application message).
+const cheer = () => peer.do((w) => { w.sendAction(ACTION_CHEER, new Uint8Array(0)); return true; });
+addEventListener('keydown', (ev) => { if (ev.key === ' ') cheer(); });
+
 // @ts-ignore: for the console and the end-to-end test
-window.game = { peer, app, view, status: () => peer.status() };
+window.game = { peer, app, view, cheer, heard: () => app.heard, status: () => peer.status() };
 peer.run().then(() => requestAnimationFrame(draw), (err) => { statusEl.textContent = `cannot join: ${err.message}`; });
