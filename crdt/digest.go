@@ -181,6 +181,11 @@ func (r *Replica) Hash() uint64 {
 // whose state differs and exchange only those. buckets below 1 count as 1. It costs time in
 // proportion to the entities changed since the last call, plus the buckets and entity numbers.
 func (r *Replica) BucketDigests(buckets int, dst []uint64) []uint64 {
+	return r.bucketDigests(buckets, nil, dst)
+}
+
+// bucketDigests is BucketDigests over the numbers keep accepts (nil: all).
+func (r *Replica) bucketDigests(buckets int, keep func(n uint16) bool, dst []uint64) []uint64 {
 	if buckets < 1 {
 		buckets = 1
 	}
@@ -196,8 +201,10 @@ func (r *Replica) BucketDigests(buckets int, dst []uint64) []uint64 {
 		}
 		// Numbers pi<<8 … pi<<8+255; keep the bucket running instead of dividing every number.
 		b := (pi << 8) % buckets
-		for _, s := range page {
-			d[b] += s
+		for j, s := range page {
+			if keep == nil || s != 0 && keep(uint16(pi<<8|j)) {
+				d[b] += s
+			}
 			if b++; b == buckets {
 				b = 0
 			}

@@ -32,26 +32,7 @@ func (r *Replica) Forget(n uint16) bool {
 // holding only those numbers would compute (keep is called once per number that holds state; nil
 // keeps every number).
 func (r *Replica) BucketDigestsOf(buckets int, keep func(n uint16) bool, dst []uint64) []uint64 {
-	if buckets < 1 {
-		buckets = 1
-	}
-	r.refreshSums()
-	start := len(dst)
-	for range buckets {
-		dst = append(dst, 0)
-	}
-	d := dst[start:]
-	for pi, page := range &r.sums {
-		if page == nil {
-			continue
-		}
-		for j, s := range page {
-			if n := uint16(pi<<8 | j); s != 0 && (keep == nil || keep(n)) {
-				d[int(n)%buckets] += s
-			}
-		}
-	}
-	return dst
+	return r.bucketDigests(buckets, keep, dst)
 }
 
 // Numbers appends, in ascending order, every entity number the replica holds anything of (a
