@@ -57,6 +57,7 @@ type hostRole struct {
 	// scratch for the replica's numbers, and the command payloads for members that follow
 	// everything (cmdAll) and for one that follows part (cmdPart, relayPart).
 	interestAt                 time.Time
+	flushes                    int // updates flushes, for farEvery
 	numbers                    []uint16
 	cmdAll, cmdPart, relayPart []byte
 	// shared is the properties the host wrote since the last flush (entity → property mask),
@@ -91,6 +92,10 @@ type hostMember struct {
 	conduct *conduct
 	// visible is the entity numbers the member follows (host_interest.go); nil: everything.
 	visible map[uint16]bool
+	// near is the successor's own interest, sent at the full rate; its other updates wait in
+	// later for every farEvery-th flush (host_interest.go). Nil for the other members.
+	near  map[uint16]bool
+	later map[Entity]uint32
 	// appBudget is the member's application traffic still allowed as of appAt (appAllowed).
 	appBudget float64
 	appAt     time.Time

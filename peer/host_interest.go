@@ -35,19 +35,29 @@ func (h *hostRole) follows(pol InterestPolicy, idx PeerIndex, e Entity) bool {
 	return pol.Interest(h.w, idx, e)
 }
 
-// interestOf works out what member idx follows now: nil for everything.
-func (h *hostRole) interestOf(idx, successor PeerIndex) map[uint16]bool {
+// farEvery paces what the successor follows beyond its own interest: those updates leave every
+// farEvery-th flush (200 ms at 20 Hz, inside the digests' 300 ms quiet period), not every one.
+// Its replica stays whole; what lags is at most the host's last 200 ms of writes no other member
+// follows.
+const farEvery = 4
+
+// interestOf works out what member idx follows now: nil for everything. The successor follows
+// everything, and near is its own interest, sent at the full rate (nil without a policy).
+func (h *hostRole) interestOf(idx, successor PeerIndex) (vis, near map[uint16]bool) {
 	pol, ok := h.policy()
-	if !ok || idx == successor {
-		return nil
+	if !ok {
+		return nil, nil
 	}
-	vis := make(map[uint16]bool)
+	own := make(map[uint16]bool)
 	for e := range h.w.ents {
 		if h.follows(pol, idx, e) {
-			vis[e.Number()] = true
+			own[e.Number()] = true
 		}
 	}
-	return vis
+	if idx == successor {
+		return nil, own
+	}
+	return own, nil
 }
 
 // sees reports whether member hm is sent entity number n.
@@ -75,7 +85,9 @@ func (h *hostRole) updateInterest() {
 	succ := h.env.successor()
 	for idx, hm := range h.mems {
 		if hm.snapshotSent && hm.link.ready {
-			h.refollow(hm, h.interestOf(idx, succ))
+			vis, near := h.interestOf(idx, succ)
+			hm.near = near
+			h.refollow(hm, vis)
 		}
 	}
 }

@@ -136,6 +136,14 @@ func (h *hostRole) flushUpdates() {
 	if len(h.shared) > 0 {
 		h.flushShared()
 	}
+	if h.flushes++; h.flushes%farEvery == 0 {
+		for _, hm := range h.mems {
+			if len(hm.later) > 0 {
+				orInto(hm.dirty, hm.later)
+				clear(hm.later)
+			}
+		}
+	}
 	for _, hm := range h.mems {
 		if hm.snapshotSent {
 			h.upd.send(h.roleBase, hm.link, hm.dirty, nil)
@@ -161,6 +169,20 @@ func (h *hostRole) flushShared() {
 			}
 			continue
 		}
+		if hm.near != nil {
+			// The successor: its own interest now, the rest of the world every farEvery-th flush.
+			if hm.later == nil {
+				hm.later = make(map[Entity]uint32)
+			}
+			for e, mask := range h.shared {
+				if hm.near[e.Number()] {
+					hm.dirty[e] |= mask
+				} else {
+					hm.later[e] |= mask
+				}
+			}
+			continue
+		}
 		if !hm.link.ready {
 			orInto(hm.dirty, h.shared)
 		} else if lead == nil {
@@ -177,7 +199,7 @@ func (h *hostRole) flushShared() {
 	h.upd.send(h.roleBase, lead.link, h.shared, &rec)
 	h.out = rec
 	for _, hm := range h.mems {
-		if !hm.snapshotSent || !hm.link.ready || hm.visible != nil {
+		if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil {
 			continue
 		}
 		if hm != lead && !h.replay(hm, rec) {
@@ -295,6 +317,7 @@ func (h *hostRole) despawned(e Entity, origin PeerIndex) {
 	delete(h.shared, e)
 	for _, hm := range h.mems {
 		delete(hm.dirty, e)
+		delete(hm.later, e)
 	}
 	h.despawns = append(h.despawns, e)
 }

@@ -25,7 +25,7 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 		if _, ok := h.policy(); ok {
 			h.ensureAvatar(hm) // where its avatar stands decides what it follows
 		}
-		hm.visible = h.interestOf(hm.link.idx, h.env.successor())
+		hm.visible, hm.near = h.interestOf(hm.link.idx, h.env.successor())
 	}
 	own := h.own
 	if hm.visible != nil {

@@ -200,3 +200,53 @@ func TestInterestRadius(t *testing.T) {
 	}
 	_ = hostHash
 }
+
+// TestInterestSuccessorPaced: the successor keeps the whole world, but what lies beyond its own
+// interest reaches it every farEvery-th flush; its own surroundings at every flush.
+func TestInterestSuccessorPaced(t *testing.T) {
+	n := newStepNet(t)
+	apps := map[PeerIndex]*radiusApp{}
+	for i := PeerIndex(1); i <= 3; i++ {
+		apps[i] = &radiusApp{stepApp: stepApp{table: stepSchemas()}}
+		n.join(i, apps[i], 1, 1)
+	}
+	h := n.peers[1]
+	succ := h.successor()
+	n.advance(300 * time.Millisecond)
+	h.flushUpdates()
+	n.pump()
+	if hm := h.host.mems[succ]; hm.visible != nil || hm.near == nil {
+		t.Fatalf("successor %d: visible %v, near %v", succ, hm.visible, hm.near)
+	}
+	near, far := apps[1].boxes[0], apps[1].boxes[9] // x = 0 (by its avatar) and x = 90
+	slowest := 0
+	for round := byte(1); round <= 3; round++ {
+		n.do(1, func(w *World) {
+			_ = w.Set(near, 0, []byte{0, round, 0, 0})
+			_ = w.Set(far, 0, []byte{90, round, 0, 0})
+		})
+		flushesUntilFar := 0
+		for {
+			h.flushUpdates()
+			n.pump()
+			flushesUntilFar++
+			if v, _ := n.peers[succ].w.Get(near, 0); v[1] != round {
+				t.Fatalf("round %d: the successor's near box not updated at the first flush", round)
+			}
+			if v, _ := n.peers[succ].w.Get(far, 0); v[1] == round {
+				break
+			}
+			if flushesUntilFar > farEvery {
+				t.Fatalf("round %d: the far box did not reach the successor in %d flushes", round, farEvery)
+			}
+		}
+		t.Logf("round %d: the far box arrived after %d flushes", round, flushesUntilFar)
+		slowest = max(slowest, flushesUntilFar)
+	}
+	if slowest < farEvery {
+		t.Errorf("the far box always arrived within %d flushes: updates beyond the successor's interest are not paced", slowest)
+	}
+	if got := boxXs(n.peers[succ].w); len(got) != 10 {
+		t.Errorf("the successor holds %d boxes, want all 10", len(got))
+	}
+}
