@@ -2,9 +2,11 @@ package peer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/hostsnapshot"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
@@ -124,6 +126,13 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 		if why, reason := h.admitCorrection(hm, &m, relayed); reason != "" {
 			if err := h.refuse(hm, why, reason); err != nil {
 				return err
+			}
+			if m.Component == schema.ComponentAuthority && m.Type != crdt.DeleteEntity && m.Type != crdt.DeleteEntityNetwork {
+				// The member keeps the record it sent (a survivor's avatar this host, restored
+				// from an older checkpoint, never knew): re-assert this host's record over it, or
+				// delete it, so that the member converges instead of sending it again forever.
+				h.rejected(hm, m.Entity, m.Timestamp, errors.New(reason), false)
+				h.rejectedAbsent(&m)
 			}
 			continue
 		}
