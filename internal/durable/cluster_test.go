@@ -119,9 +119,9 @@ func TestClusterReplicates(t *testing.T) {
 // clock is a settable clock.
 type clock struct{ ns atomic.Int64 }
 
-func (c *clock) now() time.Time         { return time.Unix(0, c.ns.Load()) }
-func (c *clock) add(d time.Duration)    { c.ns.Add(int64(d)) }
-func newClock() *clock                  { c := &clock{}; c.ns.Store(time.Now().UnixNano()); return c }
+func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+func newClock() *clock               { c := &clock{}; c.ns.Store(time.Now().UnixNano()); return c }
 func manualDir(t *testing.T, s *Store, node string, clk *clock, lost func(signaling.RoomID)) *Directory {
 	t.Helper()
 	d, err := s.Directory(DirectoryConfig{Node: node, TTL: 5 * time.Second, Renew: -1, Now: clk.now, Lost: lost,
