@@ -142,9 +142,8 @@ func NewDirectory(kv jetstream.KeyValue, cfg DirectoryConfig) (*Directory, error
 		cfg.Timeout = DefaultTimeout
 	}
 	d := &Directory{kv: kv, cfg: cfg, log: cfg.Logger, held: map[string]held{}, cache: map[string]Lease{}, quit: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
-	defer cancel()
-	w, err := kv.WatchAll(ctx)
+	// The watcher lives until Stop (a context would end it when cancelled).
+	w, err := kv.WatchAll(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("durable: watch %s: %w", DirectoryBucket, err)
 	}
