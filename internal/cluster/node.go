@@ -79,6 +79,7 @@ type Node struct {
 	mu        sync.Mutex // guards the following fields
 	eps       map[*endpoint]struct{}
 	acquired  map[signaling.RoomID]time.Time // leases taken for joins, kept at least a TTL
+	seen      map[string]time.Time           // nodes heard on aliveSubject
 	openRooms map[signaling.RoomID]bool      // the rooms open here, as of openAt
 	openAt    time.Time
 	closed    bool
@@ -120,7 +121,7 @@ func New(cfg Config) (*Node, error) {
 		cfg.CloseGrace = signaling.DefaultCloseGrace
 	}
 	n := &Node{cfg: cfg, nc: cfg.Store.Conn(), name: cfg.Name, log: cfg.Logger,
-		eps: map[*endpoint]struct{}{}, acquired: map[signaling.RoomID]time.Time{}, quit: make(chan struct{})}
+		eps: map[*endpoint]struct{}{}, acquired: map[signaling.RoomID]time.Time{}, seen: map[string]time.Time{}, quit: make(chan struct{})}
 	dir, err := cfg.Store.Directory(durable.DirectoryConfig{Node: cfg.Name, TTL: cfg.LeaseTTL, Keep: n.keep, Lost: n.lost,
 		Logger: cfg.Logger.With().Str("component", "directory").Logger()})
 	if err != nil {
@@ -130,6 +131,7 @@ func New(cfg Config) (*Node, error) {
 	for subj, h := range map[string]nats.MsgHandler{
 		openSubject(n.name):  n.serveOpen,
 		roomsSubject(n.name): n.serveRooms,
+		aliveSubject:         n.heard,
 	} {
 		sub, err := n.nc.Subscribe(subj, h)
 		if err != nil {
@@ -153,7 +155,46 @@ func New(cfg Config) (*Node, error) {
 func openSubject(node string) string  { return "concord.node." + node + ".open" }
 func roomsSubject(node string) string { return "concord.node." + node + ".rooms" }
 func upSubject(id string) string      { return "concord.relay." + id + ".up" }
-func downSubject(id string) string    { return "concord.relay." + id + ".down" }
+
+// aliveSubject carries every node's presence: its name, every HeartbeatInterval.
+const aliveSubject = "concord.nodes.alive"
+
+// maxNodeName bounds a node name heard on aliveSubject; maxNodes the names remembered.
+const (
+	maxNodeName = 256
+	maxNodes    = 1024
+)
+
+// heard records a node's presence.
+func (n *Node) heard(m *nats.Msg) {
+	if len(m.Data) == 0 || len(m.Data) > maxNodeName {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.seen[string(m.Data)]; ok || len(n.seen) < maxNodes {
+		n.seen[string(m.Data)] = time.Now()
+	}
+}
+
+// Alive lists the nodes heard from within HeartbeatTimeout, this one included, sorted.
+func (n *Node) Alive() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := []string{n.name}
+	for name, at := range n.seen {
+		if time.Since(at) > n.cfg.HeartbeatTimeout {
+			delete(n.seen, name)
+			continue
+		}
+		if name != n.name {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+func downSubject(id string) string { return "concord.relay." + id + ".down" }
 
 // Attach sets the signaling server whose rooms this node serves.
 func (n *Node) Attach(s *signaling.Server) { n.sig.Store(s) }
@@ -176,6 +217,12 @@ func (n *Node) Close() {
 		n.mu.Unlock()
 		close(n.quit)
 		n.wg.Wait()
+		// A graceful stop hands its rooms over at once rather than after a TTL.
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
+		for _, room := range n.dir.Held() {
+			_ = n.dir.Release(ctx, room)
+		}
+		cancel()
 		n.dir.Close()
 	})
 }
@@ -256,6 +303,7 @@ func (n *Node) heartbeats() {
 			return
 		case <-t.C:
 		}
+		_ = n.nc.Publish(aliveSubject, []byte(n.name))
 		now := time.Now().UnixNano()
 		n.mu.Lock()
 		eps := make([]*endpoint, 0, len(n.eps))
