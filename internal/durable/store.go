@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -505,6 +506,11 @@ func (l natsLogger) Warnf(format string, v ...any) {
 	l.log.Warn().Msgf(format, v...)
 }
 func (l natsLogger) Errorf(format string, v ...any) {
+	if strings.HasPrefix(format, "Error trying to connect to route") {
+		// Retried for ever, once a second while a node is down: an error only if it lasts.
+		l.log.Debug().Msgf(format, v...)
+		return
+	}
 	l.log.Error().Msgf(format, v...)
 }
 func (l natsLogger) Fatalf(format string, v ...any) {
