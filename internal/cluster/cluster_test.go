@@ -44,7 +44,8 @@ func startNode(t *testing.T, st *durable.Store, name string, ttl time.Duration) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := signaling.New(signaling.Config{Router: n, NodeName: name, Store: st, Logger: log, ResumeGrace: 200 * time.Millisecond})
+	sig := signaling.New(signaling.Config{Router: n, NodeName: name, Store: st, Logger: log, ResumeGrace: 200 * time.Millisecond,
+		PingInterval: 50 * time.Millisecond, PongWait: 300 * time.Millisecond})
 	n.Attach(sig)
 	hs := httptest.NewServer(sig.Handler())
 	tn := &testNode{name: name, node: n, sig: sig, http: hs}
@@ -153,7 +154,16 @@ func TestRelay(t *testing.T) {
 			return nil
 		})
 	}
-	// Pings cross the relay both ways: bob stays well past the pong wait.
+	// Pings and pongs cross the relay: bob stays well past the owner's pong wait.
+	stay := time.NewTimer(time.Second)
+	select {
+	case ev := <-cb.Events():
+		t.Fatalf("bob got %#v while idle", ev)
+	case <-stay.C:
+	}
+	if rs, err := roomsOf(b.http.URL); err != nil || len(rs) != 1 || len(rs[0].Members) != 2 {
+		t.Fatalf("after a second idle: %+v %v", rs, err)
+	}
 	if err := cb.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,14 +195,22 @@ func TestOwnerFailover(t *testing.T) {
 	cb := dial(t, b.http.URL, "bob", nil)
 	j := cb.Joined()
 	// a dies: no close frames, no lease release (its directory stops renewing).
+	a.node.dying = true
 	a.node.dir.Close()
 	a.http.CloseClientConnections()
 	a.node.Close()
 	cl := next[signaling.Closed](t, cb)
 	t.Logf("bob's relay ended: %v", cl.Err)
 	start := time.Now()
+	if !a.node.Directory().Holds("r") {
+		t.Fatal("the dead node released its lease")
+	}
 	c2 := dial(t, b.http.URL, "bob", &signaling.Resume{Index: j.Self, Term: j.Term, Host: j.Host, Synced: true, Room: "r"})
-	t.Logf("resumed through b after %v", time.Since(start))
+	took := time.Since(start)
+	t.Logf("resumed through b after %v", took)
+	if took < 500*time.Millisecond {
+		t.Errorf("resumed after %v: before the dead owner's lease could expire", took)
+	}
 	if c2.Joined().Self != j.Self {
 		t.Fatalf("resumed as %d, held %d", c2.Joined().Self, j.Self)
 	}
