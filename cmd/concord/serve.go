@@ -129,7 +129,6 @@ type server struct {
 
 	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
 	hostServer         string   // the URL the dedicated hosts dial
-	hostTokens         bool     // with a secret: each start issues its token
 	secret             string   // CONCORD_SECRET
 	routes             []string // --routes: the configured nodes, for the fair share while starting
 	checkpointInterval time.Duration

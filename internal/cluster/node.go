@@ -86,11 +86,11 @@ type Node struct {
 
 	dying bool // tests: Close leaves the leases to expire, as a killed node does
 
-	edges, owners atomic.Int64
-	rtt           atomic.Int64 // nanoseconds, the last NATS round trip measured
-	quit          chan struct{}
-	wg            sync.WaitGroup
-	once          sync.Once
+	owners atomic.Int64 // relayed websockets served here
+	rtt    atomic.Int64 // nanoseconds, the last NATS round trip measured
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
 }
 
 // openRequest asks the owner of Room to serve a relayed websocket.

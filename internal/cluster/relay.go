@@ -81,10 +81,9 @@ func frame(kind byte, data []byte) []byte {
 
 // edgeRelay is a websocket accepted here whose room another node owns.
 type edgeRelay struct {
-	n   *Node
-	ep  *endpoint
-	up  string // subject of frames to the owner
-	log string
+	n  *Node
+	ep *endpoint
+	up string // subject of frames to the owner
 }
 
 // Serve implements signaling.Relay: the websocket's messages and control frames go up, the
@@ -254,6 +253,14 @@ var errRelayLost = errors.New("cluster: relay lost")
 // the way, until the read deadline (an error whose Timeout is true), a close frame (a
 // *websocket.CloseError) or the relay's end.
 func (s *ownerSocket) NextReader() (int, io.Reader, error) {
+	// One timer per call, moved when a handler moves the deadline (a pong extends it).
+	var t *time.Timer
+	var armed time.Time
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
 		s.mu.Lock()
 		dl, limit := s.deadline, s.limit
@@ -264,8 +271,12 @@ func (s *ownerSocket) NextReader() (int, io.Reader, error) {
 			if d <= 0 {
 				return 0, nil, os.ErrDeadlineExceeded
 			}
-			t := time.NewTimer(d)
-			defer t.Stop()
+			if t == nil {
+				t = time.NewTimer(d)
+			} else if !dl.Equal(armed) {
+				t.Reset(d)
+			}
+			armed = dl
 			timeout = t.C
 		}
 		select {
