@@ -194,8 +194,10 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		return fail(usageError{errors.New("a cluster keeps its rooms in JetStream: --cluster-name needs --data")})
 	}
 	if o.data != "" || o.natsURL != "" {
-		dc := durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger(), NodeName: o.nodeName,
-			NATS: o.natsURL, Replicas: o.replicas}
+		dc := durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger(), NATS: o.natsURL, Replicas: o.replicas}
+		if o.clustered() {
+			dc.NodeName = o.nodeName // JetStream knows a cluster's peers by it; one node keeps "concord"
+		}
 		if o.clusterName != "" {
 			dc.Cluster = durable.ClusterConfig{Name: o.clusterName, Listen: o.clusterAddr, Routes: o.routes}
 		}
