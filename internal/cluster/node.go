@@ -334,6 +334,13 @@ func (n *Node) heartbeats() {
 // waited for until its lease expires, within ctx.
 func (n *Node) Route(ctx context.Context, room signaling.RoomID) (signaling.Relay, error) {
 	var last error
+	// The watcher's view first: a room another live node owns is relayed without a read of the
+	// bucket (the owner refuses the relay if the lease has moved, and the bucket is read then).
+	if l, ok := n.dir.Cached(room); ok && l.Node != n.name && l.Live(n.dir.Now()) {
+		if r, err := n.open(ctx, l.Node, room); err == nil {
+			return r, nil
+		}
+	}
 	for {
 		if n.dir.Owns(room) {
 			n.touch(room)

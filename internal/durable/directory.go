@@ -405,6 +405,14 @@ func (d *Directory) Held() []signaling.RoomID {
 	return out
 }
 
+// Cached returns room's lease as the watcher last saw it (no round trip; possibly stale).
+func (d *Directory) Cached(room signaling.RoomID) (Lease, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.cache[RoomKey(room)]
+	return l, ok
+}
+
 // Leases lists every lease the watcher has seen (expired ones included), sorted by room.
 func (d *Directory) Leases() []Lease {
 	d.mu.Lock()
