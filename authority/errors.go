@@ -73,6 +73,7 @@ const (
 	OpSetAvatar                 // Table.SetAvatar
 	OpRestore                   // Table.Restore
 	OpHostMessage               // Fence.Accept
+	OpGrant                     // Table.Grant
 )
 
 var opNames = [...]string{
@@ -83,6 +84,7 @@ var opNames = [...]string{
 	OpSetAvatar:   "avatar assignment",
 	OpRestore:     "restore",
 	OpHostMessage: "host message",
+	OpGrant:       "grant",
 }
 
 func (o Op) String() string {

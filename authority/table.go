@@ -220,6 +220,31 @@ func (t *Table) RequestLock(peer PeerIndex, e EntityID, now time.Time) (Transfer
 	return Transfer{Entity: e, From: from, To: peer}, nil
 }
 
+// Grant is the host's own transfer of the host entity e to peer: peer writes it, as a lock
+// holder does, until the host revokes it (Relinquish on the holder's behalf), peer relinquishes it
+// or goes silent longer than Config.LockTimeout. Unlike RequestLock it takes e from a live holder
+// and is not bounded by Config.MaxLocksPerPeer: the host decides. It is rejected with
+// NotLockable when peer is the host, e is reserved or e is an avatar.
+func (t *Table) Grant(peer PeerIndex, e EntityID, now time.Time) (Transfer, error) {
+	if peer == t.host || reserved(e) {
+		return Transfer{}, reject(NotLockable, OpGrant, peer, e)
+	}
+	from := t.host
+	if r, owned := t.records[e]; owned {
+		switch {
+		case r.Kind == KindAvatar:
+			return Transfer{}, reject(NotLockable, OpGrant, peer, e)
+		case r.Peer == peer:
+			t.holders[peer].heard(now)
+			return Transfer{Entity: e, From: peer, To: peer}, nil
+		}
+		from = r.Peer
+		t.release(e, r)
+	}
+	t.lock(peer, e, now)
+	return Transfer{Entity: e, From: from, To: peer}, nil
+}
+
 // Relinquish gives peer's lock on e back to the host. Anyone but the holder is
 // rejected with NotAuthority; the host may relinquish on a holder's behalf by
 // passing the holder as peer.

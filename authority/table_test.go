@@ -626,3 +626,38 @@ func BenchmarkAdmitWrite(b *testing.B) {
 		}
 	}
 }
+
+// TestGrant: the host hands a host entity to a member, takes it from a live holder without the
+// per-peer lock bound, refuses avatars, reserved entities and itself, and Relinquish on the
+// holder's behalf revokes it.
+func TestGrant(t *testing.T) {
+	const host, alice, bob authority.PeerIndex = 1, 2, 3
+	t0 := time.Unix(100, 0)
+	tab := authority.New(host, authority.Config{MaxLocksPerPeer: 1})
+	box, crate, avatar := authority.EntityID(600), authority.EntityID(601), authority.EntityID(602)
+	if _, err := tab.SetAvatar(avatar, bob); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := tab.RequestLock(bob, box, t0); err != nil || tr.To != bob {
+		t.Fatalf("lock: %+v %v", tr, err)
+	}
+	tr, err := tab.Grant(alice, box, t0)
+	if err != nil || tr.From != bob || tr.To != alice || tab.Author(box) != alice {
+		t.Fatalf("grant over a live lock: %+v %v, author %d", tr, err, tab.Author(box))
+	}
+	if _, err := tab.Grant(alice, crate, t0); err != nil || tab.Author(crate) != alice {
+		t.Fatalf("second grant beyond MaxLocksPerPeer: %v", err)
+	}
+	for _, c := range []struct {
+		peer authority.PeerIndex
+		e    authority.EntityID
+	}{{alice, avatar}, {alice, 1}, {host, box}} {
+		var re *authority.RejectError
+		if _, err := tab.Grant(c.peer, c.e, t0); !errors.As(err, &re) || re.Code != authority.NotLockable || re.Op != authority.OpGrant {
+			t.Errorf("Grant(%d, %d) = %v, want NotLockable", c.peer, c.e, err)
+		}
+	}
+	if tr, err := tab.Relinquish(alice, box); err != nil || tr.To != host || tab.Author(box) != host {
+		t.Fatalf("revoke: %+v %v", tr, err)
+	}
+}

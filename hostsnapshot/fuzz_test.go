@@ -105,7 +105,14 @@ func checkApply(t *testing.T, recvState []byte, s *netmsg.HostSnapshot) {
 	}
 	hash, clock := r.Hash(), r.Clock()
 	prefix := []byte{0xee}
+	st, ierr := Inspect(s)
 	_, corr, err := Apply(r, testTable, s, r.Merge, prefix)
+	if ierr != nil && !errors.Is(ierr, ErrHostState) {
+		t.Fatalf("Inspect error %v wraps no sentinel", ierr)
+	}
+	if err == nil && (ierr != nil || r.Clock() < st.Clock || st.MaxStamp > r.Clock()) {
+		t.Fatalf("Apply took a snapshot Inspect read as %+v (%v); clock now %d", st, ierr, r.Clock())
+	}
 	if err != nil {
 		if !errors.Is(err, ErrHostState) && !errors.Is(err, ErrSpawn) && !errors.Is(err, ErrSchemaMismatch) {
 			t.Fatalf("error %v wraps no sentinel", err)

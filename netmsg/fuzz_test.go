@@ -144,6 +144,14 @@ func FuzzConsumeHello(f *testing.F) {
 	fuzzDecoder(f, TypeHello, ConsumeHello, AppendHello)
 }
 
+func FuzzConsumeRelay(f *testing.F) {
+	fuzzDecoder(f, TypeRelay, ConsumeRelay, AppendRelay)
+}
+
+func FuzzConsumeActions(f *testing.F) {
+	fuzzDecoder(f, TypeActions, ConsumeActions, AppendActions)
+}
+
 func FuzzConsumeExt(f *testing.F) {
 	addGoldenSeeds(f, Type.IsFramed)
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -168,6 +168,16 @@ type jHello struct {
 
 // extMsg is any message of type 6–255 seen through its frame only: the
 // types netmsg has no body decoder for (12 and up).
+type jRelay struct {
+	Peer    u64      `json:"peer"`
+	AppType uint8    `json:"appType"`
+	Data    hexBytes `json:"data"`
+}
+
+type jActions struct {
+	Actions []jCall `json:"actions"`
+}
+
 type extMsg struct {
 	Type Type
 	Body []byte
@@ -396,8 +406,20 @@ var codecs = []goldenCodec{
 		},
 		append: AppendHello, consumeFn: ConsumeHello,
 	},
+	codec[Relay, jRelay]{
+		file: "relay.json", own: is(TypeRelay),
+		toJ:    func(m *Relay) jRelay { return jRelay{u64(m.Peer), uint8(m.AppType), m.Data} },
+		fromJ:  func(j *jRelay) Relay { return Relay{uint64(j.Peer), Type(j.AppType), j.Data} },
+		append: AppendRelay, consumeFn: ConsumeRelay,
+	},
+	codec[Actions, jActions]{
+		file: "actions.json", own: is(TypeActions),
+		toJ:    func(m *Actions) jActions { return jActions{mapSlice(m.Actions, toJAction)} },
+		fromJ:  func(j *jActions) Actions { return Actions{mapSlice(j.Actions, fromJAction)} },
+		append: AppendActions, consumeFn: ConsumeActions,
+	},
 	codec[extMsg, jExt]{
-		file: "ext.json", own: func(t Type) bool { return t.IsFramed() && t > TypeHello },
+		file: "ext.json", own: func(t Type) bool { return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions },
 		toJ:   func(m *extMsg) jExt { return jExt{uint8(m.Type), m.Body} },
 		fromJ: func(j *jExt) extMsg { return extMsg{Type(j.Type), j.Body} },
 		append: func(dst []byte, m *extMsg) []byte {

@@ -209,12 +209,22 @@ func messageVectors() []namedValue {
 		{"typical", Hello{Term: 4, PeerIndex: 2, SchemaFingerprint: 0x0123456789abcdef}},
 		{"maximum values", Hello{Term: maxU64, PeerIndex: maxU64, SchemaFingerprint: maxU64}},
 
+		// Relay
+		{"to every member, empty data", Relay{Peer: 0, AppType: 128}},
+		{"from peer 7, type 200", Relay{Peer: 7, AppType: 200, Data: []byte("typing…")}},
+		{"maximum peer, type 255", Relay{Peer: maxU64, AppType: 255, Data: []byte{0, 1, 2}}},
+
+		// Actions
+		{"none", Actions{}},
+		{"one input", Actions{Actions: []Action{{Type: 1, Data: []byte{0x10, 0x20}}}}},
+		{"two, one empty", Actions{Actions: []Action{{Type: 7}, {Type: math.MaxUint32, Data: []byte("jump")}}}},
+
 		// Frames of types this build does not define.
 		// Stamp and Digest bodies are decoded by the session layer (package
 		// peer); netmsg sees their frames only.
 		{"Stamp (12) frame", extMsg{TypeStamp, bld{}.u64(1234)}},
 		{"Digest (13) frame, 2 buckets", extMsg{TypeDigest, bld{}.u64(3).u32(77).u16(2).u64(0x0123456789abcdef).u64(maxU64)}},
-		{"unknown extension 14", extMsg{14, []byte{1, 2, 3}}},
+		{"unknown extension 100", extMsg{100, []byte{1, 2, 3}}},
 		{"unknown extension 127, empty body", extMsg{127, nil}},
 		{"application 128", extMsg{128, []byte("app")}},
 		{"application 200, one byte", extMsg{200, []byte{0}}},
@@ -297,6 +307,10 @@ func invalidVectors() []invalidDef {
 		{"PeerCommands type only", "", bld{4}, "short_buffer"},
 		{"EntityUpdates type only", "", bld{5}, "short_buffer"},
 		{"extension type only", "", bld{8}, "short_buffer"},
+		{"Relay of a non-application type", "", bld{14}.u32(9).u64(1).raw(127), "wrong_type"},
+		{"Relay body shorter than its header", "", bld{14}.u32(8).u64(1), "body_length"},
+		{"Actions count beyond the body", "", bld{15}.u32(4).u32(2), "short_buffer"},
+		{"Actions bytes after the last action", "", bld{15}.u32(13).u32(1).u32(1).u32(0).raw(9), "body_length"},
 		{"PeerExited truncated index", "", bld{2}.raw(1, 2, 3), "short_buffer"},
 		{"HostSnapshot truncated host time", "", bld{0}.raw(1, 0, 0, 0), "short_buffer"},
 		{"HostSnapshot missing peer count", "", snapHead, "short_buffer"},

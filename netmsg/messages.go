@@ -241,11 +241,22 @@ func ConsumeHostCommands(b []byte, m *HostCommands) (n int, err error) {
 		}
 	}
 
+	var actions *[]Action
+	if m != nil {
+		actions = &m.Actions
+	}
+	d.actions(actions)
+	return d.result()
+}
+
+// actions decodes an action count and that many Actions into *dst, reusing its array; a nil dst
+// validates only.
+func (d *decoder) actions(dst *[]Action) {
 	nc := d.count("action count", minRPCSize)
 	var actions []Action
-	if d.err == nil && m != nil {
-		m.Actions = resize(m.Actions, nc)
-		actions = m.Actions
+	if d.err == nil && dst != nil {
+		*dst = resize(*dst, nc)
+		actions = *dst
 	}
 	for i := 0; i < nc && d.err == nil; i++ {
 		typ, data := d.call()
@@ -253,7 +264,6 @@ func ConsumeHostCommands(b []byte, m *HostCommands) (n int, err error) {
 			actions[i] = Action{Type: typ, Data: data}
 		}
 	}
-	return d.result()
 }
 
 // AppendPeerCommands appends m to dst. It panics on a length that does not

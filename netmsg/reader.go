@@ -123,6 +123,10 @@ func messageLen(b []byte) (int, error) {
 		return ConsumeClose(b, nil)
 	case TypeHello:
 		return ConsumeHello(b, nil)
+	case TypeRelay:
+		return ConsumeRelay(b, nil)
+	case TypeActions:
+		return ConsumeActions(b, nil)
 	case TypeStamp, TypeDigest: // bodies checked by ConsumeStamp, ConsumeDigest
 		return frameLen(b)
 	default:

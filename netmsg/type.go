@@ -81,6 +81,17 @@ const (
 	// with a HostSnapshot of the buckets that differ:
 	//	term u64 | clock u32 | bucketCount u16 | digests [bucketCount]u64
 	TypeDigest Type = 13
+
+	// TypeRelay is Relay, either channel: an application message relayed by
+	// the host between members. Peer is the destination (0: every member)
+	// from a member, the sender from the host:
+	//	peer u64 | appType u8 (128–255) | data (rest of body)
+	TypeRelay Type = 14
+
+	// TypeActions is Actions, reliable, member → host: the member's TRNP
+	// Actions (TRNP's PeerCommands carries RPCs only):
+	//	actionCount u32 | Action*
+	TypeActions Type = 15
 )
 
 // Bounds of the type ranges.
@@ -106,6 +117,8 @@ var typeNames = [...]string{
 	TypeHello:         "Hello",
 	TypeStamp:         "Stamp",
 	TypeDigest:        "Digest",
+	TypeRelay:         "Relay",
+	TypeActions:       "Actions",
 }
 
 // String returns the message name, "Extension(n)" for an undefined
@@ -133,5 +146,5 @@ func (t Type) IsApplication() bool { return t >= FirstApplication }
 // IsFramed reports whether t uses the extension frame (types 6–255).
 func (t Type) IsFramed() bool { return t >= FirstExtension }
 
-// Known reports whether this build defines t (0–13).
+// Known reports whether this build defines t (0–15).
 func (t Type) Known() bool { return int(t) < len(typeNames) }

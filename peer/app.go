@@ -3,6 +3,7 @@ package peer
 import (
 	"time"
 
+	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
 )
 
@@ -56,6 +57,10 @@ const (
 	EventMigrating
 	// EventSynced: this peer holds the host's world (after joining or after a migration).
 	EventSynced
+	// EventAppended: a value joined the append set (Entity, Component); read it with Values.
+	EventAppended
+	// EventUnset: properties of Entity were deleted (Props), by Unset here or elsewhere.
+	EventUnset
 )
 
 func (k EventKind) String() string {
@@ -78,17 +83,50 @@ func (k EventKind) String() string {
 		return "migrating"
 	case EventSynced:
 		return "synced"
+	case EventAppended:
+		return "appended"
+	case EventUnset:
+		return "unset"
 	}
 	return "unknown"
 }
 
 // Event is one thing that happened to the world or the room.
 type Event struct {
-	Kind   EventKind
-	Entity Entity
-	Props  uint32 // EventUpdated: the properties that changed
-	Peer   PeerIndex
-	Term   Term
+	Kind      EventKind
+	Entity    Entity
+	Props     uint32           // EventUpdated, EventUnset: the properties that changed
+	Component crdt.ComponentID // EventAppended: the append set
+	Peer      PeerIndex
+	Term      Term
+}
+
+// MessageHandler is implemented by apps that receive application messages (types 128–255, sent
+// with World.SendMessage). from is the sender: the host, or the member a relayed message came
+// from. data aliases the payload: copy it to keep it.
+type MessageHandler interface {
+	Message(w *World, from PeerIndex, typ uint8, data []byte)
+}
+
+// ActionHandler is implemented by apps that receive TRNP Actions (World.SendAction): a member's
+// input on the host, the host's actions on members. An app without it gets Actions in RPC, as
+// before. data aliases the payload.
+type ActionHandler interface {
+	Action(w *World, from PeerIndex, typ uint32, data []byte)
+}
+
+// RelayPolicy is implemented by host apps that decide which application messages one member
+// may send another through the host (to is Everyone for a broadcast). Without it every message
+// within the limits passes.
+type RelayPolicy interface {
+	AllowRelay(w *World, from, to PeerIndex, typ uint8) bool
+}
+
+// AppendPolicy is implemented by host apps that let members append to sets of entities they do
+// not write (a chat log on the room entity). Without it a member appends only to the entities it
+// has authority over.
+type AppendPolicy interface {
+	AllowAppend(w *World, from PeerIndex, e Entity, c crdt.ComponentID, value []byte) bool
 }
 
 // System RPC types: the top of the RPC type space belongs to Concord.
@@ -99,4 +137,6 @@ const (
 	rpcLockRequest = FirstSystemRPC + 1
 	// rpcRelinquish hands a lock on entity (u32 LE) back to the host.
 	rpcRelinquish = FirstSystemRPC + 2
+	// rpcAppend asks the host to append a value: entity u32 LE | component u32 LE | value.
+	rpcAppend = FirstSystemRPC + 3
 )

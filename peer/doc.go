@@ -53,17 +53,28 @@
 // [World.Creation], [World.Exists], [World.Authority], [World.AvatarOf], [World.CanWrite];
 // who is who: [World.Self], [World.Host], [World.Term], [World.IsHost].
 //
-// Writing: [World.Set] (any peer with authority), [World.Spawn], [World.SpawnRoom] and
-// [World.Despawn] (the host). Writes made in one step share one timestamp and are sent after it.
+// Writing: [World.Set] and [World.Unset] (any peer with authority), [World.Spawn],
+// [World.SpawnRoom] and [World.Despawn] (the host). Writes made in one step share one timestamp
+// and are sent after it. [World.Append] adds to a grow-only set (a chat log, an input stream),
+// read with [World.Values]; a member appends to what it writes, or where the host's
+// [AppendPolicy] lets it.
 //
-// Authority and messages: [World.RequestLock] and [World.Relinquish] (a member asks the host for
-// an entity, [EventAuthority] says when it changed), [World.SendRPC] (member to host) and
-// [World.BroadcastRPC] (host to members), delivered to [App.RPC]; types from [FirstSystemRPC]
-// up are Concord's.
+// Authority: [World.RequestLock] and [World.Relinquish] (a member asks the host for an entity),
+// [World.Grant] and [World.Revoke] (the host hands one out and takes it back); [EventAuthority]
+// says when it changed.
+//
+// Messages: [World.SendMessage] sends an application message (types 128–255, reliable or not) to
+// the host, one member or [Everyone], relayed by the host with the sender's index and filtered by
+// its [RelayPolicy]; the receiver's [MessageHandler] gets it. [World.SendAction] sends a TRNP
+// Action to the host's [ActionHandler] (the host's go to every member). [World.SendRPC] (member
+// to host) and [World.BroadcastRPC] (host to members) are delivered to [App.RPC]; types from
+// [FirstSystemRPC] up are Concord's. The limits: [MaxMessage], [MaxUnreliableMessage],
+// [MaxAction], [MaxAppendValue].
 //
 // Errors are values to test with errors.Is: [ErrNotHost], [ErrNoAuthority], [ErrNoEntity],
-// [ErrNoProperty], [ErrExists], [ErrWorldFull]; [ErrClosed] and [ErrSchemaMismatch] end a
-// session; [ErrConfig] refuses a Config.
+// [ErrNoProperty], [ErrExists], [ErrWorldFull], [ErrTooLarge], [ErrNoPeer], [ErrBadComponent],
+// [ErrBadMessageType]; [ErrClosed] and [ErrSchemaMismatch] end a session; [ErrConfig] refuses a
+// Config.
 //
 // # Networking
 //

@@ -195,7 +195,7 @@ func TestLateJoinerLargeSnapshot(t *testing.T) {
 	if err := host.Do(context.Background(), func(w *peer.World) {
 		for i := range n {
 			pos := arena.Vec{X: int32(1000 + i%17000), Y: int32(1000 + (i/17000)*100)}
-			if _, err := w.Spawn(arena.SchemaBox, nil, arena.AppendVec(nil, pos), arena.AppendVec(nil, arena.Vec{})); err != nil {
+			if _, err := w.Spawn(arena.SchemaBox, nil, arena.AppendVec(nil, pos), arena.AppendVel(nil, arena.Vec{})); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -21,4 +21,12 @@ var (
 	ErrSchemaMismatch = errors.New("peer: schema table differs from the host's")
 	// ErrConfig: the configuration cannot work.
 	ErrConfig = errors.New("peer: invalid config")
+	// ErrTooLarge is returned for an application message, action or append value over its limit.
+	ErrTooLarge = errors.New("peer: too large")
+	// ErrNoPeer is returned for a message or grant to a peer that is not in the room.
+	ErrNoPeer = errors.New("peer: no such peer in the room")
+	// ErrBadComponent is returned for an append to a component Concord owns or a schema property.
+	ErrBadComponent = errors.New("peer: component cannot hold an append set")
+	// ErrBadMessageType is returned for an application message type outside 128–255.
+	ErrBadMessageType = errors.New("peer: application message types are 128–255")
 )

@@ -26,6 +26,8 @@ type hostRole struct {
 	despawns  []Entity
 	transfers []netmsg.AuthorityTransfer
 	rpcs      []netmsg.RPC
+	actions   []netmsg.Action
+	msgs      []queuedMessage // reliable application messages, sent after the commands
 	entered   []netmsg.PeerInfo
 	exited    []PeerIndex
 	relay     []byte // CRDT messages TRNP cannot carry
@@ -37,8 +39,11 @@ type hostRole struct {
 	restamped map[uint64]restampedKey // keys restamp rewrote, until their author writes again
 	lost      map[Entity]lostAuthority
 
-	// Refused inputs per kind, for rate-limited logs (host_admit.go).
-	skewed, badBatch, badCorrection, badDigest refusal
+	// refusedLog counts refused inputs per reason, for rate-limited logs (host_admit.go).
+	refusedLog [NumRefusals]uint64
+	// conducts holds the members' skew budgets and strikes across their links, by identity and
+	// by peer index (bounded: maxConducts, conductMemory).
+	conducts map[string]*conduct
 
 	hc    netmsg.HostCommands
 	snap  netmsg.HostSnapshot
@@ -75,10 +80,11 @@ type hostMember struct {
 	heldTerm Term
 	// buckets is the bucket count of the member's first digest; later digests must keep it.
 	buckets int
-	// budget is how far the member's stamps may still move the host's clock (stampOK), as of
-	// budgetAt; strikes counts its refused inputs, draining from strikeAt (refuse).
-	budget, strikes    float64
-	budgetAt, strikeAt time.Time
+	// conduct is the member's skew budget and strikes, shared with its earlier links.
+	conduct *conduct
+	// appBudget is the member's application traffic still allowed as of appAt (appAllowed).
+	appBudget float64
+	appAt     time.Time
 }
 
 func newHostRole(b roleBase) *hostRole {
@@ -90,7 +96,7 @@ func (h *hostRole) memberOf(r *remote) *hostMember {
 	if hm := h.mems[r.idx]; hm != nil && hm.link == r {
 		return hm
 	}
-	hm := &hostMember{link: r}
+	hm := &hostMember{link: r, conduct: h.conductOf(r.idx)}
 	h.mems[r.idx] = hm
 	return hm
 }
@@ -193,7 +199,7 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 			hm.buckets = len(in.dig.Digests)
 		} else if len(in.dig.Digests) != hm.buckets {
 			// Alternating bucket counts would defeat the quiet period and the digest cache.
-			return h.refuse(hm, &h.badDigest, fmt.Sprintf("digest of %d buckets after %d", len(in.dig.Digests), hm.buckets))
+			return h.refuse(hm, RefusedDigest, fmt.Sprintf("digest of %d buckets after %d", len(in.dig.Digests), hm.buckets))
 		}
 		if hm.snapshotSent {
 			// A member sends its next digest after its corrections, on the same ordered
@@ -213,7 +219,7 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		}
 		ts := crdt.Timestamp(in.eu.Time)
 		if in.eu.Time <= uint64(^uint32(0)) && !h.stampOK(hm, ts) {
-			return h.refuse(hm, &h.skewed, fmt.Sprintf("updates stamped %d, more than %d above the host's clock %d", ts, maxStampSkew, h.w.r.Clock()))
+			return h.refuse(hm, RefusedStampSkew, fmt.Sprintf("updates stamped %d, more than %d above the host's clock %d", ts, maxStampSkew, h.w.r.Clock()))
 		}
 		applyUpdates(h.roleBase, &in.eu, r.idx, func(e Entity) bool { return h.admit(hm, e, ts) }, h.mergeWrite)
 		if hm.refused {
@@ -221,7 +227,14 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		}
 	case netmsg.TypeCrdtBatch:
 		return h.corrections(hm, &in.batch)
+	case netmsg.TypeRelay:
+		return h.relayMessage(hm, &in.relay, in.ch)
+	case netmsg.TypeActions:
+		return h.memberActions(hm, in.acts.Actions)
 	default:
+		if t.IsApplication() {
+			return h.appMessage(hm, uint8(t), in.app, in.ch)
+		}
 		h.count.dropped.Add(1)
 	}
 	return nil

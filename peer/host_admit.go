@@ -3,6 +3,8 @@ package peer
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
@@ -35,7 +37,75 @@ const (
 	// maxStrikes is how many refused inputs a member may send in a burst before its link is
 	// closed; strikes drain at one a second.
 	maxStrikes = 32
+	// maxConducts bounds the conduct records a host keeps (one per identity and one per peer
+	// index): past it, the least recently used goes.
+	maxConducts = 4096
+	// conductMemory is how long a record outlives its last use: by then its strikes have
+	// drained and its budget refilled (maxStampSkew/stampRate = 4 s), so forgetting it
+	// forgives nothing.
+	conductMemory = maxStrikes * time.Second
 )
+
+// conduct is what a host holds against a member beyond one link: its skew budget and strikes.
+// A member that reconnects (a new link, the same identity or the same peer index after a resume)
+// finds its record again, so that reconnecting between offences wipes nothing.
+type conduct struct {
+	// budget is how far the member's stamps may still move the host's clock (stampOK), as of
+	// budgetAt; strikes counts its refused inputs, draining from strikeAt (strike).
+	budget, strikes    float64
+	budgetAt, strikeAt time.Time
+	// used is when the record was last charged or given to a link.
+	used time.Time
+}
+
+// conductOf returns the record of the member linked as idx: the one of its identity or of its
+// index (the one with more strikes when both exist), else a new one; kept under both keys.
+func (h *hostRole) conductOf(idx PeerIndex) *conduct {
+	now := h.env.now()
+	keys := []string{"#" + strconv.FormatUint(uint64(idx), 10)}
+	if id := h.env.roster()[idx].ID; id != "" {
+		keys = append(keys, "id "+string(id))
+	}
+	var c *conduct
+	for _, k := range keys {
+		if o := h.conducts[k]; o != nil && now.Sub(o.used) < conductMemory && (c == nil || o.strikes > c.strikes) {
+			c = o
+		}
+	}
+	if c == nil {
+		c = &conduct{}
+	}
+	c.used = now
+	if h.conducts == nil {
+		h.conducts = make(map[string]*conduct)
+	}
+	for _, k := range keys {
+		if _, ok := h.conducts[k]; !ok && len(h.conducts) >= maxConducts {
+			h.evictConduct(now)
+		}
+		h.conducts[k] = c
+	}
+	return c
+}
+
+// evictConduct makes room for a record: it drops the records past conductMemory, else the least
+// recently used one.
+func (h *hostRole) evictConduct(now time.Time) {
+	var oldest string
+	var at time.Time
+	for k, c := range h.conducts {
+		if now.Sub(c.used) >= conductMemory {
+			delete(h.conducts, k)
+			continue
+		}
+		if oldest == "" || c.used.Before(at) {
+			oldest, at = k, c.used
+		}
+	}
+	if len(h.conducts) >= maxConducts {
+		delete(h.conducts, oldest)
+	}
+}
 
 // CloseRefused is the Close code a host sends a member it drops for refused inputs; the reason
 // names the last one.
@@ -52,27 +122,28 @@ func (h *hostRole) stampOK(hm *hostMember, ts crdt.Timestamp) bool {
 	}
 	d := float64(ts - clock)
 	now := h.env.now()
-	if hm.budgetAt.IsZero() {
-		hm.budget = maxStampSkew
+	c := hm.conduct
+	if c.budgetAt.IsZero() {
+		c.budget = maxStampSkew
 	} else {
-		hm.budget = min(maxStampSkew, hm.budget+now.Sub(hm.budgetAt).Seconds()*stampRate)
+		c.budget = min(maxStampSkew, c.budget+now.Sub(c.budgetAt).Seconds()*stampRate)
 	}
-	hm.budgetAt = now
-	if d > hm.budget {
+	c.budgetAt, c.used = now, now
+	if d > c.budget {
 		return false
 	}
-	hm.budget -= d
+	c.budget -= d
 	return true
 }
 
 // refuse counts an input refused for reason, logs it (warn, rate-limited), and returns
 // errOffender when the member has offended maxStrikes times in a burst: the caller closes its
 // link after a Close that says why.
-func (h *hostRole) refuse(hm *hostMember, kind *refusal, reason string) error {
-	h.count.refused.Add(1)
-	kind.n++
-	if kind.n <= 10 || kind.n%1000 == 0 {
-		h.log.Warn().Uint64("peer", uint64(hm.link.idx)).Uint64("count", kind.n).Msg("input refused: " + reason)
+func (h *hostRole) refuse(hm *hostMember, why Refusal, reason string) error {
+	h.count.refuse(why)
+	n := &h.refusedLog[why]
+	if *n++; *n <= 10 || *n%1000 == 0 {
+		h.log.Warn().Uint64("peer", uint64(hm.link.idx)).Str("reason", why.String()).Uint64("count", *n).Msg("input refused: " + reason)
 	}
 	return h.strike(hm, reason)
 }
@@ -84,11 +155,12 @@ func (h *hostRole) strike(hm *hostMember, reason string) error {
 		return nil
 	}
 	now := h.env.now()
-	if !hm.strikeAt.IsZero() {
-		hm.strikes = max(0, hm.strikes-now.Sub(hm.strikeAt).Seconds())
+	c := hm.conduct
+	if !c.strikeAt.IsZero() {
+		c.strikes = max(0, c.strikes-now.Sub(c.strikeAt).Seconds())
 	}
-	hm.strikeAt = now
-	if hm.strikes++; hm.strikes < maxStrikes {
+	c.strikeAt, c.used = now, now
+	if c.strikes = min(c.strikes+1, maxStrikes); c.strikes < maxStrikes {
 		return nil
 	}
 	h.count.offenders.Add(1)
@@ -98,33 +170,30 @@ func (h *hostRole) strike(hm *hostMember, reason string) error {
 	return fmt.Errorf("%w: %s", errOffender, reason)
 }
 
-// refusal counts one kind of refused input, for rate-limited logs.
-type refusal struct{ n uint64 }
-
 // admitCorrection applies the limits of a correction beyond authority: its stamp, a relayed
-// deletion's version, and authority records. It returns a reason to refuse m, or "".
-func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool) string {
+// deletion's version, and authority records. It returns why and a reason to refuse m, or "".
+func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool) (Refusal, string) {
 	idx := hm.link.idx
 	switch m.Type {
 	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
 		if m.Entity.Number() < FirstSpawnNumber {
-			return fmt.Sprintf("deletion of reserved entity %v", m.Entity)
+			return RefusedCorrection, fmt.Sprintf("deletion of reserved entity %v", m.Entity)
 		}
 		if relayed && int(m.Entity.Version()) > int(h.w.knownVersion(m.Entity.Number()))+maxVersionAhead {
-			return fmt.Sprintf("deletion of %v, far above any version of number %d known here", m.Entity, m.Entity.Number())
+			return RefusedCorrection, fmt.Sprintf("deletion of %v, far above any version of number %d known here", m.Entity, m.Entity.Number())
 		}
-		return ""
+		return 0, ""
 	}
 	if !h.stampOK(hm, m.Timestamp) {
-		return fmt.Sprintf("correction stamped %d, more than %d above the host's clock %d", m.Timestamp, maxStampSkew, h.w.r.Clock())
+		return RefusedStampSkew, fmt.Sprintf("correction stamped %d, more than %d above the host's clock %d", m.Timestamp, maxStampSkew, h.w.r.Clock())
 	}
 	if m.Component == schema.ComponentAuthority && (m.Type == crdt.PutComponent || m.Type == crdt.PutComponentNetwork) {
 		var rec authority.Record
 		if _, err := authority.ConsumeRecord(m.Data, &rec); err == nil && rec.Kind != authority.KindHost && rec.Peer == idx && h.w.AuthorityRecord(m.Entity) != rec {
-			return fmt.Sprintf("authority record handing %v to its sender", m.Entity)
+			return RefusedCorrection, fmt.Sprintf("authority record handing %v to its sender", m.Entity)
 		}
 	}
-	return ""
+	return 0, ""
 }
 
 // knownVersion is the highest version of entity number n this world knows of: live, deleted, or 0.

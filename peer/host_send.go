@@ -19,12 +19,12 @@ import (
 // changes and relayed CRDT messages to every synced member, as one reliable payload.
 func (h *hostRole) flushCommands() {
 	h.restamp()
-	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs)+len(h.entered)+len(h.exited)+len(h.relay) == 0 {
+	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs)+len(h.actions)+len(h.entered)+len(h.exited)+len(h.relay)+len(h.msgs) == 0 {
 		return
 	}
 	w := h.w
 	buf := h.out[:0]
-	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs) > 0 {
+	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs)+len(h.actions) > 0 {
 		stamp := w.stamp
 		if stamp == 0 {
 			stamp = w.r.Clock()
@@ -42,12 +42,15 @@ func (h *hostRole) flushCommands() {
 		buf = netmsg.AppendCrdtBatch(buf, &netmsg.CrdtBatch{Term: uint64(w.term), Messages: h.relay})
 	}
 	h.out = buf
-	for _, hm := range h.mems {
-		if hm.snapshotSent {
-			h.env.send(hm.link, link.Reliable, buf)
+	if len(buf) > 0 {
+		for _, hm := range h.mems {
+			if hm.snapshotSent {
+				h.env.send(hm.link, link.Reliable, buf)
+			}
 		}
 	}
-	h.spawns, h.despawns, h.transfers, h.rpcs = h.spawns[:0], h.despawns[:0], h.transfers[:0], nil
+	h.flushMessages()
+	h.spawns, h.despawns, h.transfers, h.rpcs, h.actions = h.spawns[:0], h.despawns[:0], h.transfers[:0], nil, nil
 	h.entered, h.exited, h.relay = h.entered[:0], h.exited[:0], h.relay[:0]
 }
 
@@ -86,7 +89,7 @@ func (h *hostRole) commands() *netmsg.HostCommands {
 		hc.Despawns = append(hc.Despawns, netmsg.Despawn{NetworkID: uint64(e)})
 	}
 	hc.AuthorityTransfers = append(hc.AuthorityTransfers, h.transfers...)
-	hc.RPCs = h.rpcs
+	hc.RPCs, hc.Actions = h.rpcs, h.actions
 	return hc
 }
 
@@ -166,7 +169,15 @@ func (h *hostRole) replay(hm *hostMember, rec []byte) bool {
 func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) {
 	idx := hm.link.idx
 	if rpc.Type < FirstSystemRPC {
-		h.app.RPC(h.w, idx, rpc.Type, rpc.Data)
+		if h.appAllowed(hm) {
+			h.app.RPC(h.w, idx, rpc.Type, rpc.Data)
+		}
+		return
+	}
+	if rpc.Type == rpcAppend {
+		if h.appAllowed(hm) {
+			h.appendRequested(hm, rpc.Data)
+		}
 		return
 	}
 	if len(rpc.Data) != 4 {

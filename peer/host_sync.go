@@ -85,7 +85,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 	hm.acceptRelayed = false
 	hm.answered = true
 	if len(b.Messages) > maxCorrectionBytes {
-		return h.refuse(hm, &h.badBatch, fmt.Sprintf("corrections of %d bytes, more than %d", len(b.Messages), maxCorrectionBytes))
+		return h.refuse(hm, RefusedBatch, fmt.Sprintf("corrections of %d bytes, more than %d", len(b.Messages), maxCorrectionBytes))
 	}
 	var rd crdt.Reader
 	var m crdt.Message
@@ -96,10 +96,10 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 	var verdict map[Entity]error
 	for rd.Reset(b.Messages); rd.Next(&m) == nil; {
 		if count++; count > maxCorrectionMessages {
-			return h.refuse(hm, &h.badBatch, fmt.Sprintf("more than %d corrections in one batch; the rest dropped", maxCorrectionMessages))
+			return h.refuse(hm, RefusedBatch, fmt.Sprintf("more than %d corrections in one batch; the rest dropped", maxCorrectionMessages))
 		}
-		if reason := h.admitCorrection(hm, &m, relayed); reason != "" {
-			if err := h.refuse(hm, &h.badCorrection, reason); err != nil {
+		if why, reason := h.admitCorrection(hm, &m, relayed); reason != "" {
+			if err := h.refuse(hm, why, reason); err != nil {
 				return err
 			}
 			continue

@@ -22,6 +22,11 @@ type memberRole struct {
 	stopped  bool
 	// refusedLog counts the host's inputs refused by the limits, for rate-limited logs.
 	refusedLog uint64
+	// refusedSync is the host link whose sync snapshot this member refused (snapshotBounds).
+	refusedSync *remote
+	// heardAt is when this member last heard a host (a message past the fence): the clock a
+	// snapshot may claim grows with the time since (hostClockLimit).
+	heardAt time.Time
 	// greetedAt is when Hello and Digest last went to the host.
 	greetedAt time.Time
 	// Adaptive anti-entropy: digestAt is Replica.Changes() when the last digest went out,
@@ -32,6 +37,7 @@ type memberRole struct {
 	// connectFails counts the links to the host in a row that were not up in time.
 	connectFails uint
 	dirty        map[Entity]uint32 // this member's own writes not yet sent
+	pending      []byte            // this member's own CRDT messages not yet sent (flushPending)
 
 	upd  updater
 	dig  netmsg.Digest
@@ -217,5 +223,63 @@ func (m *memberRole) despawned(e Entity, _ PeerIndex) {
 	delete(m.dirty, e)
 }
 func (m *memberRole) authorityChanged(Entity, authority.Record, PeerIndex) {}
-func (m *memberRole) otherChanged(*crdt.Message, PeerIndex)                {}
 func (m *memberRole) broadcastRPC(uint32, []byte) error                    { return ErrNotHost }
+
+// otherChanged queues this member's own changes that updates cannot carry (a deleted property)
+// for the host, as CRDT messages sent after the step (flushPending).
+func (m *memberRole) otherChanged(cm *crdt.Message, origin PeerIndex) {
+	if origin == 0 && m.synced {
+		m.pending = crdt.AppendMessage(m.pending, cm)
+	}
+}
+
+// flushPending sends the queued CRDT messages to the host, stamped with the term. The member's
+// answer to its sync snapshot has gone before (m.synced), so these never take its place.
+func (m *memberRole) flushPending() {
+	if len(m.pending) == 0 {
+		return
+	}
+	if m.synced && m.hostLink != nil && m.hostLink.ready {
+		m.buf = netmsg.AppendCrdtBatch(m.buf[:0], &netmsg.CrdtBatch{Term: uint64(m.w.term), Messages: m.pending})
+		m.env.send(m.hostLink, link.Reliable, m.buf)
+	}
+	// Unsent (no link): the next digest exchange reconciles the replicas.
+	m.pending = m.pending[:0]
+}
+
+// hostReady reports whether the link to the host can carry a message now.
+func (m *memberRole) hostReady() error {
+	if m.hostLink == nil || !m.hostLink.ready {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (m *memberRole) sendMessage(to PeerIndex, typ uint8, data []byte, reliable bool) error {
+	if err := m.hostReady(); err != nil {
+		return err
+	}
+	if to == m.w.host {
+		m.buf = netmsg.AppendExt(m.buf[:0], netmsg.Type(typ), data)
+	} else {
+		m.buf = netmsg.AppendRelay(m.buf[:0], &netmsg.Relay{Peer: uint64(to), AppType: netmsg.Type(typ), Data: data})
+	}
+	m.env.send(m.hostLink, channelOf(reliable), m.buf)
+	return nil
+}
+
+func (m *memberRole) sendAction(typ uint32, data []byte) error {
+	if err := m.hostReady(); err != nil {
+		return err
+	}
+	m.buf = netmsg.AppendActions(m.buf[:0], &netmsg.Actions{Actions: []netmsg.Action{{Type: typ, Data: data}}})
+	m.env.send(m.hostLink, link.Reliable, m.buf)
+	return nil
+}
+
+func (m *memberRole) requestAppend(e Entity, c crdt.ComponentID, value []byte) error {
+	return m.sendRPC(rpcAppend, appendRequest(e, c, value), false)
+}
+
+func (m *memberRole) grant(Entity, PeerIndex) error { return ErrNotHost }
+func (m *memberRole) revoke(Entity) error           { return ErrNotHost }

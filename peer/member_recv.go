@@ -2,6 +2,7 @@ package peer
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
@@ -58,6 +59,12 @@ func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
 		return nil
 	}
 	w := m.w
+	defer func() { m.heardAt = m.env.now() }() // after the limits judged the message
+	if m.refusedSync == m.hostLink && t != netmsg.TypeHostSnapshot {
+		// This host's sync snapshot was refused: nothing it says builds on it.
+		m.count.dropped.Add(1)
+		return nil
+	}
 	switch t {
 	case netmsg.TypeHostSnapshot:
 		return m.snapshot(&in.snap)
@@ -85,10 +92,25 @@ func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
 			}
 			w.mergeRemote(&cm, w.host)
 		}
+	case netmsg.TypeRelay:
+		m.appMessage(PeerIndex(in.relay.Peer), uint8(in.relay.AppType), in.relay.Data)
 	default:
+		if t.IsApplication() {
+			m.appMessage(w.host, uint8(t), in.app)
+			return nil
+		}
 		m.count.dropped.Add(1)
 	}
 	return nil
+}
+
+// appMessage hands an application message from peer from to the app.
+func (m *memberRole) appMessage(from PeerIndex, typ uint8, data []byte) {
+	if mh, ok := m.app.(MessageHandler); ok {
+		mh.Message(m.w, from, typ, data)
+		return
+	}
+	m.count.dropped.Add(1)
 }
 
 // snapshot merges a HostSnapshot and answers it with this member's corrections.
@@ -98,7 +120,23 @@ func (m *memberRole) snapshot(snap *netmsg.HostSnapshot) error {
 		m.count.fenced.Add(1)
 		return nil
 	}
+	if reason := m.snapshotBounds(snap); reason != "" {
+		// Refused whole, merged nowhere, unanswered: a member that refused its sync snapshot
+		// stays unsynced with this host, and takes nothing else from it, until signaling
+		// announces another.
+		m.refused(RefusedSnapshot, reason)
+		if !m.synced {
+			m.refusedSync = m.hostLink
+		}
+		return nil
+	}
+	m.refusedSync = nil
+	// A member that holds a replica judges the snapshot's deletions as a host's later input.
+	judge := m.holdsReplica()
 	info, corr, err := hostsnapshot.Apply(w.r, w.schemas, snap, func(cm *crdt.Message) crdt.Outcome {
+		if judge && (cm.Type == crdt.DeleteEntity || cm.Type == crdt.DeleteEntityNetwork) && !m.hostMessageOK(cm) {
+			return crdt.Ignored
+		}
 		return w.mergeRemote(cm, w.host)
 	}, m.corr[:0])
 	if err != nil {
@@ -190,22 +228,90 @@ func (m *memberRole) applyCommands(hc *netmsg.HostCommands, stamp uint64) {
 		m.app.RPC(w, w.host, rpc.Type, rpc.Data)
 	}
 	for _, a := range hc.Actions {
-		m.app.RPC(w, w.host, a.Type, a.Data)
+		deliverAction(m.roleBase, w.host, a)
 	}
 }
 
 // maxHostSkew is how far above a member's clock a synced member takes its host's stamps: an
 // honest host is ahead by the ticks since the member last heard it, far less than 2¹⁶ (18 minutes
 // at 60 Hz); a host stamping beyond would freeze every later host (docs/protocol.md §5, "Limits").
-// The sync snapshot itself is not bounded: a replica that holds nothing has no clock to judge by.
 const maxHostSkew = 1 << 16
 
-// hostStampOK reports whether a synced member takes a host stamp; a refusal is counted and logged.
+// What a member takes in a host's snapshot, its first from a new host included
+// (docs/protocol.md §5, "Limits"); beyond, the snapshot is refused whole.
+const (
+	// maxSnapshotBytes bounds what a snapshot carries (host state, spawn data, peer ids): half
+	// the reassembly limit, almost 7× a full 65,535-entity world of three-property entities (73
+	// bytes each in hostsnapshot's TestScaleFragmented).
+	maxSnapshotBytes = 32 << 20
+	// maxSnapshotValues bounds the values it carries (spawned values and stream messages), which
+	// Apply indexes: 2²¹ is 65,536 entities of 32 properties.
+	maxSnapshotValues = 1 << 21
+	// syncClockRate widens the skew a member that holds a replica allows a snapshot's clock, per
+	// second since it last heard a host: an honest room's clock moves far slower (20 ticks a
+	// second, plus its members' writes), so a member that was away comes back; a new host may
+	// still not jump its survivors' clocks by more than maxHostSkew plus the pause.
+	syncClockRate = 1 << 12
+	// maxFreshClock is the highest snapshot clock a member that holds nothing takes: it has no
+	// clock to judge by, but a host must leave it 2²⁸ of the wire clock's headroom (52 days at
+	// 60 Hz), never a saturated clock to carry into a later term.
+	maxFreshClock = math.MaxUint32 - 1<<28
+)
+
+// holdsReplica reports whether the member has a clock to judge a host by: it is synced, or its
+// replica holds a previous host's state (a survivor of a migration, a member back from a pause).
+func (m *memberRole) holdsReplica() bool { return m.synced || m.w.r.Clock() > 0 }
+
+// snapshotBounds returns why a host snapshot is beyond what this member takes, or "".
+func (m *memberRole) snapshotBounds(snap *netmsg.HostSnapshot) string {
+	st, err := hostsnapshot.Inspect(snap)
+	if err != nil {
+		return "" // Apply refuses it as malformed
+	}
+	switch {
+	case st.Bytes > maxSnapshotBytes:
+		return fmt.Sprintf("snapshot of %d bytes, more than %d", st.Bytes, maxSnapshotBytes)
+	case st.Values > maxSnapshotValues:
+		return fmt.Sprintf("snapshot of %d values, more than %d", st.Values, maxSnapshotValues)
+	case st.MaxStamp > st.Clock:
+		return fmt.Sprintf("snapshot stamps a value %d, above its own clock %d", st.MaxStamp, st.Clock)
+	}
+	if !m.holdsReplica() {
+		if st.Clock > maxFreshClock {
+			return fmt.Sprintf("snapshot clock %d leaves less than %d of the wire clock", st.Clock, uint64(math.MaxUint32-maxFreshClock))
+		}
+		return ""
+	}
+	if limit := m.hostClockLimit(); uint64(st.Clock) > limit {
+		return fmt.Sprintf("snapshot clock %d more than %d above this member's clock %d", st.Clock, limit-uint64(m.w.r.Clock()), m.w.r.Clock())
+	}
+	return ""
+}
+
+// hostClockLimit is the highest stamp a member that holds a replica takes from a host: its clock
+// plus maxHostSkew, plus syncClockRate a second since it last heard a host.
+func (m *memberRole) hostClockLimit() uint64 {
+	limit := uint64(m.w.r.Clock()) + maxHostSkew
+	if !m.heardAt.IsZero() {
+		limit += uint64(max(0, m.env.now().Sub(m.heardAt).Seconds()) * syncClockRate)
+	}
+	return limit
+}
+
+// hostStampOK reports whether the member takes a host stamp (any, when it holds nothing to judge
+// by); a refusal is counted and logged.
 func (m *memberRole) hostStampOK(stamp uint64) bool {
-	if !m.synced || stamp <= uint64(m.w.r.Clock())+maxHostSkew {
+	if !m.holdsReplica() {
 		return true
 	}
-	m.refused(fmt.Sprintf("host stamp %d more than %d above this member's clock %d", stamp, maxHostSkew, m.w.r.Clock()))
+	limit := uint64(m.w.r.Clock()) + maxHostSkew
+	if !m.synced {
+		limit = m.hostClockLimit()
+	}
+	if stamp <= limit {
+		return true
+	}
+	m.refused(RefusedHostStamp, fmt.Sprintf("host stamp %d more than %d above this member's clock %d", stamp, limit-uint64(m.w.r.Clock()), m.w.r.Clock()))
 	return false
 }
 
@@ -216,14 +322,14 @@ func (m *memberRole) hostMessageOK(cm *crdt.Message) bool {
 	switch cm.Type {
 	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
 		if cm.Entity.Number() < FirstSpawnNumber && cm.Entity != RoomEntity {
-			m.refused(fmt.Sprintf("host deletes reserved entity %v", cm.Entity))
+			m.refused(RefusedHostDeletion, fmt.Sprintf("host deletes reserved entity %v", cm.Entity))
 			return false
 		}
-		if !m.synced {
+		if !m.holdsReplica() {
 			return true
 		}
 		if int(cm.Entity.Version()) > int(m.w.knownVersion(cm.Entity.Number()))+maxVersionAhead {
-			m.refused(fmt.Sprintf("host deletes %v, far above any version of its number known here", cm.Entity))
+			m.refused(RefusedHostDeletion, fmt.Sprintf("host deletes %v, far above any version of its number known here", cm.Entity))
 			return false
 		}
 		return true
@@ -232,9 +338,9 @@ func (m *memberRole) hostMessageOK(cm *crdt.Message) bool {
 }
 
 // refused counts an input from the host refused by the limits, with a rate-limited warning.
-func (m *memberRole) refused(reason string) {
-	m.count.refused.Add(1)
+func (m *memberRole) refused(why Refusal, reason string) {
+	m.count.refuse(why)
 	if m.refusedLog++; m.refusedLog <= 10 || m.refusedLog%1000 == 0 {
-		m.log.Warn().Uint64("host", uint64(m.w.host)).Uint64("count", m.refusedLog).Msg("host input refused: " + reason)
+		m.log.Warn().Uint64("host", uint64(m.w.host)).Str("reason", why.String()).Uint64("count", m.refusedLog).Msg("host input refused: " + reason)
 	}
 }

@@ -229,6 +229,9 @@ func (p *Peer) afterEvent() {
 	if p.host != nil {
 		p.host.flushCommands()
 	}
+	if p.member != nil {
+		p.member.flushPending()
+	}
 	if h, ok := p.app.(EventHandler); ok {
 		for i := 0; i < len(p.w.events); i++ { // handlers may add events
 			h.OnEvent(p.w, p.w.events[i])

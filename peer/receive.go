@@ -30,6 +30,12 @@ type inbox struct {
 	pong  netmsg.Pong
 	close netmsg.Close
 	stamp netmsg.Stamp
+	relay netmsg.Relay
+	acts  netmsg.Actions
+	// app is the body of an application message (types 128–255).
+	app []byte
+	// ch is the channel the payload being walked arrived on.
+	ch link.Channel
 }
 
 // decode decodes the message at the start of b into in and returns its type and length. An
@@ -67,7 +73,15 @@ func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
 		n, err = netmsg.ConsumeStamp(b, &in.stamp)
 	case netmsg.TypeDigest:
 		n, err = netmsg.ConsumeDigest(b, &in.dig)
+	case netmsg.TypeRelay:
+		n, err = netmsg.ConsumeRelay(b, &in.relay)
+	case netmsg.TypeActions:
+		n, err = netmsg.ConsumeActions(b, &in.acts)
 	default:
+		if t.IsApplication() {
+			_, in.app, n, err = netmsg.ConsumeExt(b)
+			break
+		}
 		_, _, n, err = netmsg.ConsumeExt(b)
 		if err == nil {
 			err = netmsg.ErrUnknownType
@@ -85,6 +99,7 @@ func (p *Peer) handlePayload(r *remote, ch link.Channel, payload []byte, depth i
 		}
 	}
 	in := p.inbox(depth)
+	in.ch = ch
 	var stamp uint64
 	for off := 0; off < len(payload); {
 		t, n, err := in.decode(payload[off:])
@@ -194,7 +209,7 @@ func (p *Peer) sizeReassembly(r *remote) {
 func (p *Peer) expireReassembly(now time.Time) {
 	for _, r := range p.remotes {
 		if r.reasm != nil && r.reasm.InProgress() && now.Sub(r.reasmAt) > reassemblyTimeout {
-			p.count.refused.Add(1)
+			p.count.refuse(RefusedReassembly)
 			p.log.Warn().Uint64("peer", uint64(r.idx)).Int("buffered", r.reasm.Buffered()).Msg("fragmented payload unfinished after 30s; closing link")
 			r.reasm.Reset()
 			p.drop(r)

@@ -34,8 +34,11 @@ type Status struct {
 	// Refused counts inputs refused by the limits of docs/protocol.md §5 ("Limits"): on a host,
 	// a member's stamps too far ahead, oversized or forged corrections, digests of another
 	// bucket count; on a member, a host's stamps too far ahead or deletions far above any known
-	// version; on either, a fragmented payload left unfinished past its deadline. Offenders counts members whose link the host closed for repeated refusals.
+	// version or a snapshot beyond the sync bounds; on either, a fragmented payload left
+	// unfinished past its deadline. RefusedBy splits Refused by reason (index: Refusal).
+	// Offenders counts members whose link the host closed for repeated refusals.
 	Refused   uint64
+	RefusedBy [NumRefusals]uint64
 	Offenders uint64
 	// Fenced counts messages ignored because they did not come from the host of the term: on a
 	// member, host messages refused by its fence (docs/protocol.md §5, "Fencing").
@@ -79,6 +82,7 @@ type Status struct {
 type counters struct {
 	bytesIn, bytesOut, rejected, rejectedRace, refused, offenders, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
 	migrations                                                                                                   atomic.Uint64
+	refusedBy                                                                                                    [NumRefusals]atomic.Uint64
 	// closedMu guards closed: the counters of links already closed (by any goroutine).
 	closedMu sync.Mutex
 	closed   [link.NumChannels]link.ChannelStats
@@ -127,6 +131,9 @@ func (p *Peer) publish() *Status {
 		Resumes:         p.count.resumes.Load(),
 		Migrations:      p.count.migrations.Load(),
 		MigrationPause:  p.lastPause,
+	}
+	for i := range st.RefusedBy {
+		st.RefusedBy[i] = p.count.refusedBy[i].Load()
 	}
 	if p.resumeErr != nil {
 		st.ResumeRefused = p.resumeErr.Error()

@@ -50,6 +50,14 @@ type changeSink interface {
 	// ErrNotHost.
 	sendRPC(typ uint32, data []byte, app bool) error
 	broadcastRPC(typ uint32, data []byte) error
+	// sendMessage sends an application message (World.SendMessage has checked it), sendAction
+	// an Action; requestAppend asks the host to append (members); grant and revoke change an
+	// entity's authority (host).
+	sendMessage(to PeerIndex, typ uint8, data []byte, reliable bool) error
+	sendAction(typ uint32, data []byte) error
+	requestAppend(e Entity, c crdt.ComponentID, value []byte) error
+	grant(e Entity, to PeerIndex) error
+	revoke(e Entity) error
 }
 
 // World is the replicated world as one peer sees it: the ADR-117 replica and the index its
@@ -222,17 +230,26 @@ func (w *World) CanWrite(e Entity) bool {
 	return in.auth.Peer == w.self
 }
 
-// Set writes property prop of e. It fails without authority or with a value of the wrong size.
-func (w *World) Set(e Entity, prop int, value []byte) error {
+// writable returns e's index entry if this peer may write its property prop now.
+func (w *World) writable(e Entity, prop int) (*entityInfo, error) {
 	in := w.ents[e]
 	if in == nil {
-		return fmt.Errorf("%w: %v", ErrNoEntity, e)
+		return nil, fmt.Errorf("%w: %v", ErrNoEntity, e)
 	}
 	if prop < 0 || prop >= len(in.schema.Properties) {
-		return fmt.Errorf("%w: %s has no property %d", ErrNoProperty, in.schema.Name, prop)
+		return nil, fmt.Errorf("%w: %s has no property %d", ErrNoProperty, in.schema.Name, prop)
 	}
 	if !w.CanWrite(e) {
-		return fmt.Errorf("%w: %v is written by peer %d", ErrNoAuthority, e, w.Authority(e))
+		return nil, fmt.Errorf("%w: %v is written by peer %d", ErrNoAuthority, e, w.Authority(e))
+	}
+	return in, nil
+}
+
+// Set writes property prop of e. It fails without authority or with a value of the wrong size.
+func (w *World) Set(e Entity, prop int, value []byte) error {
+	in, err := w.writable(e, prop)
+	if err != nil {
+		return err
 	}
 	if err := in.schema.CheckValue(prop, value); err != nil {
 		return err
@@ -408,6 +425,9 @@ func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 		}
 		return
 	case crdt.AppendValue:
+		if w.ents[e] != nil {
+			w.events = append(w.events, Event{Kind: EventAppended, Entity: e, Component: m.Component, Peer: origin})
+		}
 		w.sink.otherChanged(m, origin)
 		return
 	}
@@ -439,8 +459,14 @@ func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 		return
 	}
 	in := w.ents[e]
-	if in != nil && !deleted {
+	if in != nil {
 		if i, ok := in.schema.Index(m.Component); ok {
+			if deleted {
+				// TRNP's updates carry values only: a deleted property travels as a CRDT message.
+				w.events = append(w.events, Event{Kind: EventUnset, Entity: e, Props: 1 << i})
+				w.sink.otherChanged(m, origin)
+				return
+			}
 			w.events = append(w.events, Event{Kind: EventUpdated, Entity: e, Props: 1 << i})
 			w.sink.propChanged(e, i, origin)
 			return
@@ -496,3 +522,8 @@ func (nopSink) authorityChanged(Entity, authority.Record, PeerIndex) {}
 func (nopSink) otherChanged(*crdt.Message, PeerIndex)                {}
 func (nopSink) sendRPC(uint32, []byte, bool) error                   { return ErrNotHost }
 func (nopSink) broadcastRPC(uint32, []byte) error                    { return ErrNotHost }
+func (nopSink) sendMessage(PeerIndex, uint8, []byte, bool) error     { return ErrClosed }
+func (nopSink) sendAction(uint32, []byte) error                      { return ErrClosed }
+func (nopSink) requestAppend(Entity, crdt.ComponentID, []byte) error { return ErrClosed }
+func (nopSink) grant(Entity, PeerIndex) error                        { return ErrNotHost }
+func (nopSink) revoke(Entity) error                                  { return ErrNotHost }

@@ -1,6 +1,6 @@
 // The JS client as a package (web/static/js, published as @concordrtc/client): packing. Run from
 // web/ after `npm ci` (TypeScript is pinned in web/package.json); `npm run typecheck` is the type
-// check alone (tsc --noEmit -p static/js: checkJs, strict but strictNullChecks).
+// check alone (tsc --noEmit -p static/js: checkJs, strict).
 //
 //   node pkg.mjs pack [DIR]     generates the .d.ts files (tsc declaration emit from the JSDoc)
 //                               into a staging copy, runs `npm pack` there, verifies the tarball

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 )
 
@@ -103,5 +104,48 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTURNPeers, st.RefusedPeers)
 		counter(descTURNQuota, st.RefusedAllocations)
 		counter(descTURNRate, st.RateDropped)
+	}
+}
+
+// refusalCollector serves, at scrape time, what the peers of this process refused by the limits
+// of docs/protocol.md §5 ("Limits"), per room and reason, and the members they dropped for
+// repeated refusals; it reads peer.Status and holds no state. peers lists the peers (nil
+// entries skipped); it is called on every scrape.
+type refusalCollector struct {
+	peers              func() []roomPeer
+	refused, offenders *prometheus.Desc
+}
+
+// roomPeer is a peer of this process and its room.
+type roomPeer struct {
+	room string
+	p    *peer.Peer
+}
+
+func newRefusalCollector(peers func() []roomPeer) *refusalCollector {
+	return &refusalCollector{
+		peers: peers,
+		refused: prometheus.NewDesc("concord_peer_refused_total",
+			"Inputs a peer of this process refused by the protocol's limits, per room and reason.", []string{"room", "reason"}, nil),
+		offenders: prometheus.NewDesc("concord_peer_offenders_total",
+			"Members whose link a host of this process closed for repeated refused inputs, per room.", []string{"room"}, nil),
+	}
+}
+
+func (c *refusalCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.refused
+	ch <- c.offenders
+}
+
+func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, rp := range c.peers() {
+		if rp.p == nil {
+			continue
+		}
+		st := rp.p.Status()
+		for r, n := range st.RefusedBy {
+			ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n), rp.room, peer.Refusal(r).String())
+		}
+		ch <- prometheus.MustNewConstMetric(c.offenders, prometheus.CounterValue, float64(st.Offenders), rp.room)
 	}
 }

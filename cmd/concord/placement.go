@@ -157,6 +157,7 @@ func (s *server) startDedicated(ctx context.Context, d *dedicated) {
 	d.stop, d.done = cancel, make(chan struct{})
 	s.hostMu.Lock()
 	s.hostsOn[d.room] = true
+	d.peer = p
 	s.hostMu.Unlock()
 	app, done := d.app, d.done
 	go func() { // owned by placement: stopDedicated waits for it
@@ -181,6 +182,7 @@ func (s *server) stopDedicated(d *dedicated, why string) {
 	d.stop, d.done = nil, nil
 	s.hostMu.Lock()
 	delete(s.hostsOn, d.room)
+	d.peer = nil
 	s.hostMu.Unlock()
 	if why != "" {
 		s.log.Info().Str("room", string(d.room)).Str("why", why).Msg("dedicated host stopped")

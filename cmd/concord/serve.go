@@ -148,6 +148,9 @@ type dedicated struct {
 	cfg  peer.Config
 	api  *link.API    // its WebRTC (one UDP socket)
 	app  *durable.App // nil without --data and without a scene
+	// peer is set by startHosts, before Serve; in cluster mode by placement, under
+	// server.hostMu, whenever the host starts or stops.
+	peer *peer.Peer
 
 	// Cluster mode (placement.go), owned by the placement goroutine.
 	scene  string
@@ -293,6 +296,19 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		s.node.Attach(s.sig)
 	}
 	reg.MustRegister(&hostCollector{s: s})
+	// s.hosts and their peers are set before Serve (startHosts), never after.
+	reg.MustRegister(newRefusalCollector(func() []roomPeer {
+		// In cluster mode placement starts and stops hosts under hostMu.
+		s.hostMu.Lock()
+		defer s.hostMu.Unlock()
+		peers := make([]roomPeer, 0, len(s.hosts))
+		for _, d := range s.hosts {
+			if d.peer != nil {
+				peers = append(peers, roomPeer{room: string(d.room), p: d.peer})
+			}
+		}
+		return peers
+	}))
 
 	mux := http.NewServeMux()
 	sh := s.sig.Handler()
@@ -398,6 +414,7 @@ func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAd
 		if err != nil {
 			return err
 		}
+		d.peer = p
 		if d.room == signaling.RoomID(o.room) && o.dedicatedHost {
 			s.host = p
 		}

@@ -21,9 +21,26 @@ import (
 var crossDir = filepath.Join("..", "..", "testdata", "schema")
 
 type jProperty struct {
-	Name      string `json:"name"`
-	Component uint32 `json:"component"`
-	Size      int    `json:"size"`
+	Name      string     `json:"name"`
+	Component uint32     `json:"component"`
+	Size      int        `json:"size"`
+	Encoding  *jEncoding `json:"encoding,omitempty"`
+}
+
+// jEncoding is a property's encoding as the JavaScript SchemaSpec writes it.
+type jEncoding struct {
+	Kind  string  `json:"kind"`
+	Count int     `json:"count"`
+	Min   float64 `json:"min,omitempty"`
+	Max   float64 `json:"max,omitempty"`
+	Step  float64 `json:"step,omitempty"`
+}
+
+func encJSON(e schema.Encoding) *jEncoding {
+	if e.Kind == schema.KindRaw {
+		return nil
+	}
+	return &jEncoding{Kind: e.Kind.String(), Count: e.Count, Min: e.Min, Max: e.Max, Step: e.Step}
 }
 
 type jSchema struct {
@@ -61,7 +78,7 @@ func tableJSON(name string, t *schema.Table) jTable {
 		s, _ := t.Lookup(id)
 		js := jSchema{ID: uint32(s.ID), Name: s.Name, Properties: []jProperty{}}
 		for _, p := range s.Properties {
-			js.Properties = append(js.Properties, jProperty{Name: p.Name, Component: uint32(p.Component), Size: p.Size})
+			js.Properties = append(js.Properties, jProperty{Name: p.Name, Component: uint32(p.Component), Size: p.Size, Encoding: encJSON(p.Encoding)})
 		}
 		jt.Schemas = append(jt.Schemas, js)
 	}
@@ -98,16 +115,32 @@ func crossTables() map[string]*schema.Table {
 		"renamed edges": schema.MustTable(
 			schema.Schema{ID: 8, Name: "other", Properties: crossProps(8, 1024)},
 		),
+		"encoded": schema.MustTable(
+			schema.Schema{ID: 1, Name: "kinds", Properties: []schema.Property{
+				{Name: "pos", Component: 1024, Encoding: schema.Quantized(2, -1024, 1024, 1.0/256)},
+				{Name: "angle", Component: 1025, Encoding: schema.Quantized(1, 0, 1, 1.0/255)},
+				{Name: "vel", Component: 1026, Encoding: schema.Encoding{Kind: schema.KindFloat16, Count: 3}},
+				{Name: "name", Component: 1027},
+				{Name: "seq", Component: 1028, Encoding: schema.Encoding{Kind: schema.KindUvarint}},
+				{Name: "delta", Component: 1029, Encoding: schema.Encoding{Kind: schema.KindVarint, Count: 2}},
+				{Name: "tag", Component: 1030, Size: 2},
+			}},
+			schema.Schema{ID: 2, Name: "wide", Properties: []schema.Property{
+				{Name: "big", Component: 1024, Encoding: schema.Quantized(2, -1e9, 1e9, 1e-6)},
+				{Name: "tiny", Component: 1025, Encoding: schema.Quantized(1, -0.5, 0.5, 0.1)},
+			}},
+		),
 	}
 }
 
-// crossValues returns ConsumeValues cases, valid and malformed, on the "edges" table.
-func crossValues(t *schema.Table) []jValues {
+// crossValues returns ConsumeValues cases, valid and malformed, on the "edges" and "encoded" tables.
+func crossValues(tables map[string]*schema.Table) []jValues {
 	rng := rand.New(rand.NewPCG(5, 5))
 	var out []jValues
+	table := "edges"
 	add := func(id schema.ID, mask uint32, data []byte) {
-		s, _ := t.Lookup(id)
-		v := jValues{Table: "edges", Schema: uint32(id), Mask: mask, Data: hex.EncodeToString(data), Values: [][2]any{}}
+		s, _ := tables[table].Lookup(id)
+		v := jValues{Table: table, Schema: uint32(id), Mask: mask, Data: hex.EncodeToString(data), Values: [][2]any{}}
 		err := s.ConsumeValues(data, mask, func(i int, b []byte) {
 			v.Values = append(v.Values, [2]any{i, hex.EncodeToString(b)})
 		})
@@ -121,13 +154,15 @@ func crossValues(t *schema.Table) []jValues {
 			v.Error = "short_data"
 		case errors.Is(err, schema.ErrTrailingData):
 			v.Error = "trailing_data"
+		case errors.Is(err, schema.ErrBadValue):
+			v.Error = "bad_value"
 		default:
 			panic(err)
 		}
 		out = append(out, v)
 	}
 	for _, id := range []schema.ID{8, 9, 17, 32} {
-		s, _ := t.Lookup(id)
+		s, _ := tables[table].Lookup(id)
 		for range 6 {
 			mask := rng.Uint32() & s.FullMask()
 			var data []byte
@@ -158,6 +193,57 @@ func crossValues(t *schema.Table) []jValues {
 	add(0xffffffff, 1, []byte{0x05})
 	add(9, 0, nil)
 	add(9, 0, []byte{1})
+
+	table = "encoded"
+	kinds, _ := tables[table].Lookup(1)
+	for range 12 {
+		mask := rng.Uint32() & kinds.FullMask()
+		var data []byte
+		for i, p := range kinds.Properties {
+			if mask&(1<<i) == 0 {
+				continue
+			}
+			var v []byte
+			for range max(p.Encoding.Count, 1) {
+				switch p.Encoding.Kind {
+				case schema.KindQuantized:
+					v = schema.AppendQuantized(v, p.Encoding, p.Encoding.Min+rng.Float64()*(p.Encoding.Max-p.Encoding.Min))
+				case schema.KindFloat16:
+					v = schema.AppendFloat16(v, rng.NormFloat64()*1000)
+				case schema.KindUvarint:
+					v = schema.AppendUvarint(v, rng.Uint64()>>rng.IntN(64))
+				case schema.KindVarint:
+					v = schema.AppendVarint(v, rng.Int64()>>rng.IntN(64)*int64(1-2*rng.IntN(2)))
+				default:
+					v = make([]byte, max(p.Size, rng.IntN(5)))
+					for j := range v {
+						v[j] = byte(rng.Uint32())
+					}
+				}
+			}
+			data = kinds.AppendValue(data, i, v)
+		}
+		add(1, mask, data)
+		if len(data) > 0 {
+			add(1, mask, data[:len(data)-1])
+		}
+		add(1, mask, append(bytes.Clone(data), 0))
+	}
+	add(1, 1, []byte{0, 0, 8, 0, 0, 8})          // both at the top index, 2^19
+	add(1, 1, []byte{1, 0, 8, 0, 0, 0})          // x above it
+	add(1, 2, []byte{0xff})                      // angle: index 255 of 255
+	add(1, 4, []byte{0, 0x7e, 0, 0x7c, 0, 0xfc}) // NaN, +Inf, −Inf
+	add(1, 4, []byte{1, 0x7e, 0, 0, 0, 0})       // a NaN other than 0x7e00
+	add(1, 1<<4, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	add(1, 1<<4, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})
+	add(1, 1<<4, []byte{0x80, 0x00})
+	add(1, 1<<4, []byte{0x80})
+	add(1, 1<<5, []byte{0x01})
+	add(1, 1<<5|1<<6, []byte{0x01, 0x02, 'a'})
+	wide, _ := tables[table].Lookup(2)
+	add(2, 3, schema.AppendQuantized(schema.AppendQuantized(schema.AppendQuantized(nil,
+		wide.Properties[0].Encoding, 123456.789012), wide.Properties[0].Encoding, -1e9), wide.Properties[1].Encoding, 0.25))
+	add(2, 2, []byte{11})
 	return out
 }
 
@@ -169,10 +255,10 @@ func buildCross() (arenaJSON []byte, tablesJSON []byte, err error) {
 	}
 	all := jTables{Note: "Written by `go test ./crdt/schema -run TestCrossLanguageVectors -update` (crdt/schema/crosslang_test.go); " +
 		"checked by that test and by web/test/schema.test.js. Fingerprints are FNV-1a 64 as 16 hex digits."}
-	for _, name := range []string{"empty", "arena", "edges", "renamed edges"} {
+	for _, name := range []string{"empty", "arena", "edges", "renamed edges", "encoded"} {
 		all.Tables = append(all.Tables, tableJSON(name, tables[name]))
 	}
-	all.Values = crossValues(tables["edges"])
+	all.Values = crossValues(tables)
 	tablesJSON, err = json.MarshalIndent(all, "", " ")
 	if err != nil {
 		return nil, nil, err

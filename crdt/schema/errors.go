@@ -16,4 +16,7 @@ var (
 	ErrShortData = errors.New("schema: update data too short")
 	// ErrTrailingData reports update data longer than the properties named by the mask.
 	ErrTrailingData = errors.New("schema: trailing bytes after update data")
+	// ErrBadValue reports a value its property's encoding never writes: a quantized index above the
+	// range, a float16 NaN other than 0x7e00, a varint longer than needed or above 2⁶⁴−1.
+	ErrBadValue = errors.New("schema: property value is not a valid encoding")
 )

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/bits"
@@ -35,9 +36,16 @@ const (
 type Property struct {
 	Name      string
 	Component crdt.ComponentID
-	// Size is the fixed size of the value in bytes; zero means variable size (uint16 length prefix on the wire).
+	// Size is the fixed size of the value in bytes; zero means variable size (uint16 length prefix on the
+	// wire). For a quantized or float16 Encoding it may be left 0: NewTable sets it to Count × Width. A
+	// varint property has Size 0 and no length prefix (its bytes delimit themselves).
 	Size int
+	// Encoding is how the value's bytes encode numbers; the zero Encoding is raw bytes.
+	Encoding Encoding
 }
+
+// prefixed reports whether p's values carry a uint16 length prefix on the wire.
+func (p *Property) prefixed() bool { return p.Size == 0 && p.Encoding.Kind == KindRaw }
 
 // Schema is an ordered list of properties.
 type Schema struct {
@@ -65,7 +73,9 @@ func NewTable(schemas ...Schema) (*Table, error) {
 			return nil, fmt.Errorf("%w: %q has %d properties (want 1..%d)", ErrInvalidSchema, s.Name, n, MaxProperties)
 		}
 		seen := make(map[crdt.ComponentID]bool, len(s.Properties))
-		for _, p := range s.Properties {
+		s.Properties = slices.Clone(s.Properties)
+		for k := range s.Properties {
+			p := &s.Properties[k]
 			if p.Component < FirstAppComponent {
 				return nil, fmt.Errorf("%w: %q.%s uses component %d, below %d (reserved for Concord)",
 					ErrInvalidSchema, s.Name, p.Name, p.Component, FirstAppComponent)
@@ -77,8 +87,17 @@ func NewTable(schemas ...Schema) (*Table, error) {
 			if p.Size < 0 || p.Size > MaxValueSize {
 				return nil, fmt.Errorf("%w: %q.%s has size %d", ErrInvalidSchema, s.Name, p.Name, p.Size)
 			}
+			enc, size, err := p.Encoding.validate()
+			if err != nil {
+				return nil, fmt.Errorf("%w: %q.%s: %v", ErrInvalidSchema, s.Name, p.Name, err)
+			}
+			if enc.Kind != KindRaw {
+				if p.Size != 0 && p.Size != size || size > MaxValueSize {
+					return nil, fmt.Errorf("%w: %q.%s has size %d, its %s encoding %d", ErrInvalidSchema, s.Name, p.Name, p.Size, enc.Kind, size)
+				}
+				p.Encoding, p.Size = enc, size
+			}
 		}
-		s.Properties = slices.Clone(s.Properties)
 		t.schemas[s.ID] = &s
 		t.ids = append(t.ids, s.ID)
 	}
@@ -106,7 +125,11 @@ func (t *Table) Lookup(id ID) (*Schema, bool) {
 func (t *Table) IDs() []ID { return t.ids }
 
 // Fingerprint is FNV-1a 64 over the canonical description of every schema (ids ascending; for each: id,
-// property count, then per property component id and size). Names do not count: renaming is harmless.
+// property count, then per property component id and size, all uint32 LE). A property with an encoding
+// has bit 31 set in its size word and its encoding follows: kind and count (uint32 LE), and for a
+// quantized one the IEEE 754 bits of min, max and step (uint64 LE). A raw table keeps the fingerprint
+// it had before encodings existed; peers whose encodings differ never match. Names do not count:
+// renaming is harmless.
 func (t *Table) Fingerprint() uint64 { return t.fingerprint }
 
 func (t *Table) computeFingerprint() uint64 {
@@ -118,7 +141,12 @@ func (t *Table) computeFingerprint() uint64 {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(s.Properties)))
 		for _, p := range s.Properties {
 			b = binary.LittleEndian.AppendUint32(b, uint32(p.Component))
-			b = binary.LittleEndian.AppendUint32(b, uint32(p.Size))
+			if p.Encoding.Kind == KindRaw {
+				b = binary.LittleEndian.AppendUint32(b, uint32(p.Size))
+				continue
+			}
+			b = binary.LittleEndian.AppendUint32(b, uint32(p.Size)|1<<31)
+			b = p.Encoding.appendFingerprint(b)
 		}
 		h.Write(b)
 	}
@@ -143,18 +171,31 @@ func (s *Schema) Index(c crdt.ComponentID) (int, bool) {
 	return 0, false
 }
 
-// CheckValue reports whether v is a valid value for property i.
+// CheckValue reports whether v is a valid value for property i: its size, and for an encoded
+// property every number in it (ErrBadValue; a varint value must hold exactly Count varints).
 func (s *Schema) CheckValue(i int, v []byte) error {
 	p := &s.Properties[i]
 	if p.Size > 0 && len(v) != p.Size || p.Size == 0 && len(v) > MaxValueSize {
 		return fmt.Errorf("%w: %s.%s wants %d bytes, got %d", ErrValueSize, s.Name, p.Name, p.Size, len(v))
+	}
+	if p.Encoding.Kind == KindRaw {
+		return nil
+	}
+	n, err := p.Encoding.scan(v)
+	switch {
+	case errors.Is(err, ErrShortData):
+		return fmt.Errorf("%w: %s.%s holds fewer than %d numbers", ErrValueSize, s.Name, p.Name, p.Encoding.Count)
+	case err != nil:
+		return fmt.Errorf("%s.%s: %w", s.Name, p.Name, err)
+	case n != len(v):
+		return fmt.Errorf("%w: %s.%s has %d bytes after its %d numbers", ErrValueSize, s.Name, p.Name, len(v)-n, p.Encoding.Count)
 	}
 	return nil
 }
 
 // AppendValue appends the wire form of value v of property i. The caller has checked v with CheckValue.
 func (s *Schema) AppendValue(dst []byte, i int, v []byte) []byte {
-	if s.Properties[i].Size == 0 {
+	if s.Properties[i].prefixed() {
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(v)))
 	}
 	return append(dst, v...)
@@ -162,7 +203,7 @@ func (s *Schema) AppendValue(dst []byte, i int, v []byte) []byte {
 
 // ValueSize is the size of property i's value v on the wire.
 func (s *Schema) ValueSize(i int, v []byte) int {
-	if s.Properties[i].Size == 0 {
+	if s.Properties[i].prefixed() {
 		return 2 + len(v)
 	}
 	return len(v)
@@ -188,7 +229,17 @@ func (s *Schema) walk(data []byte, mask uint32, fn func(i int, v []byte)) error 
 		i := bits.TrailingZeros32(m)
 		p := &s.Properties[i]
 		n := p.Size
-		if n == 0 {
+		switch {
+		case p.Encoding.Kind != KindRaw:
+			// Check every number: the replica keeps only values its encoding writes.
+			sz, err := p.Encoding.scan(data[off:])
+			if errors.Is(err, ErrShortData) {
+				return fmt.Errorf("%w: %s.%s at offset %d", ErrShortData, s.Name, p.Name, off)
+			} else if err != nil {
+				return fmt.Errorf("%s.%s at offset %d: %w", s.Name, p.Name, off, err)
+			}
+			n = sz
+		case n == 0:
 			if len(data)-off < 2 {
 				return fmt.Errorf("%w: %s.%s length at offset %d", ErrShortData, s.Name, p.Name, off)
 			}

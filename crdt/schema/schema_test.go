@@ -425,11 +425,16 @@ func TestConsumeValuesErrors(t *testing.T) {
 }
 
 func TestConsumeValuesAllocs(t *testing.T) {
-	s := fixture(t, 17)
+	for _, s := range []*Schema{fixture(t, 17), encSchema(t)} {
+		t.Run(s.Name, func(t *testing.T) { testConsumeValuesAllocs(t, s) })
+	}
+}
+
+func testConsumeValuesAllocs(t *testing.T, s *Schema) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	vals := make([][]byte, len(s.Properties))
 	for i := range vals {
-		vals[i] = randValue(rng, s, i)
+		vals[i] = encValue(rng, s, i)
 	}
 	data := encodeValues(s, s.FullMask(), vals)
 	n := 0
@@ -471,14 +476,15 @@ func TestMeta(t *testing.T) {
 	}
 }
 
-// fuzzSchemas indexes the fixture schemas for the fuzz target.
+// fuzzSchemas indexes the fixture schemas for the fuzz target, the encoded one last.
 var fuzzSchemas = func() []*Schema {
 	var out []*Schema
 	for _, id := range fixtureTable.IDs() {
 		s, _ := fixtureTable.Lookup(id)
 		out = append(out, s)
 	}
-	return out
+	s, _ := encTable.Lookup(40)
+	return append(out, s)
 }()
 
 // FuzzConsumeValues feeds arbitrary update data and masks to every fixture schema. It must never
@@ -491,7 +497,7 @@ func FuzzConsumeValues(f *testing.F) {
 		for _, mask := range []uint32{s.FullMask(), rng.Uint32() & s.FullMask()} {
 			vals := make([][]byte, len(s.Properties))
 			for i := range vals {
-				vals[i] = randValue(rng, s, i)
+				vals[i] = encValue(rng, s, i)
 			}
 			f.Add(uint8(k), mask, encodeValues(s, mask, vals))
 		}
@@ -505,7 +511,7 @@ func FuzzConsumeValues(f *testing.F) {
 				t.Fatalf("error %v after %d calls", err, len(got))
 			}
 			if !errors.Is(err, ErrMaskOutOfRange) && !errors.Is(err, ErrShortData) &&
-				!errors.Is(err, ErrTrailingData) && !errors.Is(err, ErrValueSize) {
+				!errors.Is(err, ErrTrailingData) && !errors.Is(err, ErrValueSize) && !errors.Is(err, ErrBadValue) {
 				t.Fatalf("error %v wraps no sentinel", err)
 			}
 			return

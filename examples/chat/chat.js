@@ -2,35 +2,35 @@
 // Chat and cursors, hosted by a browser tab: the first tab in the room hosts it, and when it
 // leaves another tab takes over with the chat log intact (it is part of the replicated world).
 //
-// State, all in components (the grow-only APPEND of ADR-117 is not in the API yet, so the log is
-// a bounded list the host rewrites):
-//   member (one per tab, its avatar, written by that tab): cursor, name, typing
-//   log    (the room entity, written by the host only):    the last MAX_LINES lines
-// A tab sends a line to the host as RPC SAY; the host appends it under the sender's name, so no
-// tab can write the log or speak as someone else.
-import { SchemaTable, ROOM_ENTITY } from '/concord/js/index.js';
+// State:
+//   member (one per tab, its avatar, written by that tab): cursor, name
+//   room   (the room entity):                            the log, an ADR-117 append set (LOG)
+// A tab appends its line to the room's log itself; the host's allowAppend admits it only under
+// the sender's own name, so no tab can speak as someone else. "typing…" is not state: it is an
+// application message (MSG_TYPING) every tab sends to everyone, and forgets after TYPING_MS.
+import { SchemaTable, ROOM_ENTITY, EVERYONE } from '/concord/js/index.js';
 
 export const SCHEMA_MEMBER = 1;
-export const SCHEMA_LOG = 2;
+export const SCHEMA_ROOM = 2;
 export const MEMBER_CURSOR = 0;
 export const MEMBER_NAME = 1;
-export const MEMBER_TYPING = 2;
-export const LOG_LINES = 0;
-export const RPC_SAY = 1;
-export const MAX_LINES = 20;
+/** The room entity's append set of lines. */
+export const LOG = 2000;
+/** Application message: 1 = this tab is typing, 0 = it stopped. */
+export const MSG_TYPING = 200;
+export const TYPING_MS = 3000;
 export const MAX_TEXT = 200; // bytes of one line's text
 
 export const schemas = new SchemaTable([
   { id: SCHEMA_MEMBER, name: 'member', properties: [
     { name: 'cursor', component: 1024, size: 4 },
     { name: 'name', component: 1025, size: 0 },
-    { name: 'typing', component: 1026, size: 1 },
   ] },
-  { id: SCHEMA_LOG, name: 'log', properties: [{ name: 'lines', component: 1027, size: 0 }] },
+  { id: SCHEMA_ROOM, name: 'room', properties: [{ name: 'title', component: 1027, size: 0 }] },
 ]);
 
 /** @typedef {import('/concord/js/index.js').World} World */
-/** @typedef {{from: string, text: string}} Line */
+/** @typedef {{from: string, text: string, id: string}} Line */
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -52,17 +52,32 @@ export function decodeCursor(b) {
 }
 
 /**
- * The log as the host wrote it (JSON, at most MAX_LINES lines); anything else reads as empty.
+ * One line of the log, or null for a value that is not one.
+ * @param {Uint8Array} v
+ * @returns {Line | null}
+ */
+function parseLine(v) {
+  try {
+    const l = JSON.parse(dec.decode(v));
+    return l && typeof l.from === 'string' && typeof l.text === 'string' && typeof l.id === 'string' ? l : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The log, oldest first: the append set keeps the newest 128 lines, in Lamport order.
  * @param {World} w
  * @returns {Line[]}
  */
 export function readLog(w) {
-  try {
-    const v = JSON.parse(dec.decode(w.get(ROOM_ENTITY, LOG_LINES) || new Uint8Array(0)));
-    return Array.isArray(v) ? v.filter((l) => l && typeof l.from === 'string' && typeof l.text === 'string').slice(-MAX_LINES) : [];
-  } catch {
-    return [];
+  /** @type {Line[]} */
+  const out = [];
+  for (const v of w.values(ROOM_ENTITY, LOG)) {
+    const l = parseLine(v);
+    if (l) out.push(l);
   }
+  return out;
 }
 
 /** @param {string} s @param {number} max bytes */
@@ -73,50 +88,84 @@ function clip(s, max) {
   return dec.decode(b).replace(/\uFFFD$/, ''); // a cut character decodes as U+FFFD
 }
 
+/** The name member p's avatar carries (the host gave it), or '' if it has none. @param {World} w @param {number} p */
+function nameOf(w, p) {
+  const av = w.avatarOf(p);
+  return av === undefined ? '' : dec.decode(w.get(av, MEMBER_NAME) || new Uint8Array(0));
+}
+
 /** The App every tab runs. */
 export class Chat {
+  constructor() {
+    /** @type {Map<number, number>} peer index → when its "typing" ends (performance.now()) */
+    this.typing = new Map();
+  }
+
   schemas() { return schemas; }
 
   /** @param {World} w */
   hostStart(w) {
-    if (!w.exists(ROOM_ENTITY)) w.spawnRoom(SCHEMA_LOG, new Uint8Array(0), enc.encode('[]'));
+    if (!w.exists(ROOM_ENTITY)) w.spawnRoom(SCHEMA_ROOM, new Uint8Array(0), enc.encode('chat'));
   }
 
   /** @param {World} w @param {{index: number, id: string}} m */
   spawnAvatar(w, m) {
     const name = enc.encode(clip(m.id.split('/')[0], 32));
-    return w.spawn(SCHEMA_MEMBER, new Uint8Array(0), encodeCursor(500, 500), name, new Uint8Array([0]));
+    return w.spawn(SCHEMA_MEMBER, new Uint8Array(0), encodeCursor(500, 500), name);
   }
 
   tick() {}
 
+  rpc() {}
+
   /**
-   * The host appends a member's line under its name (the name the host gave its avatar).
+   * Host: a member may append a line to the room's log under its own name only.
+   * @param {World} w @param {number} from @param {number} e @param {number} c @param {Uint8Array} value
+   */
+  allowAppend(w, from, e, c, value) {
+    const l = parseLine(value);
+    return e === ROOM_ENTITY && c === LOG && l !== null && l.from === nameOf(w, from) && enc.encode(l.text).length <= MAX_TEXT;
+  }
+
+  /**
+   * "typing…" from another tab (through the host, with its index).
    * @param {World} w @param {number} from @param {number} type @param {Uint8Array} data
    */
-  rpc(w, from, type, data) {
-    if (!w.isHost || type !== RPC_SAY) return;
-    this.append(w, from, dec.decode(data.subarray(0, MAX_TEXT)));
+  message(w, from, type, data) {
+    if (type !== MSG_TYPING) return;
+    if (data[0] === 1) this.typing.set(from, performance.now() + TYPING_MS);
+    else this.typing.delete(from);
   }
 
-  /** Host only: appends text said by member `from`, keeping the last MAX_LINES lines. @param {World} w @param {number} from @param {string} text */
-  append(w, from, text) {
-    text = clip(text.trim(), MAX_TEXT);
-    if (!text) return;
-    const av = w.avatarOf(from);
-    const name = av ? dec.decode(w.get(av, MEMBER_NAME) || new Uint8Array(0)) : `#${from}`;
-    const lines = [...readLog(w), { from: name, text }].slice(-MAX_LINES);
-    w.set(ROOM_ENTITY, LOG_LINES, enc.encode(JSON.stringify(lines)));
+  /** The names of the other tabs typing now. @param {World} w */
+  typingNames(w) {
+    const t = performance.now();
+    const names = [];
+    for (const [p, until] of this.typing) {
+      if (until < t || p === w.self) this.typing.delete(p);
+      else names.push(nameOf(w, p) || `#${p}`);
+    }
+    return names;
   }
 
   /**
-   * Says text: the host appends it itself, a member asks the host.
+   * Tells every other tab that this one is typing (or stopped).
+   * @param {import('/concord/js/index.js').Peer} peer @param {boolean} on
+   */
+  setTyping(peer, on) {
+    return peer.do((w) => { w.sendMessage(EVERYONE, MSG_TYPING, new Uint8Array([on ? 1 : 0])); return true; });
+  }
+
+  /**
+   * Says text: appends a line to the room's log under this tab's name.
    * @param {import('/concord/js/index.js').Peer} peer @param {string} text
    */
   say(peer, text) {
+    text = clip(text.trim(), MAX_TEXT);
+    if (!text) return;
     peer.do((w) => {
-      if (w.isHost) this.append(w, w.self, text);
-      else peer.sendRPC(RPC_SAY, enc.encode(clip(text, MAX_TEXT)));
+      const line = { from: nameOf(w, w.self), text, id: Math.random().toString(36).slice(2, 10) };
+      w.append(ROOM_ENTITY, LOG, enc.encode(JSON.stringify(line)));
     });
   }
 }

@@ -1,7 +1,7 @@
 // @ts-check
 // The chat page: joins ?room= (default chat) as ?user=; the first tab hosts.
 import { Peer } from '/concord/js/index.js';
-import { Chat, SCHEMA_MEMBER, MEMBER_CURSOR, MEMBER_NAME, MEMBER_TYPING, encodeCursor, decodeCursor, readLog } from './chat.js';
+import { Chat, SCHEMA_MEMBER, MEMBER_CURSOR, MEMBER_NAME, encodeCursor, decodeCursor, readLog } from './chat.js';
 
 const q = new URLSearchParams(location.search);
 const app = new Chat();
@@ -20,18 +20,25 @@ addEventListener('pointermove', (ev) => {
   setMine(MEMBER_CURSOR, encodeCursor(1000 * ev.clientX / innerWidth, 1000 * ev.clientY / innerHeight));
 });
 
+// "typing…" is an application message to every tab, repeated while typing goes on, "stopped" when
+// the line is sent or after a pause; others forget it after TYPING_MS anyway.
 let typingTimer = 0;
+let typingSent = 0;
 input.addEventListener('input', () => {
-  setMine(MEMBER_TYPING, new Uint8Array([1]));
+  if (performance.now() - typingSent > 1000) {
+    typingSent = performance.now();
+    app.setTyping(peer, true);
+  }
   clearTimeout(typingTimer);
-  typingTimer = setTimeout(() => setMine(MEMBER_TYPING, new Uint8Array([0])), 2000);
+  typingTimer = setTimeout(() => { typingSent = 0; app.setTyping(peer, false); }, 2000);
 });
 $('say').addEventListener('submit', (ev) => {
   ev.preventDefault();
   app.say(peer, input.value);
   input.value = '';
   clearTimeout(typingTimer);
-  setMine(MEMBER_TYPING, new Uint8Array([0]));
+  typingSent = 0;
+  app.setTyping(peer, false);
 });
 
 /** The room as this tab sees it (also for the example's end-to-end test). */
@@ -41,9 +48,8 @@ function view() {
     e, mine: w.authority(e) === w.self,
     name: dec.decode(w.get(e, MEMBER_NAME) || new Uint8Array(0)),
     cursor: decodeCursor(w.get(e, MEMBER_CURSOR)),
-    typing: (w.get(e, MEMBER_TYPING) || [0])[0] === 1,
   }));
-  return { members, log: readLog(w) };
+  return { members, log: readLog(w), typing: app.typingNames(w) };
 }
 
 function render() {
@@ -55,7 +61,7 @@ function render() {
     li.append(b, ': ' + l.text);
     return li;
   }));
-  const typing = v.members.filter((m) => m.typing && !m.mine).map((m) => m.name);
+  const typing = v.typing;
   $('typing').textContent = typing.length ? `${typing.join(', ')} ${typing.length > 1 ? 'are' : 'is'} typing…` : '';
   $('cursors').replaceChildren(...v.members.filter((m) => !m.mine).map((m) => {
     const d = document.createElement('div');

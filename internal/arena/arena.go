@@ -19,12 +19,12 @@ const (
 
 // Property indexes.
 const (
-	AvatarPos   = 0 // x, y int32 mm
+	AvatarPos   = 0 // x, y mm: PosEncoding, 4 bytes
 	AvatarColor = 1 // RGBA
 	AvatarName  = 2 // UTF-8, variable
 
-	BoxPos = 0 // x, y int32 mm
-	BoxVel = 1 // vx, vy int32 mm/s
+	BoxPos = 0 // x, y mm: PosEncoding, 4 bytes
+	BoxVel = 1 // vx, vy mm/s: VelEncoding, 2–20 bytes (2 at rest, 4 at walking speed)
 
 	RoomScore = 0 // uint32
 	RoomGoals = 1 // uint32, boxes scored since the room began
@@ -44,15 +44,24 @@ const (
 	avatarSpeed       = 3000 // mm/s
 )
 
+var (
+	// PosEncoding is a position: x and y in whole millimetres over [−32768, 32767] (the 20 m × 12 m
+	// world with room to spare), 2 bytes each. A coordinate outside clamps to the range.
+	PosEncoding = schema.Quantized(2, -32768, 32767, 1)
+	// VelEncoding is a velocity: vx and vy in mm/s as zigzag varints (1 byte at rest, 2 up to
+	// ±8191 mm/s).
+	VelEncoding = schema.Encoding{Kind: schema.KindVarint, Count: 2}
+)
+
 var table = schema.MustTable(
 	schema.Schema{ID: SchemaAvatar, Name: "avatar", Properties: []schema.Property{
-		{Name: "pos", Component: 1100, Size: 8},
+		{Name: "pos", Component: 1100, Encoding: PosEncoding},
 		{Name: "color", Component: 1101, Size: 4},
 		{Name: "name", Component: 1102},
 	}},
 	schema.Schema{ID: SchemaBox, Name: "box", Properties: []schema.Property{
-		{Name: "pos", Component: 1200, Size: 8},
-		{Name: "vel", Component: 1201, Size: 8},
+		{Name: "pos", Component: 1200, Encoding: PosEncoding},
+		{Name: "vel", Component: 1201, Encoding: VelEncoding},
 	}},
 	schema.Schema{ID: SchemaRoom, Name: "room", Properties: []schema.Property{
 		{Name: "score", Component: 1300, Size: 4},
@@ -66,18 +75,41 @@ func Schemas() *schema.Table { return table }
 // Vec is a fixed-point vector in millimetres (or mm/s).
 type Vec struct{ X, Y int32 }
 
-// AppendVec encodes v as two int32 little-endian.
+// AppendVec encodes position v with PosEncoding (each coordinate clamped to its range).
 func AppendVec(dst []byte, v Vec) []byte {
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(v.X))
-	return binary.LittleEndian.AppendUint32(dst, uint32(v.Y))
+	dst = schema.AppendQuantized(dst, PosEncoding, float64(v.X))
+	return schema.AppendQuantized(dst, PosEncoding, float64(v.Y))
 }
 
-// ParseVec decodes a Vec; a value of the wrong size is the zero Vec.
+// ParseVec decodes a position; a value that is not one is the zero Vec.
 func ParseVec(b []byte) Vec {
-	if len(b) != 8 {
+	x, rest, err := schema.ConsumeQuantized(b, PosEncoding)
+	if err != nil {
 		return Vec{}
 	}
-	return Vec{int32(binary.LittleEndian.Uint32(b)), int32(binary.LittleEndian.Uint32(b[4:]))}
+	y, rest, err := schema.ConsumeQuantized(rest, PosEncoding)
+	if err != nil || len(rest) != 0 {
+		return Vec{}
+	}
+	return Vec{int32(x), int32(y)}
+}
+
+// AppendVel encodes velocity v with VelEncoding.
+func AppendVel(dst []byte, v Vec) []byte {
+	return schema.AppendVarint(schema.AppendVarint(dst, int64(v.X)), int64(v.Y))
+}
+
+// ParseVel decodes a velocity; a value that is not one is the zero Vec.
+func ParseVel(b []byte) Vec {
+	x, rest, err := schema.ConsumeVarint(b)
+	if err != nil {
+		return Vec{}
+	}
+	y, rest, err := schema.ConsumeVarint(rest)
+	if err != nil || len(rest) != 0 || x != int64(int32(x)) || y != int64(int32(y)) {
+		return Vec{}
+	}
+	return Vec{int32(x), int32(y)}
 }
 
 // ParseU32 decodes a uint32 property; a value of the wrong size is 0.
@@ -149,7 +181,7 @@ func (g *Game) HostStart(w *peer.World) {
 	}
 	for i := range g.cfg.Boxes {
 		pos := Vec{int32(3000 + (i%4)*3500), int32(3000 + (i/4%3)*3000)}
-		_, _ = w.Spawn(SchemaBox, nil, AppendVec(nil, pos), AppendVec(nil, Vec{}))
+		_, _ = w.Spawn(SchemaBox, nil, AppendVec(nil, pos), AppendVel(nil, Vec{}))
 	}
 }
 
@@ -205,7 +237,7 @@ func (g *Game) physics(w *peer.World, dt time.Duration) {
 		}
 		pv, _ := w.Get(b, BoxPos)
 		vv, _ := w.Get(b, BoxVel)
-		pos, vel := ParseVec(pv), ParseVec(vv)
+		pos, vel := ParseVec(pv), ParseVel(vv)
 		for _, apos := range moving {
 			dx, dy := float64(pos.X-apos.X), float64(pos.Y-apos.Y)
 			d := math.Hypot(dx, dy)
@@ -236,7 +268,7 @@ func (g *Game) physics(w *peer.World, dt time.Duration) {
 			pos, vel = Vec{Width / 2, Height / 2}, Vec{}
 		}
 		_ = w.Set(b, BoxPos, AppendVec(g.buf[:0], pos))
-		_ = w.Set(b, BoxVel, AppendVec(g.buf[:0], vel))
+		_ = w.Set(b, BoxVel, AppendVel(g.buf[:0], vel))
 	}
 }
 
@@ -310,7 +342,7 @@ func (b *bot) tick(w *peer.World, dt time.Duration) {
 		}
 		b.held += dt
 		_ = w.Set(b.holding, BoxPos, AppendVec(nil, Vec{clamp(pos.X+AvatarRadius+BoxRadius, BoxRadius, Width-BoxRadius), clamp(pos.Y, BoxRadius, Height-BoxRadius)}))
-		_ = w.Set(b.holding, BoxVel, AppendVec(nil, Vec{}))
+		_ = w.Set(b.holding, BoxVel, AppendVel(nil, Vec{}))
 		if b.held > 2*time.Second {
 			_ = w.Relinquish(b.holding)
 			b.holding, b.held = 0, 0

@@ -72,7 +72,7 @@ func TestBoxScoresAndRests(t *testing.T) {
 		if err := w.Set(box, arena.BoxPos, arena.AppendVec(nil, arena.Vec{X: arena.GoalX - 1500, Y: 6000})); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Set(box, arena.BoxVel, arena.AppendVec(nil, arena.Vec{X: 6000})); err != nil {
+		if err := w.Set(box, arena.BoxVel, arena.AppendVel(nil, arena.Vec{X: 6000})); err != nil {
 			t.Fatal(err)
 		}
 	}); err != nil {
@@ -88,8 +88,8 @@ func TestBoxScoresAndRests(t *testing.T) {
 			}
 			for _, b := range w.EntitiesOf(arena.SchemaBox) {
 				v, _ := w.Get(b, arena.BoxVel)
-				if arena.ParseVec(v) != (arena.Vec{}) {
-					err = fmt.Errorf("box %v still moving: %+v", b, arena.ParseVec(v))
+				if arena.ParseVel(v) != (arena.Vec{}) {
+					err = fmt.Errorf("box %v still moving: %+v", b, arena.ParseVel(v))
 					return
 				}
 			}
@@ -169,4 +169,46 @@ func TestPassiveBotsComeToRest(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCompactValues: positions are 4 bytes (1 mm over [−32768, 32767], clamped), velocities
+// 2–20 bytes of zigzag varints, and every value the arena writes passes its property's check.
+func TestCompactValues(t *testing.T) {
+	s, _ := arena.Schemas().Lookup(arena.SchemaBox)
+	for _, tc := range []struct {
+		in, want arena.Vec
+	}{
+		{arena.Vec{}, arena.Vec{}},
+		{arena.Vec{X: arena.Width, Y: arena.Height}, arena.Vec{X: arena.Width, Y: arena.Height}},
+		{arena.Vec{X: -678, Y: 32767}, arena.Vec{X: -678, Y: 32767}},
+		{arena.Vec{X: -40000, Y: 1 << 30}, arena.Vec{X: -32768, Y: 32767}},
+	} {
+		b := arena.AppendVec(nil, tc.in)
+		if len(b) != 4 || s.CheckValue(arena.BoxPos, b) != nil {
+			t.Fatalf("position %+v: %x, %v", tc.in, b, s.CheckValue(arena.BoxPos, b))
+		}
+		if got := arena.ParseVec(b); got != tc.want {
+			t.Errorf("position %+v → %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		v    arena.Vec
+		size int
+	}{{arena.Vec{}, 2}, {arena.Vec{X: 2500, Y: -2500}, 4}, {arena.Vec{X: -1 << 31, Y: 1<<31 - 1}, 10}} {
+		b := arena.AppendVel(nil, tc.v)
+		if len(b) != tc.size || s.CheckValue(arena.BoxVel, b) != nil {
+			t.Fatalf("velocity %+v: %x (%d bytes, want %d), %v", tc.v, b, len(b), tc.size, s.CheckValue(arena.BoxVel, b))
+		}
+		if got := arena.ParseVel(b); got != tc.v {
+			t.Errorf("velocity %+v → %+v", tc.v, got)
+		}
+	}
+	for _, bad := range [][]byte{nil, {1, 2, 3}, {0, 0, 0, 0, 0}} {
+		if arena.ParseVec(bad) != (arena.Vec{}) {
+			t.Errorf("ParseVec(%x) not zero", bad)
+		}
+	}
+	if arena.ParseVel([]byte{0x80, 0}) != (arena.Vec{}) || arena.ParseVel([]byte{2, 2, 2}) != (arena.Vec{}) {
+		t.Error("ParseVel accepted a malformed value")
+	}
 }

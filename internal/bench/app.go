@@ -16,7 +16,7 @@ const (
 	hostUser = "benchhost"
 
 	schemaMover schema.ID = 1
-	propPos               = 0 // x, y int32: changes every tick
+	propPos               = 0 // x, y: posEncoding, 6 bytes; changes every tick
 	propSent              = 1 // int64 unix nanos: when the host wrote the tick
 	tick                  = 50 * time.Millisecond
 )
@@ -29,10 +29,19 @@ const (
 	MaxTrials   = 500
 )
 
+// posEncoding is the movers' position as a game would choose it: x and y quantized to 1/256 over
+// [−1024, 1024] (3 bytes each). Colyseus's side of the comparison keeps two float32 (8 bytes).
+var posEncoding = schema.Quantized(2, -1024, 1024, 1.0/256)
+
 var schemas = schema.MustTable(schema.Schema{ID: schemaMover, Name: "mover", Properties: []schema.Property{
-	{Name: "pos", Component: 1024, Size: 8},
+	{Name: "pos", Component: 1024, Encoding: posEncoding},
 	{Name: "sent", Component: 1025, Size: 8},
 }})
+
+// appendPos encodes a mover's position.
+func appendPos(dst []byte, x, y float64) []byte {
+	return schema.AppendQuantized(schema.AppendQuantized(dst, posEncoding, x), posEncoding, y)
+}
 
 // probe is what a bot's app records for the driver. The atomics may be read from any goroutine;
 // hist and seen belong to the peer's loop (read them through Peer.Do or after Run returned).
@@ -77,8 +86,9 @@ type app struct {
 	probe    *probe       // nil: record nothing
 
 	movers []peer.Entity
-	pos    [8]byte
+	pos    []byte
 	sent   [8]byte
+	ticks  int
 	// The clock is read once per arriving tick (the values of one datagram carry one sent time),
 	// or every 64 values, so that measuring costs little next to what is measured.
 	lastSent, now int64
@@ -93,10 +103,9 @@ func (a *app) HostStart(w *peer.World) {
 	have := w.EntitiesOf(schemaMover)
 	if len(have) == 0 {
 		for i := range a.entities {
-			binary.LittleEndian.PutUint32(a.pos[:], uint32(i))
-			binary.LittleEndian.PutUint32(a.pos[4:], 0)
+			a.pos = appendPos(a.pos[:0], float64(i%1000), 0)
 			binary.LittleEndian.PutUint64(a.sent[:], 0)
-			if _, err := w.Spawn(schemaMover, nil, a.pos[:], a.sent[:]); err != nil {
+			if _, err := w.Spawn(schemaMover, nil, a.pos, a.sent[:]); err != nil {
 				break
 			}
 		}
@@ -113,17 +122,18 @@ func (a *app) SpawnAvatar(*peer.World, peer.PeerInfo) (peer.Entity, error) { ret
 
 func (a *app) RPC(*peer.World, peer.PeerIndex, uint32, []byte) {}
 
-// Tick moves the movers on the host: every one gets a new position and the tick's time.
+// Tick moves the movers on the host: every one gets a new position, x = (i + tick) mod 1000 and
+// y = tick mod 1000 as on Colyseus's side, and the tick's time.
 func (a *app) Tick(w *peer.World, _ time.Duration) {
 	if !w.IsHost() || (a.hold != nil && a.hold.Load()) {
 		return
 	}
+	a.ticks++
 	now := time.Now().UnixNano()
 	binary.LittleEndian.PutUint64(a.sent[:], uint64(now))
-	binary.LittleEndian.PutUint32(a.pos[:], uint32(now/int64(time.Millisecond)))
 	for i, e := range a.movers {
-		binary.LittleEndian.PutUint32(a.pos[4:], uint32(i))
-		if w.Set(e, propPos, a.pos[:]) != nil {
+		a.pos = appendPos(a.pos[:0], float64((i+a.ticks)%1000), float64(a.ticks%1000))
+		if w.Set(e, propPos, a.pos) != nil {
 			continue // despawned or not ours: nothing to move
 		}
 		_ = w.Set(e, propSent, a.sent[:])

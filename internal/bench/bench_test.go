@@ -60,8 +60,14 @@ func uniform(n int) []time.Duration {
 }
 
 // TestRawTemplatesMatchConcordDatagrams checks that the baseline's datagrams are what a Concord
-// host sends: EntityUpdates of at most 1200 bytes carrying every entity once.
+// host sends: EntityUpdates of at most MaxDatagram bytes carrying every entity once, each with a
+// 6-byte quantized position and an 8-byte time.
 func TestRawTemplatesMatchConcordDatagrams(t *testing.T) {
+	s, _ := schemas.Lookup(schemaMover)
+	pos := appendPos(nil, 999, -1024)
+	if len(pos) != 6 || s.Properties[propPos].Size != 6 || s.CheckValue(propPos, pos) != nil {
+		t.Fatalf("position %x: %v", pos, s.CheckValue(propPos, pos))
+	}
 	for _, m := range []int{1, 43, 44, 1000} {
 		var eu netmsg.EntityUpdates
 		total := 0
@@ -74,6 +80,11 @@ func TestRawTemplatesMatchConcordDatagrams(t *testing.T) {
 				t.Fatalf("m=%d: decode: n=%d of %d, %v", m, n, len(d), err)
 			}
 			total += len(eu.Updates)
+			for _, u := range eu.Updates {
+				if err := s.ConsumeValues(u.Data, u.Mask, func(int, []byte) {}); err != nil || len(u.Data) != 14 {
+					t.Fatalf("m=%d: update data %x: %v", m, u.Data, err)
+				}
+			}
 		}
 		if total != m {
 			t.Fatalf("m=%d: templates carry %d updates", m, total)

@@ -17,12 +17,12 @@ import (
 )
 
 // rawTemplates builds the datagrams a Concord host sends every tick for m entities of the bench
-// schema: EntityUpdates packed to at most 1200 bytes, one stamp, entity ids from the first spawn
+// schema (a 6-byte position and an 8-byte time each): EntityUpdates packed to at most MaxDatagram bytes, one stamp, entity ids from the first spawn
 // number on. The time field (bytes 1–8) is rewritten with the send time every tick.
 func rawTemplates(m int) [][]byte {
 	s, _ := schemas.Lookup(schemaMover)
 	width, _ := netmsg.MaskWidth(len(s.Properties))
-	data := make([]byte, 16)
+	data := make([]byte, s.Properties[propPos].Size+s.Properties[propSent].Size)
 	var out [][]byte
 	var w netmsg.EntityUpdatesWriter
 	w.Reset(make([]byte, 0, netmsg.MaxDatagram), 0, netmsg.MaxDatagram)

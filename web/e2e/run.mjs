@@ -634,7 +634,7 @@ function orbsHostBin() {
 // cannot link in the loopback-only namespace (see README). Served same-origin by the test only.
 const CHAT_BOB = `
 import { Peer, randomDevice } from '/concord/js/index.js';
-import { Chat, MEMBER_CURSOR, MEMBER_TYPING, encodeCursor, readLog } from '/chat.js';
+import { Chat, MEMBER_CURSOR, encodeCursor, readLog } from '/chat.js';
 const app = new Chat();
 const p = new Peer({ room: 'chat', user: 'bob', device: randomDevice(), app, memory: true });
 await p.run();
@@ -643,7 +643,7 @@ window.bob = {
   status: () => p.status(),
   log: () => readLog(p.world),
   move: (x, y) => mine(MEMBER_CURSOR, encodeCursor(x, y)),
-  typing: (on) => mine(MEMBER_TYPING, new Uint8Array([on ? 1 : 0])),
+  typing: (on) => app.setTyping(p, on),
   say: (text) => app.say(p, text),
 };
 `;
@@ -673,7 +673,7 @@ scenario('example-chat', async (env) => {
   }), 100);
   const r = await env.converged(2, 20000, 'chat');
   await page.screenshot({ path: join(artifacts, 'example-chat.png') });
-  return `ann hosts, bob linked in memory: cursor, typing and 2 log lines seen both ways; 2 replicas at ${r.members[0].replica.hash}`;
+  return `ann hosts, bob linked in memory: cursor, "typing…" (an application message) and 2 lines of the append-set log seen both ways; 2 replicas at ${r.members[0].replica.hash}`;
 });
 
 scenario('example-orbs', async (env) => {

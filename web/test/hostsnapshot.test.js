@@ -187,6 +187,22 @@ test('property: a full snapshot rebuilds the world; a partial one its buckets', 
   }
 });
 
+test('inspect: clock, highest stamp, values and bytes, as apply then finds them', () => {
+  for (const b of V.builds) {
+    const snap = decodeSnapshot(b.snapshot);
+    const st = hs.inspect(snap);
+    assert.equal(st.clock, hs.readHostState(snap.hostState).clock, b.name);
+    assert.ok(st.maxStamp <= st.clock, `${b.name}: max stamp ${st.maxStamp} above clock ${st.clock}`);
+    assert.ok(st.bytes >= snap.hostState.length, b.name);
+    const r = new Replica();
+    let merged = 0;
+    hs.apply(r, table, snap, (m) => { merged++; return r.merge(m); });
+    assert.equal(st.values, merged, `${b.name}: values`);
+    assert.ok(r.clock >= st.clock, b.name);
+  }
+  assert.throws(() => hs.inspect({ spawns: [], hostState: new Uint8Array(3) }), hs.SnapshotError);
+});
+
 test('fuzz: mutated snapshots only ever raise ProtocolError', () => {
   const rng = new Rng(17);
   const corpus = [...V.builds.map((b) => fromHex(b.snapshot)), ...V.errors.map((e) => fromHex(e.snapshot))];
@@ -200,7 +216,14 @@ test('fuzz: mutated snapshots only ever raise ProtocolError', () => {
     try {
       const snap = nm.decode(input).msg;
       if (snap.type !== nm.Type.HostSnapshot) continue;
+      let st = null;
+      try {
+        st = hs.inspect(snap);
+      } catch (err) {
+        if (!(err instanceof nm.ProtocolError)) assert.fail(err.stack);
+      }
       hs.apply(r, table, snap);
+      assert.ok(st && st.maxStamp <= r.clock && st.clock <= r.clock, 'inspect read what apply took');
       applied++;
     } catch (err) {
       if (!(err instanceof nm.ProtocolError)) assert.fail(err.stack);

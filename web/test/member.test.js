@@ -14,7 +14,7 @@ import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
 import * as hostsnapshot from '../static/js/hostsnapshot.js';
 import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
-import { MAX_HOST_SKEW } from '../static/js/member.js';
+import { MAX_HOST_SKEW, MAX_FRESH_CLOCK } from '../static/js/member.js';
 
 const HOST = 1;
 const MEMBER = 2;
@@ -275,6 +275,67 @@ test('a synced member refuses its host\'s stamps far ahead and deletions far abo
     // The host's honest update is still taken.
     const p = { x: 1234, y: 1234 };
     assert.deepEqual(deliver(room, room.link1, UNRELIABLE, boxUpdate(room, p), p), { moved: true, refused: 0 });
+  } finally {
+    stop(room);
+  }
+});
+
+/**
+ * A member (its replica's clock raised to memberClock first) linking to a browser host whose clock
+ * is hostClock: the room, once the member's greeting was answered.
+ */
+function syncTo(hostClock, memberClock) {
+  const room = { queue: [] };
+  room.host = newPeer(HOST, 'host');
+  room.host.step(() => room.host.setHost(1, HOST));
+  room.host.w.r.observeClock(hostClock);
+  room.member = newPeer(MEMBER, 'bot');
+  if (memberClock > 0) room.member.w.r.observeClock(memberClock);
+  room.member.step(() => room.member.setHost(1, HOST));
+  room.link1 = link(room, room.host);
+  return room;
+}
+
+test('a member refuses a first snapshot whose clock is beyond its bounds, and takes nothing more from that host', () => {
+  for (const [name, hostClock, memberClock] of [['a fresh joiner, a saturated host', 0xffffffff - 5, 0], ['a survivor, a host far ahead', 1 << 24, 100]]) {
+    const room = syncTo(hostClock, memberClock);
+    try {
+      const m = room.member;
+      assert.notEqual(m.status().state, 'connected', `${name}: not synced`);
+      assert.equal(m.w.clock, memberClock, `${name}: the member's clock did not move`);
+      assert.equal(m.status().refused, 1, `${name}: the snapshot refused`);
+    } finally {
+      stop(room);
+    }
+  }
+  // Within the bounds, both sync.
+  for (const [hostClock, memberClock] of [[MAX_FRESH_CLOCK, 0], [100 + MAX_HOST_SKEW, 100]]) {
+    const room = syncTo(hostClock, memberClock);
+    try {
+      assert.equal(room.member.status().state, 'connected', `host at ${hostClock}, member at ${memberClock}: synced`);
+    } finally {
+      stop(room);
+    }
+  }
+});
+
+test('a synced member refuses whole a snapshot stamping a value above its own clock', () => {
+  const room = newRoom();
+  try {
+    const m = room.member;
+    const clock = m.w.clock;
+    const h = room.host.w;
+    h.r.merge({ type: crdt.MessageType.PutComponent, entity: room.box, component: SCHEMAS[1].properties[BOX_POS].component, timestamp: 0xffffffff, data: encodeVec({ x: 9, y: 9 }) });
+    const snap = hostsnapshot.build(h.r, h.schemas, {
+      term: 1n, localPeerIndex: BigInt(MEMBER), hostPeerIndex: BigInt(HOST), peers: [], cover: hostsnapshot.Cover.all(m.opts.buckets),
+    });
+    // The host state's clock (u32 at offset 9) claims less than the value's stamp.
+    new DataView(snap.hostState.buffer, snap.hostState.byteOffset).setUint32(9, clock, true);
+    const refused = m.status().refused;
+    m.step(() => m.linkMessage(room.link1, RELIABLE, netmsg.encode({ type: Type.HostSnapshot, ...snap })));
+    assert.equal(m.status().refused, refused + 1);
+    assert.equal(m.w.clock, clock, 'the member\'s clock did not move');
+    assert.notDeepEqual(parseVec(m.w.get(room.box, BOX_POS)), { x: 9, y: 9 }, 'nothing merged');
   } finally {
     stop(room);
   }

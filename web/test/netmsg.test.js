@@ -8,7 +8,7 @@ const DIR = 'testdata/netmsg';
 
 const U64 = new Set([
   'hostTime', 'localPeerIndex', 'hostPeerIndex', 'peerIndex', 'networkId', 'newAuthorIndex',
-  'time', 'term', 'nonce', 'sendTime', 'echoTime', 'schemaFingerprint',
+  'time', 'term', 'nonce', 'sendTime', 'echoTime', 'schemaFingerprint', 'peer',
 ]);
 const BYTES = new Set(['creationData', 'updateData', 'hostState', 'data', 'chunk', 'messages', 'body']);
 
@@ -61,6 +61,8 @@ const MESSAGE_FILES = {
   'pong.json': 9,
   'close.json': 10,
   'hello.json': 11,
+  'relay.json': 14,
+  'actions.json': 15,
 };
 const OTHER_FILES = ['ext.json', 'payload.json', 'invalid.json', 'fragmentation.json', 'mask_width.json'];
 

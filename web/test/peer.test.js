@@ -13,7 +13,7 @@ import * as netmsg from '../static/js/netmsg.js';
 import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
 import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
-import { MAX_STAMP_SKEW, MAX_STRIKES, CLOSE_REFUSED } from '../static/js/restamp.js';
+import { MAX_STAMP_SKEW, MAX_STRIKES, MAX_CONDUCTS, CLOSE_REFUSED } from '../static/js/restamp.js';
 import { HOST_REASSEMBLY_LIMIT, REASSEMBLY_TIMEOUT_MS } from '../static/js/links.js';
 import { COMPONENT_AUTHORITY } from '../static/js/schema.js';
 import { KIND_HOST, KIND_LOCK, encodeRecord } from '../static/js/authority.js';
@@ -150,7 +150,7 @@ function updatedPos(msgs, room) {
     assert.equal(ch, UNRELIABLE);
     for (const u of m.updates) {
       if (u.networkId === BigInt(room.avatar) && (u.mask & (1 << AVATAR_POS)) !== 0) {
-        out.push({ ts: Number(m.time), pos: parseVec(u.data.subarray(0, 8)) });
+        out.push({ ts: Number(m.time), pos: parseVec(u.data.subarray(0, 4)) });
       }
     }
   }
@@ -451,6 +451,61 @@ test('a member that keeps sending forged writes is dropped, its re-stamps bounde
   assert.ok(room.p.count.rejected <= MAX_STRIKES + 2, `${room.p.count.rejected} rejected writes re-stamped`);
   const close = room.links.get(MALLORY).take().find(({ m }) => m.type === Type.Close);
   assert.ok(close && close.m.code === CLOSE_REFUSED, 'the attacker was told why');
+});
+
+/** Makes member idx link anew (session `session`), greet and sync; returns its new Remote. */
+function relink(room, idx, session) {
+  const p = room.p;
+  const r = p.connect(idx, session, false, true);
+  const link = new RecordingLink();
+  r.link = link;
+  r.ready = true;
+  room.remotes.set(idx, r);
+  room.links.set(idx, link);
+  const hello = netmsg.encode({ type: Type.Hello, term: BigInt(room.term), peerIndex: BigInt(idx), schemaFingerprint: p.w.schemas.fingerprint });
+  const digest = netmsg.encode({ type: Type.Digest, term: BigInt(room.term), clock: 0, digests: new BigUint64Array(p.opts.buckets) });
+  hostile(room, idx, RELIABLE, netmsg.concat(hello, digest));
+  assert.ok(p.host.memberOf(r).snapshotSent, `member ${idx} synced on its new link`);
+  return r;
+}
+
+test('a member that reconnects between offences keeps its strikes and its skew budget', () => {
+  // Offences until the link is closed, relinking after every `every` (0: never).
+  const offences = (every) => {
+    const room = newRoom({ warn: true });
+    const own = room.p.w.avatarOf(MALLORY);
+    let session = 1;
+    for (let i = 1; i <= 4 * MAX_STRIKES; i++) {
+      const r = room.remotes.get(MALLORY);
+      hostile(room, MALLORY, UNRELIABLE, forgedMove(own, 0xffffffffn));
+      if (room.p.remotes.get(MALLORY) !== r) return i;
+      if (every > 0 && i % every === 0) relink(room, MALLORY, ++session);
+    }
+    return Infinity;
+  };
+  const stays = offences(0);
+  assert.ok(stays <= MAX_STRIKES + 1, `one that stays is dropped after ${stays} offences`);
+  for (const every of [1, 5]) {
+    const got = offences(every);
+    // Strikes drain one a second of real time: a test step may let one more through.
+    assert.ok(Math.abs(got - stays) <= 1, `relinking every ${every}: dropped after ${got} offences, one that stays after ${stays}`);
+  }
+
+  const room = newRoom({ warn: true });
+  const own = room.p.w.avatarOf(MALLORY);
+  hostile(room, MALLORY, UNRELIABLE, forgedMove(own, BigInt(room.p.w.clock + MAX_STAMP_SKEW - 1)));
+  assert.equal(room.p.count.refused, 0, 'a stamp within the bound is taken');
+  relink(room, MALLORY, 2);
+  const clock = room.p.w.clock;
+  hostile(room, MALLORY, UNRELIABLE, forgedMove(own, BigInt(clock + MAX_STAMP_SKEW - 1)));
+  assert.equal(room.p.count.refused, 1, 'the new link has no fresh skew budget');
+  assert.ok(room.p.w.clock < clock + MAX_STAMP_SKEW / 2, `host clock ${clock} → ${room.p.w.clock}`);
+});
+
+test('the host keeps at most MAX_CONDUCTS records of members\' conduct', () => {
+  const room = newRoom({ warn: true });
+  for (let i = 0; i < 2 * MAX_CONDUCTS; i++) room.p.host.conductOf(1000 + i);
+  assert.ok(room.p.host.conducts.size <= MAX_CONDUCTS, `${room.p.host.conducts.size} records`);
 });
 
 test('a fresh joiner\'s first batch carries no deletion, no authority to itself, nothing far ahead', () => {

@@ -4,12 +4,13 @@
 // same game. Instead of the Go bot's script, the local player drives its avatar with the keyboard
 // and grabs boxes with the mouse.
 //
-// Positions and velocities are int32 millimetres (per second), encoded as two int32 little-endian.
+// Positions and velocities are integer millimetres (per second): a position quantized to 1 mm over
+// [−32768, 32767] (2 bytes a coordinate), a velocity as two zigzag varints, as in Go.
 // hypot is Go's algorithm (max·sqrt(1+(min/max)²)) so that both compute the same pushes; Math.pow
 // may differ from Go's math.Pow in the last bit, which only matters for a host's own physics,
 // never for convergence (members take the host's values).
 
-import { SchemaTable } from './schema.js';
+import { SchemaTable, quantized, appendQuantized, consumeQuantized, appendVarint, consumeVarint } from './schema.js';
 import { ROOM_ENTITY } from './world.js';
 
 export const SCHEMA_AVATAR = 1;
@@ -34,15 +35,21 @@ const REST_SPEED = 30;
 const PUSH_SPEED = 2500;
 export const AVATAR_SPEED = 3000;
 
+/** A position: x, y in whole millimetres over [−32768, 32767], 2 bytes each (Go's arena.PosEncoding). */
+export const POS_ENCODING = quantized(2, -32768, 32767, 1);
+/** A velocity: vx, vy in mm/s as zigzag varints (Go's arena.VelEncoding). */
+export const VEL_ENCODING = /** @type {const} */ ({ kind: 'varint', count: 2 });
+
+/** @type {import('./schema.js').SchemaSpec[]} */
 export const SCHEMAS = [
   { id: SCHEMA_AVATAR, name: 'avatar', properties: [
-    { name: 'pos', component: 1100, size: 8 },
+    { name: 'pos', component: 1100, encoding: POS_ENCODING },
     { name: 'color', component: 1101, size: 4 },
     { name: 'name', component: 1102, size: 0 },
   ] },
   { id: SCHEMA_BOX, name: 'box', properties: [
-    { name: 'pos', component: 1200, size: 8 },
-    { name: 'vel', component: 1201, size: 8 },
+    { name: 'pos', component: 1200, encoding: POS_ENCODING },
+    { name: 'vel', component: 1201, encoding: VEL_ENCODING },
   ] },
   { id: SCHEMA_ROOM, name: 'room', properties: [
     { name: 'score', component: 1300, size: 4 },
@@ -62,30 +69,59 @@ export function schemas() {
 }
 
 /**
- * Encodes a fixed-point vector as two int32 little-endian.
+ * Encodes position v with POS_ENCODING (each coordinate clamped to its range).
  * @param {Vec} v
  * @returns {Uint8Array}
  */
 export function encodeVec(v) {
-  const b = new Uint8Array(8);
-  const dv = new DataView(b.buffer);
-  dv.setInt32(0, v.x | 0, true);
-  dv.setInt32(4, v.y | 0, true);
-  return b;
+  return appendQuantized(appendQuantized(null, POS_ENCODING, v.x | 0), POS_ENCODING, v.y | 0);
 }
 
 /**
- * Decodes a vector; a value of the wrong size is the zero vector.
- * @param {Uint8Array} b
+ * Decodes a position; a missing value or one that is not a position is the zero vector.
+ * @param {Uint8Array | undefined} b
+ * @returns {Vec}
  */
 export function parseVec(b) {
-  if (!b || b.length !== 8) return { x: 0, y: 0 };
-  const dv = new DataView(b.buffer, b.byteOffset, 8);
-  return { x: dv.getInt32(0, true), y: dv.getInt32(4, true) };
+  if (!b) return { x: 0, y: 0 };
+  try {
+    const [x, o] = consumeQuantized(b, 0, POS_ENCODING);
+    const [y, end] = consumeQuantized(b, o, POS_ENCODING);
+    return end === b.length ? { x, y } : { x: 0, y: 0 };
+  } catch {
+    return { x: 0, y: 0 };
+  }
 }
 
 /**
- * @param {Uint8Array} b
+ * Encodes velocity v with VEL_ENCODING.
+ * @param {Vec} v
+ * @returns {Uint8Array}
+ */
+export function encodeVel(v) {
+  return appendVarint(appendVarint(null, v.x | 0), v.y | 0);
+}
+
+/**
+ * Decodes a velocity; a missing value or one that is not a velocity is the zero vector.
+ * @param {Uint8Array | undefined} b
+ * @returns {Vec}
+ */
+export function parseVel(b) {
+  if (!b) return { x: 0, y: 0 };
+  try {
+    const [x, o] = consumeVarint(b, 0);
+    const [y, end] = consumeVarint(b, o);
+    if (end !== b.length || BigInt.asIntN(32, x) !== x || BigInt.asIntN(32, y) !== y) return { x: 0, y: 0 };
+    return { x: Number(x), y: Number(y) };
+  } catch {
+    return { x: 0, y: 0 };
+  }
+}
+
+/**
+ * Decodes a u32; a missing value or one of the wrong size is 0.
+ * @param {Uint8Array | undefined} b
  */
 export function u32(b) {
   if (!b || b.length !== 4) return 0;
@@ -172,7 +208,7 @@ export class Game {
     if (w.entitiesOf(SCHEMA_BOX).length > 0) return;
     for (let i = 0; i < this.boxes; i++) {
       const pos = { x: 3000 + (i % 4) * 3500, y: 3000 + (Math.floor(i / 4) % 3) * 3000 };
-      w.spawn(SCHEMA_BOX, new Uint8Array(0), encodeVec(pos), encodeVec({ x: 0, y: 0 }));
+      w.spawn(SCHEMA_BOX, new Uint8Array(0), encodeVec(pos), encodeVel({ x: 0, y: 0 }));
     }
   }
 
@@ -263,7 +299,7 @@ export class Game {
    * @param {number} e
    */
   release(w, e) {
-    w.set(e, BOX_VEL, encodeVec({ x: 0, y: 0 }));
+    w.set(e, BOX_VEL, encodeVel({ x: 0, y: 0 }));
     try { w.relinquish(e); } catch { /* the host is gone; the next host takes the lock back */ }
   }
 
@@ -313,7 +349,7 @@ export class Game {
         y: clamp(this.pointer.y + this.grabOffset.y, BOX_RADIUS, HEIGHT - BOX_RADIUS),
       };
       w.set(e, BOX_POS, encodeVec(p));
-      w.set(e, BOX_VEL, encodeVec({ x: 0, y: 0 }));
+      w.set(e, BOX_VEL, encodeVel({ x: 0, y: 0 }));
     }
   }
 
@@ -340,7 +376,7 @@ export class Game {
     for (const b of w.entitiesOf(SCHEMA_BOX)) {
       if (!w.canWrite(b) || b === this.holding) continue; // a member (or this host's player) holds it
       let pos = parseVec(w.get(b, BOX_POS));
-      let vel = parseVec(w.get(b, BOX_VEL));
+      let vel = parseVel(w.get(b, BOX_VEL));
       for (const apos of moving) {
         const dx = (pos.x - apos.x) | 0;
         const dy = (pos.y - apos.y) | 0;
@@ -366,7 +402,7 @@ export class Game {
         vel = { x: 0, y: 0 };
       }
       w.set(b, BOX_POS, encodeVec(pos));
-      w.set(b, BOX_VEL, encodeVec(vel));
+      w.set(b, BOX_VEL, encodeVel(vel));
     }
   }
 

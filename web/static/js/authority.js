@@ -84,8 +84,8 @@ export function encodeRecord(rec) {
 }
 
 /**
- * Decodes an authority record; null when malformed (authority.ConsumeRecord).
- * @param {Uint8Array} b
+ * Decodes an authority record; null when missing or malformed (authority.ConsumeRecord).
+ * @param {Uint8Array | null | undefined} b
  */
 export function decodeRecord(b) {
   if (!b || b.length < RECORD_SIZE) return null;
@@ -252,6 +252,31 @@ export class AuthorityTable {
     const h = this.holders.get(peer);
     if (h && h.locks.length >= MAX_LOCKS_PER_PEER) throw new AuthorityError(Reject.TooManyLocks, 'lock', peer, e);
     if (r) this.release(e, r);
+    this.lock(peer, e, now);
+    return { entity: e, from, to: peer };
+  }
+
+  /**
+   * The host's own transfer of host entity e to peer (Go's Table.Grant): taken from a live holder,
+   * not bounded by MAX_LOCKS_PER_PEER; refused (not_lockable) for the host itself, reserved
+   * entities and avatars.
+   * @param {number} peer
+   * @param {number} e
+   * @param {number} now
+   */
+  grant(peer, e, now) {
+    if (peer === this.host || reserved(e)) throw new AuthorityError(Reject.NotLockable, 'grant', peer, e);
+    let from = this.host;
+    const r = this.records.get(e);
+    if (r) {
+      if (r.kind === KIND_AVATAR) throw new AuthorityError(Reject.NotLockable, 'grant', peer, e);
+      if (r.peer === peer) {
+        this.heard(this.holders.get(peer), now);
+        return { entity: e, from: peer, to: peer };
+      }
+      from = r.peer;
+      this.release(e, r);
+    }
     this.lock(peer, e, now);
     return { entity: e, from, to: peer };
   }

@@ -24,6 +24,16 @@ import { elementHashAdd, u64Add, u64Array, u64IsZero, u64Sub, u64Value } from '.
  * @property {Uint8Array | null} data
  */
 
+/**
+ * The data of a last-writer-wins entry: a value, or a tombstone (data null).
+ * @typedef {{deleted: false, data: Uint8Array} | {deleted: true, data: null}} LWWEntryData
+ */
+
+/**
+ * A last-writer-wins entry as Replica.get returns it.
+ * @typedef {{ts: number} & LWWEntryData} LWWEntry
+ */
+
 /** ADR-117 message types as @dcl/ecs 7.x numbers them. */
 export const MessageType = Object.freeze({
   PutComponent: 1,
@@ -209,7 +219,7 @@ class Buf {
         }
         dv.setUint32(o, n, true);
         o += 4;
-        if (n) this.b.set(data, o);
+        if (n && data) this.b.set(data, o);
         break;
       case T.DeleteComponent:
       case T.DeleteComponentNetwork:
@@ -226,7 +236,7 @@ class Buf {
         dv.setUint32(o + 4, networkId, true);
         break;
       default:
-        if (n) this.b.set(data, o);
+        if (n && data) this.b.set(data, o);
     }
     this.len += size;
   }
@@ -381,7 +391,7 @@ export function decodeMessage(bytes, offset = 0, maxMessageSize = DEFAULT_MAX_ME
  */
 export function* readStream(bytes, opts = {}) {
   const dv = viewOf(bytes);
-  const limit = opts.maxMessageSize > 0 ? opts.maxMessageSize : DEFAULT_MAX_MESSAGE_SIZE;
+  const limit = positiveOr(opts.maxMessageSize, DEFAULT_MAX_MESSAGE_SIZE);
   for (let off = 0; off < bytes.length;) {
     const { m, n } = decodeAt(bytes, dv, off, limit);
     const at = off;
@@ -481,6 +491,29 @@ const SUM = new Uint32Array(2);
 const DELTA = new Uint32Array(2);
 
 /**
+ * The value v if it is a number above 0, else def (an option's zero value means its default).
+ * @param {number | undefined} v
+ * @param {number} def
+ * @returns {number}
+ */
+function positiveOr(v, def) {
+  return v !== undefined && v > 0 ? v : def;
+}
+
+/**
+ * map.get(k) for a key taken from the map's own keys (a sorted key list), so always present.
+ * @template K, V
+ * @param {Map<K, V>} map
+ * @param {K} k
+ * @returns {V}
+ */
+function present(map, k) {
+  const v = map.get(k);
+  if (v === undefined) throw new Error('crdt: a listed key is missing from its map');
+  return v;
+}
+
+/**
  * @param {Uint8Array | null | undefined} d
  * @returns {Uint8Array}
  */
@@ -529,8 +562,8 @@ export class Replica {
    *   (default 16 MiB)
    */
   constructor(cfg = {}) {
-    this.#retention = cfg.appendRetention > 0 ? cfg.appendRetention : DEFAULT_APPEND_RETENTION;
-    this.#maxMessageSize = cfg.maxMessageSize > 0 ? cfg.maxMessageSize : DEFAULT_MAX_MESSAGE_SIZE;
+    this.#retention = positiveOr(cfg.appendRetention, DEFAULT_APPEND_RETENTION);
+    this.#maxMessageSize = positiveOr(cfg.maxMessageSize, DEFAULT_MAX_MESSAGE_SIZE);
     this.#nums = new Map();
     this.#deleted = new Map();
     this.#numOrder = null;
@@ -655,7 +688,7 @@ export class Replica {
    * @param {number} e
    * @param {number} c
    * @param {number} ts
-   * @param {Uint8Array | null} data
+   * @param {Uint8Array} data
    */
   #mergeAppend(e, c, ts, data) {
     if (!this.#admit(e)) return Outcome.Ignored;
@@ -697,7 +730,7 @@ export class Replica {
    * appendCorrection), 'ignored' (a deleted entity version) or 'invalid' (unknown type). The
    * clock observes the message's timestamp whatever the outcome. _NETWORK types merge as their
    * local counterparts; networkId is not part of the state. m.data is copied.
-   * @param {{type: number, entity: number, component?: number, timestamp?: number, data?: Uint8Array|null}} m
+   * @param {{type: number, entity: number, component: number, timestamp: number, data?: Uint8Array|null}} m
    * @returns {string}
    */
   merge(m) {
@@ -807,14 +840,27 @@ export class Replica {
    * (deleted true) and is the replica's copy: do not modify it.
    * @param {number} entity
    * @param {number} component
-   * @returns {{data: Uint8Array|null, ts: number, deleted: boolean}|undefined}
+   * @returns {LWWEntry | undefined}
    */
   get(entity, component) {
     const rec = this.#nums.get(entity & 0xffff);
     if (rec === undefined || rec.entity !== entity) return undefined;
     const s = rec.lww.get(component);
     if (s === undefined) return undefined;
-    return { data: s.data, ts: s.ts, deleted: s.data === null };
+    return s.data === null ? { data: null, ts: s.ts, deleted: true } : { data: s.data, ts: s.ts, deleted: false };
+  }
+
+  /**
+   * Calls fn(data, ts) for every value of the append set of (entity, component), oldest first
+   * (ascending timestamp, then value). data is the replica's copy: do not modify it.
+   * @param {number} entity
+   * @param {number} component
+   * @param {(data: Uint8Array, ts: number) => void} fn
+   */
+  rangeEntityAppend(entity, component, fn) {
+    const rec = this.#nums.get(entity & 0xffff);
+    if (rec === undefined || rec.entity !== entity) return;
+    for (const v of rec.app.get(component) ?? []) fn(v.data, v.ts);
   }
 
   /**
@@ -865,13 +911,17 @@ export class Replica {
    * Calls fn({entity, component, timestamp, deleted, data}) for every LWW entry in canonical
    * order (entity as a full u32 id, then component) until fn returns false. data is null for a
    * tombstone. fn must not modify the replica.
-   * @param {(e: {entity: number, component: number, timestamp: number, deleted: boolean, data: Uint8Array|null}) => (boolean|void)} fn
+   * @param {(e: {entity: number, component: number, timestamp: number} & LWWEntryData) => (boolean|void)} fn
    */
   range(fn) {
     for (const rec of this.#sortedNums()) {
       for (const c of rec.sortedLWW()) {
-        const s = rec.lww.get(c);
-        if (fn({ entity: rec.entity, component: c, timestamp: s.ts, deleted: s.data === null, data: s.data }) === false) return;
+        const s = present(rec.lww, c);
+        /** @type {{entity: number, component: number, timestamp: number} & LWWEntryData} */
+        const e = s.data === null
+          ? { entity: rec.entity, component: c, timestamp: s.ts, deleted: true, data: null }
+          : { entity: rec.entity, component: c, timestamp: s.ts, deleted: false, data: s.data };
+        if (fn(e) === false) return;
       }
     }
   }
@@ -883,7 +933,7 @@ export class Replica {
    */
   rangeDeleted(fn) {
     for (const n of this.#sortedDeleted()) {
-      if (fn(n, this.#deleted.get(n)) === false) return;
+      if (fn(n, present(this.#deleted, n)) === false) return;
     }
   }
 
@@ -895,7 +945,7 @@ export class Replica {
   rangeAppend(fn) {
     for (const rec of this.#sortedNums()) {
       for (const c of rec.sortedApp()) {
-        for (const v of rec.app.get(c)) {
+        for (const v of present(rec.app, c)) {
           if (fn({ entity: rec.entity, component: c, timestamp: v.ts, data: v.data }) === false) return;
         }
       }
@@ -913,13 +963,13 @@ export class Replica {
     const want = (/** @type {number} */ n) => bucket < 0 || n % buckets === bucket;
     for (const n of this.#sortedDeleted()) {
       if (!want(n)) continue;
-      buf.msg(T.DeleteEntity, this.#deleted.get(n) * 65536 + n, 0, 0, 0, null);
+      buf.msg(T.DeleteEntity, present(this.#deleted, n) * 65536 + n, 0, 0, 0, null);
     }
     const recs = this.#sortedNums();
     for (const rec of recs) {
       if (!want(rec.number)) continue;
       for (const c of rec.sortedLWW()) {
-        const s = rec.lww.get(c);
+        const s = present(rec.lww, c);
         if (s.data === null) buf.msg(T.DeleteComponent, rec.entity, c, s.ts, 0, null);
         else buf.msg(T.PutComponent, rec.entity, c, s.ts, 0, s.data);
       }
@@ -927,7 +977,7 @@ export class Replica {
     for (const rec of recs) {
       if (!want(rec.number)) continue;
       for (const c of rec.sortedApp()) {
-        for (const v of rec.app.get(c)) {
+        for (const v of present(rec.app, c)) {
           buf.msg(T.AppendValue, rec.entity, c, v.ts, 0, v.data);
         }
       }
@@ -1015,8 +1065,8 @@ export class Replica {
   /** Brings the per-number sums, the total and the kept bucket digests up to date with the state. */
   #refreshSums() {
     const list = this.#dirtyList;
-    if (list.length === 0) return;
     const bits = this.#dirtyBits;
+    if (list.length === 0 || bits === null) return; // bits is allocated before the first number is listed
     const bs = this.#bucketSums;
     for (const n of list) {
       bits[n >>> 5] = 0;
@@ -1104,7 +1154,7 @@ export class Replica {
     const append = [];
     for (const rec of this.#sortedNums()) {
       for (const c of rec.sortedApp()) {
-        const values = rec.app.get(c).map((v) => hexOf(v.data));
+        const values = present(rec.app, c).map((v) => hexOf(v.data));
         values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
         append.push({ entity: rec.entity, component: c, values });
       }
@@ -1141,7 +1191,7 @@ export class Replica {
    * it: after 'outdated', the local entry for m's key as PUT_COMPONENT or DELETE_COMPONENT with its
    * timestamp; after 'ignored', the DELETE_ENTITY of the highest deleted version of m's number.
    * Empty when there is nothing to correct (no entry, an append value, m is the recorded deletion).
-   * @param {{type: number, entity: number, component?: number}} m
+   * @param {{type: number, entity: number, component: number}} m
    * @returns {Uint8Array}
    */
   appendCorrection(m) {

@@ -7,9 +7,10 @@
 import * as netmsg from './netmsg.js';
 import { Type } from './netmsg.js';
 import * as hostsnapshot from './hostsnapshot.js';
-import { RELIABLE } from './rtc.js';
+import { RELIABLE, UNRELIABLE } from './rtc.js';
 import { AuthorityTable, KIND_HOST, KIND_AVATAR, KIND_LOCK } from './authority.js';
-import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH } from './world.js';
+import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH, RPC_APPEND, EVERYONE, MAX_MESSAGE, MAX_ACTION } from './world.js';
+import { deliverAction } from './member.js';
 import { CLOSE_SCHEMA_MISMATCH } from './links.js';
 import { hex16 } from './status.js';
 import { now, mixin, mixinBase } from './loop.js';
@@ -41,12 +42,18 @@ function u32le(b) {
   return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
 }
 
+/**
+ * A member's skew budget and strikes, kept across its links (Go's conduct; restamp.js conductOf).
+ * @typedef {{budget: number, budgetAt: number | null, strikes: number, strikeAt: number | null, used: number}} Conduct
+ */
+
 /** What the host keeps about one member, for as long as its link lasts (Go's hostMember). */
 export class HostMember {
   /**
    * @param {import('./links.js').Remote} r
+   * @param {Conduct} conduct the member's skew budget and strikes, shared with its earlier links
    */
-  constructor(r) {
+  constructor(r, conduct) {
     this.r = r;
     this.helloed = false;
     this.snapshotSent = false;
@@ -56,24 +63,32 @@ export class HostMember {
     // answered: the member has answered its sync snapshot (its corrections, if it had any, are
     // merged), so this host holds its latest writes.
     this.answered = false;
+    /** What signaling says of the member, set by its Hello. @type {import('./peer.js').MemberInfo | null} */
     this.info = null;
     this.dirty = new Map(); // entity → property mask
     // heldTerm: the term of the state the member's greeting says it holds (0: none).
     this.heldTerm = 0;
     // buckets: the bucket count of the member's first digest; later digests must keep it.
     this.buckets = 0;
-    // The member's skew budget (stampOK) and strikes (strike); refused: dropped for them.
-    this.budget = 0;
-    /** @type {number | null} */
-    this.budgetAt = null;
-    this.strikes = 0;
-    /** @type {number | null} */
-    this.strikeAt = null;
+    // The member's skew budget (stampOK) and strikes (strike); refused: this link dropped for them.
+    this.conduct = conduct;
     this.refused = false;
+    // The member's application traffic still allowed (appAllowed) as of appAt.
+    this.appBudget = 0;
+    /** @type {number | null} */
+    this.appAt = null;
   }
 }
 
-/** @type {new () => HostRestamp & HostCommands} */
+/**
+ * A member's application traffic through the host (messages, Actions, append requests, RPCs,
+ * one unit each), per second and in a burst (Go's appRate, appBurst). Beyond it the input is
+ * dropped and counted, not held against the member.
+ */
+export const APP_RATE = 200;
+export const APP_BURST = 400;
+
+/** @type {new () => HostRestamp & HostCommands & import('./hostcommands.js').CommandQueues} */
 const HostMethods = mixinBase();
 
 /** The host role of a Peer: created when the peer becomes host, stopped when it steps down. */
@@ -86,7 +101,10 @@ export class HostRole extends HostMethods {
     this.p = p;
     this.w = p.w;
     this.mems = new Map(); // peer index → HostMember, one per member link
-    this.auth = null;
+    /** @type {Map<string, Conduct>} skew budgets and strikes by identity and by peer index, across links */
+    this.conducts = new Map();
+    // The authority records: start() restores them from the replica.
+    this.auth = new AuthorityTable(p.w.self);
     this.clearCommands();
     this.changed = new Float64Array(p.opts.buckets).fill(-Infinity); // per bucket: when it last changed here
     this.rejectLog = 0;
@@ -107,7 +125,6 @@ export class HostRole extends HostMethods {
     w.isHost = true;
     w.heldTerm = w.term;
     w.sink = this;
-    this.auth = new AuthorityTable(w.self);
     for (const [e, info] of w.ents) {
       if (info.auth.kind !== KIND_HOST) {
         try {
@@ -145,7 +162,7 @@ export class HostRole extends HostMethods {
   memberOf(r) {
     let hm = this.mems.get(r.idx);
     if (!hm || hm.r !== r) {
-      hm = new HostMember(r);
+      hm = new HostMember(r, this.conductOf(r.idx));
       this.mems.set(r.idx, hm);
     }
     return hm;
@@ -291,7 +308,7 @@ export class HostRole extends HostMethods {
    * @param {import('./links.js').Remote} r
    * @param {import('./netmsg.js').Msg} m
    */
-  handle(r, m) {
+  handle(r, m, ch = RELIABLE) {
     const p = this.p;
     const w = this.w;
     this.auth.touch(r.idx, now());
@@ -300,7 +317,7 @@ export class HostRole extends HostMethods {
       p.count.dropped++;
       return;
     }
-    this.handleMessage(r, hm, m);
+    this.handleMessage(r, hm, m, ch);
     if (hm.refused) throw new Error('member dropped for refused inputs');
   }
 
@@ -308,8 +325,9 @@ export class HostRole extends HostMethods {
    * @param {import('./links.js').Remote} r
    * @param {HostMember} hm
    * @param {import('./netmsg.js').Msg} m
+   * @param {number} ch
    */
-  handleMessage(r, hm, m) {
+  handleMessage(r, hm, m, ch) {
     const p = this.p;
     const w = this.w;
     switch (m.type) {
@@ -355,9 +373,195 @@ export class HostRole extends HostMethods {
       case Type.CrdtBatch:
         this.corrections(hm, m);
         break;
+      case Type.Relay:
+        this.relayMessage(hm, m, ch);
+        break;
+      case Type.Actions:
+        if (!hm.snapshotSent) return;
+        for (const a of m.actions) {
+          if (!this.appAllowed(hm)) return;
+          if (a.data.length > MAX_ACTION) {
+            this.refuse(hm, `action of ${a.data.length} bytes, more than ${MAX_ACTION}`);
+            continue;
+          }
+          deliverAction(p, r.idx, a);
+        }
+        break;
       default:
+        if (m.type >= netmsg.FIRST_APPLICATION) {
+          this.appMessage(hm, m.type, m.body);
+          break;
+        }
         p.count.dropped++;
     }
+  }
+
+  /**
+   * Charges hm one unit of application traffic; false: over budget, dropped and counted.
+   * @param {HostMember} hm
+   */
+  appAllowed(hm) {
+    const t = now();
+    hm.appBudget = hm.appAt === null ? APP_BURST : Math.min(APP_BURST, hm.appBudget + (t - hm.appAt) / 1000 * APP_RATE);
+    hm.appAt = t;
+    if (hm.appBudget < 1) {
+      this.p.count.dropped++;
+      return false;
+    }
+    hm.appBudget--;
+    return true;
+  }
+
+  /**
+   * An application message from member hm to the host.
+   * @param {HostMember} hm
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  appMessage(hm, type, data) {
+    if (!hm.snapshotSent || !this.appAllowed(hm)) return;
+    if (data.length > MAX_MESSAGE) {
+      this.refuse(hm, `application message of ${data.length} bytes, more than ${MAX_MESSAGE}`);
+      return;
+    }
+    if (this.p.app.message) this.p.app.message(this.w, hm.r.idx, type, data);
+  }
+
+  /**
+   * Forwards a member's message to its destination as the app's allowRelay allows: one to the
+   * host is delivered here, one to EVERYONE here and to every other member.
+   * @param {HostMember} hm
+   * @param {import('./netmsg.js').Msg} m
+   * @param {number} ch
+   */
+  relayMessage(hm, m, ch) {
+    if (!hm.snapshotSent || !this.appAllowed(hm)) return;
+    const p = this.p;
+    const from = hm.r.idx;
+    const to = Number(m.peer);
+    if (m.data.length > MAX_MESSAGE) {
+      this.refuse(hm, `relayed message of ${m.data.length} bytes, more than ${MAX_MESSAGE}`);
+      return;
+    }
+    if (to === this.w.self) {
+      hm.appBudget++; // charged once
+      this.appMessage(hm, m.appType, m.data);
+      return;
+    }
+    const dest = this.mems.get(to);
+    if (to === from || (to !== EVERYONE && !(dest && dest.snapshotSent))) {
+      p.count.dropped++; // the destination left, or never was
+      return;
+    }
+    if (p.app.allowRelay && !p.app.allowRelay(this.w, from, to, m.appType)) {
+      p.count.dropped++;
+      return;
+    }
+    if (to === EVERYONE && p.app.message) p.app.message(this.w, from, m.appType, m.data);
+    this.deliver(to, from, netmsg.encode({ type: Type.Relay, peer: BigInt(from), appType: m.appType, data: m.data }), ch);
+  }
+
+  /**
+   * Sends frame to member to (or every synced member but except): reliable frames after this
+   * step's commands, unreliable ones at once.
+   * @param {number} to
+   * @param {number} except
+   * @param {Uint8Array} frame
+   * @param {number} ch
+   */
+  deliver(to, except, frame, ch) {
+    if (ch === RELIABLE) {
+      this.msgs.push({ to, except, frame });
+      return;
+    }
+    for (const [idx, hm] of this.mems) {
+      if (hm.snapshotSent && idx !== except && (to === EVERYONE || to === idx)) this.p.send(hm.r, ch, frame);
+    }
+  }
+
+  /**
+   * The host's own application message.
+   * @param {number} to
+   * @param {number} type
+   * @param {Uint8Array} data
+   * @param {boolean} reliable
+   */
+  sendMessage(to, type, data, reliable) {
+    const dest = this.mems.get(to);
+    if (to !== EVERYONE && !(dest && dest.snapshotSent)) throw new Error(`peer: no member ${to} in the room`);
+    this.deliver(to, 0, netmsg.encode({ type, body: data }), reliable ? RELIABLE : UNRELIABLE);
+  }
+
+  /**
+   * The host's own Action, to every member with the step's commands.
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  sendAction(type, data) {
+    this.actions.push({ type, data: data.slice() });
+  }
+
+  /**
+   * Hands host entity e to member to (World.grant).
+   * @param {number} e
+   * @param {number} to
+   */
+  grant(e, to) {
+    if (to === this.w.self) {
+      this.revoke(e);
+      return;
+    }
+    if (!this.p.members.has(to)) throw new Error(`peer: no member ${to} in the room`);
+    const t = this.auth.grant(to, e, now());
+    if (t.from !== t.to) {
+      this.authorityLost(e, t.from);
+      this.w.writeAuthority(e, { kind: KIND_LOCK, peer: to });
+    }
+  }
+
+  /**
+   * Gives a granted or locked entity back to the host (World.revoke).
+   * @param {number} e
+   */
+  revoke(e) {
+    const rec = this.w.authorityRecord(e);
+    if (rec.kind === KIND_HOST) return;
+    if (rec.kind !== KIND_LOCK) throw new Error(`peer: ${e} is peer ${rec.peer}'s avatar`);
+    this.auth.relinquish(rec.peer, e);
+    this.authorityLost(e, rec.peer);
+    this.w.writeAuthority(e, { kind: KIND_HOST, peer: 0 });
+  }
+
+  /**
+   * Admits a member's append request: to an entity it writes, or as the app's allowAppend says.
+   * @param {import('./links.js').Remote} r
+   * @param {Uint8Array} data
+   */
+  appendRequested(r, data) {
+    const p = this.p;
+    const w = this.w;
+    if (data.length < 8) {
+      p.count.dropped++;
+      return;
+    }
+    const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    const e = dv.getUint32(0, true);
+    const c = dv.getUint32(4, true);
+    const value = data.subarray(8);
+    try {
+      w.checkAppend(e, c, value);
+    } catch {
+      p.count.dropped++;
+      return;
+    }
+    let allowed = true;
+    try { this.auth.admitWrite(r.idx, e); } catch { allowed = false; }
+    if (!allowed && p.app.allowAppend) allowed = p.app.allowAppend(w, r.idx, e, c, value);
+    if (!allowed) {
+      p.count.rejected++;
+      return;
+    }
+    w.append(e, c, value);
   }
 
   /**
@@ -366,6 +570,8 @@ export class HostRole extends HostMethods {
    * @param {import('./netmsg.js').Msg} dig
    */
   answerDigest(hm, dig) {
+    const info = hm.info;
+    if (!info) throw new Error('digest before hello'); // never: a Digest needs helloed, which Hello sets with info
     const r = hm.r;
     const p = this.p;
     const w = this.w;
@@ -391,8 +597,8 @@ export class HostRole extends HostMethods {
       // Relayed corrections only from a member that held an earlier host's state.
       hm.acceptRelayed = hm.heldTerm !== 0 && hm.heldTerm < w.term;
       hm.dirty = new Map();
-      this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(hm.info.id) });
-      if (hm.info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(hm.info);
+      this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(info.id) });
+      if (info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(info);
       p.log('info', 'member synced by snapshot', { member: r.idx, buckets: differ.length });
     }
   }
@@ -409,7 +615,7 @@ export class HostRole extends HostMethods {
     const snap = hostsnapshot.build(w.r, w.schemas, {
       term: BigInt(w.term), localPeerIndex: BigInt(r.idx), hostPeerIndex: BigInt(w.self), peers, cover,
     });
-    p.send(r, RELIABLE, netmsg.encode({ type: Type.HostSnapshot, ...snap }));
+    p.send(r, RELIABLE, netmsg.encode(snap)); // build's fields, type HostSnapshot among them
   }
 
   /**
@@ -419,8 +625,13 @@ export class HostRole extends HostMethods {
   rpc(r, rpc) {
     const p = this.p;
     const w = this.w;
+    const hm = this.memberOf(r);
     if (rpc.type < FIRST_SYSTEM_RPC) {
-      p.app.rpc(w, r.idx, rpc.type, rpc.data);
+      if (this.appAllowed(hm)) p.app.rpc(w, r.idx, rpc.type, rpc.data);
+      return;
+    }
+    if (rpc.type === RPC_APPEND) {
+      if (this.appAllowed(hm)) this.appendRequested(r, rpc.data);
       return;
     }
     if (rpc.data.length !== 4) {

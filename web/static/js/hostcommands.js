@@ -15,6 +15,21 @@ import { entityNumber } from './crdt.js';
 import { now } from './loop.js';
 import { entryMessage } from './restamp.js';
 
+/**
+ * The queues of what a step produced, which clearCommands (called by HostRole's constructor)
+ * sets and empties. Declared for HostRole: a property only methods set would type as optional.
+ * @typedef {object} CommandQueues
+ * @property {number[]} spawns
+ * @property {number[]} despawns
+ * @property {{networkId: bigint, newAuthorIndex: bigint}[]} transfers
+ * @property {{type: number, data: Uint8Array}[]} rpcs
+ * @property {{type: number, data: Uint8Array}[]} actions
+ * @property {{to: number, except: number, frame: Uint8Array}[]} msgs reliable application messages, after the commands
+ * @property {{peerIndex: bigint, peerId: string}[]} entered
+ * @property {number[]} exited
+ * @property {import('./crdt.js').Message[]} relay CRDT messages TRNP cannot carry
+ */
+
 /** HostRole's command and change-sink methods. */
 export class HostCommands {
   /**
@@ -23,11 +38,11 @@ export class HostCommands {
    */
   flushCommands() {
     this.restamp();
-    if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length + this.entered.length + this.exited.length + this.relay.length === 0) return;
+    if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length + this.actions.length + this.entered.length + this.exited.length + this.relay.length + this.msgs.length === 0) return;
     const p = this.p;
     const w = this.w;
     const parts = [];
-    if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length > 0) {
+    if (this.spawns.length + this.despawns.length + this.transfers.length + this.rpcs.length + this.actions.length > 0) {
       const stamp = w.stamp || w.clock;
       parts.push(netmsg.encode({ type: Type.Stamp, time: BigInt(stamp) }));
       const spawns = [];
@@ -35,18 +50,23 @@ export class HostCommands {
         const info = w.ents.get(e);
         if (!info) continue;
         let mask = 0;
+        /** @type {Uint8Array[]} the values the mask names, by property */
+        const vals = [];
         info.schema.properties.forEach((prop, i) => {
           const v = w.r.get(e, prop.component);
-          if (v && !v.deleted) mask |= 1 << i;
+          if (v && !v.deleted) {
+            mask |= 1 << i;
+            vals[i] = v.data;
+          }
         });
-        const updateData = hostsnapshot.appendSpawnUpdate(info.schema, mask >>> 0, (i) => w.get(e, i));
+        const updateData = hostsnapshot.appendSpawnUpdate(info.schema, mask >>> 0, (i) => vals[i]);
         spawns.push({ networkId: BigInt(e), schemaId: info.schema.id, creationData: info.creation, updateData });
       }
       parts.push(netmsg.encode({
         type: Type.HostCommands, spawns,
         despawns: this.despawns.map((e) => ({ networkId: BigInt(e) })),
         authorityTransfers: this.transfers,
-        rpcs: this.rpcs, actions: [],
+        rpcs: this.rpcs, actions: this.actions,
       }));
     }
     for (const pi of this.entered) parts.push(netmsg.encode({ type: Type.PeerEntered, peer: pi }));
@@ -55,7 +75,13 @@ export class HostCommands {
       parts.push(netmsg.encode({ type: Type.CrdtBatch, term: BigInt(w.term), messages: netmsg.concat(...this.relay.map((m) => crdt.encodeMessage(m))) }));
     }
     const buf = netmsg.concat(...parts);
-    for (const hm of this.mems.values()) if (hm.snapshotSent) p.send(hm.r, RELIABLE, buf);
+    if (buf.length > 0) for (const hm of this.mems.values()) if (hm.snapshotSent) p.send(hm.r, RELIABLE, buf);
+    // Reliable application messages go after the commands of their step, never before them.
+    for (const q of this.msgs) {
+      for (const [idx, hm] of this.mems) {
+        if (hm.snapshotSent && idx !== q.except && (q.to === 0 || q.to === idx)) p.send(hm.r, RELIABLE, q.frame);
+      }
+    }
     this.clearCommands();
   }
 
@@ -64,19 +90,23 @@ export class HostCommands {
    * @this {import('./host.js').HostRole}
    */
   clearCommands() {
-    /** @type {number[]} */
+    /** @type {CommandQueues['spawns']} */
     this.spawns = [];
-    /** @type {number[]} */
+    /** @type {CommandQueues['despawns']} */
     this.despawns = [];
-    /** @type {{networkId: bigint, newAuthorIndex: bigint}[]} */
+    /** @type {CommandQueues['transfers']} */
     this.transfers = [];
-    /** @type {{type: number, data: Uint8Array}[]} */
+    /** @type {CommandQueues['rpcs']} */
     this.rpcs = [];
-    /** @type {{peerIndex: bigint, peerId: string}[]} */
+    /** @type {CommandQueues['actions']} */
+    this.actions = [];
+    /** @type {CommandQueues['msgs']} reliable application messages, after the commands */
+    this.msgs = [];
+    /** @type {CommandQueues['entered']} */
     this.entered = [];
-    /** @type {number[]} */
+    /** @type {CommandQueues['exited']} */
     this.exited = [];
-    /** @type {import('./crdt.js').Message[]} CRDT messages TRNP cannot carry */
+    /** @type {CommandQueues['relay']} */
     this.relay = [];
   }
 

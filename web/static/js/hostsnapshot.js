@@ -127,7 +127,7 @@ export class Cover {
   }
 }
 
-/** @typedef {{entity: number, component: number, timestamp: number, deleted: boolean, data: Uint8Array | null}} Entry */
+/** @typedef {{entity: number, component: number, timestamp: number} & import('./crdt.js').LWWEntryData} Entry */
 
 /** A growable little-endian byte buffer. */
 class Buf {
@@ -215,7 +215,7 @@ class Buf {
     this.u32(ts);
     if (type !== MT.DeleteComponent) {
       this.u32(n);
-      if (n) this.bytes(data);
+      if (n && data) this.bytes(data);
     }
   }
 
@@ -337,13 +337,16 @@ export function build(replica, table, opts = {}) {
   const flush = (entries) => {
     if (entries.length === 0 || !cover.number(entries[0].entity & 0xffff)) return;
     let s;
-    let meta;
+    let metaTs = 0;
+    /** @type {Uint8Array} */
+    let creation = new Uint8Array(0);
     for (const en of entries) {
       if (en.component === COMPONENT_META && !en.deleted) {
         const pm = parseMeta(en.data);
         if (pm) {
           s = table.lookup(pm.id);
-          meta = en;
+          metaTs = en.timestamp;
+          creation = pm.creation;
         }
       }
     }
@@ -352,6 +355,7 @@ export function build(replica, table, opts = {}) {
       return;
     }
     let mask = 0;
+    /** @type {{timestamp: number, data: Uint8Array}[]} */
     const vals = [];
     for (const en of entries) {
       if (en.component === COMPONENT_META) continue;
@@ -365,18 +369,18 @@ export function build(replica, table, opts = {}) {
     }
     const update = new Buf(64);
     writeMask(update, s.properties.length, mask);
-    stamps.push(meta.timestamp);
+    stamps.push(metaTs);
     for (let i = 0; i < s.properties.length; i++) {
       if (!hasBit(mask, i)) continue;
       const v = vals[i].data;
-      if (s.properties[i].size === 0) update.u16(v.length);
+      if (s.prefixed(i)) update.u16(v.length);
       update.bytes(v);
       stamps.push(vals[i].timestamp);
     }
     spawns.push({
       networkId: BigInt(entries[0].entity),
       schemaId: s.id,
-      creationData: parseMeta(meta.data).creation.slice(),
+      creationData: creation.slice(),
       updateData: update.result(),
     });
   };
@@ -417,6 +421,29 @@ export function build(replica, table, opts = {}) {
     spawns,
     hostState: h.result(),
   };
+}
+
+/**
+ * What a snapshot carries, read without merging it (Go's hostsnapshot.Inspect): the clock it
+ * claims, the highest stamp of any value in it, its values (spawned values and stream messages)
+ * and bytes (host state, spawn data, peer ids). Throws a SnapshotError (host_state) where apply
+ * would on the host state, and the stream's error on a malformed stream.
+ * @param {{spawns: {creationData: Uint8Array, updateData: Uint8Array}[], peers?: {peerId: string}[], hostState: Uint8Array}} snapshot
+ * @returns {{clock: number, maxStamp: number, values: number, bytes: number}}
+ */
+export function inspect(snapshot) {
+  const h = readHostState(snapshot.hostState);
+  let maxStamp = 0;
+  for (const ts of h.stamps) maxStamp = Math.max(maxStamp, ts);
+  let bytes = snapshot.hostState.length;
+  for (const sp of snapshot.spawns) bytes += sp.creationData.length + sp.updateData.length;
+  for (const pi of snapshot.peers ?? []) bytes += new TextEncoder().encode(pi.peerId).length;
+  let values = h.stamps.length;
+  for (const m of readStream(h.stream)) {
+    values++;
+    maxStamp = Math.max(maxStamp, m.timestamp || 0);
+  }
+  return { clock: h.clock, maxStamp, values, bytes };
 }
 
 /**
@@ -542,7 +569,7 @@ export function apply(replica, table, snapshot, merge = (m) => replica.merge(m))
         break;
       }
       case MT.AppendValue:
-        seenAppend.add(`${m.entity}:${m.component}:${m.timestamp}:${hexOf(m.data)}`);
+        seenAppend.add(`${m.entity}:${m.component}:${m.timestamp}:${hexOf(m.data ?? new Uint8Array(0))}`);
         break;
       default:
         break;
@@ -551,7 +578,7 @@ export function apply(replica, table, snapshot, merge = (m) => replica.merge(m))
 
   let si = 0;
   for (const sp of spawns) {
-    const s = table.lookup(sp.schemaId);
+    const s = spawnSchema(table, sp); // validated above: does not throw
     const e = Number(sp.networkId);
     put({ type: MT.PutComponent, entity: e, component: COMPONENT_META, timestamp: h.stamps[si++], networkId: 0, data: appendMeta(null, s.id, sp.creationData) }, spawned);
     spawnValues(s, sp.updateData, (i, v) => {

@@ -14,13 +14,18 @@
 // path from a page (/js/index.js). No bundler is required.
 
 export { Peer, DEFAULTS, CLOSE_SCHEMA_MISMATCH } from './peer.js';
-export { World, WorldError, Ev, ROOM_ENTITY, FIRST_SPAWN_NUMBER, FIRST_SYSTEM_RPC } from './world.js';
+export {
+  World, WorldError, Ev, ROOM_ENTITY, FIRST_SPAWN_NUMBER, FIRST_SYSTEM_RPC,
+  EVERYONE, MAX_MESSAGE, MAX_UNRELIABLE_MESSAGE, MAX_ACTION, MAX_APPEND_VALUE,
+} from './world.js';
 export {
   SignalingClient, SignalingError, PERMANENT_CODES, REDIAL, explain, defaultURL, randomDevice,
 } from './signaling.js';
 export {
   Schema, SchemaTable, SchemaError, appendMeta, parseMeta,
   MAX_PROPERTIES, MAX_VALUE_SIZE, FIRST_APP_COMPONENT,
+  quantized, appendQuantized, consumeQuantized, appendFloat16, consumeFloat16,
+  appendUvarint, consumeUvarint, appendVarint, consumeVarint,
 } from './schema.js';
 export {
   KIND_HOST, KIND_AVATAR, KIND_LOCK, RESERVED_NUMBERS, LOCK_TIMEOUT_MS, MAX_LOCKS_PER_PEER,
@@ -40,5 +45,6 @@ export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
 /** @typedef {import('./signaling.js').SignalingEvent} SignalingEvent */
 /** @typedef {import('./signaling.js').ResumeClaim} ResumeClaim */
 /** @typedef {import('./schema.js').SchemaSpec} SchemaSpec */
+/** @typedef {import('./schema.js').EncodingSpec} EncodingSpec */
 /** @typedef {import('./authority.js').AuthorityRecord} AuthorityRecord */
 /** @typedef {import('./interpolate.js').InterpolatorOptions} InterpolatorOptions */

@@ -10,7 +10,7 @@
 // entities of its replica.
 
 import { Peer } from './peer.js';
-import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, avatarName, u32 } from './arena.js';
+import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, parseVel, avatarName, u32 } from './arena.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { DivergenceTracker, Verdict } from './divergence.js';
 import { fetchRooms, SignalingError } from './signaling.js';
@@ -139,6 +139,7 @@ function render(rooms, verdicts) {
  */
 function drawSpark(canvas, h) {
   const ctx = canvas.getContext('2d');
+  if (!ctx) return; // never: the canvas is used only for a 2d context
   const W = canvas.width;
   const H = canvas.height;
   ctx.clearRect(0, 0, W, H);
@@ -189,6 +190,7 @@ function renderEntities() {
   table.replaceChildren(el('tr', {}, ...['entity', 'number/version', 'schema', 'authority', 'state'].map((h) => el('th', { textContent: h }))));
   for (const e of w.entities()) {
     const s = w.schemaOf(e);
+    if (!s) continue; // never: every live entity has a schema
     const rec = w.authorityRecord(e);
     const auth = rec.kind === KIND_AVATAR ? `avatar of #${rec.peer}` : rec.kind === KIND_LOCK ? `locked by #${rec.peer}` : 'host';
     let state = '';
@@ -197,7 +199,7 @@ function renderEntities() {
       state = `${avatarName(w, e)} at (${p.x}, ${p.y})`;
     } else if (s.id === SCHEMA_BOX) {
       const p = parseVec(w.get(e, 0));
-      const v = parseVec(w.get(e, 1));
+      const v = parseVel(w.get(e, 1));
       state = `at (${p.x}, ${p.y}) moving (${v.x}, ${v.y})`;
     } else if (s.id === SCHEMA_ROOM) {
       state = `score ${u32(w.get(e, 0))}, ${u32(w.get(e, 1))} goals`;

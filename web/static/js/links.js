@@ -37,6 +37,7 @@ export class Remote {
     this.p = peer;
     this.idx = idx;
     this.session = session;
+    /** Set by Peer.connect right after construction. @type {Link | MemoryLink | null} */
     this.link = null;
     this.ready = false;
     this.reasm = new netmsg.Reassembler();
@@ -112,7 +113,7 @@ export class PeerLinks {
       }
       r = this.connect(from, session, false, isMemoryOffer(pl));
     }
-    if (!r || r.session !== session) return; // a signal for no link
+    if (!r || r.session !== session || !r.link) return; // a signal for no link
     r.link.handleSignal(pl);
   }
 
@@ -229,7 +230,7 @@ export class PeerLinks {
           continue;
         default:
       }
-      if (this.host) this.host.handle(r, m);
+      if (this.host) this.host.handle(r, m, ch);
       else if (this.member) this.member.handle(r, m, stamp);
       else this.count.fenced++;
     }
@@ -244,9 +245,10 @@ export class PeerLinks {
   }
 
   /**
-   * Sends a payload to r, fragmenting a reliable payload above the message limit.
+   * Sends a payload to r, fragmenting a reliable payload above the message limit. Nothing is sent
+   * without a ready link (r null included).
    * @this {import('./peer.js').Peer}
-   * @param {Remote} r
+   * @param {Remote | null} r
    * @param {number} ch
    * @param {Uint8Array} payload
    */
@@ -269,12 +271,14 @@ export class PeerLinks {
    * @param {Uint8Array} b
    */
   sendOne(r, ch, b) {
-    if (r.link.send(ch, b)) {
+    const link = r.link;
+    if (!link) return false; // never: Peer.connect gives every Remote its link
+    if (link.send(ch, b)) {
       this.count.bytesOut += b.length;
       return true;
     }
-    if (r.link.dead) {
-      this.log('warn', 'send failed; closing link', { remote: r.idx, reason: r.link.reason });
+    if (link.dead) {
+      this.log('warn', 'send failed; closing link', { remote: r.idx, reason: link.reason });
       this.dropRemote(r);
       return false;
     }

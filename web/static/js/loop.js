@@ -15,7 +15,8 @@ export function mixin(target, ...sources) {
   for (const src of sources) {
     for (const name of Object.getOwnPropertyNames(src.prototype)) {
       if (name === 'constructor') continue;
-      Object.defineProperty(target.prototype, name, Object.getOwnPropertyDescriptor(src.prototype, name));
+      const d = Object.getOwnPropertyDescriptor(src.prototype, name);
+      if (d) Object.defineProperty(target.prototype, name, d); // always set: name is an own property
     }
   }
 }

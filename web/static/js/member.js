@@ -8,10 +8,11 @@ import { Type } from './netmsg.js';
 import * as crdt from './crdt.js';
 import * as hostsnapshot from './hostsnapshot.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta } from './schema.js';
-import { RELIABLE } from './rtc.js';
+import { RELIABLE, UNRELIABLE } from './rtc.js';
 import { KIND_HOST, KIND_AVATAR, KIND_LOCK, encodeRecord, AuthorityError, Reject } from './authority.js';
 import { schemaMismatch } from './links.js';
 import { hex16 } from './status.js';
+import { now } from './loop.js';
 import { Ev, FIRST_SPAWN_NUMBER, MAX_VERSION_AHEAD, knownVersion } from './world.js';
 
 /** How long a member waits for its link to the host to open before making it again. */
@@ -25,9 +26,20 @@ const U32_MAX = 0xffffffff;
 /**
  * How far above a synced member's clock it takes its host's stamps (Go's maxHostSkew): an honest
  * host is ahead by the ticks since the member last heard it; one beyond would freeze every later
- * host. The sync snapshot itself is not bounded (a replica holding nothing has no clock to judge).
+ * host.
  */
 export const MAX_HOST_SKEW = 1 << 16;
+/**
+ * What a member takes in a host's snapshot, its first from a new host included (Go's
+ * memberRole.snapshotBounds; docs/protocol.md §5, "Limits"); beyond, the snapshot is refused
+ * whole. A member that holds a replica allows the snapshot's clock MAX_HOST_SKEW above its own
+ * plus SYNC_CLOCK_RATE a second since it last heard a host; one that holds nothing, up to
+ * MAX_FRESH_CLOCK (2²⁸ of headroom kept).
+ */
+export const MAX_SNAPSHOT_BYTES = 32 << 20;
+export const MAX_SNAPSHOT_VALUES = 1 << 21;
+export const SYNC_CLOCK_RATE = 1 << 12;
+export const MAX_FRESH_CLOCK = 0xffffffff - 2 ** 28;
 const { PutComponent, DeleteEntity } = crdt.MessageType;
 
 export class MemberRole {
@@ -41,8 +53,16 @@ export class MemberRole {
     this.synced = false;
     this.wasSynced = false;
     this.dirty = new Map();
+    /** @type {import('./crdt.js').Message[]} this member's own CRDT messages not yet sent (flushPending) */
+    this.pending = [];
     this.refusals = 0; // host messages refused, for the log
     this.refusedLog = 0; // host inputs refused by the limits, for the log
+    // heardAt: when this member last heard a host (a message past the fence); refusedSync: the
+    // host link whose sync snapshot it refused (snapshotBounds).
+    /** @type {number | null} */
+    this.heardAt = null;
+    /** @type {import('./links.js').Remote | null} */
+    this.refusedSync = null;
     // Adaptive anti-entropy: the replica hash at the last digest, the digest intervals since it,
     // and how many to wait while the replica stays unchanged.
     /** @type {bigint | null} */
@@ -127,6 +147,7 @@ export class MemberRole {
   }
 
   hostLinkClosed() {
+    if (!this.hostLink) return; // called only for the host link
     const host = this.hostLink.idx;
     this.hostLink = null;
     this.retry(host);
@@ -168,16 +189,51 @@ export class MemberRole {
     const p = this.p;
     const w = this.w;
     if (!this.admit(r)) return;
+    try {
+      this.handleAdmitted(r, m, stamp);
+    } finally {
+      this.heardAt = now(); // after the limits judged the message
+    }
+  }
+
+  /**
+   * @param {import('./links.js').Remote} r
+   * @param {import('./netmsg.js').Msg} m
+   * @param {bigint} stamp
+   */
+  handleAdmitted(r, m, stamp) {
+    const p = this.p;
+    const w = this.w;
+    if (this.refusedSync === r && m.type !== Type.HostSnapshot) {
+      // This host's sync snapshot was refused: nothing it says builds on it.
+      p.count.dropped++;
+      return;
+    }
     switch (m.type) {
       case Type.HostSnapshot: {
         if (Number(m.hostPeerIndex) !== w.host || Number(m.localPeerIndex) !== w.self) {
           p.count.fenced++;
           return;
         }
+        const reason = this.snapshotBounds(/** @type {any} */ (m));
+        if (reason) {
+          // Refused whole, merged nowhere, unanswered: a member that refused its sync snapshot
+          // stays unsynced with this host, and takes nothing else from it, until another host.
+          this.refused(reason);
+          if (!this.synced) this.refusedSync = r;
+          return;
+        }
+        this.refusedSync = null;
+        // A member that holds a replica judges the snapshot's deletions as a host's later input.
+        const judge = this.holdsReplica();
+        const merge = (/** @type {import('./crdt.js').Message} */ cm) => {
+          if (judge && (cm.type === DeleteEntity || cm.type === crdt.MessageType.DeleteEntityNetwork) && !this.hostMessageOK(cm)) return crdt.Outcome.Ignored;
+          return w.mergeRemote(cm, w.host);
+        };
         let info;
         let corrections;
         try {
-          ({ info, corrections } = hostsnapshot.apply(w.r, w.schemas, /** @type {any} */ (m), (cm) => w.mergeRemote(cm, w.host)));
+          ({ info, corrections } = hostsnapshot.apply(w.r, w.schemas, /** @type {any} */ (m), merge));
         } catch (err) {
           if (err.code !== 'schema_mismatch') throw err;
           const fp = hostsnapshot.readHostState(m.hostState).fingerprint;
@@ -224,9 +280,27 @@ export class MemberRole {
           if (this.hostMessageOK(cm)) w.mergeRemote(cm, w.host);
         }
         break;
+      case Type.Relay:
+        this.appMessage(Number(m.peer), m.appType, m.data);
+        break;
       default:
+        if (m.type >= netmsg.FIRST_APPLICATION) {
+          this.appMessage(w.host, m.type, m.body);
+          break;
+        }
         p.count.dropped++;
     }
+  }
+
+  /**
+   * Hands an application message from peer from to the app.
+   * @param {number} from
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  appMessage(from, type, data) {
+    if (this.p.app.message) this.p.app.message(this.w, from, type, data);
+    else this.p.count.dropped++;
   }
 
   /**
@@ -282,17 +356,56 @@ export class MemberRole {
       w.mergeRemote({ type: PutComponent, entity: e, component: COMPONENT_AUTHORITY, timestamp: ts, data: encodeRecord(rec) }, w.host);
     }
     for (const rpc of hc.rpcs) p.app.rpc(w, w.host, rpc.type, rpc.data);
-    for (const a of hc.actions) p.app.rpc(w, w.host, a.type, a.data);
+    for (const a of hc.actions) deliverAction(p, w.host, a);
+  }
+
+  /** Whether the member has a clock to judge a host by: synced, or holding a previous host's state. */
+  holdsReplica() {
+    return this.synced || this.w.clock > 0;
   }
 
   /**
-   * Whether a synced member takes a host stamp: at most MAX_HOST_SKEW above its clock (Go's
-   * memberRole.hostStampOK); a refusal is counted and logged.
+   * The highest stamp a member that holds a replica takes from a host (Go's hostClockLimit): its
+   * clock plus MAX_HOST_SKEW, plus SYNC_CLOCK_RATE a second since it last heard a host.
+   */
+  hostClockLimit() {
+    let limit = this.w.clock + MAX_HOST_SKEW;
+    if (this.heardAt !== null) limit += Math.floor(Math.max(0, now() - this.heardAt) / 1000 * SYNC_CLOCK_RATE);
+    return limit;
+  }
+
+  /**
+   * Why a host snapshot is beyond what this member takes, or '' (Go's memberRole.snapshotBounds).
+   * @param {{spawns: {creationData: Uint8Array, updateData: Uint8Array}[], peers?: {peerId: string}[], hostState: Uint8Array}} snap
+   */
+  snapshotBounds(snap) {
+    let st;
+    try {
+      st = hostsnapshot.inspect(snap);
+    } catch {
+      return ''; // apply refuses it as malformed
+    }
+    if (st.bytes > MAX_SNAPSHOT_BYTES) return `snapshot of ${st.bytes} bytes, more than ${MAX_SNAPSHOT_BYTES}`;
+    if (st.values > MAX_SNAPSHOT_VALUES) return `snapshot of ${st.values} values, more than ${MAX_SNAPSHOT_VALUES}`;
+    if (st.maxStamp > st.clock) return `snapshot stamps a value ${st.maxStamp}, above its own clock ${st.clock}`;
+    if (!this.holdsReplica()) {
+      return st.clock > MAX_FRESH_CLOCK ? `snapshot clock ${st.clock} leaves less than ${2 ** 28} of the wire clock` : '';
+    }
+    const limit = this.hostClockLimit();
+    return st.clock > limit ? `snapshot clock ${st.clock} more than ${limit - this.w.clock} above this member's clock ${this.w.clock}` : '';
+  }
+
+  /**
+   * Whether the member takes a host stamp (Go's memberRole.hostStampOK): any while it holds
+   * nothing to judge by; at most MAX_HOST_SKEW above its clock when synced, hostClockLimit while
+   * it syncs. A refusal is counted and logged.
    * @param {bigint | number} stamp
    */
   hostStampOK(stamp) {
-    if (!this.synced || BigInt(stamp) <= BigInt(this.w.clock) + BigInt(MAX_HOST_SKEW)) return true;
-    this.refused(`host stamp ${stamp} more than ${MAX_HOST_SKEW} above this member's clock ${this.w.clock}`);
+    if (!this.holdsReplica()) return true;
+    const limit = this.synced ? this.w.clock + MAX_HOST_SKEW : this.hostClockLimit();
+    if (BigInt(stamp) <= BigInt(limit)) return true;
+    this.refused(`host stamp ${stamp} more than ${limit - this.w.clock} above this member's clock ${this.w.clock}`);
     return false;
   }
 
@@ -309,7 +422,7 @@ export class MemberRole {
         this.refused(`host deletes reserved entity ${cm.entity >>> 0}`);
         return false;
       }
-      if (!this.synced) return true;
+      if (!this.holdsReplica()) return true;
       if (ver > knownVersion(this.w, num) + MAX_VERSION_AHEAD) {
         this.refused(`host deletes ${cm.entity >>> 0}, far above any version of its number known here`);
         return false;
@@ -354,5 +467,58 @@ export class MemberRole {
 
   authorityChanged() {}
 
-  otherChanged() {}
+  /**
+   * Queues this member's own changes that updates cannot carry (a deleted property) for the host.
+   * @param {import('./crdt.js').Message} m
+   * @param {number} origin
+   */
+  otherChanged(m, origin) {
+    if (origin === 0 && this.synced) this.pending.push(m.data ? { ...m, data: m.data.slice() } : { ...m });
+  }
+
+  /**
+   * Sends the queued CRDT messages to the host, stamped with the term; after the member's answer
+   * to its sync snapshot (synced), so they never take its place. Unsent ones (no link) are left to
+   * the digest exchange.
+   */
+  flushPending() {
+    if (this.pending.length === 0) return;
+    if (this.synced && this.hostLink && this.hostLink.ready) {
+      const messages = netmsg.concat(...this.pending.map((cm) => crdt.encodeMessage(cm)));
+      this.p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(this.w.term), messages }));
+    }
+    this.pending = [];
+  }
+
+  /**
+   * @param {number} to
+   * @param {number} type
+   * @param {Uint8Array} data
+   * @param {boolean} reliable
+   */
+  sendMessage(to, type, data, reliable) {
+    if (!this.hostLink || !this.hostLink.ready) throw new Error('peer: no link to the host');
+    const msg = to === this.w.host ? { type, body: data } : { type: Type.Relay, peer: BigInt(to), appType: type, data };
+    this.p.send(this.hostLink, reliable ? RELIABLE : UNRELIABLE, netmsg.encode(msg));
+  }
+
+  /**
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  sendAction(type, data) {
+    if (!this.hostLink || !this.hostLink.ready) throw new Error('peer: no link to the host');
+    this.p.send(this.hostLink, RELIABLE, netmsg.encode({ type: Type.Actions, actions: [{ type, data }] }));
+  }
+}
+
+/**
+ * Gives a TRNP Action to the app's action hook, or to rpc when it has none.
+ * @param {import('./peer.js').Peer} p
+ * @param {number} from
+ * @param {{type: number, data: Uint8Array}} a
+ */
+export function deliverAction(p, from, a) {
+  if (p.app.action) p.app.action(p.w, from, a.type, a.data);
+  else p.app.rpc(p.w, from, a.type, a.data);
 }

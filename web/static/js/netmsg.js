@@ -24,6 +24,8 @@ export const Type = Object.freeze({
   Hello: 11,
   Stamp: 12,
   Digest: 13,
+  Relay: 14,
+  Actions: 15,
 });
 
 const TYPE_NAMES = Object.keys(Type);
@@ -50,6 +52,8 @@ export const MAX_DIGEST_BUCKETS = 4096;
 export const DEFAULT_MAX_TOTAL = 64 << 20;
 /** Size of a Fragment message without its chunk. */
 export const FRAGMENT_OVERHEAD = 17;
+/** Size of a Relay message without its data. */
+export const RELAY_OVERHEAD = 14;
 
 const EXT_HEADER = 5;
 const MIN_PEER_INFO = 12;
@@ -72,7 +76,7 @@ export function typeName(t) {
 }
 
 /**
- * Reports whether this build defines message type t (0–13).
+ * Reports whether this build defines message type t (0–15).
  * @param {number} t
  * @returns {boolean}
  */
@@ -438,6 +442,22 @@ function decodeAt(c, start) {
       msg = { type: t, term, clock, digests };
       break;
     }
+    case Type.Relay: {
+      c.checkBody(start, n, 9, false);
+      const peer = c.u64('peer');
+      const at = c.off;
+      const appType = c.u8('application type');
+      if (appType < FIRST_APPLICATION) c.fail(at, 'wrong_type', `relayed type ${appType} is not an application type (128–255)`);
+      msg = { type: t, peer, appType, data: c.blob(c.end - c.off, 'data') };
+      break;
+    }
+    case Type.Actions: {
+      c.checkBody(start, n, 4, false);
+      const actions = list(c.count('action count', MIN_CALL), () => c.call());
+      if (c.off !== c.end) c.fail(start + 1, 'body_length', `Actions body has ${c.end - c.off} bytes after its last action`);
+      msg = { type: t, actions };
+      break;
+    }
     default:
       msg = { type: t, body: c.blob(n, 'body') };
   }
@@ -488,7 +508,7 @@ export function* readMessages(payload, opts = {}) {
     const { msg, n } = decodeAt(c, off);
     off += n;
     if (msg.type >= FIRST_EXTENSION && msg.type < FIRST_APPLICATION && !isKnownType(msg.type)) {
-      if (opts.onUnknown) opts.onUnknown(msg.type, msg.body);
+      if (opts.onUnknown && msg.body) opts.onUnknown(msg.type, msg.body); // an unknown type is decoded as {type, body}
       continue;
     }
     yield msg;
@@ -903,6 +923,17 @@ function writeMessage(w, m) {
     case Type.Stamp:
       w.u64(m.time, 'time');
       break;
+    case Type.Relay:
+      if (!Number.isInteger(m.appType) || m.appType < FIRST_APPLICATION || m.appType > 255) {
+        throw new RangeError(`netmsg: Relay of type ${m.appType}, not an application type (128–255)`);
+      }
+      w.u64(m.peer, 'peer');
+      w.u8(m.appType);
+      w.bytes(bytesOf(m.data ?? new Uint8Array(0), 'data'));
+      break;
+    case Type.Actions:
+      for (const x of w.count(m.actions, 'action count')) writeCall(w, x);
+      break;
     case Type.Digest: {
       const d = m.digests ?? [];
       if (d.length < 1 || d.length > MAX_DIGEST_BUCKETS) throw new RangeError(`netmsg: Digest of ${d.length} buckets (1–${MAX_DIGEST_BUCKETS})`);
@@ -1154,7 +1185,7 @@ export class Reassembler {
 
   /** @param {{maxTotal?: number}} [cfg] maxTotal: cap of a payload in bytes, default 64 MiB */
   constructor(cfg = {}) {
-    this.#maxTotal = cfg.maxTotal > 0 ? cfg.maxTotal : DEFAULT_MAX_TOTAL;
+    this.#maxTotal = cfg.maxTotal !== undefined && cfg.maxTotal > 0 ? cfg.maxTotal : DEFAULT_MAX_TOTAL;
     this.#active = false;
     this.#id = 0;
     this.#total = 0;

@@ -262,6 +262,7 @@ function drawArena(canvas, peer, game) {
     canvas.height = Math.round(cssH * dpr);
   }
   const ctx = canvas.getContext('2d');
+  if (!ctx) return; // never: the canvas is used only for a 2d context
   const s = canvas.width / WIDTH; // device pixels per mm
   const px = (/** @type {number} */ mm) => mm * s;
   const w = peer.world;
@@ -468,11 +469,17 @@ function updatePanel(peer) {
  */
 function makeAPI(peer, game) {
   const w = peer.world;
+  /** @param {number} e a live entity, which always has a schema */
+  const schemaID = (e) => {
+    const s = w.schemaOf(e);
+    if (!s) throw new Error(`page: live entity ${e} has no schema`);
+    return s.id;
+  };
   return {
     peer, game,
     status: () => peer.status(),
     /** Live entities: {entity, schema, authority: {kind, peer}}. */
-    entities: () => w.entities().map((e) => ({ entity: e, schema: w.schemaOf(e).id, authority: { ...w.authorityRecord(e) } })),
+    entities: () => w.entities().map((e) => ({ entity: e, schema: schemaID(e), authority: { ...w.authorityRecord(e) } })),
     /** Every LWW entry's key and timestamp: {entity, component, timestamp}. */
     entries: () => {
       /** @type {{entity: number, component: number, timestamp: number}[]} */

@@ -56,7 +56,11 @@ export const DEFAULTS = Object.freeze({
  * same table (its fingerprint is checked). On the host: hostStart(w) when this peer becomes host
  * of a fresh room, spawnAvatar(w, member) for every member that joins (return the avatar entity,
  * or undefined for none), rpc(w, from, type, data) for every RPC a member sends. On every peer:
- * tick(w, dtMs) every tickMs, and onEvent(w, ev) for every world event.
+ * tick(w, dtMs) every tickMs, and onEvent(w, ev) for every world event. Optional hooks:
+ * message(w, from, type, data) for application messages (World.sendMessage), action(w, from,
+ * type, data) for TRNP Actions (World.sendAction; without it Actions reach rpc), and on the host
+ * allowAppend(w, from, e, component, value) to let members append to sets of entities they do not
+ * write, allowRelay(w, from, to, type) to filter the messages members relay to each other.
  * @typedef {object} App
  * @property {() => SchemaTable} schemas
  * @property {(w: World) => void} hostStart
@@ -64,6 +68,10 @@ export const DEFAULTS = Object.freeze({
  * @property {(w: World, dtMs: number) => void} tick
  * @property {(w: World, from: number, type: number, data: Uint8Array) => void} rpc
  * @property {(w: World, ev: WorldEvent) => void} [onEvent]
+ * @property {(w: World, from: number, type: number, data: Uint8Array) => void} [message]
+ * @property {(w: World, from: number, type: number, data: Uint8Array) => void} [action]
+ * @property {(w: World, from: number, e: number, component: number, value: Uint8Array) => boolean} [allowAppend]
+ * @property {(w: World, from: number, to: number, type: number) => boolean} [allowRelay]
  */
 
 /**
@@ -108,7 +116,8 @@ export const DEFAULTS = Object.freeze({
  * @property {number} [resumeSettleMs]
  */
 
-/** @type {new () => PeerLinks & PeerUpdates & PeerResume & PeerStatus} */
+// PeerResume's methods set sig, which would type it as theirs (never null): Peer declares it.
+/** @type {new () => PeerLinks & PeerUpdates & Omit<PeerResume, 'sig'> & PeerStatus} */
 const PeerMethods = mixinBase();
 
 /**
@@ -134,6 +143,7 @@ export class Peer extends PeerMethods {
     this.log = opts.log || defaultLog;
     this.w = new World(this.app.schemas());
     this.w.peer = this;
+    /** The signaling client of the current connection (see resume.js). @type {import('./signaling.js').SignalingClient | null} */
     this.sig = null;
     /** The signaling endpoints of opts.url, in order; [''] means /ws next to the page. */
     this.servers = opts.url ? parseServers(opts.url) : [''];
@@ -301,6 +311,7 @@ export class Peer extends PeerMethods {
 
   afterEvent() {
     if (this.host) this.host.flushCommands();
+    if (this.member) this.member.flushPending();
     const w = this.w;
     if (this.app.onEvent) {
       for (let i = 0; i < w.events.length; i++) this.app.onEvent(w, w.events[i]);
@@ -420,6 +431,7 @@ export class Peer extends PeerMethods {
   }
 
   stepDown() {
+    if (!this.host) return; // callers step down only a host
     this.host.stop();
     this.host = null;
     this.w.isHost = false;
@@ -449,6 +461,30 @@ export class Peer extends PeerMethods {
   sendRPC(type, data) {
     if (type >= FIRST_SYSTEM_RPC) throw new Error('peer: RPC types from 0xffffff00 are Concord\'s');
     return this.rpcToHost(type, data);
+  }
+
+  /**
+   * Sends an application message through this peer's role (World.sendMessage checked it).
+   * @param {number} to
+   * @param {number} type
+   * @param {Uint8Array} data
+   * @param {boolean} reliable
+   */
+  sendMessage(to, type, data, reliable) {
+    if (this.host) return this.host.sendMessage(to, type, data, reliable);
+    if (this.member) return this.member.sendMessage(to, type, data, reliable);
+    throw new Error('peer: not in a room yet');
+  }
+
+  /**
+   * Sends a TRNP Action through this peer's role (World.sendAction checked it).
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  sendAction(type, data) {
+    if (this.host) return this.host.sendAction(type, data);
+    if (this.member) return this.member.sendAction(type, data);
+    throw new Error('peer: not in a room yet');
   }
 
   /**

@@ -11,6 +11,8 @@ import { COMPONENT_AUTHORITY } from './schema.js';
 import { KIND_HOST, decodeRecord } from './authority.js';
 import { FIRST_SPAWN_NUMBER, MAX_VERSION_AHEAD, knownVersion } from './world.js';
 
+const EMPTY = new Uint8Array(0);
+
 /**
  * How far above the host's clock a member's stamp may be (Go's maxStampSkew); a member's skew
  * budget refills at STAMP_RATE ticks a second. docs/protocol.md §5, "Limits".
@@ -22,6 +24,13 @@ export const MAX_CORRECTION_MESSAGES = 1 << 14;
 export const MAX_CORRECTION_BYTES = 4 << 20;
 /** Refused inputs a member may send in a burst before its link is closed; drain one a second. */
 export const MAX_STRIKES = 32;
+/**
+ * A member's skew budget and strikes outlive its link (Go's conduct): the host keeps them by
+ * identity and by peer index, at most MAX_CONDUCTS records (the least recently used dropped
+ * first), each forgotten CONDUCT_MEMORY_MS after its last use, when it forgives nothing.
+ */
+export const MAX_CONDUCTS = 4096;
+export const CONDUCT_MEMORY_MS = MAX_STRIKES * 1000;
 /** Close code of a member dropped for refused inputs (Go's CloseRefused). */
 export const CLOSE_REFUSED = 2;
 /** Keys re-stamped and remembered at most; past it the memory starts over (a rejection storm). */
@@ -145,7 +154,9 @@ export class HostRestamp {
     /** @type {import('./hostsnapshot.js').Entry[]} */
     const entries = [];
     w.r.range((en) => {
-      if (due.has(en.entity >>> 0)) entries.push({ ...en, data: en.data ? en.data.slice() : en.data });
+      if (!due.has(en.entity >>> 0)) return true;
+      if (en.deleted) entries.push({ ...en });
+      else entries.push({ entity: en.entity, component: en.component, timestamp: en.timestamp, deleted: false, data: en.data.slice() });
       return true;
     });
     if (entries.length === 0) return;
@@ -264,11 +275,44 @@ export class HostRestamp {
     if (t <= BigInt(clock)) return true;
     const d = Number(t - BigInt(clock));
     const at = now();
-    hm.budget = hm.budgetAt === null ? MAX_STAMP_SKEW : Math.min(MAX_STAMP_SKEW, hm.budget + (at - hm.budgetAt) / 1000 * STAMP_RATE);
-    hm.budgetAt = at;
-    if (d > hm.budget) return false;
-    hm.budget -= d;
+    const c = hm.conduct;
+    c.budget = c.budgetAt === null ? MAX_STAMP_SKEW : Math.min(MAX_STAMP_SKEW, c.budget + (at - c.budgetAt) / 1000 * STAMP_RATE);
+    c.budgetAt = at;
+    c.used = at;
+    if (d > c.budget) return false;
+    c.budget -= d;
     return true;
+  }
+
+  /**
+   * The skew budget and strikes of the member linked as idx (Go's hostRole.conductOf): the record
+   * of its identity or of its index (the one with more strikes when both exist), else a new one;
+   * kept under both keys.
+   * @this {import('./host.js').HostRole}
+   * @param {number} idx
+   * @returns {import('./host.js').Conduct}
+   */
+  conductOf(idx) {
+    const at = now();
+    const keys = [`#${idx}`];
+    const mem = this.p.members.get(idx);
+    if (mem && mem.peerId) keys.push(`id ${mem.peerId}`);
+    let c = null;
+    for (const k of keys) {
+      const o = this.conducts.get(k);
+      if (o && at - o.used < CONDUCT_MEMORY_MS && (c === null || o.strikes > c.strikes)) c = o;
+    }
+    if (c === null) c = { budget: 0, budgetAt: null, strikes: 0, strikeAt: null, used: at };
+    c.used = at;
+    for (const k of keys) {
+      this.conducts.delete(k); // re-inserted last: the Map's order is the order of use
+      this.conducts.set(k, c);
+    }
+    for (const [k, o] of this.conducts) {
+      if (this.conducts.size <= MAX_CONDUCTS && at - o.used < CONDUCT_MEMORY_MS) break;
+      this.conducts.delete(k);
+    }
+    return c;
   }
 
   /**
@@ -294,9 +338,12 @@ export class HostRestamp {
   strike(hm, reason) {
     if (hm.refused) return;
     const at = now();
-    if (hm.strikeAt !== null) hm.strikes = Math.max(0, hm.strikes - (at - hm.strikeAt) / 1000);
-    hm.strikeAt = at;
-    if (++hm.strikes < MAX_STRIKES) return;
+    const c = hm.conduct;
+    if (c.strikeAt !== null) c.strikes = Math.max(0, c.strikes - (at - c.strikeAt) / 1000);
+    c.strikeAt = at;
+    c.used = at;
+    c.strikes = Math.min(c.strikes + 1, MAX_STRIKES);
+    if (c.strikes < MAX_STRIKES) return;
     const p = this.p;
     p.count.offenders++;
     hm.refused = true;
@@ -356,8 +403,9 @@ export class HostRestamp {
     if (!v || v.ts < m.timestamp) return false;
     if (v.ts > m.timestamp) return true;
     if (m.type === DeleteComponent) return v.deleted;
-    if (v.deleted || v.data.length !== m.data.length) return false;
-    for (let i = 0; i < v.data.length; i++) if (v.data[i] !== m.data[i]) return false;
+    const data = m.data ?? EMPTY; // a PUT without data puts the empty value (crdt merge)
+    if (v.deleted || v.data.length !== data.length) return false;
+    for (let i = 0; i < v.data.length; i++) if (v.data[i] !== data[i]) return false;
     return true;
   }
 

@@ -32,6 +32,17 @@ const MAX_PENDING_CANDIDATES = 64;
  * @property {RTCIceServer[]} [iceServers] STUN/TURN servers from signaling's `joined` (none on loopback)
  */
 
+/**
+ * The SDP of pc's local description, which a settled setLocalDescription has set.
+ * @param {RTCPeerConnection} pc
+ * @returns {string}
+ */
+function localSDP(pc) {
+  const d = pc.localDescription;
+  if (!d) throw new Error('no local description');
+  return d.sdp;
+}
+
 /** What both kinds of link hold: the remote end, the session, the callbacks and the byte counts. */
 class LinkEnd {
   /** @param {LinkOptions} opts */
@@ -106,7 +117,7 @@ export class Link extends LinkEnd {
       this.chain = this.chain.then(async () => {
         const offer = await pc.createOffer();
         await pc.setLocalDescription(offer);
-        if (!this.dead) this.signalOut({ kind: 'offer', sdp: pc.localDescription.sdp, session: this.session });
+        if (!this.dead) this.signalOut({ kind: 'offer', sdp: localSDP(pc), session: this.session });
       }).catch((err) => this.fail(`create offer: ${err}`));
     }
   }
@@ -132,7 +143,7 @@ export class Link extends LinkEnd {
         await pc.setRemoteDescription({ type: 'offer', sdp: p.sdp });
         await this.remoteDescriptionSet();
         await pc.setLocalDescription(await pc.createAnswer());
-        if (!this.dead) this.signalOut({ kind: 'answer', sdp: pc.localDescription.sdp, session: this.session });
+        if (!this.dead) this.signalOut({ kind: 'answer', sdp: localSDP(pc), session: this.session });
         break;
       case 'answer':
         if (!this.offerer) throw new Error('answer sent to the answerer');

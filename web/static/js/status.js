@@ -54,10 +54,10 @@ export class PeerStatus {
     if (this.sig && !this.sig.closed) {
       /** @type {{term: number, clock: number, entities: number, hash: string, link?: {local: string, remote: string}}} */
       const replica = { term: st.term, clock: st.clock, entities: st.entities, hash: st.hash };
-      if (hostLink && hostLink.pair) replica.link = hostLink.pair; // the selected ICE pair's types
+      if (hostLink && 'pair' in hostLink && hostLink.pair) replica.link = hostLink.pair; // the selected ICE pair's types
       this.sig.report(replica);
     }
-    if (hostLink && hostLink.refreshPair) hostLink.refreshPair(); // for the next report
+    if (hostLink && 'refreshPair' in hostLink) hostLink.refreshPair(); // a WebRTC Link, not a MemoryLink // for the next report
     if (this.member) this.member.ping();
   }
 

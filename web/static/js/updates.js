@@ -38,6 +38,9 @@ export class PeerUpdates {
   sendUpdates(r, dirty) {
     if (dirty.size === 0 || !r.ready) return;
     const w = this.w;
+    // One item per (entity, timestamp): its properties (mask) and their encoded values, in
+    // ascending property order.
+    /** @type {{ts: number, e: number, mask: number, s: import('./schema.js').Schema, parts: Uint8Array[]}[]} */
     const items = [];
     for (const [e, mask] of dirty) {
       const info = w.ents.get(e);
@@ -45,16 +48,18 @@ export class PeerUpdates {
         dirty.delete(e);
         continue;
       }
+      const s = info.schema;
       const start = items.length;
       for (let m = mask; m !== 0; m &= m - 1) {
         const i = trailingZeros(m);
-        const v = w.r.get(e, info.schema.properties[i].component);
+        const v = w.r.get(e, s.properties[i].component);
         if (!v || v.deleted) continue;
         const ts = Number(v.ts);
         let j = start;
         while (j < items.length && items[j].ts !== ts) j++;
-        if (j === items.length) items.push({ ts, e, mask: 0 });
+        if (j === items.length) items.push({ ts, e, mask: 0, s, parts: [] });
         items[j].mask |= 1 << i;
+        items[j].parts.push(s.appendValue(i, v.data));
       }
       if (items.length === start) dirty.delete(e);
     }
@@ -72,14 +77,8 @@ export class PeerUpdates {
       return ok && sent < this.opts.maxDatagramsPerFlush;
     };
     for (const it of items) {
-      const info = w.ents.get(it.e);
-      const s = info.schema;
-      const parts = [];
-      for (let m = it.mask; m !== 0; m &= m - 1) {
-        const i = trailingZeros(m);
-        parts.push(s.appendValue(i, w.r.get(it.e, s.properties[i].component).data));
-      }
-      const u = { networkId: BigInt(it.e), maskBits: netmsg.maskWidth(s.properties.length), mask: it.mask >>> 0, data: netmsg.concat(...parts) };
+      const s = it.s;
+      const u = { networkId: BigInt(it.e), maskBits: netmsg.maskWidth(s.properties.length), mask: it.mask >>> 0, data: netmsg.concat(...it.parts) };
       if (netmsg.sizeUpdate(u) + MAX_DATAGRAM / 64 > MAX_DATAGRAM) {
         this.log('warn', 'update larger than a datagram; dropped', { entity: it.e });
         this.clearDirty(dirty, it.e, it.mask);

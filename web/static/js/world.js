@@ -8,7 +8,8 @@
 // or member role), which turns it into traffic. Everything runs on the page's single thread.
 
 import { Replica, MessageType, entityNumber, entityOf } from './crdt.js';
-import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta, parseMeta } from './schema.js';
+import { COMPONENT_META, COMPONENT_AUTHORITY, FIRST_APP_COMPONENT, appendMeta, parseMeta } from './schema.js';
+import * as netmsg from './netmsg.js';
 import { KIND_HOST, KIND_AVATAR, HOST_RECORD, RESERVED_NUMBERS, encodeRecord, decodeRecord } from './authority.js';
 
 const { DeleteEntity, AppendValue, DeleteComponent, DeleteComponentNetwork, DeleteEntityNetwork } = MessageType;
@@ -43,8 +44,19 @@ export const ROOM_ENTITY = 0;
 export const Ev = Object.freeze({
   Spawned: 'spawned', Updated: 'updated', Despawned: 'despawned', Authority: 'authority',
   PeerEntered: 'peer-entered', PeerExited: 'peer-exited', HostChanged: 'host-changed',
-  Migrating: 'migrating', Synced: 'synced',
+  Migrating: 'migrating', Synced: 'synced', Appended: 'appended', Unset: 'unset',
 });
+
+/** Addresses an application message to every member of the room but its sender. */
+export const EVERYONE = 0;
+/** The largest reliable application message (data only). */
+export const MAX_MESSAGE = 16 << 10;
+/** The largest unreliable application message: one datagram with room for a relay header. */
+export const MAX_UNRELIABLE_MESSAGE = netmsg.MAX_DATAGRAM - netmsg.RELAY_OVERHEAD;
+/** The largest Action's data. */
+export const MAX_ACTION = 4 << 10;
+/** The largest value of an append set. */
+export const MAX_APPEND_VALUE = 1 << 10;
 
 /** A write the world refuses (code: no_authority, not_host, unknown_entity, …). */
 /**
@@ -55,6 +67,7 @@ export const Ev = Object.freeze({
  * @property {string} kind
  * @property {number} [entity]
  * @property {number} [props]
+ * @property {number} [component]
  * @property {number} [peer]
  * @property {number} [term]
  */
@@ -349,8 +362,8 @@ export class World {
         deleted = d;
       }
       let ver = 0;
-      if (deleted.has(n)) {
-        const dv = deleted.get(n);
+      const dv = deleted.get(n);
+      if (dv !== undefined) {
         if (dv === 0xffff) continue;
         ver = dv + 1;
       }
@@ -415,6 +428,7 @@ export class World {
         if (this.ents.has(e)) this.forget(e, origin);
         return;
       case AppendValue:
+        if (this.ents.has(e)) this.events.push({ kind: Ev.Appended, entity: e, component: m.component, peer: origin });
         this.sink.otherChanged(m, origin);
         return;
       default:
@@ -440,8 +454,14 @@ export class World {
       return;
     }
     const info = this.ents.get(e);
-    if (info && !deleted) {
+    if (info) {
       const i = info.schema.index(m.component);
+      if (i >= 0 && deleted) {
+        // TRNP's updates carry values only: a deleted property travels as a CRDT message.
+        this.events.push({ kind: Ev.Unset, entity: e, props: 1 << i });
+        this.sink.otherChanged(m, origin);
+        return;
+      }
       if (i >= 0) {
         this.events.push({ kind: Ev.Updated, entity: e, props: 1 << i });
         this.sink.propChanged(e, i, origin);
@@ -460,17 +480,19 @@ export class World {
     const meta = this.r.get(e, COMPONENT_META);
     if (!meta || meta.deleted) return;
     const pm = parseMeta(meta.data);
-    const s = pm && this.schemas.lookup(pm.id);
+    if (!pm) return;
+    const s = this.schemas.lookup(pm.id);
     if (!s) return; // an entity of a schema we do not run: kept in the replica, not in the index
+    const creation = pm.creation.slice();
     let info = this.ents.get(e);
     const fresh = !info;
-    if (fresh) {
-      info = { schema: s, creation: null, auth: HOST_RECORD };
+    if (!info) {
+      info = { schema: s, creation, auth: HOST_RECORD };
       this.ents.set(e, info);
       this.byNumber.set(entityNumber(e), e);
     }
     info.schema = s;
-    info.creation = pm.creation.slice();
+    info.creation = creation;
     const a = this.r.get(e, COMPONENT_AUTHORITY);
     if (a && !a.deleted) {
       const rec = decodeRecord(a.data);
@@ -498,18 +520,163 @@ export class World {
    * Asks the host for a lock on e (members).
    * @param {number} e
    */
-  requestLock(e) { return this.peer.systemRPC(RPC_LOCK_REQUEST, e); }
+  requestLock(e) { return this.#attached().systemRPC(RPC_LOCK_REQUEST, e); }
   /**
    * Gives back the lock on e (members).
    * @param {number} e
    */
-  relinquish(e) { return this.peer.systemRPC(RPC_RELINQUISH, e); }
+  relinquish(e) { return this.#attached().systemRPC(RPC_RELINQUISH, e); }
   /**
    * Sends the app's RPC type with data to the host (members).
    * @param {number} type
    * @param {Uint8Array} data
    */
-  sendRPC(type, data) { return this.peer.sendRPC(type, data); }
+  sendRPC(type, data) { return this.#attached().sendRPC(type, data); }
+
+  /**
+   * Queues the app's RPC type with data to every member (host only).
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  broadcastRPC(type, data) {
+    const host = this.peer && this.peer.host;
+    if (!this.isHost || !host) throw new WorldError('not_host', 'world: only the host broadcasts RPCs');
+    if (type >= FIRST_SYSTEM_RPC) throw new WorldError('no_authority', 'world: RPC types from 0xffffff00 are Concord\'s');
+    host.rpcs.push({ type, data: data.slice() });
+  }
+
+  /**
+   * Deletes property prop of e (an ADR-117 DELETE_COMPONENT), with the authority set needs: get
+   * then returns undefined until it is set again.
+   * @param {number} e
+   * @param {number} prop
+   */
+  unset(e, prop) {
+    const info = this.ents.get(e);
+    if (!info) throw new WorldError('no_entity', `world: no entity ${e}`);
+    const s = info.schema;
+    if (prop < 0 || prop >= s.properties.length) throw new WorldError('no_property', `world: ${s.name} has no property ${prop}`);
+    if (!this.canWrite(e)) throw new WorldError('no_authority', `world: ${e} is written by peer ${this.authority(e)}`);
+    const c = s.properties[prop].component;
+    const cur = this.r.get(e, c);
+    if (!cur || cur.deleted) return;
+    /** @type {Message} */
+    const m = { type: DeleteComponent, entity: e, component: c, timestamp: this.batchStamp(), networkId: 0, data: null };
+    if (this.r.merge(m) === 'applied') this.observe(m, 0);
+  }
+
+  /**
+   * Adds value to the append set (ADR-117 APPEND_VALUE) of component c of e: a grow-only set that
+   * keeps the newest DEFAULT_APPEND_RETENTION values (a chat log, an input stream). c must be an
+   * application component (≥ FIRST_APP_COMPONENT) that is not one of e's properties. The host
+   * appends at once; a member asks the host, which admits the value when the member writes e or
+   * the host app's allowAppend says so, and the value comes back with the host's relay.
+   * @param {number} e
+   * @param {number} c
+   * @param {Uint8Array} value
+   */
+  append(e, c, value) {
+    this.checkAppend(e, c, value);
+    if (!this.isHost) {
+      const b = new Uint8Array(8 + value.length);
+      const dv = new DataView(b.buffer);
+      dv.setUint32(0, e >>> 0, true);
+      dv.setUint32(4, c >>> 0, true);
+      b.set(value, 8);
+      this.#attached().rpcToHost(RPC_APPEND, b);
+      return;
+    }
+    /** @type {Message} */
+    const m = { type: AppendValue, entity: e, component: c, timestamp: this.batchStamp(), networkId: 0, data: value.slice() };
+    if (this.r.merge(m) === 'applied') this.observe(m, 0);
+  }
+
+  /**
+   * Throws unless value may join the append set of component c of e.
+   * @param {number} e
+   * @param {number} c
+   * @param {Uint8Array} value
+   */
+  checkAppend(e, c, value) {
+    const info = this.ents.get(e);
+    if (!info) throw new WorldError('no_entity', `world: no entity ${e}`);
+    if (c < FIRST_APP_COMPONENT) throw new WorldError('bad_component', `world: component ${c} is below ${FIRST_APP_COMPONENT}`);
+    if (info.schema.index(c) >= 0) throw new WorldError('bad_component', `world: component ${c} is a property of ${info.schema.name}`);
+    if (value.length > MAX_APPEND_VALUE) throw new WorldError('too_large', `world: value of ${value.length} bytes, limit ${MAX_APPEND_VALUE}`);
+  }
+
+  /**
+   * The append set of component c of e, oldest first (ascending Lamport time, then value). The
+   * arrays alias the replica: do not modify them.
+   * @param {number} e
+   * @param {number} c
+   * @returns {Uint8Array[]}
+   */
+  values(e, c) {
+    /** @type {Uint8Array[]} */
+    const out = [];
+    this.r.rangeEntityAppend(e, c, (/** @type {Uint8Array} */ v) => { out.push(v); });
+    return out;
+  }
+
+  /**
+   * Sends an application message of type (128–255) to peer to: the host, a member (relayed by
+   * the host) or EVERYONE. Reliable messages arrive once and in order; unreliable ones may be lost
+   * and must fit one datagram (MAX_UNRELIABLE_MESSAGE). The receiver's app gets it in
+   * message(w, from, type, data).
+   * @param {number} to
+   * @param {number} type
+   * @param {Uint8Array} data
+   * @param {boolean} [reliable]
+   */
+  sendMessage(to, type, data, reliable = true) {
+    if (!Number.isInteger(type) || type < netmsg.FIRST_APPLICATION || type > 255) throw new WorldError('bad_message_type', `world: application message types are 128–255, not ${type}`);
+    const limit = reliable ? MAX_MESSAGE : MAX_UNRELIABLE_MESSAGE;
+    if (data.length > limit) throw new WorldError('too_large', `world: message of ${data.length} bytes, limit ${limit}`);
+    if (to === this.self) throw new WorldError('no_peer', `world: ${to} is this peer`);
+    this.#attached().sendMessage(to, type, data, reliable);
+  }
+
+  /**
+   * Sends a TRNP Action: a member's to the host app's action(w, from, type, data), the host's to
+   * every member's. Reliable and ordered.
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  sendAction(type, data) {
+    if (data.length > MAX_ACTION) throw new WorldError('too_large', `world: action of ${data.length} bytes, limit ${MAX_ACTION}`);
+    this.#attached().sendAction(type, data);
+  }
+
+  /**
+   * Hands host entity e to member to (host only), as a lock until revoke, its relinquish, or its
+   * silence; carried as a TRNP AuthorityTransfer. Avatars cannot be granted.
+   * @param {number} e
+   * @param {number} to
+   */
+  grant(e, to) {
+    const host = this.peer && this.peer.host;
+    if (!this.isHost || !host) throw new WorldError('not_host', 'world: only the host grants authority');
+    if (!this.ents.has(e)) throw new WorldError('no_entity', `world: no entity ${e}`);
+    host.grant(e, to);
+  }
+
+  /**
+   * Gives a granted or locked entity back to the host (host only).
+   * @param {number} e
+   */
+  revoke(e) {
+    const host = this.peer && this.peer.host;
+    if (!this.isHost || !host) throw new WorldError('not_host', 'world: only the host revokes authority');
+    if (!this.ents.has(e)) throw new WorldError('no_entity', `world: no entity ${e}`);
+    host.revoke(e);
+  }
+
+  /** The Peer running this world: a World is used through the Peer that made it. */
+  #attached() {
+    if (!this.peer) throw new Error('world: not attached to a peer');
+    return this.peer;
+  }
 }
 
 /** The lowest RPC type reserved for Concord. */
@@ -518,3 +685,5 @@ export const FIRST_SYSTEM_RPC = 0xffffff00;
 export const RPC_LOCK_REQUEST = FIRST_SYSTEM_RPC + 1;
 /** Hands a lock on entity (u32 LE) back to the host. */
 export const RPC_RELINQUISH = FIRST_SYSTEM_RPC + 2;
+/** Asks the host to append a value: entity u32 LE | component u32 LE | value. */
+export const RPC_APPEND = FIRST_SYSTEM_RPC + 3;

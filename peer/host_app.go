@@ -1,0 +1,232 @@
+package peer
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// The host's side of the application API: its own messages, Actions and grants, and what it
+// admits of its members' (docs/protocol.md §5, "Limits").
+
+const (
+	// appRate and appBurst bound a member's application traffic through the host: messages,
+	// Actions, append requests and RPCs, each one unit. Beyond it the input is dropped and counted,
+	// not held against the member: a game that sends too much loses messages, not players.
+	appRate  = 200
+	appBurst = 400
+)
+
+// queuedMessage is a reliable application message the host sends after the commands of the
+// same step, so that a message never overtakes the state change that came before it.
+type queuedMessage struct {
+	to     PeerIndex // a member, or Everyone
+	except PeerIndex // with Everyone: the member not to send it to (its sender)
+	frame  []byte
+}
+
+// appAllowed charges hm one unit of application traffic; false means over budget (dropped).
+func (h *hostRole) appAllowed(hm *hostMember) bool {
+	now := h.env.now()
+	if hm.appAt.IsZero() {
+		hm.appBudget = appBurst
+	} else {
+		hm.appBudget = min(appBurst, hm.appBudget+now.Sub(hm.appAt).Seconds()*appRate)
+	}
+	hm.appAt = now
+	if hm.appBudget < 1 {
+		h.count.dropped.Add(1)
+		return false
+	}
+	hm.appBudget--
+	return true
+}
+
+func channelOf(reliable bool) link.Channel {
+	if reliable {
+		return link.Reliable
+	}
+	return link.Unreliable
+}
+
+// deliver sends frame to member to (or every synced member but except): reliable frames after
+// this step's commands, unreliable ones at once.
+func (h *hostRole) deliver(to, except PeerIndex, frame []byte, ch link.Channel) {
+	if ch == link.Reliable {
+		h.msgs = append(h.msgs, queuedMessage{to: to, except: except, frame: frame})
+		return
+	}
+	for idx, hm := range h.mems {
+		if hm.snapshotSent && idx != except && (to == Everyone || to == idx) {
+			h.env.send(hm.link, ch, frame)
+		}
+	}
+}
+
+// flushMessages sends the queued reliable messages; flushCommands calls it after the commands.
+func (h *hostRole) flushMessages() {
+	for _, q := range h.msgs {
+		for idx, hm := range h.mems {
+			if hm.snapshotSent && idx != q.except && (q.to == Everyone || q.to == idx) {
+				h.env.send(hm.link, link.Reliable, q.frame)
+			}
+		}
+	}
+	clear(h.msgs)
+	h.msgs = h.msgs[:0]
+}
+
+func (h *hostRole) sendMessage(to PeerIndex, typ uint8, data []byte, reliable bool) error {
+	if to != Everyone && h.synced(to) == nil {
+		return fmt.Errorf("%w: %d", ErrNoPeer, to)
+	}
+	h.deliver(to, 0, netmsg.AppendExt(nil, netmsg.Type(typ), data), channelOf(reliable))
+	return nil
+}
+
+func (h *hostRole) sendAction(typ uint32, data []byte) error {
+	h.actions = append(h.actions, netmsg.Action{Type: typ, Data: append([]byte(nil), data...)})
+	return nil
+}
+
+// requestAppend is a member's: World.Append appends on the host itself.
+func (h *hostRole) requestAppend(Entity, crdt.ComponentID, []byte) error { return ErrNotHost }
+
+func (h *hostRole) grant(e Entity, to PeerIndex) error {
+	if to == h.w.self {
+		return h.revoke(e)
+	}
+	if _, present := h.env.roster()[to]; !present {
+		return fmt.Errorf("%w: %d", ErrNoPeer, to)
+	}
+	t, err := h.auth.Grant(to, e, h.env.now())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoAuthority, err)
+	}
+	if t.From != t.To {
+		h.authorityLost(e, t.From)
+		h.w.writeAuthority(e, authority.Record{Kind: authority.KindLock, Peer: to})
+	}
+	return nil
+}
+
+func (h *hostRole) revoke(e Entity) error {
+	rec := h.w.AuthorityRecord(e)
+	if rec.Kind == authority.KindHost {
+		return nil
+	}
+	if rec.Kind != authority.KindLock {
+		return fmt.Errorf("%w: %v is peer %d's avatar", ErrNoAuthority, e, rec.Peer)
+	}
+	if _, err := h.auth.Relinquish(rec.Peer, e); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoAuthority, err)
+	}
+	h.authorityLost(e, rec.Peer)
+	h.w.writeAuthority(e, authority.Record{})
+	return nil
+}
+
+// appMessage handles an application message from member hm, addressed to the host.
+func (h *hostRole) appMessage(hm *hostMember, typ uint8, data []byte, ch link.Channel) error {
+	if !hm.snapshotSent || !h.appAllowed(hm) {
+		return nil
+	}
+	if len(data) > MaxMessage {
+		return h.refuse(hm, RefusedApplication, fmt.Sprintf("application message of %d bytes, more than %d", len(data), MaxMessage))
+	}
+	if mh, ok := h.app.(MessageHandler); ok {
+		mh.Message(h.w, hm.link.idx, typ, data)
+	}
+	return nil
+}
+
+// relayMessage forwards a member's message to its destination, as the app's RelayPolicy allows.
+// A message to the host is delivered here; one to Everyone here and to every other member.
+func (h *hostRole) relayMessage(hm *hostMember, rl *netmsg.Relay, ch link.Channel) error {
+	if !hm.snapshotSent || !h.appAllowed(hm) {
+		return nil
+	}
+	from, to := hm.link.idx, PeerIndex(rl.Peer)
+	if len(rl.Data) > MaxMessage {
+		return h.refuse(hm, RefusedApplication, fmt.Sprintf("relayed message of %d bytes, more than %d", len(rl.Data), MaxMessage))
+	}
+	if to == h.w.self {
+		hm.appBudget++ // charged once, here
+		return h.appMessage(hm, uint8(rl.AppType), rl.Data, ch)
+	}
+	if to == from || (to != Everyone && h.synced(to) == nil) {
+		h.count.dropped.Add(1) // the destination left, or never was: not the sender's fault
+		return nil
+	}
+	if p, ok := h.app.(RelayPolicy); ok && !p.AllowRelay(h.w, from, to, uint8(rl.AppType)) {
+		h.count.dropped.Add(1)
+		return nil
+	}
+	if to == Everyone {
+		if mh, ok := h.app.(MessageHandler); ok {
+			mh.Message(h.w, from, uint8(rl.AppType), rl.Data)
+		}
+	}
+	frame := netmsg.AppendRelay(nil, &netmsg.Relay{Peer: uint64(from), AppType: rl.AppType, Data: rl.Data})
+	h.deliver(to, from, frame, ch)
+	return nil
+}
+
+// memberActions hands a member's Actions to the app.
+func (h *hostRole) memberActions(hm *hostMember, acts []netmsg.Action) error {
+	if !hm.snapshotSent {
+		return nil
+	}
+	for _, a := range acts {
+		if !h.appAllowed(hm) {
+			return nil
+		}
+		if len(a.Data) > MaxAction {
+			if err := h.refuse(hm, RefusedApplication, fmt.Sprintf("action of %d bytes, more than %d", len(a.Data), MaxAction)); err != nil {
+				return err
+			}
+			continue
+		}
+		deliverAction(h.roleBase, hm.link.idx, a)
+	}
+	return nil
+}
+
+// deliverAction gives an Action to the app's ActionHandler, or to RPC when it has none.
+func deliverAction(b roleBase, from PeerIndex, a netmsg.Action) {
+	if ah, ok := b.app.(ActionHandler); ok {
+		ah.Action(b.w, from, a.Type, a.Data)
+		return
+	}
+	b.app.RPC(b.w, from, a.Type, a.Data)
+}
+
+// appendRequested admits a member's append request: to an entity it writes, or as the app's
+// AppendPolicy allows.
+func (h *hostRole) appendRequested(hm *hostMember, data []byte) {
+	if len(data) < 8 {
+		h.count.dropped.Add(1)
+		return
+	}
+	idx := hm.link.idx
+	e, c, value := Entity(binary.LittleEndian.Uint32(data)), crdt.ComponentID(binary.LittleEndian.Uint32(data[4:])), data[8:]
+	if err := h.w.checkAppend(e, c, value); err != nil {
+		h.count.dropped.Add(1)
+		h.log.Debug().Err(err).Uint64("peer", uint64(idx)).Msg("append refused")
+		return
+	}
+	allowed := h.auth.AdmitWrite(idx, e) == nil
+	if p, ok := h.app.(AppendPolicy); ok && !allowed {
+		allowed = p.AllowAppend(h.w, idx, e, c, value)
+	}
+	if !allowed {
+		h.count.rejected.Add(1)
+		h.log.Debug().Uint64("peer", uint64(idx)).Stringer("entity", e).Msg("append refused: no authority and no AppendPolicy allows it")
+		return
+	}
+	_ = h.w.Append(e, c, value)
+}

@@ -1,0 +1,56 @@
+package peer
+
+// Refusal names why an input was refused by the limits of docs/protocol.md §5 ("Limits"); it is
+// the index of Status.RefusedBy and the reason label of the refusal counters in /metrics.
+type Refusal uint8
+
+const (
+	// RefusedStampSkew: a member's stamp too far above the host's clock, or beyond its skew budget.
+	RefusedStampSkew Refusal = iota
+	// RefusedBatch: a member's correction batch over its byte or message bound.
+	RefusedBatch
+	// RefusedCorrection: a correction that deletes a reserved number or a version far above any
+	// known, or hands an entity to its sender.
+	RefusedCorrection
+	// RefusedDigest: a member's digest of another bucket count than its first.
+	RefusedDigest
+	// RefusedReassembly: a fragmented payload left unfinished past its deadline (either side).
+	RefusedReassembly
+	// RefusedHostStamp: a host's stamp too far above a synced member's clock.
+	RefusedHostStamp
+	// RefusedHostDeletion: a host's deletion of a reserved number or of a version far above any
+	// the member knows.
+	RefusedHostDeletion
+	// RefusedSnapshot: a host snapshot beyond the sync bounds (bytes, entities, clock).
+	RefusedSnapshot
+	// RefusedApplication: a member's application message, relay or Action over its size limit.
+	RefusedApplication
+	// NumRefusals is the number of reasons.
+	NumRefusals
+)
+
+var refusalNames = [NumRefusals]string{
+	RefusedStampSkew:    "stamp_skew",
+	RefusedBatch:        "batch_size",
+	RefusedCorrection:   "correction",
+	RefusedDigest:       "digest_buckets",
+	RefusedReassembly:   "reassembly_timeout",
+	RefusedHostStamp:    "host_stamp_skew",
+	RefusedHostDeletion: "host_deletion",
+	RefusedSnapshot:     "snapshot_bounds",
+	RefusedApplication:  "application_size",
+}
+
+// String returns the reason's label, as /metrics shows it.
+func (r Refusal) String() string {
+	if r < NumRefusals {
+		return refusalNames[r]
+	}
+	return "unknown"
+}
+
+// refuse counts one refused input for reason r (Status.Refused and Status.RefusedBy); any goroutine.
+func (c *counters) refuse(r Refusal) {
+	c.refused.Add(1)
+	c.refusedBy[r].Add(1)
+}
