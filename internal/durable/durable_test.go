@@ -331,3 +331,64 @@ func TestCheckpointConcurrentWriters(t *testing.T) {
 		t.Fatal("a checkpoint over MaxCheckpoint was written")
 	}
 }
+
+// flakySaver fails every write while down is set (JetStream unavailable), then saves.
+type flakySaver struct {
+	mu    sync.Mutex
+	down  bool
+	saved map[signaling.RoomID]signaling.Term
+	tries int
+}
+
+func (s *flakySaver) SaveCheckpoint(_ context.Context, c Checkpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tries++
+	if s.down {
+		return errors.New("nats: API error: code=503 err_code=10008 description=JetStream system temporarily unavailable")
+	}
+	if c.Term < s.saved[c.Room] {
+		return ErrFenced
+	}
+	s.saved[c.Room] = c.Term
+	return nil
+}
+
+// TestWriterRetries: a checkpoint whose write failed (JetStream unavailable) is written once the
+// store answers again, unless a later one of its room replaced it; a fenced one is not retried.
+func TestWriterRetries(t *testing.T) {
+	fs := &flakySaver{down: true, saved: map[signaling.RoomID]signaling.Term{"fenced": 9}}
+	w := NewWriter(fs, WriterConfig{})
+	defer w.Close()
+	w.Submit(Checkpoint{Room: "a", Term: 1})
+	w.Submit(Checkpoint{Room: "b", Term: 1})
+	w.Submit(Checkpoint{Room: "b", Term: 2}) // replaces b's first
+	poll.Until(t, 10*time.Second, "the failed writes tried again", func() error {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		if fs.tries < 5 {
+			return fmt.Errorf("%d tries", fs.tries)
+		}
+		fs.down = false
+		return nil
+	})
+	w.Submit(Checkpoint{Room: "fenced", Term: 1})
+	poll.Until(t, 10*time.Second, "both rooms' last checkpoints written", func() error {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		if fs.saved["a"] != 1 || fs.saved["b"] != 2 {
+			return fmt.Errorf("saved %v", fs.saved)
+		}
+		return nil
+	})
+	fs.mu.Lock()
+	tries := fs.tries
+	fs.mu.Unlock()
+	// Nothing is left to retry: a fenced checkpoint is dropped, not tried again.
+	w.Close()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.tries > tries+1 || fs.saved["fenced"] != 9 {
+		t.Fatalf("tries %d after %d, saved %v", fs.tries, tries, fs.saved)
+	}
+}

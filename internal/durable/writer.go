@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/signaling"
 )
 
 // DefaultQueue is the checkpoints a Writer holds when WriterConfig.Queue is zero.
@@ -121,42 +123,104 @@ func (w *Writer) Stats() WriterStats {
 	return WriterStats{Queued: w.queued.Load(), Written: w.written.Load(), Failed: w.failed.Load(), Dropped: w.dropped.Load(), Bytes: w.bytes.Load()}
 }
 
+// Retry bounds: a write that failed for a reason other than fencing (JetStream unavailable while a
+// cluster elects a stream leader after a node died, say) is tried again, first after retryMin,
+// doubling to retryMax, until it succeeds or a later checkpoint of its room replaces it; the host
+// writes no new one while its world does not change, so a lost write would lose the room's last
+// moves. At Close the writes still failing get closeRetry more.
+const (
+	retryMin   = 250 * time.Millisecond
+	retryMax   = 4 * time.Second
+	closeRetry = 3 * time.Second
+)
+
 func (w *Writer) run() {
 	defer close(w.done)
+	// retry holds the last failed checkpoint of each room (at most one per room this node hosts).
+	retry := map[signaling.RoomID]Checkpoint{}
+	backoff := retryMin
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	arm := func() {
+		if len(retry) > 0 {
+			t.Reset(backoff)
+		}
+	}
 	for {
 		select {
 		case c := <-w.q:
-			w.write(c)
+			delete(retry, c.Room)
+			if !w.write(c) {
+				first := len(retry) == 0
+				retry[c.Room] = c
+				if first {
+					backoff = retryMin
+					arm()
+				}
+			}
+		case <-t.C:
+			w.retry(retry)
+			if len(retry) == 0 {
+				backoff = retryMin
+			} else {
+				backoff = min(2*backoff, retryMax)
+				arm()
+			}
 		case <-w.quit:
 			for {
 				select {
 				case c := <-w.q:
-					w.write(c)
+					delete(retry, c.Room)
+					if !w.write(c) {
+						retry[c.Room] = c
+					}
+					continue
 				default:
-					return
 				}
+				break
 			}
+			deadline := time.Now().Add(closeRetry)
+			for len(retry) > 0 && time.Now().Before(deadline) {
+				time.Sleep(retryMin) // the writer's own goroutine, at shutdown: nothing else to do
+				w.retry(retry)
+			}
+			for room := range retry {
+				w.log.Error().Str("room", string(room)).Msg("checkpoint given up at shutdown")
+			}
+			return
 		}
 	}
 }
 
-func (w *Writer) write(c Checkpoint) {
+// retry writes the failed checkpoints again; those written (or fenced) leave the map.
+func (w *Writer) retry(retry map[signaling.RoomID]Checkpoint) {
+	for room, c := range retry {
+		if w.write(c) {
+			delete(retry, room)
+		}
+	}
+}
+
+// write writes c and reports whether it is done with: written, or refused for good (fenced).
+func (w *Writer) write(c Checkpoint) bool {
 	start := time.Now()
 	err := w.store.SaveCheckpoint(context.Background(), c)
 	w.writeSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		w.failed.Add(1)
-		lv := w.log.Error()
 		if errors.Is(err, ErrFenced) {
-			lv = w.log.Warn()
+			w.log.Warn().Err(err).Str("room", string(c.Room)).Msg("checkpoint not written")
+			return true
 		}
-		lv.Err(err).Str("room", string(c.Room)).Msg("checkpoint not written")
-		return
+		w.log.Error().Err(err).Str("room", string(c.Room)).Msg("checkpoint not written; it will be tried again")
+		return false
 	}
 	w.written.Add(1)
 	w.bytes.Store(int64(len(c.Data)))
 	w.log.Debug().Str("room", string(c.Room)).Uint64("term", uint64(c.Term)).Int("bytes", len(c.Data)).
 		Dur("took", time.Since(start)).Msg("checkpoint written")
+	return true
 }
 
 // Close writes what is queued and stops the writer. It is idempotent.
