@@ -191,29 +191,33 @@ func (s *slowSaver) SaveCheckpoint(_ context.Context, c Checkpoint) error {
 	return nil
 }
 
-// TestWriterQueueBounded: with the store stuck, Submit does not block; the oldest waiting
-// checkpoints are dropped and counted; Close writes what waits.
+// TestWriterQueueBounded: with the store stuck, Submit does not block; a room's later checkpoint
+// replaces its waiting one; past Queue waiting rooms the oldest waiting checkpoint is dropped;
+// every drop is counted; Close writes what waits.
 func TestWriterQueueBounded(t *testing.T) {
 	ss := &slowSaver{entered: make(chan struct{}, 16), release: make(chan struct{}), saved: make(chan Checkpoint, 16)}
 	w := NewWriter(ss, WriterConfig{Queue: 2})
 	w.Submit(Checkpoint{Room: "r", Term: 0})
 	<-ss.entered // the first is with the stuck store
-	for i := 1; i < 6; i++ {
-		w.Submit(Checkpoint{Room: "r", Term: signaling.Term(i)})
+	for i := 1; i < 4; i++ {
+		w.Submit(Checkpoint{Room: "r", Term: signaling.Term(i)}) // r waits with term 3
 	}
-	if st := w.Stats(); st.Queued != 6 || st.Dropped != 3 {
-		t.Fatalf("%+v, want 6 queued and 3 dropped", st)
+	w.Submit(Checkpoint{Room: "s", Term: 1}) // r, s wait
+	w.Submit(Checkpoint{Room: "u", Term: 1}) // the queue holds 2 rooms: r's (the oldest) goes
+	w.Submit(Checkpoint{Room: "s", Term: 2})
+	if st := w.Stats(); st.Queued != 7 || st.Dropped != 4 {
+		t.Fatalf("%+v, want 7 queued and 4 dropped", st)
 	}
 	close(ss.release)
 	w.Close()
 	w.Close()
 	close(ss.saved)
-	var terms []signaling.Term
+	var got []string
 	for c := range ss.saved {
-		terms = append(terms, c.Term)
+		got = append(got, fmt.Sprintf("%s%d", c.Room, c.Term))
 	}
-	if len(terms) != 3 || terms[1] != 4 || terms[2] != 5 {
-		t.Fatalf("written terms %v, want the first and the last two", terms)
+	if want := []string{"r0", "s2", "u1"}; !slices.Equal(got, want) {
+		t.Fatalf("written %v, want %v", got, want)
 	}
 	if st := w.Stats(); st.Written != 3 {
 		t.Fatalf("%+v", st)

@@ -13,8 +13,8 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-// DefaultQueue is the checkpoints a Writer holds when WriterConfig.Queue is zero.
-const DefaultQueue = 8
+// DefaultQueue is the rooms whose checkpoints a Writer holds when WriterConfig.Queue is zero.
+const DefaultQueue = 128
 
 // saver is what a Writer writes to (a *Store; tests inject failures).
 type saver interface {
@@ -23,8 +23,9 @@ type saver interface {
 
 // WriterConfig configures a Writer. The zero value works.
 type WriterConfig struct {
-	// Queue bounds the checkpoints waiting to be written. When it is full the oldest waiting one
-	// is dropped (a later checkpoint of a room supersedes it). If zero, DefaultQueue.
+	// Queue bounds the rooms whose checkpoints wait to be written: a room has at most one
+	// waiting checkpoint (a later one replaces it). When Queue rooms wait, the oldest waiting
+	// checkpoint is dropped. If zero, DefaultQueue.
 	Queue int
 	// Logger receives write errors. The zero value discards them.
 	Logger zerolog.Logger
@@ -43,11 +44,16 @@ type WriterStats struct {
 type Writer struct {
 	store saver
 	log   zerolog.Logger
-	q     chan Checkpoint
+	limit int
+	wake  chan struct{} // capacity 1: something waits
 	quit  chan struct{}
 	done  chan struct{}
 	once  sync.Once
-	mu    sync.Mutex // Submit's drop-oldest against Close's drain
+
+	mu      sync.Mutex // guards the following fields
+	pending map[signaling.RoomID]Checkpoint
+	order   []signaling.RoomID // rooms with a pending checkpoint, oldest first
+	closed  bool
 
 	queued, written, failed, dropped atomic.Uint64
 	bytes                            atomic.Int64
@@ -61,7 +67,8 @@ func NewWriter(store saver, cfg WriterConfig) *Writer {
 	}
 	w := &Writer{
 		store: store, log: cfg.Logger,
-		q: make(chan Checkpoint, cfg.Queue), quit: make(chan struct{}), done: make(chan struct{}),
+		limit: cfg.Queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		pending: map[signaling.RoomID]Checkpoint{},
 		writeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "concord_checkpoint_write_seconds", Help: "Time to write one checkpoint to JetStream (off the host loop).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
@@ -78,41 +85,57 @@ func NewWriter(store saver, cfg WriterConfig) *Writer {
 		counter("concord_checkpoints_queued_total", "Checkpoints handed to the writer.", &w.queued)
 		counter("concord_checkpoints_written_total", "Checkpoints written to JetStream.", &w.written)
 		counter("concord_checkpoints_failed_total", "Checkpoint writes that failed.", &w.failed)
-		counter("concord_checkpoints_dropped_total", "Checkpoints dropped from a full queue (superseded by later ones).", &w.dropped)
+		counter("concord_checkpoints_dropped_total", "Checkpoints not written: replaced by a later one of their room while waiting, or dropped from a full queue.", &w.dropped)
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_checkpoint_bytes", Help: "Size of the last checkpoint written."},
 			func() float64 { return float64(w.bytes.Load()) }))
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_checkpoint_queue", Help: "Checkpoints waiting to be written."},
-			func() float64 { return float64(len(w.q)) }))
+			func() float64 { w.mu.Lock(); defer w.mu.Unlock(); return float64(len(w.order)) }))
 		r.MustRegister(w.writeSeconds, w.loopSeconds)
 	}
 	go w.run()
 	return w
 }
 
-// Submit queues c for writing. It never blocks: with the queue full it drops the oldest waiting
-// checkpoint. After Close it drops c.
+// Submit queues c for writing. It never blocks: a waiting checkpoint of c's room is replaced; with
+// Queue rooms waiting, the oldest waiting checkpoint is dropped. After Close it drops c.
 func (w *Writer) Submit(c Checkpoint) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	select {
-	case <-w.quit:
+	if w.closed {
 		w.dropped.Add(1)
 		return
-	default:
 	}
 	w.queued.Add(1)
-	for {
-		select {
-		case w.q <- c:
-			return
-		default:
-		}
-		select {
-		case <-w.q:
-			w.dropped.Add(1)
-		default:
-		}
+	if _, ok := w.pending[c.Room]; ok {
+		w.dropped.Add(1)
+		w.pending[c.Room] = c
+		return
 	}
+	if len(w.order) >= w.limit {
+		delete(w.pending, w.order[0])
+		w.order = w.order[1:]
+		w.dropped.Add(1)
+	}
+	w.pending[c.Room] = c
+	w.order = append(w.order, c.Room)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the oldest waiting checkpoint.
+func (w *Writer) next() (Checkpoint, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.order) == 0 {
+		return Checkpoint{}, false
+	}
+	room := w.order[0]
+	w.order = w.order[1:]
+	c := w.pending[room]
+	delete(w.pending, room)
+	return c, true
 }
 
 // ObserveLoop records time a host loop spent encoding a checkpoint.
@@ -142,44 +165,36 @@ func (w *Writer) run() {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	defer t.Stop()
-	arm := func() {
-		if len(retry) > 0 {
-			t.Reset(backoff)
+	drain := func() {
+		for {
+			c, ok := w.next()
+			if !ok {
+				return
+			}
+			delete(retry, c.Room)
+			if !w.write(c) {
+				if len(retry) == 0 {
+					backoff = retryMin
+					t.Reset(backoff)
+				}
+				retry[c.Room] = c
+			}
 		}
 	}
 	for {
 		select {
-		case c := <-w.q:
-			delete(retry, c.Room)
-			if !w.write(c) {
-				first := len(retry) == 0
-				retry[c.Room] = c
-				if first {
-					backoff = retryMin
-					arm()
-				}
-			}
+		case <-w.wake:
+			drain()
 		case <-t.C:
 			w.retry(retry)
 			if len(retry) == 0 {
 				backoff = retryMin
 			} else {
 				backoff = min(2*backoff, retryMax)
-				arm()
+				t.Reset(backoff)
 			}
 		case <-w.quit:
-			for {
-				select {
-				case c := <-w.q:
-					delete(retry, c.Room)
-					if !w.write(c) {
-						retry[c.Room] = c
-					}
-					continue
-				default:
-				}
-				break
-			}
+			drain()
 			deadline := time.Now().Add(closeRetry)
 			for len(retry) > 0 && time.Now().Before(deadline) {
 				time.Sleep(retryMin) // the writer's own goroutine, at shutdown: nothing else to do
@@ -227,8 +242,9 @@ func (w *Writer) write(c Checkpoint) bool {
 func (w *Writer) Close() {
 	w.once.Do(func() {
 		w.mu.Lock()
-		close(w.quit)
+		w.closed = true
 		w.mu.Unlock()
+		close(w.quit)
 	})
 	<-w.done
 }
