@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"time"
 
 	"github.com/concordrtc/concord/internal/arena"
@@ -120,6 +122,14 @@ func (s *server) placeOnce(ctx context.Context, warm bool) {
 // startDedicated starts d's host from the room's checkpoint (or scene) as it is now.
 func (s *server) startDedicated(ctx context.Context, d *dedicated) {
 	seed, clock, err := s.seed(ctx, d.room, d.scene)
+	var corrupt *durable.CorruptError
+	var pathErr *fs.PathError
+	if err != nil && !errors.As(err, &corrupt) && !errors.Is(err, durable.ErrUnknownFormat) && !errors.As(err, &pathErr) {
+		// The checkpoint could not be read (JetStream unavailable while the cluster elects a
+		// leader after a node died): the lease is kept and the next pass tries again.
+		s.log.Warn().Err(err).Str("room", string(d.room)).Msg("room checkpoint not read yet; trying again")
+		return
+	}
 	if err != nil {
 		// The room does not open with half a world: not here, and its lease goes back.
 		s.log.Error().Err(err).Str("room", string(d.room)).Msg("room not opened: its dedicated host does not start")

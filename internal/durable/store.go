@@ -131,6 +131,9 @@ type Store struct {
 // ErrFenced: a checkpoint of a later term is stored already; the writer is not the room's host.
 var ErrFenced = errors.New("durable: a checkpoint of a later term is stored")
 
+// ErrUnknownFormat: the room's checkpoint is in a format this version does not read.
+var ErrUnknownFormat = errors.New("durable: unknown checkpoint format")
+
 // ErrNoCheckpoint: the room has no checkpoint.
 var ErrNoCheckpoint = errors.New("durable: no checkpoint")
 
@@ -434,7 +437,7 @@ func (s *Store) LoadCheckpoint(ctx context.Context, room signaling.RoomID) (Chec
 		return Checkpoint{}, ErrNoCheckpoint
 	}
 	if f := m.Header.Get(headerFormat); f != formatV1 {
-		return Checkpoint{}, fmt.Errorf("room %q: %s: unknown checkpoint format %q", room, s.Source(room), f)
+		return Checkpoint{}, fmt.Errorf("%w: room %q: %s: %q", ErrUnknownFormat, room, s.Source(room), f)
 	}
 	term, _ := strconv.ParseUint(m.Header.Get(headerTerm), 10, 64)
 	clock, _ := strconv.ParseUint(m.Header.Get(headerClock), 10, 32)
