@@ -138,7 +138,9 @@ func TestClusterNodeFailure(t *testing.T) {
 				c.RedialMin, c.RedialMax = 50*time.Millisecond, 500*time.Millisecond
 			}))
 	}
-	converged := func(u string, dead int) error {
+	// converged: both rooms on live nodes with their dedicated host and bot, synced in the room's
+	// term, with one replica hash unless the bots are still moving.
+	converged := func(u string, dead int, moving bool) error {
 		rs, err := clusterRooms(u, admin)
 		if err != nil {
 			return err
@@ -155,13 +157,13 @@ func TestClusterNodeFailure(t *testing.T) {
 				}
 				hashes[m.Replica.Hash] = true
 			}
-			if len(hashes) != 1 {
+			if len(hashes) != 1 && !moving {
 				return fmt.Errorf("%s on %s: replicas differ", room, r.Node)
 			}
 		}
 		return nil
 	}
-	poll.Until(t, 60*time.Second, "both rooms synced with their bots", func() error { return converged(urls[0], -1) })
+	poll.Until(t, 60*time.Second, "both rooms synced with their bots", func() error { return converged(urls[0], -1, true) })
 	for i, b := range bots {
 		if st := b.Status(); st.Server == urls[owner[rooms[i]]] {
 			t.Fatalf("bot of %s signals through %s, its room's owner", rooms[i], st.Server)
@@ -186,7 +188,7 @@ func TestClusterNodeFailure(t *testing.T) {
 	rec.Absorb(views[0])
 	clk.Jump(2 * chaosMoveFor) // the bots stop moving
 	survivor := urls[(victim+1)%n]
-	poll.Until(t, 60*time.Second, "both rooms converged on the survivors", func() error { return converged(survivor, victim) })
+	poll.Until(t, 60*time.Second, "both rooms converged on the survivors", func() error { return converged(survivor, victim, false) })
 	t.Logf("n%d killed: both rooms converged on the survivors %v later", victim+1, time.Since(killed).Round(time.Millisecond))
 	for i, b := range bots {
 		if st := b.Status(); st.Self != selfBefore[i] {
