@@ -21,6 +21,8 @@
 // silence: the edge then closes the websocket (1001, server_closing) so that the member redials
 // and resumes, the owner's socket fails like a lost websocket.
 //
-// Node owns two goroutines (the heartbeat loop and NATS's subscription callbacks run on nats.go's
-// own) plus one per relayed websocket it serves as owner; Close ends them all.
+// Node owns its heartbeat loop, one goroutine per relayed websocket it serves as owner, and its
+// directory (a KV watcher and the renewal loop); subscription callbacks run on nats.go's own
+// goroutines. An edge relay runs on the websocket handler's goroutine plus one reader. Close ends
+// them all.
 package cluster
