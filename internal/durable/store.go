@@ -86,7 +86,8 @@ type Config struct {
 	StartTimeout time.Duration
 }
 
-// ClusterConfig clusters the embedded nats-server (nats-server's own cluster block).
+// ClusterConfig clusters the embedded nats-server (nats-server's own cluster block). Without
+// Routes the node runs alone: nats-server clusters JetStream only with routes.
 type ClusterConfig struct {
 	// Name is the cluster's name, the same on every node.
 	Name string
@@ -224,7 +225,10 @@ func (s *Store) startEmbedded() error {
 		NoSigs:     true,
 		MaxPayload: MaxCheckpoint + 64<<10, // a checkpoint and its headers
 	}
-	if c := s.cfg.Cluster; c.Name != "" {
+	if c := s.cfg.Cluster; c.Name != "" && len(c.Routes) == 0 {
+		// nats-server runs no JetStream cluster without routes: a cluster of one is a single node.
+		s.log.Warn().Str("cluster", c.Name).Msg("cluster without routes: this node runs alone (JetStream not clustered)")
+	} else if c.Name != "" {
 		host, port, err := splitHostPort(c.Listen)
 		if err != nil {
 			return fmt.Errorf("durable: cluster address %q: %w", c.Listen, err)
