@@ -179,10 +179,13 @@ func (r *Replica) raiseDeleted(n, ver uint16) {
 		r.nDeleted++
 	}
 	p[n&0xff] = uint32(ver) + 1
-	rec := r.nums[n]
-	if rec == nil || rec.version > ver {
-		return
+	if rec := r.nums[n]; rec != nil && rec.version <= ver {
+		r.dropLive(n, rec)
 	}
+}
+
+// dropLive removes every entry and append value of number n's live version rec.
+func (r *Replica) dropLive(n uint16, rec *numRec) {
 	e := NewEntity(n, rec.version)
 	for _, c := range rec.lww {
 		r.lww.remove(lwwKey(e, c))

@@ -15,6 +15,9 @@ type Cover struct {
 	count int
 	// some is nil for "every bucket"; otherwise bit b set means bucket b is covered.
 	some []byte
+	// keep, when set, narrows the covered buckets to the entity numbers it accepts (a member's
+	// interest): Number asks it, the buckets themselves are unchanged on the wire.
+	keep func(n uint16) bool
 }
 
 // All covers every bucket out of count (count ≤ 0 means DefaultBuckets).
@@ -57,7 +60,9 @@ func (c Cover) Has(b int) bool {
 }
 
 // Number reports whether entity number n falls in a covered bucket.
-func (c Cover) Number(n uint16) bool { return c.Has(int(n) % c.Count()) }
+func (c Cover) Number(n uint16) bool {
+	return c.Has(int(n)%c.Count()) && (c.keep == nil || c.keep(n))
+}
 
 // Len is the number of covered buckets.
 func (c Cover) Len() int {

@@ -38,6 +38,10 @@ type Options struct {
 	// Cover says which buckets to carry; the zero value carries everything. A cover of more
 	// than MaxBuckets buckets is widened to every bucket.
 	Cover Cover
+	// Keep, when set, narrows the snapshot to the entity numbers it accepts (a member's interest):
+	// the receiver holds nothing else, so a number the snapshot leaves out is none of its business
+	// and not a difference.
+	Keep func(n uint16) bool
 }
 
 // Info is what Apply learned from a snapshot's hostState.
@@ -57,9 +61,13 @@ func Build(dst *netmsg.HostSnapshot, r *crdt.Replica, t *schema.Table, o Options
 		// which is always a valid snapshot.
 		o.Cover = All(0)
 	}
-	b := builder{r: r, t: t, cover: o.Cover}
+	cover := o.Cover
+	if o.Keep != nil {
+		cover.keep = o.Keep
+	}
+	b := builder{r: r, t: t, cover: cover}
 	b.stream = make([]byte, 0, 1024)
-	walkCover(r, o.Cover, func(number, version uint16) {
+	walkCover(r, cover, func(number, version uint16) {
 		m := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
 		b.stream = crdt.AppendMessage(b.stream, &m)
 	}, func(e crdt.Entry) {

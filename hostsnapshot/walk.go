@@ -13,7 +13,8 @@ const sparseCover = 8
 
 // walkCover calls del, lww and app for the canonical messages of the covered buckets, in the
 // order of the canonical state stream (crdt.Replica.AppendState): deleted numbers ascending, then
-// LWW entries by (entity, component), then append values. The functions must not modify r.
+// LWW entries by (entity, component), then append values; only of the numbers the cover keeps.
+// The functions must not modify r.
 func walkCover(r *crdt.Replica, cover Cover, del func(number, version uint16), lww func(crdt.Entry), app func(crdt.AppendEntry)) {
 	if cover.Len()*sparseCover >= cover.Count() {
 		r.RangeDeleted(func(number, version uint16) bool {
@@ -41,7 +42,9 @@ func walkCover(r *crdt.Replica, cover Cover, del func(number, version uint16), l
 	for b := range count {
 		if cover.Has(b) {
 			for n := b; n <= 0xffff; n += count {
-				numbers = append(numbers, uint16(n))
+				if cover.keep == nil || cover.keep(uint16(n)) {
+					numbers = append(numbers, uint16(n))
+				}
 			}
 		}
 	}

@@ -92,3 +92,46 @@ func ConsumeActions(b []byte, m *Actions) (n int, err error) {
 	}
 	return d.result()
 }
+
+// Forget tells a member to drop entities that left its interest (the host's interest
+// management): not a deletion, which every replica would keep, but "you no longer follow these".
+// Decoded NetworkIDs reuse m's slice.
+type Forget struct {
+	NetworkIDs []uint64
+}
+
+// AppendForget appends m to dst. It panics on a count that does not fit in u32.
+func AppendForget(dst []byte, m *Forget) []byte {
+	dst, mark := StartExt(dst, TypeForget)
+	dst = appendCount(dst, len(m.NetworkIDs))
+	for _, id := range m.NetworkIDs {
+		dst = binary.LittleEndian.AppendUint64(dst, id)
+	}
+	return FinishExt(dst, mark)
+}
+
+// ConsumeForget decodes the Forget at the start of b into m, reusing its slice, and returns its
+// length. A nil m validates only. Every error is a *ProtocolError.
+func ConsumeForget(b []byte, m *Forget) (n int, err error) {
+	d := decoder{b: b}
+	body := d.extFrame(TypeForget)
+	if !d.checkBody(body, 4, false) {
+		return d.result()
+	}
+	c := d.count("network id count", 8)
+	if d.err == nil && body != 4+8*c {
+		d.failf(1, ErrBodyLength, "Forget body of %d bytes for %d network ids", body, c)
+	}
+	var ids []uint64
+	if d.err == nil && m != nil {
+		m.NetworkIDs = resize(m.NetworkIDs, c)
+		ids = m.NetworkIDs
+	}
+	for i := 0; i < c && d.err == nil; i++ {
+		id := d.u64("network id")
+		if ids != nil {
+			ids[i] = id
+		}
+	}
+	return d.result()
+}

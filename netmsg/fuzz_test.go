@@ -152,6 +152,14 @@ func FuzzConsumeActions(f *testing.F) {
 	fuzzDecoder(f, TypeActions, ConsumeActions, AppendActions)
 }
 
+func FuzzConsumeForget(f *testing.F) {
+	fuzzDecoder(f, TypeForget, ConsumeForget, AppendForget)
+}
+
+func FuzzConsumePackedUpdates(f *testing.F) {
+	fuzzDecoder(f, TypePackedUpdates, ConsumePackedUpdates, AppendPackedUpdates)
+}
+
 func FuzzConsumeExt(f *testing.F) {
 	addGoldenSeeds(f, Type.IsFramed)
 	f.Fuzz(func(t *testing.T, b []byte) {

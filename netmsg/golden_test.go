@@ -178,6 +178,13 @@ type jActions struct {
 	Actions []jCall `json:"actions"`
 }
 
+type jForget struct {
+	NetworkIDs []u64 `json:"networkIds"`
+}
+
+// packedUpdates is an EntityUpdates that the vectors encode as PackedUpdates.
+type packedUpdates EntityUpdates
+
 type extMsg struct {
 	Type Type
 	Body []byte
@@ -418,8 +425,33 @@ var codecs = []goldenCodec{
 		fromJ:  func(j *jActions) Actions { return Actions{mapSlice(j.Actions, fromJAction)} },
 		append: AppendActions, consumeFn: ConsumeActions,
 	},
+	codec[Forget, jForget]{
+		file: "forget.json", own: is(TypeForget),
+		toJ: func(m *Forget) jForget {
+			return jForget{mapSlice(m.NetworkIDs, func(id *uint64) u64 { return u64(*id) })}
+		},
+		fromJ: func(j *jForget) Forget {
+			return Forget{mapSlice(j.NetworkIDs, func(id *u64) uint64 { return uint64(*id) })}
+		},
+		append: AppendForget, consumeFn: ConsumeForget,
+	},
+	codec[packedUpdates, jEntityUpdates]{
+		file: "packed_updates.json", own: is(TypePackedUpdates),
+		toJ: func(m *packedUpdates) jEntityUpdates {
+			return jEntityUpdates{u64(m.Time), mapSlice(m.Updates, toJUpdate)}
+		},
+		fromJ: func(j *jEntityUpdates) packedUpdates {
+			return packedUpdates{uint64(j.Time), mapSlice(j.Updates, fromJUpdate)}
+		},
+		append: func(dst []byte, m *packedUpdates) []byte { return AppendPackedUpdates(dst, (*EntityUpdates)(m)) },
+		consumeFn: func(b []byte, m *packedUpdates) (int, error) {
+			return ConsumePackedUpdates(b, (*EntityUpdates)(m))
+		},
+	},
 	codec[extMsg, jExt]{
-		file: "ext.json", own: func(t Type) bool { return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions },
+		file: "ext.json", own: func(t Type) bool {
+			return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget && t != TypePackedUpdates
+		},
 		toJ:   func(m *extMsg) jExt { return jExt{uint8(m.Type), m.Body} },
 		fromJ: func(j *jExt) extMsg { return extMsg{Type(j.Type), j.Body} },
 		append: func(dst []byte, m *extMsg) []byte {

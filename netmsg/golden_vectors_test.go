@@ -219,6 +219,18 @@ func messageVectors() []namedValue {
 		{"one input", Actions{Actions: []Action{{Type: 1, Data: []byte{0x10, 0x20}}}}},
 		{"two, one empty", Actions{Actions: []Action{{Type: 7}, {Type: math.MaxUint32, Data: []byte("jump")}}}},
 
+		// Forget
+		{"none", Forget{NetworkIDs: []uint64{}}},
+		{"two entities", Forget{NetworkIDs: []uint64{entity(600, 0), entity(1234, 7)}}},
+
+		// PackedUpdates
+		{"one update, time 0", packedUpdates{Time: 0, Updates: []Update{{entity(512, 0), Width8, 0x01, f32one}}}},
+		{"u16 and u32 masks, a large time", packedUpdates{Time: 1 << 31, Updates: []Update{
+			{entity(600, 2), Width16, 0x8001, pattern(3, 7)},
+			{entity(65535, 65535), Width32, 0xffffffff, pattern(2, 8)},
+		}}},
+		{"a long value", packedUpdates{Time: 300, Updates: []Update{{entity(1000, 0), Width8, 0x03, pattern(200, 9)}}}},
+
 		// Frames of types this build does not define.
 		// Stamp and Digest bodies are decoded by the session layer (package
 		// peer); netmsg sees their frames only.
@@ -310,6 +322,12 @@ func invalidVectors() []invalidDef {
 		{"Relay of a non-application type", "", bld{14}.u32(9).u64(1).raw(127), "wrong_type"},
 		{"Relay body shorter than its header", "", bld{14}.u32(8).u64(1), "body_length"},
 		{"Actions count beyond the body", "", bld{15}.u32(4).u32(2), "short_buffer"},
+		{"Forget count beyond the body", "", bld{16}.u32(4).u32(1), "short_buffer"},
+		{"Forget bytes after the last id", "", bld{16}.u32(13).u32(1).u64(600).raw(1), "body_length"},
+		{"PackedUpdates without a time", "", bld{17}.u32(0), "body_length"},
+		{"PackedUpdates time not in its shortest form", "", bld{17}.u32(2).raw(0x80, 0x00), "body_length"},
+		{"PackedUpdates width code 3", "", bld{17}.u32(4).raw(1, 0x80, 0x04, 0x03), "invalid_mask_width"},
+		{"PackedUpdates data past the body", "", bld{17}.u32(5).raw(1, 0x80, 0x04, 0x10, 0x01), "short_buffer"},
 		{"Actions bytes after the last action", "", bld{15}.u32(13).u32(1).u32(1).u32(0).raw(9), "body_length"},
 		{"PeerExited truncated index", "", bld{2}.raw(1, 2, 3), "short_buffer"},
 		{"HostSnapshot truncated host time", "", bld{0}.raw(1, 0, 0, 0), "short_buffer"},

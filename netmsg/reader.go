@@ -127,6 +127,10 @@ func messageLen(b []byte) (int, error) {
 		return ConsumeRelay(b, nil)
 	case TypeActions:
 		return ConsumeActions(b, nil)
+	case TypeForget:
+		return ConsumeForget(b, nil)
+	case TypePackedUpdates:
+		return ConsumePackedUpdates(b, nil)
 	case TypeStamp, TypeDigest: // bodies checked by ConsumeStamp, ConsumeDigest
 		return frameLen(b)
 	default:

@@ -173,15 +173,31 @@ func AppendUpdate(dst []byte, u *Update) []byte {
 	}
 	dst = binary.LittleEndian.AppendUint64(dst, u.NetworkID)
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(u.Width)<<14|uint16(len(u.Data)))
-	switch u.Width {
+	return append(appendMask(dst, u.Width, u.Mask), u.Data...)
+}
+
+// appendMask appends mask in w's width, little-endian.
+func appendMask(dst []byte, w Width, mask uint32) []byte {
+	switch w {
 	case Width8:
-		dst = append(dst, byte(u.Mask))
+		dst = append(dst, byte(mask))
 	case Width16:
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(u.Mask))
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(mask))
 	case Width32:
-		dst = binary.LittleEndian.AppendUint32(dst, u.Mask)
+		dst = binary.LittleEndian.AppendUint32(dst, mask)
 	}
-	return append(dst, u.Data...)
+	return dst
+}
+
+// mask reads a mask of width w (valid).
+func (d *decoder) mask(w Width) uint32 {
+	switch w {
+	case Width8:
+		return uint32(d.u8("mask"))
+	case Width16:
+		return uint32(d.u16("mask"))
+	}
+	return d.u32("mask")
 }
 
 func (d *decoder) update(u *Update) {
@@ -231,18 +247,11 @@ func (d *decoder) updateSlow(u *Update) {
 		return
 	}
 	w := Width(lw >> 14)
-	var mask uint32
-	switch w {
-	case Width8:
-		mask = uint32(d.u8("mask"))
-	case Width16:
-		mask = uint32(d.u16("mask"))
-	case Width32:
-		mask = d.u32("mask")
-	default:
+	if !w.Valid() {
 		d.failf(at, ErrInvalidMaskWidth, "width code %d", w)
 		return
 	}
+	mask := d.mask(w)
 	data := d.blob(uint64(lw&MaxUpdateData), "update data")
 	if d.err != nil || u == nil {
 		return

@@ -92,6 +92,16 @@ const (
 	// Actions (TRNP's PeerCommands carries RPCs only):
 	//	actionCount u32 | Action*
 	TypeActions Type = 15
+
+	// TypeForget is Forget, reliable, host → member: entities that left the
+	// member's interest, to drop without deleting them:
+	//	count u32 | networkId u64 * count
+	TypeForget Type = 16
+
+	// TypePackedUpdates is PackedUpdates, unreliable, either direction:
+	// EntityUpdates with varints (packed.go):
+	//	time uvarint | (networkId uvarint | lengthAndWidth uvarint | mask | data)*
+	TypePackedUpdates Type = 17
 )
 
 // Bounds of the type ranges.
@@ -119,6 +129,8 @@ var typeNames = [...]string{
 	TypeDigest:        "Digest",
 	TypeRelay:         "Relay",
 	TypeActions:       "Actions",
+	TypeForget:        "Forget",
+	TypePackedUpdates: "PackedUpdates",
 }
 
 // String returns the message name, "Extension(n)" for an undefined
@@ -146,5 +158,5 @@ func (t Type) IsApplication() bool { return t >= FirstApplication }
 // IsFramed reports whether t uses the extension frame (types 6–255).
 func (t Type) IsFramed() bool { return t >= FirstExtension }
 
-// Known reports whether this build defines t (0–15).
+// Known reports whether this build defines t (0–17).
 func (t Type) Known() bool { return int(t) < len(typeNames) }

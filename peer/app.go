@@ -61,6 +61,9 @@ const (
 	EventAppended
 	// EventUnset: properties of Entity were deleted (Props), by Unset here or elsewhere.
 	EventUnset
+	// EventLeftInterest: the host no longer sends this member Entity (InterestPolicy); it is
+	// dropped from the replica, not deleted, and comes back if it enters the interest again.
+	EventLeftInterest
 )
 
 func (k EventKind) String() string {
@@ -87,6 +90,8 @@ func (k EventKind) String() string {
 		return "appended"
 	case EventUnset:
 		return "unset"
+	case EventLeftInterest:
+		return "left-interest"
 	}
 	return "unknown"
 }
@@ -99,6 +104,18 @@ type Event struct {
 	Component crdt.ComponentID // EventAppended: the append set
 	Peer      PeerIndex
 	Term      Term
+}
+
+// InterestPolicy is implemented by host apps that send each member only the entities that matter
+// to it (interest management: a radius around its avatar, a room of a building). Interest reports
+// whether member follows e; it runs on the host every Config.InterestInterval for every member
+// and live entity, and for each spawn, so it must be cheap. Whatever it says, a member follows
+// the room entity and the entities it writes (its avatar, its locks), and the member signaling
+// would elect next follows everything, so that a migration loses nothing. An entity that leaves a
+// member's interest is dropped from its replica (EventLeftInterest), one that enters it arrives as
+// in a late join.
+type InterestPolicy interface {
+	Interest(w *World, member PeerIndex, e Entity) bool
 }
 
 // MessageHandler is implemented by apps that receive application messages (types 128–255, sent

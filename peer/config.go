@@ -16,8 +16,10 @@ const (
 	DefaultNetworkInterval = 50 * time.Millisecond
 	DefaultReportInterval  = time.Second
 	DefaultDigestInterval  = time.Second
-	DefaultQuietPeriod     = 300 * time.Millisecond
-	DefaultBuckets         = 256
+	// DefaultInterestInterval is Config.InterestInterval's default.
+	DefaultInterestInterval = 250 * time.Millisecond
+	DefaultQuietPeriod      = 300 * time.Millisecond
+	DefaultBuckets          = 256
 	// DefaultMaxDatagramsPerFlush bounds the unreliable datagrams sent to one remote per network
 	// interval (64 × 1200 B at 20 Hz ≈ 1.5 MB/s); what does not fit stays dirty for the next one.
 	DefaultMaxDatagramsPerFlush = 64
@@ -98,6 +100,17 @@ type Config struct {
 	QuietPeriod time.Duration
 	// Buckets is the number of digest buckets; default 256.
 	Buckets int
+	// TRNPUpdates sends property updates as TRNP's EntityUpdates (type 5) instead of the
+	// PackedUpdates extension (type 17: the same updates with varint ids, times and lengths,
+	// ~28% fewer bytes). Every Concord peer reads both; set it for a peer that speaks TRNP only.
+	// Default false.
+	TRNPUpdates bool
+	// Interest, when set, is the host's interest policy; nil uses the App's if it implements
+	// InterestPolicy, else every member follows everything.
+	Interest InterestPolicy
+	// InterestInterval is how often a host whose App is an InterestPolicy works out again what
+	// each member follows; default DefaultInterestInterval (250 ms).
+	InterestInterval time.Duration
 	// MaxDatagramsPerFlush bounds unreliable datagrams per remote per network interval; default 64.
 	MaxDatagramsPerFlush int
 	// Standby makes a synced member keep an idle standby link to the member signaling would elect
@@ -171,6 +184,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Buckets <= 0 {
 		c.Buckets = DefaultBuckets
+	}
+	if c.InterestInterval <= 0 {
+		c.InterestInterval = DefaultInterestInterval
 	}
 	if c.RedialMin <= 0 {
 		c.RedialMin = DefaultRedialMin

@@ -126,7 +126,7 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	m := signaling.Member{Index: idx, ID: signaling.NewIdentity("u", string(rune('a'+idx))), Kind: signaling.KindBot}
+	m := signaling.Member{Index: idx, ID: signaling.NewIdentity("u", string(rune('a'+idx))), Kind: signaling.KindBot, MayHost: true}
 	n.roster = append(n.roster, m)
 	for _, o := range n.peers {
 		o.members[idx] = m

@@ -48,10 +48,17 @@ type hostRole struct {
 	hc    netmsg.HostCommands
 	snap  netmsg.HostSnapshot
 	own   []uint64
-	ownAt uint64 // Replica.Changes() when own was computed
+	part  []uint64 // one member's digests when it follows part of the world
+	ownAt uint64   // Replica.Changes() when own was computed
 	arena []byte
 	out   []byte
 	upd   updater
+	// Interest management (host_interest.go): when the members' interest was last worked out,
+	// scratch for the replica's numbers, and the command payloads for members that follow
+	// everything (cmdAll) and for one that follows part (cmdPart, relayPart).
+	interestAt                 time.Time
+	numbers                    []uint16
+	cmdAll, cmdPart, relayPart []byte
 	// shared is the properties the host wrote since the last flush (entity → property mask),
 	// one change list for every member; hostMember.dirty holds each member's exceptions.
 	shared map[Entity]uint32
@@ -82,6 +89,8 @@ type hostMember struct {
 	buckets int
 	// conduct is the member's skew budget and strikes, shared with its earlier links.
 	conduct *conduct
+	// visible is the entity numbers the member follows (host_interest.go); nil: everything.
+	visible map[uint16]bool
 	// appBudget is the member's application traffic still allowed as of appAt (appAllowed).
 	appBudget float64
 	appAt     time.Time

@@ -22,15 +22,45 @@ func (h *hostRole) flushCommands() {
 	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs)+len(h.actions)+len(h.entered)+len(h.exited)+len(h.relay)+len(h.msgs) == 0 {
 		return
 	}
+	pol, _ := h.policy()
+	built := false
+	for _, hm := range h.mems {
+		if !hm.snapshotSent {
+			continue
+		}
+		if hm.visible == nil {
+			// One payload for every member that follows everything, built once.
+			if !built {
+				h.cmdAll, built = h.commandPayload(h.cmdAll[:0], nil), true
+			}
+			if len(h.cmdAll) > 0 {
+				h.env.send(hm.link, link.Reliable, h.cmdAll)
+			}
+			continue
+		}
+		entered := h.widen(hm, pol)
+		h.cmdPart = h.commandPayload(h.cmdPart[:0], hm)
+		if len(h.cmdPart) > 0 {
+			h.env.send(hm.link, link.Reliable, h.cmdPart)
+		}
+		h.enter(hm, entered)
+	}
+	h.flushMessages()
+	h.spawns, h.despawns, h.transfers, h.rpcs, h.actions = h.spawns[:0], h.despawns[:0], h.transfers[:0], nil, nil
+	h.entered, h.exited, h.relay = h.entered[:0], h.exited[:0], h.relay[:0]
+}
+
+// commandPayload appends the open batch's commands, membership changes and relayed CRDT
+// messages, as member hm follows them (nil: everything), to buf.
+func (h *hostRole) commandPayload(buf []byte, hm *hostMember) []byte {
 	w := h.w
-	buf := h.out[:0]
 	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs)+len(h.actions) > 0 {
 		stamp := w.stamp
 		if stamp == 0 {
 			stamp = w.r.Clock()
 		}
 		buf = netmsg.AppendStamp(buf, &netmsg.Stamp{Time: uint64(stamp)})
-		buf = netmsg.AppendHostCommands(buf, h.commands())
+		buf = netmsg.AppendHostCommands(buf, h.commands(hm))
 	}
 	for i := range h.entered {
 		buf = netmsg.AppendPeerEntered(buf, &netmsg.PeerEntered{Peer: h.entered[i]})
@@ -38,25 +68,20 @@ func (h *hostRole) flushCommands() {
 	for _, idx := range h.exited {
 		buf = netmsg.AppendPeerExited(buf, &netmsg.PeerExited{PeerIndex: uint64(idx)})
 	}
-	if len(h.relay) > 0 {
-		buf = netmsg.AppendCrdtBatch(buf, &netmsg.CrdtBatch{Term: uint64(w.term), Messages: h.relay})
+	relay := h.relay
+	if hm != nil && len(relay) > 0 {
+		h.relayPart = filterRelay(h.relayPart[:0], relay, hm)
+		relay = h.relayPart
 	}
-	h.out = buf
-	if len(buf) > 0 {
-		for _, hm := range h.mems {
-			if hm.snapshotSent {
-				h.env.send(hm.link, link.Reliable, buf)
-			}
-		}
+	if len(relay) > 0 {
+		buf = netmsg.AppendCrdtBatch(buf, &netmsg.CrdtBatch{Term: uint64(w.term), Messages: relay})
 	}
-	h.flushMessages()
-	h.spawns, h.despawns, h.transfers, h.rpcs, h.actions = h.spawns[:0], h.despawns[:0], h.transfers[:0], nil, nil
-	h.entered, h.exited, h.relay = h.entered[:0], h.exited[:0], h.relay[:0]
+	return buf
 }
 
-// commands fills h.hc with the open batch's spawns, despawns, transfers and RPCs. Each spawned
-// property is read from the replica once.
-func (h *hostRole) commands() *netmsg.HostCommands {
+// commands fills h.hc with the open batch's spawns, despawns, transfers and RPCs, of the entities
+// member hm follows (nil: every entity). Each spawned property is read from the replica once.
+func (h *hostRole) commands(hm *hostMember) *netmsg.HostCommands {
 	w := h.w
 	hc := &h.hc
 	hc.Spawns, hc.Despawns, hc.AuthorityTransfers = hc.Spawns[:0], hc.Despawns[:0], hc.AuthorityTransfers[:0]
@@ -66,7 +91,7 @@ func (h *hostRole) commands() *netmsg.HostCommands {
 	var vals [32][]byte
 	for _, e := range h.spawns {
 		in := w.ents[e]
-		if in == nil {
+		if in == nil || hm != nil && !hm.sees(e.Number()) {
 			continue
 		}
 		var mask uint32
@@ -86,9 +111,15 @@ func (h *hostRole) commands() *netmsg.HostCommands {
 		hc.Spawns[i].UpdateData = h.arena[spans[i].a:spans[i].b]
 	}
 	for _, e := range h.despawns {
-		hc.Despawns = append(hc.Despawns, netmsg.Despawn{NetworkID: uint64(e)})
+		if hm == nil || hm.sees(e.Number()) {
+			hc.Despawns = append(hc.Despawns, netmsg.Despawn{NetworkID: uint64(e)})
+		}
 	}
-	hc.AuthorityTransfers = append(hc.AuthorityTransfers, h.transfers...)
+	for _, t := range h.transfers {
+		if hm == nil || hm.sees(Entity(t.NetworkID).Number()) {
+			hc.AuthorityTransfers = append(hc.AuthorityTransfers, t)
+		}
+	}
 	hc.RPCs, hc.Actions = h.rpcs, h.actions
 	return hc
 }
@@ -101,6 +132,7 @@ func (h *hostRole) commands() *netmsg.HostCommands {
 // exceptions (relayed writes of other members, what an earlier flush did not send it), sent
 // through updater.send on their own after the shared datagrams.
 func (h *hostRole) flushUpdates() {
+	h.updateInterest()
 	if len(h.shared) > 0 {
 		h.flushShared()
 	}
@@ -120,6 +152,15 @@ func (h *hostRole) flushShared() {
 		if !hm.snapshotSent {
 			continue
 		}
+		if hm.visible != nil {
+			// A member that follows part of the world gets its part through its own dirty set.
+			for e, mask := range h.shared {
+				if hm.visible[e.Number()] {
+					hm.dirty[e] |= mask
+				}
+			}
+			continue
+		}
 		if !hm.link.ready {
 			orInto(hm.dirty, h.shared)
 		} else if lead == nil {
@@ -136,7 +177,7 @@ func (h *hostRole) flushShared() {
 	h.upd.send(h.roleBase, lead.link, h.shared, &rec)
 	h.out = rec
 	for _, hm := range h.mems {
-		if !hm.snapshotSent || !hm.link.ready {
+		if !hm.snapshotSent || !hm.link.ready || hm.visible != nil {
 			continue
 		}
 		if hm != lead && !h.replay(hm, rec) {
@@ -233,7 +274,7 @@ func (h *hostRole) propChanged(e Entity, prop int, origin PeerIndex) {
 		return
 	}
 	for idx, hm := range h.mems {
-		if hm.snapshotSent && idx != origin {
+		if hm.snapshotSent && idx != origin && hm.sees(e.Number()) {
 			hm.dirty[e] |= 1 << prop
 		}
 	}

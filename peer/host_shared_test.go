@@ -8,7 +8,7 @@ import (
 	"github.com/concordrtc/concord/peer/link"
 )
 
-// updatesTo collects, per destination, the EntityUpdates datagrams the host (peer 1) sends.
+// updatesTo collects, per destination, the update datagrams (PackedUpdates) the host (peer 1) sends.
 func updatesTo(n *stepNet) map[PeerIndex][][]byte {
 	got := map[PeerIndex][][]byte{}
 	n.onSend = func(from, to PeerIndex, ch link.Channel, b []byte) {
@@ -24,8 +24,8 @@ func carries(t *testing.T, dgrams [][]byte, e Entity) bool {
 	t.Helper()
 	for _, d := range dgrams {
 		var eu netmsg.EntityUpdates
-		if _, err := netmsg.ConsumeEntityUpdates(d, &eu); err != nil {
-			t.Fatalf("host sent a bad EntityUpdates: %v", err)
+		if _, err := netmsg.ConsumePackedUpdates(d, &eu); err != nil {
+			t.Fatalf("host sent a bad PackedUpdates: %v", err)
 		}
 		for _, u := range eu.Updates {
 			if Entity(u.NetworkID) == e {
@@ -110,7 +110,7 @@ func TestHostSharedChangeListLeftovers(t *testing.T) {
 	h.cfg.MaxDatagramsPerFlush = 1
 	var boxes []Entity
 	n.do(1, func(w *World) {
-		for range 400 {
+		for range 1000 {
 			e, err := w.Spawn(stepSchemaBox, nil, []byte{0, 0, 0, 0})
 			if err != nil {
 				t.Fatal(err)
@@ -140,7 +140,7 @@ func TestHostSharedChangeListLeftovers(t *testing.T) {
 		n.pump()
 	}
 	if flushes < 3 {
-		t.Errorf("400 updates went out in %d flushes of one datagram each, want ≥ 3", flushes)
+		t.Errorf("1000 updates went out in %d flushes of one datagram each, want ≥ 3", flushes)
 	}
 	for idx := PeerIndex(2); idx <= 3; idx++ {
 		if len(got[idx]) < 3 {

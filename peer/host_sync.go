@@ -20,15 +20,28 @@ import (
 func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 	w := h.w
 	n := len(dig.Digests)
-	if h.ownAt != w.r.Changes() || len(h.own) != n {
+	first := !hm.snapshotSent
+	if first {
+		if _, ok := h.policy(); ok {
+			h.ensureAvatar(hm) // where its avatar stands decides what it follows
+		}
+		hm.visible = h.interestOf(hm.link.idx, h.env.successor())
+	}
+	own := h.own
+	if hm.visible != nil {
+		// A member that follows part of the world holds that part only: compare with its digests.
+		h.part = w.r.BucketDigestsOf(n, hm.keep(), h.part[:0])
+		own = h.part
+	} else if h.ownAt != w.r.Changes() || len(h.own) != n {
 		// Between two changes of the replica every member's digest is compared with one computation.
 		h.own = w.r.BucketDigests(n, h.own[:0])
 		h.ownAt = w.r.Changes()
+		own = h.own
 	}
 	now := h.env.now()
 	var differ []int
 	for b := range n {
-		if h.own[b] == dig.Digests[b] {
+		if own[b] == dig.Digests[b] {
 			continue
 		}
 		if hm.snapshotSent && n == len(h.changed) && now.Sub(h.changed[b]) < h.cfg.QuietPeriod {
@@ -36,11 +49,10 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 		}
 		differ = append(differ, b)
 	}
-	first := !hm.snapshotSent
 	if !first && len(differ) == 0 {
 		return
 	}
-	h.sendSnapshot(hm.link, hostsnapshot.Only(n, differ...))
+	h.sendSnapshot(hm.link, hostsnapshot.Only(n, differ...), hm.keep())
 	if first {
 		hm.snapshotSent = true
 		// Relayed corrections only from a member that held an earlier host's state: a fresh
@@ -48,16 +60,22 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 		hm.acceptRelayed = hm.heldTerm != 0 && hm.heldTerm < w.term
 		hm.dirty = make(map[Entity]uint32)
 		h.entered = append(h.entered, netmsg.PeerInfo{PeerIndex: uint64(hm.link.idx), PeerID: wirePeerID(hm.info.ID)})
-		if hm.info.Kind != string(signaling.KindHost) {
-			if _, ok := w.AvatarOf(hm.link.idx); !ok {
-				h.spawnAvatar(hm.info)
-			}
-		}
+		h.ensureAvatar(hm)
 		h.log.Info().Uint64("peer", uint64(hm.link.idx)).Int("buckets", len(differ)).Msg("member synced by snapshot")
 	}
 }
 
-func (h *hostRole) sendSnapshot(r *remote, cover hostsnapshot.Cover) {
+// ensureAvatar spawns the avatar of a member that has none (a dedicated host gets none).
+func (h *hostRole) ensureAvatar(hm *hostMember) {
+	if hm.info.Kind != string(signaling.KindHost) {
+		if _, ok := h.w.AvatarOf(hm.link.idx); !ok {
+			h.spawnAvatar(hm.info)
+		}
+	}
+}
+
+// sendSnapshot sends r a HostSnapshot of the covered buckets, narrowed by keep (nil: everything).
+func (h *hostRole) sendSnapshot(r *remote, cover hostsnapshot.Cover, keep func(uint16) bool) {
 	w := h.w
 	roster := h.env.roster()
 	peers := make([]netmsg.PeerInfo, 0, len(roster))
@@ -65,7 +83,7 @@ func (h *hostRole) sendSnapshot(r *remote, cover hostsnapshot.Cover) {
 		peers = append(peers, netmsg.PeerInfo{PeerIndex: uint64(m.Index), PeerID: wirePeerID(string(m.ID))})
 	}
 	hostsnapshot.Build(&h.snap, w.r, w.schemas, hostsnapshot.Options{
-		Term: uint64(w.term), LocalPeerIndex: uint64(r.idx), HostPeerIndex: uint64(w.self), Peers: peers, Cover: cover,
+		Term: uint64(w.term), LocalPeerIndex: uint64(r.idx), HostPeerIndex: uint64(w.self), Peers: peers, Cover: cover, Keep: keep,
 	})
 	h.out = netmsg.AppendHostSnapshot(h.out[:0], &h.snap)
 	h.env.send(r, link.Reliable, h.out)
@@ -83,6 +101,11 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 	idx := hm.link.idx
 	relayed := hm.acceptRelayed
 	hm.acceptRelayed = false
+	if !hm.answered {
+		// Its answer to the sync snapshot: merged below, then it drops what it holds outside its
+		// interest (deferred: the merge may deliver what it is told to forget).
+		defer h.forgetOutside(hm)
+	}
 	hm.answered = true
 	if len(b.Messages) > maxCorrectionBytes {
 		return h.refuse(hm, RefusedBatch, fmt.Sprintf("corrections of %d bytes, more than %d", len(b.Messages), maxCorrectionBytes))

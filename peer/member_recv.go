@@ -92,6 +92,12 @@ func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
 			}
 			w.mergeRemote(&cm, w.host)
 		}
+	case netmsg.TypeForget:
+		for _, id := range in.forgt.NetworkIDs {
+			if id>>32 == 0 {
+				w.evict(Entity(id).Number())
+			}
+		}
 	case netmsg.TypeRelay:
 		m.appMessage(PeerIndex(in.relay.Peer), uint8(in.relay.AppType), in.relay.Data)
 	default:

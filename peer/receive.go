@@ -32,6 +32,7 @@ type inbox struct {
 	stamp netmsg.Stamp
 	relay netmsg.Relay
 	acts  netmsg.Actions
+	forgt netmsg.Forget
 	// app is the body of an application message (types 128–255).
 	app []byte
 	// ch is the channel the payload being walked arrived on.
@@ -57,6 +58,10 @@ func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
 		n, err = netmsg.ConsumePeerCommands(b, &in.pc)
 	case netmsg.TypeEntityUpdates:
 		n, err = netmsg.ConsumeEntityUpdates(b, &in.eu)
+	case netmsg.TypePackedUpdates:
+		// The same updates, packed: the roles handle them as EntityUpdates.
+		n, err = netmsg.ConsumePackedUpdates(b, &in.eu)
+		t = netmsg.TypeEntityUpdates
 	case netmsg.TypeFragment:
 		n, err = netmsg.ConsumeFragment(b, &in.frag)
 	case netmsg.TypeCrdtBatch:
@@ -77,6 +82,8 @@ func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
 		n, err = netmsg.ConsumeRelay(b, &in.relay)
 	case netmsg.TypeActions:
 		n, err = netmsg.ConsumeActions(b, &in.acts)
+	case netmsg.TypeForget:
+		n, err = netmsg.ConsumeForget(b, &in.forgt)
 	default:
 		if t.IsApplication() {
 			_, in.app, n, err = netmsg.ConsumeExt(b)

@@ -35,6 +35,8 @@ type env interface {
 	memberSynced()
 	// fail ends Run with err after the current step.
 	fail(err error)
+	// successor is the member signaling would elect if this peer (the host) went away, 0 if none.
+	successor() PeerIndex
 }
 
 // roleBase is what both roles share: the world and the peer's settings, logger, app and counters.

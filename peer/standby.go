@@ -8,17 +8,7 @@ import "github.com/concordrtc/concord/signaling"
 func (p *Peer) updateStandby() {
 	target := PeerIndex(0)
 	if p.cfg.Standby && p.member != nil && p.member.synced {
-		cands := make([]signaling.Candidate, 0, len(p.members))
-		for _, m := range p.members {
-			if m.Index != p.w.host {
-				c := m.Candidate()
-				if m.Index == p.w.self {
-					c.Synced = true // the server announces other members' sync, not our own
-				}
-				cands = append(cands, c)
-			}
-		}
-		if next, ok := signaling.Elect(cands, p.pinned); ok && next != p.w.self {
+		if next := p.electWithout(p.w.host); next != p.w.self {
 			target = next
 		}
 	}
@@ -33,3 +23,22 @@ func (p *Peer) updateStandby() {
 	}
 	p.standby = p.dial(target)
 }
+
+// electWithout returns the member signaling would elect if member gone left, by the server's own
+// election function over what this peer knows of the room; 0 if none.
+func (p *Peer) electWithout(gone PeerIndex) PeerIndex {
+	cands := make([]signaling.Candidate, 0, len(p.members))
+	for _, m := range p.members {
+		if m.Index != gone {
+			c := m.Candidate()
+			if m.Index == p.w.self {
+				c.Synced = true // the server announces other members' sync, not our own
+			}
+			cands = append(cands, c)
+		}
+	}
+	next, _ := signaling.Elect(cands, p.pinned)
+	return next
+}
+
+func (p *Peer) successor() PeerIndex { return p.electWithout(p.w.self) }

@@ -30,10 +30,22 @@ type updater struct {
 	refs  [][]byte // property values, aliasing the replica for the duration of one send
 	dgram []byte
 	vals  []byte
+	// The two encodings of updates (Config.TRNPUpdates chooses), kept here so that a send
+	// allocates neither.
+	packed netmsg.PackedUpdatesWriter
+	plain  netmsg.EntityUpdatesWriter
 }
 
-// send turns dirty (entity → property mask) into ≤ 1200-byte datagrams, one EntityUpdates per
-// timestamp (a relayed value keeps its author's stamp), and clears what it sent. Each property
+// updatesWriter is netmsg's PackedUpdatesWriter or EntityUpdatesWriter.
+type updatesWriter interface {
+	Reset(dst []byte, time uint64, limit int) bool
+	Add(u *netmsg.Update) bool
+	Bytes() []byte
+	Count() int
+}
+
+// send turns dirty (entity → property mask) into ≤ MaxDatagram datagrams, one PackedUpdates (or
+// with Config.TRNPUpdates, one EntityUpdates) per timestamp (a relayed value keeps its author's stamp), and clears what it sent. Each property
 // is read from the replica once. At most MaxDatagramsPerFlush datagrams go out; the rest stays
 // dirty. A lost datagram is healed by the digest exchange (anti-entropy). When rec is not nil,
 // every datagram sent is appended to *rec as a u16 length and its bytes.
@@ -87,7 +99,10 @@ func (u *updater) send(b roleBase, r *remote, dirty map[Entity]uint32, rec *[]by
 	u.items, u.refs = items, refs
 	defer clear(u.refs) // do not keep the replica's values reachable
 
-	var wr netmsg.EntityUpdatesWriter
+	var wr updatesWriter = &u.packed
+	if b.cfg.TRNPUpdates {
+		wr = &u.plain
+	}
 	dgram := u.dgram[:0]
 	open := false
 	var cur crdt.Timestamp

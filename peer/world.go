@@ -504,6 +504,18 @@ func (w *World) index(e Entity, origin PeerIndex) {
 	}
 }
 
+// evict drops entity number n from the replica and the index without deleting it: the host no
+// longer sends it to this member (InterestPolicy).
+func (w *World) evict(n uint16) {
+	if e, ok := w.byNumber[n]; ok {
+		delete(w.ents, e)
+		delete(w.byNumber, n)
+		w.events = append(w.events, Event{Kind: EventLeftInterest, Entity: e})
+		w.sink.despawned(e, w.host)
+	}
+	w.r.Forget(n)
+}
+
 func (w *World) forget(e Entity, origin PeerIndex) {
 	delete(w.ents, e)
 	if w.byNumber[e.Number()] == e {

@@ -39,6 +39,7 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	var o bench.FanoutOptions
 	fs.IntVar(&o.Bots, "n", 8, "number of bot peers receiving the host's updates")
 	fs.IntVar(&o.Entities, "m", 100, "number of entities the host moves every tick")
+	fs.IntVar(&o.Interest, "interest", 0, "entities each bot follows (the host's interest management); 0: all")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time of each phase")
 	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "time each phase runs before it is measured")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the Concord phase's measured window to this file (of this process: the bots, or the bots and the host with -host-in-process)")
@@ -51,6 +52,9 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if err := o.Validate(); err != nil {
 		return usageError{err}
+	}
+	if o.Interest > 0 && *inProcess {
+		return usageError{errors.New("-interest needs the host in a process of its own (no -host-in-process)")}
 	}
 	if *hostProfile != "" && *inProcess {
 		return usageError{errors.New("-host-cpuprofile needs the host in a process of its own (no -host-in-process)")}
@@ -128,6 +132,7 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	fs.StringVar(&o.Server, "server", "http://127.0.0.1:7880", "signaling server URL")
 	fs.IntVar(&o.Entities, "entities", 10000, "entities to spawn in an empty world")
 	fs.IntVar(&o.Moving, "moving", 100, "entities moved every tick")
+	fs.IntVar(&o.Interest, "interest", 0, "entities each member follows (interest management); 0: all")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process to this file (written when it stops: SIGINT, SIGTERM or the end of standard input, not SIGKILL)")
 	exitOnEOF := fs.Bool("exit-on-stdin-eof", false, "stop when standard input ends (the benchmark that started this process is gone)")
 	wireStats := fs.Bool("wire-stats", false, "count the host's UDP packets and print the counts on standard output every 100 ms")

@@ -41,6 +41,9 @@ type serveOptions struct {
 	room          string
 	dedicatedHost bool
 	secret        string
+	// interestRadius: the dedicated arena hosts send each member what is within this many
+	// millimetres of its avatar (0: everything).
+	interestRadius int
 	// data is the durable data directory (internal/durable); "" keeps rooms in memory only.
 	data string
 	// scenes seed rooms that have no checkpoint from main.crdt files; each gets a dedicated host.
@@ -171,6 +174,9 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if o.interestRadius < 0 {
+		return nil, usageError{fmt.Errorf("--interest-radius %d: want a distance in millimetres ≥ 0", o.interestRadius)}
 	}
 	origins, err := newOriginPolicy(o.origins)
 	if err != nil {
@@ -366,6 +372,9 @@ func dedicatedHostConfig(log zerolog.Logger, o serveOptions, room signaling.Room
 	}
 	hl := log.With().Str("component", "host").Logger()
 	cfg := peer.Config{Room: string(room), User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl}
+	if o.interestRadius > 0 {
+		cfg.Interest = arena.RadiusInterest{Radius: o.interestRadius}
+	}
 	return cfg, nw.config(hl, &cfg)
 }
 
@@ -585,6 +594,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	var o serveOptions
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /metrics, /healthz)")
 	fs.BoolVar(&o.dedicatedHost, "dedicated-host", true, "run a dedicated host for --room in this process")
+	fs.IntVar(&o.interestRadius, "interest-radius", 0, "the dedicated hosts send each member only the avatars and boxes within this many millimetres of its avatar (interest management; 0: everything)")
 	fs.StringVar(&o.data, "data", "./concord-data", `durable data directory: rooms keep their world across restarts (embedded JetStream); "" keeps rooms in memory only`)
 	fs.Func("scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, and run a dedicated host for ROOM (repeatable; with --udp, hosts after the first take an ephemeral port on its address)", func(v string) error {
 		room, file, ok := strings.Cut(v, "=")

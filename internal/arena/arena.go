@@ -378,3 +378,27 @@ func nearest(w *peer.World, pos Vec) (peer.Entity, bool) {
 	}
 	return best, bestD < math.Inf(1)
 }
+
+// RadiusInterest is an interest policy for the arena (peer.Config.Interest): a member follows the
+// avatars and boxes within Radius millimetres of its own avatar (the room entity and its own
+// entities always). A member without an avatar yet follows nothing else.
+type RadiusInterest struct {
+	Radius int
+}
+
+// Interest implements peer.InterestPolicy.
+func (ri RadiusInterest) Interest(w *peer.World, member peer.PeerIndex, e peer.Entity) bool {
+	me, ok := w.AvatarOf(member)
+	if !ok {
+		return false
+	}
+	mv, _ := w.Get(me, AvatarPos)
+	ev, ok := w.Get(e, AvatarPos) // BoxPos is property 0 too
+	if !ok {
+		return false
+	}
+	a, b := ParseVec(mv), ParseVec(ev)
+	dx, dy := int64(a.X-b.X), int64(a.Y-b.Y)
+	r := int64(ri.Radius)
+	return dx*dx+dy*dy <= r*r
+}

@@ -43,6 +43,20 @@ func appendPos(dst []byte, x, y float64) []byte {
 	return schema.AppendQuantized(schema.AppendQuantized(dst, posEncoding, x), posEncoding, y)
 }
 
+// windowInterest is the bench's interest policy: member p follows the `follow` movers from mover
+// p·follow on (wrapping), an explicit entity set as a game would give each player its
+// surroundings. Movers are spawned in order from peer.FirstSpawnNumber.
+type windowInterest struct{ follow, movers int }
+
+func (wi windowInterest) Interest(_ *peer.World, member peer.PeerIndex, e peer.Entity) bool {
+	i := int(e.Number()) - int(peer.FirstSpawnNumber)
+	if i < 0 || i >= wi.movers {
+		return false
+	}
+	start := int(member) * wi.follow % wi.movers
+	return (i-start+wi.movers)%wi.movers < wi.follow
+}
+
 // probe is what a bot's app records for the driver. The atomics may be read from any goroutine;
 // hist and seen belong to the peer's loop (read them through Peer.Do or after Run returned).
 type probe struct {

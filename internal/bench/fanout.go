@@ -19,8 +19,11 @@ import (
 
 // FanoutOptions configures Fanout. Every field must be set (Validate says how).
 type FanoutOptions struct {
-	Bots     int           // bot peers receiving the host's updates
-	Entities int           // entities the host moves every tick
+	Bots     int // bot peers receiving the host's updates
+	Entities int // entities the host moves every tick
+	// Interest is how many of them each bot follows (the host's interest management; the host
+	// process applies it, so it needs HostCommand); 0: all.
+	Interest int
 	Duration time.Duration // measured time of each phase
 	Warmup   time.Duration // time each phase runs before it is measured
 	// CPUProfile, when not empty, is the file that receives a CPU profile of the Concord phase's
@@ -40,8 +43,9 @@ type FanoutOptions struct {
 // Validate checks the options against the package's bounds.
 func (o FanoutOptions) Validate() error {
 	if o.Bots < 1 || o.Bots > MaxBots || o.Entities < 1 || o.Entities > MaxEntities ||
-		o.Duration <= 0 || o.Duration > MaxDuration || o.Warmup < 0 || o.Warmup > MaxDuration {
-		return fmt.Errorf("want 1 ≤ -n ≤ %d, 1 ≤ -m ≤ %d, 0 < -duration ≤ %v, 0 ≤ -warmup ≤ %v",
+		o.Duration <= 0 || o.Duration > MaxDuration || o.Warmup < 0 || o.Warmup > MaxDuration ||
+		o.Interest < 0 {
+		return fmt.Errorf("want 1 ≤ -n ≤ %d, 1 ≤ -m ≤ %d, 0 < -duration ≤ %v, 0 ≤ -warmup ≤ %v, -interest ≥ 0",
 			MaxBots, MaxEntities, MaxDuration, MaxDuration)
 	}
 	return nil
@@ -95,6 +99,9 @@ func Fanout(ctx context.Context, o FanoutOptions, log zerolog.Logger, progress i
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if o.Interest > 0 && o.HostCommand == nil {
+		return nil, errors.New("bench: -interest needs the host in a process of its own")
+	}
 	res := &FanoutResult{opts: o}
 	fmt.Fprintf(progress, "fanout: concord phase, %d bots, %d entities, %v warm-up + %v measured\n", o.Bots, o.Entities, o.Warmup, o.Duration)
 	c, err := concordPhase(ctx, o, log)
@@ -123,8 +130,12 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 	var hp *hostProc
 	if o.HostCommand != nil {
 		wl := &wireLines{rest: io.Discard}
-		if hp, err = startBenchHost(o.HostCommand([]string{"-server", sig.url, "-entities", fmt.Sprint(o.Entities),
-			"-moving", "0", "-exit-on-stdin-eof", "-wire-stats", "-log-level", "warn"}), wl); err != nil {
+		args := []string{"-server", sig.url, "-entities", fmt.Sprint(o.Entities),
+			"-moving", "0", "-exit-on-stdin-eof", "-wire-stats", "-log-level", "warn"}
+		if o.Interest > 0 {
+			args = append(args, "-interest", fmt.Sprint(o.Interest))
+		}
+		if hp, err = startBenchHost(o.HostCommand(args), wl); err != nil {
 			return nil, err
 		}
 		defer hp.stop(10 * time.Second) // gracefully: a -cpuprofile is written when the host stops

@@ -22,6 +22,7 @@ type HostOptions struct {
 	Device   string // device part of the host's identity; "" for none
 	Entities int    // entities to spawn in an empty world
 	Moving   int    // entities moved every tick; 0 moves all
+	Interest int    // entities each member follows (windowInterest); 0: all
 	// CPUProfile, when not empty, is the file that receives a CPU profile of the whole run.
 	CPUProfile string
 	// WireOut, when not nil, receives the host's UDP packet counts and the unreliable datagrams
@@ -32,8 +33,8 @@ type HostOptions struct {
 
 // Validate checks the options against the package's bounds.
 func (o HostOptions) Validate() error {
-	if o.Entities < 0 || o.Entities > MaxEntities || o.Moving < 0 {
-		return fmt.Errorf("want 0 ≤ -entities ≤ %d and -moving ≥ 0", MaxEntities)
+	if o.Entities < 0 || o.Entities > MaxEntities || o.Moving < 0 || o.Interest < 0 {
+		return fmt.Errorf("want 0 ≤ -entities ≤ %d, -moving ≥ 0 and -interest ≥ 0", MaxEntities)
 	}
 	return nil
 }
@@ -62,11 +63,15 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 		return err
 	}
 	defer api.Close()
-	p, err := peer.New(peer.Config{
+	pc := peer.Config{
 		Server: o.Server, Room: room, User: hostUser, Device: o.Device,
 		Kind: signaling.KindHost, App: &app{entities: o.Entities, moving: o.Moving},
 		Transport: peer.PionTransport{API: api}, Logger: log,
-	})
+	}
+	if o.Interest > 0 && o.Entities > 0 {
+		pc.Interest = windowInterest{follow: min(o.Interest, o.Entities), movers: o.Entities}
+	}
+	p, err := peer.New(pc)
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,21 @@ func (r *FanoutResult) Print(w io.Writer) {
 	o := r.opts
 	fmt.Fprintf(w, "concord bench fanout: 1 host + %d bots, %d entities moved every %v tick, %v measured per phase after %v warm-up, GOMAXPROCS %d, %d CPUs\n",
 		o.Bots, o.Entities, tick, o.Duration, o.Warmup, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	if o.Interest > 0 {
+		fmt.Fprintf(w, "interest management: each bot follows %d of the entities (the raw pion phase sends them all)\n", min(o.Interest, o.Entities))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tCPU %1core\thost in B/s\thost out B/s\tbot in B/s\tbot out B/s\tdgrams/s/bot\tB/dgram\thost drops/s\tupdates/s/bot\tdelivered\tlatency p50\tp99\t≥40ms\t")
-	want := float64(o.Entities) * float64(time.Second/tick)
+	// What a bot should receive: the entities it follows (concord) or all of them (raw pion).
+	follows := o.Entities
+	if o.Interest > 0 {
+		follows = min(o.Interest, o.Entities)
+	}
 	row := func(name string, p *phase) {
+		want := float64(follows) * float64(time.Second/tick)
+		if p == &r.raw {
+			want = float64(o.Entities) * float64(time.Second/tick)
+		}
 		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f%%\t%v\t%v\t%.1f%%\t\n", name, p.cpuPercent(),
 			p.hostIn, p.hostOut, p.botIn, p.botOut, p.dgrams, p.dgramLen, p.dropped, p.updates, 100*p.updates/want,
 			p.lat.quantile(0.5).Round(time.Microsecond), p.lat.quantile(0.99).Round(time.Microsecond), 100*p.lat.above(40*time.Millisecond))

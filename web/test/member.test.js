@@ -363,3 +363,42 @@ test('an idle member backs off its digests to one every DIGEST_MAX_GAP intervals
     stop(room);
   }
 });
+
+test('a Forget drops entities from the member\'s replica without deleting them; a later snapshot brings them back', () => {
+  const room = newRoom();
+  try {
+    const m = room.member;
+    const events = [];
+    m.onEvent((ev) => events.push(ev));
+    const forget = netmsg.encode({ type: Type.Forget, networkIds: [BigInt(room.box)] });
+    m.step(() => m.linkMessage(room.link1, RELIABLE, forget));
+    assert.equal(m.w.exists(room.box), false, 'the box left the index');
+    assert.equal(m.w.r.get(room.box, SCHEMAS[1].properties[BOX_POS].component), undefined, 'and the replica');
+    assert.equal(m.w.r.entityDeleted(room.box), false, 'it was not deleted');
+    assert.ok(events.some((ev) => ev.kind === 'left-interest' && ev.entity === room.box), 'left-interest event');
+    assert.notEqual(m.w.r.hash(), room.host.w.r.hash());
+    // The browser host follows no interest: the member's next digest differs, and the host's
+    // snapshot brings the box back as new (no quiet period: the box's bucket changed just now).
+    room.host.opts.quietMs = 0;
+    m.step(() => m.member.sendDigest());
+    pump(room);
+    assert.equal(m.w.exists(room.box), true, 'the box is back');
+    assert.equal(m.w.r.hash(), room.host.w.r.hash());
+  } finally {
+    stop(room);
+  }
+});
+
+test('a member merges PackedUpdates (a Go host\'s updates) as it merges EntityUpdates', () => {
+  const room = newRoom();
+  try {
+    const p = { x: 4321, y: 1234 };
+    const u = { networkId: BigInt(room.box), maskBits: netmsg.maskWidth(2), mask: 1 << BOX_POS, data: encodeVec(p) };
+    const packed = netmsg.encode({ type: Type.PackedUpdates, time: BigInt(room.member.w.clock + 10), updates: [u] });
+    const plain = boxUpdate(room, p);
+    assert.ok(packed.length < plain.length, `packed ${packed.length} bytes, plain ${plain.length}`);
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, packed, p), { moved: true, refused: 0 });
+  } finally {
+    stop(room);
+  }
+});

@@ -8,13 +8,13 @@ const DIR = 'testdata/netmsg';
 
 const U64 = new Set([
   'hostTime', 'localPeerIndex', 'hostPeerIndex', 'peerIndex', 'networkId', 'newAuthorIndex',
-  'time', 'term', 'nonce', 'sendTime', 'echoTime', 'schemaFingerprint', 'peer',
+  'time', 'term', 'nonce', 'sendTime', 'echoTime', 'schemaFingerprint', 'peer', 'networkIds',
 ]);
 const BYTES = new Set(['creationData', 'updateData', 'hostState', 'data', 'chunk', 'messages', 'body']);
 
 /** Converts golden-vector JSON fields into codec values (u64 → BigInt, hex → bytes). */
 function fromJSON(v, key) {
-  if (Array.isArray(v)) return v.map((x) => fromJSON(x));
+  if (Array.isArray(v)) return v.map((x) => fromJSON(x, key));
   if (v !== null && typeof v === 'object') {
     const o = {};
     for (const [k, x] of Object.entries(v)) o[k] = fromJSON(x, k);
@@ -63,6 +63,8 @@ const MESSAGE_FILES = {
   'hello.json': 11,
   'relay.json': 14,
   'actions.json': 15,
+  'forget.json': 16,
+  'packed_updates.json': 17,
 };
 const OTHER_FILES = ['ext.json', 'payload.json', 'invalid.json', 'fragmentation.json', 'mask_width.json'];
 

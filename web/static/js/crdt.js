@@ -629,6 +629,31 @@ export class Replica {
   }
 
   /**
+   * Drops everything the replica holds of entity number n — its live version and its deleted
+   * version — as if it had never heard of it (Go's Replica.Forget): nothing is left to merge or
+   * to spread. A member forgets the numbers that leave its interest. Reports whether anything was
+   * dropped.
+   * @param {number} n
+   * @returns {boolean}
+   */
+  forget(n) {
+    let dropped = false;
+    if (this.#deleted.delete(n)) {
+      this.#delOrder = null;
+      dropped = true;
+    }
+    const rec = this.#nums.get(n);
+    if (rec !== undefined) {
+      this.#lwwCount -= rec.lww.size;
+      this.#nums.delete(n);
+      this.#numOrder = null;
+      dropped = true;
+    }
+    if (dropped) this.#changed(n);
+    return dropped;
+  }
+
+  /**
    * Returns the record of e, creating it (e was admitted, so no other version is live).
    * @param {number} e
    */

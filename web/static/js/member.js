@@ -268,6 +268,7 @@ export class MemberRole {
         w.events.push({ kind: Ev.PeerExited, peer: Number(m.peerIndex) });
         break;
       case Type.EntityUpdates:
+      case Type.PackedUpdates: // the same updates, packed (a Go peer's)
         if (!this.hostStampOK(m.time)) return;
         p.applyUpdates(m, w.host, () => true);
         break;
@@ -282,6 +283,10 @@ export class MemberRole {
         break;
       case Type.Relay:
         this.appMessage(Number(m.peer), m.appType, m.data);
+        break;
+      case Type.Forget:
+        // Entities that left this member's interest (a Go host's InterestPolicy): dropped, not deleted.
+        for (const id of m.networkIds) if (id >> 32n === 0n) w.evict(Number(id) & 0xffff);
         break;
       default:
         if (m.type >= netmsg.FIRST_APPLICATION) {

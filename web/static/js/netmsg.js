@@ -26,6 +26,8 @@ export const Type = Object.freeze({
   Digest: 13,
   Relay: 14,
   Actions: 15,
+  Forget: 16,
+  PackedUpdates: 17,
 });
 
 const TYPE_NAMES = Object.keys(Type);
@@ -76,7 +78,7 @@ export function typeName(t) {
 }
 
 /**
- * Reports whether this build defines message type t (0–15).
+ * Reports whether this build defines message type t (0–17).
  * @param {number} t
  * @returns {boolean}
  */
@@ -152,6 +154,7 @@ class Cursor {
    * @param {number} at
    * @param {string} code
    * @param {string} detail
+   * @returns {never}
    */
   fail(at, code, detail) {
     throw new ProtocolError(code, at, `netmsg: protocol error in ${typeName(this.t)} at offset ${at}: ${code}: ${detail}`, this.t);
@@ -256,25 +259,57 @@ class Cursor {
     return { type, data };
   }
 
+  /**
+   * An unsigned LEB128 varint in its shortest form, as a BigInt.
+   * @param {string} what
+   * @returns {bigint}
+   */
+  uvarint(what) {
+    const start = this.off;
+    let v = 0n;
+    let shift = 0n;
+    for (let i = 0; ; i++) {
+      if (this.off >= this.end) this.fail(start, 'short_buffer', `${what}: varint runs past the end`);
+      const b = this.b[this.off++];
+      if (i === 9 && b > 1) this.fail(start, 'body_length', `${what}: varint overflows 64 bits`);
+      v |= BigInt(b & 0x7f) << shift;
+      shift += 7n;
+      if (b < 0x80) {
+        if (b === 0 && i > 0) this.fail(start, 'body_length', `${what}: varint not in its shortest form`);
+        return v;
+      }
+    }
+  }
+
+  /**
+   * A mask of width code (0: u8, 1: u16, 2: u32; anything else fails at offset at).
+   * @param {number} code
+   * @param {number} at
+   * @returns {{mask: number, maskBits: number}}
+   */
+  mask(code, at) {
+    if (code === 0) return { mask: this.u8('mask'), maskBits: 8 };
+    if (code === 1) return { mask: this.u16('mask'), maskBits: 16 };
+    if (code === 2) return { mask: this.u32('mask'), maskBits: 32 };
+    return this.fail(at, 'invalid_mask_width', `width code ${code}`);
+  }
+
+  /** One Update of a PackedUpdates body (netmsg/packed.go). */
+  packedUpdate() {
+    const networkId = this.uvarint('network id');
+    const at = this.off;
+    const lw = this.uvarint('length and width');
+    const { mask, maskBits } = this.mask(Number(lw & 3n), at);
+    if (lw >> 2n > BigInt(MAX_UPDATE_DATA)) this.fail(at, 'too_large', `update data of ${lw >> 2n} bytes, more than ${MAX_UPDATE_DATA}`);
+    const data = this.blob(Number(lw >> 2n), 'update data');
+    return { networkId, maskBits, mask, data };
+  }
+
   update() {
     const networkId = this.u64('network id');
     const at = this.off;
     const lw = this.u16('length and width');
-    const code = lw >> 14;
-    let mask;
-    let maskBits;
-    if (code === 0) {
-      maskBits = 8;
-      mask = this.u8('mask');
-    } else if (code === 1) {
-      maskBits = 16;
-      mask = this.u16('mask');
-    } else if (code === 2) {
-      maskBits = 32;
-      mask = this.u32('mask');
-    } else {
-      this.fail(at, 'invalid_mask_width', `width code ${code}`);
-    }
+    const { mask, maskBits } = this.mask(lw >> 14, at);
     const data = this.blob(lw & MAX_UPDATE_DATA, 'update data');
     return { networkId, maskBits, mask, data };
   }
@@ -449,6 +484,23 @@ function decodeAt(c, start) {
       const appType = c.u8('application type');
       if (appType < FIRST_APPLICATION) c.fail(at, 'wrong_type', `relayed type ${appType} is not an application type (128–255)`);
       msg = { type: t, peer, appType, data: c.blob(c.end - c.off, 'data') };
+      break;
+    }
+    case Type.PackedUpdates: {
+      c.checkBody(start, n, 1, false);
+      const time = c.uvarint('time');
+      const updates = [];
+      while (c.off < c.end) updates.push(c.packedUpdate());
+      msg = { type: t, time, updates };
+      break;
+    }
+    case Type.Forget: {
+      c.checkBody(start, n, 4, false);
+      const count = c.count('network id count', 8);
+      if (n !== 4 + 8 * count) c.fail(start + 1, 'body_length', `Forget body of ${n} bytes for ${count} network ids`);
+      const networkIds = [];
+      for (let i = 0; i < count; i++) networkIds.push(c.u64('network id'));
+      msg = { type: t, networkIds };
       break;
     }
     case Type.Actions: {
@@ -656,6 +708,20 @@ class Writer {
     this.grow(8);
     this.dv.setBigUint64(this.len, toU64(v, what), true);
     this.len += 8;
+  }
+
+  /**
+   * An unsigned LEB128 varint in its shortest form.
+   * @param {bigint | number} v
+   * @param {string} what
+   */
+  uvarint(v, what) {
+    let x = toU64(v, what);
+    do {
+      const b = Number(x & 0x7fn);
+      x >>= 7n;
+      this.u8(x > 0n ? b | 0x80 : b);
+    } while (x > 0n);
   }
 
   /**
@@ -933,6 +999,22 @@ function writeMessage(w, m) {
       break;
     case Type.Actions:
       for (const x of w.count(m.actions, 'action count')) writeCall(w, x);
+      break;
+    case Type.Forget:
+      for (const id of w.count(m.networkIds, 'network id count')) w.u64(id, 'network id');
+      break;
+    case Type.PackedUpdates:
+      w.uvarint(m.time, 'time');
+      for (const u of m.updates ?? []) {
+        const data = updateCheck(u);
+        const code = u.maskBits === 8 ? 0 : u.maskBits === 16 ? 1 : 2;
+        w.uvarint(u.networkId, 'network id');
+        w.uvarint((BigInt(data.length) << 2n) | BigInt(code), 'length and width');
+        if (code === 0) w.u8(u.mask);
+        else if (code === 1) w.u16(u.mask);
+        else w.u32(u.mask, 'mask');
+        w.bytes(data);
+      }
       break;
     case Type.Digest: {
       const d = m.digests ?? [];

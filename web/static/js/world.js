@@ -45,6 +45,7 @@ export const Ev = Object.freeze({
   Spawned: 'spawned', Updated: 'updated', Despawned: 'despawned', Authority: 'authority',
   PeerEntered: 'peer-entered', PeerExited: 'peer-exited', HostChanged: 'host-changed',
   Migrating: 'migrating', Synced: 'synced', Appended: 'appended', Unset: 'unset',
+  LeftInterest: 'left-interest',
 });
 
 /** Addresses an application message to every member of the room but its sender. */
@@ -502,6 +503,22 @@ export class World {
       this.events.push({ kind: Ev.Spawned, entity: e });
       this.sink.spawned(e, origin);
     }
+  }
+
+  /**
+   * Drops entity number n from the replica and the index without deleting it: the host no longer
+   * sends it to this member (its interest management).
+   * @param {number} n
+   */
+  evict(n) {
+    const e = this.byNumber.get(n);
+    if (e !== undefined) {
+      this.ents.delete(e);
+      this.byNumber.delete(n);
+      this.events.push({ kind: Ev.LeftInterest, entity: e });
+      this.sink.despawned(e, this.host);
+    }
+    this.r.forget(n);
   }
 
   /**

@@ -1,0 +1,72 @@
+package crdt
+
+import "slices"
+
+// Partial replicas. A member that replicates only part of a world (the host's interest
+// management) holds every message of the entity numbers it is given and nothing of the others:
+// Forget drops a number it no longer follows, and the digests and states it exchanges are those
+// of the numbers it keeps.
+
+// Forget drops everything the replica holds of entity number n — its live version's entries and
+// append values and its deleted version — as if it had never heard of it. Unlike a deletion it
+// leaves nothing behind to merge or to spread: a later message about n is merged as new. It
+// reports whether anything was dropped.
+func (r *Replica) Forget(n uint16) bool {
+	dropped := false
+	if p := r.del[n>>8]; p != nil && p[n&0xff] != 0 {
+		p[n&0xff] = 0
+		r.nDeleted--
+		dropped = true
+	}
+	if rec := r.nums[n]; rec != nil {
+		r.dropLive(n, rec)
+		dropped = true
+	}
+	if dropped {
+		r.changed(n)
+	}
+	return dropped
+}
+
+// BucketDigestsOf is BucketDigests over the entity numbers keep accepts: the digests a replica
+// holding only those numbers would compute (keep is called once per number that holds state; nil
+// keeps every number).
+func (r *Replica) BucketDigestsOf(buckets int, keep func(n uint16) bool, dst []uint64) []uint64 {
+	if buckets < 1 {
+		buckets = 1
+	}
+	r.refreshSums()
+	start := len(dst)
+	for range buckets {
+		dst = append(dst, 0)
+	}
+	d := dst[start:]
+	for pi, page := range &r.sums {
+		if page == nil {
+			continue
+		}
+		for j, s := range page {
+			if n := uint16(pi<<8 | j); s != 0 && (keep == nil || keep(n)) {
+				d[int(n)%buckets] += s
+			}
+		}
+	}
+	return dst
+}
+
+// Numbers appends, in ascending order, every entity number the replica holds anything of (a
+// live version's entries or a deleted version).
+func (r *Replica) Numbers(dst []uint16) []uint16 {
+	start := len(dst)
+	for n := range r.nums {
+		dst = append(dst, n)
+	}
+	r.RangeDeleted(func(n, _ uint16) bool {
+		if r.nums[n] == nil {
+			dst = append(dst, n)
+		}
+		return true
+	})
+	slices.Sort(dst[start:])
+	return dst
+}

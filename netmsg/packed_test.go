@@ -1,0 +1,59 @@
+package netmsg
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestPackedUpdatesWriter fills datagrams as EntityUpdatesWriter does: never past the limit, every
+// update decoded back, no allocation once the buffers are warm, and fewer bytes than EntityUpdates
+// for the same updates.
+func TestPackedUpdatesWriter(t *testing.T) {
+	ups := make([]Update, 300)
+	for i := range ups {
+		ups[i] = Update{NetworkID: uint64(512 + i), Width: Width8, Mask: 0x03, Data: pattern(14, byte(i))}
+	}
+	var pw PackedUpdatesWriter
+	var ew EntityUpdatesWriter
+	buf, ebuf := make([]byte, 0, MaxDatagram), make([]byte, 0, MaxDatagram)
+	var got []Update
+	packed, plain := 0, 0
+	fill := func() {
+		pw.Reset(buf[:0], 1234, MaxDatagram)
+		ew.Reset(ebuf[:0], 1234, MaxDatagram)
+		for i := range ups {
+			if !pw.Add(&ups[i]) {
+				break
+			}
+		}
+		for i := range ups {
+			if !ew.Add(&ups[i]) {
+				break
+			}
+		}
+	}
+	fill()
+	if pw.Len() > MaxDatagram || pw.Count() == 0 {
+		t.Fatalf("packed datagram of %d bytes, %d updates", pw.Len(), pw.Count())
+	}
+	var m EntityUpdates
+	n, err := ConsumePackedUpdates(pw.Bytes(), &m)
+	if err != nil || n != pw.Len() || m.Time != 1234 {
+		t.Fatalf("decode: n=%d err=%v time=%d", n, err, m.Time)
+	}
+	got = m.Updates
+	if !reflect.DeepEqual(got, ups[:pw.Count()]) {
+		t.Fatal("decoded updates differ")
+	}
+	packed, plain = pw.Count(), ew.Count()
+	if packed <= plain {
+		t.Fatalf("a datagram holds %d packed updates, %d plain", packed, plain)
+	}
+	t.Logf("updates per %d-byte datagram: %d packed, %d EntityUpdates", MaxDatagram, packed, plain)
+	if a := testing.AllocsPerRun(100, func() {
+		fill()
+		_, _ = ConsumePackedUpdates(pw.Bytes(), &m)
+	}); a != 0 {
+		t.Errorf("%v allocations per datagram", a)
+	}
+}

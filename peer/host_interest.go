@@ -1,0 +1,204 @@
+package peer
+
+import (
+	"github.com/concordrtc/concord/authority"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/hostsnapshot"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// Interest management (InterestPolicy, docs/protocol.md §5 "Interest"): the host sends each
+// member the entities it follows and nothing else. hostMember.visible holds the entity numbers a
+// member follows; nil means everything (no policy, or the member signaling would elect next,
+// which keeps a whole replica so that a migration loses nothing). Everything the host sends a
+// member passes through it: updates, commands, relayed CRDT messages, digests and snapshots.
+
+// policy returns the host's interest policy (Config.Interest, else the app's), if it has one.
+func (h *hostRole) policy() (InterestPolicy, bool) {
+	if h.cfg.Interest != nil {
+		return h.cfg.Interest, true
+	}
+	p, ok := h.app.(InterestPolicy)
+	return p, ok
+}
+
+// follows reports whether member idx follows e: the room entity and what idx writes always, the
+// rest as the policy says.
+func (h *hostRole) follows(pol InterestPolicy, idx PeerIndex, e Entity) bool {
+	if e == RoomEntity {
+		return true
+	}
+	if in := h.w.ents[e]; in != nil && in.auth.Kind != authority.KindHost && in.auth.Peer == idx {
+		return true
+	}
+	return pol.Interest(h.w, idx, e)
+}
+
+// interestOf works out what member idx follows now: nil for everything.
+func (h *hostRole) interestOf(idx, successor PeerIndex) map[uint16]bool {
+	pol, ok := h.policy()
+	if !ok || idx == successor {
+		return nil
+	}
+	vis := make(map[uint16]bool)
+	for e := range h.w.ents {
+		if h.follows(pol, idx, e) {
+			vis[e.Number()] = true
+		}
+	}
+	return vis
+}
+
+// sees reports whether member hm is sent entity number n.
+func (hm *hostMember) sees(n uint16) bool { return hm.visible == nil || hm.visible[n] }
+
+// keep is hm's interest as a snapshot and digest filter; nil for everything.
+func (hm *hostMember) keep() func(uint16) bool {
+	if hm.visible == nil {
+		return nil
+	}
+	return func(n uint16) bool { return hm.visible[n] }
+}
+
+// updateInterest works out again, every InterestInterval, what each synced member follows, and
+// tells each what changed.
+func (h *hostRole) updateInterest() {
+	if _, ok := h.policy(); !ok {
+		return
+	}
+	now := h.env.now()
+	if now.Sub(h.interestAt) < h.cfg.InterestInterval {
+		return
+	}
+	h.interestAt = now
+	succ := h.env.successor()
+	for idx, hm := range h.mems {
+		if hm.snapshotSent && hm.link.ready {
+			h.refollow(hm, h.interestOf(idx, succ))
+		}
+	}
+}
+
+// refollow moves member hm to interest vis (nil: everything): a Forget for what it no longer
+// follows, a snapshot of what it newly follows (like a late join: only those buckets).
+func (h *hostRole) refollow(hm *hostMember, vis map[uint16]bool) {
+	old := hm.visible
+	hm.visible = vis
+	if vis == nil {
+		if old != nil {
+			// It follows everything from now on (the successor): send it what it lacks.
+			h.sendSnapshot(hm.link, hostsnapshot.All(hm.buckets), nil)
+		}
+		return
+	}
+	var gone []uint16
+	if old == nil {
+		h.numbers = h.w.r.Numbers(h.numbers[:0])
+		for _, n := range h.numbers {
+			if !vis[n] {
+				gone = append(gone, n)
+			}
+		}
+	} else {
+		for n := range old {
+			if !vis[n] {
+				gone = append(gone, n)
+			}
+		}
+	}
+	h.forgetFor(hm, gone)
+	if old == nil {
+		return
+	}
+	var entered []int
+	for n := range vis {
+		if !old[n] {
+			entered = append(entered, int(n))
+		}
+	}
+	h.enter(hm, entered)
+}
+
+// enter sends member hm the state of the entity numbers it newly follows, with the rest of its
+// interest in the same buckets (so that what it holds there is not taken for a difference).
+func (h *hostRole) enter(hm *hostMember, numbers []int) {
+	if len(numbers) == 0 {
+		return
+	}
+	count := hm.buckets
+	if count == 0 {
+		count = h.cfg.Buckets
+	}
+	buckets := make([]int, len(numbers))
+	for i, n := range numbers {
+		buckets[i] = n % count
+	}
+	h.sendSnapshot(hm.link, hostsnapshot.Only(count, buckets...), hm.keep())
+}
+
+// forgetFor tells member hm to drop entity numbers it no longer follows.
+func (h *hostRole) forgetFor(hm *hostMember, numbers []uint16) {
+	if len(numbers) == 0 {
+		return
+	}
+	ids := make([]uint64, 0, len(numbers))
+	for _, n := range numbers {
+		e, ok := h.w.byNumber[n]
+		if !ok {
+			v, _ := h.w.r.DeletedVersion(n)
+			e = crdt.NewEntity(n, v)
+		}
+		ids = append(ids, uint64(e))
+		delete(hm.dirty, e)
+	}
+	h.env.send(hm.link, link.Reliable, netmsg.AppendForget(nil, &netmsg.Forget{NetworkIDs: ids}))
+}
+
+// forgetOutside tells a member that answered its sync snapshot to drop whatever it may hold
+// outside its interest: a survivor of a migration holds what an earlier host sent it.
+func (h *hostRole) forgetOutside(hm *hostMember) {
+	if hm.visible == nil || hm.heldTerm == 0 {
+		return // it holds everything it should, or nothing at all
+	}
+	var gone []uint16
+	h.numbers = h.w.r.Numbers(h.numbers[:0])
+	for _, n := range h.numbers {
+		if !hm.visible[n] {
+			gone = append(gone, n)
+		}
+	}
+	h.forgetFor(hm, gone)
+}
+
+// widen adds to hm's interest the entities this step spawned that it follows, and those it now
+// writes (a grant or lock moved to it): a spawn carries the whole entity, an entity it did not
+// follow before arrives in a snapshot after the commands.
+func (h *hostRole) widen(hm *hostMember, pol InterestPolicy) (entered []int) {
+	idx := hm.link.idx
+	for _, e := range h.spawns {
+		if h.follows(pol, idx, e) {
+			hm.visible[e.Number()] = true
+		}
+	}
+	for _, t := range h.transfers {
+		e := Entity(t.NetworkID)
+		if n := e.Number(); PeerIndex(t.NewAuthorIndex) == idx && !hm.visible[n] {
+			hm.visible[n] = true
+			entered = append(entered, int(n))
+		}
+	}
+	return entered
+}
+
+// filterRelay appends to dst the CRDT messages of stream whose entity hm follows.
+func filterRelay(dst, stream []byte, hm *hostMember) []byte {
+	var rd crdt.Reader
+	var m crdt.Message
+	for rd.Reset(stream); rd.Next(&m) == nil; {
+		if hm.sees(m.Entity.Number()) {
+			dst = crdt.AppendMessage(dst, &m)
+		}
+	}
+	return dst
+}
