@@ -119,8 +119,41 @@ func (s *server) placeOnce(ctx context.Context, warm bool) {
 	}
 }
 
+// checkpointWait is how long a room that was open before (it has counters) waits for its
+// checkpoint to be found before it opens from its scene: right after a restart of the cluster a
+// stream replica may answer before it has caught up.
+const checkpointWait = 20 * time.Second
+
+// missingCheckpoint reports whether d's room has no checkpoint although it was open before, while
+// checkpointWait has not passed since that was first seen.
+func (s *server) missingCheckpoint(ctx context.Context, d *dedicated) bool {
+	if s.store == nil {
+		return false
+	}
+	if _, err := s.store.LoadCheckpoint(ctx, d.room); !errors.Is(err, durable.ErrNoCheckpoint) {
+		return false
+	}
+	c, err := s.store.LoadRoom(d.room)
+	if err != nil || c == (signaling.RoomCounters{}) {
+		return false
+	}
+	now := time.Now()
+	if d.missingSince.IsZero() {
+		d.missingSince = now
+	}
+	if now.Sub(d.missingSince) < checkpointWait {
+		s.log.Warn().Str("room", string(d.room)).Uint64("term", uint64(c.Term)).Msg("room was open before but no checkpoint is found yet; reading again")
+		return true
+	}
+	s.log.Warn().Str("room", string(d.room)).Dur("waited", checkpointWait).Msg("room was open before but has no checkpoint: opening it from its scene")
+	return false
+}
+
 // startDedicated starts d's host from the room's checkpoint (or scene) as it is now.
 func (s *server) startDedicated(ctx context.Context, d *dedicated) {
+	if s.missingCheckpoint(ctx, d) {
+		return
+	}
 	seed, clock, err := s.seed(ctx, d.room, d.scene)
 	var corrupt *durable.CorruptError
 	var pathErr *fs.PathError

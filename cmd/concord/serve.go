@@ -160,6 +160,8 @@ type dedicated struct {
 	broken bool               // its checkpoint or scene is bad: it does not start here
 	stop   context.CancelFunc // the running host's; nil when none runs
 	done   chan struct{}      // closed when the running host has stopped
+	// missingSince: when its room, open before, was first found without a checkpoint.
+	missingSince time.Time
 }
 
 // startServer listens, serves the page, signaling and the API, and starts the dedicated host.

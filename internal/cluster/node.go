@@ -27,6 +27,9 @@ const (
 	DefaultRequestTimeout    = 2 * time.Second
 )
 
+// releaseBudget bounds the lease releases of a graceful stop.
+const releaseBudget = 500 * time.Millisecond
+
 // maxOpenRequest bounds an open request's payload.
 const maxOpenRequest = 4 << 10
 
@@ -220,7 +223,9 @@ func (n *Node) Close() {
 		close(n.quit)
 		n.wg.Wait()
 		// A graceful stop hands its rooms over at once rather than after a TTL.
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
+		// Bounded: when the cluster stops as a whole the bucket no longer answers, and the node
+		// must still shut its embedded server down within its grace.
+		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
 		for _, room := range n.dir.Held() {
 			if !n.dying {
 				_ = n.dir.Release(ctx, room)

@@ -150,11 +150,13 @@ func (w *Writer) Stats() WriterStats {
 // cluster elects a stream leader after a node died, say) is tried again, first after retryMin,
 // doubling to retryMax, until it succeeds or a later checkpoint of its room replaces it; the host
 // writes no new one while its world does not change, so a lost write would lose the room's last
-// moves. At Close the writes still failing get closeRetry more.
+// moves. At Close the waiting and failing writes get closeBudget in all.
 const (
-	retryMin   = 250 * time.Millisecond
-	retryMax   = 4 * time.Second
-	closeRetry = 3 * time.Second
+	retryMin = 250 * time.Millisecond
+	retryMax = 4 * time.Second
+	// closeBudget bounds Close: the waiting checkpoints and the failed ones get this long in
+	// all, so that a stopping node shuts its embedded server down cleanly within its grace.
+	closeBudget = 1500 * time.Millisecond
 )
 
 func (w *Writer) run() {
@@ -165,6 +167,7 @@ func (w *Writer) run() {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	defer t.Stop()
+	ctx := context.Background()
 	drain := func() {
 		for {
 			c, ok := w.next()
@@ -172,7 +175,7 @@ func (w *Writer) run() {
 				return
 			}
 			delete(retry, c.Room)
-			if !w.write(c) {
+			if !w.write(ctx, c) {
 				if len(retry) == 0 {
 					backoff = retryMin
 					t.Reset(backoff)
@@ -186,7 +189,7 @@ func (w *Writer) run() {
 		case <-w.wake:
 			drain()
 		case <-t.C:
-			w.retry(retry)
+			w.retry(ctx, retry)
 			if len(retry) == 0 {
 				backoff = retryMin
 			} else {
@@ -194,11 +197,16 @@ func (w *Writer) run() {
 				t.Reset(backoff)
 			}
 		case <-w.quit:
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), closeBudget)
+			defer cancel()
 			drain()
-			deadline := time.Now().Add(closeRetry)
-			for len(retry) > 0 && time.Now().Before(deadline) {
-				time.Sleep(retryMin) // the writer's own goroutine, at shutdown: nothing else to do
-				w.retry(retry)
+			for len(retry) > 0 && ctx.Err() == nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(retryMin):
+				}
+				w.retry(ctx, retry)
 			}
 			for room := range retry {
 				w.log.Error().Str("room", string(room)).Msg("checkpoint given up at shutdown")
@@ -209,18 +217,18 @@ func (w *Writer) run() {
 }
 
 // retry writes the failed checkpoints again; those written (or fenced) leave the map.
-func (w *Writer) retry(retry map[signaling.RoomID]Checkpoint) {
+func (w *Writer) retry(ctx context.Context, retry map[signaling.RoomID]Checkpoint) {
 	for room, c := range retry {
-		if w.write(c) {
+		if w.write(ctx, c) {
 			delete(retry, room)
 		}
 	}
 }
 
 // write writes c and reports whether it is done with: written, or refused for good (fenced).
-func (w *Writer) write(c Checkpoint) bool {
+func (w *Writer) write(ctx context.Context, c Checkpoint) bool {
 	start := time.Now()
-	err := w.store.SaveCheckpoint(context.Background(), c)
+	err := w.store.SaveCheckpoint(ctx, c)
 	w.writeSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		w.failed.Add(1)
