@@ -160,6 +160,12 @@ type Config struct {
 	// Store, if not nil, keeps each room's last peer index and term across restarts (store.go).
 	// If nil, they live in memory: unique while the server runs.
 	Store Store
+
+	// Router, if not nil, makes the server a node of a cluster: each websocket's join is routed
+	// to the node that owns its room (cluster.go). If nil, every room is served here.
+	Router Router
+	// NodeName is this node's name, given as the Node of its rooms in GET /api/rooms.
+	NodeName string
 }
 
 // Defaults for zero Config fields.

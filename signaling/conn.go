@@ -19,7 +19,7 @@ import (
 // websocket.Conn.WriteControl, which is safe from any goroutine.
 type conn struct {
 	s    *Server
-	ws   *websocket.Conn
+	ws   Socket
 	send chan []byte // bounded outbound queue; never closed
 
 	// spill holds, in order, frames that cannot be lost (membership, host changes) that found
@@ -53,6 +53,10 @@ type conn struct {
 	strikes  tokenBucket // guarded by strikeMu
 
 	// Owned by the reader goroutine.
+	// first is the join, read already when the server routed the socket (cluster.go); refuse, if
+	// set, refuses it.
+	first  []byte
+	refuse error
 	log    zerolog.Logger
 	joined bool
 	index  PeerIndex
@@ -91,7 +95,7 @@ type closeInfo struct {
 	text     string
 }
 
-func newConn(s *Server, ws *websocket.Conn, log zerolog.Logger) *conn {
+func newConn(s *Server, ws Socket, log zerolog.Logger) *conn {
 	return &conn{
 		s: s, ws: ws, log: log, wlog: log,
 		send:       make(chan []byte, s.cfg.SendQueue),
@@ -366,6 +370,10 @@ func (c *conn) alive() {
 // next reads one message into c.buf. It returns binary=true for a binary
 // message, which the protocol does not use.
 func (c *conn) next() (data []byte, binary bool, err error) {
+	if c.first != nil {
+		data, c.first = c.first, nil
+		return data, false, nil
+	}
 	typ, r, err := c.ws.NextReader()
 	if err != nil {
 		return nil, false, err
@@ -399,6 +407,10 @@ func (c *conn) join() bool {
 	}
 	if c.msg.Type != typeJoin {
 		c.reject(fmt.Errorf("%w: got %q", ErrJoinRequired, c.msg.Type))
+		return false
+	}
+	if c.refuse != nil {
+		c.reject(c.refuse)
 		return false
 	}
 	c.batch.Store(c.msg.Batch)

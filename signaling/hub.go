@@ -264,6 +264,8 @@ func (h *hub) handle(ev hubEvent) {
 		h.graceOver(ev)
 	case *evRooms:
 		ev.reply <- h.snapshot()
+	case *evCloseRoom:
+		h.closeRoom(ev)
 	default:
 		panic(fmt.Sprintf("signaling: unknown hub event %T", ev))
 	}
@@ -771,7 +773,7 @@ func (h *hub) processDrops() {
 func (h *hub) snapshot() []RoomInfo {
 	out := make([]RoomInfo, 0, len(h.rooms))
 	for _, r := range h.rooms {
-		ri := RoomInfo{Room: r.id, Term: r.term, Host: r.host, Members: make([]MemberInfo, len(r.members))}
+		ri := RoomInfo{Room: r.id, Node: h.cfg.NodeName, Term: r.term, Host: r.host, Members: make([]MemberInfo, len(r.members))}
 		for i, m := range r.members {
 			mi := MemberInfo{PeerIndex: m.index, PeerID: m.id, Kind: m.kind, Synced: m.synced}
 			if m.reported {

@@ -40,7 +40,7 @@ type Stats struct {
 
 // stats are updated with atomics by whichever goroutine sees the event.
 type stats struct {
-	rooms, members, conns                                     atomic.Int64
+	rooms, members, conns, relayed                            atomic.Int64
 	joins, rejected, slow, timeouts, badMessages, relayErrors atomic.Uint64
 	refused                                                   [len(codeTable)]atomic.Uint64
 	connsTotal, connsAddr, shed, hostRefused                  atomic.Uint64
@@ -106,6 +106,7 @@ func (s *stats) register(reg prometheus.Registerer, cfg *Config, log zerolog.Log
 		gauge("rooms", "Current number of rooms.", &s.rooms),
 		gauge("members", "Current number of joined members.", &s.members),
 		gauge("connections", "Current number of websocket connections.", &s.conns),
+		gauge("relayed_connections", "Websockets accepted here and relayed to the node that owns their room (Config.Router).", &s.relayed),
 		counter("joins_total", "Accepted joins.", &s.joins),
 		counter("rejected_joins_total", "Refused joins.", &s.rejected),
 		counter("slow_consumer_drops_total", "Members dropped because their send queue was full.", &s.slow),

@@ -18,7 +18,10 @@ import (
 
 // RoomInfo is one room in GET /api/rooms.
 type RoomInfo struct {
-	Room    RoomID       `json:"room"`
+	Room RoomID `json:"room"`
+	// Node is the name of the cluster node that owns the room (Config.NodeName); absent on a
+	// server that is no node of a cluster.
+	Node    string       `json:"node,omitempty"`
 	Term    Term         `json:"term"`
 	Host    PeerIndex    `json:"host"`
 	Members []MemberInfo `json:"members"`
@@ -297,19 +300,23 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.log.Debug().Err(err).Str("remote", r.RemoteAddr).Msg("websocket upgrade failed")
 		return
 	}
-	c := newConn(s, ws, s.log.With().Str("remote", r.RemoteAddr).Logger())
-	if !s.register(c) {
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, string(CodeServerClosing)),
-			time.Now().Add(s.cfg.WriteWait))
-		_ = ws.Close()
-		return
+	var first []byte
+	var refuse error
+	if s.cfg.Router != nil {
+		var relay Relay
+		first, relay, refuse = s.route(ws)
+		if first == nil {
+			_ = ws.Close()
+			return
+		}
+		if relay != nil {
+			s.stats.relayed.Add(1)
+			relay.Serve(ws, first, s.quit)
+			s.stats.relayed.Add(-1)
+			return
+		}
 	}
-	defer s.unregister(c)
-	// This handler holds a place in wg, so adding the writer cannot race
-	// with Close's Wait.
-	s.wg.Add(1)
-	go c.writeLoop()
-	c.readLoop()
+	s.serveConn(ws, first, refuse, r.RemoteAddr)
 }
 
 // HostAllowed reports whether r's Host header names one of allowed (compared without port,
@@ -368,7 +375,13 @@ func (s *Server) roomsFor(r *http.Request, rooms []RoomInfo) (_ []RoomInfo, ok b
 }
 
 func (s *Server) serveRooms(w http.ResponseWriter, r *http.Request) {
-	rooms, err := s.Rooms(r.Context())
+	var rooms []RoomInfo
+	var err error
+	if s.cfg.Router != nil {
+		rooms, err = s.cfg.Router.Rooms(r.Context())
+	} else {
+		rooms, err = s.Rooms(r.Context())
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

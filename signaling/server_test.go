@@ -905,6 +905,7 @@ func TestMetrics(t *testing.T) {
 		"concord_signaling_migration_pause_seconds": 0,
 		"concord_signaling_refusals_total":          0, "concord_signaling_refused_connections_total": 0,
 		"concord_signaling_shed_signals_total": 0, "concord_signaling_refused_hosts_total": 0,
+		"concord_signaling_relayed_connections": 0,
 	}
 	limits := map[string]float64{}
 	for _, mf := range mfs {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/cluster"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/turnserver"
 	"github.com/concordrtc/concord/peer"
@@ -48,6 +50,15 @@ type serveOptions struct {
 	scenes map[signaling.RoomID]string
 	// checkpointInterval: durable.AppConfig.Interval (0: its default).
 	checkpointInterval time.Duration
+
+	// Cluster (issue 11 §2; README "Cluster"): on with --cluster-name or --nats.
+	nodeName    string        // --node-name (default: the host name)
+	clusterName string        // --cluster-name
+	clusterAddr string        // --cluster: this node's route listen address
+	routes      []string      // --routes
+	natsURL     string        // --nats: an external NATS instead of the embedded one
+	replicas    int           // --replicas (0: min(3, nodes))
+	leaseTTL    time.Duration // --lease-ttl
 
 	// net is the dedicated host's WebRTC (--ice, --udp, --public-ip, --relay-only).
 	net peerNet
@@ -117,7 +128,22 @@ type server struct {
 	stopHost context.CancelFunc
 	store    *durable.Store  // nil without --data
 	writer   *durable.Writer // nil without --data
+	node     *cluster.Node   // nil unless clustered
+
+	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
+	hostServer         string   // the URL the dedicated hosts dial
+	secret             string   // CONCORD_SECRET
+	routes             []string // --routes: the configured nodes, for the fair share while starting
+	checkpointInterval time.Duration
+	poke               chan struct{} // capacity 1: placement should look again now
+	placeStop          context.CancelFunc
+	placeDone          chan struct{}
+	hostMu             sync.Mutex                // guards hostsOn
+	hostsOn            map[signaling.RoomID]bool // rooms whose dedicated host runs here
 }
+
+// clustered reports whether o makes serve a node of a cluster.
+func (o serveOptions) clustered() bool { return o.clusterName != "" || o.natsURL != "" }
 
 // dedicated is a room's dedicated host in this process.
 type dedicated struct {
@@ -125,7 +151,17 @@ type dedicated struct {
 	cfg  peer.Config
 	api  *link.API    // its WebRTC (one UDP socket)
 	app  *durable.App // nil without --data and without a scene
-	peer *peer.Peer   // set by startHosts, before Serve
+	// peer is set by startHosts, before Serve; in cluster mode by placement, under
+	// server.hostMu, whenever the host starts or stops.
+	peer *peer.Peer
+
+	// Cluster mode (placement.go), owned by the placement goroutine.
+	scene  string
+	broken bool               // its checkpoint or scene is bad: it does not start here
+	stop   context.CancelFunc // the running host's; nil when none runs
+	done   chan struct{}      // closed when the running host has stopped
+	// missingSince: when its room, open before, was first found without a checkpoint.
+	missingSince time.Time
 }
 
 // startServer listens, serves the page, signaling and the API, and starts the dedicated host.
@@ -158,15 +194,25 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	hosted := hostedRooms(o)
-	s := &server{log: log, served: make(chan error, 2), hostDone: make(chan error, len(hosted))}
+	s := &server{log: log, served: make(chan error, 2), hostDone: make(chan error, len(hosted)), routes: o.routes, checkpointInterval: o.checkpointInterval}
 	fail := func(err error) (*server, error) {
 		_ = ln.Close()
 		s.closeAll()
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	if o.data != "" {
-		if s.store, err = durable.Open(durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger()}); err != nil {
+	if o.clustered() && o.data == "" && o.natsURL == "" {
+		return fail(usageError{errors.New("a cluster keeps its rooms in JetStream: --cluster-name needs --data")})
+	}
+	if o.data != "" || o.natsURL != "" {
+		dc := durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger(), NATS: o.natsURL, Replicas: o.replicas}
+		if o.clustered() {
+			dc.NodeName = o.nodeName // JetStream knows a cluster's peers by it; one node keeps "concord"
+		}
+		if o.clusterName != "" {
+			dc.Cluster = durable.ClusterConfig{Name: o.clusterName, Listen: o.clusterAddr, Routes: o.routes}
+		}
+		if s.store, err = durable.Open(dc); err != nil {
 			return fail(err)
 		}
 		s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
@@ -177,6 +223,22 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		ho := o
 		if h, _, err := net.SplitHostPort(o.net.udp); err == nil && i > 0 {
 			ho.net.udp = net.JoinHostPort(h, "0") // --udp's port is the first host's
+		}
+		if o.clustered() {
+			// The room's owner starts its host, from the checkpoint of that moment (placement.go).
+			d.scene = o.scenes[room]
+			if d.cfg, err = dedicatedHostConfig(s.log, ho, room, addr); err != nil {
+				return fail(err)
+			}
+			if d.api, err = peer.LinkAPI(d.cfg); err != nil {
+				return fail(err)
+			}
+			s.hosts = append(s.hosts, d)
+			d.cfg.Transport = peer.PionTransport{API: d.api}
+			if ua, ok := d.api.UDPMuxAddr().(*net.UDPAddr); ok {
+				ownPorts = append(ownPorts, ua.Port)
+			}
+			continue
 		}
 		seed, clock, err := s.seed(ctx, room, o.scenes[room])
 		if err != nil {
@@ -220,6 +282,17 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	if s.store != nil {
 		cfg.Store = s.store
 	}
+	if o.clustered() {
+		s.poke = make(chan struct{}, 1)
+		s.hostsOn = map[signaling.RoomID]bool{}
+		s.node, err = cluster.New(cluster.Config{Store: s.store, Name: o.nodeName, LeaseTTL: o.leaseTTL,
+			Keep: s.hostRunning, Lost: func(signaling.RoomID) { s.pokePlacement() }, Acquired: func(signaling.RoomID) { s.pokePlacement() },
+			Registerer: reg, Logger: log.With().Str("component", "cluster").Logger()})
+		if err != nil {
+			return fail(err)
+		}
+		cfg.Router, cfg.NodeName = s.node, o.nodeName
+	}
 	cfg.CheckOrigin = origins.allowed
 	cfg.Registerer = reg
 	if o.secret != "" {
@@ -227,12 +300,20 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	cfg.ICEServers = iceServersFunc(s.turn, external, o.iceSecret)
 	s.sig = signaling.New(cfg)
+	if s.node != nil {
+		s.node.Attach(s.sig)
+	}
 	reg.MustRegister(&hostCollector{s: s})
 	// s.hosts and their peers are set before Serve (startHosts), never after.
 	reg.MustRegister(newRefusalCollector(func() []roomPeer {
+		// In cluster mode placement starts and stops hosts under hostMu.
+		s.hostMu.Lock()
+		defer s.hostMu.Unlock()
 		peers := make([]roomPeer, 0, len(s.hosts))
 		for _, d := range s.hosts {
-			peers = append(peers, roomPeer{room: string(d.room), p: d.peer})
+			if d.peer != nil {
+				peers = append(peers, roomPeer{room: string(d.room), p: d.peer})
+			}
 		}
 		return peers
 	}))
@@ -269,7 +350,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	go func() { s.served <- s.http.Serve(ln) }()
 	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).
-		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Str("data", o.data).Msg("concord serving")
+		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Str("data", o.data).Str("node", o.nodeName).Str("cluster", o.clusterName).Msg("concord serving")
 	return s, nil
 }
 
@@ -317,6 +398,13 @@ func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAd
 		s.inner = newHTTPServer(imux, o.http)
 		go func() { s.served <- s.inner.Serve(iln) }()
 		server = "http://" + iln.Addr().String()
+	}
+	if s.node != nil {
+		s.hostServer, s.secret = server, o.secret
+		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.placeStop, s.placeDone = cancel, make(chan struct{})
+		go s.place(pctx)
+		return nil
 	}
 	hctx, cancel := context.WithCancel(ctx)
 	s.stopHost = cancel
@@ -439,6 +527,11 @@ func (s *server) stop() {
 // closeAll stops what startServer started, in reverse: the host (then its WebRTC socket),
 // signaling, the HTTP servers, TURN. Parts never started are skipped.
 func (s *server) closeAll() {
+	if s.placeStop != nil {
+		s.placeStop() // stops the hosts it runs; each writes its last checkpoint
+		<-s.placeDone
+		s.placeStop = nil
+	}
 	if s.stopHost != nil {
 		s.stopHost()
 		for ; s.running > 0; s.running-- {
@@ -453,6 +546,9 @@ func (s *server) closeAll() {
 	}
 	if s.sig != nil {
 		_ = s.sig.Close()
+	}
+	if s.node != nil {
+		s.node.Close()
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -515,6 +611,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	})
 	fs.DurationVar(&o.checkpointInterval, "checkpoint-interval", durable.DefaultInterval, "least time between two checkpoints of a changing room (with --data)")
 	fs.StringVar(&o.room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
+	host, _ := os.Hostname()
+	fs.StringVar(&o.nodeName, "node-name", host, "this node's name in a cluster (unique; /api/rooms gives it as each room's \"node\")")
+	fs.StringVar(&o.clusterName, "cluster-name", "", "cluster the embedded NATS server under this name (the same on every node; needs --data)")
+	fs.StringVar(&o.clusterAddr, "cluster", "0.0.0.0:6222", "this node's cluster (NATS route) listen address, with --cluster-name")
+	var routes listFlag
+	fs.Var(&routes, "routes", "URL[,URL…]: the other nodes' cluster addresses, nats-route://HOST:6222")
+	fs.StringVar(&o.natsURL, "nats", "", "URL[,URL…] of an external NATS cluster with JetStream instead of the embedded server (then --data is unused)")
+	fs.IntVar(&o.replicas, "replicas", 0, "replicas of the JetStream streams and buckets (0: min(3, nodes) embedded, 1 with --nats)")
+	fs.DurationVar(&o.leaseTTL, "lease-ttl", durable.DefaultLeaseTTL, "lifetime of a room's lease in the cluster's room directory: a dead node's rooms move after at most this")
 	o.net.addICEFlag(fs)
 	o.net.addAddrFlags(fs)
 	fs.StringVar(&o.turnAddr, "turn", "", "run the embedded TURN/STUN server on this address, UDP and TCP (e.g. :3478); needs a specific IP or --public-ip")
@@ -550,6 +655,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		o.turnAllow = append(o.turnAllow, p.Masked())
 	}
 	o.iceServers, o.origins = ice, origins
+	o.routes = routes
+	if o.nodeName == "" {
+		o.nodeName = "concord"
+	}
+	if !o.clustered() && (len(o.routes) > 0 || flagGiven(fs, "cluster")) {
+		return usageError{errors.New("--cluster and --routes need --cluster-name")}
+	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err

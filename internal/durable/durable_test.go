@@ -191,29 +191,33 @@ func (s *slowSaver) SaveCheckpoint(_ context.Context, c Checkpoint) error {
 	return nil
 }
 
-// TestWriterQueueBounded: with the store stuck, Submit does not block; the oldest waiting
-// checkpoints are dropped and counted; Close writes what waits.
+// TestWriterQueueBounded: with the store stuck, Submit does not block; a room's later checkpoint
+// replaces its waiting one; past Queue waiting rooms the oldest waiting checkpoint is dropped;
+// every drop is counted; Close writes what waits.
 func TestWriterQueueBounded(t *testing.T) {
 	ss := &slowSaver{entered: make(chan struct{}, 16), release: make(chan struct{}), saved: make(chan Checkpoint, 16)}
 	w := NewWriter(ss, WriterConfig{Queue: 2})
 	w.Submit(Checkpoint{Room: "r", Term: 0})
 	<-ss.entered // the first is with the stuck store
-	for i := 1; i < 6; i++ {
-		w.Submit(Checkpoint{Room: "r", Term: signaling.Term(i)})
+	for i := 1; i < 4; i++ {
+		w.Submit(Checkpoint{Room: "r", Term: signaling.Term(i)}) // r waits with term 3
 	}
-	if st := w.Stats(); st.Queued != 6 || st.Dropped != 3 {
-		t.Fatalf("%+v, want 6 queued and 3 dropped", st)
+	w.Submit(Checkpoint{Room: "s", Term: 1}) // r, s wait
+	w.Submit(Checkpoint{Room: "u", Term: 1}) // the queue holds 2 rooms: r's (the oldest) goes
+	w.Submit(Checkpoint{Room: "s", Term: 2})
+	if st := w.Stats(); st.Queued != 7 || st.Dropped != 4 {
+		t.Fatalf("%+v, want 7 queued and 4 dropped", st)
 	}
 	close(ss.release)
 	w.Close()
 	w.Close()
 	close(ss.saved)
-	var terms []signaling.Term
+	var got []string
 	for c := range ss.saved {
-		terms = append(terms, c.Term)
+		got = append(got, fmt.Sprintf("%s%d", c.Room, c.Term))
 	}
-	if len(terms) != 3 || terms[1] != 4 || terms[2] != 5 {
-		t.Fatalf("written terms %v, want the first and the last two", terms)
+	if want := []string{"r0", "s2", "u1"}; !slices.Equal(got, want) {
+		t.Fatalf("written %v, want %v", got, want)
 	}
 	if st := w.Stats(); st.Written != 3 {
 		t.Fatalf("%+v", st)
@@ -329,5 +333,66 @@ func TestCheckpointConcurrentWriters(t *testing.T) {
 	}
 	if err := s.SaveCheckpoint(context.Background(), Checkpoint{Room: "big", Term: 1, Data: make([]byte, MaxCheckpoint+1)}); err == nil {
 		t.Fatal("a checkpoint over MaxCheckpoint was written")
+	}
+}
+
+// flakySaver fails every write while down is set (JetStream unavailable), then saves.
+type flakySaver struct {
+	mu    sync.Mutex
+	down  bool
+	saved map[signaling.RoomID]signaling.Term
+	tries int
+}
+
+func (s *flakySaver) SaveCheckpoint(_ context.Context, c Checkpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tries++
+	if s.down {
+		return errors.New("nats: API error: code=503 err_code=10008 description=JetStream system temporarily unavailable")
+	}
+	if c.Term < s.saved[c.Room] {
+		return ErrFenced
+	}
+	s.saved[c.Room] = c.Term
+	return nil
+}
+
+// TestWriterRetries: a checkpoint whose write failed (JetStream unavailable) is written once the
+// store answers again, unless a later one of its room replaced it; a fenced one is not retried.
+func TestWriterRetries(t *testing.T) {
+	fs := &flakySaver{down: true, saved: map[signaling.RoomID]signaling.Term{"fenced": 9}}
+	w := NewWriter(fs, WriterConfig{})
+	defer w.Close()
+	w.Submit(Checkpoint{Room: "a", Term: 1})
+	w.Submit(Checkpoint{Room: "b", Term: 1})
+	w.Submit(Checkpoint{Room: "b", Term: 2}) // replaces b's first
+	poll.Until(t, 10*time.Second, "the failed writes tried again", func() error {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		if fs.tries < 5 {
+			return fmt.Errorf("%d tries", fs.tries)
+		}
+		fs.down = false
+		return nil
+	})
+	w.Submit(Checkpoint{Room: "fenced", Term: 1})
+	poll.Until(t, 10*time.Second, "both rooms' last checkpoints written", func() error {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		if fs.saved["a"] != 1 || fs.saved["b"] != 2 {
+			return fmt.Errorf("saved %v", fs.saved)
+		}
+		return nil
+	})
+	fs.mu.Lock()
+	tries := fs.tries
+	fs.mu.Unlock()
+	// Nothing is left to retry: a fenced checkpoint is dropped, not tried again.
+	w.Close()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.tries > tries+1 || fs.saved["fenced"] != 9 {
+		t.Fatalf("tries %d after %d, saved %v", fs.tries, tries, fs.saved)
 	}
 }

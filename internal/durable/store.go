@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +32,9 @@ const (
 	// RoomBucket is the KV bucket of signaling counters: one key per room, RoomKey, holding
 	// signaling.RoomCounters as JSON.
 	RoomBucket = "concord_rooms"
+	// DirectoryBucket is the room directory of a cluster: one key per room, RoomKey, holding
+	// its owner node and lease expiry as JSON (directory.go).
+	DirectoryBucket = "concord_directory"
 )
 
 // Headers of a checkpoint message.
@@ -63,6 +69,48 @@ type Config struct {
 	Logger zerolog.Logger
 	// Timeout bounds each JetStream operation. If zero, DefaultTimeout.
 	Timeout time.Duration
+
+	// NodeName names this node: the embedded nats-server's server name (unique in a cluster). If
+	// empty, "concord".
+	NodeName string
+	// Cluster, if its Name is set, clusters the embedded nats-server with its routes.
+	Cluster ClusterConfig
+	// NATS, if set, is the URL (or comma-separated URLs) of an external NATS server or cluster
+	// with JetStream: no embedded server runs and Dir is not used.
+	NATS string
+	// Replicas is the replica count of the streams and buckets. If zero: min(3, nodes) with the
+	// embedded server (nodes: this one and its routes), 1 with an external NATS.
+	Replicas int
+	// StartTimeout bounds how long Open waits for JetStream (a cluster needs a quorum of its
+	// nodes up and a meta leader). If zero, 2 minutes in a cluster, Timeout otherwise.
+	StartTimeout time.Duration
+}
+
+// ClusterConfig clusters the embedded nats-server (nats-server's own cluster block). Without
+// Routes the node runs alone: nats-server clusters JetStream only with routes.
+type ClusterConfig struct {
+	// Name is the cluster's name, the same on every node.
+	Name string
+	// Listen is this node's route address, HOST:PORT (nats-server's default port is 6222).
+	Listen string
+	// Routes are the other nodes' route URLs, nats-route://HOST:PORT.
+	Routes []string
+}
+
+// clustered reports whether the embedded server clusters.
+func (c Config) clustered() bool { return c.Cluster.Name != "" }
+
+// replicas is the replica count of the streams and buckets (see Config.Replicas).
+func (c Config) replicas() int {
+	switch {
+	case c.Replicas > 0:
+		return c.Replicas
+	case c.NATS != "":
+		return 1
+	case c.clustered():
+		return min(3, 1+len(c.Cluster.Routes))
+	}
+	return 1
 }
 
 // Store is the durable storage of a node: an embedded nats-server with JetStream, a checkpoint
@@ -76,12 +124,16 @@ type Store struct {
 	js    jetstream.JetStream
 	cps   jetstream.Stream
 	rooms jetstream.KeyValue
+	dir   jetstream.KeyValue // the room directory (directory.go)
 
 	closeOnce sync.Once
 }
 
 // ErrFenced: a checkpoint of a later term is stored already; the writer is not the room's host.
 var ErrFenced = errors.New("durable: a checkpoint of a later term is stored")
+
+// ErrUnknownFormat: the room's checkpoint is in a format this version does not read.
+var ErrUnknownFormat = errors.New("durable: unknown checkpoint format")
 
 // ErrNoCheckpoint: the room has no checkpoint.
 var ErrNoCheckpoint = errors.New("durable: no checkpoint")
@@ -94,6 +146,23 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = "concord"
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = cfg.Timeout
+		if cfg.clustered() || cfg.NATS != "" {
+			cfg.StartTimeout = 2 * time.Minute
+		}
+	}
+	if cfg.NATS != "" {
+		s := &Store{cfg: cfg, log: cfg.Logger}
+		if err := s.start(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, nil
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
@@ -111,13 +180,71 @@ func Open(cfg Config) (*Store, error) {
 }
 
 func (s *Store) start() error {
+	if s.cfg.NATS != "" {
+		nc, err := nats.Connect(s.cfg.NATS, nats.Name("concord "+s.cfg.NodeName), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("durable: connect to NATS %s: %w", s.cfg.NATS, err)
+		}
+		s.nc = nc
+	} else {
+		if err := s.startEmbedded(); err != nil {
+			return err
+		}
+	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return err
+	}
+	s.js = js
+	// A cluster answers JetStream requests once a quorum of its nodes is up and has a meta leader:
+	// until then the calls fail, and are tried again.
+	deadline := time.Now().Add(s.cfg.StartTimeout)
+	for {
+		err = s.makeBuckets()
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		s.log.Debug().Err(err).Msg("JetStream not ready yet")
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info().Str("dir", s.cfg.Dir).Str("node", s.cfg.NodeName).Str("cluster", s.cfg.Cluster.Name).Str("nats", s.cfg.NATS).
+		Int("replicas", s.cfg.replicas()).Msg("durable store open (JetStream)")
+	return nil
+}
+
+// startEmbedded starts the embedded nats-server and connects to it in process.
+func (s *Store) startEmbedded() error {
 	opts := &server.Options{
-		ServerName: "concord",
-		DontListen: true, // in process only; a cluster (issue 11 §2) will listen
+		ServerName: s.cfg.NodeName,
+		DontListen: true, // in process only
 		JetStream:  true,
 		StoreDir:   filepath.Join(s.cfg.Dir, "jetstream"),
 		NoSigs:     true,
 		MaxPayload: MaxCheckpoint + 64<<10, // a checkpoint and its headers
+	}
+	if c := s.cfg.Cluster; c.Name != "" && len(c.Routes) == 0 {
+		// nats-server runs no JetStream cluster without routes: a cluster of one is a single node.
+		s.log.Warn().Str("cluster", c.Name).Msg("cluster without routes: this node runs alone (JetStream not clustered)")
+	} else if c.Name != "" {
+		host, port, err := splitHostPort(c.Listen)
+		if err != nil {
+			return fmt.Errorf("durable: cluster address %q: %w", c.Listen, err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port}
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf("durable: route %q: want nats-route://HOST:PORT", r)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+		// Routes start only once the client port listens: it listens on loopback, for this
+		// process and its operator.
+		opts.DontListen = false
+		opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -134,33 +261,65 @@ func (s *Store) start() error {
 		return fmt.Errorf("durable: connect to the embedded nats-server: %w", err)
 	}
 	s.nc = nc
-	js, err := jetstream.New(nc)
+	return nil
+}
+
+// splitHostPort parses HOST:PORT (an empty host: every interface).
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
 	if err != nil {
-		return err
+		return "", 0, err
 	}
-	s.js = js
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, port, nil
+}
+
+// makeBuckets makes (or updates) the checkpoint stream and the buckets.
+func (s *Store) makeBuckets() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
+	r := s.cfg.replicas()
+	var err error
 	// A stream, not an object store: a checkpoint is one message, written atomically with a
 	// revision check (the object store writes chunks asynchronously and, in nats.go 1.55, can
 	// leave a goroutine behind per Put).
-	s.cps, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	s.cps, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: CheckpointStream, Description: "Concord room checkpoints (ADR-117 message streams)",
-		Subjects: []string{"concord.checkpoint.>"}, Storage: jetstream.FileStorage,
+		Subjects: []string{"concord.checkpoint.>"}, Storage: jetstream.FileStorage, Replicas: r,
 		MaxMsgsPerSubject: 1, MaxMsgSize: MaxCheckpoint + 64<<10, Discard: jetstream.DiscardOld,
 	})
 	if err != nil {
 		return fmt.Errorf("durable: stream %s: %w", CheckpointStream, err)
 	}
-	s.rooms, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: RoomBucket, Description: "Concord room counters (last peer index, term)", History: 1, Storage: jetstream.FileStorage,
+	s.rooms, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: RoomBucket, Description: "Concord room counters (last peer index, term)", History: 1, Storage: jetstream.FileStorage, Replicas: r,
 	})
 	if err != nil {
 		return fmt.Errorf("durable: key-value bucket %s: %w", RoomBucket, err)
 	}
-	s.log.Info().Str("dir", s.cfg.Dir).Msg("durable store open (embedded JetStream)")
+	s.dir, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: DirectoryBucket, Description: "Concord room directory (owner node, lease expiry)", History: 1, Storage: jetstream.FileStorage, Replicas: r,
+	})
+	if err != nil {
+		return fmt.Errorf("durable: key-value bucket %s: %w", DirectoryBucket, err)
+	}
 	return nil
 }
+
+// Conn is the store's NATS connection (the relay of a cluster uses it too).
+func (s *Store) Conn() *nats.Conn { return s.nc }
+
+// NodeName is this node's name (Config.NodeName).
+func (s *Store) NodeName() string { return s.cfg.NodeName }
+
+// Replicas is the replica count of the streams and buckets.
+func (s *Store) Replicas() int { return s.cfg.replicas() }
 
 // Close stops the embedded server and releases the directory. It is idempotent.
 func (s *Store) Close() {
@@ -282,7 +441,7 @@ func (s *Store) LoadCheckpoint(ctx context.Context, room signaling.RoomID) (Chec
 		return Checkpoint{}, ErrNoCheckpoint
 	}
 	if f := m.Header.Get(headerFormat); f != formatV1 {
-		return Checkpoint{}, fmt.Errorf("room %q: %s: unknown checkpoint format %q", room, s.Source(room), f)
+		return Checkpoint{}, fmt.Errorf("%w: room %q: %s: %q", ErrUnknownFormat, room, s.Source(room), f)
 	}
 	term, _ := strconv.ParseUint(m.Header.Get(headerTerm), 10, 64)
 	clock, _ := strconv.ParseUint(m.Header.Get(headerClock), 10, 32)
@@ -354,6 +513,11 @@ func (l natsLogger) Warnf(format string, v ...any) {
 	l.log.Warn().Msgf(format, v...)
 }
 func (l natsLogger) Errorf(format string, v ...any) {
+	if strings.HasPrefix(format, "Error trying to connect to route") {
+		// Retried for ever, once a second while a node is down: an error only if it lasts.
+		l.log.Debug().Msgf(format, v...)
+		return
+	}
 	l.log.Error().Msgf(format, v...)
 }
 func (l natsLogger) Fatalf(format string, v ...any) {

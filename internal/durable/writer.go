@@ -9,10 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/signaling"
 )
 
-// DefaultQueue is the checkpoints a Writer holds when WriterConfig.Queue is zero.
-const DefaultQueue = 8
+// DefaultQueue is the rooms whose checkpoints a Writer holds when WriterConfig.Queue is zero.
+const DefaultQueue = 128
 
 // saver is what a Writer writes to (a *Store; tests inject failures).
 type saver interface {
@@ -21,8 +23,9 @@ type saver interface {
 
 // WriterConfig configures a Writer. The zero value works.
 type WriterConfig struct {
-	// Queue bounds the checkpoints waiting to be written. When it is full the oldest waiting one
-	// is dropped (a later checkpoint of a room supersedes it). If zero, DefaultQueue.
+	// Queue bounds the rooms whose checkpoints wait to be written: a room has at most one
+	// waiting checkpoint (a later one replaces it). When Queue rooms wait, the oldest waiting
+	// checkpoint is dropped. If zero, DefaultQueue.
 	Queue int
 	// Logger receives write errors. The zero value discards them.
 	Logger zerolog.Logger
@@ -41,11 +44,16 @@ type WriterStats struct {
 type Writer struct {
 	store saver
 	log   zerolog.Logger
-	q     chan Checkpoint
+	limit int
+	wake  chan struct{} // capacity 1: something waits
 	quit  chan struct{}
 	done  chan struct{}
 	once  sync.Once
-	mu    sync.Mutex // Submit's drop-oldest against Close's drain
+
+	mu      sync.Mutex // guards the following fields
+	pending map[signaling.RoomID]Checkpoint
+	order   []signaling.RoomID // rooms with a pending checkpoint, oldest first
+	closed  bool
 
 	queued, written, failed, dropped atomic.Uint64
 	bytes                            atomic.Int64
@@ -59,7 +67,8 @@ func NewWriter(store saver, cfg WriterConfig) *Writer {
 	}
 	w := &Writer{
 		store: store, log: cfg.Logger,
-		q: make(chan Checkpoint, cfg.Queue), quit: make(chan struct{}), done: make(chan struct{}),
+		limit: cfg.Queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		pending: map[signaling.RoomID]Checkpoint{},
 		writeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "concord_checkpoint_write_seconds", Help: "Time to write one checkpoint to JetStream (off the host loop).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
@@ -76,41 +85,57 @@ func NewWriter(store saver, cfg WriterConfig) *Writer {
 		counter("concord_checkpoints_queued_total", "Checkpoints handed to the writer.", &w.queued)
 		counter("concord_checkpoints_written_total", "Checkpoints written to JetStream.", &w.written)
 		counter("concord_checkpoints_failed_total", "Checkpoint writes that failed.", &w.failed)
-		counter("concord_checkpoints_dropped_total", "Checkpoints dropped from a full queue (superseded by later ones).", &w.dropped)
+		counter("concord_checkpoints_dropped_total", "Checkpoints not written: replaced by a later one of their room while waiting, or dropped from a full queue.", &w.dropped)
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_checkpoint_bytes", Help: "Size of the last checkpoint written."},
 			func() float64 { return float64(w.bytes.Load()) }))
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_checkpoint_queue", Help: "Checkpoints waiting to be written."},
-			func() float64 { return float64(len(w.q)) }))
+			func() float64 { w.mu.Lock(); defer w.mu.Unlock(); return float64(len(w.order)) }))
 		r.MustRegister(w.writeSeconds, w.loopSeconds)
 	}
 	go w.run()
 	return w
 }
 
-// Submit queues c for writing. It never blocks: with the queue full it drops the oldest waiting
-// checkpoint. After Close it drops c.
+// Submit queues c for writing. It never blocks: a waiting checkpoint of c's room is replaced; with
+// Queue rooms waiting, the oldest waiting checkpoint is dropped. After Close it drops c.
 func (w *Writer) Submit(c Checkpoint) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	select {
-	case <-w.quit:
+	if w.closed {
 		w.dropped.Add(1)
 		return
-	default:
 	}
 	w.queued.Add(1)
-	for {
-		select {
-		case w.q <- c:
-			return
-		default:
-		}
-		select {
-		case <-w.q:
-			w.dropped.Add(1)
-		default:
-		}
+	if _, ok := w.pending[c.Room]; ok {
+		w.dropped.Add(1)
+		w.pending[c.Room] = c
+		return
 	}
+	if len(w.order) >= w.limit {
+		delete(w.pending, w.order[0])
+		w.order = w.order[1:]
+		w.dropped.Add(1)
+	}
+	w.pending[c.Room] = c
+	w.order = append(w.order, c.Room)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the oldest waiting checkpoint.
+func (w *Writer) next() (Checkpoint, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.order) == 0 {
+		return Checkpoint{}, false
+	}
+	room := w.order[0]
+	w.order = w.order[1:]
+	c := w.pending[room]
+	delete(w.pending, room)
+	return c, true
 }
 
 // ObserveLoop records time a host loop spent encoding a checkpoint.
@@ -121,50 +146,113 @@ func (w *Writer) Stats() WriterStats {
 	return WriterStats{Queued: w.queued.Load(), Written: w.written.Load(), Failed: w.failed.Load(), Dropped: w.dropped.Load(), Bytes: w.bytes.Load()}
 }
 
+// Retry bounds: a write that failed for a reason other than fencing (JetStream unavailable while a
+// cluster elects a stream leader after a node died, say) is tried again, first after retryMin,
+// doubling to retryMax, until it succeeds or a later checkpoint of its room replaces it; the host
+// writes no new one while its world does not change, so a lost write would lose the room's last
+// moves. At Close the waiting and failing writes get closeBudget in all.
+const (
+	retryMin = 250 * time.Millisecond
+	retryMax = 4 * time.Second
+	// closeBudget bounds Close: the waiting checkpoints and the failed ones get this long in
+	// all, so that a stopping node shuts its embedded server down cleanly within its grace.
+	closeBudget = 1500 * time.Millisecond
+)
+
 func (w *Writer) run() {
 	defer close(w.done)
+	// retry holds the last failed checkpoint of each room (at most one per room this node hosts).
+	retry := map[signaling.RoomID]Checkpoint{}
+	backoff := retryMin
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	ctx := context.Background()
+	drain := func() {
+		for {
+			c, ok := w.next()
+			if !ok {
+				return
+			}
+			delete(retry, c.Room)
+			if !w.write(ctx, c) {
+				if len(retry) == 0 {
+					backoff = retryMin
+					t.Reset(backoff)
+				}
+				retry[c.Room] = c
+			}
+		}
+	}
 	for {
 		select {
-		case c := <-w.q:
-			w.write(c)
-		case <-w.quit:
-			for {
-				select {
-				case c := <-w.q:
-					w.write(c)
-				default:
-					return
-				}
+		case <-w.wake:
+			drain()
+		case <-t.C:
+			w.retry(ctx, retry)
+			if len(retry) == 0 {
+				backoff = retryMin
+			} else {
+				backoff = min(2*backoff, retryMax)
+				t.Reset(backoff)
 			}
+		case <-w.quit:
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), closeBudget)
+			defer cancel()
+			drain()
+			for len(retry) > 0 && ctx.Err() == nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(retryMin):
+				}
+				w.retry(ctx, retry)
+			}
+			for room := range retry {
+				w.log.Error().Str("room", string(room)).Msg("checkpoint given up at shutdown")
+			}
+			return
 		}
 	}
 }
 
-func (w *Writer) write(c Checkpoint) {
+// retry writes the failed checkpoints again; those written (or fenced) leave the map.
+func (w *Writer) retry(ctx context.Context, retry map[signaling.RoomID]Checkpoint) {
+	for room, c := range retry {
+		if w.write(ctx, c) {
+			delete(retry, room)
+		}
+	}
+}
+
+// write writes c and reports whether it is done with: written, or refused for good (fenced).
+func (w *Writer) write(ctx context.Context, c Checkpoint) bool {
 	start := time.Now()
-	err := w.store.SaveCheckpoint(context.Background(), c)
+	err := w.store.SaveCheckpoint(ctx, c)
 	w.writeSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		w.failed.Add(1)
-		lv := w.log.Error()
 		if errors.Is(err, ErrFenced) {
-			lv = w.log.Warn()
+			w.log.Warn().Err(err).Str("room", string(c.Room)).Msg("checkpoint not written")
+			return true
 		}
-		lv.Err(err).Str("room", string(c.Room)).Msg("checkpoint not written")
-		return
+		w.log.Error().Err(err).Str("room", string(c.Room)).Msg("checkpoint not written; it will be tried again")
+		return false
 	}
 	w.written.Add(1)
 	w.bytes.Store(int64(len(c.Data)))
 	w.log.Debug().Str("room", string(c.Room)).Uint64("term", uint64(c.Term)).Int("bytes", len(c.Data)).
 		Dur("took", time.Since(start)).Msg("checkpoint written")
+	return true
 }
 
 // Close writes what is queued and stops the writer. It is idempotent.
 func (w *Writer) Close() {
 	w.once.Do(func() {
 		w.mu.Lock()
-		close(w.quit)
+		w.closed = true
 		w.mu.Unlock()
+		close(w.quit)
 	})
 	<-w.done
 }

@@ -1,0 +1,582 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultHeartbeatInterval = time.Second
+	DefaultHeartbeatTimeout  = 4 * time.Second
+	DefaultRequestTimeout    = 2 * time.Second
+)
+
+// releaseBudget bounds the lease releases of a graceful stop.
+const releaseBudget = 500 * time.Millisecond
+
+// maxOpenRequest bounds an open request's payload.
+const maxOpenRequest = 4 << 10
+
+// Config configures a Node. Store and Name are required.
+type Config struct {
+	// Store is the node's durable store: its NATS connection and room directory.
+	Store *durable.Store
+	// Name is this node's name, unique in the cluster.
+	Name string
+	// LeaseTTL is the lifetime of a room lease (durable.DirectoryConfig.TTL). If zero,
+	// durable.DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Keep, if set, is asked at each lease renewal whether this node still wants a room that
+	// has no member here (a room whose dedicated host runs here); rooms with members here and
+	// rooms just routed here are kept anyway.
+	Keep func(room signaling.RoomID) bool
+	// Lost, if set, is told of each room whose lease this node lost (its members here are
+	// closed by then, so that they resume on the new owner).
+	Lost func(room signaling.RoomID)
+	// HeartbeatInterval is how often each side of a relay says it is alive; HeartbeatTimeout
+	// the silence after which the other side is taken for dead. If zero, the defaults.
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	// RequestTimeout bounds a request to another node (open, rooms). If zero, the default.
+	RequestTimeout time.Duration
+	// WriteWait and CloseGrace bound an edge's writes and its close handshake with the member.
+	// If zero, the signaling defaults.
+	WriteWait, CloseGrace time.Duration
+	// Acquired, if set, is told of each room whose lease this node took for a join (on the
+	// joining websocket's goroutine; it must not block).
+	Acquired func(room signaling.RoomID)
+	// Registerer, if set, receives the cluster metrics (concord_cluster_*).
+	Registerer prometheus.Registerer
+	// Logger; the zero value discards.
+	Logger zerolog.Logger
+}
+
+// Node is this process as a node of a cluster: the signaling.Router of its signaling server, the
+// owner side of the relays other nodes open to it, and the answer to their room listings.
+type Node struct {
+	cfg  Config
+	dir  *durable.Directory
+	nc   *nats.Conn
+	name string
+	log  zerolog.Logger
+
+	sig  atomic.Pointer[signaling.Server]
+	subs []*nats.Subscription
+	// Keep and Lost run on the directory's goroutine, which Close stops last.
+
+	mu        sync.Mutex // guards the following fields
+	eps       map[*endpoint]struct{}
+	acquired  map[signaling.RoomID]time.Time // leases taken for joins, kept at least a TTL
+	seen      map[string]time.Time           // nodes heard on aliveSubject
+	openRooms map[signaling.RoomID]bool      // the rooms open here, as of openAt
+	openAt    time.Time
+	closed    bool
+
+	dying bool // tests: Close leaves the leases to expire, as a killed node does
+
+	owners atomic.Int64 // relayed websockets served here
+	rtt    atomic.Int64 // nanoseconds, the last NATS round trip measured
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// openRequest asks the owner of Room to serve a relayed websocket.
+type openRequest struct {
+	ID     string           `json:"id"`
+	Room   signaling.RoomID `json:"room"`
+	Edge   string           `json:"edge"`
+	Remote string           `json:"remote"`
+}
+
+// New starts a node: it answers open and rooms requests addressed to it and sends heartbeats.
+// Attach its signaling server before serving.
+func New(cfg Config) (*Node, error) {
+	if cfg.Store == nil || cfg.Name == "" {
+		return nil, errors.New("cluster: Config needs a Store and a Name")
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.WriteWait <= 0 {
+		cfg.WriteWait = signaling.DefaultWriteWait
+	}
+	if cfg.CloseGrace <= 0 {
+		cfg.CloseGrace = signaling.DefaultCloseGrace
+	}
+	n := &Node{cfg: cfg, nc: cfg.Store.Conn(), name: cfg.Name, log: cfg.Logger,
+		eps: map[*endpoint]struct{}{}, acquired: map[signaling.RoomID]time.Time{}, seen: map[string]time.Time{}, quit: make(chan struct{})}
+	dir, err := cfg.Store.Directory(durable.DirectoryConfig{Node: cfg.Name, TTL: cfg.LeaseTTL, Keep: n.keep, Lost: n.lost,
+		Logger: cfg.Logger.With().Str("component", "directory").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	n.dir = dir
+	for subj, h := range map[string]nats.MsgHandler{
+		openSubject(n.name):  n.serveOpen,
+		roomsSubject(n.name): n.serveRooms,
+		aliveSubject:         n.heard,
+	} {
+		sub, err := n.nc.Subscribe(subj, h)
+		if err != nil {
+			for _, s := range n.subs {
+				_ = s.Unsubscribe()
+			}
+			dir.Close()
+			return nil, fmt.Errorf("cluster: subscribe %s: %w", subj, err)
+		}
+		n.subs = append(n.subs, sub)
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(&collector{n: n})
+	}
+	n.wg.Add(1)
+	go n.heartbeats()
+	return n, nil
+}
+
+// Subjects (doc.go).
+func openSubject(node string) string  { return "concord.node." + node + ".open" }
+func roomsSubject(node string) string { return "concord.node." + node + ".rooms" }
+func upSubject(id string) string      { return "concord.relay." + id + ".up" }
+
+// aliveSubject carries every node's presence: its name, every HeartbeatInterval.
+const aliveSubject = "concord.nodes.alive"
+
+// maxNodeName bounds a node name heard on aliveSubject; maxNodes the names remembered.
+const (
+	maxNodeName = 256
+	maxNodes    = 1024
+)
+
+// heard records a node's presence.
+func (n *Node) heard(m *nats.Msg) {
+	if len(m.Data) == 0 || len(m.Data) > maxNodeName {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.seen[string(m.Data)]; ok || len(n.seen) < maxNodes {
+		n.seen[string(m.Data)] = time.Now()
+	}
+}
+
+// Alive lists the nodes heard from within HeartbeatTimeout, this one included, sorted.
+func (n *Node) Alive() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := []string{n.name}
+	for name, at := range n.seen {
+		if time.Since(at) > n.cfg.HeartbeatTimeout {
+			delete(n.seen, name)
+			continue
+		}
+		if name != n.name {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+func downSubject(id string) string { return "concord.relay." + id + ".down" }
+
+// Attach sets the signaling server whose rooms this node serves.
+func (n *Node) Attach(s *signaling.Server) { n.sig.Store(s) }
+
+// Name is this node's name.
+func (n *Node) Name() string { return n.name }
+
+// Close stops answering, ends every relay endpoint and waits for the node's goroutines. Close the
+// signaling server first, so that its connections end gracefully. Idempotent.
+func (n *Node) Close() {
+	n.once.Do(func() {
+		for _, s := range n.subs {
+			_ = s.Unsubscribe()
+		}
+		n.mu.Lock()
+		n.closed = true
+		for ep := range n.eps {
+			ep.fail()
+		}
+		n.mu.Unlock()
+		close(n.quit)
+		n.wg.Wait()
+		// A graceful stop hands its rooms over at once rather than after a TTL.
+		// Bounded: when the cluster stops as a whole the bucket no longer answers, and the node
+		// must still shut its embedded server down within its grace.
+		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
+		for _, room := range n.dir.Held() {
+			if !n.dying {
+				_ = n.dir.Release(ctx, room)
+			}
+		}
+		cancel()
+		n.dir.Close()
+	})
+}
+
+// Directory is the node's room directory.
+func (n *Node) Directory() *durable.Directory { return n.dir }
+
+// keep tells the directory whether to renew room's lease: while it has members here, was routed
+// here within a TTL, or Config.Keep wants it.
+func (n *Node) keep(room signaling.RoomID) bool {
+	if n.Recent(room) || (n.cfg.Keep != nil && n.cfg.Keep(room)) {
+		return true
+	}
+	return n.openHere(room)
+}
+
+// openHere reports whether room is open in this node's signaling hub (a snapshot at most a
+// second old: the directory asks for each of its rooms in turn).
+func (n *Node) openHere(room signaling.RoomID) bool {
+	n.mu.Lock()
+	if time.Since(n.openAt) > time.Second {
+		n.mu.Unlock()
+		open := map[signaling.RoomID]bool{}
+		if sig := n.sig.Load(); sig != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
+			rooms, err := sig.Rooms(ctx)
+			cancel()
+			if err != nil {
+				return true // not known: keep it rather than drop a room with members
+			}
+			for _, r := range rooms {
+				open[r.Room] = true
+			}
+		}
+		n.mu.Lock()
+		n.openRooms, n.openAt = open, time.Now()
+	}
+	defer n.mu.Unlock()
+	return n.openRooms[room]
+}
+
+// lost closes room's members here (they resume on the new owner) and tells Config.Lost.
+func (n *Node) lost(room signaling.RoomID) {
+	if sig := n.sig.Load(); sig != nil {
+		sig.CloseRoom(room)
+	}
+	if n.cfg.Lost != nil {
+		n.cfg.Lost(room)
+	}
+}
+
+func (n *Node) track(ep *endpoint) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.eps[ep] = struct{}{}
+	return true
+}
+
+func (n *Node) forget(ep *endpoint) {
+	n.mu.Lock()
+	delete(n.eps, ep)
+	n.mu.Unlock()
+}
+
+// heartbeats runs until Close: every interval, a heartbeat to the other side of each relay, and
+// the end of those whose other side has been silent too long; now and then a NATS round trip.
+func (n *Node) heartbeats() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.HeartbeatInterval)
+	defer t.Stop()
+	hb := []byte{kindHeartbeat}
+	for k := 0; ; k++ {
+		select {
+		case <-n.quit:
+			return
+		case <-t.C:
+		}
+		_ = n.nc.Publish(aliveSubject, []byte(n.name))
+		now := time.Now().UnixNano()
+		n.mu.Lock()
+		eps := make([]*endpoint, 0, len(n.eps))
+		for ep := range n.eps {
+			eps = append(eps, ep)
+		}
+		n.mu.Unlock()
+		for _, ep := range eps {
+			_ = n.nc.Publish(ep.peer, hb)
+			if time.Duration(now-ep.heard.Load()) > n.cfg.HeartbeatTimeout {
+				ep.fail()
+			}
+		}
+		if k%5 == 0 {
+			if rtt, err := n.nc.RTT(); err == nil {
+				n.rtt.Store(int64(rtt))
+			}
+		}
+	}
+}
+
+// Route implements signaling.Router: this node serves room if it holds its lease or can take
+// it (free, or expired); otherwise it relays to the live owner. An owner that does not answer is
+// waited for until its lease expires, within ctx.
+func (n *Node) Route(ctx context.Context, room signaling.RoomID) (signaling.Relay, error) {
+	var last error
+	// The watcher's view first: a room another live node owns is relayed without a read of the
+	// bucket (the owner refuses the relay if the lease has moved, and the bucket is read then).
+	if l, ok := n.dir.Cached(room); ok && l.Node != n.name && l.Live(n.dir.Now()) {
+		if r, err := n.open(ctx, l.Node, room); err == nil {
+			return r, nil
+		}
+	}
+	for {
+		if n.dir.Owns(room) {
+			n.touch(room)
+			return nil, nil
+		}
+		l, err := n.dir.Acquire(ctx, room)
+		switch {
+		case err != nil:
+			last = err
+		case l.Node == n.name:
+			n.touch(room)
+			if n.cfg.Acquired != nil {
+				n.cfg.Acquired(room)
+			}
+			return nil, nil
+		default:
+			r, err := n.open(ctx, l.Node, room)
+			if err == nil {
+				return r, nil
+			}
+			last = fmt.Errorf("owner %s of room %q: %w", l.Node, room, err)
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w: room %q: no node serves it now (%v)", signaling.ErrServerBusy, room, last)
+		}
+	}
+}
+
+// touch records that a join came for room: its lease is kept at least a TTL from now.
+func (n *Node) touch(room signaling.RoomID) {
+	n.mu.Lock()
+	n.acquired[room] = time.Now()
+	n.mu.Unlock()
+}
+
+// Recent reports whether a join came for room within the lease TTL (it may not be open yet).
+func (n *Node) Recent(room signaling.RoomID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.acquired[room]
+	if ok && time.Since(at) > n.dir.TTL() {
+		delete(n.acquired, room)
+		return false
+	}
+	return ok
+}
+
+// open asks node to serve a relayed websocket of room and returns the edge side of the relay.
+func (n *Node) open(ctx context.Context, node string, room signaling.RoomID) (*edgeRelay, error) {
+	id := rand.Text()
+	ep := newEndpoint(id, upSubject(id))
+	sub, err := n.nc.Subscribe(downSubject(id), ep.deliver)
+	if err != nil {
+		return nil, err
+	}
+	ep.sub = sub
+	b, _ := json.Marshal(openRequest{ID: id, Room: room, Edge: n.name})
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	defer cancel()
+	reply, err := n.nc.RequestWithContext(rctx, openSubject(node), b)
+	if err == nil && string(reply.Data) != "ok" {
+		err = errors.New(string(reply.Data))
+	}
+	if err != nil || !n.track(ep) {
+		_ = sub.Unsubscribe()
+		if err == nil {
+			err = signaling.ErrServerClosed
+		}
+		return nil, err
+	}
+	ep.heard.Store(time.Now().UnixNano())
+	return &edgeRelay{n: n, ep: ep, up: upSubject(id)}, nil
+}
+
+// serveOpen answers an open request: if this node owns the room it serves the relayed websocket.
+func (n *Node) serveOpen(m *nats.Msg) {
+	var req openRequest
+	if len(m.Data) > maxOpenRequest || json.Unmarshal(m.Data, &req) != nil || req.ID == "" || len(req.ID) > 64 {
+		_ = m.Respond([]byte("cluster: bad open request"))
+		return
+	}
+	sig := n.sig.Load()
+	if sig == nil || !n.dir.Owns(req.Room) {
+		_ = m.Respond([]byte(fmt.Sprintf("cluster: node %s does not own room %q", n.name, req.Room)))
+		return
+	}
+	ep := newEndpoint(req.ID, downSubject(req.ID))
+	sub, err := n.nc.Subscribe(upSubject(req.ID), ep.deliver)
+	if err != nil {
+		_ = m.Respond([]byte("cluster: " + err.Error()))
+		return
+	}
+	ep.sub = sub
+	if !n.track(ep) {
+		_ = sub.Unsubscribe()
+		_ = m.Respond([]byte("cluster: node closing"))
+		return
+	}
+	n.touch(req.Room)
+	sock := &ownerSocket{n: n, ep: ep, down: downSubject(req.ID), closed: make(chan struct{})}
+	if err := m.Respond([]byte("ok")); err != nil {
+		_ = sock.Close()
+		return
+	}
+	n.owners.Add(1)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer n.owners.Add(-1)
+		sig.ServeSocket(sock, "relay:"+req.Edge)
+		_ = sock.Close()
+	}()
+}
+
+// serveRooms answers a rooms request with this node's rooms.
+func (n *Node) serveRooms(m *nats.Msg) {
+	sig := n.sig.Load()
+	if sig == nil {
+		_ = m.Respond([]byte("[]"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
+	defer cancel()
+	rooms, err := sig.Rooms(ctx)
+	if err != nil {
+		rooms = nil
+	}
+	b, _ := json.Marshal(rooms)
+	_ = m.Respond(b)
+}
+
+// Rooms implements signaling.Router: this node's rooms and those of every other node that holds
+// a live lease, asked at once; a room two nodes list (a lease that just moved) is given as the
+// directory's owner lists it.
+func (n *Node) Rooms(ctx context.Context) ([]signaling.RoomInfo, error) {
+	sig := n.sig.Load()
+	if sig == nil {
+		return nil, signaling.ErrServerClosed
+	}
+	local, err := sig.Rooms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := n.dir.Now()
+	owner := map[signaling.RoomID]string{}
+	nodes := map[string]bool{}
+	for _, l := range n.dir.Leases() {
+		if l.Live(now) {
+			owner[l.Room] = l.Node
+			if l.Node != n.name {
+				nodes[l.Node] = true
+			}
+		}
+	}
+	var mu sync.Mutex
+	all := append([]signaling.RoomInfo(nil), local...)
+	var wg sync.WaitGroup
+	for node := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+			defer cancel()
+			reply, err := n.nc.RequestWithContext(rctx, roomsSubject(node), nil)
+			if err != nil {
+				n.log.Debug().Err(err).Str("node", node).Msg("rooms of a node not listed")
+				return
+			}
+			var rs []signaling.RoomInfo
+			if json.Unmarshal(reply.Data, &rs) != nil {
+				return
+			}
+			mu.Lock()
+			all = append(all, rs...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.SortStableFunc(all, func(a, b signaling.RoomInfo) int { return cmp.Compare(a.Room, b.Room) })
+	out := all[:0]
+	for _, r := range all {
+		if k := len(out); k > 0 && out[k-1].Room == r.Room {
+			if owner[r.Room] == r.Node {
+				out[k-1] = r
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// collector reports the cluster metrics.
+type collector struct{ n *Node }
+
+var (
+	descLeases = prometheus.NewDesc("concord_cluster_leases", "Live room leases in the directory, by owner node.", []string{"node"}, nil)
+	descOwned  = prometheus.NewDesc("concord_cluster_owned_rooms", "Rooms whose lease this node holds.", nil, nil)
+	descRelays = prometheus.NewDesc("concord_cluster_relays", "Relayed websockets open on this node, by side (edge: accepted here, owner: served here).", []string{"side"}, nil)
+	descRTT    = prometheus.NewDesc("concord_cluster_nats_rtt_seconds", "The last measured round trip to the NATS server.", nil, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLeases
+	ch <- descOwned
+	ch <- descRelays
+	ch <- descRTT
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	n := c.n
+	now := n.dir.Now()
+	per := map[string]int{n.name: 0}
+	for _, l := range n.dir.Leases() {
+		if l.Live(now) {
+			per[l.Node]++
+		}
+	}
+	for node, k := range per {
+		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.GaugeValue, float64(k), node)
+	}
+	ch <- prometheus.MustNewConstMetric(descOwned, prometheus.GaugeValue, float64(len(n.dir.Held())))
+	n.mu.Lock()
+	eps := len(n.eps)
+	n.mu.Unlock()
+	owners := n.owners.Load()
+	ch <- prometheus.MustNewConstMetric(descRelays, prometheus.GaugeValue, float64(owners), "owner")
+	ch <- prometheus.MustNewConstMetric(descRelays, prometheus.GaugeValue, float64(max(0, int64(eps)-owners)), "edge")
+	ch <- prometheus.MustNewConstMetric(descRTT, prometheus.GaugeValue, time.Duration(n.rtt.Load()).Seconds())
+}
