@@ -282,8 +282,16 @@ func TestBatchedSocketUnderPion(t *testing.T) {
 			}
 		}
 		p.apiA.Flush()
-		waitFor(t, 20*time.Second, "the burst arrives", func() bool { return got.Load() >= int64((i+1)*per) })
+		// Unreliable datagrams may be lost (maxRetransmits 0; a loaded race-detector run can overflow a
+		// socket buffer): most of every burst must arrive, not each datagram.
+		waitFor(t, 20*time.Second, "the burst arrives", func() bool { return got.Load() >= int64((i+1)*per*9/10) })
 	}
+	// Every datagram leaves A (what may be lost is on the way): wait for the last ones to go out.
+	waitFor(t, 20*time.Second, "every datagram sent", func() bool {
+		p.apiA.Flush()
+		s, _ := p.apiA.BatchStats()
+		return s.Datagrams-before.Datagrams >= bursts*per
+	})
 	after, _ := p.apiA.BatchStats()
 	sent, calls := after.Datagrams-before.Datagrams, after.Syscalls-before.Syscalls
 	t.Logf("%d datagrams in %d sendmmsg calls (%d GSO sends); B read %d in %d recvmmsg calls", sent, calls,
