@@ -247,7 +247,7 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		return h.memberActions(hm, in.acts.Actions)
 	default:
 		if t.IsApplication() {
-			return h.appMessage(hm, uint8(t), in.app, in.ch)
+			return h.appMessage(hm, uint8(t), in.app)
 		}
 		h.count.dropped.Add(1)
 	}

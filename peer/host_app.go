@@ -60,6 +60,11 @@ func (h *hostRole) deliver(to, except PeerIndex, frame []byte, ch link.Channel) 
 		h.msgs = append(h.msgs, queuedMessage{to: to, except: except, frame: frame})
 		return
 	}
+	h.sendTo(to, except, ch, frame)
+}
+
+// sendTo sends frame now to member to (or every synced member but except) on ch.
+func (h *hostRole) sendTo(to, except PeerIndex, ch link.Channel, frame []byte) {
 	for idx, hm := range h.mems {
 		if hm.snapshotSent && idx != except && (to == Everyone || to == idx) {
 			h.env.send(hm.link, ch, frame)
@@ -70,11 +75,7 @@ func (h *hostRole) deliver(to, except PeerIndex, frame []byte, ch link.Channel) 
 // flushMessages sends the queued reliable messages; flushCommands calls it after the commands.
 func (h *hostRole) flushMessages() {
 	for _, q := range h.msgs {
-		for idx, hm := range h.mems {
-			if hm.snapshotSent && idx != q.except && (q.to == Everyone || q.to == idx) {
-				h.env.send(hm.link, link.Reliable, q.frame)
-			}
-		}
+		h.sendTo(q.to, q.except, link.Reliable, q.frame)
 	}
 	clear(h.msgs)
 	h.msgs = h.msgs[:0]
@@ -131,17 +132,22 @@ func (h *hostRole) revoke(e Entity) error {
 }
 
 // appMessage handles an application message from member hm, addressed to the host.
-func (h *hostRole) appMessage(hm *hostMember, typ uint8, data []byte, ch link.Channel) error {
+func (h *hostRole) appMessage(hm *hostMember, typ uint8, data []byte) error {
 	if !hm.snapshotSent || !h.appAllowed(hm) {
 		return nil
 	}
 	if len(data) > MaxMessage {
 		return h.refuse(hm, RefusedApplication, fmt.Sprintf("application message of %d bytes, more than %d", len(data), MaxMessage))
 	}
-	if mh, ok := h.app.(MessageHandler); ok {
-		mh.Message(h.w, hm.link.idx, typ, data)
-	}
+	h.toApp(hm.link.idx, typ, data)
 	return nil
+}
+
+// toApp hands an application message from peer from to the host's app.
+func (h *hostRole) toApp(from PeerIndex, typ uint8, data []byte) {
+	if mh, ok := h.app.(MessageHandler); ok {
+		mh.Message(h.w, from, typ, data)
+	}
 }
 
 // relayMessage forwards a member's message to its destination, as the app's RelayPolicy allows.
@@ -155,8 +161,8 @@ func (h *hostRole) relayMessage(hm *hostMember, rl *netmsg.Relay, ch link.Channe
 		return h.refuse(hm, RefusedApplication, fmt.Sprintf("relayed message of %d bytes, more than %d", len(rl.Data), MaxMessage))
 	}
 	if to == h.w.self {
-		hm.appBudget++ // charged once, here
-		return h.appMessage(hm, uint8(rl.AppType), rl.Data, ch)
+		h.toApp(from, uint8(rl.AppType), rl.Data)
+		return nil
 	}
 	if to == from || (to != Everyone && h.synced(to) == nil) {
 		h.count.dropped.Add(1) // the destination left, or never was: not the sender's fault
@@ -167,9 +173,7 @@ func (h *hostRole) relayMessage(hm *hostMember, rl *netmsg.Relay, ch link.Channe
 		return nil
 	}
 	if to == Everyone {
-		if mh, ok := h.app.(MessageHandler); ok {
-			mh.Message(h.w, from, uint8(rl.AppType), rl.Data)
-		}
+		h.toApp(from, uint8(rl.AppType), rl.Data)
 	}
 	frame := netmsg.AppendRelay(nil, &netmsg.Relay{Peer: uint64(from), AppType: rl.AppType, Data: rl.Data})
 	h.deliver(to, from, frame, ch)

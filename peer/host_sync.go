@@ -127,7 +127,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 			if err := h.refuse(hm, why, reason); err != nil {
 				return err
 			}
-			if m.Component == schema.ComponentAuthority && m.Type != crdt.DeleteEntity && m.Type != crdt.DeleteEntityNetwork {
+			if m.Component == schema.ComponentAuthority { // a record; entity deletions name no component
 				// The member keeps the record it sent (a survivor's avatar this host, restored
 				// from an older checkpoint, never knew): re-assert this host's record over it, or
 				// delete it, so that the member converges instead of sending it again forever.

@@ -425,7 +425,17 @@ export class HostRole extends HostMethods {
       this.refuse(hm, `application message of ${data.length} bytes, more than ${MAX_MESSAGE}`);
       return;
     }
-    if (this.p.app.message) this.p.app.message(this.w, hm.r.idx, type, data);
+    this.toApp(hm.r.idx, type, data);
+  }
+
+  /**
+   * Hands an application message from peer from to the host's app.
+   * @param {number} from
+   * @param {number} type
+   * @param {Uint8Array} data
+   */
+  toApp(from, type, data) {
+    if (this.p.app.message) this.p.app.message(this.w, from, type, data);
   }
 
   /**
@@ -445,8 +455,7 @@ export class HostRole extends HostMethods {
       return;
     }
     if (to === this.w.self) {
-      hm.appBudget++; // charged once
-      this.appMessage(hm, m.appType, m.data);
+      this.toApp(from, m.appType, m.data);
       return;
     }
     const dest = this.mems.get(to);
@@ -458,7 +467,7 @@ export class HostRole extends HostMethods {
       p.count.dropped++;
       return;
     }
-    if (to === EVERYONE && p.app.message) p.app.message(this.w, from, m.appType, m.data);
+    if (to === EVERYONE) this.toApp(from, m.appType, m.data);
     this.deliver(to, from, netmsg.encode({ type: Type.Relay, peer: BigInt(from), appType: m.appType, data: m.data }), ch);
   }
 
@@ -475,6 +484,17 @@ export class HostRole extends HostMethods {
       this.msgs.push({ to, except, frame });
       return;
     }
+    this.sendTo(to, except, ch, frame);
+  }
+
+  /**
+   * Sends frame now to member to (or every synced member but except) on ch.
+   * @param {number} to
+   * @param {number} except
+   * @param {number} ch
+   * @param {Uint8Array} frame
+   */
+  sendTo(to, except, ch, frame) {
     for (const [idx, hm] of this.mems) {
       if (hm.snapshotSent && idx !== except && (to === EVERYONE || to === idx)) this.p.send(hm.r, ch, frame);
     }

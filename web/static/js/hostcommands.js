@@ -77,11 +77,7 @@ export class HostCommands {
     const buf = netmsg.concat(...parts);
     if (buf.length > 0) for (const hm of this.mems.values()) if (hm.snapshotSent) p.send(hm.r, RELIABLE, buf);
     // Reliable application messages go after the commands of their step, never before them.
-    for (const q of this.msgs) {
-      for (const [idx, hm] of this.mems) {
-        if (hm.snapshotSent && idx !== q.except && (q.to === 0 || q.to === idx)) p.send(hm.r, RELIABLE, q.frame);
-      }
-    }
+    for (const q of this.msgs) this.sendTo(q.to, q.except, RELIABLE, q.frame);
     this.clearCommands();
   }
 
