@@ -80,7 +80,7 @@ else
   echo "test.sh: skipping the Chromium end-to-end tests: they need root to create a network namespace" >&2
 fi
 
-echo "== NAT lab (internal/netlab): a simulated internet in network namespaces, issue 9 §4's six scenarios and README's Deploy (the three-node cluster lab, TestLab8Cluster, runs with CONCORD_LAB_CLUSTER=1: its whole-cluster restart is a known open issue)"
+echo "== NAT lab (internal/netlab): a simulated internet in network namespaces, issue 9 §4's six scenarios and README's Deploy and the three-node cluster"
 if [ "$(id -u)" = 0 ]; then
   pkgs=()
   command -v ip >/dev/null || pkgs+=(iproute2)

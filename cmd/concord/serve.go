@@ -521,6 +521,9 @@ func (s *server) wait(ctx context.Context) error {
 
 func (s *server) stop() {
 	s.log.Info().Msg("shutting down")
+	if s.store != nil {
+		s.store.Stopping() // the other nodes keep the quorum our last checkpoints need
+	}
 	s.closeAll()
 }
 

@@ -263,3 +263,44 @@ func TestDirectoryRenewLoop(t *testing.T) {
 		return nil
 	})
 }
+
+// TestClusterStopsTogether: the two nodes left of three stop at once. The one that is done
+// first keeps its embedded server up while the other says it is still stopping, so the
+// other's last checkpoint still finds a quorum (without the wait it fails: one replica of
+// three is no quorum) — what a whole cluster stopped with SIGTERM needs.
+func TestClusterStopsTogether(t *testing.T) {
+	stores := openCluster(t)
+	a, b := stores[0], stores[1]
+	stores[2].Close()
+	ctx := context.Background()
+	poll.Until(t, 60*time.Second, "a checkpoint written on two nodes of three", func() error {
+		return b.SaveCheckpoint(ctx, Checkpoint{Room: "r", Term: 1, Clock: 1, Data: []byte{}})
+	})
+	a.Stopping()
+	b.Stopping()
+	poll.Until(t, 10*time.Second, "a hears that b is stopping", func() error {
+		a.stopMu.Lock()
+		defer a.stopMu.Unlock()
+		if !a.stopping["n2"] {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	closed := make(chan struct{})
+	go func() { a.Close(); close(closed) }()
+	// a is done and waits for b: b's last checkpoint is written with a's replica.
+	if err := b.SaveCheckpoint(ctx, Checkpoint{Room: "r", Term: 1, Clock: 2, Data: []byte{}}); err != nil {
+		t.Fatalf("b's last checkpoint while a stops: %v", err)
+	}
+	select {
+	case <-closed:
+		t.Fatal("a shut its server down while b was still stopping")
+	default:
+	}
+	b.Close()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a did not shut down once b was done")
+	}
+}

@@ -396,3 +396,36 @@ func TestWriterRetries(t *testing.T) {
 		t.Fatalf("tries %d after %d, saved %v", fs.tries, tries, fs.saved)
 	}
 }
+
+// TestWriterWaitsOutAFailingStore: while the store fails, checkpoints of many rooms cost one
+// attempt per retry round, not one each (an attempt can take its whole timeout while a cluster
+// elects a stream leader); once it answers, every room's last checkpoint is written.
+func TestWriterWaitsOutAFailingStore(t *testing.T) {
+	fs := &flakySaver{down: true, saved: map[signaling.RoomID]signaling.Term{}}
+	w := NewWriter(fs, WriterConfig{})
+	defer w.Close()
+	const rooms = 20
+	for i := range rooms {
+		w.Submit(Checkpoint{Room: signaling.RoomID(fmt.Sprintf("r%02d", i)), Term: 1})
+	}
+	poll.Until(t, 10*time.Second, "three retry rounds", func() error {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		if fs.tries < 3 {
+			return fmt.Errorf("%d tries", fs.tries)
+		}
+		if fs.tries > 6 {
+			t.Fatalf("%d attempts for %d rooms while the store fails: each room was tried", fs.tries, rooms)
+		}
+		fs.down = false
+		return nil
+	})
+	poll.Until(t, 10*time.Second, "every room's checkpoint written", func() error {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		if len(fs.saved) != rooms {
+			return fmt.Errorf("%d of %d saved", len(fs.saved), rooms)
+		}
+		return nil
+	})
+}

@@ -84,6 +84,9 @@ type Config struct {
 	// StartTimeout bounds how long Open waits for JetStream (a cluster needs a quorum of its
 	// nodes up and a meta leader). If zero, 2 minutes in a cluster, Timeout otherwise.
 	StartTimeout time.Duration
+	// Linger bounds how long Close keeps a clustered embedded server up for other nodes that are
+	// stopping too and still writing (drain.go). If zero, DefaultLinger.
+	Linger time.Duration
 }
 
 // ClusterConfig clusters the embedded nats-server (nats-server's own cluster block). Without
@@ -126,6 +129,13 @@ type Store struct {
 	rooms jetstream.KeyValue
 	dir   jetstream.KeyValue // the room directory (directory.go)
 
+	// Other nodes that said they are stopping (drain.go); nil outside an embedded cluster.
+	stopSub      *nats.Subscription
+	stopMu       sync.Mutex
+	stopping     map[string]bool
+	stopBegan    time.Time
+	stopsChanged chan struct{}
+
 	closeOnce sync.Once
 }
 
@@ -149,6 +159,9 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if cfg.NodeName == "" {
 		cfg.NodeName = "concord"
+	}
+	if cfg.Linger <= 0 {
+		cfg.Linger = DefaultLinger
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = cfg.Timeout
@@ -261,6 +274,9 @@ func (s *Store) startEmbedded() error {
 		return fmt.Errorf("durable: connect to the embedded nats-server: %w", err)
 	}
 	s.nc = nc
+	if opts.Cluster.Name != "" {
+		return s.watchStops()
+	}
 	return nil
 }
 
@@ -324,6 +340,7 @@ func (s *Store) Replicas() int { return s.cfg.replicas() }
 // Close stops the embedded server and releases the directory. It is idempotent.
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
+		s.lingerForStops()
 		if s.nc != nil {
 			s.nc.Close()
 		}

@@ -153,7 +153,11 @@ func (w *Writer) Stats() WriterStats {
 // moves. At Close the waiting and failing writes get closeBudget in all.
 const (
 	retryMin = 250 * time.Millisecond
-	retryMax = 4 * time.Second
+	retryMax = 2 * time.Second
+	// attemptTimeout bounds one write: a healthy JetStream answers in milliseconds, and a stream
+	// without a leader (elections take seconds after a node died) is better tried again later
+	// than waited for, so that the retries find the new leader as soon as there is one.
+	attemptTimeout = 2 * time.Second
 	// closeBudget bounds Close: the waiting checkpoints and the failed ones get this long in
 	// all, so that a stopping node shuts its embedded server down cleanly within its grace.
 	closeBudget = 1500 * time.Millisecond
@@ -175,11 +179,15 @@ func (w *Writer) run() {
 				return
 			}
 			delete(retry, c.Room)
+			if len(retry) > 0 {
+				// The store is failing: this one waits for the retry timer too, rather than
+				// each waiting checkpoint spending an attempt's timeout in turn.
+				retry[c.Room] = c
+				continue
+			}
 			if !w.write(ctx, c) {
-				if len(retry) == 0 {
-					backoff = retryMin
-					t.Reset(backoff)
-				}
+				backoff = retryMin
+				t.Reset(backoff)
 				retry[c.Room] = c
 			}
 		}
@@ -216,19 +224,23 @@ func (w *Writer) run() {
 	}
 }
 
-// retry writes the failed checkpoints again; those written (or fenced) leave the map.
+// retry writes the failed checkpoints again; those written (or fenced) leave the map. It stops
+// at the first that fails again: the store still fails, the rest wait for the next round.
 func (w *Writer) retry(ctx context.Context, retry map[signaling.RoomID]Checkpoint) {
 	for room, c := range retry {
-		if w.write(ctx, c) {
-			delete(retry, room)
+		if !w.write(ctx, c) {
+			return
 		}
+		delete(retry, room)
 	}
 }
 
 // write writes c and reports whether it is done with: written, or refused for good (fenced).
 func (w *Writer) write(ctx context.Context, c Checkpoint) bool {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	err := w.store.SaveCheckpoint(ctx, c)
+	cancel()
 	w.writeSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		w.failed.Add(1)

@@ -86,6 +86,10 @@ func startEnv(t *testing.T, ns netlab.NS, env []string, name, bin string, args .
 	}()
 	t.Cleanup(func() {
 		p.stop()
+		if d := os.Getenv("CONCORD_LAB_DUMP"); d != "" { // a debugging aid: every process's whole output
+			_ = os.MkdirAll(d, 0o755)
+			_ = os.WriteFile(filepath.Join(d, fmt.Sprintf("%s-%d.log", name, p.cmd.Process.Pid)), []byte(p.out.String()), 0o644)
+		}
 		if t.Failed() {
 			t.Logf("--- %s (%s %s), last output:\n%s", name, ns, strings.Join(args, " "), p.out.tail(40))
 		}
