@@ -347,7 +347,42 @@ func (s *Store) leaderReads(ctx context.Context, bucket string) (jetstream.KeyVa
 			return nil, err
 		}
 	}
-	return s.js.KeyValue(ctx, bucket)
+	kv, err := s.js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, err
+	}
+	// The update re-registers the stream's request handlers on its replicas: a read right after
+	// it may find no responder. Open returns once reads are answered.
+	err = retryUnavailable(ctx, func() error {
+		_, err := kv.Get(ctx, "probe")
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		return err
+	})
+	return kv, err
+}
+
+// retryUnavailable runs op until it succeeds, fails for another reason than JetStream being
+// briefly unavailable (no responder for a request, 503 while a stream elects a leader), or ctx
+// ends.
+func retryUnavailable(ctx context.Context, op func() error) error {
+	for {
+		err := op()
+		var apiErr *jetstream.APIError
+		unavailable := errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+			errors.As(err, &apiErr) && apiErr.Code == 503
+		if !unavailable {
+			return err
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
 }
 
 // Conn is the store's NATS connection (the relay of a cluster uses it too).
@@ -492,7 +527,11 @@ func (s *Store) LoadRoom(room signaling.RoomID) (signaling.RoomCounters, error) 
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
 	var c signaling.RoomCounters
-	e, err := s.rooms.Get(ctx, RoomKey(room))
+	var e jetstream.KeyValueEntry
+	err := retryUnavailable(ctx, func() (err error) {
+		e, err = s.rooms.Get(ctx, RoomKey(room))
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return c, nil
 	}
@@ -513,7 +552,12 @@ func (s *Store) SaveRoom(room signaling.RoomID, c signaling.RoomCounters) error 
 	key := RoomKey(room)
 	for range maxAttempts {
 		var rev uint64
-		if e, err := s.rooms.Get(ctx, key); err == nil {
+		var e jetstream.KeyValueEntry
+		err := retryUnavailable(ctx, func() (err error) {
+			e, err = s.rooms.Get(ctx, key)
+			return err
+		})
+		if err == nil {
 			var old signaling.RoomCounters
 			if json.Unmarshal(e.Value(), &old) == nil {
 				c.LastIndex, c.Term = max(c.LastIndex, old.LastIndex), max(c.Term, old.Term)
@@ -523,12 +567,14 @@ func (s *Store) SaveRoom(room signaling.RoomID, c signaling.RoomCounters) error 
 			return err
 		}
 		b, _ := json.Marshal(c)
-		var err error
-		if rev == 0 {
-			_, err = s.rooms.Create(ctx, key, b)
-		} else {
-			_, err = s.rooms.Update(ctx, key, b, rev)
-		}
+		err = retryUnavailable(ctx, func() (err error) {
+			if rev == 0 {
+				_, err = s.rooms.Create(ctx, key, b)
+			} else {
+				_, err = s.rooms.Update(ctx, key, b, rev)
+			}
+			return err
+		})
 		if err == nil {
 			return nil
 		}
