@@ -90,6 +90,8 @@ type stepNet struct {
 	roster []signaling.Member
 	links  []*fakeLink
 	lose   bool // drop unreliable datagrams
+	// hold keeps what is sent to these peers queued (in flight) until it is cleared.
+	hold map[PeerIndex]bool
 	// onSend, when set, sees every payload a link sends (counting traffic by message type).
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 }
@@ -269,6 +271,9 @@ func (l *fakeLink) deliver() bool {
 			sp.afterEvent()
 			moved = true
 		}
+	}
+	if l.net.hold[o.local] {
+		return moved
 	}
 	out := l.out
 	l.out = nil
