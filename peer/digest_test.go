@@ -163,8 +163,9 @@ func TestRepeatedGreetingWhileSnapshotInFlight(t *testing.T) {
 }
 
 // A digest stamped below the clock of the last snapshot the host sent was computed before that
-// snapshot arrived: it repairs nothing until maxSnapshotWait has passed. A digest stamped at or
-// above it is answered as before.
+// snapshot arrived, and one that comes while the link holds reliable data the member has not
+// acknowledged may have been: neither repairs anything until maxSnapshotWait has passed. Any
+// other digest is answered as before.
 func TestStaleDigestRepairsNothing(t *testing.T) {
 	n, h, _, _ := room12(t)
 	snaps := countSnapshots(n, 2)
@@ -184,6 +185,12 @@ func TestStaleDigestRepairsNothing(t *testing.T) {
 	if *snaps != 1 {
 		t.Fatalf("%d repairs after a digest computed before the repair arrived, want still 1", *snaps)
 	}
+	n.unacked = map[PeerIndex]uint64{2: 1}
+	n.send(2, 1, link.Reliable, digest(clock))
+	if *snaps != 1 {
+		t.Fatalf("%d repairs after a digest that came while the link held unacknowledged data, want still 1", *snaps)
+	}
+	n.unacked = nil
 	n.send(2, 1, link.Reliable, digest(clock))
 	if *snaps != 2 {
 		t.Fatalf("%d repairs after a digest stamped at the repair's clock, want 2", *snaps)

@@ -77,8 +77,18 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 // second per member (a member re-greets after a second without news), five times the bytes of the
 // sync snapshots. The rule holds for maxSnapshotWait after a snapshot: a member that refused the
 // snapshot (snapshotBounds) is answered again after that.
+//
+// A snapshot also counts as on its way while the link holds reliable data the member has not
+// acknowledged yet (the snapshot, or what was queued behind it): a digest stamped above the
+// snapshot's clock may owe that only to updates that overtook it on the unreliable channel.
 func (h *hostRole) staleDigest(hm *hostMember, dig *netmsg.Digest) bool {
-	return crdt.Timestamp(dig.Clock) < hm.snapClock && h.env.now().Sub(hm.snapAt) < maxSnapshotWait
+	if h.env.now().Sub(hm.snapAt) >= maxSnapshotWait {
+		return false
+	}
+	if crdt.Timestamp(dig.Clock) < hm.snapClock {
+		return true
+	}
+	return hm.link.l != nil && hm.link.l.Stats().Channels[link.Reliable].Buffered > 0
 }
 
 // maxSnapshotWait bounds how long a host ignores a member's digests computed before its last

@@ -82,4 +82,5 @@ func (p *Peer) memberSynced() {
 	p.held = true
 	p.setSynced()
 	p.updateStandby()
+	p.publish() // Status.Synced turns true now, not up to a ReportInterval later
 }
