@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
 )
@@ -101,5 +102,102 @@ func TestDigestRepairsLossWhileIdle(t *testing.T) {
 	}
 	if h.w.r.Hash() != m.w.r.Hash() {
 		t.Fatal("hashes differ after repair")
+	}
+}
+
+// countSnapshots counts the HostSnapshot messages (whole or in fragments) host 1 sends member to.
+func countSnapshots(n *stepNet, to PeerIndex) *int {
+	count := new(int)
+	n.onSend = func(from, dst PeerIndex, _ link.Channel, b []byte) {
+		if from != 1 || dst != to {
+			return
+		}
+		var in inbox
+		for len(b) > 0 {
+			t, k, err := in.decode(b)
+			if err != nil {
+				return
+			}
+			if t == netmsg.TypeHostSnapshot || t == netmsg.TypeFragment && in.frag.Offset == 0 {
+				*count++
+			}
+			b = b[k:]
+		}
+	}
+	return count
+}
+
+// A member that hears nothing for a second after its greeting greets again; when the sync
+// snapshot is only slow to arrive (a burst of joins), the host answers the repeated greeting with
+// nothing: the digest was computed before the snapshot arrived. Before, each repeat cost a second
+// full snapshot and counted as the member's answer to the first.
+func TestRepeatedGreetingWhileSnapshotInFlight(t *testing.T) {
+	n := newStepNet(t)
+	n.join(1, &stepApp{table: stepSchemas()}, 1, 1)
+	snaps := countSnapshots(n, 2)
+	n.hold = map[PeerIndex]bool{2: true}
+	m := n.join(2, &stepApp{table: stepSchemas()}, 1, 1)
+	if *snaps != 1 {
+		t.Fatalf("%d snapshots sent for the greeting, want 1", *snaps)
+	}
+	for range 3 {
+		n.clock.add(1100 * time.Millisecond)
+		n.do(2, func(*World) { m.member.linkReady() }) // greets again, as sendDigest does
+		n.pump()
+	}
+	hm := n.peers[1].host.mems[2]
+	if *snaps != 1 || hm.answered {
+		t.Fatalf("after repeated greetings: %d snapshots, answered %v; want 1, false", *snaps, hm.answered)
+	}
+	n.hold = nil
+	n.pump()
+	if !m.member.synced || !hm.answered {
+		t.Fatalf("synced %v, answered %v once the snapshot arrived", m.member.synced, hm.answered)
+	}
+	if *snaps != 1 {
+		t.Fatalf("%d snapshots in all, want 1", *snaps)
+	}
+	if n.peers[1].w.r.Hash() != m.w.r.Hash() {
+		t.Fatal("hashes differ")
+	}
+}
+
+// A digest stamped below the clock of the last snapshot the host sent was computed before that
+// snapshot arrived, and one that comes while the link holds reliable data the member has not
+// acknowledged may have been: neither repairs anything until maxSnapshotWait has passed. Any
+// other digest is answered as before.
+func TestStaleDigestRepairsNothing(t *testing.T) {
+	n, h, _, _ := room12(t)
+	snaps := countSnapshots(n, 2)
+	n.advance(time.Second) // every bucket quiet
+	n.hold = map[PeerIndex]bool{2: true}
+	digest := func(clock crdt.Timestamp) []byte {
+		return netmsg.AppendDigest(nil, &netmsg.Digest{Term: 1, Clock: uint32(clock), Digests: make([]uint64, DefaultBuckets)})
+	}
+	clock := h.w.r.Clock()
+	n.send(2, 1, link.Reliable, digest(clock))
+	if *snaps != 1 {
+		t.Fatalf("%d repairs for a digest that differs everywhere, want 1", *snaps)
+	}
+	n.do(1, func(w *World) { _ = w.Set(RoomEntity, 0, []byte{7, 0, 0, 0}) }) // the host's clock moves on
+	n.advance(time.Second)
+	n.send(2, 1, link.Reliable, digest(clock-1))
+	if *snaps != 1 {
+		t.Fatalf("%d repairs after a digest computed before the repair arrived, want still 1", *snaps)
+	}
+	n.unacked = map[PeerIndex]uint64{2: 1}
+	n.send(2, 1, link.Reliable, digest(clock))
+	if *snaps != 1 {
+		t.Fatalf("%d repairs after a digest that came while the link held unacknowledged data, want still 1", *snaps)
+	}
+	n.unacked = nil
+	n.send(2, 1, link.Reliable, digest(clock))
+	if *snaps != 2 {
+		t.Fatalf("%d repairs after a digest stamped at the repair's clock, want 2", *snaps)
+	}
+	n.advance(maxSnapshotWait)
+	n.send(2, 1, link.Reliable, digest(0))
+	if *snaps != 3 {
+		t.Fatalf("%d repairs after maxSnapshotWait, want 3: a member that refused a snapshot is repaired again", *snaps)
 	}
 }

@@ -90,6 +90,10 @@ type stepNet struct {
 	roster []signaling.Member
 	links  []*fakeLink
 	lose   bool // drop unreliable datagrams
+	// hold keeps what is sent to these peers queued (in flight) until it is cleared.
+	hold map[PeerIndex]bool
+	// unacked is the reliable bytes a link to each peer reports as not acknowledged (Stats).
+	unacked map[PeerIndex]uint64
 	// onSend, when set, sees every payload a link sends (counting traffic by message type).
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 }
@@ -270,6 +274,9 @@ func (l *fakeLink) deliver() bool {
 			moved = true
 		}
 	}
+	if l.net.hold[o.local] {
+		return moved
+	}
 	out := l.out
 	l.out = nil
 	for _, m := range out {
@@ -305,9 +312,13 @@ func (l *fakeLink) Close() error {
 	return nil
 }
 
-func (l *fakeLink) Done() <-chan struct{}                      { return l.done }
-func (l *fakeLink) Ready() <-chan struct{}                     { return l.ready }
-func (l *fakeLink) Stats() link.Stats                          { return link.Stats{} }
+func (l *fakeLink) Done() <-chan struct{}  { return l.done }
+func (l *fakeLink) Ready() <-chan struct{} { return l.ready }
+func (l *fakeLink) Stats() link.Stats {
+	var s link.Stats
+	s.Channels[link.Reliable].Buffered = l.net.unacked[l.remote]
+	return s
+}
 func (l *fakeLink) HandleSignal(signaling.SignalPayload) error { return nil }
 
 // fakeSig is a signaling client that queues what the peer sends.

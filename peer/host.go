@@ -77,6 +77,10 @@ type hostMember struct {
 	// answered: the member has answered its sync snapshot (its corrections, if it had any, are
 	// merged), so this host holds its latest writes.
 	answered bool
+	// snapClock and snapAt: the host's clock when it last sent this member a snapshot, and when
+	// (staleDigest).
+	snapClock crdt.Timestamp
+	snapAt    time.Time
 	// refused: the member runs another schema table; it got a Close and is served nothing more.
 	refused bool
 	info    PeerInfo
@@ -214,6 +218,11 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		} else if len(in.dig.Digests) != hm.buckets {
 			// Alternating bucket counts would defeat the quiet period and the digest cache.
 			return h.refuse(hm, RefusedDigest, fmt.Sprintf("digest of %d buckets after %d", len(in.dig.Digests), hm.buckets))
+		}
+		if hm.snapshotSent && h.staleDigest(hm, &in.dig) {
+			// Computed before the last snapshot arrived: it neither answers the sync snapshot
+			// nor says what the snapshot repaired.
+			return nil
 		}
 		if hm.snapshotSent {
 			// A member sends its next digest after its corrections, on the same ordered

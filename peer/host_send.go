@@ -24,6 +24,10 @@ func (h *hostRole) flushCommands() {
 	}
 	pol, _ := h.policy()
 	built := false
+	// In a crowd the commands of many steps share one reliable message per member until the next
+	// network flush: a burst of joins is a spawn and an entered message per join for every
+	// member, O(members²) messages, each a datagram to encrypt, send, receive and acknowledge.
+	coalesce := len(h.mems) >= coalesceMembers
 	for _, hm := range h.mems {
 		if !hm.snapshotSent {
 			continue
@@ -34,7 +38,11 @@ func (h *hostRole) flushCommands() {
 				h.cmdAll, built = h.commandPayload(h.cmdAll[:0], nil), true
 			}
 			if len(h.cmdAll) > 0 {
-				h.env.send(hm.link, link.Reliable, h.cmdAll)
+				if coalesce {
+					h.env.queue(hm.link, h.cmdAll)
+				} else {
+					h.env.send(hm.link, link.Reliable, h.cmdAll)
+				}
 			}
 			continue
 		}
@@ -49,6 +57,12 @@ func (h *hostRole) flushCommands() {
 	h.spawns, h.despawns, h.transfers, h.rpcs, h.actions = h.spawns[:0], h.despawns[:0], h.transfers[:0], nil, nil
 	h.entered, h.exited, h.relay = h.entered[:0], h.exited[:0], h.relay[:0]
 }
+
+// coalesceMembers is the room size (members with a link to the host) from which the host holds
+// the commands it broadcasts for the next network flush (at most NetworkInterval) rather than
+// sending them after every step. Anything else the host sends a member on the reliable channel
+// sends what is held first, so the order members see is unchanged.
+const coalesceMembers = 32
 
 // commandPayload appends the open batch's commands, membership changes and relayed CRDT
 // messages, as member hm follows them (nil: everything), to buf.

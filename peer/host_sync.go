@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
@@ -55,6 +56,7 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 		return
 	}
 	h.sendSnapshot(hm.link, hostsnapshot.Only(n, differ...), hm.keep())
+	hm.snapClock, hm.snapAt = w.r.Clock(), now
 	if first {
 		hm.snapshotSent = true
 		// Relayed corrections only from a member that held an earlier host's state: a fresh
@@ -66,6 +68,32 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 		h.log.Info().Uint64("peer", uint64(hm.link.idx)).Int("buckets", len(differ)).Msg("member synced by snapshot")
 	}
 }
+
+// staleDigest reports whether a member's digest was computed before the last snapshot this host
+// sent it arrived: its clock is below the snapshot's, and applying a snapshot raises the member's
+// clock to the snapshot's (the host's). Such a digest says nothing about what the snapshot
+// repaired; answering it would queue the same buckets again behind the snapshot still on its way.
+// Under a burst of joins, where a snapshot takes seconds to arrive, that was a full snapshot a
+// second per member (a member re-greets after a second without news), five times the bytes of the
+// sync snapshots. The rule holds for maxSnapshotWait after a snapshot: a member that refused the
+// snapshot (snapshotBounds) is answered again after that.
+//
+// A snapshot also counts as on its way while the link holds reliable data the member has not
+// acknowledged yet (the snapshot, or what was queued behind it): a digest stamped above the
+// snapshot's clock may owe that only to updates that overtook it on the unreliable channel.
+func (h *hostRole) staleDigest(hm *hostMember, dig *netmsg.Digest) bool {
+	if h.env.now().Sub(hm.snapAt) >= maxSnapshotWait {
+		return false
+	}
+	if crdt.Timestamp(dig.Clock) < hm.snapClock {
+		return true
+	}
+	return hm.link.l != nil && hm.link.l.Stats().Channels[link.Reliable].Buffered > 0
+}
+
+// maxSnapshotWait bounds how long a host ignores a member's digests computed before its last
+// snapshot arrived.
+const maxSnapshotWait = 10 * time.Second
 
 // ensureAvatar spawns the avatar of a member that has none (a dedicated host gets none).
 func (h *hostRole) ensureAvatar(hm *hostMember) {

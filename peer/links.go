@@ -30,6 +30,9 @@ type remote struct {
 	// aside holds greetings (Hello, Digest) received while this peer was not the host, for
 	// when it becomes host.
 	aside [][]byte
+	// queued is reliable messages held for the next network flush (Peer.queue), at most
+	// netmsg.MaxReliableMessage bytes.
+	queued []byte
 }
 
 // loopEvent is posted to the loop by link goroutines.
@@ -173,9 +176,13 @@ func (p *Peer) handleLinkEvent(ev loopEvent) {
 	}
 }
 
-// send sends a payload to r, fragmenting a reliable payload above the message limit.
+// send sends a payload to r, fragmenting a reliable payload above the message limit. What is
+// queued for r goes first: the reliable channel keeps the order of everything sent on it.
 func (p *Peer) send(r *remote, ch link.Channel, payload []byte) {
 	if r == nil || r.l == nil || !r.ready || r.closing {
+		return
+	}
+	if ch == link.Reliable && len(r.queued) > 0 && !p.flushQueue(r) {
 		return
 	}
 	if ch == link.Reliable && len(payload) > netmsg.MaxReliableMessage {
@@ -194,6 +201,51 @@ func (p *Peer) send(r *remote, ch link.Channel, payload []byte) {
 		}
 	}
 	p.sendOne(r, ch, payload)
+}
+
+// queue holds reliable messages for r until the next network flush (flushQueued) or the next
+// reliable send to r, whichever comes first, so that messages of many steps share one
+// data-channel message (a host broadcasting to a crowd: see hostRole.flushCommands). payload is a
+// whole number of messages; what does not fit in one data-channel message goes at once.
+func (p *Peer) queue(r *remote, payload []byte) {
+	if r == nil || r.l == nil || !r.ready || r.closing {
+		return
+	}
+	if len(r.queued)+len(payload) > netmsg.MaxReliableMessage {
+		if len(r.queued) > 0 && !p.flushQueue(r) {
+			return
+		}
+		if len(payload) > netmsg.MaxReliableMessage {
+			p.send(r, link.Reliable, payload)
+			return
+		}
+	}
+	if len(r.queued) == 0 {
+		p.queuedTo = append(p.queuedTo, r)
+	}
+	r.queued = append(r.queued, payload...)
+}
+
+// flushQueue sends what is queued for r; false means the link failed and is dropped.
+func (p *Peer) flushQueue(r *remote) bool {
+	b := r.queued
+	r.queued = r.queued[:0]
+	if r.closing || r.l == nil {
+		return false
+	}
+	return p.sendOne(r, link.Reliable, b)
+}
+
+// flushQueued sends everything queued (at every network flush, before the updates).
+func (p *Peer) flushQueued() {
+	for _, r := range p.queuedTo {
+		if len(r.queued) > 0 && p.remotes[r.idx] == r {
+			p.flushQueue(r)
+		}
+		r.queued = r.queued[:0]
+	}
+	clear(p.queuedTo)
+	p.queuedTo = p.queuedTo[:0]
 }
 
 // sendOne sends one message; false means the link failed and is dropped.

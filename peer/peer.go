@@ -48,8 +48,10 @@ type Peer struct {
 
 	// Links (links.go, standby.go).
 	remotes map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
-	standby *remote               // member with Config.Standby: idle link to the next host
-	session uint64
+	// queuedTo is the remotes with reliable messages queued for the next network flush.
+	queuedTo []*remote
+	standby  *remote // member with Config.Standby: idle link to the next host
+	session  uint64
 
 	host   *hostRole   // non-nil while this peer is the host
 	member *memberRole // non-nil while it is not
@@ -159,6 +161,7 @@ func (p *Peer) tick(now time.Time, dt time.Duration, lastFlush *time.Time) {
 	}
 	if now.Sub(*lastFlush) >= p.cfg.NetworkInterval-p.cfg.TickInterval/2 {
 		*lastFlush = now
+		p.flushQueued() // before the updates, which may be of entities the queue spawns
 		p.flushUpdates()
 		if f, ok := p.cfg.Transport.(flusher); ok {
 			f.Flush()

@@ -17,6 +17,8 @@ type env interface {
 	// after runs fn on the loop once d has passed (a loop timer: no goroutine).
 	after(d time.Duration, fn func())
 	send(r *remote, ch link.Channel, payload []byte)
+	// queue holds reliable messages for r until the next network flush or reliable send to r.
+	queue(r *remote, payload []byte)
 	// drop closes r and tells the roles it is gone (linkClosed, hostLinkClosed).
 	drop(r *remote)
 	// discard closes r without telling the roles.
@@ -82,4 +84,5 @@ func (p *Peer) memberSynced() {
 	p.held = true
 	p.setSynced()
 	p.updateStandby()
+	p.publish() // Status.Synced turns true now, not up to a ReportInterval later
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
@@ -95,4 +96,112 @@ func TestBatchedWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMembershipLinger: a batching writer that holds only membership messages waits up to
+// MembershipLinger for more (a burst of joins then takes a few websocket messages per member,
+// not one per join); any other message ends the wait at once, in order; a message of another
+// kind is never held.
+func TestMembershipLinger(t *testing.T) {
+	joined := func(i PeerIndex) []byte {
+		return mustMarshal(memberJoinedMsg{V: ProtocolVersion, Type: typeMemberJoined, Member: Member{Index: i, ID: "u/d"}})
+	}
+	synced := mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: 2})
+	left := mustMarshal(memberLeftMsg{V: ProtocolVersion, Type: typeMemberLeft, PeerIndex: 3, PeerID: "u/d", Reason: ReasonLeft})
+	host := mustMarshal(hostMsg{V: ProtocolVersion, Type: typeHost, Term: 2, Host: 2})
+	signal := mustMarshal(signalMsg{V: ProtocolVersion, Type: typeSignal, From: 2, To: 1, Payload: SignalPayload{Kind: SignalOffer, SDP: "x", Session: 1}})
+	for _, f := range [][]byte{joined(2), synced, left} {
+		if !isMembership(f) {
+			t.Fatalf("%s is not taken for a membership message", f)
+		}
+	}
+	for _, f := range [][]byte{host, signal} {
+		if isMembership(f) {
+			t.Fatalf("%s is taken for a membership message", f)
+		}
+	}
+
+	start := func(t *testing.T, linger time.Duration) (*conn, *websocket.Conn) {
+		srvWS, cli := wsPair(t)
+		s := &Server{cfg: Config{WriteWait: DefaultWriteWait, SendQueue: 64, MembershipLinger: linger}}
+		c := newConn(s, srvWS, zerolog.Nop())
+		c.batch.Store(true)
+		if !c.write(joined(1)) { // the first message goes alone
+			t.Fatal("first write failed")
+		}
+		if _, _, err := cli.ReadMessage(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cli.SetReadDeadline(time.Now().Add(10 * time.Second))
+		return c, cli
+	}
+	read := func(t *testing.T, cli *websocket.Conn) [][]byte {
+		t.Helper()
+		_, data, err := cli.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Split(data, []byte{'\n'})
+	}
+
+	t.Run("a signal ends the wait", func(t *testing.T) {
+		c, cli := start(t, time.Hour)
+		c.send <- joined(2)
+		done := make(chan bool, 1)
+		go func() { done <- c.writeQueued(<-c.send) }()
+		c.send <- synced
+		c.send <- signal
+		got := read(t, cli)
+		if !<-done {
+			t.Fatal("write failed")
+		}
+		want := [][]byte{joined(2), synced, signal}
+		if len(got) != len(want) {
+			t.Fatalf("one message of %d frames, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("frame %d: %s, want %s", i, got[i], want[i])
+			}
+		}
+	})
+	t.Run("the linger ends", func(t *testing.T) {
+		c, cli := start(t, 20*time.Millisecond)
+		c.send <- joined(2)
+		go c.writeQueued(<-c.send)
+		if got := read(t, cli); len(got) != 1 || !bytes.Equal(got[0], joined(2)) {
+			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("a spill ends the wait", func(t *testing.T) {
+		c, cli := start(t, time.Hour)
+		c.send <- joined(2)
+		done := make(chan bool, 1)
+		go func() { done <- c.writeQueued(<-c.send) }()
+		c.wake <- struct{}{}
+		if got := read(t, cli); len(got) != 1 {
+			t.Fatalf("%d frames, want 1", len(got))
+		}
+		<-done
+		if len(c.wake) != 1 {
+			t.Fatal("the wake-up for the spill was lost")
+		}
+	})
+	t.Run("other messages never wait", func(t *testing.T) {
+		c, cli := start(t, time.Hour)
+		c.send <- host
+		go c.writeQueued(<-c.send)
+		if got := read(t, cli); len(got) != 1 || !bytes.Equal(got[0], host) {
+			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("shutdown ends the wait", func(t *testing.T) {
+		c, cli := start(t, time.Hour)
+		c.send <- joined(2)
+		go c.writeQueued(<-c.send)
+		c.shutdown(closeInfo{graceful: true})
+		if got := read(t, cli); len(got) != 1 {
+			t.Fatalf("%d frames, want 1", len(got))
+		}
+	})
 }

@@ -132,6 +132,14 @@ type Config struct {
 	// disconnected (a slow consumer) rather than stall its room. If zero, 256.
 	SendQueue int
 
+	// MembershipLinger is how long a batching socket's writer waits for more
+	// messages when all it holds are membership messages (member-joined,
+	// member-synced, member-left), so that a burst of joins, each announced
+	// to every member, takes a few websocket messages a member instead of
+	// one a join. Any other message ends the wait at once (order is kept).
+	// If zero, 50ms; negative: no wait.
+	MembershipLinger time.Duration
+
 	// CheckOrigin decides whether a websocket handshake's Origin is allowed.
 	// If nil, gorilla/websocket's default applies: the Origin host must equal
 	// the request's Host (requests without Origin, like Go clients, pass).
@@ -178,6 +186,7 @@ const (
 	DefaultCloseGrace         = time.Second
 	DefaultReadLimit          = 64 << 10
 	DefaultSendQueue          = 256
+	DefaultMembershipLinger   = 50 * time.Millisecond
 	DefaultSignalRate         = 50
 	DefaultSignalBurst        = 200
 	DefaultEventWait          = 3 * time.Second
@@ -221,6 +230,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SendQueue <= 0 {
 		c.SendQueue = DefaultSendQueue
+	}
+	if c.MembershipLinger == 0 {
+		c.MembershipLinger = DefaultMembershipLinger
 	}
 	if c.SignalRate <= 0 {
 		c.SignalRate = DefaultSignalRate

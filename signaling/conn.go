@@ -39,8 +39,9 @@ type conn struct {
 	// the frames it finds queued into one websocket message (docs/protocol.md §4 "Batched
 	// messages"), except the first one it writes (joined or the refusal), which stays alone.
 	batch     atomic.Bool
-	wroteOne  bool     // owned by the writer
-	batchList [][]byte // owned by the writer: scratch for one batch
+	wroteOne  bool        // owned by the writer
+	batchList [][]byte    // owned by the writer: scratch for one batch
+	linger    *time.Timer // owned by the writer: Config.MembershipLinger
 
 	done       chan struct{} // closed by shutdown
 	readerDone chan struct{} // closed when readLoop returns
@@ -185,21 +186,65 @@ func (c *conn) writeQueued(f []byte) bool {
 	}
 	fs := append(c.batchList[:0], f)
 	size := len(f)
+	// lazy: every frame so far is a membership message, which may wait for more.
+	// Never while frames wait in the spill.
+	lazy := c.s.cfg.MembershipLinger > 0 && isMembership(f) && !c.spilling.Load()
+	lingering, woken := false, false
+collect:
 	for len(fs) < maxBatchFrames && size < maxBatchBytes {
+		var g []byte
 		select {
-		case g := <-c.send:
-			fs = append(fs, g)
-			size += 1 + len(g)
-			continue
+		case g = <-c.send:
+		default:
+			if !lazy {
+				break collect
+			}
+			if !lingering {
+				lingering = true
+				if c.linger == nil {
+					c.linger = time.NewTimer(c.s.cfg.MembershipLinger)
+				} else {
+					c.linger.Reset(c.s.cfg.MembershipLinger)
+				}
+			}
+			select {
+			case g = <-c.send:
+			case <-c.linger.C:
+				lingering = false
+				break collect
+			case <-c.wake: // the spill has frames: write what is queued, then them
+				woken = true
+				break collect
+			case <-c.done:
+				break collect
+			}
+		}
+		fs = append(fs, g)
+		size += 1 + len(g)
+		lazy = lazy && isMembership(g)
+	}
+	if lingering {
+		c.linger.Stop()
+	}
+	if woken {
+		select { // leave the wake-up for writeLoop (enqueue may have left another already)
+		case c.wake <- struct{}{}:
 		default:
 		}
-		break
 	}
 	ok := c.writeAll(fs)
 	clear(fs)
 	c.batchList = fs[:0]
 	return ok
 }
+
+// membershipPrefix starts every membership message the hub writes (member-joined, member-synced,
+// member-left): struct fields marshal in order, v and type first.
+var membershipPrefix = fmt.Appendf(nil, `{"v":%d,"type":"member-`, ProtocolVersion)
+
+// isMembership reports whether frame is a membership message, which may wait a little
+// (Config.MembershipLinger) for others to share its websocket message.
+func isMembership(frame []byte) bool { return bytes.HasPrefix(frame, membershipPrefix) }
 
 // batching reports whether the writer may join frames now: the client asked for it and the
 // first message is out.

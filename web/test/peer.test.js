@@ -539,6 +539,23 @@ test('digests keep the bucket count of a member\'s first', () => {
   assert.equal(room.links.get(OWNER).take().filter(({ m }) => m.type === Type.HostSnapshot).length, 0, 'no snapshot answered');
 });
 
+test('a repeated greeting while the sync snapshot is on its way is not an answer and gets no snapshot', () => {
+  const room = newRoom({ answered: [] });
+  const r = room.remotes.get(OWNER);
+  const hm = room.p.host.memberOf(r);
+  assert.ok(hm.snapClock > 0, 'the sync snapshot carried the host clock');
+  // The member heard nothing for a second and greets again, with a digest of its empty replica.
+  const hello = netmsg.encode({ type: Type.Hello, term: BigInt(TERM), peerIndex: BigInt(OWNER), schemaFingerprint: room.p.w.schemas.fingerprint });
+  const stale = netmsg.encode({ type: Type.Digest, term: BigInt(TERM), clock: 0, digests: new BigUint64Array(room.p.opts.buckets) });
+  deliver(room, OWNER, RELIABLE, netmsg.concat(hello, stale));
+  assert.equal(hm.answered, false, 'a digest computed before the snapshot arrived does not answer it');
+  assert.equal(room.links.get(OWNER).take().filter(({ m }) => m.type === Type.HostSnapshot).length, 0, 'no second snapshot');
+  // A digest stamped at the snapshot's clock or above was computed after it: the member's answer.
+  const fresh = netmsg.encode({ type: Type.Digest, term: BigInt(TERM), clock: hm.snapClock, digests: new BigUint64Array(room.p.opts.buckets) });
+  deliver(room, OWNER, RELIABLE, fresh);
+  assert.equal(hm.answered, true);
+});
+
 test('a host takes no fragmented payload above its limit from a member, and expires an unfinished one', () => {
   const room = newRoom({ warn: true });
   const big = netmsg.encode({ type: Type.Fragment, messageId: 1, totalLength: HOST_REASSEMBLY_LIMIT + 1, offset: 0, chunk: new Uint8Array(100) });

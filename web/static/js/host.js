@@ -63,6 +63,10 @@ export class HostMember {
     // answered: the member has answered its sync snapshot (its corrections, if it had any, are
     // merged), so this host holds its latest writes.
     this.answered = false;
+    // snapClock, snapAt: the host's clock when it last sent this member a snapshot, and when
+    // (staleDigest).
+    this.snapClock = 0;
+    this.snapAt = 0;
     /** What signaling says of the member, set by its Hello. @type {import('./peer.js').MemberInfo | null} */
     this.info = null;
     this.dirty = new Map(); // entity → property mask
@@ -87,6 +91,9 @@ export class HostMember {
  */
 export const APP_RATE = 200;
 export const APP_BURST = 400;
+// How long a host ignores a member's digests computed before its last snapshot arrived (a member
+// that refused that snapshot is answered again after it); as the Go host's maxSnapshotWait.
+export const MAX_SNAPSHOT_WAIT_MS = 10000;
 
 /** @type {new () => HostRestamp & HostCommands & import('./hostcommands.js').CommandQueues} */
 const HostMethods = mixinBase();
@@ -354,6 +361,9 @@ export class HostRole extends HostMethods {
           this.refuse(hm, `digest of ${m.digests.length} buckets after ${hm.buckets}`);
           return;
         }
+        // Computed before the last snapshot arrived: it neither answers the sync snapshot nor says
+        // what the snapshot repaired (staleDigest).
+        if (hm.snapshotSent && this.staleDigest(hm, m)) break;
         // A member sends its next digest after its corrections, on the same ordered channel: its
         // answer to the sync snapshot is in.
         if (hm.snapshotSent) hm.answered = true;
@@ -586,6 +596,18 @@ export class HostRole extends HostMethods {
   }
 
   /**
+   * Whether a member's digest was computed before the last snapshot this host sent it arrived:
+   * its clock is below the snapshot's (applying a snapshot raises the member's clock to the
+   * host's). Answering it would queue the same buckets again behind the snapshot on its way
+   * (docs/protocol.md §5, "anti-entropy"); for up to MAX_SNAPSHOT_WAIT_MS after that snapshot.
+   * @param {HostMember} hm
+   * @param {import('./netmsg.js').Msg} dig
+   */
+  staleDigest(hm, dig) {
+    return now() - hm.snapAt < MAX_SNAPSHOT_WAIT_MS && dig.clock < hm.snapClock;
+  }
+
+  /**
    * Compares a member's bucket digests with the host's; answers with a HostSnapshot of what differs.
    * @param {HostMember} hm
    * @param {import('./netmsg.js').Msg} dig
@@ -613,6 +635,8 @@ export class HostRole extends HostMethods {
     const first = !hm.snapshotSent;
     if (!first && differ.length === 0) return;
     this.sendSnapshot(r, hostsnapshot.Cover.only(n, differ));
+    hm.snapClock = w.clock;
+    hm.snapAt = t;
     if (first) {
       hm.snapshotSent = true;
       // Relayed corrections only from a member that held an earlier host's state.
