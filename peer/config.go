@@ -105,6 +105,11 @@ type Config struct {
 	// ~28% fewer bytes). Every Concord peer reads both; set it for a peer that speaks TRNP only.
 	// Default false.
 	TRNPUpdates bool
+	// NoDeltas turns off deltas against acknowledged values (docs/protocol.md §2.10): as a
+	// member, this peer does not ask its host for DeltaUpdates; as host, it sends every member
+	// whole values. Default false (a member asks, unless TRNPUpdates is set; a host sends deltas to
+	// the members that ask).
+	NoDeltas bool
 	// Interest, when set, is the host's interest policy; nil uses the App's if it implements
 	// InterestPolicy, else every member follows everything.
 	Interest InterestPolicy

@@ -90,6 +90,8 @@ type stepNet struct {
 	roster []signaling.Member
 	links  []*fakeLink
 	lose   bool // drop unreliable datagrams
+	// noDeltas joins the next peers with Config.NoDeltas (whole values to every member).
+	noDeltas bool
 	// onSend, when set, sees every payload a link sends (counting traffic by message type).
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 }
@@ -122,6 +124,7 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	p, err := New(Config{
 		Server: "http://step.invalid", Room: "step", User: "u", Device: string(rune('a' + idx)), App: app,
 		Transport: n, Clock: n.clock, Logger: zerolog.New(zerolog.NewTestWriter(n.t)).Level(zerolog.InfoLevel),
+		NoDeltas: n.noDeltas,
 	})
 	if err != nil {
 		n.t.Fatal(err)

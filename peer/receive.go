@@ -33,6 +33,8 @@ type inbox struct {
 	relay netmsg.Relay
 	acts  netmsg.Actions
 	forgt netmsg.Forget
+	du    netmsg.DeltaUpdates
+	ack   netmsg.Ack
 	// app is the body of an application message (types 128–255).
 	app []byte
 	// ch is the channel the payload being walked arrived on.
@@ -84,6 +86,10 @@ func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
 		n, err = netmsg.ConsumeActions(b, &in.acts)
 	case netmsg.TypeForget:
 		n, err = netmsg.ConsumeForget(b, &in.forgt)
+	case netmsg.TypeDeltaUpdates:
+		n, err = netmsg.ConsumeDeltaUpdates(b, &in.du)
+	case netmsg.TypeAck:
+		n, err = netmsg.ConsumeAck(b, &in.ack)
 	default:
 		if t.IsApplication() {
 			_, in.app, n, err = netmsg.ConsumeExt(b)

@@ -128,3 +128,18 @@ func ApplyDelta(dst []byte, p *Property, base, d []byte) ([]byte, int, error) {
 	}
 	return dst, od, nil
 }
+
+// DeltaLen returns the length of the difference at the start of d for property p (its numbers'
+// varints), without a baseline: a receiver that lacks the baseline steps over it. Errors are
+// ApplyDelta's varint errors.
+func DeltaLen(p *Property, d []byte) (int, error) {
+	off := 0
+	for range p.deltaNumbers() {
+		_, n, err := uvarint(d[off:])
+		if err != nil {
+			return 0, err
+		}
+		off += n
+	}
+	return off, nil
+}

@@ -227,33 +227,12 @@ func (s *Schema) walk(data []byte, mask uint32, fn func(i int, v []byte)) error 
 	off := 0
 	for m := mask; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros32(m)
-		p := &s.Properties[i]
-		n := p.Size
-		switch {
-		case p.Encoding.Kind != KindRaw:
-			// Check every number: the replica keeps only values its encoding writes.
-			sz, err := p.Encoding.scan(data[off:])
-			if errors.Is(err, ErrShortData) {
-				return fmt.Errorf("%w: %s.%s at offset %d", ErrShortData, s.Name, p.Name, off)
-			} else if err != nil {
-				return fmt.Errorf("%s.%s at offset %d: %w", s.Name, p.Name, off, err)
-			}
-			n = sz
-		case n == 0:
-			if len(data)-off < 2 {
-				return fmt.Errorf("%w: %s.%s length at offset %d", ErrShortData, s.Name, p.Name, off)
-			}
-			n = int(binary.LittleEndian.Uint16(data[off:]))
-			off += 2
-			if n > MaxValueSize {
-				return fmt.Errorf("%w: %s.%s has %d bytes", ErrValueSize, s.Name, p.Name, n)
-			}
-		}
-		if len(data)-off < n {
-			return fmt.Errorf("%w: %s.%s needs %d bytes at offset %d, %d left", ErrShortData, s.Name, p.Name, n, off, len(data)-off)
+		v, n, err := s.consumeValue(i, data, off)
+		if err != nil {
+			return err
 		}
 		if fn != nil {
-			fn(i, data[off:off+n:off+n])
+			fn(i, v)
 		}
 		off += n
 	}
@@ -261,6 +240,43 @@ func (s *Schema) walk(data []byte, mask uint32, fn func(i int, v []byte)) error 
 		return fmt.Errorf("%w: %d bytes", ErrTrailingData, len(data)-off)
 	}
 	return nil
+}
+
+// ConsumeValue reads the wire form of property i's value at the start of data (as AppendValue
+// writes it, every number checked) and returns the value, aliasing data, and the bytes read.
+func (s *Schema) ConsumeValue(i int, data []byte) ([]byte, int, error) {
+	return s.consumeValue(i, data, 0)
+}
+
+// consumeValue is ConsumeValue at data[off:]; errors name the offset in data.
+func (s *Schema) consumeValue(i int, data []byte, off int) ([]byte, int, error) {
+	p := &s.Properties[i]
+	start := off
+	n := p.Size
+	switch {
+	case p.Encoding.Kind != KindRaw:
+		// Check every number: the replica keeps only values its encoding writes.
+		sz, err := p.Encoding.scan(data[off:])
+		if errors.Is(err, ErrShortData) {
+			return nil, 0, fmt.Errorf("%w: %s.%s at offset %d", ErrShortData, s.Name, p.Name, off)
+		} else if err != nil {
+			return nil, 0, fmt.Errorf("%s.%s at offset %d: %w", s.Name, p.Name, off, err)
+		}
+		n = sz
+	case n == 0:
+		if len(data)-off < 2 {
+			return nil, 0, fmt.Errorf("%w: %s.%s length at offset %d", ErrShortData, s.Name, p.Name, off)
+		}
+		n = int(binary.LittleEndian.Uint16(data[off:]))
+		off += 2
+		if n > MaxValueSize {
+			return nil, 0, fmt.Errorf("%w: %s.%s has %d bytes", ErrValueSize, s.Name, p.Name, n)
+		}
+	}
+	if len(data)-off < n {
+		return nil, 0, fmt.Errorf("%w: %s.%s needs %d bytes at offset %d, %d left", ErrShortData, s.Name, p.Name, n, off, len(data)-off)
+	}
+	return data[off : off+n : off+n], off + n - start, nil
 }
 
 // AppendMeta appends the value of the meta component: schema id and creation data.

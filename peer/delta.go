@@ -1,0 +1,352 @@
+package peer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/netmsg"
+)
+
+// Deltas against acknowledged values (docs/protocol.md §2.10). A member that takes them says so
+// with an Ack after its Hello. The host then numbers every datagram it sends that member
+// (DeltaUpdates.Seq) and keeps, per (entity, delta-capable property), the last deltaRingSize
+// values it sent with their seqs; the member acknowledges the seqs it received (Ack, at most one
+// per network interval) and keeps the same ring of what it received. A property's value goes as
+// the difference from the newest value in the host's ring whose datagram the member
+// acknowledged, or whole when there is none: a lost datagram is never acknowledged, so nothing
+// builds on it. Both rings keep the deltaRingSize highest seqs, so a value the member
+// acknowledged stays in its ring as long as it stays in the host's.
+
+const (
+	// deltaRingSize is how many values each side keeps per (entity, property): the member acks
+	// once per network interval, so the host builds on a value one or two datagrams old.
+	deltaRingSize = 4
+	// deltaWindow is how many of its latest seqs the host remembers acks for.
+	deltaWindow = 1024
+)
+
+// errBadAck: a member acknowledged a datagram the host never sent it.
+var errBadAck = errors.New("peer: ack of a datagram never sent")
+
+// deltaSlot is one value of a property with the seq of the datagram that carried it (0: empty).
+type deltaSlot struct {
+	seq uint64
+	n   uint8
+	val [schema.MaxDeltaValue]byte
+}
+
+type deltaRing [deltaRingSize]deltaSlot
+
+// put records v as carried by seq, keeping the deltaRingSize highest seqs. A value larger than
+// schema.MaxDeltaValue is not kept (it cannot be a baseline on either side).
+func (r *deltaRing) put(seq uint64, v []byte) {
+	if len(v) > schema.MaxDeltaValue {
+		return
+	}
+	low := 0
+	for i := range r {
+		if r[i].seq == seq {
+			low = i
+			break
+		}
+		if r[i].seq < r[low].seq {
+			low = i
+		}
+	}
+	if r[low].seq > seq {
+		return // older than every value kept
+	}
+	r[low].seq, r[low].n = seq, uint8(len(v))
+	copy(r[low].val[:], v)
+}
+
+// get returns the value seq carried, if kept.
+func (r *deltaRing) get(seq uint64) ([]byte, bool) {
+	for i := range r {
+		if r[i].seq == seq && seq != 0 {
+			return r[i].val[:r[i].n], true
+		}
+	}
+	return nil, false
+}
+
+// deltaEnt is the rings of one entity's properties (only the delta-capable ones are used).
+type deltaEnt struct {
+	e     Entity
+	rings []deltaRing
+}
+
+// deltaTab holds the rings of the entities a link carried, by entity number: at most one entry
+// per number (65,536), and only for entities the member follows.
+type deltaTab struct {
+	ents []*deltaEnt
+}
+
+// get returns e's rings, made (or made anew for another version of the number) when create is
+// set; nil otherwise.
+func (t *deltaTab) get(e Entity, props int, create bool) *deltaEnt {
+	n := int(e.Number())
+	if n < len(t.ents) {
+		if de := t.ents[n]; de != nil && de.e == e {
+			return de
+		}
+	}
+	if !create {
+		return nil
+	}
+	if n >= len(t.ents) {
+		t.ents = append(t.ents, make([]*deltaEnt, n+1-len(t.ents))...)
+	}
+	de := t.ents[n]
+	if de == nil || len(de.rings) != props {
+		de = &deltaEnt{rings: make([]deltaRing, props)}
+		t.ents[n] = de
+	} else {
+		clear(de.rings)
+	}
+	de.e = e
+	return de
+}
+
+// forget drops entity number n's rings.
+func (t *deltaTab) forget(n uint16) {
+	if int(n) < len(t.ents) {
+		t.ents[n] = nil
+	}
+}
+
+// deltaTx is the host's delta state for one member: its datagram numbers, the acks it sent, and
+// the values sent to it.
+type deltaTx struct {
+	next  uint64 // the next seq to send, from 1
+	acked [deltaWindow / 64]uint64
+	tab   deltaTab
+	// The values of the update appendDeltaData wrote last sent as differences, and whole.
+	deltas, wholes uint64
+}
+
+func newDeltaTx() *deltaTx { return &deltaTx{next: 1} }
+
+// seq takes the next datagram number.
+func (d *deltaTx) seq() uint64 {
+	s := d.next
+	d.next++
+	d.acked[s/64%uint64(len(d.acked))] &^= 1 << (s % 64) // forget the ack of s−deltaWindow
+	return s
+}
+
+// isAcked reports whether the member acknowledged seq s, within the window.
+func (d *deltaTx) isAcked(s uint64) bool {
+	if s == 0 || s >= d.next || d.next-s > deltaWindow {
+		return false
+	}
+	return d.acked[s/64%uint64(len(d.acked))]&(1<<(s%64)) != 0
+}
+
+func (d *deltaTx) setAcked(s uint64) {
+	if s != 0 && s < d.next && d.next-s <= deltaWindow {
+		d.acked[s/64%uint64(len(d.acked))] |= 1 << (s % 64)
+	}
+}
+
+// ack takes an Ack from the member. Acks of seqs older than the window are ignored; an ack of a
+// seq never sent is errBadAck, and nothing of it is taken.
+func (d *deltaTx) ack(a *netmsg.Ack) error {
+	if a.Highest == 0 {
+		if a.Received != 0 {
+			return fmt.Errorf("%w: bits below seq 0", errBadAck)
+		}
+		return nil // the capability alone
+	}
+	if a.Highest >= d.next {
+		return fmt.Errorf("%w: seq %d, the last sent is %d", errBadAck, a.Highest, d.next-1)
+	}
+	if a.Highest <= 64 && a.Received>>(a.Highest-1) != 0 {
+		return fmt.Errorf("%w: bits below seq 1", errBadAck)
+	}
+	d.setAcked(a.Highest)
+	for m := a.Received; m != 0; m &= m - 1 {
+		d.setAcked(a.Highest - 1 - uint64(bits.TrailingZeros64(m)))
+	}
+	return nil
+}
+
+// baseline returns the newest value in r the member acknowledged, with its seq.
+func (d *deltaTx) baseline(r *deltaRing) ([]byte, uint64, bool) {
+	best := -1
+	for i := range r {
+		if d.isAcked(r[i].seq) && (best < 0 || r[i].seq > r[best].seq) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, 0, false
+	}
+	return r[best].val[:r[best].n], r[best].seq, true
+}
+
+// appendDeltaData appends the DeltaUpdates data of one update (docs/protocol.md §2.10) to dst:
+// per property in mask, in order, vals[k] its value; a delta-capable property as a baseline
+// distance (0: whole) then its whole value or its difference from the baseline, whichever is
+// shorter. de (nil: no baselines) gives the rings.
+func (d *deltaTx) appendDeltaData(dst []byte, s *schema.Schema, mask uint32, vals [][]byte, seq uint64, de *deltaEnt) []byte {
+	d.deltas, d.wholes = 0, 0
+	k := 0
+	for m := mask; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
+		v := vals[k]
+		k++
+		p := &s.Properties[i]
+		if !p.DeltaCapable() {
+			dst = s.AppendValue(dst, i, v)
+			continue
+		}
+		if de != nil {
+			if base, bseq, ok := d.baseline(&de.rings[i]); ok {
+				mark := len(dst)
+				dst = binary.AppendUvarint(dst, seq-bseq)
+				dst = schema.AppendDelta(dst, p, base, v)
+				if len(dst)-mark <= len(v) {
+					d.deltas++
+					continue
+				}
+				dst = dst[:mark]
+			}
+		}
+		d.wholes++
+		dst = append(dst, 0)
+		dst = s.AppendValue(dst, i, v)
+	}
+	return dst
+}
+
+// record notes the values of one sent update in the rings.
+func (d *deltaTx) record(de *deltaEnt, s *schema.Schema, mask uint32, vals [][]byte, seq uint64) {
+	k := 0
+	for m := mask; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
+		if s.Properties[i].DeltaCapable() {
+			de.rings[i].put(seq, vals[k])
+		}
+		k++
+	}
+}
+
+// deltaRx is a member's delta state for one link to its host: the seqs it received, for its
+// acks, and the values they carried.
+type deltaRx struct {
+	link    *remote
+	highest uint64 // the highest seq received (0: none)
+	good    uint64 // bit i: seq highest−i received, and every value in it rebuilt and kept
+	// spoiled is a seq whose datagram held a value this member could not rebuild or keep: it is
+	// never acknowledged, so the host never builds on it.
+	spoiled uint64
+	// last is the Ack sent last, not sent again.
+	last netmsg.Ack
+	tab deltaTab
+	// Scratch for one update: its values rebuilt, back to back, and where each is.
+	vals  []byte
+	spans []valSpan
+}
+
+// valSpan is where one rebuilt value sits in deltaRx.vals; a < 0: its baseline was missing.
+type valSpan struct {
+	a, b  int
+	delta bool // it came as a difference
+}
+
+// rebuild reads update u of a DeltaUpdates numbered seq into x.vals and x.spans, one span per
+// property in the mask. False: the data does not read as the schema says (the update is dropped
+// whole).
+func (x *deltaRx) rebuild(s *schema.Schema, de *deltaEnt, u *netmsg.Update, seq uint64) bool {
+	x.vals, x.spans = x.vals[:0], x.spans[:0]
+	data := u.Data
+	for m := u.Mask; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
+		p := &s.Properties[i]
+		ago := uint64(0)
+		if p.DeltaCapable() {
+			v, n := binary.Uvarint(data)
+			if n <= 0 || n != uvarintSize(v) {
+				return false
+			}
+			ago, data = v, data[n:]
+		}
+		a := len(x.vals)
+		if ago == 0 {
+			v, n, err := s.ConsumeValue(i, data)
+			if err != nil {
+				return false
+			}
+			x.vals = append(x.vals, v...)
+			data = data[n:]
+			x.spans = append(x.spans, valSpan{a: a, b: len(x.vals)})
+			continue
+		}
+		base, ok := []byte(nil), false
+		if ago < seq {
+			base, ok = de.rings[i].get(seq - ago)
+		}
+		if !ok {
+			n, err := schema.DeltaLen(p, data)
+			if err != nil {
+				return false
+			}
+			data = data[n:]
+			x.spans = append(x.spans, valSpan{a: -1, delta: true})
+			continue
+		}
+		vals, n, err := schema.ApplyDelta(x.vals, p, base, data)
+		if err != nil {
+			return false
+		}
+		x.vals, data = vals, data[n:]
+		x.spans = append(x.spans, valSpan{a: a, b: len(x.vals), delta: true})
+	}
+	return len(data) == 0
+}
+
+// uvarintSize is the length of v as a shortest LEB128.
+func uvarintSize(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// received marks seq s received, unless its datagram is spoiled. Seqs more than 63 below the
+// highest are not acknowledged.
+func (x *deltaRx) received(s uint64) {
+	if s > x.highest {
+		if d := s - x.highest; d >= 64 {
+			x.good = 0
+		} else {
+			x.good <<= d
+		}
+		x.highest = s
+	}
+	if d := x.highest - s; d < 64 && s != x.spoiled {
+		x.good |= 1 << d
+	}
+}
+
+// spoil withdraws seq s from what the member acknowledges.
+func (x *deltaRx) spoil(s uint64) {
+	x.spoiled = s
+	if d := x.highest - s; s <= x.highest && d < 64 {
+		x.good &^= 1 << d
+	}
+}
+
+// pendingAck returns the Ack to send: the newest good seq and the 64 before it, unless nothing
+// changed since the last Ack.
+func (x *deltaRx) pendingAck() (netmsg.Ack, bool) {
+	if x.good == 0 {
+		return netmsg.Ack{}, false
+	}
+	z := uint64(bits.TrailingZeros64(x.good))
+	a := netmsg.Ack{Highest: x.highest - z, Received: x.good >> (z + 1)}
+	if a == x.last {
+		return a, false
+	}
+	x.last = a
+	return a, true
+}
