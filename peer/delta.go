@@ -246,7 +246,7 @@ type deltaRx struct {
 	spoiled uint64
 	// last is the Ack sent last, not sent again.
 	last netmsg.Ack
-	tab deltaTab
+	tab  deltaTab
 	// Scratch for one update: its values rebuilt, back to back, and where each is.
 	vals  []byte
 	spans []valSpan

@@ -39,13 +39,13 @@ type memberRole struct {
 	dirty        map[Entity]uint32 // this member's own writes not yet sent
 	pending      []byte            // this member's own CRDT messages not yet sent (flushPending)
 
-	upd  updater
+	upd updater
 	// delta is what this member received as DeltaUpdates on its current host link (delta.go).
 	delta *deltaRx
 	dig   netmsg.Digest
-	buf  []byte
-	corr []byte
-	meta []byte
+	buf   []byte
+	corr  []byte
+	meta  []byte
 }
 
 func newMemberRole(b roleBase) *memberRole {
