@@ -31,14 +31,15 @@ const (
 // errBadAck: a member acknowledged a datagram the host never sent it.
 var errBadAck = errors.New("peer: ack of a datagram never sent")
 
-// deltaSlot is one value of a property with the seq of the datagram that carried it (0: empty).
-type deltaSlot struct {
-	seq uint64
-	n   uint8
-	val [schema.MaxDeltaValue]byte
+// deltaRing is the last deltaRingSize values of one property with the seqs of the datagrams that
+// carried them (seq 0: empty). The seqs come first, apart from the values: a baseline search
+// reads one cache line, and the value it picks (a host holds rings for every member × entity ×
+// property, far more than the caches hold).
+type deltaRing struct {
+	seq [deltaRingSize]uint64
+	n   [deltaRingSize]uint8
+	val [deltaRingSize][schema.MaxDeltaValue]byte
 }
-
-type deltaRing [deltaRingSize]deltaSlot
 
 // put records v as carried by seq, keeping the deltaRingSize highest seqs. A value larger than
 // schema.MaxDeltaValue is not kept (it cannot be a baseline on either side).
@@ -47,27 +48,27 @@ func (r *deltaRing) put(seq uint64, v []byte) {
 		return
 	}
 	low := 0
-	for i := range r {
-		if r[i].seq == seq {
+	for i := range r.seq {
+		if r.seq[i] == seq {
 			low = i
 			break
 		}
-		if r[i].seq < r[low].seq {
+		if r.seq[i] < r.seq[low] {
 			low = i
 		}
 	}
-	if r[low].seq > seq {
+	if r.seq[low] > seq {
 		return // older than every value kept
 	}
-	r[low].seq, r[low].n = seq, uint8(len(v))
-	copy(r[low].val[:], v)
+	r.seq[low], r.n[low] = seq, uint8(len(v))
+	copy(r.val[low][:], v)
 }
 
 // get returns the value seq carried, if kept.
 func (r *deltaRing) get(seq uint64) ([]byte, bool) {
-	for i := range r {
-		if r[i].seq == seq && seq != 0 {
-			return r[i].val[:r[i].n], true
+	for i := range r.seq {
+		if r.seq[i] == seq && seq != 0 {
+			return r.val[i][:r.n[i]], true
 		}
 	}
 	return nil, false
@@ -177,15 +178,15 @@ func (d *deltaTx) ack(a *netmsg.Ack) error {
 // baseline returns the newest value in r the member acknowledged, with its seq.
 func (d *deltaTx) baseline(r *deltaRing) ([]byte, uint64, bool) {
 	best := -1
-	for i := range r {
-		if d.isAcked(r[i].seq) && (best < 0 || r[i].seq > r[best].seq) {
+	for i, s := range r.seq {
+		if (best < 0 || s > r.seq[best]) && d.isAcked(s) {
 			best = i
 		}
 	}
 	if best < 0 {
 		return nil, 0, false
 	}
-	return r[best].val[:r[best].n], r[best].seq, true
+	return r.val[best][:r.n[best]], r.seq[best], true
 }
 
 // appendDeltaData appends the DeltaUpdates data of one update (docs/protocol.md §2.10) to dst:

@@ -129,10 +129,10 @@ func TestRuleDeltasHostile(t *testing.T) {
 	next := hm.delta.next
 
 	for _, a := range []netmsg.Ack{
-		{Highest: next, Received: 0},     // not sent yet
+		{Highest: next, Received: 0},    // not sent yet
 		{Highest: 1 << 62, Received: 1}, // far beyond
-		{Highest: 0, Received: 5},        // bits below seq 0
-		{Highest: 1, Received: 1},        // a bit for seq 0
+		{Highest: 0, Received: 5},       // bits below seq 0
+		{Highest: 1, Received: 1},       // a bit for seq 0
 	} {
 		before := h.publish().RefusedBy[RefusedAck]
 		n.send(2, 1, link.Unreliable, netmsg.AppendAck(nil, &a))

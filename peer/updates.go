@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
 )
@@ -21,6 +22,7 @@ type updItem struct {
 	e    Entity
 	mask uint32
 	ref  int
+	s    *schema.Schema // the entity's
 }
 
 // updater is a role's scratch for sending updates. items holds the updates the last send
@@ -110,7 +112,7 @@ func (u *updater) collect(b roleBase, dirty map[Entity]uint32) {
 		// One item per distinct timestamp, its values in property order.
 		for left := have; left != 0; {
 			t := ts[bits.TrailingZeros32(left)]
-			it := updItem{ts: t, e: e, ref: len(refs)}
+			it := updItem{ts: t, e: e, ref: len(refs), s: in.schema}
 			for m := left; m != 0; m &= m - 1 {
 				if i := bits.TrailingZeros32(m); ts[i] == t {
 					it.mask |= 1 << i
@@ -134,7 +136,6 @@ func (u *updater) collect(b roleBase, dirty map[Entity]uint32) {
 // sent or dropped as too large; the rest did not go (MaxDatagramsPerFlush, or the link failed).
 // With dt, the datagrams are DeltaUpdates numbered for r's member.
 func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
-	w := b.w
 	var wr updatesWriter = &u.packed
 	switch {
 	case dt != nil:
@@ -143,6 +144,7 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 		wr = &u.plain
 	}
 	dgram := u.dgram[:0]
+	var up netmsg.Update // one for the whole send: Add takes its address
 	open := false
 	var cur crdt.Timestamp
 	sent, done := 0, 0 // done: items in datagrams sent, or dropped
@@ -166,30 +168,18 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 	}
 	for idx := range u.items {
 		it := &u.items[idx]
-		s := w.ents[it.e].schema
+		s := it.s
 		width, _ := netmsg.MaskWidth(len(s.Properties))
 		vals := u.refs[it.ref : it.ref+bits.OnesCount32(it.mask)]
 		var de *deltaEnt
 		if dt != nil {
 			de = dt.tab.get(it.e, len(s.Properties), true)
 		}
-		up := netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask}
-		encode := func() {
-			v := u.vals[:0]
-			if dt != nil {
-				v = dt.appendDeltaData(v, s, it.mask, vals, u.delta.seq, de)
-			} else {
-				for k, m := 0, it.mask; m != 0; m &= m - 1 {
-					v = s.AppendValue(v, bits.TrailingZeros32(m), vals[k])
-					k++
-				}
-			}
-			u.vals, up.Data = v, v
-		}
+		up = netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask}
 		if !open && dt != nil {
 			u.delta.seq = dt.next // the seq fresh will take
 		}
-		encode()
+		up.Data = u.encode(s, it.mask, vals, dt, de)
 		if netmsg.SizeUpdate(&up)+netmsg.MaxDatagram/64 > netmsg.MaxDatagram {
 			b.log.Warn().Uint64("entity", uint64(it.e)).Msg("update larger than a datagram; dropped")
 			if !open {
@@ -205,7 +195,7 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 					return done
 				}
 				fresh(it.ts)
-				encode()
+				up.Data = u.encode(s, it.mask, vals, dt, de)
 			}
 			open, cur = true, it.ts
 		}
@@ -214,7 +204,7 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 				return done
 			}
 			fresh(it.ts)
-			encode()
+			up.Data = u.encode(s, it.mask, vals, dt, de)
 			wr.Add(&up)
 		}
 		if dt != nil {
@@ -231,6 +221,22 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 	}
 	u.dgram = wr.Bytes()[:0]
 	return len(u.items)
+}
+
+// encode writes the data of one update into u.vals and returns it: the values whole, or with
+// dt, as DeltaUpdates data numbered u.delta.seq.
+func (u *updater) encode(s *schema.Schema, mask uint32, vals [][]byte, dt *deltaTx, de *deltaEnt) []byte {
+	v := u.vals[:0]
+	if dt != nil {
+		v = dt.appendDeltaData(v, s, mask, vals, u.delta.seq, de)
+	} else {
+		for k, m := 0, mask; m != 0; m &= m - 1 {
+			v = s.AppendValue(v, bits.TrailingZeros32(m), vals[k])
+			k++
+		}
+	}
+	u.vals = v
+	return v
 }
 
 // sendDatagram sends b unreliably to r and, when rec is not nil and the send worked, appends it

@@ -660,6 +660,32 @@ export class Schema {
   }
 
   /**
+   * Reads the wire form of property i's value at data[off] (every number checked, as Go's
+   * ConsumeValue): returns [value, next offset], the value aliasing data. Throws a ProtocolError
+   * (short_data, value_size, bad_value).
+   * @param {number} i
+   * @param {Uint8Array} data
+   * @param {number} off
+   * @returns {[Uint8Array, number]}
+   */
+  consumeValue(i, data, off) {
+    const p = this.properties[i];
+    let n = p.size;
+    if (p.encoding) {
+      n = scanEncoded(p.encoding, data, off);
+    } else if (n === 0) {
+      if (data.length - off < 2) throw valueError('short_data', off, `${this.name}.${p.name} length at offset ${off}`);
+      n = data[off] | (data[off + 1] << 8);
+      if (n > MAX_VALUE_SIZE) throw valueError('value_size', off, `${this.name}.${p.name} has ${n} bytes`);
+      off += 2;
+    }
+    if (data.length - off < n) {
+      throw valueError('short_data', off, `${this.name}.${p.name} needs ${n} bytes at offset ${off}, ${data.length - off} left`);
+    }
+    return [data.subarray(off, off + n), off + n];
+  }
+
+  /**
    * @param {Uint8Array} data
    * @param {number} mask
    * @param {((i: number, v: Uint8Array) => void) | null} fn
@@ -894,10 +920,11 @@ function deltaNumbers(p, v) {
 export function appendDelta(p, base, v) {
   const b = deltaNumbers(p, base);
   const x = deltaNumbers(p, v);
+  /** @type {Uint8Array} */
   let out = new Uint8Array(0);
-  const bits = p.encoding === null ? BigInt(8 * p.size) : 64n;
+  const bits = p.encoding === null ? 8 * p.size : 64;
   for (let k = 0; k < b.length; k++) {
-    out = appendVarint(out, BigInt.asIntN(Number(bits), x[k] - b[k]));
+    out = appendVarint(out, BigInt.asIntN(bits, x[k] - b[k]));
   }
   return out;
 }
