@@ -36,13 +36,24 @@ func (p *Property) deltaNumbers() int {
 	return p.Encoding.count()
 }
 
-// number reads the k-th number of value v of p at offset *off as the integer the delta works on:
-// the quantized index, the float16 bits, the uvarint, the varint as int64 bits, the raw integer.
-// v must be a valid value of p.
-func (p *Property) number(v []byte, off *int) uint64 {
+// deltaWidth is the width of one number of p's values for number: Encoding.Width for
+// quantized, computed once per value rather than per number.
+func (p *Property) deltaWidth() int {
+	if p.Encoding.Kind == KindQuantized {
+		if p.width > 0 {
+			return p.width
+		}
+		return p.Encoding.Width()
+	}
+	return 0
+}
+
+// number reads the next number of value v of p at offset *off as the integer the delta works
+// on: the quantized index (w bytes, from deltaWidth), the float16 bits, the uvarint, the varint
+// as int64 bits, the raw integer. v must be a valid value of p.
+func (p *Property) number(v []byte, off *int, w int) uint64 {
 	switch p.Encoding.Kind {
 	case KindQuantized:
-		w := p.Encoding.Width()
 		x := uintLE(v[*off:], w)
 		*off += w
 		return x
@@ -71,8 +82,9 @@ func (p *Property) number(v []byte, off *int) uint64 {
 // least magnitude.
 func AppendDelta(dst []byte, p *Property, base, v []byte) []byte {
 	ob, ov := 0, 0
+	w := p.deltaWidth()
 	for range p.deltaNumbers() {
-		b, x := p.number(base, &ob), p.number(v, &ov)
+		b, x := p.number(base, &ob, w), p.number(v, &ov, w)
 		d := int64(x - b)
 		if p.Encoding.Kind == KindRaw && p.Size < 8 {
 			shift := 64 - 8*uint(p.Size)
@@ -93,8 +105,13 @@ func ApplyDelta(dst []byte, p *Property, base, d []byte) ([]byte, int, error) {
 	start := len(dst)
 	ob, od := 0, 0
 	e := p.Encoding
+	w := p.deltaWidth()
+	var steps uint64
+	if e.Kind == KindQuantized {
+		steps = e.Steps()
+	}
 	for range p.deltaNumbers() {
-		b := p.number(base, &ob)
+		b := p.number(base, &ob, w)
 		zz, n, err := uvarint(d[od:])
 		if err != nil {
 			return dst[:start], 0, err
@@ -104,10 +121,10 @@ func ApplyDelta(dst []byte, p *Property, base, d []byte) ([]byte, int, error) {
 		x := b + uint64(delta)
 		switch e.Kind {
 		case KindQuantized:
-			if delta >= 0 && uint64(delta) > e.Steps()-b || delta < 0 && uint64(-(delta+1)) >= b {
-				return dst[:start], 0, fmt.Errorf("%w: quantized delta %d from index %d leaves 0..%d", ErrBadValue, delta, b, e.Steps())
+			if delta >= 0 && uint64(delta) > steps-b || delta < 0 && uint64(-(delta+1)) >= b {
+				return dst[:start], 0, fmt.Errorf("%w: quantized delta %d from index %d leaves 0..%d", ErrBadValue, delta, b, steps)
 			}
-			dst = appendUintLE(dst, x, e.Width())
+			dst = appendUintLE(dst, x, w)
 		case KindFloat16:
 			if delta >= 0 && uint64(delta) > 0xffff-b || delta < 0 && uint64(-(delta+1)) >= b || !validFloat16(uint16(x)) {
 				return dst[:start], 0, fmt.Errorf("%w: float16 delta %d from %#04x", ErrBadValue, delta, b)

@@ -42,6 +42,9 @@ type Property struct {
 	Size int
 	// Encoding is how the value's bytes encode numbers; the zero Encoding is raw bytes.
 	Encoding Encoding
+
+	// width is Encoding.Width(), set by NewTable (0: not set), for deltas on the hot path.
+	width int
 }
 
 // prefixed reports whether p's values carry a uint16 length prefix on the wire.
@@ -96,6 +99,7 @@ func NewTable(schemas ...Schema) (*Table, error) {
 					return nil, fmt.Errorf("%w: %q.%s has size %d, its %s encoding %d", ErrInvalidSchema, s.Name, p.Name, p.Size, enc.Kind, size)
 				}
 				p.Encoding, p.Size = enc, size
+				p.width = enc.Width()
 			}
 		}
 		t.schemas[s.ID] = &s
