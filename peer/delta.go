@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"time"
 
+	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/netmsg"
 )
@@ -26,6 +28,10 @@ const (
 	deltaRingSize = 4
 	// deltaWindow is how many of its latest seqs the host remembers acks for.
 	deltaWindow = 1024
+	// ackInterval is how often at most a member sends an Ack on its own (not riding on its
+	// updates): every other flush at the default 50 ms network interval. The host then builds on
+	// values two or three flushes old, well within deltaRingSize and histSize.
+	ackInterval = 100 * time.Millisecond
 )
 
 // errBadAck: a member acknowledged a datagram the host never sent it.
@@ -120,16 +126,73 @@ func (t *deltaTab) forget(n uint16) {
 }
 
 // deltaTx is the host's delta state for one member: its datagram numbers, the acks it sent, and
-// the values sent to it.
+// which values it sent it (their bytes are in the host's deltaHist, shared by every member).
 type deltaTx struct {
 	next  uint64 // the next seq to send, from 1
 	acked [deltaWindow / 64]uint64
-	tab   deltaTab
-	// The values of the update appendDeltaData wrote last sent as differences, and whole.
+	ents  []*txEnt // by entity number
+	hist  *deltaHist
+	// Scratch of the update appendDeltaData wrote last: its values sent as differences and whole,
+	// and per property the generation of the value in hist (0: not kept there).
 	deltas, wholes uint64
+	gens           [32]uint32
 }
 
-func newDeltaTx() *deltaTx { return &deltaTx{next: 1} }
+func newDeltaTx(hist *deltaHist) *deltaTx { return &deltaTx{next: 1, hist: hist} }
+
+// txSlot is one value sent: the seq of its datagram, its time and its generation in deltaHist.
+type txSlot struct {
+	seq uint64
+	t   crdt.Timestamp
+	gen uint32
+}
+
+// txRing is the host's mirror of the member's deltaRing of one property: the same seqs (the
+// deltaRingSize highest of the values of at most schema.MaxDeltaValue bytes), one cache line.
+type txRing [deltaRingSize]txSlot
+
+func (r *txRing) put(sl txSlot) {
+	low := 0
+	for i := range r {
+		if r[i].seq == sl.seq {
+			low = i
+			break
+		}
+		if r[i].seq < r[low].seq {
+			low = i
+		}
+	}
+	if r[low].seq <= sl.seq {
+		r[low] = sl
+	}
+}
+
+type txEnt struct {
+	e     Entity
+	rings []txRing
+}
+
+// ent returns e's rings, made (anew for another version of its number) when absent.
+func (d *deltaTx) ent(e Entity, props int) *txEnt {
+	n := int(e.Number())
+	if n < len(d.ents) {
+		if te := d.ents[n]; te != nil && te.e == e && len(te.rings) == props {
+			return te
+		}
+	} else {
+		d.ents = append(d.ents, make([]*txEnt, n+1-len(d.ents))...)
+	}
+	te := &txEnt{e: e, rings: make([]txRing, props)}
+	d.ents[n] = te
+	return te
+}
+
+// forget drops entity number n's rings.
+func (d *deltaTx) forget(n uint16) {
+	if int(n) < len(d.ents) {
+		d.ents[n] = nil
+	}
+}
 
 // seq takes the next datagram number.
 func (d *deltaTx) seq() uint64 {
@@ -175,25 +238,25 @@ func (d *deltaTx) ack(a *netmsg.Ack) error {
 	return nil
 }
 
-// baseline returns the newest value in r the member acknowledged, with its seq.
-func (d *deltaTx) baseline(r *deltaRing) ([]byte, uint64, bool) {
+// baseline returns the newest slot of r the member acknowledged.
+func (d *deltaTx) baseline(r *txRing) (txSlot, bool) {
 	best := -1
-	for i, s := range r.seq {
-		if (best < 0 || s > r.seq[best]) && d.isAcked(s) {
+	for i := range r {
+		if (best < 0 || r[i].seq > r[best].seq) && d.isAcked(r[i].seq) {
 			best = i
 		}
 	}
 	if best < 0 {
-		return nil, 0, false
+		return txSlot{}, false
 	}
-	return r.val[best][:r.n[best]], r.seq[best], true
+	return r[best], true
 }
 
-// appendDeltaData appends the DeltaUpdates data of one update (docs/protocol.md §2.10) to dst:
-// per property in mask, in order, vals[k] its value; a delta-capable property as a baseline
-// distance (0: whole) then its whole value or its difference from the baseline, whichever is
-// shorter. de (nil: no baselines) gives the rings.
-func (d *deltaTx) appendDeltaData(dst []byte, s *schema.Schema, mask uint32, vals [][]byte, seq uint64, de *deltaEnt) []byte {
+// appendDeltaData appends the DeltaUpdates data of one update (docs/protocol.md §2.10), numbered
+// seq and stamped t, to dst: per property in mask, in order, vals[k] its value; a delta-capable
+// property as a baseline distance (0: whole) then its whole value or its difference from the
+// baseline, whichever is shorter. te and he hold the member's rings and the shared values.
+func (d *deltaTx) appendDeltaData(dst []byte, s *schema.Schema, mask uint32, vals [][]byte, seq uint64, t crdt.Timestamp, te *txEnt, he *histEnt) []byte {
 	d.deltas, d.wholes = 0, 0
 	k := 0
 	for m := mask; m != 0; m &= m - 1 {
@@ -205,16 +268,14 @@ func (d *deltaTx) appendDeltaData(dst []byte, s *schema.Schema, mask uint32, val
 			dst = s.AppendValue(dst, i, v)
 			continue
 		}
-		if de != nil {
-			if base, bseq, ok := d.baseline(&de.rings[i]); ok {
-				mark := len(dst)
-				dst = binary.AppendUvarint(dst, seq-bseq)
-				dst = schema.AppendDelta(dst, p, base, v)
-				if len(dst)-mark <= len(v) {
-					d.deltas++
-					continue
-				}
-				dst = dst[:mark]
+		ph := &he.props[i]
+		d.gens[i] = ph.put(t, v)
+		if b, ok := d.baseline(&te.rings[i]); ok && d.gens[i] != 0 {
+			if diff, ok := ph.delta(p, b.t, b.gen, t, d.gens[i], v); ok && len(diff) < len(v) {
+				dst = binary.AppendUvarint(dst, seq-b.seq)
+				dst = append(dst, diff...)
+				d.deltas++
+				continue
 			}
 		}
 		d.wholes++
@@ -224,16 +285,140 @@ func (d *deltaTx) appendDeltaData(dst []byte, s *schema.Schema, mask uint32, val
 	return dst
 }
 
-// record notes the values of one sent update in the rings.
-func (d *deltaTx) record(de *deltaEnt, s *schema.Schema, mask uint32, vals [][]byte, seq uint64) {
-	k := 0
+// record notes the values of the update appendDeltaData wrote last, sent in datagram seq, in
+// the member's rings.
+func (d *deltaTx) record(te *txEnt, s *schema.Schema, mask uint32, seq uint64, t crdt.Timestamp) {
 	for m := mask; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros32(m)
-		if s.Properties[i].DeltaCapable() {
-			de.rings[i].put(seq, vals[k])
+		if s.Properties[i].DeltaCapable() && d.gens[i] != 0 {
+			te.rings[i].put(txSlot{seq: seq, t: t, gen: d.gens[i]})
 		}
-		k++
 	}
+}
+
+// deltaHist is the host's history of the values it sent members that take deltas, shared by all
+// of them: per (entity, delta-capable property), the last histSize values with their times. A
+// member's ring names a value by (time, generation); its bytes are here, once, and so is the
+// difference between two of them, computed once for every member that acknowledged the same
+// value (in steady state, all of them).
+type deltaHist struct {
+	ents []*histEnt // by entity number
+}
+
+// histSize is how many values deltaHist keeps per property: a member whose newest acknowledged
+// value is older gets the value whole.
+const histSize = 6
+
+type histEnt struct {
+	e     Entity
+	props []propHist
+}
+
+// histVal is one value: gen 0 marks an empty slot.
+type histVal struct {
+	t   crdt.Timestamp
+	gen uint32
+	n   uint8
+	val [schema.MaxDeltaValue]byte
+}
+
+// deltaMemo is one difference computed, from value (bt, bgen) to (t, gen).
+type deltaMemo struct {
+	bt, t     crdt.Timestamp
+	bgen, gen uint32
+	n         uint8
+	d         [schema.MaxDeltaValue]byte
+}
+
+type propHist struct {
+	vals    [histSize]histVal
+	next    uint8  // the slot the next new value takes
+	gen     uint32 // the last generation given
+	last    uint8  // the slot put found or filled last
+	memo    [2]deltaMemo
+	memoNew uint8
+}
+
+// get returns e's history, made (anew for another version of its number) when absent.
+func (h *deltaHist) get(e Entity, props int) *histEnt {
+	n := int(e.Number())
+	if n < len(h.ents) {
+		if he := h.ents[n]; he != nil && he.e == e && len(he.props) == props {
+			return he
+		}
+	} else {
+		h.ents = append(h.ents, make([]*histEnt, n+1-len(h.ents))...)
+	}
+	he := &histEnt{e: e, props: make([]propHist, props)}
+	h.ents[n] = he
+	return he
+}
+
+// forget drops entity number n's history (it was despawned).
+func (h *deltaHist) forget(n uint16) {
+	if int(n) < len(h.ents) {
+		h.ents[n] = nil
+	}
+}
+
+// put makes value v at time t part of the history and returns its generation, 0 when v is too
+// large to be kept. Another value at the same time (a tie the CRDT settled the other way) takes a
+// new generation, so nothing built on the old one matches it.
+func (ph *propHist) put(t crdt.Timestamp, v []byte) uint32 {
+	if len(v) > schema.MaxDeltaValue {
+		return 0
+	}
+	if hv := &ph.vals[ph.last]; hv.gen != 0 && hv.t == t && string(hv.val[:hv.n]) == string(v) {
+		return hv.gen
+	}
+	slot := int(ph.next)
+	for i := range ph.vals {
+		if ph.vals[i].gen != 0 && ph.vals[i].t == t {
+			if string(ph.vals[i].val[:ph.vals[i].n]) == string(v) {
+				ph.last = uint8(i)
+				return ph.vals[i].gen
+			}
+			slot = i // replaced in place
+			break
+		}
+	}
+	if slot == int(ph.next) {
+		ph.next = uint8((slot + 1) % histSize)
+	}
+	ph.gen++
+	hv := &ph.vals[slot]
+	hv.t, hv.gen, hv.n = t, ph.gen, uint8(len(v))
+	copy(hv.val[:], v)
+	ph.last = uint8(slot)
+	return ph.gen
+}
+
+// delta returns the difference from value (bt, bgen) to v = (t, gen), false when the history no
+// longer holds the baseline (or the difference is longer than a value it could replace).
+func (ph *propHist) delta(p *schema.Property, bt crdt.Timestamp, bgen uint32, t crdt.Timestamp, gen uint32, v []byte) ([]byte, bool) {
+	for i := range ph.memo {
+		if m := &ph.memo[i]; m.gen == gen && m.bgen == bgen && m.t == t && m.bt == bt {
+			return m.d[:m.n], true
+		}
+	}
+	var base []byte
+	for i := range ph.vals {
+		if hv := &ph.vals[i]; hv.gen == bgen && hv.t == bt {
+			base = hv.val[:hv.n]
+			break
+		}
+	}
+	if base == nil {
+		return nil, false
+	}
+	m := &ph.memo[ph.memoNew]
+	d := schema.AppendDelta(m.d[:0], p, base, v)
+	if len(d) > len(m.d) {
+		return nil, false // longer than any value kept: never used
+	}
+	ph.memoNew = (ph.memoNew + 1) % uint8(len(ph.memo))
+	m.bt, m.t, m.bgen, m.gen, m.n = bt, t, bgen, gen, uint8(len(d))
+	return m.d[:m.n], true
 }
 
 // deltaRx is a member's delta state for one link to its host: the seqs it received, for its
@@ -245,9 +430,10 @@ type deltaRx struct {
 	// spoiled is a seq whose datagram held a value this member could not rebuild or keep: it is
 	// never acknowledged, so the host never builds on it.
 	spoiled uint64
-	// last is the Ack sent last, not sent again.
-	last netmsg.Ack
-	tab  deltaTab
+	// last is the Ack sent last, not sent again, at ackAt.
+	last  netmsg.Ack
+	ackAt time.Time
+	tab   deltaTab
 	// Scratch for one update: its values rebuilt, back to back, and where each is.
 	vals  []byte
 	spans []valSpan

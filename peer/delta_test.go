@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
 )
@@ -42,6 +44,7 @@ func tickBox(n *stepNet, h, m *stepPeer, box Entity, v uint32) {
 	n.do(1, func(w *World) { _ = w.Set(box, 0, binary.LittleEndian.AppendUint32(nil, v)) })
 	h.flushUpdates()
 	n.pump()
+	n.clock.add(ackInterval) // a passive member acks at most every ackInterval
 	m.flushUpdates()
 	n.pump()
 }
@@ -239,7 +242,7 @@ func TestDeltaAckWindow(t *testing.T) {
 		t.Fatalf("ack %+v, want 71 and 70 (72 spoiled)", a)
 	}
 
-	d := newDeltaTx()
+	d := newDeltaTx(&deltaHist{})
 	for range 2000 {
 		d.seq()
 	}
@@ -276,5 +279,40 @@ func TestDeltaAckWindow(t *testing.T) {
 	r.put(10, make([]byte, 40)) // too large to be a baseline
 	if _, ok := r.get(10); ok {
 		t.Error("the ring kept a value larger than MaxDeltaValue")
+	}
+}
+
+// The host's shared history: one value per (time, generation); another value at the same time
+// takes a new generation, so a member's baseline naming the old one no longer matches; the
+// oldest values leave; a difference is computed once per (baseline, value).
+func TestDeltaHist(t *testing.T) {
+	s, _ := stepSchemas().Lookup(stepSchemaBox)
+	p := &s.Properties[0]
+	var ph propHist
+	g1 := ph.put(10, []byte{1, 0, 0, 0})
+	if again := ph.put(10, []byte{1, 0, 0, 0}); again != g1 {
+		t.Fatalf("the same value took generation %d, then %d", g1, again)
+	}
+	g2 := ph.put(11, []byte{5, 0, 0, 0})
+	d, ok := ph.delta(p, 10, g1, 11, g2, []byte{5, 0, 0, 0})
+	if !ok || !bytes.Equal(d, []byte{8}) {
+		t.Fatalf("delta %x %v, want 08 (+4)", d, ok)
+	}
+	// A tie at time 10 settled the other way: the old generation is gone.
+	g1b := ph.put(10, []byte{2, 0, 0, 0})
+	if g1b == g1 {
+		t.Fatal("another value at the same time kept the generation")
+	}
+	if _, ok := ph.delta(p, 10, g1, 12, ph.put(12, []byte{6, 0, 0, 0}), []byte{6, 0, 0, 0}); ok {
+		t.Error("a delta from a replaced value")
+	}
+	for ts := crdt.Timestamp(20); ts < 20+histSize; ts++ {
+		ph.put(ts, []byte{byte(ts), 0, 0, 0})
+	}
+	if _, ok := ph.delta(p, 11, g2, 30, ph.put(30, []byte{30, 0, 0, 0}), []byte{30, 0, 0, 0}); ok {
+		t.Error("a delta from a value older than the history")
+	}
+	if g := ph.put(40, make([]byte, schema.MaxDeltaValue+1)); g != 0 {
+		t.Error("a value too large to be a baseline was kept")
 	}
 }

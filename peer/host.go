@@ -20,6 +20,8 @@ type hostRole struct {
 	auth    *authority.Table
 	mems    map[PeerIndex]*hostMember
 	stopped bool
+	// hist is the values sent to members that take deltas, shared by them (delta.go).
+	hist deltaHist
 
 	// Changes of the open batch, sent as one payload by flushCommands.
 	spawns    []Entity
@@ -253,7 +255,7 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 			return nil // whole values for everyone
 		}
 		if hm.delta == nil {
-			hm.delta = newDeltaTx()
+			hm.delta = newDeltaTx(&h.hist)
 		}
 		if err := hm.delta.ack(&in.ack); err != nil {
 			return h.refuse(hm, RefusedAck, err.Error())

@@ -164,7 +164,7 @@ func (h *hostRole) forgetFor(hm *hostMember, numbers []uint16) {
 		ids = append(ids, uint64(e))
 		delete(hm.dirty, e)
 		if hm.delta != nil {
-			hm.delta.tab.forget(n)
+			hm.delta.forget(n)
 		}
 	}
 	h.env.send(hm.link, link.Reliable, netmsg.AppendForget(nil, &netmsg.Forget{NetworkIDs: ids}))

@@ -341,6 +341,7 @@ func (h *hostRole) spawned(e Entity, origin PeerIndex) {
 func (h *hostRole) despawned(e Entity, origin PeerIndex) {
 	h.touch(e)
 	h.auth.Despawn(e)
+	h.hist.forget(e.Number())
 	delete(h.shared, e)
 	for _, hm := range h.mems {
 		delete(hm.dirty, e)

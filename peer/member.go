@@ -205,8 +205,14 @@ func (m *memberRole) flushUpdates() {
 		return
 	}
 	if x := m.delta; x != nil && x.link == m.hostLink {
-		if a, ok := x.pendingAck(); ok {
-			m.upd.prefix = netmsg.AppendAck(m.upd.prefix[:0], &a)
+		// Alone, an Ack goes at most every ackInterval (each costs the host a datagram to read
+		// and a SACK to send); riding on this member's own updates, every flush.
+		now := m.env.now()
+		if len(m.dirty) > 0 || now.Sub(x.ackAt) >= ackInterval-m.cfg.NetworkInterval/2 {
+			if a, ok := x.pendingAck(); ok {
+				m.upd.prefix = netmsg.AppendAck(m.upd.prefix[:0], &a)
+				x.ackAt = now
+			}
 		}
 	}
 	m.upd.send(m.roleBase, m.hostLink, m.dirty, nil, nil)

@@ -171,15 +171,16 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 		s := it.s
 		width, _ := netmsg.MaskWidth(len(s.Properties))
 		vals := u.refs[it.ref : it.ref+bits.OnesCount32(it.mask)]
-		var de *deltaEnt
+		var te *txEnt
+		var he *histEnt
 		if dt != nil {
-			de = dt.tab.get(it.e, len(s.Properties), true)
+			te, he = dt.ent(it.e, len(s.Properties)), dt.hist.get(it.e, len(s.Properties))
 		}
 		up = netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask}
 		if !open && dt != nil {
 			u.delta.seq = dt.next // the seq fresh will take
 		}
-		up.Data = u.encode(s, it.mask, vals, dt, de)
+		up.Data = u.encode(s, it, vals, dt, te, he)
 		if netmsg.SizeUpdate(&up)+netmsg.MaxDatagram/64 > netmsg.MaxDatagram {
 			b.log.Warn().Uint64("entity", uint64(it.e)).Msg("update larger than a datagram; dropped")
 			if !open {
@@ -195,7 +196,7 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 					return done
 				}
 				fresh(it.ts)
-				up.Data = u.encode(s, it.mask, vals, dt, de)
+				up.Data = u.encode(s, it, vals, dt, te, he)
 			}
 			open, cur = true, it.ts
 		}
@@ -204,11 +205,11 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 				return done
 			}
 			fresh(it.ts)
-			up.Data = u.encode(s, it.mask, vals, dt, de)
+			up.Data = u.encode(s, it, vals, dt, te, he)
 			wr.Add(&up)
 		}
 		if dt != nil {
-			dt.record(de, s, it.mask, vals, u.delta.seq)
+			dt.record(te, s, it.mask, u.delta.seq, it.ts)
 			b.count.deltas.Add(dt.deltas)
 			b.count.wholes.Add(dt.wholes)
 		}
@@ -225,12 +226,12 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 
 // encode writes the data of one update into u.vals and returns it: the values whole, or with
 // dt, as DeltaUpdates data numbered u.delta.seq.
-func (u *updater) encode(s *schema.Schema, mask uint32, vals [][]byte, dt *deltaTx, de *deltaEnt) []byte {
+func (u *updater) encode(s *schema.Schema, it *updItem, vals [][]byte, dt *deltaTx, te *txEnt, he *histEnt) []byte {
 	v := u.vals[:0]
 	if dt != nil {
-		v = dt.appendDeltaData(v, s, mask, vals, u.delta.seq, de)
+		v = dt.appendDeltaData(v, s, it.mask, vals, u.delta.seq, it.ts, te, he)
 	} else {
-		for k, m := 0, mask; m != 0; m &= m - 1 {
+		for k, m := 0, it.mask; m != 0; m &= m - 1 {
 			v = s.AppendValue(v, bits.TrailingZeros32(m), vals[k])
 			k++
 		}

@@ -10,6 +10,8 @@ import { MAX_DELTA_VALUE, applyDelta, deltaCapable } from './schema.js';
 
 /** Values kept per (entity, property): Go's deltaRingSize. */
 export const DELTA_RING = 4;
+/** How often at most a member sends an Ack: Go's ackInterval. */
+export const ACK_MS = 100;
 
 const M64 = (1n << 64n) - 1n;
 
@@ -26,8 +28,9 @@ export class DeltaRx {
     this.highest = 0n; // the highest seq received (0: none)
     this.good = 0n; // bit i: seq highest−i received, and every value in it rebuilt and kept
     this.spoiled = 0n; // a seq whose datagram held a value this member could not rebuild or keep
-    /** @type {{highest: bigint, received: bigint} | null} the Ack sent last */
+    /** @type {{highest: bigint, received: bigint} | null} the Ack sent last, at ackAt (ms) */
     this.last = null;
+    this.ackAt = -Infinity;
     /** @type {Map<number, {e: number, rings: ({seq: bigint, v: Uint8Array}[])[]}>} by entity number */
     this.ents = new Map();
   }

@@ -9,7 +9,7 @@ import * as crdt from './crdt.js';
 import * as hostsnapshot from './hostsnapshot.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta, deltaCapable } from './schema.js';
 import { RELIABLE, UNRELIABLE } from './rtc.js';
-import { DeltaRx, putRing, rebuild } from './delta.js';
+import { ACK_MS, DeltaRx, putRing, rebuild } from './delta.js';
 import { KIND_HOST, KIND_AVATAR, KIND_LOCK, encodeRecord, AuthorityError, Reject } from './authority.js';
 import { schemaMismatch } from './links.js';
 import { hex16 } from './status.js';
@@ -165,8 +165,13 @@ export class MemberRole {
   sendAck() {
     const x = this.delta;
     if (!x || x.link !== this.hostLink || !this.hostLink || !this.hostLink.ready) return;
+    // At most every ACK_MS (each costs the host a datagram to read and a SACK to send).
+    const t = now();
+    if (t - x.ackAt < ACK_MS - this.p.opts.networkMs / 2) return;
     const a = x.pendingAck();
-    if (a) this.p.send(this.hostLink, UNRELIABLE, netmsg.encode({ type: Type.Ack, ...a }));
+    if (!a) return;
+    x.ackAt = t;
+    this.p.send(this.hostLink, UNRELIABLE, netmsg.encode({ type: Type.Ack, ...a }));
   }
 
   /** Greets the host and sends the digests it answers with a snapshot. */
