@@ -14,13 +14,14 @@ import (
 
 // Deltas against acknowledged values (docs/protocol.md §2.10). A member that takes them says so
 // with an Ack after its Hello. The host then numbers every datagram it sends that member
-// (DeltaUpdates.Seq) and keeps, per (entity, delta-capable property), the last deltaRingSize
-// values it sent with their seqs; the member acknowledges the seqs it received (Ack, at most one
-// per network interval) and keeps the same ring of what it received. A property's value goes as
-// the difference from the newest value in the host's ring whose datagram the member
-// acknowledged, or whole when there is none: a lost datagram is never acknowledged, so nothing
-// builds on it. Both rings keep the deltaRingSize highest seqs, so a value the member
-// acknowledged stays in its ring as long as it stays in the host's.
+// (DeltaUpdates.Seq) and keeps, per (entity, delta-capable property), the seqs of the last
+// deltaRingSize values it sent (their bytes once, in a history shared by every member); the
+// member acknowledges the seqs it received (Ack, riding on its updates or alone at most every
+// ackInterval) and keeps a ring of the values it received. A property's value goes as the
+// difference from the newest value in the host's ring whose datagram the member acknowledged, or
+// whole when there is none: a lost datagram is never acknowledged, so nothing builds on it. Both
+// rings keep the deltaRingSize highest seqs, so a value the member acknowledged stays in its ring
+// as long as it stays in the host's.
 
 const (
 	// deltaRingSize is how many values each side keeps per (entity, property): the member acks
