@@ -166,7 +166,7 @@ func (p *Peer) handlePayload(r *remote, ch link.Channel, payload []byte, depth i
 			err2 = p.member.handle(t, in, stamp)
 		default:
 			p.count.fenced.Add(1) // a message from a peer that is not the host of this term
-			if p.host == nil && (t == netmsg.TypeHello || t == netmsg.TypeDigest) {
+			if p.host == nil && (t == netmsg.TypeHello || t == netmsg.TypeDigest || t == netmsg.TypeAck && in.ch == link.Reliable) {
 				// A member that learned of the new term first greets us over its standby link
 				// before we learn we are its host: keep the greeting aside (TRNP keeps messages
 				// aside in case the host changes) and answer it when we become host.
