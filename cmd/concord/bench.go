@@ -43,6 +43,7 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time of each phase")
 	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "time each phase runs before it is measured")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the Concord phase's measured window to this file (of this process: the bots, or the bots and the host with -host-in-process)")
+	fs.BoolVar(&o.NoDeltas, "no-deltas", false, "bots do not ask for deltas against acknowledged values: the host sends every bot the same datagrams, whole values (docs/protocol.md §2.10)")
 	fs.BoolVar(&o.Relay, "relay", false, "bots reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	inProcess := fs.Bool("host-in-process", false, "run the Concord phase's host in this process instead of a bench-host process of its own (its CPU is then not measured apart)")
 	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, set-up included) to this file")

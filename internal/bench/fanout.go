@@ -31,6 +31,9 @@ type FanoutOptions struct {
 	CPUProfile string
 	// Relay makes the bots reach the host only through a TURN relay process (relay).
 	Relay bool
+	// NoDeltas makes the bots not ask for deltas against acknowledged values
+	// (peer.Config.NoDeltas): the host sends them all the same datagrams, whole values.
+	NoDeltas bool
 	// RelayCommand makes the relay's `concord serve` command from its arguments; nil runs this
 	// executable.
 	RelayCommand func(args []string) *exec.Cmd
@@ -126,6 +129,7 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 		return nil, err
 	}
 	defer room.close()
+	room.g.noDeltas = o.NoDeltas
 	rel, sig, g := room.rel, room.sig, room.g
 	var hp *hostProc
 	if o.HostCommand != nil {
