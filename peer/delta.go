@@ -133,10 +133,8 @@ type deltaTx struct {
 	acked [deltaWindow / 64]uint64
 	ents  []*txEnt // by entity number
 	hist  *deltaHist
-	// Scratch of the update appendDeltaData wrote last: its values sent as differences and whole,
-	// and per property the generation of the value in hist (0: not kept there).
+	// The values of the update appendDeltaData wrote last sent as differences, and whole.
 	deltas, wholes uint64
-	gens           [32]uint32
 }
 
 func newDeltaTx(hist *deltaHist) *deltaTx { return &deltaTx{next: 1, hist: hist} }
@@ -254,25 +252,24 @@ func (d *deltaTx) baseline(r *txRing) (txSlot, bool) {
 }
 
 // appendDeltaData appends the DeltaUpdates data of one update (docs/protocol.md §2.10), numbered
-// seq and stamped t, to dst: per property in mask, in order, vals[k] its value; a delta-capable
-// property as a baseline distance (0: whole) then its whole value or its difference from the
-// baseline, whichever is shorter. te and he hold the member's rings and the shared values.
-func (d *deltaTx) appendDeltaData(dst []byte, s *schema.Schema, mask uint32, vals [][]byte, seq uint64, t crdt.Timestamp, te *txEnt, he *histEnt) []byte {
+// seq and stamped t, to dst: per property in mask, in order, vals[k] its value and gens[k] its
+// generation in the shared history he (0: not kept there); a delta-capable property as a
+// baseline distance (0: whole) then its whole value or its difference from the baseline,
+// whichever is shorter. te holds the member's rings.
+func (d *deltaTx) appendDeltaData(dst []byte, s *schema.Schema, mask uint32, vals [][]byte, gens []uint32, seq uint64, t crdt.Timestamp, te *txEnt, he *histEnt) []byte {
 	d.deltas, d.wholes = 0, 0
+	capable := s.DeltaMask()
 	k := 0
 	for m := mask; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros32(m)
-		v := vals[k]
+		v, gen := vals[k], gens[k]
 		k++
-		p := &s.Properties[i]
-		if !p.DeltaCapable() {
+		if capable&(1<<i) == 0 {
 			dst = s.AppendValue(dst, i, v)
 			continue
 		}
-		ph := &he.props[i]
-		d.gens[i] = ph.put(t, v)
-		if b, ok := d.baseline(&te.rings[i]); ok && d.gens[i] != 0 {
-			if diff, ok := ph.delta(p, b.t, b.gen, t, d.gens[i], v); ok && len(diff) < len(v) {
+		if b, ok := d.baseline(&te.rings[i]); ok && gen != 0 {
+			if diff, ok := he.props[i].delta(&s.Properties[i], b.t, b.gen, t, gen, v); ok && len(diff) < len(v) {
 				dst = binary.AppendUvarint(dst, seq-b.seq)
 				dst = append(dst, diff...)
 				d.deltas++
@@ -286,15 +283,49 @@ func (d *deltaTx) appendDeltaData(dst []byte, s *schema.Schema, mask uint32, val
 	return dst
 }
 
-// record notes the values of the update appendDeltaData wrote last, sent in datagram seq, in
-// the member's rings.
-func (d *deltaTx) record(te *txEnt, s *schema.Schema, mask uint32, seq uint64, t crdt.Timestamp) {
+// record notes the values of an update sent in datagram seq (their generations gens, as
+// appendDeltaData took them) in the member's rings.
+func (d *deltaTx) record(te *txEnt, s *schema.Schema, mask uint32, gens []uint32, seq uint64, t crdt.Timestamp) {
+	k := 0
 	for m := mask; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros32(m)
-		if s.Properties[i].DeltaCapable() && d.gens[i] != 0 {
-			te.rings[i].put(txSlot{seq: seq, t: t, gen: d.gens[i]})
+		if gens[k] != 0 {
+			te.rings[i].put(txSlot{seq: seq, t: t, gen: gens[k]})
+		}
+		k++
+	}
+}
+
+// keep puts the values of every item into the shared history h, once per flush for every member
+// that takes deltas: gens[it.ref+k] is the generation of the item's k-th value (0: not a
+// delta-capable property, or too large), hes[j] item j's history.
+func (h *deltaHist) keep(items []updItem, refs [][]byte, gens []uint32, hes []*histEnt) ([]uint32, []*histEnt) {
+	gens, hes = resizeSlice(gens, len(refs)), resizeSlice(hes, len(items))
+	for j := range items {
+		it := &items[j]
+		s := it.s
+		he := h.get(it.e, len(s.Properties))
+		hes[j] = he
+		capable := s.DeltaMask()
+		k := it.ref
+		for m := it.mask; m != 0; m &= m - 1 {
+			i := bits.TrailingZeros32(m)
+			gens[k] = 0
+			if capable&(1<<i) != 0 {
+				gens[k] = he.props[i].put(it.ts, refs[k])
+			}
+			k++
 		}
 	}
+	return gens, hes
+}
+
+// resizeSlice returns s with length n, reusing its array when it is large enough.
+func resizeSlice[S ~[]E, E any](s S, n int) S {
+	if cap(s) < n {
+		return make(S, n)
+	}
+	return s[:n]
 }
 
 // deltaHist is the host's history of the values it sent members that take deltas, shared by all

@@ -90,9 +90,11 @@ func TestDeltaCrossLanguage(t *testing.T) {
 		}
 		ts := crdt.Timestamp(100 + 3*k)
 		seq := dt.seq()
-		te, he := dt.ent(e, len(s.Properties)), hist.get(e, len(s.Properties))
-		data := dt.appendDeltaData(nil, s, mask, vals, seq, ts, te, he)
-		dt.record(te, s, mask, seq, ts)
+		te := dt.ent(e, len(s.Properties))
+		items := []updItem{{ts: ts, e: e, mask: mask, s: s}}
+		gens, hes := hist.keep(items, vals, nil, nil)
+		data := dt.appendDeltaData(nil, s, mask, vals, gens, seq, ts, te, hes[0])
+		dt.record(te, s, mask, gens, seq, ts)
 		width, _ := netmsg.MaskWidth(len(s.Properties))
 		msg := netmsg.AppendDeltaUpdates(nil, &netmsg.DeltaUpdates{Seq: seq, EntityUpdates: netmsg.EntityUpdates{
 			Time: uint64(ts), Updates: []netmsg.Update{{NetworkID: uint64(e), Width: width, Mask: mask, Data: data}},

@@ -37,6 +37,11 @@ type updater struct {
 	packed netmsg.PackedUpdatesWriter
 	plain  netmsg.EntityUpdatesWriter
 	delta  deltaWriter
+	// gens and hes are the items' values' generations in the host's shared history and the
+	// items' histories (deltaHist.keep), valid while kept is set (one collect).
+	gens []uint32
+	hes  []*histEnt
+	kept bool
 	// prefix is what the first datagram of the next send starts with (a member's Ack, riding on
 	// its updates); emptied once sent.
 	prefix []byte
@@ -81,7 +86,11 @@ func (u *updater) send(b roleBase, r *remote, dirty map[Entity]uint32, rec *[]by
 }
 
 // release lets go of the replica's values.
-func (u *updater) release() { clear(u.refs) }
+func (u *updater) release() {
+	clear(u.refs)
+	clear(u.hes)
+	u.kept = false
+}
 
 // collect reads dirty's values from the replica into u.items and u.refs, sorted by timestamp
 // then entity, and removes from dirty what no longer exists.
@@ -130,6 +139,7 @@ func (u *updater) collect(b roleBase, dirty map[Entity]uint32) {
 		return cmp.Compare(a.e, b.e)
 	})
 	u.items, u.refs = items, refs
+	u.kept = false
 }
 
 // emit sends u.items to r as datagrams and returns how many of them (a prefix of u.items) were
@@ -142,6 +152,10 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 		wr = &u.delta
 	case b.cfg.TRNPUpdates:
 		wr = &u.plain
+	}
+	if dt != nil && !u.kept {
+		u.gens, u.hes = dt.hist.keep(u.items, u.refs, u.gens, u.hes)
+		u.kept = true
 	}
 	dgram := u.dgram[:0]
 	var up netmsg.Update // one for the whole send: Add takes its address
@@ -172,15 +186,14 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 		width, _ := netmsg.MaskWidth(len(s.Properties))
 		vals := u.refs[it.ref : it.ref+bits.OnesCount32(it.mask)]
 		var te *txEnt
-		var he *histEnt
 		if dt != nil {
-			te, he = dt.ent(it.e, len(s.Properties)), dt.hist.get(it.e, len(s.Properties))
+			te = dt.ent(it.e, len(s.Properties))
 		}
 		up = netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask}
 		if !open && dt != nil {
 			u.delta.seq = dt.next // the seq fresh will take
 		}
-		up.Data = u.encode(s, it, vals, dt, te, he)
+		up.Data = u.encode(s, idx, vals, dt, te)
 		if netmsg.SizeUpdate(&up)+netmsg.MaxDatagram/64 > netmsg.MaxDatagram {
 			b.log.Warn().Uint64("entity", uint64(it.e)).Msg("update larger than a datagram; dropped")
 			if !open {
@@ -196,7 +209,7 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 					return done
 				}
 				fresh(it.ts)
-				up.Data = u.encode(s, it, vals, dt, te, he)
+				up.Data = u.encode(s, idx, vals, dt, te)
 			}
 			open, cur = true, it.ts
 		}
@@ -205,11 +218,11 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 				return done
 			}
 			fresh(it.ts)
-			up.Data = u.encode(s, it, vals, dt, te, he)
+			up.Data = u.encode(s, idx, vals, dt, te)
 			wr.Add(&up)
 		}
 		if dt != nil {
-			dt.record(te, s, it.mask, u.delta.seq, it.ts)
+			dt.record(te, s, it.mask, u.gens[it.ref:it.ref+len(vals)], u.delta.seq, it.ts)
 			b.count.deltas.Add(dt.deltas)
 			b.count.wholes.Add(dt.wholes)
 		}
@@ -226,10 +239,12 @@ func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 
 // encode writes the data of one update into u.vals and returns it: the values whole, or with
 // dt, as DeltaUpdates data numbered u.delta.seq.
-func (u *updater) encode(s *schema.Schema, it *updItem, vals [][]byte, dt *deltaTx, te *txEnt, he *histEnt) []byte {
+func (u *updater) encode(s *schema.Schema, idx int, vals [][]byte, dt *deltaTx, te *txEnt) []byte {
 	v := u.vals[:0]
+	it := &u.items[idx]
 	if dt != nil {
-		v = dt.appendDeltaData(v, s, it.mask, vals, u.delta.seq, it.ts, te, he)
+		gens := u.gens[it.ref : it.ref+len(vals)]
+		v = dt.appendDeltaData(v, s, it.mask, vals, gens, u.delta.seq, it.ts, te, u.hes[idx])
 	} else {
 		for k, m := 0, it.mask; m != 0; m &= m - 1 {
 			v = s.AppendValue(v, bits.TrailingZeros32(m), vals[k])

@@ -28,6 +28,20 @@ func (p *Property) DeltaCapable() bool {
 	return false
 }
 
+// DeltaMask returns the mask of s's delta-capable properties.
+func (s *Schema) DeltaMask() uint32 {
+	if s.deltaSet {
+		return s.deltaMask
+	}
+	var m uint32
+	for i := range s.Properties {
+		if s.Properties[i].DeltaCapable() {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
 // deltaNumbers returns how many numbers a value of p holds.
 func (p *Property) deltaNumbers() int {
 	if p.Encoding.Kind == KindRaw {

@@ -55,6 +55,10 @@ type Schema struct {
 	ID         ID
 	Name       string
 	Properties []Property
+
+	// deltaMask is DeltaMask's result, set by NewTable (deltaSet), for the hot path.
+	deltaMask uint32
+	deltaSet  bool
 }
 
 // Table is the set of schemas a peer runs.
@@ -102,6 +106,7 @@ func NewTable(schemas ...Schema) (*Table, error) {
 				p.width = enc.Width()
 			}
 		}
+		s.deltaMask, s.deltaSet = s.DeltaMask(), true
 		t.schemas[s.ID] = &s
 		t.ids = append(t.ids, s.ID)
 	}
