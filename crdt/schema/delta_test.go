@@ -197,3 +197,28 @@ func FuzzApplyDelta(f *testing.F) {
 		}
 	})
 }
+
+// The delta codec allocates nothing on the hot path (the host encodes one per member × entity
+// × property, the member applies one per value).
+func TestDeltaZeroAllocs(t *testing.T) {
+	ps := deltaProps(t)
+	buf := make([]byte, 0, 64)
+	for i := range ps {
+		p := &ps[i]
+		rng := rand.New(rand.NewPCG(uint64(i), 7))
+		base := randomValue(rng, p, nil)
+		v := randomValue(rng, p, base)
+		d := schema.AppendDelta(nil, p, base, v)
+		if n := testing.AllocsPerRun(100, func() { buf = schema.AppendDelta(buf[:0], p, base, v) }); n != 0 {
+			t.Errorf("%s: AppendDelta allocates %v times", p.Name, n)
+		}
+		if n := testing.AllocsPerRun(100, func() {
+			var err error
+			if buf, _, err = schema.ApplyDelta(buf[:0], p, base, d); err != nil {
+				panic(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: ApplyDelta allocates %v times", p.Name, n)
+		}
+	}
+}
