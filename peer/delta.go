@@ -19,14 +19,21 @@ import (
 // member acknowledges the seqs it received (Ack, riding on its updates or alone at most every
 // ackInterval) and keeps a ring of the values it received. A property's value goes as the
 // difference from the newest value in the host's ring whose datagram the member acknowledged, or
-// whole when there is none: a lost datagram is never acknowledged, so nothing builds on it. Both
-// rings keep the deltaRingSize highest seqs, so a value the member acknowledged stays in its ring
-// as long as it stays in the host's.
+// whole when there is none: a lost datagram is never acknowledged, so nothing builds on it. The
+// host's ring keeps the deltaRingSize highest seqs it sent, the member's the deltaRxRingSize
+// highest it received, so a value the member acknowledged stays in its ring as long as it stays
+// in the host's, unless the datagram that builds on it arrives behind more than
+// deltaRxRingSize − deltaRingSize later ones (then that value alone is dropped, counted, and the
+// next one repairs it).
 
 const (
-	// deltaRingSize is how many values each side keeps per (entity, property): the member acks
-	// once per network interval, so the host builds on a value one or two datagrams old.
+	// deltaRingSize is how many values the host names per member × (entity, property): the
+	// member acks every one or two network intervals, so the host builds on a value one to three
+	// datagrams old.
 	deltaRingSize = 4
+	// deltaRxRingSize is how many values the member keeps per (entity, property): more than the
+	// host names, so that a datagram reordered behind up to 4 later ones still finds its baseline.
+	deltaRxRingSize = 8
 	// deltaWindow is how many of its latest seqs the host remembers acks for.
 	deltaWindow = 1024
 	// ackInterval is how often at most a member sends an Ack on its own (not riding on its
@@ -38,17 +45,15 @@ const (
 // errBadAck: a member acknowledged a datagram the host never sent it.
 var errBadAck = errors.New("peer: ack of a datagram never sent")
 
-// deltaRing is the last deltaRingSize values of one property with the seqs of the datagrams that
-// carried them (seq 0: empty). The seqs come first, apart from the values: a baseline search
-// reads one cache line, and the value it picks (a host holds rings for every member × entity ×
-// property, far more than the caches hold).
+// deltaRing is a member's last deltaRxRingSize values of one property with the seqs of the
+// datagrams that carried them (seq 0: empty).
 type deltaRing struct {
-	seq [deltaRingSize]uint64
-	n   [deltaRingSize]uint8
-	val [deltaRingSize][schema.MaxDeltaValue]byte
+	seq [deltaRxRingSize]uint64
+	n   [deltaRxRingSize]uint8
+	val [deltaRxRingSize][schema.MaxDeltaValue]byte
 }
 
-// put records v as carried by seq, keeping the deltaRingSize highest seqs. A value larger than
+// put records v as carried by seq, keeping the deltaRxRingSize highest seqs. A value larger than
 // schema.MaxDeltaValue is not kept (it cannot be a baseline on either side).
 func (r *deltaRing) put(seq uint64, v []byte) {
 	if len(v) > schema.MaxDeltaValue {

@@ -268,16 +268,17 @@ func TestDeltaAckWindow(t *testing.T) {
 	}
 
 	var r deltaRing
-	for _, s := range []uint64{5, 3, 9, 7, 1, 8} {
+	for _, s := range []uint64{5, 3, 9, 7, 1, 8, 12, 11, 2, 10} {
 		r.put(s, []byte{byte(s)})
 	}
-	for s, want := range map[uint64]bool{9: true, 8: true, 7: true, 5: true, 3: false, 1: false} {
+	// The member keeps the deltaRxRingSize (8) highest.
+	for s, want := range map[uint64]bool{12: true, 9: true, 5: true, 3: true, 2: false, 1: false} {
 		if _, ok := r.get(s); ok != want {
 			t.Errorf("ring holds seq %d: %v, want %v", s, ok, want)
 		}
 	}
-	r.put(10, make([]byte, 40)) // too large to be a baseline
-	if _, ok := r.get(10); ok {
+	r.put(13, make([]byte, 40)) // too large to be a baseline
+	if _, ok := r.get(13); ok {
 		t.Error("the ring kept a value larger than MaxDeltaValue")
 	}
 }

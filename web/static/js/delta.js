@@ -8,8 +8,11 @@
 
 import { MAX_DELTA_VALUE, applyDelta, deltaCapable } from './schema.js';
 
-/** Values kept per (entity, property): Go's deltaRingSize. */
-export const DELTA_RING = 4;
+/**
+ * Values kept per (entity, property): Go's deltaRxRingSize. The host builds only on its last 4,
+ * so a datagram reordered behind up to 4 later ones still finds its baseline.
+ */
+export const DELTA_RING = 8;
 /** How often at most a member sends an Ack: Go's ackInterval. */
 export const ACK_MS = 100;
 
