@@ -124,7 +124,7 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	p, err := New(Config{
 		Server: "http://step.invalid", Room: "step", User: "u", Device: string(rune('a' + idx)), App: app,
 		Transport: n, Clock: n.clock, Logger: zerolog.New(zerolog.NewTestWriter(n.t)).Level(zerolog.InfoLevel),
-		NoDeltas: n.noDeltas,
+		NoDeltas: n.noDeltas, Deltas: true,
 	})
 	if err != nil {
 		n.t.Fatal(err)

@@ -251,7 +251,7 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 	case netmsg.TypeActions:
 		return h.memberActions(hm, in.acts.Actions)
 	case netmsg.TypeAck:
-		if h.cfg.NoDeltas || h.cfg.TRNPUpdates {
+		if !h.cfg.Deltas || h.cfg.TRNPUpdates {
 			return nil // whole values for everyone
 		}
 		if hm.delta == nil {

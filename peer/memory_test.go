@@ -39,6 +39,7 @@ func TestMemoryTransportLossyConverges(t *testing.T) {
 		p, err := peer.New(peer.Config{
 			Server: hs.URL, Room: "lossy", User: user, Kind: kind, App: app, Transport: tr,
 			Logger: log.With().Str("who", user).Logger(), DigestInterval: 200 * time.Millisecond,
+			Deltas: true, // the host sends the bots deltas
 		})
 		if err != nil {
 			t.Fatal(err)

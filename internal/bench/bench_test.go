@@ -126,12 +126,12 @@ func TestFanoutSmoke(t *testing.T) {
 }
 
 // fanoutSmoke runs a small fanout. Without deltas, the bots get the host's shared PackedUpdates;
-// with them (the default), DeltaUpdates that are smaller once the bots acknowledged values.
+// with them (the host's -deltas), DeltaUpdates that are smaller once the bots acknowledged values.
 func fanoutSmoke(t *testing.T, hostProcess, deltas bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
-	o := FanoutOptions{Bots: 2, Entities: 20, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, NoDeltas: !deltas}
+	o := FanoutOptions{Bots: 2, Entities: 20, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, Deltas: deltas}
 	if hostProcess {
 		o.HostCommand = helperHostCommand
 	}
@@ -191,6 +191,7 @@ func TestHostHelperProcess(t *testing.T) {
 	fs.StringVar(&o.Server, "server", "", "")
 	fs.IntVar(&o.Entities, "entities", 0, "")
 	fs.IntVar(&o.Moving, "moving", 0, "")
+	fs.BoolVar(&o.Deltas, "deltas", false, "")
 	fs.Bool("exit-on-stdin-eof", false, "")
 	wire := fs.Bool("wire-stats", false, "")
 	logLevel := fs.String("log-level", "warn", "")
