@@ -38,10 +38,39 @@ func TestZeroAllocs(t *testing.T) {
 	var frag Fragment
 	fragPayload := pattern(3*MaxReliableMessage, 1)
 
+	delta := DeltaUpdates{Seq: 1000, EntityUpdates: fullDatagram()}
+	deltaBytes := AppendDeltaUpdates(nil, &delta)
+	var du DeltaUpdates
+	var dw DeltaUpdatesWriter
+	var ack Ack
+	ackBytes := AppendAck(nil, &Ack{Highest: 1 << 40, Received: 5})
+
 	tests := []struct {
 		name string
 		f    func()
 	}{
+		{"DeltaUpdatesWriter fill datagram", func() {
+			dw.Reset(buf[:0], delta.Seq, delta.Time, MaxDatagram)
+			for i := range delta.Updates {
+				if !dw.Add(&delta.Updates[i]) {
+					break
+				}
+			}
+			if dw.Count() == 0 {
+				panic("datagram empty")
+			}
+		}},
+		{"ConsumeDeltaUpdates", func() {
+			if _, err := ConsumeDeltaUpdates(deltaBytes, &du); err != nil {
+				panic(err)
+			}
+		}},
+		{"AppendAck", func() { buf = AppendAck(buf[:0], &Ack{Highest: 77, Received: 3}) }},
+		{"ConsumeAck", func() {
+			if _, err := ConsumeAck(ackBytes, &ack); err != nil {
+				panic(err)
+			}
+		}},
 		{"EntityUpdatesWriter fill datagram", func() {
 			w.Reset(buf[:0], full.Time, MaxDatagram)
 			for i := range full.Updates {

@@ -59,6 +59,9 @@
 //	11 Hello          = 11 | bodyLength u32 (24) | term u64 | peerIndex u64 | schemaFingerprint u64
 //	12 Stamp          = 12 | bodyLength u32 (8) | time u64
 //	13 Digest         = 13 | bodyLength u32 | term u64 | clock u32 | bucketCount u16 | digests [bucketCount]u64
+//	…
+//	18 DeltaUpdates   = 18 | bodyLength u32 | seq uvarint | time uvarint | PackedUpdate*
+//	19 Ack            = 19 | bodyLength u32 | highest uvarint | received u64
 //
 // Stamp and Digest are the session layer's (package peer), which decodes them
 // with ConsumeStamp and ConsumeDigest; Reader checks only their frames.

@@ -160,6 +160,14 @@ func FuzzConsumePackedUpdates(f *testing.F) {
 	fuzzDecoder(f, TypePackedUpdates, ConsumePackedUpdates, AppendPackedUpdates)
 }
 
+func FuzzConsumeDeltaUpdates(f *testing.F) {
+	fuzzDecoder(f, TypeDeltaUpdates, ConsumeDeltaUpdates, AppendDeltaUpdates)
+}
+
+func FuzzConsumeAck(f *testing.F) {
+	fuzzDecoder(f, TypeAck, ConsumeAck, AppendAck)
+}
+
 func FuzzConsumeExt(f *testing.F) {
 	addGoldenSeeds(f, Type.IsFramed)
 	f.Fuzz(func(t *testing.T, b []byte) {

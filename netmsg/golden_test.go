@@ -182,6 +182,17 @@ type jForget struct {
 	NetworkIDs []u64 `json:"networkIds"`
 }
 
+type jDeltaUpdates struct {
+	Seq     u64       `json:"seq"`
+	Time    u64       `json:"time"`
+	Updates []jUpdate `json:"updates"`
+}
+
+type jAck struct {
+	Highest  u64 `json:"highest"`
+	Received u64 `json:"received"`
+}
+
 // packedUpdates is an EntityUpdates that the vectors encode as PackedUpdates.
 type packedUpdates EntityUpdates
 
@@ -448,9 +459,26 @@ var codecs = []goldenCodec{
 			return ConsumePackedUpdates(b, (*EntityUpdates)(m))
 		},
 	},
+	codec[DeltaUpdates, jDeltaUpdates]{
+		file: "delta_updates.json", own: is(TypeDeltaUpdates),
+		toJ: func(m *DeltaUpdates) jDeltaUpdates {
+			return jDeltaUpdates{u64(m.Seq), u64(m.Time), mapSlice(m.Updates, toJUpdate)}
+		},
+		fromJ: func(j *jDeltaUpdates) DeltaUpdates {
+			return DeltaUpdates{uint64(j.Seq), EntityUpdates{uint64(j.Time), mapSlice(j.Updates, fromJUpdate)}}
+		},
+		append: AppendDeltaUpdates, consumeFn: ConsumeDeltaUpdates,
+	},
+	codec[Ack, jAck]{
+		file: "ack.json", own: is(TypeAck),
+		toJ:    func(m *Ack) jAck { return jAck{u64(m.Highest), u64(m.Received)} },
+		fromJ:  func(j *jAck) Ack { return Ack{uint64(j.Highest), uint64(j.Received)} },
+		append: AppendAck, consumeFn: ConsumeAck,
+	},
 	codec[extMsg, jExt]{
 		file: "ext.json", own: func(t Type) bool {
-			return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget && t != TypePackedUpdates
+			return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget && t != TypePackedUpdates &&
+				t != TypeDeltaUpdates && t != TypeAck
 		},
 		toJ:   func(m *extMsg) jExt { return jExt{uint8(m.Type), m.Body} },
 		fromJ: func(j *jExt) extMsg { return extMsg{Type(j.Type), j.Body} },

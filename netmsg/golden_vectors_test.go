@@ -231,6 +231,19 @@ func messageVectors() []namedValue {
 		}}},
 		{"a long value", packedUpdates{Time: 300, Updates: []Update{{entity(1000, 0), Width8, 0x03, pattern(200, 9)}}}},
 
+		// DeltaUpdates
+		{"seq 1, one update", DeltaUpdates{Seq: 1, EntityUpdates: EntityUpdates{Time: 0, Updates: []Update{{entity(512, 0), Width8, 0x01, []byte{0x00, 1, 2, 3, 4, 5, 6}}}}}},
+		{"a delta against seq 298, u16 mask", DeltaUpdates{Seq: 300, EntityUpdates: EntityUpdates{Time: 1 << 20, Updates: []Update{
+			{entity(600, 2), Width16, 0x0003, []byte{0x02, 0x80, 0x04, 0x01, 0x02, 0x80, 0xc2, 0xd7, 0x2f}},
+			{entity(601, 0), Width8, 0x00, nil},
+		}}}},
+		{"no updates, maximum seq", DeltaUpdates{Seq: maxU64, EntityUpdates: EntityUpdates{Time: 7}}},
+
+		// Ack
+		{"capability, nothing received", Ack{}},
+		{"seq 300 and the two before", Ack{Highest: 300, Received: 0x3}},
+		{"maximum", Ack{Highest: maxU64, Received: maxU64}},
+
 		// Frames of types this build does not define.
 		// Stamp and Digest bodies are decoded by the session layer (package
 		// peer); netmsg sees their frames only.
@@ -328,6 +341,13 @@ func invalidVectors() []invalidDef {
 		{"PackedUpdates time not in its shortest form", "", bld{17}.u32(2).raw(0x80, 0x00), "body_length"},
 		{"PackedUpdates width code 3", "", bld{17}.u32(4).raw(1, 0x80, 0x04, 0x03), "invalid_mask_width"},
 		{"PackedUpdates data past the body", "", bld{17}.u32(5).raw(1, 0x80, 0x04, 0x10, 0x01), "short_buffer"},
+		{"DeltaUpdates without a time", "", bld{18}.u32(1).raw(1), "body_length"},
+		{"DeltaUpdates time past the body", "", bld{18}.u32(2).raw(1, 0x80), "short_buffer"},
+		{"DeltaUpdates seq not in its shortest form", "", bld{18}.u32(3).raw(0x81, 0x00, 0x00), "body_length"},
+		{"DeltaUpdates width code 3", "", bld{18}.u32(5).raw(1, 1, 0x80, 0x04, 0x03), "invalid_mask_width"},
+		{"Ack without its bitmap", "", bld{19}.u32(1).raw(1), "body_length"},
+		{"Ack with a byte more", "", bld{19}.u32(10).raw(1, 0, 0, 0, 0, 0, 0, 0, 0, 0), "body_length"},
+		{"Ack highest overflows", "", bld{19}.u32(19).raw(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0, 0, 0, 0), "body_length"},
 		{"Actions bytes after the last action", "", bld{15}.u32(13).u32(1).u32(1).u32(0).raw(9), "body_length"},
 		{"PeerExited truncated index", "", bld{2}.raw(1, 2, 3), "short_buffer"},
 		{"HostSnapshot truncated host time", "", bld{0}.raw(1, 0, 0, 0), "short_buffer"},

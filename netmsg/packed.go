@@ -57,6 +57,12 @@ func ConsumePackedUpdates(b []byte, m *EntityUpdates) (n int, err error) {
 		m.Time = t
 		m.Updates = m.Updates[:0]
 	}
+	d.packedUpdates(m)
+	return d.result()
+}
+
+// packedUpdates reads PackedUpdates' Updates to the end of the body into m (nil: validate only).
+func (d *decoder) packedUpdates(m *EntityUpdates) {
 	for d.err == nil && d.off < len(d.b) {
 		id := d.uvarint("network id")
 		at := d.off
@@ -79,7 +85,6 @@ func ConsumePackedUpdates(b []byte, m *EntityUpdates) (n int, err error) {
 			m.Updates = append(m.Updates, Update{NetworkID: id, Width: w, Mask: mask, Data: data})
 		}
 	}
-	return d.result()
 }
 
 // uvarint reads an unsigned LEB128 varint in its shortest form.
@@ -114,7 +119,33 @@ func uvarintLen(v uint64) int {
 
 // PackedUpdatesWriter builds PackedUpdates messages in place, as EntityUpdatesWriter builds
 // EntityUpdates: the same methods, the same use. The zero value holds no message.
-type PackedUpdatesWriter struct {
+type PackedUpdatesWriter struct{ pw packedWriter }
+
+// Reset appends the header of a new PackedUpdates message stamped time to dst and makes it the
+// current message. limit caps the length of the whole buffer (≤ 0: MaxDatagram). It reports
+// false, leaving no message open, when the empty message would exceed limit.
+func (w *PackedUpdatesWriter) Reset(dst []byte, time uint64, limit int) bool {
+	return w.pw.reset(dst, TypePackedUpdates, 0, time, limit)
+}
+
+// Fits reports whether u can be added without exceeding the limit.
+func (w *PackedUpdatesWriter) Fits(u *Update) bool { return w.pw.fits(u) }
+
+// Add appends u to the current message and reports true, or reports false and changes nothing
+// when u does not fit.
+func (w *PackedUpdatesWriter) Add(u *Update) bool { return w.pw.add(u) }
+
+// Bytes returns the buffer: what Reset was given followed by the current message.
+func (w *PackedUpdatesWriter) Bytes() []byte { return w.pw.buf }
+
+// Count returns the number of updates in the current message.
+func (w *PackedUpdatesWriter) Count() int { return w.pw.count }
+
+// Len returns len(w.Bytes()).
+func (w *PackedUpdatesWriter) Len() int { return len(w.pw.buf) }
+
+// packedWriter builds PackedUpdates or DeltaUpdates messages in place.
+type packedWriter struct {
 	buf   []byte
 	mark  int // index of the current message's frame header
 	count int
@@ -122,45 +153,38 @@ type PackedUpdatesWriter struct {
 	open  bool
 }
 
-// Reset appends the header of a new PackedUpdates message stamped time to dst and makes it the
-// current message. limit caps the length of the whole buffer (≤ 0: MaxDatagram). It reports
-// false, leaving no message open, when the empty message would exceed limit.
-func (w *PackedUpdatesWriter) Reset(dst []byte, time uint64, limit int) bool {
+// reset starts a message of type t (PackedUpdates, or DeltaUpdates with seq before the time).
+func (w *packedWriter) reset(dst []byte, t Type, seq, time uint64, limit int) bool {
 	if limit <= 0 {
 		limit = MaxDatagram
 	}
 	w.buf, w.count, w.limit, w.open = dst, 0, limit, false
-	if len(dst)+extHeaderSize+uvarintLen(time) > limit {
+	head := extHeaderSize + uvarintLen(time)
+	if t == TypeDeltaUpdates {
+		head += uvarintLen(seq)
+	}
+	if len(dst)+head > limit {
 		return false
 	}
-	w.buf, w.mark = StartExt(dst, TypePackedUpdates)
+	w.buf, w.mark = StartExt(dst, t)
+	if t == TypeDeltaUpdates {
+		w.buf = binary.AppendUvarint(w.buf, seq)
+	}
 	w.buf = binary.AppendUvarint(w.buf, time)
 	w.buf = FinishExt(w.buf, w.mark)
 	w.open = true
 	return true
 }
 
-// Fits reports whether u can be added without exceeding the limit.
-func (w *PackedUpdatesWriter) Fits(u *Update) bool {
+func (w *packedWriter) fits(u *Update) bool {
 	return w.open && w.count < math.MaxInt32 && len(w.buf)+SizePackedUpdate(u) <= w.limit
 }
 
-// Add appends u to the current message and reports true, or reports false and changes nothing
-// when u does not fit.
-func (w *PackedUpdatesWriter) Add(u *Update) bool {
-	if !w.Fits(u) {
+func (w *packedWriter) add(u *Update) bool {
+	if !w.fits(u) {
 		return false
 	}
 	w.buf = FinishExt(AppendPackedUpdate(w.buf, u), w.mark)
 	w.count++
 	return true
 }
-
-// Bytes returns the buffer: what Reset was given followed by the current message.
-func (w *PackedUpdatesWriter) Bytes() []byte { return w.buf }
-
-// Count returns the number of updates in the current message.
-func (w *PackedUpdatesWriter) Count() int { return w.count }
-
-// Len returns len(w.Bytes()).
-func (w *PackedUpdatesWriter) Len() int { return len(w.buf) }

@@ -131,6 +131,10 @@ func messageLen(b []byte) (int, error) {
 		return ConsumeForget(b, nil)
 	case TypePackedUpdates:
 		return ConsumePackedUpdates(b, nil)
+	case TypeDeltaUpdates:
+		return ConsumeDeltaUpdates(b, nil)
+	case TypeAck:
+		return ConsumeAck(b, nil)
 	case TypeStamp, TypeDigest: // bodies checked by ConsumeStamp, ConsumeDigest
 		return frameLen(b)
 	default:

@@ -102,6 +102,17 @@ const (
 	// EntityUpdates with varints (packed.go):
 	//	time uvarint | (networkId uvarint | lengthAndWidth uvarint | mask | data)*
 	TypePackedUpdates Type = 17
+
+	// TypeDeltaUpdates is DeltaUpdates, unreliable, host → member: PackedUpdates
+	// numbered for one member, whose numeric values may be differences from
+	// values the member acknowledged (delta.go):
+	//	seq uvarint | time uvarint | (networkId uvarint | lengthAndWidth uvarint | mask | data)*
+	TypeDeltaUpdates Type = 18
+
+	// TypeAck is Ack, either channel, member → host: which DeltaUpdates the
+	// member received (and, the first time, that it takes them):
+	//	highest uvarint | received u64 (bit i: seq highest−1−i)
+	TypeAck Type = 19
 )
 
 // Bounds of the type ranges.
@@ -131,6 +142,8 @@ var typeNames = [...]string{
 	TypeActions:       "Actions",
 	TypeForget:        "Forget",
 	TypePackedUpdates: "PackedUpdates",
+	TypeDeltaUpdates:  "DeltaUpdates",
+	TypeAck:           "Ack",
 }
 
 // String returns the message name, "Extension(n)" for an undefined
@@ -158,5 +171,5 @@ func (t Type) IsApplication() bool { return t >= FirstApplication }
 // IsFramed reports whether t uses the extension frame (types 6–255).
 func (t Type) IsFramed() bool { return t >= FirstExtension }
 
-// Known reports whether this build defines t (0–17).
+// Known reports whether this build defines t (0–19).
 func (t Type) Known() bool { return int(t) < len(typeNames) }

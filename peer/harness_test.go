@@ -94,6 +94,8 @@ type stepNet struct {
 	hold map[PeerIndex]bool
 	// unacked is the reliable bytes a link to each peer reports as not acknowledged (Stats).
 	unacked map[PeerIndex]uint64
+	// noDeltas joins the next peers with Config.NoDeltas (they do not ask for deltas).
+	noDeltas bool
 	// onSend, when set, sees every payload a link sends (counting traffic by message type).
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 }
@@ -126,6 +128,7 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	p, err := New(Config{
 		Server: "http://step.invalid", Room: "step", User: "u", Device: string(rune('a' + idx)), App: app,
 		Transport: n, Clock: n.clock, Logger: zerolog.New(zerolog.NewTestWriter(n.t)).Level(zerolog.InfoLevel),
+		NoDeltas: n.noDeltas, Deltas: true,
 	})
 	if err != nil {
 		n.t.Fatal(err)

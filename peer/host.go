@@ -20,6 +20,8 @@ type hostRole struct {
 	auth    *authority.Table
 	mems    map[PeerIndex]*hostMember
 	stopped bool
+	// hist is the values sent to members that take deltas, shared by them (delta.go).
+	hist deltaHist
 
 	// Changes of the open batch, sent as one payload by flushCommands.
 	spawns    []Entity
@@ -100,6 +102,9 @@ type hostMember struct {
 	// later for every farEvery-th flush (host_interest.go). Nil for the other members.
 	near  map[uint16]bool
 	later map[Entity]uint32
+	// delta is the member's delta state once it asked for DeltaUpdates (its first Ack); nil:
+	// it gets whole values (delta.go).
+	delta *deltaTx
 	// appBudget is the member's application traffic still allowed as of appAt (appAllowed).
 	appBudget float64
 	appAt     time.Time
@@ -254,6 +259,16 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		return h.relayMessage(hm, &in.relay, in.ch)
 	case netmsg.TypeActions:
 		return h.memberActions(hm, in.acts.Actions)
+	case netmsg.TypeAck:
+		if !h.cfg.Deltas || h.cfg.TRNPUpdates {
+			return nil // whole values for everyone
+		}
+		if hm.delta == nil {
+			hm.delta = newDeltaTx(&h.hist)
+		}
+		if err := hm.delta.ack(&in.ack); err != nil {
+			return h.refuse(hm, RefusedAck, err.Error())
+		}
 	default:
 		if t.IsApplication() {
 			return h.appMessage(hm, uint8(t), in.app)

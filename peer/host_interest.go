@@ -163,6 +163,9 @@ func (h *hostRole) forgetFor(hm *hostMember, numbers []uint16) {
 		}
 		ids = append(ids, uint64(e))
 		delete(hm.dirty, e)
+		if hm.delta != nil {
+			hm.delta.forget(n)
+		}
 	}
 	h.env.send(hm.link, link.Reliable, netmsg.AppendForget(nil, &netmsg.Forget{NetworkIDs: ids}))
 }

@@ -160,7 +160,7 @@ func (h *hostRole) flushUpdates() {
 	}
 	for _, hm := range h.mems {
 		if hm.snapshotSent {
-			h.upd.send(h.roleBase, hm.link, hm.dirty, nil)
+			h.upd.send(h.roleBase, hm.link, hm.dirty, nil, hm.delta)
 		}
 	}
 }
@@ -170,6 +170,7 @@ func (h *hostRole) flushUpdates() {
 // lead's link failed), keeps it in its own dirty set.
 func (h *hostRole) flushShared() {
 	var lead *hostMember
+	deltas := false
 	for _, hm := range h.mems {
 		if !hm.snapshotSent {
 			continue
@@ -197,31 +198,57 @@ func (h *hostRole) flushShared() {
 			}
 			continue
 		}
-		if !hm.link.ready {
+		switch {
+		case !hm.link.ready:
 			orInto(hm.dirty, h.shared)
-		} else if lead == nil {
+		case hm.delta != nil:
+			deltas = true
+		case lead == nil:
 			lead = hm
 		}
 	}
-	if lead == nil {
+	if lead == nil && !deltas {
 		clear(h.shared)
 		return
 	}
-	// Record the lead's datagrams as (length u16, bytes) frames in h.out, which is free scratch
-	// outside flushCommands and snapshot sends.
-	rec := h.out[:0]
-	h.upd.send(h.roleBase, lead.link, h.shared, &rec)
-	h.out = rec
-	for _, hm := range h.mems {
-		if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil {
-			continue
+	// The values are read from the replica once, for every member.
+	u := &h.upd
+	u.collect(h.roleBase, h.shared)
+	defer u.release()
+	if lead != nil {
+		// Record the lead's datagrams as (length u16, bytes) frames in h.out, which is free
+		// scratch outside flushCommands and snapshot sends.
+		rec := h.out[:0]
+		n := u.emit(h.roleBase, lead.link, &rec, nil)
+		h.out = rec
+		for _, hm := range h.mems {
+			if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil || hm.delta != nil {
+				continue
+			}
+			if hm != lead && !h.replay(hm, rec) {
+				continue
+			}
+			keepItems(hm.dirty, u.items[n:]) // what the send left
 		}
-		if hm != lead && !h.replay(hm, rec) {
-			continue
+	}
+	if deltas {
+		// Members that take deltas: their own datagrams, encoded against what each acknowledged.
+		for _, hm := range h.mems {
+			if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil || hm.delta == nil {
+				continue
+			}
+			n := u.emit(h.roleBase, hm.link, nil, hm.delta)
+			keepItems(hm.dirty, u.items[n:])
 		}
-		orInto(hm.dirty, h.shared) // what the send left
 	}
 	clear(h.shared)
+}
+
+// keepItems adds the properties of items to dirty.
+func keepItems(dirty map[Entity]uint32, items []updItem) {
+	for _, it := range items {
+		dirty[it.e] |= it.mask
+	}
 }
 
 // orInto adds src's property masks to dst's.
@@ -328,6 +355,7 @@ func (h *hostRole) spawned(e Entity, origin PeerIndex) {
 func (h *hostRole) despawned(e Entity, origin PeerIndex) {
 	h.touch(e)
 	h.auth.Despawn(e)
+	h.hist.forget(e.Number())
 	delete(h.shared, e)
 	for _, hm := range h.mems {
 		delete(hm.dirty, e)

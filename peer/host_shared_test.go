@@ -41,6 +41,7 @@ func carries(t *testing.T, dgrams [][]byte, e Entity) bool {
 // member but its author.
 func TestHostSharedChangeList(t *testing.T) {
 	n := newStepNet(t)
+	n.noDeltas = true // the shared path: members that take whole values
 	app := &stepApp{table: stepSchemas()}
 	h := n.join(1, app, 1, 1)
 	for idx := PeerIndex(2); idx <= 4; idx++ {
@@ -103,6 +104,7 @@ func TestHostSharedChangeList(t *testing.T) {
 // stays with every member, and the next flushes deliver it.
 func TestHostSharedChangeListLeftovers(t *testing.T) {
 	n := newStepNet(t)
+	n.noDeltas = true // the shared path: members that take whole values
 	app := &stepApp{table: stepSchemas()}
 	h := n.join(1, app, 1, 1)
 	n.join(2, &stepApp{table: stepSchemas()}, 1, 1)

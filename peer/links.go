@@ -27,8 +27,8 @@ type remote struct {
 	fragID    uint32
 	lastHeard time.Time
 	rtt       time.Duration
-	// aside holds greetings (Hello, Digest) received while this peer was not the host, for
-	// when it becomes host.
+	// aside holds greetings (Hello, the Ack asking for deltas, Digest) received while this peer
+	// was not the host, for when it becomes host.
 	aside [][]byte
 	// queued is reliable messages held for the next network flush (Peer.queue), at most
 	// netmsg.MaxReliableMessage bytes.

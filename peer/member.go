@@ -39,11 +39,13 @@ type memberRole struct {
 	dirty        map[Entity]uint32 // this member's own writes not yet sent
 	pending      []byte            // this member's own CRDT messages not yet sent (flushPending)
 
-	upd  updater
-	dig  netmsg.Digest
-	buf  []byte
-	corr []byte
-	meta []byte
+	upd updater
+	// delta is what this member received as DeltaUpdates on its current host link (delta.go).
+	delta *deltaRx
+	dig   netmsg.Digest
+	buf   []byte
+	corr  []byte
+	meta  []byte
 }
 
 func newMemberRole(b roleBase) *memberRole {
@@ -121,6 +123,10 @@ func (m *memberRole) linkReady() {
 	m.connectFails = 0
 	w := m.w
 	b := netmsg.AppendHello(m.buf[:0], &netmsg.Hello{Term: uint64(w.heldTerm), PeerIndex: uint64(w.self), SchemaFingerprint: w.schemas.Fingerprint()})
+	if !m.cfg.NoDeltas && !m.cfg.TRNPUpdates {
+		// Ask for deltas against acknowledged values (an older host drops the Ack, counted).
+		b = netmsg.AppendAck(b, &netmsg.Ack{})
+	}
 	b = m.appendDigest(b)
 	m.buf = b
 	m.greetedAt = m.env.now()
@@ -192,10 +198,27 @@ func (m *memberRole) retry(host PeerIndex) {
 	})
 }
 
-// flushUpdates sends the host this member's own dirty properties.
+// flushUpdates sends the host this member's own dirty properties, and its Ack of the DeltaUpdates
+// that arrived since the last one: in the first datagram of its updates, or alone.
 func (m *memberRole) flushUpdates() {
-	if m.synced && m.hostLink != nil {
-		m.upd.send(m.roleBase, m.hostLink, m.dirty, nil)
+	if !m.synced || m.hostLink == nil || !m.hostLink.ready {
+		return
+	}
+	if x := m.delta; x != nil && x.link == m.hostLink {
+		// Alone, an Ack goes at most every ackInterval (each costs the host a datagram to read
+		// and a SACK to send); riding on this member's own updates, every flush.
+		now := m.env.now()
+		if len(m.dirty) > 0 || now.Sub(x.ackAt) >= ackInterval-m.cfg.NetworkInterval/2 {
+			if a, ok := x.pendingAck(); ok {
+				m.upd.prefix = netmsg.AppendAck(m.upd.prefix[:0], &a)
+				x.ackAt = now
+			}
+		}
+	}
+	m.upd.send(m.roleBase, m.hostLink, m.dirty, nil, nil)
+	if len(m.upd.prefix) > 0 {
+		m.env.send(m.hostLink, link.Unreliable, m.upd.prefix)
+		m.upd.prefix = m.upd.prefix[:0]
 	}
 }
 

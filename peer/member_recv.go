@@ -3,6 +3,7 @@ package peer
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
@@ -96,8 +97,16 @@ func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
 		for _, id := range in.forgt.NetworkIDs {
 			if id>>32 == 0 {
 				w.evict(Entity(id).Number())
+				if m.delta != nil {
+					m.delta.tab.forget(Entity(id).Number())
+				}
 			}
 		}
+	case netmsg.TypeDeltaUpdates:
+		if !m.hostStampOK(in.du.Time) {
+			return nil
+		}
+		m.applyDeltas(&in.du)
 	case netmsg.TypeRelay:
 		m.appMessage(PeerIndex(in.relay.Peer), uint8(in.relay.AppType), in.relay.Data)
 	default:
@@ -348,5 +357,63 @@ func (m *memberRole) refused(why Refusal, reason string) {
 	m.count.refuse(why)
 	if m.refusedLog++; m.refusedLog <= 10 || m.refusedLog%1000 == 0 {
 		m.log.Warn().Uint64("host", uint64(m.w.host)).Str("reason", why.String()).Uint64("count", m.refusedLog).Msg("host input refused: " + reason)
+	}
+}
+
+// applyDeltas merges a DeltaUpdates from the host (docs/protocol.md §2.10): every value whole or
+// rebuilt from the value an earlier datagram carried, which this member kept. A value whose
+// baseline it does not hold is dropped (Status.DeltaMissed), an update it cannot read is dropped
+// whole (Status.Dropped); either way the datagram is not acknowledged, so the host builds on
+// nothing of it.
+func (m *memberRole) applyDeltas(du *netmsg.DeltaUpdates) {
+	w := m.w
+	if du.Time > math.MaxUint32 || du.Seq == 0 {
+		m.count.dropped.Add(1)
+		return
+	}
+	x := m.delta
+	if x == nil || x.link != m.hostLink {
+		x = &deltaRx{link: m.hostLink}
+		m.delta = x
+	}
+	x.received(du.Seq)
+	ts := crdt.Timestamp(du.Time)
+	var cm crdt.Message
+	for k := range du.Updates {
+		u := &du.Updates[k]
+		e := Entity(u.NetworkID)
+		in := w.ents[e]
+		if u.NetworkID>>32 != 0 || in == nil || u.CheckMask(len(in.schema.Properties)) != nil {
+			m.count.dropped.Add(1) // not spawned here yet (the unreliable channel overtook it), or bad
+			x.spoil(du.Seq)
+			continue
+		}
+		s := in.schema
+		de := x.tab.get(e, len(s.Properties), true)
+		if !x.rebuild(s, de, u, du.Seq) {
+			m.count.dropped.Add(1)
+			x.spoil(du.Seq)
+			continue
+		}
+		k := 0
+		for msk := u.Mask; msk != 0; msk &= msk - 1 {
+			i := bits.TrailingZeros32(msk)
+			sp := x.spans[k]
+			k++
+			if sp.a < 0 {
+				m.count.deltaMissed.Add(1)
+				x.spoil(du.Seq)
+				continue
+			}
+			if sp.delta {
+				m.count.deltas.Add(1)
+			}
+			v := x.vals[sp.a:sp.b:sp.b]
+			if s.Properties[i].DeltaCapable() {
+				de.rings[i].put(du.Seq, v)
+			}
+			cm = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: s.Properties[i].Component, Timestamp: ts, Data: v}
+			w.mergeRemoteWrite(&cm, w.host)
+		}
 	}
 }

@@ -33,6 +33,8 @@ type inbox struct {
 	relay netmsg.Relay
 	acts  netmsg.Actions
 	forgt netmsg.Forget
+	du    netmsg.DeltaUpdates
+	ack   netmsg.Ack
 	// app is the body of an application message (types 128–255).
 	app []byte
 	// ch is the channel the payload being walked arrived on.
@@ -84,6 +86,10 @@ func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
 		n, err = netmsg.ConsumeActions(b, &in.acts)
 	case netmsg.TypeForget:
 		n, err = netmsg.ConsumeForget(b, &in.forgt)
+	case netmsg.TypeDeltaUpdates:
+		n, err = netmsg.ConsumeDeltaUpdates(b, &in.du)
+	case netmsg.TypeAck:
+		n, err = netmsg.ConsumeAck(b, &in.ack)
 	default:
 		if t.IsApplication() {
 			_, in.app, n, err = netmsg.ConsumeExt(b)
@@ -160,7 +166,7 @@ func (p *Peer) handlePayload(r *remote, ch link.Channel, payload []byte, depth i
 			err2 = p.member.handle(t, in, stamp)
 		default:
 			p.count.fenced.Add(1) // a message from a peer that is not the host of this term
-			if p.host == nil && (t == netmsg.TypeHello || t == netmsg.TypeDigest) {
+			if p.host == nil && (t == netmsg.TypeHello || t == netmsg.TypeDigest || t == netmsg.TypeAck && in.ch == link.Reliable) {
 				// A member that learned of the new term first greets us over its standby link
 				// before we learn we are its host: keep the greeting aside (TRNP keeps messages
 				// aside in case the host changes) and answer it when we become host.

@@ -25,6 +25,8 @@ const (
 	RefusedSnapshot
 	// RefusedApplication: a member's application message, relay or Action over its size limit.
 	RefusedApplication
+	// RefusedAck: a member's Ack of a datagram the host never sent it.
+	RefusedAck
 	// NumRefusals is the number of reasons.
 	NumRefusals
 )
@@ -39,6 +41,7 @@ var refusalNames = [NumRefusals]string{
 	RefusedHostDeletion: "host_deletion",
 	RefusedSnapshot:     "snapshot_bounds",
 	RefusedApplication:  "application_size",
+	RefusedAck:          "ack",
 }
 
 // String returns the reason's label, as /metrics shows it.

@@ -77,11 +77,18 @@ type Status struct {
 	// merged its snapshot.
 	Migrations     uint64
 	MigrationPause time.Duration
+	// Deltas counts values of delta-capable properties sent (host) or taken (member) as
+	// differences from an acknowledged value, and Wholes those a host sent whole to members that
+	// take deltas (no acknowledged value yet, or the difference was not shorter). DeltaMissed
+	// counts values a member dropped because it did not hold the value the difference was from
+	// (docs/protocol.md §2.10; the host's next whole value or later difference repairs it).
+	Deltas, Wholes, DeltaMissed uint64
 }
 
 type counters struct {
 	bytesIn, bytesOut, rejected, rejectedRace, refused, offenders, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
 	migrations                                                                                                   atomic.Uint64
+	deltas, wholes, deltaMissed                                                                                  atomic.Uint64
 	refusedBy                                                                                                    [NumRefusals]atomic.Uint64
 	// closedMu guards closed: the counters of links already closed (by any goroutine).
 	closedMu sync.Mutex
@@ -124,6 +131,9 @@ func (p *Peer) publish() *Status {
 		Offenders:       p.count.offenders.Load(),
 		Fenced:          p.count.fenced.Load(),
 		Dropped:         p.count.dropped.Load() + p.count.droppedIn.Load(),
+		Deltas:          p.count.deltas.Load(),
+		Wholes:          p.count.wholes.Load(),
+		DeltaMissed:     p.count.deltaMissed.Load(),
 		StandbyPromoted: p.count.promoted.Load(),
 		Standby:         p.standby != nil && p.standby.ready,
 		Signaling:       p.sig != nil,

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
 )
@@ -21,6 +22,7 @@ type updItem struct {
 	e    Entity
 	mask uint32
 	ref  int
+	s    *schema.Schema // the entity's
 }
 
 // updater is a role's scratch for sending updates. items holds the updates the last send
@@ -30,13 +32,22 @@ type updater struct {
 	refs  [][]byte // property values, aliasing the replica for the duration of one send
 	dgram []byte
 	vals  []byte
-	// The two encodings of updates (Config.TRNPUpdates chooses), kept here so that a send
-	// allocates neither.
+	// The encodings of updates (Config.TRNPUpdates chooses; DeltaUpdates for a member that takes
+	// them), kept here so that a send allocates neither.
 	packed netmsg.PackedUpdatesWriter
 	plain  netmsg.EntityUpdatesWriter
+	delta  deltaWriter
+	// gens and hes are the items' values' generations in the host's shared history and the
+	// items' histories (deltaHist.keep), valid while kept is set (one collect).
+	gens []uint32
+	hes  []*histEnt
+	kept bool
+	// prefix is what the first datagram of the next send starts with (a member's Ack, riding on
+	// its updates); emptied once sent.
+	prefix []byte
 }
 
-// updatesWriter is netmsg's PackedUpdatesWriter or EntityUpdatesWriter.
+// updatesWriter is netmsg's PackedUpdatesWriter or EntityUpdatesWriter, or a deltaWriter.
 type updatesWriter interface {
 	Reset(dst []byte, time uint64, limit int) bool
 	Add(u *netmsg.Update) bool
@@ -44,15 +55,46 @@ type updatesWriter interface {
 	Count() int
 }
 
+// deltaWriter is a DeltaUpdatesWriter whose messages carry seq.
+type deltaWriter struct {
+	netmsg.DeltaUpdatesWriter
+	seq uint64
+}
+
+func (d *deltaWriter) Reset(dst []byte, time uint64, limit int) bool {
+	return d.DeltaUpdatesWriter.Reset(dst, d.seq, time, limit)
+}
+
 // send turns dirty (entity → property mask) into ≤ MaxDatagram datagrams, one PackedUpdates (or
-// with Config.TRNPUpdates, one EntityUpdates) per timestamp (a relayed value keeps its author's stamp), and clears what it sent. Each property
-// is read from the replica once. At most MaxDatagramsPerFlush datagrams go out; the rest stays
-// dirty. A lost datagram is healed by the digest exchange (anti-entropy). When rec is not nil,
-// every datagram sent is appended to *rec as a u16 length and its bytes.
-func (u *updater) send(b roleBase, r *remote, dirty map[Entity]uint32, rec *[]byte) {
+// with Config.TRNPUpdates, one EntityUpdates; with dt, one DeltaUpdates) per timestamp (a relayed
+// value keeps its author's stamp), and clears what it sent. Each property is read from the
+// replica once. At most MaxDatagramsPerFlush datagrams go out; the rest stays dirty. A lost
+// datagram is healed by the digest exchange (anti-entropy). When rec is not nil, every datagram
+// sent is appended to *rec as a u16 length and its bytes.
+func (u *updater) send(b roleBase, r *remote, dirty map[Entity]uint32, rec *[]byte, dt *deltaTx) {
 	if len(dirty) == 0 || !r.ready {
 		return
 	}
+	u.collect(b, dirty)
+	n := u.emit(b, r, rec, dt)
+	for _, it := range u.items[:n] {
+		if dirty[it.e] &^= it.mask; dirty[it.e] == 0 {
+			delete(dirty, it.e)
+		}
+	}
+	u.release()
+}
+
+// release lets go of the replica's values.
+func (u *updater) release() {
+	clear(u.refs)
+	clear(u.hes)
+	u.kept = false
+}
+
+// collect reads dirty's values from the replica into u.items and u.refs, sorted by timestamp
+// then entity, and removes from dirty what no longer exists.
+func (u *updater) collect(b roleBase, dirty map[Entity]uint32) {
 	w := b.w
 	items, refs := u.items[:0], u.refs[:0]
 	var ts [32]crdt.Timestamp
@@ -79,7 +121,7 @@ func (u *updater) send(b roleBase, r *remote, dirty map[Entity]uint32, rec *[]by
 		// One item per distinct timestamp, its values in property order.
 		for left := have; left != 0; {
 			t := ts[bits.TrailingZeros32(left)]
-			it := updItem{ts: t, e: e, ref: len(refs)}
+			it := updItem{ts: t, e: e, ref: len(refs), s: in.schema}
 			for m := left; m != 0; m &= m - 1 {
 				if i := bits.TrailingZeros32(m); ts[i] == t {
 					it.mask |= 1 << i
@@ -97,60 +139,120 @@ func (u *updater) send(b roleBase, r *remote, dirty map[Entity]uint32, rec *[]by
 		return cmp.Compare(a.e, b.e)
 	})
 	u.items, u.refs = items, refs
-	defer clear(u.refs) // do not keep the replica's values reachable
+	u.kept = false
+}
 
+// emit sends u.items to r as datagrams and returns how many of them (a prefix of u.items) were
+// sent or dropped as too large; the rest did not go (MaxDatagramsPerFlush, or the link failed).
+// With dt, the datagrams are DeltaUpdates numbered for r's member.
+func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
 	var wr updatesWriter = &u.packed
-	if b.cfg.TRNPUpdates {
+	switch {
+	case dt != nil:
+		wr = &u.delta
+	case b.cfg.TRNPUpdates:
 		wr = &u.plain
 	}
+	if dt != nil && !u.kept {
+		u.gens, u.hes = dt.hist.keep(u.items, u.refs, u.gens, u.hes)
+		u.kept = true
+	}
 	dgram := u.dgram[:0]
+	var up netmsg.Update // one for the whole send: Add takes its address
 	open := false
 	var cur crdt.Timestamp
-	sent := 0
-	for _, it := range items {
-		in := w.ents[it.e]
-		width, _ := netmsg.MaskWidth(len(in.schema.Properties))
-		vals := u.vals[:0]
-		k := it.ref
-		for m := it.mask; m != 0; m &= m - 1 {
-			vals = in.schema.AppendValue(vals, bits.TrailingZeros32(m), refs[k])
-			k++
+	sent, done := 0, 0 // done: items in datagrams sent, or dropped
+	// fresh starts a new datagram (with the prefix, if not sent yet) holding a message stamped ts.
+	fresh := func(ts crdt.Timestamp) {
+		if dt != nil {
+			u.delta.seq = dt.seq()
 		}
-		u.vals = vals
-		up := netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask, Data: vals}
+		wr.Reset(append(dgram[:0], u.prefix...), uint64(ts), netmsg.MaxDatagram)
+	}
+	// flush sends the open datagram, which holds the items before idx; false: stop (the limit,
+	// or the link failed).
+	flush := func(idx int) bool {
+		u.prefix = u.prefix[:0]
+		sent++
+		if !sendDatagram(b, r, wr.Bytes(), rec) {
+			return false
+		}
+		done = idx
+		return sent < b.cfg.MaxDatagramsPerFlush
+	}
+	for idx := range u.items {
+		it := &u.items[idx]
+		s := it.s
+		width, _ := netmsg.MaskWidth(len(s.Properties))
+		vals := u.refs[it.ref : it.ref+bits.OnesCount32(it.mask)]
+		var te *txEnt
+		if dt != nil {
+			te = dt.ent(it.e, len(s.Properties))
+		}
+		up = netmsg.Update{NetworkID: uint64(it.e), Width: width, Mask: it.mask}
+		if !open && dt != nil {
+			u.delta.seq = dt.next // the seq fresh will take
+		}
+		up.Data = u.encode(s, idx, vals, dt, te)
 		if netmsg.SizeUpdate(&up)+netmsg.MaxDatagram/64 > netmsg.MaxDatagram {
 			b.log.Warn().Uint64("entity", uint64(it.e)).Msg("update larger than a datagram; dropped")
-			dirty[it.e] &^= it.mask
+			if !open {
+				done = idx + 1
+			}
 			continue
 		}
 		if !open || it.ts != cur {
-			buf := wr.Bytes()
 			if !open {
-				buf = dgram[:0] // reuse the kept buffer rather than growing a new one every flush
-			}
-			if !wr.Reset(buf, uint64(it.ts), netmsg.MaxDatagram) {
-				if sent++; !sendDatagram(b, r, wr.Bytes(), rec) || sent >= b.cfg.MaxDatagramsPerFlush {
-					return
+				fresh(it.ts)
+			} else if !wr.Reset(wr.Bytes(), uint64(it.ts), netmsg.MaxDatagram) {
+				if !flush(idx) {
+					return done
 				}
-				wr.Reset(dgram[:0], uint64(it.ts), netmsg.MaxDatagram)
+				fresh(it.ts)
+				up.Data = u.encode(s, idx, vals, dt, te)
 			}
 			open, cur = true, it.ts
 		}
 		if !wr.Add(&up) {
-			if sent++; !sendDatagram(b, r, wr.Bytes(), rec) || sent >= b.cfg.MaxDatagramsPerFlush {
-				return
+			if !flush(idx) {
+				return done
 			}
-			wr.Reset(dgram[:0], uint64(it.ts), netmsg.MaxDatagram)
+			fresh(it.ts)
+			up.Data = u.encode(s, idx, vals, dt, te)
 			wr.Add(&up)
 		}
-		if dirty[it.e] &^= it.mask; dirty[it.e] == 0 {
-			delete(dirty, it.e)
+		if dt != nil {
+			dt.record(te, s, it.mask, u.gens[it.ref:it.ref+len(vals)], u.delta.seq, it.ts)
+			b.count.deltas.Add(dt.deltas)
+			b.count.wholes.Add(dt.wholes)
 		}
 	}
 	if open && wr.Count() > 0 {
-		sendDatagram(b, r, wr.Bytes(), rec)
+		u.prefix = u.prefix[:0]
+		if !sendDatagram(b, r, wr.Bytes(), rec) {
+			return done
+		}
 	}
 	u.dgram = wr.Bytes()[:0]
+	return len(u.items)
+}
+
+// encode writes the data of one update into u.vals and returns it: the values whole, or with
+// dt, as DeltaUpdates data numbered u.delta.seq.
+func (u *updater) encode(s *schema.Schema, idx int, vals [][]byte, dt *deltaTx, te *txEnt) []byte {
+	v := u.vals[:0]
+	it := &u.items[idx]
+	if dt != nil {
+		gens := u.gens[it.ref : it.ref+len(vals)]
+		v = dt.appendDeltaData(v, s, it.mask, vals, gens, u.delta.seq, it.ts, te, u.hes[idx])
+	} else {
+		for k, m := 0, it.mask; m != 0; m &= m - 1 {
+			v = s.AppendValue(v, bits.TrailingZeros32(m), vals[k])
+			k++
+		}
+	}
+	u.vals = v
+	return v
 }
 
 // sendDatagram sends b unreliably to r and, when rec is not nil and the send worked, appends it

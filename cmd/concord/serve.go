@@ -44,6 +44,8 @@ type serveOptions struct {
 	// interestRadius: the dedicated arena hosts send each member what is within this many
 	// millimetres of its avatar (0: everything).
 	interestRadius int
+	// deltas: the dedicated hosts send members deltas against acknowledged values (peer.Config.Deltas).
+	deltas bool
 	// data is the durable data directory (internal/durable); "" keeps rooms in memory only.
 	data string
 	// scenes seed rooms that have no checkpoint from main.crdt files; each gets a dedicated host.
@@ -373,7 +375,7 @@ func dedicatedHostConfig(log zerolog.Logger, o serveOptions, room signaling.Room
 		}
 	}
 	hl := log.With().Str("component", "host").Logger()
-	cfg := peer.Config{Room: string(room), User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl}
+	cfg := peer.Config{Room: string(room), User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl, Deltas: o.deltas}
 	if o.interestRadius > 0 {
 		cfg.Interest = arena.RadiusInterest{Radius: o.interestRadius}
 	}
@@ -599,6 +601,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	var o serveOptions
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /metrics, /healthz)")
 	fs.BoolVar(&o.dedicatedHost, "dedicated-host", true, "run a dedicated host for --room in this process")
+	fs.BoolVar(&o.deltas, "deltas", false, "the dedicated hosts send members that ask their property values as differences from the ones they acknowledged (~20% fewer bytes, more host CPU; docs/protocol.md §2.10)")
 	fs.IntVar(&o.interestRadius, "interest-radius", 0, "the dedicated hosts send each member only the avatars and boxes within this many millimetres of its avatar (interest management; 0: everything)")
 	fs.StringVar(&o.data, "data", "./concord-data", `durable data directory: rooms keep their world across restarts (embedded JetStream); "" keeps rooms in memory only`)
 	fs.Func("scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, and run a dedicated host for ROOM (repeatable; with --udp, hosts after the first take an ephemeral port on its address)", func(v string) error {

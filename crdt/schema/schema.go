@@ -42,6 +42,9 @@ type Property struct {
 	Size int
 	// Encoding is how the value's bytes encode numbers; the zero Encoding is raw bytes.
 	Encoding Encoding
+
+	// width is Encoding.Width(), set by NewTable (0: not set), for deltas on the hot path.
+	width int
 }
 
 // prefixed reports whether p's values carry a uint16 length prefix on the wire.
@@ -52,6 +55,10 @@ type Schema struct {
 	ID         ID
 	Name       string
 	Properties []Property
+
+	// deltaMask is DeltaMask's result, set by NewTable (deltaSet), for the hot path.
+	deltaMask uint32
+	deltaSet  bool
 }
 
 // Table is the set of schemas a peer runs.
@@ -96,8 +103,10 @@ func NewTable(schemas ...Schema) (*Table, error) {
 					return nil, fmt.Errorf("%w: %q.%s has size %d, its %s encoding %d", ErrInvalidSchema, s.Name, p.Name, p.Size, enc.Kind, size)
 				}
 				p.Encoding, p.Size = enc, size
+				p.width = enc.Width()
 			}
 		}
+		s.deltaMask, s.deltaSet = s.DeltaMask(), true
 		t.schemas[s.ID] = &s
 		t.ids = append(t.ids, s.ID)
 	}
@@ -227,33 +236,12 @@ func (s *Schema) walk(data []byte, mask uint32, fn func(i int, v []byte)) error 
 	off := 0
 	for m := mask; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros32(m)
-		p := &s.Properties[i]
-		n := p.Size
-		switch {
-		case p.Encoding.Kind != KindRaw:
-			// Check every number: the replica keeps only values its encoding writes.
-			sz, err := p.Encoding.scan(data[off:])
-			if errors.Is(err, ErrShortData) {
-				return fmt.Errorf("%w: %s.%s at offset %d", ErrShortData, s.Name, p.Name, off)
-			} else if err != nil {
-				return fmt.Errorf("%s.%s at offset %d: %w", s.Name, p.Name, off, err)
-			}
-			n = sz
-		case n == 0:
-			if len(data)-off < 2 {
-				return fmt.Errorf("%w: %s.%s length at offset %d", ErrShortData, s.Name, p.Name, off)
-			}
-			n = int(binary.LittleEndian.Uint16(data[off:]))
-			off += 2
-			if n > MaxValueSize {
-				return fmt.Errorf("%w: %s.%s has %d bytes", ErrValueSize, s.Name, p.Name, n)
-			}
-		}
-		if len(data)-off < n {
-			return fmt.Errorf("%w: %s.%s needs %d bytes at offset %d, %d left", ErrShortData, s.Name, p.Name, n, off, len(data)-off)
+		v, n, err := s.consumeValue(i, data, off)
+		if err != nil {
+			return err
 		}
 		if fn != nil {
-			fn(i, data[off:off+n:off+n])
+			fn(i, v)
 		}
 		off += n
 	}
@@ -261,6 +249,43 @@ func (s *Schema) walk(data []byte, mask uint32, fn func(i int, v []byte)) error 
 		return fmt.Errorf("%w: %d bytes", ErrTrailingData, len(data)-off)
 	}
 	return nil
+}
+
+// ConsumeValue reads the wire form of property i's value at the start of data (as AppendValue
+// writes it, every number checked) and returns the value, aliasing data, and the bytes read.
+func (s *Schema) ConsumeValue(i int, data []byte) ([]byte, int, error) {
+	return s.consumeValue(i, data, 0)
+}
+
+// consumeValue is ConsumeValue at data[off:]; errors name the offset in data.
+func (s *Schema) consumeValue(i int, data []byte, off int) ([]byte, int, error) {
+	p := &s.Properties[i]
+	start := off
+	n := p.Size
+	switch {
+	case p.Encoding.Kind != KindRaw:
+		// Check every number: the replica keeps only values its encoding writes.
+		sz, err := p.Encoding.scan(data[off:])
+		if errors.Is(err, ErrShortData) {
+			return nil, 0, fmt.Errorf("%w: %s.%s at offset %d", ErrShortData, s.Name, p.Name, off)
+		} else if err != nil {
+			return nil, 0, fmt.Errorf("%s.%s at offset %d: %w", s.Name, p.Name, off, err)
+		}
+		n = sz
+	case n == 0:
+		if len(data)-off < 2 {
+			return nil, 0, fmt.Errorf("%w: %s.%s length at offset %d", ErrShortData, s.Name, p.Name, off)
+		}
+		n = int(binary.LittleEndian.Uint16(data[off:]))
+		off += 2
+		if n > MaxValueSize {
+			return nil, 0, fmt.Errorf("%w: %s.%s has %d bytes", ErrValueSize, s.Name, p.Name, n)
+		}
+	}
+	if len(data)-off < n {
+		return nil, 0, fmt.Errorf("%w: %s.%s needs %d bytes at offset %d, %d left", ErrShortData, s.Name, p.Name, n, off, len(data)-off)
+	}
+	return data[off : off+n : off+n], off + n - start, nil
 }
 
 // AppendMeta appends the value of the meta component: schema id and creation data.

@@ -120,15 +120,18 @@ func TestValidate(t *testing.T) {
 // in this process and in a process of its own.
 func TestFanoutSmoke(t *testing.T) {
 	for _, own := range []bool{false, true} {
-		t.Run(fmt.Sprintf("host-process=%v", own), func(t *testing.T) { fanoutSmoke(t, own) })
+		t.Run(fmt.Sprintf("host-process=%v", own), func(t *testing.T) { fanoutSmoke(t, own, false) })
 	}
+	t.Run("deltas", func(t *testing.T) { fanoutSmoke(t, true, true) })
 }
 
-func fanoutSmoke(t *testing.T, hostProcess bool) {
+// fanoutSmoke runs a small fanout. Without deltas, the bots get the host's shared PackedUpdates;
+// with them (the host's -deltas), DeltaUpdates that are smaller once the bots acknowledged values.
+func fanoutSmoke(t *testing.T, hostProcess, deltas bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
-	o := FanoutOptions{Bots: 2, Entities: 20, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond}
+	o := FanoutOptions{Bots: 2, Entities: 20, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, Deltas: deltas}
 	if hostProcess {
 		o.HostCommand = helperHostCommand
 	}
@@ -147,7 +150,10 @@ func fanoutSmoke(t *testing.T, hostProcess bool) {
 		if want := raw; name == "raw" && p.dgramLen != want {
 			t.Errorf("%s: mean datagram %.1f bytes, want %.0f (one EntityUpdates of %d entities)", name, p.dgramLen, want, o.Entities)
 		}
-		if name == "concord" && (p.dgramLen < packed || p.dgramLen > packed+2) {
+		if name == "concord" && deltas && !(p.dgramLen > 0 && p.dgramLen < 0.9*packed) {
+			t.Errorf("%s: mean datagram %.1f bytes with deltas, want below 90%% of %.0f (one PackedUpdates of %d entities)", name, p.dgramLen, packed, o.Entities)
+		}
+		if name == "concord" && !deltas && (p.dgramLen < packed || p.dgramLen > packed+2) {
 			t.Errorf("%s: mean datagram %.1f bytes, want %.0f to %.0f (one PackedUpdates of %d entities)", name, p.dgramLen, packed, packed+2, o.Entities)
 		}
 		if p50 := p.lat.quantile(0.5); p50 <= 0 || p50 > 5*time.Second {
@@ -185,6 +191,7 @@ func TestHostHelperProcess(t *testing.T) {
 	fs.StringVar(&o.Server, "server", "", "")
 	fs.IntVar(&o.Entities, "entities", 0, "")
 	fs.IntVar(&o.Moving, "moving", 0, "")
+	fs.BoolVar(&o.Deltas, "deltas", false, "")
 	fs.Bool("exit-on-stdin-eof", false, "")
 	wire := fs.Bool("wire-stats", false, "")
 	logLevel := fs.String("log-level", "warn", "")

@@ -31,6 +31,9 @@ type FanoutOptions struct {
 	CPUProfile string
 	// Relay makes the bots reach the host only through a TURN relay process (relay).
 	Relay bool
+	// Deltas makes the host send the bots deltas against the values they acknowledged
+	// (peer.Config.Deltas); without it the host sends them all the same datagrams, whole values.
+	Deltas bool
 	// RelayCommand makes the relay's `concord serve` command from its arguments; nil runs this
 	// executable.
 	RelayCommand func(args []string) *exec.Cmd
@@ -126,6 +129,7 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 		return nil, err
 	}
 	defer room.close()
+	room.g.deltas = o.Deltas
 	rel, sig, g := room.rel, room.sig, room.g
 	var hp *hostProc
 	if o.HostCommand != nil {
@@ -134,6 +138,9 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 			"-moving", "0", "-exit-on-stdin-eof", "-wire-stats", "-log-level", "warn"}
 		if o.Interest > 0 {
 			args = append(args, "-interest", fmt.Sprint(o.Interest))
+		}
+		if o.Deltas {
+			args = append(args, "-deltas")
 		}
 		if hp, err = startBenchHost(o.HostCommand(args), wl); err != nil {
 			return nil, err

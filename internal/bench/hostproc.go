@@ -23,6 +23,7 @@ type HostOptions struct {
 	Entities int    // entities to spawn in an empty world
 	Moving   int    // entities moved every tick; 0 moves all
 	Interest int    // entities each member follows (windowInterest); 0: all
+	Deltas   bool   // peer.Config.Deltas
 	// CPUProfile, when not empty, is the file that receives a CPU profile of the whole run.
 	CPUProfile string
 	// WireOut, when not nil, receives the host's UDP packet counts and the unreliable datagrams
@@ -66,7 +67,7 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 	pc := peer.Config{
 		Server: o.Server, Room: room, User: hostUser, Device: o.Device,
 		Kind: signaling.KindHost, App: &app{entities: o.Entities, moving: o.Moving},
-		Transport: peer.PionTransport{API: api}, Logger: log,
+		Transport: peer.PionTransport{API: api}, Logger: log, Deltas: o.Deltas,
 	}
 	if o.Interest > 0 && o.Entities > 0 {
 		pc.Interest = windowInterest{follow: min(o.Interest, o.Entities), movers: o.Entities}

@@ -84,6 +84,7 @@ type peerGroup struct {
 	// relayOnly makes the members' links relay-only (peer.Config.RelayOnly); a peer started as
 	// a dedicated host keeps its host candidates, so a link takes one trip through the relay.
 	relayOnly bool
+	deltas    bool // peer.Config.Deltas (it matters to the host only)
 
 	peers  []*peer.Peer
 	probes []*probe
@@ -150,6 +151,7 @@ func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer,
 		Logger:         g.log.With().Str("who", user).Logger(),
 		ReportInterval: g.reportInterval, DigestInterval: g.digestInterval, Standby: g.standby,
 		RelayOnly: g.relayOnly && kind != signaling.KindHost,
+		Deltas:    g.deltas,
 	})
 	if err != nil {
 		_ = api.Close()

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { Peer } from '../static/js/peer.js';
 import { Game, SCHEMAS, SCHEMA_BOX, BOX_POS, encodeVec, parseVec } from '../static/js/arena.js';
 import { SchemaTable } from '../static/js/schema.js';
+import * as sc from '../static/js/schema.js';
 import * as netmsg from '../static/js/netmsg.js';
 import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
@@ -398,6 +399,62 @@ test('a member merges PackedUpdates (a Go host\'s updates) as it merges EntityUp
     const plain = boxUpdate(room, p);
     assert.ok(packed.length < plain.length, `packed ${packed.length} bytes, plain ${plain.length}`);
     assert.deepEqual(deliver(room, room.link1, UNRELIABLE, packed, p), { moved: true, refused: 0 });
+  } finally {
+    stop(room);
+  }
+});
+
+test('a member asks a Go host for deltas, rebuilds them from the values it acknowledged, and acks', () => {
+  const room = newRoom();
+  try {
+    const m = room.member;
+    const prop = m.w.schemas.lookup(SCHEMA_BOX).properties[BOX_POS];
+    const t0 = BigInt(m.w.clock + 10);
+    /** A DeltaUpdates numbered seq carrying the box's position as data (distance byte first). */
+    const dgram = (seq, data) => netmsg.encode({ type: Type.DeltaUpdates, seq, time: t0 + seq, updates: [
+      { networkId: BigInt(room.box), maskBits: netmsg.maskWidth(2), mask: 1 << BOX_POS, data } ] });
+    const cat = (a, b) => netmsg.concat(Uint8Array.of(a), b);
+    const p1 = { x: 100, y: 200 };
+    const p2 = { x: 101, y: 199 };
+    const p3 = { x: 120, y: 180 };
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, dgram(1n, cat(0, encodeVec(p1))), p1), { moved: true, refused: 0 });
+    const d12 = sc.appendDelta(prop, encodeVec(p1), encodeVec(p2));
+    assert.ok(d12.length < encodeVec(p2).length, `delta of ${d12.length} bytes`);
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, dgram(2n, cat(1, d12)), p2), { moved: true, refused: 0 });
+    assert.equal(m.status().deltas, 1);
+    // A difference from seq 3, never received: dropped, counted, and seq 5 is not acknowledged.
+    const d = sc.appendDelta(prop, encodeVec(p2), encodeVec(p3));
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, dgram(5n, cat(2, d)), p3), { moved: false, refused: 0 });
+    assert.equal(m.status().deltaMissed, 1);
+    // The member's flush sends the Ack: seq 2 and seq 1 below it.
+    room.queue.length = 0;
+    m.step(() => m.flushUpdates());
+    const acks = room.queue.filter((q) => q.ch === UNRELIABLE).map((q) => netmsg.decode(q.bytes).msg).filter((x) => x.type === Type.Ack);
+    assert.deepEqual(acks.map((a) => [a.highest, a.received]), [[2n, 1n]]);
+    room.queue.length = 0;
+    m.step(() => m.flushUpdates());
+    assert.equal(room.queue.length, 0, 'nothing new: no Ack');
+  } finally {
+    stop(room);
+  }
+});
+
+test('the member\'s greeting asks for deltas; a browser host takes the Ack and sends whole values', () => {
+  const room = { queue: [] };
+  room.host = newPeer(HOST, 'host');
+  room.host.step(() => room.host.setHost(1, HOST));
+  room.member = newPeer(MEMBER, 'bot');
+  room.member.step(() => room.member.setHost(1, HOST));
+  const sent = [];
+  const orig = room.member.send.bind(room.member);
+  room.member.send = (r, ch, b) => { sent.push(b); return orig(r, ch, b); };
+  try {
+    const dropped = room.host.status().dropped;
+    link(room, room.host);
+    const greeting = [...netmsg.readMessages(sent[0])].map((x) => x.type);
+    assert.deepEqual(greeting, [Type.Hello, Type.Ack, Type.Digest]);
+    assert.equal(room.host.status().dropped, dropped, 'the browser host took the Ack quietly');
+    assert.equal(room.member.status().state, 'connected');
   } finally {
     stop(room);
   }

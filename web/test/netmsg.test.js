@@ -8,7 +8,7 @@ const DIR = 'testdata/netmsg';
 
 const U64 = new Set([
   'hostTime', 'localPeerIndex', 'hostPeerIndex', 'peerIndex', 'networkId', 'newAuthorIndex',
-  'time', 'term', 'nonce', 'sendTime', 'echoTime', 'schemaFingerprint', 'peer', 'networkIds',
+  'time', 'seq', 'highest', 'received', 'term', 'nonce', 'sendTime', 'echoTime', 'schemaFingerprint', 'peer', 'networkIds',
 ]);
 const BYTES = new Set(['creationData', 'updateData', 'hostState', 'data', 'chunk', 'messages', 'body']);
 
@@ -65,6 +65,8 @@ const MESSAGE_FILES = {
   'actions.json': 15,
   'forget.json': 16,
   'packed_updates.json': 17,
+  'delta_updates.json': 18,
+  'ack.json': 19,
 };
 const OTHER_FILES = ['ext.json', 'payload.json', 'invalid.json', 'fragmentation.json', 'mask_width.json'];
 

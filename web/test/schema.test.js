@@ -290,3 +290,32 @@ test('fuzz: every decoder only raises ProtocolError and re-encodes what it accep
     }
   }
 });
+
+const deltas = readJSON('testdata/schema/deltas.json');
+
+test('deltas: every vector encodes and applies as in Go', () => {
+  assert.ok(deltas.properties.length >= 8);
+  for (const jp of deltas.properties) {
+    const t = new sc.SchemaTable([{ id: 1, properties: [jp.property] }]);
+    const p = t.lookup(1).properties[0];
+    assert.ok(sc.deltaCapable(p), jp.property.name);
+    for (const c of jp.cases) {
+      const base = fromHex(c.base);
+      const v = fromHex(c.value);
+      assert.equal(toHex(sc.appendDelta(p, base, v)), c.delta, `${jp.property.name} ${c.base} → ${c.value}`);
+      const [got, next] = sc.applyDelta(p, base, fromHex('ee' + c.delta), 1);
+      assert.equal(toHex(got), c.value, `${jp.property.name} apply ${c.delta}`);
+      assert.equal(next, 1 + c.delta.length / 2);
+    }
+    for (const c of jp.invalid) {
+      assert.throws(() => sc.applyDelta(p, fromHex(c.base), fromHex(c.delta)), (err) => err instanceof ProtocolError && err.code === c.error,
+        `${jp.property.name} ${c.delta} → ${c.error}`);
+    }
+  }
+});
+
+test('deltas: variable raw properties and raw of other sizes are not delta-capable', () => {
+  const t = new sc.SchemaTable([{ id: 1, properties: [{ component: 1024, size: 0 }, { component: 1025, size: 3 }, { component: 1026, size: 8 }] }]);
+  const ps = t.lookup(1).properties;
+  assert.deepEqual(ps.map((p) => sc.deltaCapable(p)), [false, false, true]);
+});

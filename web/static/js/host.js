@@ -387,6 +387,9 @@ export class HostRole extends HostMethods {
       case Type.Relay:
         this.relayMessage(hm, m, ch);
         break;
+      case Type.Ack:
+        // A member asks for deltas (docs/protocol.md §2.10): a browser host sends whole values.
+        break;
       case Type.Actions:
         if (!hm.snapshotSent) return;
         for (const a of m.actions) {

@@ -7,8 +7,9 @@ import * as netmsg from './netmsg.js';
 import { Type } from './netmsg.js';
 import * as crdt from './crdt.js';
 import * as hostsnapshot from './hostsnapshot.js';
-import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta } from './schema.js';
+import { COMPONENT_META, COMPONENT_AUTHORITY, appendMeta, deltaCapable } from './schema.js';
 import { RELIABLE, UNRELIABLE } from './rtc.js';
+import { ACK_MS, DeltaRx, putRing, rebuild } from './delta.js';
 import { KIND_HOST, KIND_AVATAR, KIND_LOCK, encodeRecord, AuthorityError, Reject } from './authority.js';
 import { schemaMismatch } from './links.js';
 import { hex16 } from './status.js';
@@ -53,6 +54,8 @@ export class MemberRole {
     this.synced = false;
     this.wasSynced = false;
     this.dirty = new Map();
+    /** @type {DeltaRx | null} what this member received as DeltaUpdates on its host link */
+    this.delta = null;
     /** @type {import('./crdt.js').Message[]} this member's own CRDT messages not yet sent (flushPending) */
     this.pending = [];
     this.refusals = 0; // host messages refused, for the log
@@ -109,11 +112,76 @@ export class MemberRole {
     }
   }
 
+  /**
+   * Merges a DeltaUpdates from the host (Go's memberRole.applyDeltas): every value whole or
+   * rebuilt from the value an earlier datagram carried. A value whose baseline this member does
+   * not hold is dropped (count.deltaMissed), an update it cannot read is dropped whole; either
+   * way the datagram is not acknowledged.
+   * @param {import('./netmsg.js').Msg} m
+   */
+  applyDeltas(m) {
+    const p = this.p;
+    const w = this.w;
+    if (m.time > 0xffffffffn || m.seq === 0n) {
+      p.count.dropped++;
+      return;
+    }
+    if (!this.delta || this.delta.link !== this.hostLink) this.delta = new DeltaRx(this.hostLink);
+    const x = this.delta;
+    x.received(m.seq);
+    const ts = Number(m.time);
+    for (const u of m.updates) {
+      const e = Number(u.networkId & 0xffffffffn);
+      const info = u.networkId >> 32n === 0n ? w.ents.get(e) : undefined;
+      if (!info || !netmsg.checkMask(u, info.schema.properties.length)) {
+        p.count.dropped++; // not spawned here yet (the unreliable channel overtook it), or bad
+        x.spoil(m.seq);
+        continue;
+      }
+      const s = info.schema;
+      const de = x.rings(e, s.properties.length);
+      let vals;
+      try {
+        vals = rebuild(s, de, u, m.seq);
+      } catch {
+        p.count.dropped++;
+        x.spoil(m.seq);
+        continue;
+      }
+      for (const { i, v, delta } of vals) {
+        if (v === null) {
+          p.count.deltaMissed++;
+          x.spoil(m.seq);
+          continue;
+        }
+        if (delta) p.count.deltas++;
+        if (deltaCapable(s.properties[i])) putRing(de.rings[i], m.seq, v);
+        w.mergeRemote({ type: PutComponent, entity: e, component: s.properties[i].component, timestamp: ts, data: v }, w.host);
+      }
+    }
+  }
+
+  /** Sends the host an Ack of the DeltaUpdates that arrived since the last one, if any. */
+  sendAck() {
+    const x = this.delta;
+    if (!x || x.link !== this.hostLink || !this.hostLink || !this.hostLink.ready) return;
+    // At most every ACK_MS (each costs the host a datagram to read and a SACK to send).
+    const t = now();
+    if (t - x.ackAt < ACK_MS - this.p.opts.networkMs / 2) return;
+    const a = x.pendingAck();
+    if (!a) return;
+    x.ackAt = t;
+    this.p.send(this.hostLink, UNRELIABLE, netmsg.encode({ type: Type.Ack, ...a }));
+  }
+
   /** Greets the host and sends the digests it answers with a snapshot. */
   linkReady() {
     const w = this.w;
     const hello = netmsg.encode({ type: Type.Hello, term: BigInt(w.heldTerm), peerIndex: BigInt(w.self), schemaFingerprint: w.schemas.fingerprint });
-    this.p.send(this.hostLink, RELIABLE, netmsg.concat(hello, this.digest()));
+    // Ask for deltas against acknowledged values (docs/protocol.md §2.10; a host that does not
+    // know them drops the Ack).
+    const ask = this.p.opts.noDeltas ? new Uint8Array(0) : netmsg.encode({ type: Type.Ack, highest: 0n, received: 0n });
+    this.p.send(this.hostLink, RELIABLE, netmsg.concat(hello, ask, this.digest()));
   }
 
   digest() {
@@ -286,7 +354,16 @@ export class MemberRole {
         break;
       case Type.Forget:
         // Entities that left this member's interest (a Go host's InterestPolicy): dropped, not deleted.
-        for (const id of m.networkIds) if (id >> 32n === 0n) w.evict(Number(id) & 0xffff);
+        for (const id of m.networkIds) {
+          if (id >> 32n === 0n) {
+            w.evict(Number(id) & 0xffff);
+            if (this.delta) this.delta.forget(Number(id) & 0xffff);
+          }
+        }
+        break;
+      case Type.DeltaUpdates:
+        if (!this.hostStampOK(m.time)) return;
+        this.applyDeltas(m);
         break;
       default:
         if (m.type >= netmsg.FIRST_APPLICATION) {

@@ -28,6 +28,8 @@ export const Type = Object.freeze({
   Actions: 15,
   Forget: 16,
   PackedUpdates: 17,
+  DeltaUpdates: 18,
+  Ack: 19,
 });
 
 const TYPE_NAMES = Object.keys(Type);
@@ -78,7 +80,7 @@ export function typeName(t) {
 }
 
 /**
- * Reports whether this build defines message type t (0–17).
+ * Reports whether this build defines message type t (0–19).
  * @param {number} t
  * @returns {boolean}
  */
@@ -492,6 +494,22 @@ function decodeAt(c, start) {
       const updates = [];
       while (c.off < c.end) updates.push(c.packedUpdate());
       msg = { type: t, time, updates };
+      break;
+    }
+    case Type.DeltaUpdates: {
+      c.checkBody(start, n, 2, false);
+      const seq = c.uvarint('seq');
+      const time = c.uvarint('time');
+      const updates = [];
+      while (c.off < c.end) updates.push(c.packedUpdate());
+      msg = { type: t, seq, time, updates };
+      break;
+    }
+    case Type.Ack: {
+      c.checkBody(start, n, 9, false);
+      const highest = c.uvarint('highest');
+      if (c.end - c.off !== 8) c.fail(start + 1, 'body_length', `Ack body of ${n} bytes, want ${n - (c.end - c.off) + 8}`);
+      msg = { type: t, highest, received: c.u64('received') };
       break;
     }
     case Type.Forget: {
@@ -1003,7 +1021,13 @@ function writeMessage(w, m) {
     case Type.Forget:
       for (const id of w.count(m.networkIds, 'network id count')) w.u64(id, 'network id');
       break;
+    case Type.Ack:
+      w.uvarint(m.highest, 'highest');
+      w.u64(m.received, 'received');
+      break;
+    case Type.DeltaUpdates:
     case Type.PackedUpdates:
+      if (m.type === Type.DeltaUpdates) w.uvarint(m.seq, 'seq');
       w.uvarint(m.time, 'time');
       for (const u of m.updates ?? []) {
         const data = updateCheck(u);

@@ -106,6 +106,8 @@ export const DEFAULTS = Object.freeze({
  * @property {boolean} [memory]
  * @property {number} [tickMs]
  * @property {number} [networkMs]
+ * @property {boolean} [noDeltas] as a member, do not ask a Go host for deltas against
+ *   acknowledged values (docs/protocol.md §2.10): it then sends whole values
  * @property {number} [reportMs]
  * @property {number} [digestMs]
  * @property {number} [quietMs]
@@ -162,7 +164,9 @@ export class Peer extends PeerMethods {
     /** @type {Set<ReturnType<typeof setTimeout>>} after()'s timeouts, cleared by stop() */
     this.pending = new Set();
     this.stopped = false;
-    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, refused: 0, offenders: 0, fenced: 0, dropped: 0 };
+    // deltas: values taken as differences from acknowledged ones; deltaMissed: dropped for want
+    // of their baseline (docs/protocol.md §2.10).
+    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, refused: 0, offenders: 0, fenced: 0, dropped: 0, deltas: 0, deltaMissed: 0 };
     this.signalingState = 'connecting';
     this.resumeToken = '';
     this.held = false; // the replica has held the room's state (synced or hosted)

@@ -660,6 +660,32 @@ export class Schema {
   }
 
   /**
+   * Reads the wire form of property i's value at data[off] (every number checked, as Go's
+   * ConsumeValue): returns [value, next offset], the value aliasing data. Throws a ProtocolError
+   * (short_data, value_size, bad_value).
+   * @param {number} i
+   * @param {Uint8Array} data
+   * @param {number} off
+   * @returns {[Uint8Array, number]}
+   */
+  consumeValue(i, data, off) {
+    const p = this.properties[i];
+    let n = p.size;
+    if (p.encoding) {
+      n = scanEncoded(p.encoding, data, off);
+    } else if (n === 0) {
+      if (data.length - off < 2) throw valueError('short_data', off, `${this.name}.${p.name} length at offset ${off}`);
+      n = data[off] | (data[off + 1] << 8);
+      if (n > MAX_VALUE_SIZE) throw valueError('value_size', off, `${this.name}.${p.name} has ${n} bytes`);
+      off += 2;
+    }
+    if (data.length - off < n) {
+      throw valueError('short_data', off, `${this.name}.${p.name} needs ${n} bytes at offset ${off}, ${data.length - off} left`);
+    }
+    return [data.subarray(off, off + n), off + n];
+  }
+
+  /**
    * @param {Uint8Array} data
    * @param {number} mask
    * @param {((i: number, v: Uint8Array) => void) | null} fn
@@ -831,4 +857,119 @@ export function parseMeta(v) {
   if (!v || v.length < 4) return null;
   const id = (v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24)) >>> 0;
   return { id, creation: v.subarray(4) };
+}
+
+// Deltas (Go's crdt/schema/delta.go): a numeric property's value as its difference from a
+// baseline the receiver holds, one zigzag LEB128 per number, for DeltaUpdates.
+
+/** Largest value (bytes, as stored) that serves as a baseline; larger values travel whole. */
+export const MAX_DELTA_VALUE = 32;
+
+/**
+ * Reports whether p's values may travel as differences: an encoded property, or raw bytes of a
+ * fixed size of 1, 2, 4 or 8 (one little-endian unsigned integer).
+ * @param {Property} p
+ */
+export function deltaCapable(p) {
+  return p.encoding !== null || p.size === 1 || p.size === 2 || p.size === 4 || p.size === 8;
+}
+
+const M64 = (1n << 64n) - 1n;
+
+/**
+ * Reads the numbers of value v of p as the integers a delta works on (quantized index, float16
+ * bits, uvarint, varint as int64 bits modulo 2⁶⁴, raw integer). v must be a valid value of p.
+ * @param {Property} p
+ * @param {Uint8Array} v
+ * @returns {bigint[]}
+ */
+function deltaNumbers(p, v) {
+  const e = p.encoding;
+  const out = [];
+  if (e === null) {
+    let x = 0n;
+    for (let k = p.size - 1; k >= 0; k--) x = (x << 8n) | BigInt(v[k]);
+    return [x];
+  }
+  let off = 0;
+  for (let k = 0; k < e.count; k++) {
+    if (e.kind === 'quantized') {
+      const w = encodingWidth(e);
+      out.push(BigInt(uintLE(v, off, w)));
+      off += w;
+    } else if (e.kind === 'float16') {
+      out.push(BigInt(v[off] | (v[off + 1] << 8)));
+      off += 2;
+    } else {
+      const [u, next] = consumeUvarint(v, off);
+      off = next;
+      out.push(e.kind === 'varint' ? ((u & 1n) === 0n ? u >> 1n : -(u >> 1n) - 1n) & M64 : u);
+    }
+  }
+  return out;
+}
+
+/**
+ * The difference from base to v, two valid values of the delta-capable property p, as Go's
+ * AppendDelta writes it.
+ * @param {Property} p
+ * @param {Uint8Array} base
+ * @param {Uint8Array} v
+ * @returns {Uint8Array}
+ */
+export function appendDelta(p, base, v) {
+  const b = deltaNumbers(p, base);
+  const x = deltaNumbers(p, v);
+  /** @type {Uint8Array} */
+  let out = new Uint8Array(0);
+  const bits = p.encoding === null ? 8 * p.size : 64;
+  for (let k = 0; k < b.length; k++) {
+    out = appendVarint(out, BigInt.asIntN(bits, x[k] - b[k]));
+  }
+  return out;
+}
+
+/**
+ * Applies the difference at d[off] to base, a valid value of the delta-capable property p: returns
+ * [value, next offset]. Throws a ProtocolError short_data (d ends inside it) or bad_value (a varint
+ * Go's AppendVarint does not write, or a result outside what p holds), as Go's ApplyDelta.
+ * @param {Property} p
+ * @param {Uint8Array} base
+ * @param {Uint8Array} d
+ * @param {number} off
+ * @returns {[Uint8Array, number]}
+ */
+export function applyDelta(p, base, d, off = 0) {
+  const b = deltaNumbers(p, base);
+  const e = p.encoding;
+  /** @type {number[]} */
+  const bytes = [];
+  const le = (/** @type {bigint} */ x, /** @type {number} */ w) => {
+    for (let k = 0; k < w; k++) {
+      bytes.push(Number(x & 0xffn));
+      x >>= 8n;
+    }
+  };
+  for (let k = 0; k < b.length; k++) {
+    const at = off;
+    const [delta, next] = consumeVarint(d, off);
+    off = next;
+    const x = b[k] + delta;
+    if (e === null) {
+      const lim = 1n << BigInt(8 * p.size - 1);
+      if (p.size < 8 && (delta < -lim || delta >= lim)) throw encodingError('bad_value', at, `${p.size}-byte delta ${delta} beyond ±${lim}`);
+      le(BigInt.asUintN(8 * p.size, x), p.size);
+    } else if (e.kind === 'quantized') {
+      if (x < 0n || x > BigInt(quantizedSteps(e))) throw encodingError('bad_value', at, `quantized delta ${delta} from index ${b[k]} leaves 0..${quantizedSteps(e)}`);
+      le(x, encodingWidth(e));
+    } else if (e.kind === 'float16') {
+      if (x < 0n || x > 0xffffn || !validFloat16(Number(x))) throw encodingError('bad_value', at, `float16 delta ${delta} from ${b[k]}`);
+      le(x, 2);
+    } else if (e.kind === 'uvarint') {
+      for (const c of appendUvarint(null, x & M64)) bytes.push(c);
+    } else {
+      for (const c of appendVarint(null, BigInt.asIntN(64, x))) bytes.push(c);
+    }
+  }
+  return [Uint8Array.from(bytes), off];
 }

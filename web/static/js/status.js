@@ -42,6 +42,8 @@ export function hex16(h) {
  * @property {number} offenders members whose link this host closed for refused inputs
  * @property {number} fenced
  * @property {number} dropped
+ * @property {number} deltas values taken as differences from acknowledged ones (a Go host's)
+ * @property {number} deltaMissed values dropped for want of the value they were a difference from
  * @property {string} error
  */
 
@@ -86,6 +88,7 @@ export class PeerStatus {
       bytesIn: this.count.bytesIn, bytesOut: this.count.bytesOut,
       rejected: this.count.rejected, rejectedRace: this.count.rejectedRace,
       refused: this.count.refused, offenders: this.count.offenders, fenced: this.count.fenced, dropped: this.count.dropped,
+      deltas: this.count.deltas, deltaMissed: this.count.deltaMissed,
       error: this.error ? this.error.message : '',
     };
   }

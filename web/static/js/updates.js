@@ -25,7 +25,10 @@ export class PeerUpdates {
       for (const hm of this.host.mems.values()) if (hm.snapshotSent) this.sendUpdates(hm.r, hm.dirty);
       return;
     }
-    if (this.member && this.member.synced && this.member.hostLink) this.sendUpdates(this.member.hostLink, this.member.dirty);
+    if (this.member && this.member.synced && this.member.hostLink) {
+      this.sendUpdates(this.member.hostLink, this.member.dirty);
+      this.member.sendAck();
+    }
   }
 
   /**
