@@ -46,6 +46,7 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.BoolVar(&o.Relay, "relay", false, "bots reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	inProcess := fs.Bool("host-in-process", false, "run the Concord phase's host in this process instead of a bench-host process of its own (its CPU is then not measured apart)")
 	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, set-up included) to this file")
+	fs.BoolVar(&o.NoRaw, "no-raw", false, "skip the raw pion phase (measure the Concord phase only)")
 	hostMemProfile := fs.String("host-memprofile", "", "write a heap profile of the bench-host process (allocations over its whole life) to this file when it stops")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
