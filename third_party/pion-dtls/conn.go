@@ -99,6 +99,16 @@ type Conn struct {
 	replayProtectionWindow uint
 
 	handshakeConfig *handshakeConfig
+
+	// CONCORD-PATCH: recordBuf holds the plaintext record being encrypted
+	// (processPacket; guarded by writeLock). writeDeadlineNanos is the write
+	// deadline (0: none; see Write), directWriting says whether writeDirect is
+	// writing, deadlineOnNext whether the next connection's write deadline was
+	// set for a direct write and must be cleared.
+	recordBuf          []byte
+	writeDeadlineNanos atomic.Int64
+	directWriting      atomic.Bool
+	deadlineOnNext     atomic.Bool
 }
 
 // createConn creates a new DTLS connection.
@@ -481,10 +491,7 @@ func (c *Conn) Write(payload []byte) (int, error) {
 		return 0, err
 	}
 
-	ctx, cancel := c.contextWithClose(c.writeDeadline.Context())
-	defer cancel()
-
-	return len(payload), c.writePackets(ctx, []*packet{
+	pkts := []*packet{
 		{
 			record: &recordlayer.RecordLayer{
 				Header: recordlayer.Header{
@@ -498,7 +505,18 @@ func (c *Conn) Write(payload []byte) (int, error) {
 			shouldWrapCID: len(c.state.remoteConnectionID) > 0,
 			shouldEncrypt: true,
 		},
-	})
+	}
+	// CONCORD-PATCH: without a write deadline, application data is written
+	// without a context, so without the two goroutines per record that
+	// contextWithClose and netctx's WriteToContext start (see writeDirect).
+	if c.writeDeadlineNanos.Load() == 0 {
+		return len(payload), c.writeDirect(pkts)
+	}
+
+	ctx, cancel := c.contextWithClose(c.writeDeadline.Context())
+	defer cancel()
+
+	return len(payload), c.writePackets(ctx, pkts)
 }
 
 // Close closes the connection.
@@ -570,6 +588,71 @@ func (c *Conn) writePackets(ctx context.Context, pkts []*packet) error {
 	}
 
 	return nil
+}
+
+// CONCORD-PATCH: writeDirect is writePackets without a context: it writes to
+// the next connection itself, not through netctx, whose WriteToContext starts
+// a goroutine for every write to interrupt it when the context ends. What
+// would end that context — a write deadline set or Close during the write —
+// interrupts a direct write the way netctx does, through the next
+// connection's write deadline (SetWriteDeadline, interruptDirectWrite).
+func (c *Conn) writeDirect(pkts []*packet) error {
+	c.writeLock.Lock()
+	defer c.writeLock.Unlock()
+
+	next := c.nextConn.Conn()
+	if c.deadlineOnNext.Swap(false) {
+		_ = next.SetWriteDeadline(time.Time{})
+	}
+	// directWriting is set before the deadline and close are checked, and
+	// SetWriteDeadline and close set theirs before they check directWriting:
+	// one side sees the other.
+	c.directWriting.Store(true)
+	defer func() {
+		c.directWriting.Store(false)
+		if c.deadlineOnNext.Swap(false) {
+			_ = next.SetWriteDeadline(time.Time{})
+		}
+	}()
+	if d := c.writeDeadlineNanos.Load(); d != 0 {
+		c.deadlineOnNext.Store(true)
+		_ = next.SetWriteDeadline(time.Unix(0, d))
+	}
+	if c.isConnectionClosed() {
+		return ErrConnClosed
+	}
+
+	compactedRawPackets, rAddr, err := c.prepareRawPackets(pkts)
+	if err != nil {
+		return err
+	}
+
+	for _, compactedRawPacket := range compactedRawPackets {
+		if _, err = next.WriteTo(compactedRawPacket, rAddr); err != nil {
+			if c.isConnectionClosed() {
+				return ErrConnClosed
+			}
+
+			return netError(err)
+		}
+	}
+
+	return nil
+}
+
+// CONCORD-PATCH: interruptDirectWrite makes a direct write in progress
+// return, as netctx makes a write return when its context ends: the next
+// connection's write deadline goes to the past until the write has returned.
+// Called by close after c.closed is closed.
+func (c *Conn) interruptDirectWrite() {
+	if !c.directWriting.Load() {
+		return
+	}
+	next := c.nextConn.Conn()
+	_ = next.SetWriteDeadline(time.Unix(0, 1))
+	c.writeLock.Lock()
+	_ = next.SetWriteDeadline(time.Time{})
+	c.writeLock.Unlock()
 }
 
 func (c *Conn) prepareRawPackets(pkts []*packet) ([][]byte, net.Addr, error) {
@@ -760,6 +843,18 @@ func (c *Conn) processPacket(pkt *packet) ([]byte, error) { //nolint:cyclop
 		}
 		pkt.record.Header = *cidHeader
 		rawPacket = append(rawPacket, rawInner...)
+	} else if appData, ok := pkt.record.Content.(*protocol.ApplicationData); ok && pkt.shouldEncrypt {
+		// CONCORD-PATCH: the plaintext record goes into a buffer reused for
+		// every record (Encrypt copies it into the ciphertext it returns), not
+		// through RecordLayer.Marshal's two copies. Callers hold writeLock.
+		pkt.record.Header.ContentType = protocol.ContentTypeApplicationData
+		pkt.record.Header.ContentLen = uint16(len(appData.Data)) //nolint:gosec // G115
+		header, err := pkt.record.Header.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		c.recordBuf = append(append(c.recordBuf[:0], header...), appData.Data...)
+		rawPacket = c.recordBuf
 	} else {
 		var err error
 		rawPacket, err = pkt.record.Marshal()
@@ -1477,6 +1572,7 @@ func (c *Conn) close(byUser bool) error {
 
 	cancelHandshaker()
 	cancelHandshakeReader()
+	c.interruptDirectWrite() // CONCORD-PATCH
 
 	if closedByUser || isClosed {
 		return nil
@@ -1549,6 +1645,17 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline implements net.Conn.SetWriteDeadline.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
+	// CONCORD-PATCH: see Write; a direct write in progress gets the deadline
+	// on the next connection, where netctx would have put it when it passed.
+	var nanos int64
+	if !t.IsZero() {
+		nanos = max(t.UnixNano(), 1)
+	}
+	c.writeDeadlineNanos.Store(nanos)
+	if c.directWriting.Load() {
+		c.deadlineOnNext.Store(true)
+		_ = c.nextConn.Conn().SetWriteDeadline(t)
+	}
 	c.writeDeadline.Set(t)
 	// Write deadline is also fully managed by this layer.
 	return nil
