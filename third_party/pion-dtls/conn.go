@@ -1007,18 +1007,8 @@ func (c *Conn) readAndBuffer(ctx context.Context) error { //nolint:cyclop
 	defer poolReadBuffer.Put(bufptr)
 
 	b := *bufptr
-	// CONCORD-PATCH: read from the next connection itself, not through
-	// netctx's ReadFromContext, which starts a goroutine for every read to
-	// interrupt it when ctx ends. ctx (the read loop's) ends only in close,
-	// which then interrupts the read through the next connection's read
-	// deadline (interruptDirectRead); its error is reported as ctx's, as
-	// netctx does.
-	i, rAddr, err := c.nextConn.Conn().ReadFrom(b)
+	i, rAddr, err := c.nextConn.ReadFromContext(ctx, b)
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil && i == 0 {
-			return ctxErr
-		}
-
 		return netError(err)
 	}
 
@@ -1434,14 +1424,7 @@ func (c *Conn) handshake(
 	c.fsm = newHandshakeFSM(&c.state, c.handshakeCache, cfg, initialFlight)
 
 	done := make(chan struct{})
-	ctxRead, cancelReadCtx := context.WithCancel(context.Background())
-	// CONCORD-PATCH: the read loop reads without a context (readAndBuffer);
-	// a read deadline in the past ends its read, as netctx would. The
-	// handshake clears it again once the loop has ended (below).
-	cancelRead := func() {
-		cancelReadCtx()
-		_ = c.nextConn.Conn().SetReadDeadline(time.Unix(0, 1))
-	}
+	ctxRead, cancelRead := context.WithCancel(context.Background())
 	cfg.onFlightState = func(_ flightVal, s handshakeState) {
 		if s == handshakeFinished && c.setHandshakeCompletedSuccessfully() {
 			close(done)
@@ -1549,14 +1532,12 @@ func (c *Conn) handshake(
 		cancelRead()
 		cancel()
 		handshakeLoopsFinished.Wait()
-		_ = c.nextConn.Conn().SetReadDeadline(time.Time{}) // CONCORD-PATCH
 
 		return c.translateHandshakeCtxError(err)
 	case <-ctx.Done():
 		cancelRead()
 		cancel()
 		handshakeLoopsFinished.Wait()
-		_ = c.nextConn.Conn().SetReadDeadline(time.Time{}) // CONCORD-PATCH
 
 		return c.translateHandshakeCtxError(ctx.Err())
 	case <-done:
