@@ -62,3 +62,5 @@ require (
 tool honnef.co/go/tools/cmd/staticcheck
 
 replace github.com/pion/sctp => ./third_party/pion-sctp
+
+replace github.com/pion/dtls/v3 => ./third_party/pion-dtls

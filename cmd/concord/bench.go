@@ -47,6 +47,8 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.BoolVar(&o.Relay, "relay", false, "bots reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	inProcess := fs.Bool("host-in-process", false, "run the Concord phase's host in this process instead of a bench-host process of its own (its CPU is then not measured apart)")
 	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, set-up included) to this file")
+	fs.BoolVar(&o.NoRaw, "no-raw", false, "skip the raw pion phase (measure the Concord phase only)")
+	hostMemProfile := fs.String("host-memprofile", "", "write a heap profile of the bench-host process (allocations over its whole life) to this file when it stops")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -57,8 +59,8 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	if o.Interest > 0 && *inProcess {
 		return usageError{errors.New("-interest needs the host in a process of its own (no -host-in-process)")}
 	}
-	if *hostProfile != "" && *inProcess {
-		return usageError{errors.New("-host-cpuprofile needs the host in a process of its own (no -host-in-process)")}
+	if (*hostProfile != "" || *hostMemProfile != "") && *inProcess {
+		return usageError{errors.New("-host-cpuprofile and -host-memprofile need the host in a process of its own (no -host-in-process)")}
 	}
 	if !*inProcess {
 		exe, err := os.Executable()
@@ -68,6 +70,9 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 		o.HostCommand = func(args []string) *exec.Cmd {
 			if *hostProfile != "" {
 				args = append(args, "-cpuprofile", *hostProfile)
+			}
+			if *hostMemProfile != "" {
+				args = append(args, "-memprofile", *hostMemProfile)
 			}
 			return exec.Command(exe, append([]string{"bench-host"}, args...)...)
 		}
@@ -136,6 +141,7 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	fs.IntVar(&o.Interest, "interest", 0, "entities each member follows (interest management); 0: all")
 	fs.BoolVar(&o.Deltas, "deltas", false, "send members deltas against the values they acknowledged (docs/protocol.md §2.10)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process to this file (written when it stops: SIGINT, SIGTERM or the end of standard input, not SIGKILL)")
+	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile of this process (allocations over its whole life) to this file when it stops, as -cpuprofile")
 	exitOnEOF := fs.Bool("exit-on-stdin-eof", false, "stop when standard input ends (the benchmark that started this process is gone)")
 	wireStats := fs.Bool("wire-stats", false, "count the host's UDP packets and print the counts on standard output every 100 ms")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")

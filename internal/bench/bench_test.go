@@ -266,11 +266,11 @@ func TestRunHostProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sig.stop()
-	prof := t.TempDir() + "/host.prof"
+	prof, memProf := t.TempDir()+"/host.prof", t.TempDir()+"/host.mem"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- RunHost(ctx, HostOptions{Server: sig.url, Entities: 10, CPUProfile: prof}, zerolog.Nop())
+		done <- RunHost(ctx, HostOptions{Server: sig.url, Entities: 10, CPUProfile: prof, MemProfile: memProf}, zerolog.Nop())
 	}()
 	if err := wait(context.Background(), 10*time.Second, "bench host elected", nil, func() error {
 		rooms, err := sig.srv.Rooms(context.Background())
@@ -287,9 +287,22 @@ func TestRunHostProfile(t *testing.T) {
 	if err := <-done; err != nil && ctx.Err() == nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(prof)
-	if err != nil || fi.Size() == 0 {
-		t.Fatalf("profile %s: %v, %d bytes", prof, err, sizeOf(fi))
+	for _, f := range []string{prof, memProf} {
+		fi, err := os.Stat(f)
+		if err != nil || fi.Size() == 0 {
+			t.Fatalf("profile %s: %v, %d bytes", f, err, sizeOf(fi))
+		}
+	}
+}
+
+// TestPrintNoRaw: with NoRaw the report has the Concord rows only.
+func TestPrintNoRaw(t *testing.T) {
+	r := &FanoutResult{opts: FanoutOptions{Bots: 2, Entities: 20, Duration: time.Second, NoRaw: true}}
+	r.concord = phase{wall: time.Second, cpu: time.Second / 10, dgrams: 20}
+	var out bytes.Buffer
+	r.Print(&out)
+	if s := out.String(); strings.Contains(s, "raw pion") || strings.Contains(s, "ratios concord/raw") || !strings.Contains(s, "concord") {
+		t.Fatalf("report with NoRaw:\n%s", s)
 	}
 }
 

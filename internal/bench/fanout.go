@@ -41,6 +41,8 @@ type FanoutOptions struct {
 	// bench-host's flags): the Concord phase then runs its host in that process and measures the
 	// host's CPU apart from the bots'. Nil runs the host in this process.
 	HostCommand func(args []string) *exec.Cmd
+	// NoRaw skips the raw pion phase (A/B runs of the Concord phase only).
+	NoRaw bool
 }
 
 // Validate checks the options against the package's bounds.
@@ -112,6 +114,9 @@ func Fanout(ctx context.Context, o FanoutOptions, log zerolog.Logger, progress i
 		return nil, fmt.Errorf("concord phase: %w", err)
 	}
 	res.concord = *c
+	if o.NoRaw {
+		return res, nil
+	}
 	runtime.GC()
 	fmt.Fprintf(progress, "fanout: raw pion phase\n")
 	r, err := rawPhase(ctx, o, log)

@@ -26,6 +26,9 @@ type HostOptions struct {
 	Deltas   bool   // peer.Config.Deltas
 	// CPUProfile, when not empty, is the file that receives a CPU profile of the whole run.
 	CPUProfile string
+	// MemProfile, when not empty, is the file that receives a heap profile when the run ends
+	// (its alloc_space and alloc_objects count every allocation of the run).
+	MemProfile string
 	// WireOut, when not nil, receives the host's UDP packet counts and the unreliable datagrams
 	// its links dropped as "wire packets bytes control small dropped" lines every 100 ms (the
 	// fanout benchmark reads them); nil: no counting.
@@ -51,6 +54,7 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 		return err
 	}
 	defer stopProfile()
+	defer writeMemProfile(o.MemProfile, log)
 	cfg := link.Config{Logger: pionLogger(log)}
 	var wire *wireCounter
 	if o.WireOut != nil {

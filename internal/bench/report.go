@@ -39,7 +39,9 @@ func (r *FanoutResult) Print(w io.Writer) {
 	} else {
 		row("concord", &r.concord)
 	}
-	row("raw pion", &r.raw)
+	if !o.NoRaw {
+		row("raw pion", &r.raw)
+	}
 	_ = tw.Flush()
 	if o.Relay {
 		secs := r.concord.wall.Seconds()
@@ -57,10 +59,12 @@ func (r *FanoutResult) Print(w io.Writer) {
 		}
 		return fmt.Sprintf("%.2f", a/b)
 	}
-	fmt.Fprintf(w, "ratios concord/raw: CPU %s, latency p50 %s, p99 %s\n",
-		ratio(r.concord.cpuPercent(), r.raw.cpuPercent()),
-		ratio(float64(r.concord.lat.quantile(0.5)), float64(r.raw.lat.quantile(0.5))),
-		ratio(float64(r.concord.lat.quantile(0.99)), float64(r.raw.lat.quantile(0.99))))
+	if !o.NoRaw {
+		fmt.Fprintf(w, "ratios concord/raw: CPU %s, latency p50 %s, p99 %s\n",
+			ratio(r.concord.cpuPercent(), r.raw.cpuPercent()),
+			ratio(float64(r.concord.lat.quantile(0.5)), float64(r.raw.lat.quantile(0.5))),
+			ratio(float64(r.concord.lat.quantile(0.99)), float64(r.raw.lat.quantile(0.99))))
+	}
 	if c := &r.concord; c.hostCPU > 0 {
 		fmt.Fprintf(w, "concord host process: CPU %.1f%% of one core (%.2f%% per bot); bots and signaling: %.1f%%\n",
 			c.hostCPUPercent(), c.hostCPUPercent()/float64(o.Bots), c.cpuPercent()-c.hostCPUPercent())
@@ -94,7 +98,9 @@ func (r *FanoutResult) printWire(w io.Writer) {
 			100*float64(p.wire.control)/pkts, 100*float64(p.wire.small)/pkts)
 	}
 	row("concord", &r.concord)
-	row("raw pion", &r.raw)
+	if !r.opts.NoRaw {
+		row("raw pion", &r.raw)
+	}
 	_ = tw.Flush()
 }
 

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/concordrtc/concord/peer"
 )
 
@@ -85,6 +87,24 @@ func startProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// writeMemProfile writes a heap profile to path, if not empty; an error is logged only (the
+// run it profiles is over).
+func writeMemProfile(path string, log zerolog.Logger) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		log.Error().Err(err).Str("file", path).Msg("heap profile not written")
+	}
 }
 
 // cpuTime returns the user+system CPU time this process has used.

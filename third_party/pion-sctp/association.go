@@ -254,6 +254,11 @@ type Association struct {
 
 	lock sync.RWMutex
 
+	// CONCORD-PATCH: while outReuse, marshalPacket appends the packets the
+	// write loop gathers to outBuf, a buffer reused for each round of writes.
+	outBuf   []byte
+	outReuse bool
+
 	netConn          net.Conn
 	netConnCloseOnce sync.Once
 	netConnCloseErr  error
@@ -1232,9 +1237,13 @@ func (a *Association) writeLoop() { // nolint:cyclop
 	a.log.Debugf("[%s] writeLoop entered", a.name)
 	defer a.log.Debugf("[%s] writeLoop exited", a.name)
 
+	var outBuf []byte // CONCORD-PATCH: the packets' bytes, reused for each round
+
 loop:
 	for {
-		rawPackets, ok := a.gatherOutbound()
+		var rawPackets [][]byte
+		var ok bool
+		rawPackets, outBuf, ok = a.gatherOutboundReusing(outBuf)
 
 		for _, raw := range rawPackets {
 			isAbortPacket := len(raw) > int(commonHeaderSize) && raw[commonHeaderSize] == byte(ctAbort)
@@ -1345,7 +1354,37 @@ func (a *Association) marshalPacket(p *packet) ([]byte, error) {
 	// Replies to a restarting peer cannot use the old peer's checksum negotiation.
 	// INIT and COOKIE ECHO also always carry a real CRC32c checksum.
 	// https://www.rfc-editor.org/rfc/rfc9653.html#section-5.2
-	return p.marshal(p.verificationTag != a.peerVerificationTag || !a.sendZeroChecksum || chunkMandatoryChecksum(p.chunks))
+	doChecksum := p.verificationTag != a.peerVerificationTag || !a.sendZeroChecksum || chunkMandatoryChecksum(p.chunks)
+	if !a.outReuse {
+		return p.marshal(doChecksum)
+	}
+	// CONCORD-PATCH: into the write loop's buffer (see gatherOutboundReusing).
+	start := len(a.outBuf)
+	buf, err := p.marshalTo(a.outBuf, doChecksum)
+	if err != nil {
+		return nil, err
+	}
+	a.outBuf = buf
+
+	return buf[start:len(buf):len(buf)], nil
+}
+
+// CONCORD-PATCH: gatherOutboundReusing is gatherOutbound with the packets
+// marshalled into buf (emptied first, grown as needed; returned for the next
+// round): the write loop writes them before it gathers again, and a
+// net.Conn's Write does not keep the bytes (io.Writer), so one buffer serves
+// every round instead of an allocation per packet.
+func (a *Association) gatherOutboundReusing(buf []byte) ([][]byte, []byte, bool) {
+	a.lock.Lock()
+	a.outBuf, a.outReuse = buf[:0], true
+	a.lock.Unlock()
+	rawPackets, ok := a.gatherOutbound()
+	a.lock.Lock()
+	buf = a.outBuf
+	a.outBuf, a.outReuse = nil, false
+	a.lock.Unlock()
+
+	return rawPackets, buf, ok
 }
 
 func (a *Association) unmarshalPacket(raw []byte) (*packet, error) {

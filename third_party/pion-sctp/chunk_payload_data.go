@@ -258,6 +258,58 @@ func (p *chunkPayloadData) marshal() ([]byte, error) { //nolint:cyclop
 	return p.chunkHeader.marshal()
 }
 
+// CONCORD-PATCH: appendTo appends the chunk, header included, to dst: the
+// bytes marshal returns, without its intermediate copies. Like marshal it sets
+// the chunk header's type and flags (not its raw value, which marshal keeps
+// alive as long as the chunk is in flight).
+func (p *chunkPayloadData) appendTo(dst []byte) []byte {
+	iData := p.isIData()
+	headerSize := payloadDataHeaderSize
+	p.chunkHeader.typ = ctPayloadData
+	if iData {
+		headerSize = iDataHeaderSize
+		p.chunkHeader.typ = ctIData
+	}
+	flags := uint8(0)
+	if p.endingFragment {
+		flags = 1
+	}
+	if p.beginningFragment {
+		flags |= 1 << 1
+	}
+	if p.unordered {
+		flags |= 1 << 2
+	}
+	if p.immediateSack {
+		flags |= 1 << 3
+	}
+	p.chunkHeader.flags = flags
+
+	n := len(dst)
+	dst = append(dst, make([]byte, chunkHeaderSize+headerSize)...)
+	raw := dst[n:]
+	raw[0] = uint8(p.chunkHeader.typ)
+	raw[1] = flags
+	binary.BigEndian.PutUint16(raw[2:], uint16(chunkHeaderSize+headerSize+len(p.userData))) //nolint:gosec // G115
+	raw = raw[chunkHeaderSize:]
+	binary.BigEndian.PutUint32(raw[0:], p.tsn)
+	binary.BigEndian.PutUint16(raw[4:], p.streamIdentifier)
+	if iData {
+		binary.BigEndian.PutUint16(raw[6:], 0)
+		binary.BigEndian.PutUint32(raw[8:], p.messageIdentifier)
+		if p.beginningFragment {
+			binary.BigEndian.PutUint32(raw[12:], uint32(p.payloadType))
+		} else {
+			binary.BigEndian.PutUint32(raw[12:], p.fragmentSequenceNumber)
+		}
+	} else {
+		binary.BigEndian.PutUint16(raw[6:], p.streamSequenceNumber)
+		binary.BigEndian.PutUint32(raw[8:], uint32(p.payloadType))
+	}
+
+	return append(dst, p.userData...)
+}
+
 func (p *chunkPayloadData) check() (abort bool, err error) {
 	return false, nil
 }

@@ -1,0 +1,121 @@
+// SPDX-FileCopyrightText: 2026 The Pion community <https://pion.ly>
+// SPDX-License-Identifier: MIT
+
+// CONCORD-PATCH: tests of Concord's changes (see CONCORD-PATCH.md).
+
+package dtls
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pion/transport/v5/dpipe"
+)
+
+// discardConn passes writes through until discard is set, then counts and drops them, so that
+// what a Write costs is measured without the peer's reads.
+type discardConn struct {
+	net.Conn
+	discard atomic.Bool
+	writes  atomic.Int64
+	lastLen atomic.Int64
+}
+
+func (d *discardConn) Write(p []byte) (int, error) {
+	if d.discard.Load() {
+		d.writes.Add(1)
+		d.lastLen.Store(int64(len(p)))
+
+		return len(p), nil
+	}
+
+	return d.Conn.Write(p)
+}
+
+// TestConcordWriteCost: an application data Write makes one record and one write, allocates
+// about one copy of the payload (the ciphertext; upstream allocated about four) and few objects
+// (upstream also started two goroutines with their channels and contexts).
+func TestConcordWriteCost(t *testing.T) {
+	ca, cb := dpipe.Pipe()
+	dc := &discardConn{Conn: ca}
+	client, server, err := pipeConn(dc, cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = client.Close()
+		_ = server.Close()
+	}()
+	payload := bytes.Repeat([]byte{0xab}, 1100)
+	// The connection works: a record arrives and decrypts.
+	if _, err := client.Write(payload); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := server.Read(buf)
+	if err != nil || !bytes.Equal(buf[:n], payload) {
+		t.Fatalf("server read %d bytes, %v", n, err)
+	}
+
+	dc.discard.Store(true)
+	const writes = 1000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range writes {
+		if _, err := client.Write(payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := dc.writes.Load(); got != writes {
+		t.Fatalf("%d writes reached the connection, want %d", got, writes)
+	}
+	if last := dc.lastLen.Load(); last != int64(13+8+len(payload)+16) {
+		t.Fatalf("last record is %d bytes, want header 13 + nonce 8 + payload %d + tag 16", last, len(payload))
+	}
+	bytesPerWrite := float64(after.TotalAlloc-before.TotalAlloc) / writes
+	objectsPerWrite := float64(after.Mallocs-before.Mallocs) / writes
+	t.Logf("per Write: %.0f bytes, %.1f objects", bytesPerWrite, objectsPerWrite)
+	if bytesPerWrite > 2*float64(len(payload)) {
+		t.Errorf("a Write of %d bytes allocates %.0f bytes, want < %d", len(payload), bytesPerWrite, 2*len(payload))
+	}
+	if objectsPerWrite > 12 {
+		t.Errorf("a Write allocates %.1f objects, want ≤ 12", objectsPerWrite)
+	}
+}
+
+// TestConcordWriteAfterDeadlineAndClose: without the context, a write deadline in the past and
+// Close still fail a Write.
+func TestConcordWriteAfterDeadlineAndClose(t *testing.T) {
+	client, server, err := pipeMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = server.Close() }()
+	if err := client.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var ne net.Error
+	if _, err := client.Write([]byte("late")); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("Write after the deadline: %v, want a timeout", err)
+	}
+	if err := client.SetWriteDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Write([]byte("on time")); err != nil {
+		t.Fatalf("Write without a deadline: %v", err)
+	}
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Write([]byte("closed")); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("Write after Close: %v, want ErrConnClosed", err)
+	}
+}

@@ -1,0 +1,105 @@
+// SPDX-FileCopyrightText: 2026 The Pion community <https://pion.ly>
+// SPDX-License-Identifier: MIT
+
+// CONCORD-PATCH: tests of Concord's changes (see CONCORD-PATCH.md).
+
+package sctp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+// legacyMarshal is packet.marshal as upstream v1.12.0 wrote it: every chunk
+// through its own marshal, then padded.
+func legacyMarshal(t *testing.T, p *packet, doChecksum bool) []byte {
+	t.Helper()
+	raw := make([]byte, packetHeaderSize)
+	binary.BigEndian.PutUint16(raw[0:], p.sourcePort)
+	binary.BigEndian.PutUint16(raw[2:], p.destinationPort)
+	binary.BigEndian.PutUint32(raw[4:], p.verificationTag)
+	for _, c := range p.chunks {
+		chunkRaw, err := c.marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, chunkRaw...)
+		raw = append(raw, make([]byte, getPadding(len(raw)))...)
+	}
+	if doChecksum {
+		binary.LittleEndian.PutUint32(raw[8:], generatePacketChecksum(raw))
+	}
+
+	return raw
+}
+
+func TestMarshalToMatchesUpstream(t *testing.T) {
+	data := func(n int, tsn uint32, iData, begin, end, unordered, sack bool) *chunkPayloadData {
+		user := make([]byte, n)
+		for i := range user {
+			user[i] = byte(i*7 + n)
+		}
+
+		return &chunkPayloadData{
+			iData: iData, beginningFragment: begin, endingFragment: end, unordered: unordered,
+			immediateSack: sack, tsn: tsn, streamIdentifier: 3, streamSequenceNumber: 9,
+			messageIdentifier: 77, fragmentSequenceNumber: 5, payloadType: PayloadTypeWebRTCBinary,
+			userData: user,
+		}
+	}
+	fwd := &chunkForwardTSN{newCumulativeTSN: 41, streams: []chunkForwardTSNStream{{identifier: 3, sequence: 8}}}
+	sack := &chunkSelectiveAck{cumulativeTSNAck: 12, advertisedReceiverWindowCredit: 1 << 20}
+	var packets []*packet
+	for n := 0; n <= 9; n++ {
+		packets = append(packets,
+			&packet{sourcePort: 5000, destinationPort: 5000, verificationTag: 0xdeadbeef,
+				chunks: []chunk{data(n, 100, false, n%2 == 0, n%3 == 0, n%2 == 1, n == 4)}},
+			&packet{sourcePort: 5000, destinationPort: 5000, verificationTag: 1,
+				chunks: []chunk{data(n, 100, true, n%2 == 0, true, false, false)}},
+		)
+	}
+	packets = append(packets,
+		&packet{sourcePort: 5000, destinationPort: 5000, verificationTag: 2,
+			chunks: []chunk{fwd, data(1150, 7, false, true, true, true, false), data(3, 8, false, true, true, true, false)}},
+		&packet{sourcePort: 5000, destinationPort: 5000, verificationTag: 2, chunks: []chunk{sack}},
+	)
+	prefix := []byte("earlier packet bytes")
+	for i, p := range packets {
+		for _, doChecksum := range []bool{true, false} {
+			want := legacyMarshal(t, p, doChecksum)
+			got, err := p.marshalTo(append([]byte(nil), prefix...), doChecksum)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+				t.Fatalf("packet %d (checksum %v): marshalTo\n%x\nwant\n%x", i, doChecksum, got[len(prefix):], want)
+			}
+			plain, err := p.marshal(doChecksum)
+			if err != nil || !bytes.Equal(plain, want) {
+				t.Fatalf("packet %d: marshal %x, %v; want %x", i, plain, err, want)
+			}
+			var back packet
+			if err := back.unmarshal(doChecksum, want); err != nil || len(back.chunks) != len(p.chunks) {
+				t.Fatalf("packet %d: unmarshal: %v, %d chunks", i, err, len(back.chunks))
+			}
+		}
+	}
+}
+
+func TestMarshalToDataPacketAllocs(t *testing.T) {
+	p := &packet{sourcePort: 5000, destinationPort: 5000, verificationTag: 9, chunks: []chunk{&chunkPayloadData{
+		beginningFragment: true, endingFragment: true, unordered: true, tsn: 1, payloadType: PayloadTypeWebRTCBinary,
+		userData: make([]byte, 1150),
+	}}}
+	buf := make([]byte, 0, 4096)
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if buf, err = p.marshalTo(buf[:0], true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("marshalTo of a DATA packet into a large enough buffer: %v allocations, want 0", allocs)
+	}
+}
