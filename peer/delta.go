@@ -178,17 +178,24 @@ type txEnt struct {
 
 // ent returns e's rings, made (anew for another version of its number) when absent.
 func (d *deltaTx) ent(e Entity, props int) *txEnt {
+	return perNumber(&d.ents, e, func(te *txEnt) bool { return te.e == e && len(te.rings) == props },
+		func() *txEnt { return &txEnt{e: e, rings: make([]txRing, props)} })
+}
+
+// perNumber returns the value kept in *s for e's entity number if ok accepts it, else a new one
+// from fresh, kept in its place (*s grows to hold the number).
+func perNumber[T any](s *[]*T, e Entity, ok func(*T) bool, fresh func() *T) *T {
 	n := int(e.Number())
-	if n < len(d.ents) {
-		if te := d.ents[n]; te != nil && te.e == e && len(te.rings) == props {
-			return te
+	if n < len(*s) {
+		if v := (*s)[n]; v != nil && ok(v) {
+			return v
 		}
 	} else {
-		d.ents = append(d.ents, make([]*txEnt, n+1-len(d.ents))...)
+		*s = append(*s, make([]*T, n+1-len(*s))...)
 	}
-	te := &txEnt{e: e, rings: make([]txRing, props)}
-	d.ents[n] = te
-	return te
+	v := fresh()
+	(*s)[n] = v
+	return v
 }
 
 // forget drops entity number n's rings.
@@ -378,17 +385,8 @@ type propHist struct {
 
 // get returns e's history, made (anew for another version of its number) when absent.
 func (h *deltaHist) get(e Entity, props int) *histEnt {
-	n := int(e.Number())
-	if n < len(h.ents) {
-		if he := h.ents[n]; he != nil && he.e == e && len(he.props) == props {
-			return he
-		}
-	} else {
-		h.ents = append(h.ents, make([]*histEnt, n+1-len(h.ents))...)
-	}
-	he := &histEnt{e: e, props: make([]propHist, props)}
-	h.ents[n] = he
-	return he
+	return perNumber(&h.ents, e, func(he *histEnt) bool { return he.e == e && len(he.props) == props },
+		func() *histEnt { return &histEnt{e: e, props: make([]propHist, props)} })
 }
 
 // forget drops entity number n's history (it was despawned).

@@ -694,21 +694,10 @@ export class Schema {
     let off = 0;
     for (let i = 0; i < this.properties.length; i++) {
       if (Math.floor(mask / 2 ** i) % 2 !== 1) continue;
-      const p = this.properties[i];
-      let n = p.size;
-      if (p.encoding) {
-        n = scanEncoded(p.encoding, data, off); // every number checked: the replica keeps only valid values
-      } else if (n === 0) {
-        if (data.length - off < 2) throw valueError('short_data', off, `${this.name}.${p.name} length at offset ${off}`);
-        n = data[off] | (data[off + 1] << 8);
-        if (n > MAX_VALUE_SIZE) throw valueError('value_size', off, `${this.name}.${p.name} has ${n} bytes`);
-        off += 2;
-      }
-      if (data.length - off < n) {
-        throw valueError('short_data', off, `${this.name}.${p.name} needs ${n} bytes at offset ${off}, ${data.length - off} left`);
-      }
-      if (fn) fn(i, data.subarray(off, off + n));
-      off += n;
+      // Every number of an encoded value is checked: the replica keeps only valid values.
+      const [v, next] = this.consumeValue(i, data, off);
+      if (fn) fn(i, v);
+      off = next;
     }
     if (off !== data.length) throw valueError('trailing_data', off, `${data.length - off} bytes`);
   }
