@@ -347,42 +347,7 @@ func (s *Store) leaderReads(ctx context.Context, bucket string) (jetstream.KeyVa
 			return nil, err
 		}
 	}
-	kv, err := s.js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, err
-	}
-	// The update re-registers the stream's request handlers on its replicas: a read right after
-	// it may find no responder. Open returns once reads are answered.
-	err = retryUnavailable(ctx, func() error {
-		_, err := kv.Get(ctx, "probe")
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
-		}
-		return err
-	})
-	return kv, err
-}
-
-// retryUnavailable runs op until it succeeds, fails for another reason than JetStream being
-// briefly unavailable (no responder for a request, 503 while a stream elects a leader), or ctx
-// ends.
-func retryUnavailable(ctx context.Context, op func() error) error {
-	for {
-		err := op()
-		var apiErr *jetstream.APIError
-		unavailable := errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-			errors.As(err, &apiErr) && apiErr.Code == 503
-		if !unavailable {
-			return err
-		}
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		}
-	}
+	return s.js.KeyValue(ctx, bucket)
 }
 
 // Conn is the store's NATS connection (the relay of a cluster uses it too).
@@ -527,11 +492,7 @@ func (s *Store) LoadRoom(room signaling.RoomID) (signaling.RoomCounters, error) 
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
 	var c signaling.RoomCounters
-	var e jetstream.KeyValueEntry
-	err := retryUnavailable(ctx, func() (err error) {
-		e, err = s.rooms.Get(ctx, RoomKey(room))
-		return err
-	})
+	e, err := s.rooms.Get(ctx, RoomKey(room))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return c, nil
 	}
@@ -552,12 +513,7 @@ func (s *Store) SaveRoom(room signaling.RoomID, c signaling.RoomCounters) error 
 	key := RoomKey(room)
 	for range maxAttempts {
 		var rev uint64
-		var e jetstream.KeyValueEntry
-		err := retryUnavailable(ctx, func() (err error) {
-			e, err = s.rooms.Get(ctx, key)
-			return err
-		})
-		if err == nil {
+		if e, err := s.rooms.Get(ctx, key); err == nil {
 			var old signaling.RoomCounters
 			if json.Unmarshal(e.Value(), &old) == nil {
 				c.LastIndex, c.Term = max(c.LastIndex, old.LastIndex), max(c.Term, old.Term)
@@ -567,14 +523,12 @@ func (s *Store) SaveRoom(room signaling.RoomID, c signaling.RoomCounters) error 
 			return err
 		}
 		b, _ := json.Marshal(c)
-		err = retryUnavailable(ctx, func() (err error) {
-			if rev == 0 {
-				_, err = s.rooms.Create(ctx, key, b)
-			} else {
-				_, err = s.rooms.Update(ctx, key, b, rev)
-			}
-			return err
-		})
+		var err error
+		if rev == 0 {
+			_, err = s.rooms.Create(ctx, key, b)
+		} else {
+			_, err = s.rooms.Update(ctx, key, b, rev)
+		}
 		if err == nil {
 			return nil
 		}
