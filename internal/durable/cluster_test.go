@@ -304,27 +304,3 @@ func TestClusterStopsTogether(t *testing.T) {
 		t.Fatal("a did not shut down once b was done")
 	}
 }
-
-// TestRoomCountersReadThroughLeader: the room counters bucket answers reads through its stream
-// leader, not any replica (a lagging one would give out peer indices twice).
-func TestRoomCountersReadThroughLeader(t *testing.T) {
-	for _, s := range openCluster(t) {
-		var direct bool
-		poll.Until(t, 30*time.Second, "the counters' stream info", func() error {
-			st, err := s.js.Stream(context.Background(), "KV_"+RoomBucket)
-			if err == nil {
-				direct = st.CachedInfo().Config.AllowDirect
-			}
-			return err
-		})
-		if direct {
-			t.Fatalf("%s: the room counters allow direct gets", s.NodeName())
-		}
-		if err := s.SaveRoom("r", signaling.RoomCounters{LastIndex: 7, Term: 2}); err != nil {
-			t.Fatal(err)
-		}
-		if c, err := s.LoadRoom("r"); err != nil || c.LastIndex < 7 {
-			t.Fatalf("%s: %+v, %v", s.NodeName(), c, err)
-		}
-	}
-}

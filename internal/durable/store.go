@@ -319,9 +319,6 @@ func (s *Store) makeBuckets() error {
 	if err != nil {
 		return fmt.Errorf("durable: key-value bucket %s: %w", RoomBucket, err)
 	}
-	if s.rooms, err = s.leaderReads(ctx, RoomBucket); err != nil {
-		return fmt.Errorf("durable: key-value bucket %s: %w", RoomBucket, err)
-	}
 	s.dir, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: DirectoryBucket, Description: "Concord room directory (owner node, lease expiry)", History: 1, Storage: jetstream.FileStorage, Replicas: r,
 	})
@@ -329,25 +326,6 @@ func (s *Store) makeBuckets() error {
 		return fmt.Errorf("durable: key-value bucket %s: %w", DirectoryBucket, err)
 	}
 	return nil
-}
-
-// leaderReads turns off direct gets on bucket's stream and returns a handle that reads through
-// the stream leader. A direct get may be answered by any replica, and one that has not caught up
-// (a node back from the dead, right after a restart of the cluster) would hand back older room
-// counters: peer indices and terms would be given out twice. KV buckets are made with direct gets
-// on, so this runs after every CreateOrUpdateKeyValue.
-func (s *Store) leaderReads(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	st, err := s.js.Stream(ctx, "KV_"+bucket)
-	if err != nil {
-		return nil, err
-	}
-	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
-		cfg.AllowDirect = false
-		if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	return s.js.KeyValue(ctx, bucket)
 }
 
 // Conn is the store's NATS connection (the relay of a cluster uses it too).
