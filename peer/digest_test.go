@@ -16,11 +16,11 @@ func startTimers(n *stepNet) {
 	}
 }
 
-// countDigests counts the Digest messages and their bytes that members send to host 1.
-func countDigests(n *stepNet) (msgs, bytes *int) {
-	msgs, bytes = new(int), new(int)
+// onMessages calls fn with every message (its type, its decoded form and its length) of the
+// payloads that links from → to send, for the pairs want accepts.
+func onMessages(n *stepNet, want func(from, to PeerIndex) bool, fn func(t netmsg.Type, in *inbox, size int)) {
 	n.onSend = func(from, to PeerIndex, _ link.Channel, b []byte) {
-		if to != 1 {
+		if !want(from, to) {
 			return
 		}
 		var in inbox
@@ -29,13 +29,21 @@ func countDigests(n *stepNet) (msgs, bytes *int) {
 			if err != nil {
 				return
 			}
-			if t == netmsg.TypeDigest {
-				*msgs++
-				*bytes += k
-			}
+			fn(t, &in, k)
 			b = b[k:]
 		}
 	}
+}
+
+// countDigests counts the Digest messages and their bytes that members send to host 1.
+func countDigests(n *stepNet) (msgs, bytes *int) {
+	msgs, bytes = new(int), new(int)
+	onMessages(n, func(_, to PeerIndex) bool { return to == 1 }, func(t netmsg.Type, _ *inbox, size int) {
+		if t == netmsg.TypeDigest {
+			*msgs++
+			*bytes += size
+		}
+	})
 	return msgs, bytes
 }
 
@@ -108,22 +116,11 @@ func TestDigestRepairsLossWhileIdle(t *testing.T) {
 // countSnapshots counts the HostSnapshot messages (whole or in fragments) host 1 sends member to.
 func countSnapshots(n *stepNet, to PeerIndex) *int {
 	count := new(int)
-	n.onSend = func(from, dst PeerIndex, _ link.Channel, b []byte) {
-		if from != 1 || dst != to {
-			return
+	onMessages(n, func(from, dst PeerIndex) bool { return from == 1 && dst == to }, func(t netmsg.Type, in *inbox, _ int) {
+		if t == netmsg.TypeHostSnapshot || t == netmsg.TypeFragment && in.frag.Offset == 0 {
+			*count++
 		}
-		var in inbox
-		for len(b) > 0 {
-			t, k, err := in.decode(b)
-			if err != nil {
-				return
-			}
-			if t == netmsg.TypeHostSnapshot || t == netmsg.TypeFragment && in.frag.Offset == 0 {
-				*count++
-			}
-			b = b[k:]
-		}
-	}
+	})
 	return count
 }
 

@@ -226,32 +226,22 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		if h, _, err := net.SplitHostPort(o.net.udp); err == nil && i > 0 {
 			ho.net.udp = net.JoinHostPort(h, "0") // --udp's port is the first host's
 		}
-		if o.clustered() {
-			// The room's owner starts its host, from the checkpoint of that moment (placement.go).
-			d.scene = o.scenes[room]
-			if d.cfg, err = dedicatedHostConfig(s.log, ho, room, addr); err != nil {
-				return fail(err)
+		var seed []byte
+		var clock crdt.Timestamp
+		if !o.clustered() {
+			if seed, clock, err = s.seed(ctx, room, o.scenes[room]); err != nil {
+				// The room does not open with half a world; the other rooms go on.
+				log.Error().Err(err).Str("room", string(room)).Msg("room not opened: its dedicated host does not start")
+				continue
 			}
-			if d.api, err = peer.LinkAPI(d.cfg); err != nil {
-				return fail(err)
-			}
-			s.hosts = append(s.hosts, d)
-			d.cfg.Transport = peer.PionTransport{API: d.api}
-			if ua, ok := d.api.UDPMuxAddr().(*net.UDPAddr); ok {
-				ownPorts = append(ownPorts, ua.Port)
-			}
-			continue
-		}
-		seed, clock, err := s.seed(ctx, room, o.scenes[room])
-		if err != nil {
-			// The room does not open with half a world; the other rooms go on.
-			log.Error().Err(err).Str("room", string(room)).Msg("room not opened: its dedicated host does not start")
-			continue
 		}
 		if d.cfg, err = dedicatedHostConfig(s.log, ho, room, addr); err != nil {
 			return fail(err)
 		}
-		if s.writer != nil || seed != nil {
+		if o.clustered() {
+			// The room's owner starts its host, from the checkpoint of that moment (placement.go).
+			d.scene = o.scenes[room]
+		} else if s.writer != nil || seed != nil {
 			d.app = durable.NewApp(d.cfg.App, durable.AppConfig{Room: room, Writer: s.writer, Seed: seed, SeedClock: clock,
 				Interval: o.checkpointInterval, Logger: log.With().Str("component", "checkpoint").Logger()})
 			d.cfg.App = d.app
