@@ -106,6 +106,8 @@ type Conn struct {
 	// writing, deadlineOnNext whether the next connection's write deadline was
 	// set for a direct write and must be cleared.
 	recordBuf          []byte
+	sealBuf            []byte // CONCORD-PATCH: see writeDirect
+	sealing            bool   // CONCORD-PATCH: processPacket may seal into sealBuf (writeLock)
 	writeDeadlineNanos atomic.Int64
 	directWriting      atomic.Bool
 	deadlineOnNext     atomic.Bool
@@ -622,7 +624,15 @@ func (c *Conn) writeDirect(pkts []*packet) error {
 		return ErrConnClosed
 	}
 
+	// The records are sealed into sealBuf, reused by the next direct write:
+	// the next connection's WriteTo does not keep what it is given
+	// (net.PacketConn), and every record is written before this returns. A
+	// record that does not fit in what is left grows it (earlier records keep
+	// the old array).
+	c.sealBuf = c.sealBuf[:0]
+	c.sealing = true
 	compactedRawPackets, rAddr, err := c.prepareRawPackets(pkts)
+	c.sealing = false
 	if err != nil {
 		return err
 	}
@@ -639,6 +649,15 @@ func (c *Conn) writeDirect(pkts []*packet) error {
 
 	return nil
 }
+
+// CONCORD-PATCH: sealerTo is a cipher suite that can seal a record into a
+// buffer of the caller's (the AES-GCM suites); sealRoom is what sealing adds
+// to a record at most (explicit nonce and tag), with room to spare.
+type sealerTo interface {
+	EncryptTo(dst []byte, pkt *recordlayer.RecordLayer, raw []byte) ([]byte, error)
+}
+
+const sealRoom = 64
 
 // CONCORD-PATCH: interruptDirectWrite makes a direct write in progress
 // return, as netctx makes a write return when its context ends: the next
@@ -865,7 +884,18 @@ func (c *Conn) processPacket(pkt *packet) ([]byte, error) { //nolint:cyclop
 
 	if pkt.shouldEncrypt {
 		var err error
-		rawPacket, err = c.state.cipherSuite.Encrypt(pkt.record, rawPacket)
+		if st, ok := c.state.cipherSuite.(sealerTo); ok && c.sealing {
+			// CONCORD-PATCH: see writeDirect.
+			if len(rawPacket)+sealRoom > cap(c.sealBuf)-len(c.sealBuf) {
+				c.sealBuf = make([]byte, 0, max(len(rawPacket)+sealRoom, 2048))
+			}
+			rawPacket, err = st.EncryptTo(c.sealBuf[len(c.sealBuf):], pkt.record, rawPacket)
+			if err == nil {
+				c.sealBuf = c.sealBuf[:len(c.sealBuf)+len(rawPacket)]
+			}
+		} else {
+			rawPacket, err = c.state.cipherSuite.Encrypt(pkt.record, rawPacket)
+		}
 		if err != nil {
 			return nil, err
 		}

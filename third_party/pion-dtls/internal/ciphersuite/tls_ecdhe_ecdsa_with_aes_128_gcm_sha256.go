@@ -105,6 +105,17 @@ func (c *TLSEcdheEcdsaWithAes128GcmSha256) Encrypt(pkt *recordlayer.RecordLayer,
 	return cipherSuite.Encrypt(pkt, raw)
 }
 
+// EncryptTo is Encrypt into dst's array when it has the capacity (dst must
+// not overlap raw). CONCORD-PATCH.
+func (c *TLSEcdheEcdsaWithAes128GcmSha256) EncryptTo(dst []byte, pkt *recordlayer.RecordLayer, raw []byte) ([]byte, error) {
+	cipherSuite, ok := c.gcm.Load().(*ciphersuite.GCM)
+	if !ok {
+		return nil, fmt.Errorf("%w, unable to encrypt", errCipherSuiteNotInit)
+	}
+
+	return cipherSuite.EncryptTo(dst, pkt, raw)
+}
+
 // Decrypt decrypts a single TLS RecordLayer.
 func (c *TLSEcdheEcdsaWithAes128GcmSha256) Decrypt(h recordlayer.Header, raw []byte) ([]byte, error) {
 	cipherSuite, ok := c.gcm.Load().(*ciphersuite.GCM)

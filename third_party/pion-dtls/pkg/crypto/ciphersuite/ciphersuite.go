@@ -73,6 +73,14 @@ func newAEAD(
 
 // encrypt encrypts a DTLS RecordLayer message.
 func (a *aead) encrypt(pkt *recordlayer.RecordLayer, raw []byte) ([]byte, error) {
+	return a.encryptTo(nil, pkt, raw) // CONCORD-PATCH: see encryptTo
+}
+
+// CONCORD-PATCH: encryptTo is encrypt writing the record into dst's array
+// when it has the capacity (a new buffer otherwise), so that a caller that
+// sends the record before its next one can reuse one buffer. dst must not
+// overlap raw.
+func (a *aead) encryptTo(dst []byte, pkt *recordlayer.RecordLayer, raw []byte) ([]byte, error) {
 	payload := raw[pkt.Header.Size():]
 	raw = raw[:pkt.Header.Size()]
 
@@ -93,7 +101,12 @@ func (a *aead) encrypt(pkt *recordlayer.RecordLayer, raw []byte) ([]byte, error)
 		additionalData = generateAEADAdditionalData(&pkt.Header, len(payload))
 	}
 	finalSize := len(raw) + 8 + len(payload) + a.tagLength
-	r := make([]byte, finalSize)
+	r := dst[:0:0]
+	if cap(dst) >= finalSize { // CONCORD-PATCH
+		r = dst[:finalSize]
+	} else {
+		r = make([]byte, finalSize)
+	}
 	copy(r, raw)
 	copy(r[len(raw):], nonce[4:])
 

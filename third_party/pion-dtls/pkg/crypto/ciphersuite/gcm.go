@@ -57,6 +57,12 @@ func (g *GCM) Encrypt(pkt *recordlayer.RecordLayer, raw []byte) ([]byte, error) 
 	return g.aead.encrypt(pkt, raw)
 }
 
+// EncryptTo is Encrypt into dst's array when it has the capacity (dst must
+// not overlap raw). CONCORD-PATCH.
+func (g *GCM) EncryptTo(dst []byte, pkt *recordlayer.RecordLayer, raw []byte) ([]byte, error) {
+	return g.aead.encryptTo(dst, pkt, raw)
+}
+
 // Decrypt decrypts a DTLS RecordLayer message.
 func (g *GCM) Decrypt(header recordlayer.Header, in []byte) ([]byte, error) {
 	return g.aead.decrypt(header, in)
