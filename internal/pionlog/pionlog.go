@@ -52,6 +52,18 @@ type leveled struct {
 
 var _ logging.LeveledLogger = (*leveled)(nil)
 
+// TraceEnabled reports whether trace messages are written. The carried pion/sctp asks once per
+// association and then skips its per-packet Tracef calls, whose arguments are allocated even when
+// the message is dropped (third_party/pion-sctp/CONCORD-PATCH.md).
+func (g *leveled) TraceEnabled() bool {
+	e := g.l.Trace()
+	if e == nil {
+		return false
+	}
+	e.Discard()
+	return true
+}
+
 func (g *leveled) Trace(msg string)                  { g.l.Trace().Msg(msg) }
 func (g *leveled) Tracef(format string, args ...any) { g.l.Trace().Msgf(format, args...) }
 func (g *leveled) Debug(msg string)                  { g.l.Debug().Msg(msg) }

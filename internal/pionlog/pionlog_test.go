@@ -97,3 +97,29 @@ func TestLevel(t *testing.T) {
 		t.Fatalf("a warning went through an error-level logger: %q", buf.String())
 	}
 }
+
+// TestTraceEnabled: a logger says it traces only at the trace level (the carried pion/sctp skips
+// its per-packet traces otherwise), and asking writes nothing.
+func TestTraceEnabled(t *testing.T) {
+	var buf bytes.Buffer
+	for _, tc := range []struct {
+		l    zerolog.Logger
+		want bool
+	}{
+		{zerolog.New(&buf).Level(zerolog.TraceLevel), true},
+		{zerolog.New(&buf).Level(zerolog.DebugLevel), false},
+		{Level(zerolog.New(&buf).Level(zerolog.TraceLevel)), false}, // pion's default level: warn
+		{zerolog.Logger{}, false},
+	} {
+		l, ok := New(tc.l).NewLogger("sctp").(interface{ TraceEnabled() bool })
+		if !ok {
+			t.Fatal("the logger cannot say whether it traces")
+		}
+		if got := l.TraceEnabled(); got != tc.want {
+			t.Errorf("level %v: TraceEnabled %v, want %v", tc.l.GetLevel(), got, tc.want)
+		}
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("asking wrote %q", buf.String())
+	}
+}

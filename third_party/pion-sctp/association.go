@@ -389,6 +389,10 @@ type Association struct {
 
 	name string
 	log  logging.LeveledLogger
+	// CONCORD-PATCH: trace says whether log writes trace messages. The
+	// Tracef calls on the per-packet paths are made only then: their
+	// arguments are boxed (allocated) even when the logger drops them.
+	trace bool
 
 	// Adaptive burst mitigation variables
 	tlrActive            bool
@@ -908,8 +912,19 @@ func createAssociationFromConfigWithTsn(cfg *Config, tsn uint32) *Association {
 	assoc.t3RTX = newRTXTimer(timerT3RTX, assoc, noMaxRetrans, rtoMax)
 	assoc.tReconfig = newRTXTimer(timerReconfig, assoc, noMaxRetrans, rtoMax)
 	assoc.ackTimer = newAckTimer(assoc)
+	assoc.trace = traces(assoc.log) // CONCORD-PATCH
 
 	return assoc
+}
+
+// CONCORD-PATCH: traces reports whether log writes trace messages: a logger
+// that can say so implements TraceEnabled; any other is assumed to.
+func traces(log logging.LeveledLogger) bool {
+	if t, ok := log.(interface{ TraceEnabled() bool }); ok {
+		return t.TraceEnabled()
+	}
+
+	return true
 }
 
 func (a *Association) initWithOutOfBandTokens(localInit *chunkInit, remoteInit *chunkInit) error {
@@ -1478,7 +1493,9 @@ func (a *Association) gatherOutboundDataAndReconfigPackets(
 
 	if len(chunks) > 0 {
 		// Start timer. (noop if already started)
-		a.log.Tracef("[%s] T3-rtx timer start (pt1)", a.name)
+		if a.trace { // CONCORD-PATCH: see Association.trace
+			a.log.Tracef("[%s] T3-rtx timer start (pt1)", a.name)
+		}
 		a.t3RTX.start(a.rtoMgr.getRTO())
 		for _, p := range a.bundleForwardTSN(a.bundleDataChunksIntoPackets(chunks)) {
 			raw, err := a.marshalPacket(p)
@@ -3072,8 +3089,10 @@ func (a *Association) processSelectiveAck(selectiveAckChunk *chunkSelectiveAck) 
 					// high RTT to a low RTT.
 					a.rack.rackMinRTTWnd.Push(now, now.Sub(chunkPayload.since))
 
-					a.log.Tracef("[%s] SACK: measured-rtt=%f srtt=%f new-rto=%f",
-						a.name, rtt, srtt, a.rtoMgr.getRTO())
+					if a.trace { // CONCORD-PATCH: see Association.trace
+						a.log.Tracef("[%s] SACK: measured-rtt=%f srtt=%f new-rto=%f",
+							a.name, rtt, srtt, a.rtoMgr.getRTO())
+					}
 				}
 			}
 
@@ -3164,12 +3183,16 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 	//   R2)  Whenever all outstanding data sent to an address have been
 	//        acknowledged, turn off the T3-rtx timer of that address.
 	if a.inflightQueue.size() == 0 {
-		a.log.Tracef("[%s] SACK: no more packet in-flight (pending=%d)", a.name, a.pendingQueue.size())
+		if a.trace { // CONCORD-PATCH: see Association.trace
+			a.log.Tracef("[%s] SACK: no more packet in-flight (pending=%d)", a.name, a.pendingQueue.size())
+		}
 		a.t3RTX.stop()
 		a.stopPTOTimer()
 		a.stopRackTimer()
 	} else {
-		a.log.Tracef("[%s] T3-rtx timer start (pt2)", a.name)
+		if a.trace { // CONCORD-PATCH: see Association.trace
+			a.log.Tracef("[%s] T3-rtx timer start (pt2)", a.name)
+		}
 		a.t3RTX.start(a.rtoMgr.getRTO())
 	}
 
@@ -3193,8 +3216,10 @@ func (a *Association) onCumulativeTSNAckPointAdvanced(totalBytesAcked int) {
 			a.log.Tracef("[%s] updated cwnd=%d ssthresh=%d acked=%d (SS)",
 				a.name, a.CWND(), a.ssthresh, totalBytesAcked)
 		} else {
-			a.log.Tracef("[%s] cwnd did not grow: cwnd=%d ssthresh=%d acked=%d FR=%v pending=%d",
-				a.name, a.CWND(), a.ssthresh, totalBytesAcked, a.inFastRecovery, a.pendingQueue.size())
+			if a.trace { // CONCORD-PATCH: see Association.trace
+				a.log.Tracef("[%s] cwnd did not grow: cwnd=%d ssthresh=%d acked=%d FR=%v pending=%d",
+					a.name, a.CWND(), a.ssthresh, totalBytesAcked, a.inFastRecovery, a.pendingQueue.size())
+			}
 		}
 	} else {
 		// RFC 4960, sec 7.2.2.  Congestion Avoidance
@@ -3337,10 +3362,12 @@ func (a *Association) processAcknowledgement(
 
 	cumTSNAckPointAdvanced := false
 	if sna32LT(a.cumulativeTSNAckPoint, selectiveAckChunk.cumulativeTSNAck) {
-		a.log.Tracef("[%s] SACK: cumTSN advanced: %d -> %d",
-			a.name,
-			a.cumulativeTSNAckPoint,
-			selectiveAckChunk.cumulativeTSNAck)
+		if a.trace { // CONCORD-PATCH: see Association.trace
+			a.log.Tracef("[%s] SACK: cumTSN advanced: %d -> %d",
+				a.name,
+				a.cumulativeTSNAckPoint,
+				selectiveAckChunk.cumulativeTSNAck)
+		}
 
 		a.cumulativeTSNAckPoint = selectiveAckChunk.cumulativeTSNAck
 		cumTSNAckPointAdvanced = true
@@ -3412,10 +3439,12 @@ func (a *Association) finishAcknowledgement(
 //
 //nolint:cyclop
 func (a *Association) handleSack(selectiveAckChunk *chunkSelectiveAck) error {
-	a.log.Tracef(
-		"[%s] SACK: cumTSN=%d a_rwnd=%d",
-		a.name, selectiveAckChunk.cumulativeTSNAck, selectiveAckChunk.advertisedReceiverWindowCredit,
-	)
+	if a.trace { // CONCORD-PATCH: see Association.trace
+		a.log.Tracef(
+			"[%s] SACK: cumTSN=%d a_rwnd=%d",
+			a.name, selectiveAckChunk.cumulativeTSNAck, selectiveAckChunk.advertisedReceiverWindowCredit,
+		)
+	}
 	state := a.getState()
 	if state != established && state != shutdownPending && state != shutdownReceived {
 		return nil
@@ -3470,7 +3499,9 @@ func (a *Association) postprocessSack(state uint32, shouldAwakeWriteLoop bool) {
 	switch {
 	case a.inflightQueue.size() > 0:
 		// Start timer. (noop if already started)
-		a.log.Tracef("[%s] T3-rtx timer start (pt3)", a.name)
+		if a.trace { // CONCORD-PATCH: see Association.trace
+			a.log.Tracef("[%s] T3-rtx timer start (pt3)", a.name)
+		}
 		a.t3RTX.start(a.rtoMgr.getRTO())
 	case a.pendingQueue.size() > 0:
 		// The SACK opened room for DATA accepted before shutdown started.
@@ -4066,17 +4097,19 @@ func (a *Association) movePendingDataChunkToInflightQueue(chunkPayload *chunkPay
 
 	a.checkPartialReliabilityStatus(chunkPayload)
 
-	a.log.Tracef(
-		"[%s] sending ppi=%d tsn=%d ssn=%d sent=%d len=%d (%v,%v)",
-		a.name,
-		chunkPayload.payloadType,
-		chunkPayload.tsn,
-		chunkPayload.streamSequenceNumber,
-		chunkPayload.nSent,
-		len(chunkPayload.userData),
-		chunkPayload.beginningFragment,
-		chunkPayload.endingFragment,
-	)
+	if a.trace { // CONCORD-PATCH: see Association.trace
+		a.log.Tracef(
+			"[%s] sending ppi=%d tsn=%d ssn=%d sent=%d len=%d (%v,%v)",
+			a.name,
+			chunkPayload.payloadType,
+			chunkPayload.tsn,
+			chunkPayload.streamSequenceNumber,
+			chunkPayload.nSent,
+			len(chunkPayload.userData),
+			chunkPayload.beginningFragment,
+			chunkPayload.endingFragment,
+		)
+	}
 
 	a.inflightQueue.pushNoCheck(chunkPayload)
 

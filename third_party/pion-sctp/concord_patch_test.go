@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/pion/logging"
 )
 
 // legacyMarshal is packet.marshal as upstream v1.12.0 wrote it: every chunk
@@ -101,5 +103,49 @@ func TestMarshalToDataPacketAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("marshalTo of a DATA packet into a large enough buffer: %v allocations, want 0", allocs)
+	}
+}
+
+// countingLogger counts Tracef calls; it says whether it traces when asked.
+type countingLogger struct {
+	logging.LeveledLogger
+	tracing bool
+	tracefs int
+}
+
+func (l *countingLogger) TraceEnabled() bool { return l.tracing }
+
+func (l *countingLogger) Tracef(string, ...any) { l.tracefs++ }
+
+type countingFactory struct{ l *countingLogger }
+
+func (f countingFactory) NewLogger(string) logging.LeveledLogger { return f.l }
+
+// TestTraceGuard: a logger that says it does not trace gets no Tracef calls from the guarded
+// per-packet paths (whose arguments would be boxed for nothing); one that does, or one that
+// cannot say (upstream's behaviour), still gets them.
+func TestTraceGuard(t *testing.T) {
+	for _, tracing := range []bool{false, true} {
+		ca, cb := udpPiper(t)
+		l := &countingLogger{LeveledLogger: logging.NewDefaultLoggerFactory().NewLogger("sctp"), tracing: tracing}
+		cfg, err := buildClientConfig(WithNetConn(ca), WithLoggerFactory(countingFactory{l}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assoc := createAssociationFromConfigWithTsn(cfg, 1)
+		if assoc.trace != tracing {
+			t.Errorf("TraceEnabled %v: association traces %v", tracing, assoc.trace)
+		}
+		before := l.tracefs
+		_ = assoc.handleSack(&chunkSelectiveAck{}) // not established: only its first trace
+		if got := l.tracefs - before; (got != 0) == !tracing {
+			t.Errorf("TraceEnabled %v: handleSack made %d Tracef calls", tracing, got)
+		}
+		_ = assoc.close()
+		_ = ca.Close()
+		_ = cb.Close()
+	}
+	if !traces(logging.NewDefaultLoggerFactory().NewLogger("sctp")) {
+		t.Error("a logger that cannot say whether it traces must be assumed to")
 	}
 }
