@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/pion/logging"
+	"github.com/pion/transport/v5/test"
 )
 
 // legacyMarshal is packet.marshal as upstream v1.12.0 wrote it: every chunk
@@ -147,5 +149,101 @@ func TestTraceGuard(t *testing.T) {
 	}
 	if !traces(logging.NewDefaultLoggerFactory().NewLogger("sctp")) {
 		t.Error("a logger that cannot say whether it traces must be assumed to")
+	}
+}
+
+// ownedMessage is a message of n bytes that no two offsets share a value at (mod 251).
+func ownedMessage(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i % 251)
+	}
+
+	return b
+}
+
+func TestPacketizeOwnedAliasesTheBuffer(t *testing.T) {
+	const maxPayload = 100
+	msg := ownedMessage(250)
+	owned, _ := newTestPacketizingStream(t, false, maxPayload).packetizeOwned(msg, PayloadTypeWebRTCBinary, true)
+	copied, _ := newTestPacketizingStream(t, false, maxPayload).packetizeOwned(msg, PayloadTypeWebRTCBinary, false)
+	if len(owned) != 3 || len(copied) != 3 {
+		t.Fatalf("chunks: owned %d, copied %d, want 3", len(owned), len(copied))
+	}
+	for i, c := range owned {
+		off := i * maxPayload
+		if &c.userData[0] != &msg[off] {
+			t.Fatalf("chunk %d does not alias the message at %d", i, off)
+		}
+		if cap(c.userData) != len(c.userData) {
+			t.Fatalf("chunk %d: capacity %d beyond its %d bytes (an append would write into the caller's buffer)",
+				i, cap(c.userData), len(c.userData))
+		}
+		if &copied[i].userData[0] == &msg[off] {
+			t.Fatalf("copied chunk %d aliases the message", i)
+		}
+		// The wire: the same chunk bytes either way.
+		ow, err := c.marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cw, err := copied[i].marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ow, cw) {
+			t.Fatalf("chunk %d marshals differently owned and copied", i)
+		}
+	}
+}
+
+func TestPacketizeOwnedAllocs(t *testing.T) {
+	msg := ownedMessage(1000)
+	s := newTestPacketizingStream(t, false, 100) // 10 fragments
+	copying := testing.AllocsPerRun(100, func() { s.packetizeOwned(msg, PayloadTypeWebRTCBinary, false) })
+	owned := testing.AllocsPerRun(100, func() { s.packetizeOwned(msg, PayloadTypeWebRTCBinary, true) })
+	t.Logf("allocations per 10-fragment message: copying %.0f, owned %.0f", copying, owned)
+	if owned > copying-10 {
+		t.Fatalf("owned packetize allocates %.0f, copying %.0f: want at least the 10 copies fewer", owned, copying)
+	}
+}
+
+// TestWriteSCTPOwnedDelivers sends a fragmented message owned over a reliable stream whose first
+// packet is lost: the retransmission reads the caller's buffer, the receiver gets the bytes, and
+// the association never wrote into the buffer.
+func TestWriteSCTPOwnedDelivers(t *testing.T) {
+	lim := test.TimeOut(10 * time.Second)
+	defer lim.Stop()
+
+	br := test.NewBridge()
+	a0, a1, err := createNewAssociationPair(br, ackModeNoDelay, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAssociationPair(br, a0, a1)
+	s0, s1, err := establishSessionPair(br, a0, a1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	msg := ownedMessage(3000)
+	want := append([]byte(nil), msg...)
+	br.DropNextNWrites(0, 1)
+	n, err := s0.WriteSCTPOwned(msg, PayloadTypeWebRTCBinary)
+	if err != nil || n != len(msg) {
+		t.Fatalf("WriteSCTPOwned: %d, %v", n, err)
+	}
+	flushBuffers(br, a0, a1)
+
+	buf := make([]byte, 4000)
+	n, ppi, err := s1.ReadSCTP(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ppi != PayloadTypeWebRTCBinary || !bytes.Equal(buf[:n], want) {
+		t.Fatalf("received %d bytes (ppi %d), not the %d sent", n, ppi, len(want))
+	}
+	if !bytes.Equal(msg, want) {
+		t.Fatal("the association wrote into the owned buffer")
 	}
 }

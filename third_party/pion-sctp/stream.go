@@ -311,6 +311,19 @@ func (s *Stream) Write(payload []byte) (n int, err error) {
 
 // WriteSCTP writes len(payload) bytes from payload to the DTLS connection.
 func (s *Stream) WriteSCTP(payload []byte, ppi PayloadProtocolIdentifier) (int, error) {
+	return s.writeSCTP(payload, ppi, false)
+}
+
+// WriteSCTPOwned is WriteSCTP for a caller that hands payload over: it must never modify
+// payload again (not even after an error). The chunks keep references to it (sub-slices when
+// the message is fragmented) until they are acknowledged or abandoned, instead of a copy each;
+// the association only ever reads user data. CONCORD-PATCH: a host sends the same datagram to
+// many associations, and the copies were a third of what it allocated.
+func (s *Stream) WriteSCTPOwned(payload []byte, ppi PayloadProtocolIdentifier) (int, error) {
+	return s.writeSCTP(payload, ppi, true)
+}
+
+func (s *Stream) writeSCTP(payload []byte, ppi PayloadProtocolIdentifier, owned bool) (int, error) { // CONCORD-PATCH: owned
 	maxMessageSize := s.association.MaxMessageSize()
 	if len(payload) > int(maxMessageSize) {
 		return 0, fmt.Errorf("%w: %v", ErrOutboundPacketTooLarge, maxMessageSize)
@@ -326,7 +339,7 @@ func (s *Stream) WriteSCTP(payload []byte, ppi PayloadProtocolIdentifier) (int, 
 	if s.association.isBlockWrite() {
 		s.writeLock.Lock()
 	}
-	chunks, unordered := s.packetize(payload, ppi)
+	chunks, unordered := s.packetizeOwned(payload, ppi, owned) // CONCORD-PATCH: owned
 	n := len(payload)
 	err := s.association.sendPayloadData(s.writeDeadline.Context(), chunks)
 	if err != nil {
@@ -379,6 +392,11 @@ func (s *Stream) SetDeadline(t time.Time) error {
 }
 
 func (s *Stream) packetize(raw []byte, ppi PayloadProtocolIdentifier) ([]*chunkPayloadData, bool) {
+	return s.packetizeOwned(raw, ppi, false) // CONCORD-PATCH
+}
+
+// packetizeOwned is packetize; with owned the chunks reference raw instead of copying it. CONCORD-PATCH.
+func (s *Stream) packetizeOwned(raw []byte, ppi PayloadProtocolIdentifier, owned bool) ([]*chunkPayloadData, bool) {
 	s.association.lock.RLock()
 	useInterleaving, maxPayloadSize := s.association.useInterleaving, s.association.maxPayloadSize
 	s.lock.Lock()
@@ -412,8 +430,13 @@ func (s *Stream) packetize(raw []byte, ppi PayloadProtocolIdentifier) ([]*chunkP
 
 		// Copy the userdata since we'll have to store it until acked
 		// and the caller may re-use the buffer in the mean time
-		userData := make([]byte, fragmentSize)
-		copy(userData, raw[offset:offset+fragmentSize])
+		var userData []byte
+		if owned { // CONCORD-PATCH: the caller never modifies raw again; the capacity is cut so nothing appends into it.
+			userData = raw[offset : offset+fragmentSize : offset+fragmentSize]
+		} else {
+			userData = make([]byte, fragmentSize)
+			copy(userData, raw[offset:offset+fragmentSize])
+		}
 
 		chunk := &chunkPayloadData{
 			associationGeneration:  s.associationGeneration,
