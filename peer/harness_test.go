@@ -98,6 +98,8 @@ type stepNet struct {
 	noDeltas bool
 	// onSend, when set, sees every payload a link sends (counting traffic by message type).
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
+	// onSendOwned, when set, sees every payload a link takes over (SendOwned), after onSend.
+	onSendOwned func(from, to PeerIndex, ch link.Channel, b []byte)
 }
 
 type stepPeer struct {
@@ -304,6 +306,22 @@ func (l *fakeLink) Send(ch link.Channel, payload []byte) error {
 		l.net.onSend(l.local, l.remote, ch, payload)
 	}
 	l.out = append(l.out, fakeMsg{ch, slices.Clone(payload)})
+	return nil
+}
+
+// SendOwned implements link.OwnedSender: it keeps payload itself, uncopied, until the pump
+// delivers it, so a sender that wrote into it afterwards would corrupt what the member receives.
+func (l *fakeLink) SendOwned(ch link.Channel, payload []byte) error {
+	if l.closed.Load() {
+		return link.ErrClosed
+	}
+	if l.net.onSend != nil {
+		l.net.onSend(l.local, l.remote, ch, payload)
+	}
+	if l.net.onSendOwned != nil {
+		l.net.onSendOwned(l.local, l.remote, ch, payload)
+	}
+	l.out = append(l.out, fakeMsg{ch, payload})
 	return nil
 }
 

@@ -166,8 +166,8 @@ func (h *hostRole) flushUpdates() {
 }
 
 // flushShared sends h.shared to every synced member and empties it. A member whose link is not
-// ready, and every member for what the lead's send left (past MaxDatagramsPerFlush, or the
-// lead's link failed), keeps it in its own dirty set.
+// ready, and every member for what the recorded datagrams left (past MaxDatagramsPerFlush), keeps
+// it in its own dirty set.
 func (h *hostRole) flushShared() {
 	var lead *hostMember
 	deltas := false
@@ -216,16 +216,18 @@ func (h *hostRole) flushShared() {
 	u.collect(h.roleBase, h.shared)
 	defer u.release()
 	if lead != nil {
-		// Record the lead's datagrams as (length u16, bytes) frames in h.out, which is free
-		// scratch outside flushCommands and snapshot sends.
-		rec := h.out[:0]
+		// Record the datagrams as (length u16, bytes) frames in a buffer of this flush's own, never
+		// written again once emit returns: every member's link, the lead's too, takes the same
+		// bytes by reference (link.OwnedSender) instead of a copy each; the GC frees the buffer
+		// once they are all done with it.
+		rec := make([]byte, 0, h.recSize+h.recSize/8)
 		n := u.emit(h.roleBase, lead.link, &rec, nil)
-		h.out = rec
+		h.recSize = len(rec)
 		for _, hm := range h.mems {
 			if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil || hm.delta != nil {
 				continue
 			}
-			if hm != lead && !h.replay(hm, rec) {
+			if !h.replay(hm, rec) {
 				continue
 			}
 			keepItems(hm.dirty, u.items[n:]) // what the send left
@@ -258,11 +260,13 @@ func orInto(dst, src map[Entity]uint32) {
 	}
 }
 
-// replay sends hm the recorded datagrams. False means a send failed (and dropped the link).
+// replay sends hm the recorded datagrams, owned (rec is flushShared's recording). False means a
+// send failed (and dropped the link).
 func (h *hostRole) replay(hm *hostMember, rec []byte) bool {
 	for len(rec) >= 2 {
 		n := int(binary.LittleEndian.Uint16(rec))
-		if !sendDatagram(h.roleBase, hm.link, rec[2:2+n], nil) {
+		h.env.sendOwned(hm.link, link.Unreliable, rec[2:2+n:2+n])
+		if hm.link.closing {
 			return false
 		}
 		rec = rec[2+n:]

@@ -155,3 +155,89 @@ func TestHostSharedChangeListLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// Rule "shared datagrams, one buffer": the host hands every member, the lead included, the very
+// same bytes of the shared datagrams (link.OwnedSender, no copy per member), from a buffer of
+// that flush's own that nothing writes afterwards, and the next flush records into a new one.
+// (The fake links keep the owned bytes uncopied until the pump delivers them.)
+func TestHostSharedDatagramsSentOwned(t *testing.T) {
+	n := newStepNet(t)
+	n.noDeltas = true
+	app := &stepApp{table: stepSchemas()}
+	h := n.join(1, app, 1, 1)
+	for idx := PeerIndex(2); idx <= 4; idx++ {
+		n.join(idx, &stepApp{table: stepSchemas()}, 1, 1)
+	}
+	var boxes []Entity
+	n.do(1, func(w *World) {
+		for range 300 { // a few datagrams' worth
+			e, err := w.Spawn(stepSchemaBox, nil, []byte{0, 0, 0, 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			boxes = append(boxes, e)
+		}
+	})
+	n.pump()
+	h.flushUpdates()
+	n.pump()
+
+	type sent struct{ b, was []byte }
+	var flushes [2]map[PeerIndex][]sent
+	for f := range flushes {
+		owned := map[PeerIndex][]sent{}
+		copied := 0
+		n.onSend = func(from, _ PeerIndex, ch link.Channel, _ []byte) {
+			if from == 1 && ch == link.Unreliable {
+				copied++
+			}
+		}
+		n.onSendOwned = func(from, to PeerIndex, ch link.Channel, b []byte) {
+			if from == 1 && ch == link.Unreliable {
+				copied--
+				owned[to] = append(owned[to], sent{b, bytes.Clone(b)})
+			}
+		}
+		n.do(1, func(w *World) {
+			for _, e := range boxes {
+				_ = w.Set(e, 0, []byte{byte(10 + f), 0, 0, 0})
+			}
+		})
+		h.flushUpdates()
+		n.pump()
+		if copied != 0 {
+			t.Fatalf("flush %d: %d datagrams went to members as copies", f, copied)
+		}
+		if len(owned[2]) < 2 {
+			t.Fatalf("flush %d: member 2 got %d datagrams, want several", f, len(owned[2]))
+		}
+		for idx := PeerIndex(2); idx <= 4; idx++ {
+			if len(owned[idx]) != len(owned[2]) {
+				t.Fatalf("flush %d: member %d got %d datagrams, member 2 %d", f, idx, len(owned[idx]), len(owned[2]))
+			}
+			for i, d := range owned[idx] {
+				if &d.b[0] != &owned[2][i].b[0] || len(d.b) != len(owned[2][i].b) {
+					t.Fatalf("flush %d: member %d's datagram %d is not the bytes member 2 got", f, idx, i)
+				}
+			}
+			for _, e := range boxes {
+				if v, _ := value(n.peers[idx].w, e, boxPos); v != byte(10+f) {
+					t.Fatalf("flush %d: member %d has box %d at %d, want %d", f, idx, e, v, 10+f)
+				}
+			}
+		}
+		flushes[f] = owned
+	}
+	if &flushes[0][2][0].b[0] == &flushes[1][2][0].b[0] {
+		t.Error("the second flush recorded into the first flush's buffer")
+	}
+	for f, owned := range flushes {
+		for idx, ds := range owned {
+			for i, d := range ds {
+				if !bytes.Equal(d.b, d.was) {
+					t.Fatalf("flush %d: member %d's datagram %d was written after it was handed over", f, idx, i)
+				}
+			}
+		}
+	}
+}

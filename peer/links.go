@@ -203,6 +203,17 @@ func (p *Peer) send(r *remote, ch link.Channel, payload []byte) {
 	p.sendOne(r, ch, payload)
 }
 
+// sendOwned is send for an unfragmented payload the caller hands over (link.SendOwned).
+func (p *Peer) sendOwned(r *remote, ch link.Channel, payload []byte) {
+	if r == nil || r.l == nil || !r.ready || r.closing {
+		return
+	}
+	if ch == link.Reliable && len(r.queued) > 0 && !p.flushQueue(r) {
+		return
+	}
+	p.sendVia(r, ch, payload, true)
+}
+
 // queue holds reliable messages for r until the next network flush (flushQueued) or the next
 // reliable send to r, whichever comes first, so that messages of many steps share one
 // data-channel message (a host broadcasting to a crowd: see hostRole.flushCommands). payload is a
@@ -250,7 +261,17 @@ func (p *Peer) flushQueued() {
 
 // sendOne sends one message; false means the link failed and is dropped.
 func (p *Peer) sendOne(r *remote, ch link.Channel, b []byte) bool {
-	err := r.l.Send(ch, b)
+	return p.sendVia(r, ch, b, false)
+}
+
+// sendVia is sendOne, handing b over to the link when owned.
+func (p *Peer) sendVia(r *remote, ch link.Channel, b []byte, owned bool) bool {
+	var err error
+	if owned {
+		err = link.SendOwned(r.l, ch, b)
+	} else {
+		err = r.l.Send(ch, b)
+	}
 	if err == nil {
 		p.count.bytesOut.Add(uint64(len(b)))
 		return true

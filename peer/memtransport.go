@@ -104,6 +104,17 @@ func (l *memLink) Send(ch link.Channel, payload []byte) error {
 	return inner.Send(ch, payload)
 }
 
+// SendOwned implements link.OwnedSender through the inner link.
+func (l *memLink) SendOwned(ch link.Channel, payload []byte) error {
+	l.mu.Lock()
+	inner := l.inner
+	l.mu.Unlock()
+	if inner == nil {
+		return link.ErrNotReady
+	}
+	return link.SendOwned(inner, ch, payload)
+}
+
 func (l *memLink) Close() error {
 	l.mu.Lock()
 	l.closed = true

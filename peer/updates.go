@@ -255,18 +255,17 @@ func (u *updater) encode(s *schema.Schema, idx int, vals [][]byte, dt *deltaTx, 
 	return v
 }
 
-// sendDatagram sends b unreliably to r and, when rec is not nil and the send worked, appends it
-// to *rec as a u16 length and the bytes. False means the link failed (and is dropped).
+// sendDatagram sends b unreliably to r; false means the link failed (and is dropped). When rec is
+// not nil it only appends b to *rec as a u16 length and the bytes: hostRole.flushShared sends
+// that recording to every member, r included, by reference.
 func sendDatagram(b roleBase, r *remote, dgram []byte, rec *[]byte) bool {
-	b.env.send(r, link.Unreliable, dgram)
-	if r.closing {
-		return false
-	}
 	if rec != nil {
 		*rec = binary.LittleEndian.AppendUint16(*rec, uint16(len(dgram)))
 		*rec = append(*rec, dgram...)
+		return true
 	}
-	return true
+	b.env.send(r, link.Unreliable, dgram)
+	return !r.closing
 }
 
 // applyUpdates merges an EntityUpdates message from origin with merge; admit decides, per entity,

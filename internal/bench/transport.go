@@ -48,6 +48,16 @@ func (l countingLink) Send(ch link.Channel, b []byte) error {
 	return err
 }
 
+// SendOwned implements link.OwnedSender: the host's shared datagrams keep going by reference.
+func (l countingLink) SendOwned(ch link.Channel, b []byte) error {
+	err := link.SendOwned(l.Link, ch, b)
+	if err == nil && ch < link.NumChannels {
+		l.t.bytesOut[ch].Add(uint64(len(b)))
+		l.t.msgsOut[ch].Add(1)
+	}
+	return err
+}
+
 // total is every byte in and out, both channels.
 func (t *countingTransport) total() uint64 {
 	var n uint64

@@ -101,12 +101,16 @@ type Conn struct {
 }
 
 type chanState struct {
-	ch Channel
-	dc *webrtc.DataChannel
-	rw datachannel.ReadWriteCloser
+	ch     Channel
+	dc     *webrtc.DataChannel
+	rw     datachannel.ReadWriteCloser
+	stream *sctp.Stream // under rw (streamOf): SendOwned writes to it directly
 }
 
-var _ Link = (*Conn)(nil)
+var (
+	_ Link        = (*Conn)(nil)
+	_ OwnedSender = (*Conn)(nil)
+)
 
 // NewOfferer creates a Conn that makes the offer. The offer, then its
 // candidates, go out through cfg.Signal; feed the remote's answer and
@@ -206,15 +210,19 @@ func channelInit(ch Channel) *webrtc.DataChannelInit {
 func (c *Conn) onOpen(ch Channel) {
 	// pion requires Detach inside OnOpen when DetachDataChannels is set.
 	rw, err := c.dcs[ch].Detach()
+	var stream *sctp.Stream
 	if err == nil {
-		err = applyReliability(rw, ch)
+		stream, err = streamOf(rw)
+	}
+	if err == nil {
+		err = applyReliability(stream, ch)
 	}
 	if err != nil {
 		c.fail(fmt.Errorf("%w: open %s channel: %w", ErrConnectionLost, ch, err))
 		return
 	}
 	select {
-	case c.opened <- &chanState{ch: ch, dc: c.dcs[ch], rw: rw}:
+	case c.opened <- &chanState{ch: ch, dc: c.dcs[ch], rw: rw, stream: stream}:
 	default: // A second OnOpen for the same channel; the first one counts.
 	}
 }
@@ -472,6 +480,16 @@ func (c *Conn) handleDescription(s Signal) error {
 // Send implements Link. It may be called from any goroutine. Before Ready it
 // returns ErrNotReady; after the Conn died, an error wrapping ErrClosed.
 func (c *Conn) Send(ch Channel, payload []byte) error {
+	return c.send(ch, payload, false)
+}
+
+// SendOwned implements OwnedSender: Send, but SCTP keeps payload (sub-slices
+// of it) until its chunks are acknowledged or abandoned instead of copying it.
+func (c *Conn) SendOwned(ch Channel, payload []byte) error {
+	return c.send(ch, payload, true)
+}
+
+func (c *Conn) send(ch Channel, payload []byte, owned bool) error {
 	if ch >= NumChannels {
 		return fmt.Errorf("%w: %d", ErrBadChannel, ch)
 	}
@@ -496,8 +514,17 @@ func (c *Conn) Send(ch Channel, payload []byte) error {
 		ctr.backpressured.Add(1)
 		return &BackpressureError{Channel: ch, Buffered: buffered, Limit: c.api.highAt}
 	}
-	// sctp copies payload into its chunks before Write returns.
-	if _, err := st.rw.Write(payload); err != nil {
+	var err error
+	if owned && len(payload) > 0 {
+		// What datachannel.WriteDataChannel does for a binary message, minus the copy (the
+		// carried pion/sctp's WriteSCTPOwned). pion's own per-channel message counters
+		// (webrtc's getStats) do not see these messages; Concord's Stats do.
+		_, err = st.stream.WriteSCTPOwned(payload, sctp.PayloadTypeWebRTCBinary)
+	} else {
+		// sctp copies payload into its chunks before Write returns.
+		_, err = st.rw.Write(payload)
+	}
+	if err != nil {
 		if c.isDead() {
 			return c.deadErr()
 		}

@@ -78,6 +78,27 @@ type Link interface {
 	Stats() Stats
 }
 
+// OwnedSender is a Link that can take a payload over instead of copying it.
+//
+// SendOwned is Send, except that the caller hands payload to the link: it
+// must never modify payload again, not even after SendOwned returns an error,
+// and the link may keep reading it for as long as it likes (a Conn: until
+// SCTP has the chunks acknowledged or abandoned). Many links may share one
+// payload: a host sends the same datagram to every member with no copy each.
+// The drop and backpressure rules are Send's.
+type OwnedSender interface {
+	SendOwned(ch Channel, payload []byte) error
+}
+
+// SendOwned sends payload on l under the ownership rule of OwnedSender: through
+// l's SendOwned if it has one, else through Send (which copies).
+func SendOwned(l Link, ch Channel, payload []byte) error {
+	if o, ok := l.(OwnedSender); ok {
+		return o.SendOwned(ch, payload)
+	}
+	return l.Send(ch, payload)
+}
+
 // ChannelStats are the counters of one channel as seen from one end.
 type ChannelStats struct {
 	MessagesSent     uint64 // messages handed to the transport

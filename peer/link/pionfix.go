@@ -35,7 +35,9 @@ import (
 // tells our receive side how to apply FORWARD-TSN to incomplete unordered
 // fragments.
 
-// streamOf returns the SCTP stream under a detached data channel.
+// streamOf returns the SCTP stream under a detached data channel. Conn.SendOwned
+// also writes to it (sctp.Stream.WriteSCTPOwned, in Concord's carried pion/sctp),
+// which datachannel.DataChannel has no method for.
 func streamOf(rw datachannel.ReadWriteCloser) (*sctp.Stream, error) {
 	dc, ok := rw.(*datachannel.DataChannel)
 	if !ok || dc == nil {
@@ -54,12 +56,8 @@ func streamOf(rw datachannel.ReadWriteCloser) (*sctp.Stream, error) {
 	return stream, nil
 }
 
-// applyReliability sets the stream under rw to ch's delivery mode.
-func applyReliability(rw datachannel.ReadWriteCloser, ch Channel) error {
-	stream, err := streamOf(rw)
-	if err != nil {
-		return err
-	}
+// applyReliability sets a data channel's stream (streamOf) to ch's delivery mode.
+func applyReliability(stream *sctp.Stream, ch Channel) error {
 	switch ch {
 	case Reliable:
 		stream.SetReliabilityParams(false, sctp.ReliabilityTypeReliable, 0)

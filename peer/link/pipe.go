@@ -212,7 +212,13 @@ type pipeEnd struct {
 	cause   error // guarded by p.mu; set once when the pipe closes
 }
 
-var _ Link = (*pipeEnd)(nil)
+var (
+	_ Link        = (*pipeEnd)(nil)
+	_ OwnedSender = (*pipeEnd)(nil)
+)
+
+// SendOwned implements OwnedSender; a Pipe copies the payload anyway.
+func (e *pipeEnd) SendOwned(ch Channel, payload []byte) error { return e.Send(ch, payload) }
 
 // Send implements Link.
 func (e *pipeEnd) Send(ch Channel, payload []byte) error {
