@@ -317,28 +317,36 @@ func TestConnBackpressure(t *testing.T) {
 	const tries = 20000 // bound: 24 MB, far over the receive window plus thresholds
 	msg := pattern(7, 1200)
 
-	t.Run("unreliable drops are counted", func(t *testing.T) {
-		h := &blockingHandler{release: make(chan struct{})}
-		p := newPair(t, pairOpts{cfgA: Config{Logger: testLogger(t)}, cfgB: Config{Logger: testLogger(t)}, handlerB: h.handle})
-		defer p.close()
-		defer h.open() // Runs before p.close, so the blocked reader can exit.
-		p.waitReady(t)
-		var maxBuffered uint64
-		for range tries {
-			if err := p.a.Send(Unreliable, msg); err != nil {
-				t.Fatalf("unreliable send: %v", err)
+	unreliable := func(owned bool) func(t *testing.T) {
+		return func(t *testing.T) {
+			h := &blockingHandler{release: make(chan struct{})}
+			p := newPair(t, pairOpts{cfgA: Config{Logger: testLogger(t)}, cfgB: Config{Logger: testLogger(t)}, handlerB: h.handle})
+			defer p.close()
+			defer h.open() // Runs before p.close, so the blocked reader can exit.
+			p.waitReady(t)
+			send := p.a.Send
+			if owned {
+				send = p.a.SendOwned // the same rules; msg is never written
 			}
-			maxBuffered = max(maxBuffered, p.a.Stats().Channels[Unreliable].Buffered)
+			var maxBuffered uint64
+			for range tries {
+				if err := send(Unreliable, msg); err != nil {
+					t.Fatalf("unreliable send: %v", err)
+				}
+				maxBuffered = max(maxBuffered, p.a.Stats().Channels[Unreliable].Buffered)
+			}
+			s := p.a.Stats().Channels[Unreliable]
+			if s.Dropped == 0 || s.MessagesSent+s.Dropped != tries {
+				t.Fatalf("sent %d + dropped %d, want some drops and a total of %d", s.MessagesSent, s.Dropped, tries)
+			}
+			if limit := uint64(DefaultUnreliableDropThreshold + MaxUnreliableMessage); maxBuffered > limit {
+				t.Fatalf("buffered amount reached %d, over the threshold plus one message (%d)", maxBuffered, limit)
+			}
+			t.Logf("receiver blocked: %d sent, %d dropped, max buffered %d", s.MessagesSent, s.Dropped, maxBuffered)
 		}
-		s := p.a.Stats().Channels[Unreliable]
-		if s.Dropped == 0 || s.MessagesSent+s.Dropped != tries {
-			t.Fatalf("sent %d + dropped %d, want some drops and a total of %d", s.MessagesSent, s.Dropped, tries)
-		}
-		if limit := uint64(DefaultUnreliableDropThreshold + MaxUnreliableMessage); maxBuffered > limit {
-			t.Fatalf("buffered amount reached %d, over the threshold plus one message (%d)", maxBuffered, limit)
-		}
-		t.Logf("receiver blocked: %d sent, %d dropped, max buffered %d", s.MessagesSent, s.Dropped, maxBuffered)
-	})
+	}
+	t.Run("unreliable drops are counted", unreliable(false))
+	t.Run("unreliable owned drops are counted", unreliable(true))
 
 	t.Run("reliable returns ErrBackpressure", func(t *testing.T) {
 		h := &blockingHandler{release: make(chan struct{})}
