@@ -140,7 +140,9 @@ func TestTraceGuard(t *testing.T) {
 		}
 		before := l.tracefs
 		_ = assoc.handleSack(&chunkSelectiveAck{}) // not established: only its first trace
-		if got := l.tracefs - before; (got != 0) == !tracing {
+		s := assoc.createStream(1, false)
+		s.packetize([]byte{1, 2, 3}, PayloadTypeWebRTCBinary) // its bufferedAmount trace
+		if got := l.tracefs - before; (got != 0) == !tracing || (tracing && got != 2) {
 			t.Errorf("TraceEnabled %v: handleSack made %d Tracef calls", tracing, got)
 		}
 		_ = assoc.close()

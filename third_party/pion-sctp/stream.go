@@ -479,7 +479,9 @@ func (s *Stream) packetizeOwned(raw []byte, ppi PayloadProtocolIdentifier, owned
 	}
 
 	s.bufferedAmount += uint64(len(raw))
-	s.log.Tracef("[%s] bufferedAmount = %d", s.name, s.bufferedAmount)
+	if s.association == nil || s.association.trace { // CONCORD-PATCH: see Association.trace
+		s.log.Tracef("[%s] bufferedAmount = %d", s.name, s.bufferedAmount)
+	}
 
 	return chunks, unordered
 }
@@ -568,7 +570,9 @@ func (s *Stream) onBufferReleased(nBytesReleased int) {
 		s.bufferedAmount -= uint64(nBytesReleased)
 	}
 
-	s.log.Tracef("[%s] bufferedAmount = %d", s.name, s.bufferedAmount)
+	if s.association == nil || s.association.trace { // CONCORD-PATCH: see Association.trace
+		s.log.Tracef("[%s] bufferedAmount = %d", s.name, s.bufferedAmount)
+	}
 
 	if s.onBufferedAmountLow != nil && fromAmount > s.bufferedAmountLow && s.bufferedAmount <= s.bufferedAmountLow {
 		f := s.onBufferedAmountLow
