@@ -159,3 +159,45 @@ func TestConcordWriteAfterDeadlineAndClose(t *testing.T) {
 		t.Fatalf("Write after Close: %v, want ErrConnClosed", err)
 	}
 }
+
+// TestConcordCloseEndsDirectRead: once the handshake is done the read loop reads the next
+// connection directly (readDirect, no netctx goroutine); Close still ends it, so Close returns
+// and a blocked Read fails, while records keep arriving before that.
+func TestConcordCloseEndsDirectRead(t *testing.T) {
+	client, server, err := pipeMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Close() }()
+	for i := range 50 {
+		if _, err := client.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 16)
+		_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := server.Read(buf); err != nil || n != 1 || buf[0] != byte(i) {
+			t.Fatalf("record %d: read %x, %v", i, buf[:n], err)
+		}
+	}
+	_ = server.SetReadDeadline(time.Time{})
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := server.Read(make([]byte, 16))
+		readErr <- err
+	}()
+	closed := make(chan error, 1)
+	go func() { closed <- server.Close() }()
+	for _, c := range []struct {
+		what string
+		ch   chan error
+	}{{"Close", closed}, {"the blocked Read", readErr}} {
+		select {
+		case err := <-c.ch:
+			if c.what != "Close" && err == nil {
+				t.Fatalf("%s returned no error", c.what)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not return within 5 s", c.what)
+		}
+	}
+}

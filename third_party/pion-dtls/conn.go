@@ -110,6 +110,7 @@ type Conn struct {
 	sealing            bool   // CONCORD-PATCH: processPacket may seal into sealBuf (writeLock)
 	writeDeadlineNanos atomic.Int64
 	directWriting      atomic.Bool
+	directReading      atomic.Bool // CONCORD-PATCH: see readDirect
 	deadlineOnNext     atomic.Bool
 }
 
@@ -659,6 +660,38 @@ type sealerTo interface {
 
 const sealRoom = 64
 
+// CONCORD-PATCH: readDirect is the read loop's ReadFromContext without the
+// goroutine netctx starts for every read to interrupt it when ctx ends: it
+// reads from the next connection itself. What ends ctx — close, the only
+// caller of cancelHandshakeReader — interrupts it the way netctx does,
+// through the next connection's read deadline (interruptDirectRead), and then
+// closes the next connection. Used once the handshake is done, when the loop
+// reads a record for every packet received.
+func (c *Conn) readDirect(ctx context.Context, b []byte) (int, net.Addr, error) {
+	// directReading is set before ctx is checked, and close cancels ctx before
+	// it checks directReading: one side sees the other.
+	c.directReading.Store(true)
+	defer c.directReading.Store(false)
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	n, addr, err := c.nextConn.Conn().ReadFrom(b)
+	if err != nil && ctx.Err() != nil {
+		return 0, nil, ctx.Err()
+	}
+
+	return n, addr, err
+}
+
+// CONCORD-PATCH: interruptDirectRead makes a direct read in progress return
+// (see readDirect). Called by close after the read context is canceled; the
+// deadline stays: the connection is closing.
+func (c *Conn) interruptDirectRead() {
+	if c.directReading.Load() {
+		_ = c.nextConn.Conn().SetReadDeadline(time.Unix(0, 1))
+	}
+}
+
 // CONCORD-PATCH: interruptDirectWrite makes a direct write in progress
 // return, as netctx makes a write return when its context ends: the next
 // connection's write deadline goes to the past until the write has returned.
@@ -1037,7 +1070,14 @@ func (c *Conn) readAndBuffer(ctx context.Context) error { //nolint:cyclop
 	defer poolReadBuffer.Put(bufptr)
 
 	b := *bufptr
-	i, rAddr, err := c.nextConn.ReadFromContext(ctx, b)
+	var i int
+	var rAddr net.Addr
+	var err error
+	if c.isHandshakeCompletedSuccessfully() { // CONCORD-PATCH: see readDirect
+		i, rAddr, err = c.readDirect(ctx, b)
+	} else {
+		i, rAddr, err = c.nextConn.ReadFromContext(ctx, b)
+	}
 	if err != nil {
 		return netError(err)
 	}
@@ -1602,6 +1642,7 @@ func (c *Conn) close(byUser bool) error {
 
 	cancelHandshaker()
 	cancelHandshakeReader()
+	c.interruptDirectRead()  // CONCORD-PATCH
 	c.interruptDirectWrite() // CONCORD-PATCH
 
 	if closedByUser || isClosed {
