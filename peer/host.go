@@ -57,6 +57,8 @@ type hostRole struct {
 	upd   updater
 	// recSize is the length of the last flush's shared recording, the next one's capacity hint.
 	recSize int
+	// dgrams is replay's scratch: the datagrams of a recording, for one call to a link.
+	dgrams [][]byte
 	// Interest management (host_interest.go): when the members' interest was last worked out,
 	// scratch for the replica's numbers, and the command payloads for members that follow
 	// everything (cmdAll) and for one that follows part (cmdPart, relayPart).

@@ -260,18 +260,19 @@ func orInto(dst, src map[Entity]uint32) {
 	}
 }
 
-// replay sends hm the recorded datagrams, owned (rec is flushShared's recording). False means a
-// send failed (and dropped the link).
+// replay sends hm the recorded datagrams, owned (rec is flushShared's recording), in one call to
+// its link. False means the send failed (and dropped the link).
 func (h *hostRole) replay(hm *hostMember, rec []byte) bool {
+	dgrams := h.dgrams[:0]
 	for len(rec) >= 2 {
 		n := int(binary.LittleEndian.Uint16(rec))
-		h.env.sendOwned(hm.link, link.Unreliable, rec[2:2+n:2+n])
-		if hm.link.closing {
-			return false
-		}
+		dgrams = append(dgrams, rec[2:2+n:2+n])
 		rec = rec[2+n:]
 	}
-	return true
+	h.env.sendOwned(hm.link, link.Unreliable, dgrams)
+	clear(dgrams) // the recording is the links' now; keep no reference to it
+	h.dgrams = dgrams[:0]
+	return !hm.link.closing
 }
 
 func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) {

@@ -203,15 +203,20 @@ func (p *Peer) send(r *remote, ch link.Channel, payload []byte) {
 	p.sendOne(r, ch, payload)
 }
 
-// sendOwned is send for an unfragmented payload the caller hands over (link.SendOwned).
-func (p *Peer) sendOwned(r *remote, ch link.Channel, payload []byte) {
+// sendOwned sends unfragmented payloads the caller hands over, in order, in one call to the link
+// (link.SendOwnedBatch).
+func (p *Peer) sendOwned(r *remote, ch link.Channel, payloads [][]byte) {
 	if r == nil || r.l == nil || !r.ready || r.closing {
 		return
 	}
 	if ch == link.Reliable && len(r.queued) > 0 && !p.flushQueue(r) {
 		return
 	}
-	p.sendVia(r, ch, payload, true)
+	size := 0
+	for _, b := range payloads {
+		size += len(b)
+	}
+	p.sent(r, link.SendOwnedBatch(r.l, ch, payloads), size)
 }
 
 // queue holds reliable messages for r until the next network flush (flushQueued) or the next
@@ -261,19 +266,14 @@ func (p *Peer) flushQueued() {
 
 // sendOne sends one message; false means the link failed and is dropped.
 func (p *Peer) sendOne(r *remote, ch link.Channel, b []byte) bool {
-	return p.sendVia(r, ch, b, false)
+	return p.sent(r, r.l.Send(ch, b), len(b))
 }
 
-// sendVia is sendOne, handing b over to the link when owned.
-func (p *Peer) sendVia(r *remote, ch link.Channel, b []byte, owned bool) bool {
-	var err error
-	if owned {
-		err = link.SendOwned(r.l, ch, b)
-	} else {
-		err = r.l.Send(ch, b)
-	}
+// sent counts size bytes out when a send to r worked (err nil) and drops the link when it failed;
+// false means it failed.
+func (p *Peer) sent(r *remote, err error, size int) bool {
 	if err == nil {
-		p.count.bytesOut.Add(uint64(len(b)))
+		p.count.bytesOut.Add(uint64(size))
 		return true
 	}
 	if errors.Is(err, link.ErrNotReady) {

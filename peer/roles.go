@@ -17,9 +17,9 @@ type env interface {
 	// after runs fn on the loop once d has passed (a loop timer: no goroutine).
 	after(d time.Duration, fn func())
 	send(r *remote, ch link.Channel, payload []byte)
-	// sendOwned sends an unfragmented payload the caller never modifies again (link.OwnedSender):
-	// the link may keep it instead of copying it.
-	sendOwned(r *remote, ch link.Channel, payload []byte)
+	// sendOwned sends unfragmented payloads, in order, that the caller never modifies again
+	// (link.OwnedSender): the link may keep them instead of copying them.
+	sendOwned(r *remote, ch link.Channel, payloads [][]byte)
 	// queue holds reliable messages for r until the next network flush or reliable send to r.
 	queue(r *remote, payload []byte)
 	// drop closes r and tells the roles it is gone (linkClosed, hostLinkClosed).

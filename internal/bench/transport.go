@@ -58,6 +58,19 @@ func (l countingLink) SendOwned(ch link.Channel, b []byte) error {
 	return err
 }
 
+// SendOwnedBatch implements link.OwnedBatchSender: the host's burst of shared datagrams keeps
+// going to SCTP in one write.
+func (l countingLink) SendOwnedBatch(ch link.Channel, bs [][]byte) error {
+	err := link.SendOwnedBatch(l.Link, ch, bs)
+	if err == nil && ch < link.NumChannels {
+		for _, b := range bs {
+			l.t.bytesOut[ch].Add(uint64(len(b)))
+		}
+		l.t.msgsOut[ch].Add(uint64(len(bs)))
+	}
+	return err
+}
+
 // total is every byte in and out, both channels.
 func (t *countingTransport) total() uint64 {
 	var n uint64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -108,8 +109,9 @@ type chanState struct {
 }
 
 var (
-	_ Link        = (*Conn)(nil)
-	_ OwnedSender = (*Conn)(nil)
+	_ Link             = (*Conn)(nil)
+	_ OwnedSender      = (*Conn)(nil)
+	_ OwnedBatchSender = (*Conn)(nil)
 )
 
 // NewOfferer creates a Conn that makes the offer. The offer, then its
@@ -487,6 +489,58 @@ func (c *Conn) Send(ch Channel, payload []byte) error {
 // of it) until its chunks are acknowledged or abandoned instead of copying it.
 func (c *Conn) SendOwned(ch Channel, payload []byte) error {
 	return c.send(ch, payload, true)
+}
+
+// SendOwnedBatch implements OwnedBatchSender. On the unreliable channel the
+// datagrams go to SCTP in one write (the carried pion/sctp's
+// WriteSCTPOwnedBatch); the ones that would find more than the drop limit
+// buffered, counting those before them, are dropped as Send drops them. On the
+// reliable channel it is SendOwned of each.
+func (c *Conn) SendOwnedBatch(ch Channel, payloads [][]byte) error {
+	if ch != Unreliable || slices.ContainsFunc(payloads, func(p []byte) bool { return len(p) == 0 }) {
+		for _, p := range payloads {
+			if err := c.send(ch, p, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, p := range payloads {
+		if len(p) > MaxMessage(ch) {
+			return fmt.Errorf("%w: %d-byte %s message, limit %d", ErrTooLarge, len(p), ch, MaxMessage(ch))
+		}
+	}
+	if c.isDead() {
+		return c.deadErr()
+	}
+	st := c.chans[ch].Load()
+	if st == nil {
+		return ErrNotReady
+	}
+	ctr := &c.stats[ch]
+	buffered := st.dc.BufferedAmount()
+	n, size := 0, uint64(0)
+	for _, p := range payloads {
+		if buffered > c.api.dropAt {
+			break
+		}
+		buffered += uint64(len(p))
+		size += uint64(len(p))
+		n++
+	}
+	ctr.dropped.Add(uint64(len(payloads) - n))
+	if n == 0 {
+		return nil
+	}
+	if err := st.stream.WriteSCTPOwnedBatch(payloads[:n], sctp.PayloadTypeWebRTCBinary); err != nil {
+		if c.isDead() {
+			return c.deadErr()
+		}
+		return fmt.Errorf("link: send on %s channel: %w", ch, err)
+	}
+	ctr.msgsSent.Add(uint64(n))
+	ctr.bytesSent.Add(size)
+	return nil
 }
 
 func (c *Conn) send(ch Channel, payload []byte, owned bool) error {

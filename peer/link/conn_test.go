@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -317,19 +318,28 @@ func TestConnBackpressure(t *testing.T) {
 	const tries = 20000 // bound: 24 MB, far over the receive window plus thresholds
 	msg := pattern(7, 1200)
 
-	unreliable := func(owned bool) func(t *testing.T) {
+	const (
+		plain = iota
+		owned
+		batched // SendOwnedBatch of 16 datagrams a call
+	)
+	unreliable := func(mode int) func(t *testing.T) {
 		return func(t *testing.T) {
 			h := &blockingHandler{release: make(chan struct{})}
 			p := newPair(t, pairOpts{cfgA: Config{Logger: testLogger(t)}, cfgB: Config{Logger: testLogger(t)}, handlerB: h.handle})
 			defer p.close()
 			defer h.open() // Runs before p.close, so the blocked reader can exit.
 			p.waitReady(t)
-			send := p.a.Send
-			if owned {
+			send, per := p.a.Send, 1
+			switch mode {
+			case owned:
 				send = p.a.SendOwned // the same rules; msg is never written
+			case batched:
+				batch := slices.Repeat([][]byte{msg}, 16)
+				send, per = func(ch Channel, _ []byte) error { return p.a.SendOwnedBatch(ch, batch) }, len(batch)
 			}
 			var maxBuffered uint64
-			for range tries {
+			for range tries / per {
 				if err := send(Unreliable, msg); err != nil {
 					t.Fatalf("unreliable send: %v", err)
 				}
@@ -339,14 +349,15 @@ func TestConnBackpressure(t *testing.T) {
 			if s.Dropped == 0 || s.MessagesSent+s.Dropped != tries {
 				t.Fatalf("sent %d + dropped %d, want some drops and a total of %d", s.MessagesSent, s.Dropped, tries)
 			}
-			if limit := uint64(DefaultUnreliableDropThreshold + MaxUnreliableMessage); maxBuffered > limit {
+			if limit := uint64(DefaultUnreliableDropThreshold + MaxUnreliableMessage); maxBuffered > limit { // a batch too: each datagram is checked
 				t.Fatalf("buffered amount reached %d, over the threshold plus one message (%d)", maxBuffered, limit)
 			}
 			t.Logf("receiver blocked: %d sent, %d dropped, max buffered %d", s.MessagesSent, s.Dropped, maxBuffered)
 		}
 	}
-	t.Run("unreliable drops are counted", unreliable(false))
-	t.Run("unreliable owned drops are counted", unreliable(true))
+	t.Run("unreliable drops are counted", unreliable(plain))
+	t.Run("unreliable owned drops are counted", unreliable(owned))
+	t.Run("unreliable batched drops are counted", unreliable(batched))
 
 	t.Run("reliable returns ErrBackpressure", func(t *testing.T) {
 		h := &blockingHandler{release: make(chan struct{})}

@@ -99,6 +99,30 @@ func SendOwned(l Link, ch Channel, payload []byte) error {
 	return l.Send(ch, payload)
 }
 
+// OwnedBatchSender is an OwnedSender that takes several payloads in one call:
+// SendOwnedBatch is SendOwned of each, in order, with what a call costs (a Conn:
+// the SCTP stream's and association's locks, the write loop's wake) paid once.
+// After an error none of the rest was sent. Drops follow Send's rule, datagram by
+// datagram, and are counted the same way.
+type OwnedBatchSender interface {
+	SendOwnedBatch(ch Channel, payloads [][]byte) error
+}
+
+// SendOwnedBatch sends payloads on l, in order, under OwnedSender's rule: in one
+// call when l is an OwnedBatchSender, else one SendOwned each, stopping at the
+// first error.
+func SendOwnedBatch(l Link, ch Channel, payloads [][]byte) error {
+	if b, ok := l.(OwnedBatchSender); ok {
+		return b.SendOwnedBatch(ch, payloads)
+	}
+	for _, p := range payloads {
+		if err := SendOwned(l, ch, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ChannelStats are the counters of one channel as seen from one end.
 type ChannelStats struct {
 	MessagesSent     uint64 // messages handed to the transport

@@ -55,15 +55,26 @@ func TestSendOwnedToManyConns(t *testing.T) {
 	for _, p := range pairs {
 		p.waitReady(t)
 	}
-	for k, s := range spans {
-		ch := Unreliable
-		if k == dgrams {
-			ch = Reliable
-		}
-		for _, p := range pairs {
-			if err := p.b.SendOwned(ch, buf[s[0]:s[1]:s[1]]); err != nil {
+	// Even clients get the datagrams one SendOwned each, odd ones in one SendOwnedBatch.
+	var batch [][]byte
+	for _, s := range spans[:dgrams] {
+		batch = append(batch, buf[s[0]:s[1]:s[1]])
+	}
+	for i, p := range pairs {
+		if i%2 == 1 {
+			if err := p.b.SendOwnedBatch(Unreliable, batch); err != nil {
 				t.Fatal(err)
 			}
+		} else {
+			for _, d := range batch {
+				if err := p.b.SendOwned(Unreliable, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		s := spans[dgrams]
+		if err := p.b.SendOwned(Reliable, buf[s[0]:s[1]:s[1]]); err != nil {
+			t.Fatal(err)
 		}
 	}
 	waitFor(t, 10*time.Second, "every client's messages", func() bool {

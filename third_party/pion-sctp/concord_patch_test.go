@@ -8,6 +8,7 @@ package sctp
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"testing"
 	"time"
 
@@ -247,5 +248,70 @@ func TestWriteSCTPOwnedDelivers(t *testing.T) {
 	}
 	if !bytes.Equal(msg, want) {
 		t.Fatal("the association wrote into the owned buffer")
+	}
+}
+
+// TestWriteSCTPOwnedBatch: messages written as one batch arrive whole and in order on an ordered
+// stream, fragmented ones included, with the stream's counters as if written one by one, and a
+// batch to a closed stream writes nothing.
+func TestWriteSCTPOwnedBatch(t *testing.T) {
+	lim := test.TimeOut(10 * time.Second)
+	defer lim.Stop()
+
+	br := test.NewBridge()
+	a0, a1, err := createNewAssociationPair(br, ackModeNoDelay, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAssociationPair(br, a0, a1)
+	s0, s1, err := establishSessionPair(br, a0, a1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sizes := []int{10, 3000, 1, 1200, 2500}
+	var batch, want [][]byte
+	total := 0
+	for i, n := range sizes {
+		m := ownedMessage(n)
+		m[0] = byte(i)
+		batch = append(batch, m)
+		want = append(want, append([]byte(nil), m...))
+		total += n
+	}
+	seq := s0.sequenceNumber
+	if err := s0.WriteSCTPOwnedBatch(batch, PayloadTypeWebRTCBinary); err != nil {
+		t.Fatal(err)
+	}
+	if got := s0.sequenceNumber - seq; got != uint16(len(sizes)) {
+		t.Errorf("stream sequence advanced by %d for %d messages", got, len(sizes))
+	}
+	if got := s0.BufferedAmount(); got != uint64(total) {
+		t.Errorf("buffered %d bytes after the batch, want %d", got, total)
+	}
+	flushBuffers(br, a0, a1)
+
+	buf := make([]byte, 4000)
+	for i := range sizes {
+		n, ppi, err := s1.ReadSCTP(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ppi != PayloadTypeWebRTCBinary || !bytes.Equal(buf[:n], want[i]) {
+			t.Fatalf("message %d: received %d bytes (ppi %d), want the %d sent", i, n, ppi, len(want[i]))
+		}
+	}
+	for i := range batch {
+		if !bytes.Equal(batch[i], want[i]) {
+			t.Fatalf("the association wrote into owned message %d", i)
+		}
+	}
+
+	tooLarge := [][]byte{ownedMessage(10), make([]byte, a0.MaxMessageSize()+1)}
+	if err := s0.WriteSCTPOwnedBatch(tooLarge, PayloadTypeWebRTCBinary); !errors.Is(err, ErrOutboundPacketTooLarge) {
+		t.Fatalf("a batch with a message over the limit: %v", err)
+	}
+	if got := s0.BufferedAmount(); got != 0 {
+		t.Fatalf("a refused batch left %d bytes buffered", got)
 	}
 }
