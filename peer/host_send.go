@@ -329,7 +329,7 @@ func (h *hostRole) sendRPC(uint32, []byte, bool) error { return ErrNotHost }
 
 func (h *hostRole) touch(e Entity) {
 	if n := len(h.changed); n > 0 {
-		h.changed[int(e.Number())%n] = h.env.now()
+		h.changed[int(e.Number())%n] = h.env.stepNow()
 	}
 }
 

@@ -31,6 +31,8 @@ type Peer struct {
 	log   zerolog.Logger
 	app   App
 	w     *World
+	// stepAt is the loop step's time once stepNow read it; zero between steps (afterEvent).
+	stepAt time.Time
 
 	// Signaling (room.go, resume.go).
 	sig       sigClient // nil while signaling is down
@@ -229,6 +231,7 @@ func (p *Peer) after(d time.Duration, fn func()) {
 // afterEvent runs after every event: the host sends the commands the event produced, the app
 // hears what happened, and the write batch closes.
 func (p *Peer) afterEvent() {
+	p.stepAt = time.Time{} // stepNow reads the clock again in the next step
 	if p.host != nil {
 		p.host.flushCommands()
 	}

@@ -13,6 +13,9 @@ import (
 // as signaling tells it. *Peer implements it; the roles never hold *Peer.
 type env interface {
 	now() time.Time
+	// stepNow is now read once per loop step: a step that writes many properties (an app's tick)
+	// stamps them all with one clock read.
+	stepNow() time.Time
 	monotonic() int64
 	// after runs fn on the loop once d has passed (a loop timer: no goroutine).
 	after(d time.Duration, fn func())
@@ -58,7 +61,13 @@ func (p *Peer) roleBase() roleBase {
 	return roleBase{env: p, w: p.w, app: p.app, cfg: &p.cfg, log: p.log, count: &p.count}
 }
 
-func (p *Peer) now() time.Time                         { return p.clock.Now() }
+func (p *Peer) now() time.Time { return p.clock.Now() }
+func (p *Peer) stepNow() time.Time {
+	if p.stepAt.IsZero() {
+		p.stepAt = p.clock.Now()
+	}
+	return p.stepAt
+}
 func (p *Peer) linkTo(idx PeerIndex) *remote           { return p.remotes[idx] }
 func (p *Peer) roster() map[PeerIndex]signaling.Member { return p.members }
 func (p *Peer) signalingUp() bool                      { return p.sig != nil }
