@@ -94,23 +94,29 @@ func (l *memLink) finish() {
 	}
 }
 
-func (l *memLink) Send(ch link.Channel, payload []byte) error {
+// current is the inner link once there is one.
+func (l *memLink) current() (link.Link, error) {
 	l.mu.Lock()
-	inner := l.inner
-	l.mu.Unlock()
-	if inner == nil {
-		return link.ErrNotReady
+	defer l.mu.Unlock()
+	if l.inner == nil {
+		return nil, link.ErrNotReady
+	}
+	return l.inner, nil
+}
+
+func (l *memLink) Send(ch link.Channel, payload []byte) error {
+	inner, err := l.current()
+	if err != nil {
+		return err
 	}
 	return inner.Send(ch, payload)
 }
 
 // SendOwned implements link.OwnedSender through the inner link.
 func (l *memLink) SendOwned(ch link.Channel, payload []byte) error {
-	l.mu.Lock()
-	inner := l.inner
-	l.mu.Unlock()
-	if inner == nil {
-		return link.ErrNotReady
+	inner, err := l.current()
+	if err != nil {
+		return err
 	}
 	return link.SendOwned(inner, ch, payload)
 }
@@ -134,10 +140,8 @@ func (l *memLink) Ready() <-chan struct{}                     { return l.ready }
 func (l *memLink) HandleSignal(signaling.SignalPayload) error { return nil }
 
 func (l *memLink) Stats() link.Stats {
-	l.mu.Lock()
-	inner := l.inner
-	l.mu.Unlock()
-	if inner == nil {
+	inner, err := l.current()
+	if err != nil {
 		return link.Stats{}
 	}
 	return inner.Stats()

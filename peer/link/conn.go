@@ -505,17 +505,9 @@ func (c *Conn) SendOwnedBatch(ch Channel, payloads [][]byte) error {
 		}
 		return nil
 	}
-	for _, p := range payloads {
-		if len(p) > MaxMessage(ch) {
-			return fmt.Errorf("%w: %d-byte %s message, limit %d", ErrTooLarge, len(p), ch, MaxMessage(ch))
-		}
-	}
-	if c.isDead() {
-		return c.deadErr()
-	}
-	st := c.chans[ch].Load()
-	if st == nil {
-		return ErrNotReady
+	st, err := c.sendable(ch, payloads...)
+	if err != nil {
+		return err
 	}
 	ctr := &c.stats[ch]
 	buffered := st.dc.BufferedAmount()
@@ -533,29 +525,46 @@ func (c *Conn) SendOwnedBatch(ch Channel, payloads [][]byte) error {
 		return nil
 	}
 	if err := st.stream.WriteSCTPOwnedBatch(payloads[:n], sctp.PayloadTypeWebRTCBinary); err != nil {
-		if c.isDead() {
-			return c.deadErr()
-		}
-		return fmt.Errorf("link: send on %s channel: %w", ch, err)
+		return c.sendFailed(ch, err)
 	}
 	ctr.msgsSent.Add(uint64(n))
 	ctr.bytesSent.Add(size)
 	return nil
 }
 
-func (c *Conn) send(ch Channel, payload []byte, owned bool) error {
+// sendable returns ch's state if payloads may be sent on it now: a channel that
+// exists and is open, on a live Conn, and none of them over the channel's limit.
+func (c *Conn) sendable(ch Channel, payloads ...[]byte) (*chanState, error) {
 	if ch >= NumChannels {
-		return fmt.Errorf("%w: %d", ErrBadChannel, ch)
+		return nil, fmt.Errorf("%w: %d", ErrBadChannel, ch)
 	}
-	if len(payload) > MaxMessage(ch) {
-		return fmt.Errorf("%w: %d-byte %s message, limit %d", ErrTooLarge, len(payload), ch, MaxMessage(ch))
+	for _, p := range payloads {
+		if len(p) > MaxMessage(ch) {
+			return nil, fmt.Errorf("%w: %d-byte %s message, limit %d", ErrTooLarge, len(p), ch, MaxMessage(ch))
+		}
 	}
 	if c.isDead() {
-		return c.deadErr()
+		return nil, c.deadErr()
 	}
 	st := c.chans[ch].Load()
 	if st == nil {
-		return ErrNotReady
+		return nil, ErrNotReady
+	}
+	return st, nil
+}
+
+// sendFailed is the error of a write to ch's stream that failed with err.
+func (c *Conn) sendFailed(ch Channel, err error) error {
+	if c.isDead() {
+		return c.deadErr()
+	}
+	return fmt.Errorf("link: send on %s channel: %w", ch, err)
+}
+
+func (c *Conn) send(ch Channel, payload []byte, owned bool) error {
+	st, err := c.sendable(ch, payload)
+	if err != nil {
+		return err
 	}
 	ctr := &c.stats[ch]
 	buffered := st.dc.BufferedAmount()
@@ -568,7 +577,6 @@ func (c *Conn) send(ch Channel, payload []byte, owned bool) error {
 		ctr.backpressured.Add(1)
 		return &BackpressureError{Channel: ch, Buffered: buffered, Limit: c.api.highAt}
 	}
-	var err error
 	if owned && len(payload) > 0 {
 		// What datachannel.WriteDataChannel does for a binary message, minus the copy (the
 		// carried pion/sctp's WriteSCTPOwned). pion's own per-channel message counters
@@ -579,10 +587,7 @@ func (c *Conn) send(ch Channel, payload []byte, owned bool) error {
 		_, err = st.rw.Write(payload)
 	}
 	if err != nil {
-		if c.isDead() {
-			return c.deadErr()
-		}
-		return fmt.Errorf("link: send on %s channel: %w", ch, err)
+		return c.sendFailed(ch, err)
 	}
 	ctr.msgsSent.Add(1)
 	ctr.bytesSent.Add(uint64(len(payload)))
