@@ -165,6 +165,10 @@ func NewAPI(cfg Config) (*API, error) {
 	// Advertised in SDP as a=max-message-size, so a conforming remote (pion,
 	// Chromium) refuses to send us anything larger than we can read.
 	se.SetSCTPMaxMessageSize(MaxReliableMessage)
+	// RFC 9653: DTLS already protects every SCTP packet, so a peer that says it accepts them
+	// (Concord's Go peers, Chromium's dcsctp) gets packets without the CRC32c, and this end
+	// accepts the same. A peer that does not say so still gets checksums (LiveKit does the same).
+	se.EnableSCTPZeroChecksum(true)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
 	}
