@@ -25,6 +25,7 @@ const (
 	DefaultICEFailedTimeout        = 25 * time.Second
 	DefaultICEKeepaliveInterval    = 2 * time.Second
 	DefaultRelayAcceptanceMinWait  = 500 * time.Millisecond
+	DefaultAckCoalescing           = 2 * time.Millisecond
 )
 
 // Config configures an API. The zero value is valid: loopback only, one shared
@@ -99,6 +100,15 @@ type Config struct {
 	// default would add 2 s to every join through TURN; a direct pair that
 	// works answers its checks well within the default. Default 500 ms.
 	RelayAcceptanceMinWait time.Duration
+
+	// AckCoalescing lets one SCTP SACK acknowledge a burst of received packets: the
+	// SACK that RFC 9260 sends after every second packet leaves this long after that
+	// packet instead, covering what arrived meanwhile (at most 16 packets wait; a gap or
+	// a duplicate is acknowledged at once, as before). A host sends each member a burst
+	// every network interval, and every SACK costs it a trip up its receive path, so
+	// Go members that coalesce cost their host less (docs/protocol.md §1.3). Negative:
+	// off (a SACK every second packet). Default 2 ms.
+	AckCoalescing time.Duration
 }
 
 // API creates connections that share one configuration and, unless disabled,
@@ -112,6 +122,8 @@ type API struct {
 	muxAddr net.Addr
 	dropAt  uint64
 	highAt  uint64
+	// ackCoalesce is Config.AckCoalescing, 0 when off.
+	ackCoalesce time.Duration
 	// loopbackOnly: no candidate, and no ICE server, off loopback.
 	loopbackOnly bool
 	closeErr     error
@@ -126,6 +138,8 @@ func NewAPI(cfg Config) (*API, error) {
 		log:    cfg.Logger.With().Str("component", "link").Logger(),
 		dropAt: cfg.UnreliableDropThreshold,
 		highAt: cfg.ReliableHighWater,
+
+		ackCoalesce: max(cfg.AckCoalescing, 0),
 
 		loopbackOnly: !cfg.AllowNonLoopback,
 	}
@@ -214,6 +228,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.RelayAcceptanceMinWait <= 0 {
 		cfg.RelayAcceptanceMinWait = DefaultRelayAcceptanceMinWait
+	}
+	if cfg.AckCoalescing == 0 {
+		cfg.AckCoalescing = DefaultAckCoalescing
 	}
 	return cfg
 }

@@ -219,6 +219,9 @@ func (c *Conn) onOpen(ch Channel) {
 	if err == nil {
 		err = applyReliability(stream, ch)
 	}
+	if err == nil {
+		stream.SetAckCoalescing(c.api.ackCoalesce) // the association's, so both channels agree
+	}
 	if err != nil {
 		c.fail(fmt.Errorf("%w: open %s channel: %w", ErrConnectionLost, ch, err))
 		return

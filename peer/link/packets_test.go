@@ -136,3 +136,45 @@ func TestNoForwardTSNPerSACK(t *testing.T) {
 		t.Fatalf("%d small packets for %d datagrams without loss: ≥ 2%%, FORWARD TSNs per SACK", small, count)
 	}
 }
+
+// TestOneSACKPerBurst checks ack coalescing (Config.AckCoalescing, the
+// third_party/pion-sctp patch's item 9): a receiver acknowledges each burst of
+// full datagrams with about one SACK instead of one per second packet. The
+// window is widened to 20 ms so that a slow run (the race detector) still
+// receives a whole burst within it; the run without coalescing is the
+// comparison, logged.
+func TestOneSACKPerBurst(t *testing.T) {
+	defer test.TimeOut(90 * time.Second).Stop()
+	defer test.CheckRoutines(t)()
+
+	const bursts, burst = 40, 8
+	run := func(window time.Duration) int {
+		var got atomic.Int64
+		var cn *countNet
+		p := newVNetPairWith(t, 1, func(ch Channel, _ []byte) {
+			if ch == Unreliable {
+				got.Add(1)
+			}
+		}, func(i int, n transport.Net) transport.Net {
+			if i != 1 {
+				return n
+			}
+			cn = &countNet{Net: n}
+			return cn
+		}, func(c *Config) { c.AckCoalescing = window })
+		defer p.close()
+		cn.armed.Store(true)
+		sendPaced(t, p, &got, bursts*burst, netmsg.MaxDatagram, burst)
+		// The last burst's SACK leaves up to a window after it arrived.
+		waitFor(t, 10*time.Second, "the last SACK", func() bool { return p.a.Stats().Channels[Unreliable].Buffered == 0 })
+		cn.armed.Store(false)
+		return len(cn.packets())
+	}
+	coalesced := run(20 * time.Millisecond)
+	every2nd := run(-1)
+	t.Logf("%d bursts of %d full datagrams: the receiver sent %d packets with ack coalescing, %d without",
+		bursts, burst, coalesced, every2nd)
+	if coalesced > bursts+bursts/4 {
+		t.Fatalf("the receiver sent %d packets for %d bursts with ack coalescing, want about one SACK per burst", coalesced, bursts)
+	}
+}

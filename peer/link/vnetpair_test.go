@@ -33,6 +33,12 @@ func (vp *vnetPair) close() {
 // reorder or count its packets) before ICE sees it.
 func newVNetPair(t *testing.T, seed int64, handlerB Handler, wrap func(i int, n transport.Net) transport.Net) *vnetPair {
 	t.Helper()
+	return newVNetPairWith(t, seed, handlerB, wrap, nil)
+}
+
+// newVNetPairWith is newVNetPair with both sides' Config changed by tune (if not nil).
+func newVNetPairWith(t *testing.T, seed int64, handlerB Handler, wrap func(i int, n transport.Net) transport.Net, tune func(*Config)) *vnetPair {
+	t.Helper()
 	logs := pionlog.New(testLogger(t))
 	router, err := vnet.NewRouter(&vnet.RouterConfig{CIDR: "10.0.0.0/24", LoggerFactory: logs})
 	if err != nil {
@@ -60,7 +66,7 @@ func newVNetPair(t *testing.T, seed int64, handlerB Handler, wrap func(i int, n 
 		t.Fatal(err)
 	}
 	cfg := func(i int) Config {
-		return Config{
+		c := Config{
 			Logger: testLogger(t),
 			// vnet interfaces are not "lo"; vnet never touches a real network.
 			AllowNonLoopback: true,
@@ -69,6 +75,10 @@ func newVNetPair(t *testing.T, seed int64, handlerB Handler, wrap func(i int, n 
 			// Make sure every missing datagram is a network loss, not a drop.
 			UnreliableDropThreshold: 64 << 20,
 		}
+		if tune != nil {
+			tune(&c)
+		}
+		return c
 	}
 	vp.pair = newPair(t, pairOpts{cfgA: cfg(0), cfgB: cfg(1), handlerB: handlerB})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -33,6 +33,8 @@ type ackTimer struct {
 	mutex    sync.Mutex
 	state    ackTimerState
 	pending  uint8
+	short    bool      // CONCORD-PATCH: shortened since it started (shorten)
+	started  time.Time // CONCORD-PATCH: when it last started
 }
 
 // newAckTimer creates a new acknowledgement timer used to enable delayed ack.
@@ -64,10 +66,28 @@ func (t *ackTimer) start() bool {
 	}
 
 	t.state = ackTimerStarted
+	t.short, t.started = false, time.Now()
 	t.pending++
 	t.timer.Reset(ackInterval)
 
 	return true
+}
+
+// shorten makes a running timer fire d from now if that is sooner, once per start.
+// CONCORD-PATCH: ack coalescing (Association.SetAckCoalescing).
+func (t *ackTimer) shorten(d time.Duration) {
+	t.mutex.Lock()
+	defer t.mutex.Unlock()
+
+	if t.state != ackTimerStarted || t.short || time.Since(t.started)+d >= ackInterval {
+		return
+	}
+	t.short = true
+	if t.timer.Stop() {
+		t.pending--
+	}
+	t.pending++
+	t.timer.Reset(d)
 }
 
 // stops the timer. this is similar to stop() but subsequent start() call

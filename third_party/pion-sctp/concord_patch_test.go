@@ -315,3 +315,73 @@ func TestWriteSCTPOwnedBatch(t *testing.T) {
 		t.Fatalf("a refused batch left %d bytes buffered", got)
 	}
 }
+
+// waitFor ticks the bridge until cond holds or 5 s pass.
+func waitFor(t *testing.T, br *test.Bridge, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		if br.Tick() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// TestAckCoalescing (item 9): with coalescing on, a burst of DATA packets is acknowledged by
+// one SACK when the shortened delayed-ack timer fires, not one per second packet (without the
+// patch, 3 packets get a SACK after the second and an ack timeout for the third); a gap is
+// still acknowledged at once, before the window ends.
+func TestAckCoalescing(t *testing.T) {
+	lim := test.TimeOut(20 * time.Second)
+	defer lim.Stop()
+
+	br := test.NewBridge()
+	a0, a1, err := createNewAssociationPair(br, ackModeNormal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAssociationPair(br, a0, a1)
+	s0, _, err := establishSessionPair(br, a0, a1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushBuffers(br, a0, a1)
+	a1.SetAckCoalescing(100 * time.Millisecond)
+
+	// Three 1,000-byte messages: three packets, within the initial congestion window.
+	sacks, timeouts := a1.stats.getNumSACKsSent(), a1.stats.getNumAckTimeouts()
+	packets := a1.stats.getNumPacketsReceived()
+	for range 3 {
+		if _, err := s0.WriteSCTP(make([]byte, 1000), PayloadTypeWebRTCBinary); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, br, "the burst to arrive", func() bool { return a1.stats.getNumPacketsReceived() >= packets+3 })
+	waitFor(t, br, "the burst to be acknowledged", func() bool { return a0.BufferedAmount() == 0 })
+	if got := a1.stats.getNumSACKsSent() - sacks; got != 1 {
+		t.Errorf("%d SACKs for a burst of 3 packets, want 1", got)
+	}
+	if got := a1.stats.getNumAckTimeouts() - timeouts; got != 1 {
+		t.Errorf("%d ack timeouts for the burst, want 1 (the shortened timer)", got)
+	}
+
+	// A gap: the first of three packets is lost; the second shows the gap and is
+	// acknowledged at once, before the 100 ms window.
+	sacks, timeouts = a1.stats.getNumSACKsSent(), a1.stats.getNumAckTimeouts()
+	packets = a1.stats.getNumPacketsReceived()
+	br.DropNextNWrites(0, 1)
+	for range 3 {
+		if _, err := s0.WriteSCTP(make([]byte, 1000), PayloadTypeWebRTCBinary); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, br, "the packets after the gap to arrive", func() bool { return a1.stats.getNumPacketsReceived() >= packets+2 })
+	waitFor(t, br, "a SACK of the gap", func() bool { return a1.stats.getNumSACKsSent() > sacks })
+	if got := a1.stats.getNumAckTimeouts() - timeouts; got != 0 {
+		t.Errorf("the gap was acknowledged after %d ack timeouts, want at once", got)
+	}
+	waitFor(t, br, "the lost packet to be retransmitted and everything acknowledged", func() bool { return a0.BufferedAmount() == 0 })
+}

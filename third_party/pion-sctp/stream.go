@@ -323,6 +323,12 @@ func (s *Stream) WriteSCTPOwned(payload []byte, ppi PayloadProtocolIdentifier) (
 	return s.writeSCTP(payload, ppi, true)
 }
 
+// SetAckCoalescing calls Association.SetAckCoalescing on the stream's association.
+// CONCORD-PATCH: a detached data channel reaches its stream, not its association.
+func (s *Stream) SetAckCoalescing(window time.Duration) {
+	s.association.SetAckCoalescing(window)
+}
+
 // WriteSCTPOwnedBatch is WriteSCTPOwned for several messages, in order, with one acquisition of
 // the stream's and the association's locks and one wake of the write loop instead of one per
 // message. On an error none of them is sent. CONCORD-PATCH: a host sends each member a burst of
