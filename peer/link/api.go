@@ -70,7 +70,7 @@ type Config struct {
 	UDPMuxBufferBytes int
 	// DisableBatchIO makes the shared socket send and read one datagram per syscall. Default
 	// false: on Linux, writes queue and leave together in sendmmsg (and UDP GSO where the
-	// kernel has it), reads use recvmmsg (udpbatch.go);
+	// kernel has it), reads use recvmmsg (and UDP GRO where the kernel has it; udpbatch.go);
 	// elsewhere, and on a Net other than the OS's, the socket is used as it is.
 	DisableBatchIO bool
 
@@ -101,13 +101,13 @@ type Config struct {
 	// works answers its checks well within the default. Default 500 ms.
 	RelayAcceptanceMinWait time.Duration
 
-	// AckCoalescing lets one SCTP SACK acknowledge a burst of received packets: the
-	// SACK that RFC 9260 sends after every second packet leaves this long after that
-	// packet instead, covering what arrived meanwhile (at most 16 packets wait; a gap or
-	// a duplicate is acknowledged at once, as before). A host sends each member a burst
-	// every network interval, and every SACK costs it a trip up its receive path, so
-	// Go members that coalesce cost their host less (docs/protocol.md §1.3). Negative:
-	// off (a SACK every second packet). Default 2 ms.
+	// AckCoalescing lets one SCTP SACK acknowledge a burst of received packets of the
+	// unreliable (unordered) channel: the SACK that RFC 9260 sends after every second packet
+	// leaves this long after that packet instead, covering what arrived meanwhile (at most 16
+	// packets wait; the reliable channel, a gap, a duplicate and the I bit are acknowledged at
+	// once, as before). A host sends each member a burst every network interval, and every
+	// SACK costs it a trip up its receive path, so Go members that coalesce cost their host
+	// less (docs/protocol.md §1.3). Negative: off (a SACK every second packet). Default 2 ms.
 	AckCoalescing time.Duration
 }
 

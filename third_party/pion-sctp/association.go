@@ -384,12 +384,13 @@ type Association struct {
 	immediateAckTriggered bool
 
 	// CONCORD-PATCH: ack coalescing (SetAckCoalescing). With ackCoalesce > 0 the
-	// second packet of DATA no longer asks for an immediate SACK: it shortens the
+	// second packet of unordered DATA no longer asks for an immediate SACK: it shortens the
 	// delayed-ack timer to ackCoalesce, so one SACK covers a burst; coalescedPackets
 	// counts the packets since the last SACK that waited so (at most ackCoalesceMax).
 	ackCoalesce          time.Duration
 	coalesceAckTriggered bool
 	coalescedPackets     int
+	coalescible          bool // the DATA chunk being handled is unordered
 
 	blockWrite   bool
 	writePending bool
@@ -2795,6 +2796,10 @@ func (a *Association) handleData(chunkPayload *chunkPayloadData) []*packet {
 		sackNow = true
 	}
 
+	// CONCORD-PATCH: only unordered DATA is coalesced (SetAckCoalescing).
+	a.coalescible = chunkPayload.unordered
+	defer func() { a.coalescible = false }()
+
 	return a.handlePeerLastTSNAndAcknowledgement(sackNow)
 }
 
@@ -2887,7 +2892,7 @@ func (a *Association) handlePeerLastTSNAndAcknowledgement(sackImmediately bool) 
 		switch {
 		case a.ackState == ackStateIdle:
 			a.delayedAckTriggered = true
-		case a.ackCoalesce > 0 && a.ackMode == ackModeNormal: // CONCORD-PATCH
+		case a.ackCoalesce > 0 && a.coalescible && a.ackMode == ackModeNormal: // CONCORD-PATCH
 			a.coalesceAckTriggered = true
 		default:
 			a.immediateAckTriggered = true
@@ -4859,13 +4864,14 @@ func (a *Association) onRetransmissionFailure(id int) {
 // packets, well within a sender's congestion window. CONCORD-PATCH.
 const ackCoalesceMax = 16
 
-// SetAckCoalescing lets one SACK acknowledge a burst of packets: with window > 0,
-// the second packet of DATA since the last SACK no longer makes the SACK immediate
-// (RFC 9260 §6.2's "at least every second packet"); it shortens the delayed-ack
-// timer to window instead, so the SACK leaves window after it, covering everything
-// that arrived meanwhile, or once ackCoalesceMax packets wait. A gap, a duplicate
-// and everything else that asks for an immediate SACK still gets one. 0 restores
-// upstream's behaviour. CONCORD-PATCH: a host writes each member a burst of packets
+// SetAckCoalescing lets one SACK acknowledge a burst of packets of unordered DATA:
+// with window > 0, the second such packet since the last SACK no longer makes the
+// SACK immediate (RFC 9260 §6.2's "at least every second packet"); it shortens the
+// delayed-ack timer to window instead, so the SACK leaves window after it, covering
+// everything that arrived meanwhile, or once ackCoalesceMax packets wait. A packet
+// with ordered DATA, a gap, a duplicate, the I bit (RFC 7053) and everything else
+// that asks for an immediate SACK still gets one, so an ordered (reliable) stream
+// keeps the SACKs its loss recovery is tuned for. 0 restores upstream's behaviour. CONCORD-PATCH: a host writes each member a burst of packets
 // every network interval and each SACK costs it a trip through ICE, DTLS and SCTP;
 // Linux TCP with GRO and QUIC's ACK frequency extension acknowledge bursts the same
 // way.

@@ -330,10 +330,10 @@ func waitFor(t *testing.T, br *test.Bridge, what string, cond func() bool) {
 	}
 }
 
-// TestAckCoalescing (item 9): with coalescing on, a burst of DATA packets is acknowledged by
-// one SACK when the shortened delayed-ack timer fires, not one per second packet (without the
-// patch, 3 packets get a SACK after the second and an ack timeout for the third); a gap is
-// still acknowledged at once, before the window ends.
+// TestAckCoalescing (item 9): with coalescing on, a burst of unordered DATA packets is
+// acknowledged by one SACK when the shortened delayed-ack timer fires, not one per second packet
+// (without the patch, 3 packets get a SACK after the second and an ack timeout for the third); a
+// gap is still acknowledged at once, before the window ends; ordered DATA is not coalesced.
 func TestAckCoalescing(t *testing.T) {
 	lim := test.TimeOut(20 * time.Second)
 	defer lim.Stop()
@@ -350,6 +350,7 @@ func TestAckCoalescing(t *testing.T) {
 	}
 	flushBuffers(br, a0, a1)
 	a1.SetAckCoalescing(100 * time.Millisecond)
+	s0.SetReliabilityParams(true, ReliabilityTypeReliable, 0) // unordered: coalesced
 
 	// Three 1,000-byte messages: three packets, within the initial congestion window.
 	sacks, timeouts := a1.stats.getNumSACKsSent(), a1.stats.getNumAckTimeouts()
@@ -384,4 +385,20 @@ func TestAckCoalescing(t *testing.T) {
 		t.Errorf("the gap was acknowledged after %d ack timeouts, want at once", got)
 	}
 	waitFor(t, br, "the lost packet to be retransmitted and everything acknowledged", func() bool { return a0.BufferedAmount() == 0 })
+
+	// Ordered DATA keeps a SACK every second packet: three packets, two SACKs (one after the
+	// second packet, one from the delayed-ack timer).
+	s0.SetReliabilityParams(false, ReliabilityTypeReliable, 0)
+	sacks = a1.stats.getNumSACKsSent()
+	packets = a1.stats.getNumPacketsReceived()
+	for range 3 {
+		if _, err := s0.WriteSCTP(make([]byte, 1000), PayloadTypeWebRTCBinary); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, br, "the ordered burst to arrive", func() bool { return a1.stats.getNumPacketsReceived() >= packets+3 })
+	waitFor(t, br, "the ordered burst to be acknowledged", func() bool { return a0.BufferedAmount() == 0 })
+	if got := a1.stats.getNumSACKsSent() - sacks; got != 2 {
+		t.Errorf("%d SACKs for an ordered burst of 3 packets, want 2 (not coalesced)", got)
+	}
 }
