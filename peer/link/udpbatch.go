@@ -14,7 +14,10 @@ import (
 // Batched UDP for the shared ICE socket: datagrams written by pion's goroutines (every
 // association's SCTP write loop, through DTLS and the UDP mux) are queued and leave in one
 // sendmmsg, consecutive same-size datagrams to one destination as one UDP GSO send
-// (UDP_SEGMENT) where the kernel supports it. Reads take up to batchSize datagrams per recvmmsg.
+// (UDP_SEGMENT) where the kernel supports it. Reads take up to batchSize datagrams per recvmmsg;
+// where the kernel has UDP_GRO, a read may return a train of same-size datagrams from one sender
+// (a GSO send arrives whole instead of cut into datagrams by the kernel), which ReadFrom hands out
+// one datagram at a time.
 //
 // When a queued datagram leaves: when the batch fills (the writer that fills it flushes), when
 // API.Flush is called (the peer loop, after its network flush), or when the flusher goroutine,
@@ -33,6 +36,12 @@ const (
 	maxYields = 4
 	// batchReadBuf is the buffer of each batched read (pion's UDP mux reads into 8 KiB too).
 	batchReadBuf = 8192
+	// With UDP_GRO a read returns up to 64 KiB; groReadBatch such buffers take the same memory
+	// as batchSize plain ones.
+	groReadBuf   = 65536
+	groReadBatch = batchSize * batchReadBuf / groReadBuf
+	// readOOBLen holds a UDP_GRO control message (an int).
+	readOOBLen = 64
 	// maxAddrCache bounds batchConn.addrs (destinations seen); it starts over when full.
 	maxAddrCache = 4096
 )
@@ -50,6 +59,8 @@ type BatchStats struct {
 	Datagrams, Syscalls, GSOSends uint64
 	// ReadSyscalls and ReadDatagrams count recvmmsg calls and what they returned.
 	ReadSyscalls, ReadDatagrams uint64
+	// GROTrains counts reads that returned several datagrams as one train (UDP_GRO).
+	GROTrains uint64
 }
 
 // queued is one datagram waiting in a batch: its bytes are arena[off:off+n].
@@ -83,19 +94,21 @@ type batchConn struct {
 
 	rmu   sync.Mutex
 	rmsgs []ipv4.Message
-	rn, r int // rmsgs[r:rn] are read and not yet returned
+	rn, r int  // rmsgs[r:rn] are read and not yet returned
+	rseg  int  // bytes of rmsgs[r] already returned (a GRO train's datagrams before)
+	gro   bool // UDP_GRO is on: reads may return trains (see the top of this file)
 
 	wake    chan struct{}
 	closing chan struct{}
 	done    chan struct{}
 	once    sync.Once
 
-	datagrams, syscalls, gsoSends, readSyscalls, readDatagrams atomic.Uint64
+	datagrams, syscalls, gsoSends, readSyscalls, readDatagrams, groTrains atomic.Uint64
 }
 
-// newBatchConn batches writes to c through bio; gso says whether to try UDP GSO. Without auto
-// (tests), only a full batch, Flush and Close send.
-func newBatchConn(c net.PacketConn, bio batchIO, gso, auto bool) *batchConn {
+// newBatchConn batches writes to c through bio; gso says whether to try UDP GSO, gro whether c
+// has UDP_GRO on. Without auto (tests), only a full batch, Flush and Close send.
+func newBatchConn(c net.PacketConn, bio batchIO, gso, gro, auto bool) *batchConn {
 	b := &batchConn{
 		PacketConn: c, io: bio,
 		cur: &wbatch{}, spare: &wbatch{},
@@ -103,9 +116,17 @@ func newBatchConn(c net.PacketConn, bio batchIO, gso, auto bool) *batchConn {
 		wake:  make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
 	}
 	b.gso.Store(gso)
-	b.rmsgs = make([]ipv4.Message, batchSize)
+	b.gro = gro
+	n, size := batchSize, batchReadBuf
+	if gro {
+		n, size = groReadBatch, groReadBuf
+	}
+	b.rmsgs = make([]ipv4.Message, n)
 	for i := range b.rmsgs {
-		b.rmsgs[i].Buffers = [][]byte{make([]byte, batchReadBuf)}
+		b.rmsgs[i].Buffers = [][]byte{make([]byte, size)}
+		if gro {
+			b.rmsgs[i].OOB = make([]byte, readOOBLen)
+		}
 	}
 	if auto {
 		go b.flusher()
@@ -309,15 +330,29 @@ func (b *batchConn) ReadFromAddrPort(p []byte) (int, netip.AddrPort, error) {
 			return 0, netip.AddrPort{}, err
 		}
 		b.readDatagrams.Add(uint64(n))
-		b.r, b.rn = 0, n
+		b.r, b.rn, b.rseg = 0, n, 0
 	}
 	m := &b.rmsgs[b.r]
-	b.r++
+	data := m.Buffers[0][:m.N]
+	seg := len(data)
+	if b.gro {
+		// A train: datagrams of the segment size, the last one possibly shorter.
+		if s := groSegmentSize(m.OOB[:m.NN]); s > 0 && s < len(data) {
+			seg = s
+			if b.rseg == 0 {
+				b.groTrains.Add(1)
+			}
+		}
+	}
+	dgram := data[b.rseg:min(b.rseg+seg, len(data))]
+	if b.rseg += len(dgram); b.rseg >= len(data) {
+		b.r, b.rseg = b.r+1, 0
+	}
 	var ap netip.AddrPort
 	if ua, ok := m.Addr.(*net.UDPAddr); ok {
 		ap = ua.AddrPort()
 	}
-	return copy(p, m.Buffers[0][:m.N]), ap, nil
+	return copy(p, dgram), ap, nil
 }
 
 // Close stops the flusher (sending what is queued) and closes the socket. Idempotent.
@@ -338,5 +373,6 @@ func (b *batchConn) stats() BatchStats {
 	return BatchStats{
 		Datagrams: b.datagrams.Load(), Syscalls: b.syscalls.Load(), GSOSends: b.gsoSends.Load(),
 		ReadSyscalls: b.readSyscalls.Load(), ReadDatagrams: b.readDatagrams.Load(),
+		GROTrains: b.groTrains.Load(),
 	}
 }

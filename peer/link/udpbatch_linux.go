@@ -48,7 +48,40 @@ func batchSocket(c net.PacketConn) *batchConn {
 		return nil
 	}
 	sc, ok := c.(syscall.Conn)
-	return newBatchConn(c, bio, ok && gsoAvailable(sc), true)
+	return newBatchConn(c, bio, ok && gsoAvailable(sc), ok && enableGRO(sc), true)
+}
+
+// enableGRO turns UDP_GRO on for c (Linux ≥ 5.0): the kernel then hands over a train of
+// same-size datagrams from one sender, a GSO send above all, as one read instead of cutting it
+// into datagrams and queueing each (on loopback, on the sender's time).
+func enableGRO(c syscall.Conn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	_ = rc.Control(func(fd uintptr) {
+		ok = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
+	})
+	return ok
+}
+
+// groSegmentSize returns the segment size of a UDP_GRO control message in oob, 0 if there is
+// none (a single datagram).
+func groSegmentSize(oob []byte) int {
+	hdr := unix.CmsgLen(0)
+	for len(oob) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		n := int(h.Len)
+		if n < hdr || n > len(oob) {
+			return 0
+		}
+		if h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && n >= hdr+4 {
+			return int(int32(binary.NativeEndian.Uint32(oob[hdr:])))
+		}
+		oob = oob[min(unix.CmsgSpace(n-hdr), len(oob)):]
+	}
+	return 0
 }
 
 // gsoAvailable reports whether the kernel knows UDP_SEGMENT on c (Linux ≥ 4.18).

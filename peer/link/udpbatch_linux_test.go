@@ -83,7 +83,7 @@ func TestBatchConnFlushAndGSO(t *testing.T) {
 	for _, gso := range []bool{true, false} {
 		t.Run(fmt.Sprintf("gso=%v", gso), func(t *testing.T) {
 			f := &fakeBatchIO{}
-			b := newBatchConn(nopPacketConn{}, f, gso, false)
+			b := newBatchConn(nopPacketConn{}, f, gso, false, false)
 			a := netip.MustParseAddrPort("127.0.0.1:1000")
 			c := netip.MustParseAddrPort("127.0.0.1:2000")
 			// 100 full datagrams to a, then 28 alternating a/c of another size: 128 = two batches.
@@ -136,7 +136,7 @@ func TestBatchConnFlushAndGSO(t *testing.T) {
 // one, in order, and GSO stays off.
 func TestBatchConnGSOFallback(t *testing.T) {
 	f := &fakeBatchIO{failGSO: true}
-	b := newBatchConn(nopPacketConn{}, f, true, false)
+	b := newBatchConn(nopPacketConn{}, f, true, false, false)
 	a := netip.MustParseAddrPort("127.0.0.1:1000")
 	for i := range 10 {
 		_, _ = b.WriteToAddrPort(seqDatagram(i, 500), a)
@@ -153,8 +153,10 @@ func TestBatchConnGSOFallback(t *testing.T) {
 }
 
 // Rule "batched UDP, real sockets": through the kernel (sendmmsg, GSO where it is available,
-// recvmmsg on the receiving side), every datagram written arrives, in order per destination,
-// without Flush (the flusher sends once the writers go quiet).
+// recvmmsg on the receiving side, UDP_GRO trains where it is available), every datagram written
+// arrives whole, in order per destination, without Flush (the flusher sends once the writers go
+// quiet). Each burst ends with a shorter datagram, the short last segment of a GSO send and of
+// a GRO train.
 func TestBatchConnLoopback(t *testing.T) {
 	listen := func() *net.UDPConn {
 		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -175,9 +177,17 @@ func TestBatchConnLoopback(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([][][]byte, 2)
 	dests := make([]netip.AddrPort, 2)
+	rcs := make([]*batchConn, 2)
+	sizeOf := func(j int) int {
+		if j%20 == 19 {
+			return size - 400
+		}
+		return size
+	}
 	for k := range 2 {
 		rc := batchSocket(listen())
 		defer rc.Close()
+		rcs[k] = rc
 		dests[k] = rc.LocalAddr().(*net.UDPAddr).AddrPort()
 		wg.Add(1)
 		go func() {
@@ -200,7 +210,7 @@ func TestBatchConnLoopback(t *testing.T) {
 	for i := 0; i < per; i += 20 {
 		for k := range 2 {
 			for j := i; j < i+20; j++ {
-				if _, err := b.WriteToAddrPort(seqDatagram(j, size), dests[k]); err != nil {
+				if _, err := b.WriteToAddrPort(seqDatagram(j, sizeOf(j)), dests[k]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -215,6 +225,16 @@ func TestBatchConnLoopback(t *testing.T) {
 	wg.Wait()
 	for k := range 2 {
 		checkInOrder(t, got[k], per, fmt.Sprintf("destination %d", k))
+		for j, d := range got[k] {
+			if len(d) != sizeOf(j) {
+				t.Fatalf("destination %d: datagram %d has %d bytes, want %d", k, j, len(d), sizeOf(j))
+			}
+		}
+		st := rcs[k].stats()
+		t.Logf("receiver %d: GRO %v, %d reads returned %d messages, %d of them trains", k, rcs[k].gro, st.ReadSyscalls, st.ReadDatagrams, st.GROTrains)
+		if rcs[k].gro && b.gso.Load() && st.GROTrains == 0 {
+			t.Errorf("receiver %d has UDP_GRO and the sender GSO, yet no read returned a train", k)
+		}
 	}
 	st := b.stats()
 	if st.Datagrams != 2*per || st.Syscalls >= st.Datagrams {
@@ -235,7 +255,7 @@ func (nopBatchIO) ReadBatch([]ipv4.Message, int) (int, error)       { return 0, 
 
 // Writes and flushes allocate nothing once the batch buffers have grown.
 func TestBatchConnAllocs(t *testing.T) {
-	b := newBatchConn(nopPacketConn{}, nopBatchIO{}, true, false)
+	b := newBatchConn(nopPacketConn{}, nopBatchIO{}, true, false, false)
 	a := netip.MustParseAddrPort("127.0.0.1:1000")
 	c := netip.MustParseAddrPort("127.0.0.1:2000")
 	d := make([]byte, 1228)

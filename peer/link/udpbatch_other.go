@@ -13,3 +13,5 @@ func appendGSOControl(dst []byte, _ uint16) []byte { return dst }
 func gsoUnsupported(error) bool { return true }
 
 func batchSocket(net.PacketConn) *batchConn { return nil }
+
+func groSegmentSize([]byte) int { return 0 }
