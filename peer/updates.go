@@ -28,7 +28,8 @@ type updItem struct {
 // updater is a role's scratch for sending updates. items holds the updates the last send
 // covered, until the next one.
 type updater struct {
-	items []updItem
+	items  []updItem
+	sorted []updItem // sortItems' scratch
 	refs  [][]byte // property values, aliasing the replica for the duration of one send
 	dgram []byte
 	vals  []byte
@@ -132,14 +133,52 @@ func (u *updater) collect(b roleBase, dirty map[Entity]uint32) {
 			items = append(items, it)
 		}
 	}
-	slices.SortFunc(items, func(a, b updItem) int {
-		if c := cmp.Compare(a.ts, b.ts); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.e, b.e)
-	})
+	u.sorted = sortItems(items, u.sorted)
 	u.items, u.refs = items, refs
 	u.kept = false
+}
+
+// itemKey orders items by timestamp, then entity.
+func itemKey(it *updItem) uint64 { return uint64(it.ts)<<32 | uint64(it.e) }
+
+// sortItems sorts items by itemKey and returns scratch, grown, for the next call. A flush
+// collects its items from a map, in random order, and a comparison sort of 1,000 of them was
+// 5% of a host's CPU; a least-significant-digit radix sort on the key's bytes, skipping the
+// bytes all items share (typically the timestamp: a tick stamps all its writes alike), takes
+// two or three linear passes.
+func sortItems(items, scratch []updItem) []updItem {
+	n := len(items)
+	if n < 64 {
+		slices.SortFunc(items, func(a, b updItem) int { return cmp.Compare(itemKey(&a), itemKey(&b)) })
+		return scratch
+	}
+	scratch = slices.Grow(scratch[:0], n)[:n]
+	src, dst := items, scratch
+	for shift := 0; shift < 64; shift += 8 {
+		var count [256]int
+		for i := range src {
+			count[byte(itemKey(&src[i])>>shift)]++
+		}
+		if count[byte(itemKey(&src[0])>>shift)] == n {
+			continue // every item has this byte
+		}
+		pos := 0
+		for b, c := range count {
+			count[b] = pos
+			pos += c
+		}
+		for i := range src {
+			b := byte(itemKey(&src[i]) >> shift)
+			dst[count[b]] = src[i]
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &items[0] {
+		copy(items, src)
+	}
+	clear(scratch) // holds schema pointers
+	return scratch
 }
 
 // emit sends u.items to r as datagrams and returns how many of them (a prefix of u.items) were
