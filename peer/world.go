@@ -254,10 +254,11 @@ func (w *World) Set(e Entity, prop int, value []byte) error {
 	if err := in.schema.CheckValue(prop, value); err != nil {
 		return err
 	}
-	if cur, ok := w.Get(e, prop); ok && bytes.Equal(cur, value) {
+	c := in.schema.Properties[prop].Component
+	if cur, _, ok, deleted := w.r.Get(e, c); ok && !deleted && bytes.Equal(cur, value) {
 		return nil
 	}
-	if w.r.WriteAt(e, in.schema.Properties[prop].Component, w.batchStamp(), value, false) == crdt.Applied {
+	if w.r.WriteAt(e, c, w.batchStamp(), value, false) == crdt.Applied {
 		w.sink.propChanged(e, prop, 0)
 	}
 	return nil

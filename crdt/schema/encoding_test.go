@@ -494,3 +494,34 @@ func FuzzConsumeVarint(f *testing.F) {
 		}
 	})
 }
+
+// CheckValue of a quantized property (its fast path: widths and steps from NewTable) accepts
+// indices up to Steps in every number and refuses one above it, and a wrong size.
+func TestCheckValueQuantized(t *testing.T) {
+	tab, err := NewTable(Schema{ID: 1, Name: "s", Properties: []Property{
+		{Name: "xy", Component: 1024, Encoding: Quantized(2, 0, 10, 0.5)},      // steps 20, 1 byte
+		{Name: "big", Component: 1025, Encoding: Quantized(1, 0, 1000, 0.001)}, // steps 1,000,000, 3 bytes
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := tab.Lookup(1)
+	for _, tc := range []struct {
+		prop int
+		v    []byte
+		want error
+	}{
+		{0, []byte{20, 0}, nil},
+		{0, []byte{0, 20}, nil},
+		{0, []byte{21, 0}, ErrBadValue},
+		{0, []byte{0, 21}, ErrBadValue},
+		{0, []byte{1}, ErrValueSize},
+		{1, []byte{0x40, 0x42, 0x0f}, nil},         // 1,000,000
+		{1, []byte{0x41, 0x42, 0x0f}, ErrBadValue}, // 1,000,001
+	} {
+		err := s.CheckValue(tc.prop, tc.v)
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("CheckValue(%d, %x) = %v, want %v", tc.prop, tc.v, err, tc.want)
+		}
+	}
+}

@@ -43,8 +43,10 @@ type Property struct {
 	// Encoding is how the value's bytes encode numbers; the zero Encoding is raw bytes.
 	Encoding Encoding
 
-	// width is Encoding.Width(), set by NewTable (0: not set), for deltas on the hot path.
+	// width is Encoding.Width() and steps Encoding.Steps() of a quantized encoding, set by
+	// NewTable (width 0: not set), for CheckValue and deltas on the hot path.
 	width int
+	steps uint64
 }
 
 // prefixed reports whether p's values carry a uint16 length prefix on the wire.
@@ -104,6 +106,9 @@ func NewTable(schemas ...Schema) (*Table, error) {
 				}
 				p.Encoding, p.Size = enc, size
 				p.width = enc.Width()
+				if enc.Kind == KindQuantized {
+					p.steps = enc.Steps()
+				}
 			}
 		}
 		s.deltaMask, s.deltaSet = s.DeltaMask(), true
@@ -188,6 +193,15 @@ func (s *Schema) CheckValue(i int, v []byte) error {
 		return fmt.Errorf("%w: %s.%s wants %d bytes, got %d", ErrValueSize, s.Name, p.Name, p.Size, len(v))
 	}
 	if p.Encoding.Kind == KindRaw {
+		return nil
+	}
+	if p.Encoding.Kind == KindQuantized && p.width > 0 && len(v) == p.Size {
+		// The hot path: the size is right, so only the indices can be out of range.
+		for k := 0; k < len(v); k += p.width {
+			if uintLE(v[k:], p.width) > p.steps {
+				return fmt.Errorf("%s.%s: %w: quantized index above %d", s.Name, p.Name, ErrBadValue, p.steps)
+			}
+		}
 		return nil
 	}
 	n, err := p.Encoding.scan(v)
