@@ -23,19 +23,25 @@ const smallPacket = 150 + dtlsOverhead
 
 // countedPair is a vnet pair whose offerer's packets are counted once armed.
 func countedPair(t *testing.T) (*vnetPair, *countNet, *atomic.Int64) {
+	return countedPairWith(t, 0, nil)
+}
+
+// countedPairWith is a vnet pair whose side's packets (0: offerer, 1: answerer) are counted
+// once armed, both sides' Config changed by tune (if not nil).
+func countedPairWith(t *testing.T, side int, tune func(*Config)) (*vnetPair, *countNet, *atomic.Int64) {
 	var got atomic.Int64
 	var cn *countNet
-	p := newVNetPair(t, 1, func(ch Channel, _ []byte) {
+	p := newVNetPairWith(t, 1, func(ch Channel, _ []byte) {
 		if ch == Unreliable {
 			got.Add(1)
 		}
 	}, func(i int, n transport.Net) transport.Net {
-		if i != 0 {
+		if i != side {
 			return n
 		}
 		cn = &countNet{Net: n}
 		return cn
-	})
+	}, tune)
 	return p, cn, &got
 }
 
@@ -149,22 +155,10 @@ func TestOneSACKPerBurst(t *testing.T) {
 
 	const bursts, burst = 40, 8
 	run := func(window time.Duration) int {
-		var got atomic.Int64
-		var cn *countNet
-		p := newVNetPairWith(t, 1, func(ch Channel, _ []byte) {
-			if ch == Unreliable {
-				got.Add(1)
-			}
-		}, func(i int, n transport.Net) transport.Net {
-			if i != 1 {
-				return n
-			}
-			cn = &countNet{Net: n}
-			return cn
-		}, func(c *Config) { c.AckCoalescing = window })
+		p, cn, got := countedPairWith(t, 1, func(c *Config) { c.AckCoalescing = window })
 		defer p.close()
 		cn.armed.Store(true)
-		sendPaced(t, p, &got, bursts*burst, netmsg.MaxDatagram, burst)
+		sendPaced(t, p, got, bursts*burst, netmsg.MaxDatagram, burst)
 		// The last burst's SACK leaves up to a window after it arrived.
 		waitFor(t, 10*time.Second, "the last SACK", func() bool { return p.a.Stats().Channels[Unreliable].Buffered == 0 })
 		cn.armed.Store(false)

@@ -51,21 +51,6 @@ func batchSocket(c net.PacketConn) *batchConn {
 	return newBatchConn(c, bio, ok && gsoAvailable(sc), ok && enableGRO(sc), true)
 }
 
-// enableGRO turns UDP_GRO on for c (Linux ≥ 5.0): the kernel then hands over a train of
-// same-size datagrams from one sender, a GSO send above all, as one read instead of cutting it
-// into datagrams and queueing each (on loopback, on the sender's time).
-func enableGRO(c syscall.Conn) bool {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok := false
-	_ = rc.Control(func(fd uintptr) {
-		ok = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
-	})
-	return ok
-}
-
 // groSegmentSize returns the segment size of a UDP_GRO control message in oob, 0 if there is
 // none (a single datagram).
 func groSegmentSize(oob []byte) int {
@@ -86,14 +71,28 @@ func groSegmentSize(oob []byte) int {
 
 // gsoAvailable reports whether the kernel knows UDP_SEGMENT on c (Linux ≥ 4.18).
 func gsoAvailable(c syscall.Conn) bool {
+	return onSocket(c, func(fd int) bool {
+		_, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT)
+		return err == nil
+	})
+}
+
+// enableGRO turns UDP_GRO on for c (Linux ≥ 5.0): the kernel then hands over a train of
+// same-size datagrams from one sender, a GSO send above all, as one read instead of cutting it
+// into datagrams and queueing each (on loopback, on the sender's time).
+func enableGRO(c syscall.Conn) bool {
+	return onSocket(c, func(fd int) bool {
+		return unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1) == nil
+	})
+}
+
+// onSocket runs f on c's file descriptor and returns what it says (false if c has none).
+func onSocket(c syscall.Conn, f func(fd int) bool) bool {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return false
 	}
 	ok := false
-	_ = rc.Control(func(fd uintptr) {
-		_, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT)
-		ok = err == nil
-	})
+	_ = rc.Control(func(fd uintptr) { ok = f(int(fd)) })
 	return ok
 }
