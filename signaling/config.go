@@ -168,6 +168,9 @@ type Config struct {
 	// Store, if not nil, keeps each room's last peer index and term across restarts (store.go).
 	// If nil, they live in memory: unique while the server runs.
 	Store Store
+	// StoreTimeout is how long joins to a room wait for its counters to load from Store before
+	// they get server_busy. If zero, DefaultStoreTimeout (10s).
+	StoreTimeout time.Duration
 
 	// Router, if not nil, makes the server a node of a cluster: each websocket's join is routed
 	// to the node that owns its room (cluster.go). If nil, every room is served here.
@@ -269,6 +272,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResumeGrace <= 0 {
 		c.ResumeGrace = DefaultResumeGrace
+	}
+	if c.StoreTimeout <= 0 {
+		c.StoreTimeout = DefaultStoreTimeout
 	}
 	if c.AfterFunc == nil {
 		c.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }

@@ -150,8 +150,8 @@ type room struct {
 	// fromClaims: a resume claim opened the room on a server that did not remember it, and the
 	// server has not elected in it since: until then its term is its members' word.
 	fromClaims bool
-	// saved: the counters Config.Store holds for the room (store.go).
-	saved RoomCounters
+	// store: the room's exchange with Config.Store (store.go).
+	store storeState
 }
 
 func (r *room) member(idx PeerIndex) *member {
@@ -195,8 +195,10 @@ type hub struct {
 	stats *stats
 	// resumeKey signs resume tokens; nil in open mode.
 	resumeKey []byte
-	// post hands a timer's event to the hub from the timer's goroutine.
-	post func(hubEvent)
+	// post hands a timer's event to the hub from the timer's goroutine; spawn runs f on a
+	// goroutine that Server.Close waits for (a Store call).
+	post  func(hubEvent)
+	spawn func(f func())
 
 	rooms        map[RoomID]*room
 	members      map[*conn]*member
@@ -206,12 +208,13 @@ type hub struct {
 
 	cands   []Candidate // scratch for elections
 	drops   []*member   // slow consumers found during the current event
+	dirty   []*room     // rooms whose counters the current event moved (startSaves)
 	dropLog logLimiter
 }
 
-func newHub(cfg *Config, log zerolog.Logger, st *stats, resumeKey []byte, post func(hubEvent)) *hub {
+func newHub(cfg *Config, log zerolog.Logger, st *stats, resumeKey []byte, post func(hubEvent), spawn func(func())) *hub {
 	return &hub{
-		cfg: cfg, log: log, stats: st, resumeKey: resumeKey, post: post,
+		cfg: cfg, log: log, stats: st, resumeKey: resumeKey, post: post, spawn: spawn,
 		rooms:   make(map[RoomID]*room),
 		members: make(map[*conn]*member),
 		retired: make(map[RoomID]retiredRoom),
@@ -225,6 +228,7 @@ func (h *hub) run(events <-chan hubEvent, quit <-chan struct{}) {
 		case ev := <-events:
 			h.handle(ev)
 			h.processDrops()
+			h.startSaves()
 		case <-quit:
 			for _, r := range h.rooms {
 				h.endGrace(r)
@@ -266,6 +270,14 @@ func (h *hub) handle(ev hubEvent) {
 		ev.reply <- h.snapshot()
 	case *evCloseRoom:
 		h.closeRoom(ev)
+	case *evStoreLoaded:
+		h.loaded(ev)
+	case *evStoreSaved:
+		h.saved(ev)
+	case *evStoreRetry:
+		h.saveRetry(ev)
+	case *evStoreTimeout:
+		h.loadTimedOut(ev)
 	default:
 		panic(fmt.Sprintf("signaling: unknown hub event %T", ev))
 	}
@@ -274,6 +286,10 @@ func (h *hub) handle(ev hubEvent) {
 func (h *hub) join(ev *evJoin) {
 	req := ev.req
 	r := h.rooms[req.room]
+	if r != nil && r.store.loading {
+		h.deferJoin(r, ev)
+		return
+	}
 	var old *member
 	if r != nil && req.device != "" {
 		old = r.byID(NewIdentity(req.user, req.device))
@@ -328,8 +344,11 @@ func (h *hub) join(ev *evJoin) {
 		// for its term; any other room's terms are all the server's own.
 		_, remembered := h.retired[req.room]
 		r = h.openRoom(req.room)
-		stored := h.loadCounters(r)
-		r.fromClaims = req.resume != nil && !remembered && !stored
+		if h.cfg.Store != nil {
+			h.beginLoad(r, ev, remembered) // the join goes on once the counters are in (loaded)
+			return
+		}
+		r.fromClaims = req.resume != nil && !remembered
 	}
 	if old != nil {
 		// The newer connection wins: the old one is most likely a tab that
@@ -346,7 +365,6 @@ func (h *hub) join(ev *evJoin) {
 			h.members[ev.c] = old
 			h.stats.joins.Add(1)
 			h.admit(r, old, req.resume, h.vouched(r, &req), false)
-			h.saveCounters(r)
 			ev.reply <- joinResult{index: old.index, id: old.id}
 			return
 		}
@@ -371,8 +389,8 @@ func (h *hub) join(ev *evJoin) {
 	h.members[ev.c] = m
 	h.stats.members.Add(1)
 	h.stats.joins.Add(1)
+	h.saveCounters(r) // before anyone hears of the index
 	h.admit(r, m, req.resume, h.vouched(r, &req), true)
-	h.saveCounters(r)
 	ev.reply <- joinResult{index: m.index, id: m.id}
 }
 
@@ -382,6 +400,7 @@ func (h *hub) admit(r *room, m *member, rc *Resume, vouched Term, announce bool)
 	hostChanged := false
 	if rc != nil {
 		hostChanged = h.resume(r, m, rc, vouched)
+		h.saveCounters(r) // a term the claim moved is saved before anyone hears of it
 	}
 	if h.elect(r) {
 		hostChanged = true
@@ -743,6 +762,10 @@ func (h *hub) broadcast(r *room, frame []byte) {
 // send queues frame for m. A full queue marks m as a slow consumer; it is
 // dropped once the current event is done.
 func (h *hub) send(m *member, frame []byte) {
+	if m.room.holding() {
+		m.room.store.held = append(m.room.store.held, heldFrame{m: m, frame: frame})
+		return
+	}
 	if m.dropping || m.c.enqueue(frame) {
 		return
 	}

@@ -36,6 +36,9 @@ type Stats struct {
 	// ShedSignals counts signals the server did not relay because their recipient's queue or
 	// budget was full (each also counted in Refused as recipient_busy).
 	ShedSignals uint64
+	// StoreErrors counts Config.Store calls that failed or, for a load, did not answer within
+	// Config.StoreTimeout.
+	StoreErrors uint64
 }
 
 // stats are updated with atomics by whichever goroutine sees the event.
@@ -43,7 +46,7 @@ type stats struct {
 	rooms, members, conns, relayed                            atomic.Int64
 	joins, rejected, slow, timeouts, badMessages, relayErrors atomic.Uint64
 	refused                                                   [len(codeTable)]atomic.Uint64
-	connsTotal, connsAddr, shed, hostRefused                  atomic.Uint64
+	connsTotal, connsAddr, shed, hostRefused, storeErrors     atomic.Uint64
 	hist                                                      histograms
 }
 
@@ -67,6 +70,7 @@ func (s *stats) snapshot() Stats {
 		RefusedConns: map[string]uint64{"total": s.connsTotal.Load(), "address": s.connsAddr.Load()},
 		ShedSignals:  s.shed.Load(),
 		RefusedHosts: s.hostRefused.Load(),
+		StoreErrors:  s.storeErrors.Load(),
 	}
 	for i := range s.refused {
 		if n := s.refused[i].Load(); n > 0 {
@@ -115,6 +119,7 @@ func (s *stats) register(reg prometheus.Registerer, cfg *Config, log zerolog.Log
 		counter("relay_errors_total", "Signals that could not be relayed.", &s.relayErrors),
 		counter("shed_signals_total", "Signals not relayed because the recipient's queue or budget was full.", &s.shed),
 		counter("refused_hosts_total", "HTTP requests refused because their Host header is not allowed.", &s.hostRefused),
+		counter("store_errors_total", "Room counter loads and saves that failed or timed out (the room waited; the hub did not).", &s.storeErrors),
 	}
 	for i := range s.refused {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "concord", Subsystem: "signaling", Name: "refusals_total",

@@ -121,7 +121,16 @@ func New(cfg Config) *Server {
 		defer s.wg.Done()
 		s.post(ev)
 	}
-	h := newHub(&s.cfg, s.log, &s.stats, s.resumeKey, post)
+	spawn := func(f func()) {
+		if !s.enter() {
+			return
+		}
+		go func() {
+			defer s.wg.Done()
+			f()
+		}()
+	}
+	h := newHub(&s.cfg, s.log, &s.stats, s.resumeKey, post, spawn)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

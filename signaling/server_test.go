@@ -899,7 +899,7 @@ func TestMetrics(t *testing.T) {
 	want := map[string]float64{
 		"concord_signaling_rooms": 1, "concord_signaling_members": 2, "concord_signaling_connections": 2,
 		"concord_signaling_joins_total": 2, "concord_signaling_rejected_joins_total": 0,
-		"concord_signaling_slow_consumer_drops_total": 0, "concord_signaling_ping_timeouts_total": 0,
+		"concord_signaling_slow_consumer_drops_total": 0, "concord_signaling_ping_timeouts_total": 0, "concord_signaling_store_errors_total": 0,
 		"concord_signaling_bad_messages_total": 0, "concord_signaling_relay_errors_total": 0,
 		"concord_signaling_member_rtt_seconds": 0, "concord_signaling_join_to_synced_seconds": 0,
 		"concord_signaling_migration_pause_seconds": 0,

@@ -1,8 +1,11 @@
 package signaling
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // memStore is a Store in a map, shared by the servers of one test as a data directory would be.
@@ -54,5 +57,121 @@ func TestStoreCountersSurviveRestart(t *testing.T) {
 	_, o := second.joined(JoinOptions{Room: "other", User: "d"})
 	if o.Self != 1 || o.Term != 1 {
 		t.Fatalf("a room the store never saw starts at index %d term %d, want 1 and 1", o.Self, o.Term)
+	}
+}
+
+// gatedStore is a Store whose calls for one room block until released, and whose saves may fail
+// a given number of times first: a JetStream that stalls or errors.
+type gatedStore struct {
+	memStore
+	stuck   RoomID
+	release chan struct{}
+	entered chan struct{} // receives once per blocked call
+
+	mu        sync.Mutex
+	failSaves int // saves that fail before one succeeds
+	attempts  int
+}
+
+func (s *gatedStore) LoadRoom(id RoomID) (RoomCounters, error) {
+	if id == s.stuck {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.memStore.LoadRoom(id)
+}
+
+func (s *gatedStore) SaveRoom(id RoomID, c RoomCounters) error {
+	s.mu.Lock()
+	s.attempts++
+	fail := s.failSaves > 0
+	if fail {
+		s.failSaves--
+	}
+	s.mu.Unlock()
+	if fail {
+		return errors.New("nats: timeout")
+	}
+	return s.memStore.SaveRoom(id, c)
+}
+
+// TestStoreStalledRoomDoesNotBlockHub: while the store does not answer for one room, joins to
+// other rooms and GET /api/rooms go on; the stalled join completes once the store answers.
+func TestStoreStalledRoomDoesNotBlockHub(t *testing.T) {
+	st := &gatedStore{memStore: memStore{rooms: map[RoomID]RoomCounters{"stuck": {LastIndex: 70, Term: 4}}},
+		stuck: "stuck", release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	e := newEnv(t, Config{Store: st, StoreTimeout: time.Minute})
+	type result struct {
+		j   Joined
+		err error
+	}
+	stalled := make(chan result, 1)
+	go func() {
+		c, err := e.dialErr(JoinOptions{Room: "stuck", User: "a"}, e.clientConfig())
+		if err != nil {
+			stalled <- result{err: err}
+			return
+		}
+		stalled <- result{j: next[Joined](t, c)}
+	}()
+	<-st.entered // the load of "stuck" is under way and will not answer
+	for i := range 3 {
+		_, j := e.joined(JoinOptions{Room: RoomID(fmt.Sprint("free", i)), User: "b"})
+		if j.Self != 1 || j.Term != 1 {
+			t.Fatalf("join to a free room: index %d term %d", j.Self, j.Term)
+		}
+	}
+	if n := len(e.rooms()); n != 4 {
+		t.Fatalf("GET /api/rooms lists %d rooms while one loads, want 4", n)
+	}
+	select {
+	case r := <-stalled:
+		t.Fatalf("the join to the stalled room finished before its counters loaded: %+v", r)
+	default:
+	}
+	close(st.release)
+	r := <-stalled
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.j.Self <= 70 || r.j.Term <= 4 {
+		t.Fatalf("the stalled room's join: index %d term %d, the store had index 70 term 4", r.j.Self, r.j.Term)
+	}
+}
+
+// TestStoreLoadTimeout: a room whose counters do not load within StoreTimeout refuses its joins
+// with server_busy (the server could otherwise issue an index or a term twice) and counts it.
+func TestStoreLoadTimeout(t *testing.T) {
+	st := &gatedStore{memStore: memStore{rooms: map[RoomID]RoomCounters{}}, stuck: "stuck",
+		release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	e := newEnv(t, Config{Store: st, StoreTimeout: 200 * time.Millisecond})
+	defer close(st.release) // before the server's Close, which waits for the call
+	_, err := e.dialErr(JoinOptions{Room: "stuck", User: "a"}, e.clientConfig())
+	if !errors.Is(err, ErrServerBusy) {
+		t.Fatalf("join to a room whose store does not answer: %v, want server_busy", err)
+	}
+	if n := e.srv.Stats().StoreErrors; n != 1 {
+		t.Fatalf("StoreErrors %d, want 1", n)
+	}
+	if n := len(e.rooms()); n != 0 {
+		t.Fatalf("%d rooms open after the failed load, want 0", n)
+	}
+}
+
+// TestStoreTermAnnouncedOnlyOnceSaved: a save that fails is retried, and no member hears of the
+// new term (nor of its own index) until the store holds it.
+func TestStoreTermAnnouncedOnlyOnceSaved(t *testing.T) {
+	st := &gatedStore{memStore: memStore{rooms: map[RoomID]RoomCounters{}}, failSaves: 2}
+	e := newEnv(t, Config{Store: st})
+	_, j := e.joined(JoinOptions{Room: "r", User: "a"})
+	st.mu.Lock()
+	attempts := st.attempts
+	st.mu.Unlock()
+	saved, _ := st.memStore.LoadRoom("r")
+	if attempts != 3 || saved.Term < j.Term || saved.LastIndex < j.Self {
+		t.Fatalf("joined at index %d term %d after %d save attempts; the store holds %+v", j.Self, j.Term, attempts, saved)
+	}
+	if n := e.srv.Stats().StoreErrors; n != 2 {
+		t.Fatalf("StoreErrors %d, want 2", n)
 	}
 }
