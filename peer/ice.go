@@ -27,15 +27,21 @@ const (
 	// ICEAny gathers host candidates on the machine's non-loopback interfaces (mDNS off) plus
 	// server-reflexive and relay candidates from the ICE servers signaling hands out.
 	ICEAny ICEMode = "any"
+	// ICELocal keeps links on this machine but off loopback: one socket on the address of the
+	// interface that holds the default route (loopback when there is none), remote addresses
+	// of this machine only. A browser on the same machine needs it: stock Firefox and Chromium
+	// offer no loopback candidate and pair only non-loopback with non-loopback (docs/design.md
+	// §6). `concord` commands use it by default for a loopback signaling URL.
+	ICELocal ICEMode = "local"
 )
 
-// ParseICEMode parses "loopback", "any" or "" (auto).
+// ParseICEMode parses "loopback", "local", "any" or "" (auto).
 func ParseICEMode(s string) (ICEMode, error) {
 	switch m := ICEMode(s); m {
-	case ICEAuto, ICELoopback, ICEAny:
+	case ICEAuto, ICELoopback, ICELocal, ICEAny:
 		return m, nil
 	}
-	return "", fmt.Errorf("%w: ICE mode %q (want loopback or any)", ErrConfig, s)
+	return "", fmt.Errorf("%w: ICE mode %q (want loopback, local or any)", ErrConfig, s)
 }
 
 // Loopback reports whether mode confines links to loopback for a peer whose signaling URL is
@@ -45,7 +51,7 @@ func (m ICEMode) Loopback(server string) bool {
 	switch m {
 	case ICELoopback:
 		return true
-	case ICEAny:
+	case ICEAny, ICELocal:
 		return false
 	}
 	for s := range strings.SplitSeq(server, ",") {
@@ -76,6 +82,17 @@ func loopbackURL(server string) bool {
 // PionTransport{API} as Config.Transport, and closes it after Run.
 func LinkAPI(cfg Config) (*link.API, error) {
 	lc := cfg.Link
+	if cfg.ICE == ICELocal {
+		if lc.UDPMuxAddr == "" {
+			ip, err := routeInterface(defaultRouteProbe)
+			if err != nil {
+				return link.NewAPI(lc) // no default route (a loopback-only namespace): loopback
+			}
+			lc.UDPMuxAddr = net.JoinHostPort(ip.String(), "0")
+		}
+		lc.AllowNonLoopback, lc.LocalOnly = true, true
+		return link.NewAPI(lc)
+	}
 	lc.AllowNonLoopback = !cfg.ICE.Loopback(cfg.Server)
 	if lc.AllowNonLoopback && lc.UDPMuxAddr == "" {
 		ip, err := signalingInterface(cfg.Server)
@@ -101,9 +118,23 @@ func signalingInterface(server string) (net.IP, error) {
 	if port == "" {
 		port = "443"
 	}
-	c, err := net.Dial("udp4", net.JoinHostPort(u.Hostname(), port))
+	ip, err := routeInterface(net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
 		return nil, fmt.Errorf("peer: finding the interface toward %s: %w", server, err)
+	}
+	return ip, nil
+}
+
+// defaultRouteProbe is an address off every local network (TEST-NET-3, RFC 5737): the route to
+// it is the default route. Nothing is ever sent to it.
+const defaultRouteProbe = "203.0.113.1:9"
+
+// routeInterface returns the local IPv4 address the kernel would use to reach addr. Connecting a
+// UDP socket only consults the routing table; it sends nothing.
+func routeInterface(addr string) (net.IP, error) {
+	c, err := net.Dial("udp4", addr)
+	if err != nil {
+		return nil, err
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).IP, nil

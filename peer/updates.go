@@ -30,9 +30,9 @@ type updItem struct {
 type updater struct {
 	items  []updItem
 	sorted []updItem // sortItems' scratch
-	refs  [][]byte // property values, aliasing the replica for the duration of one send
-	dgram []byte
-	vals  []byte
+	refs   [][]byte  // property values, aliasing the replica for the duration of one send
+	dgram  []byte
+	vals   []byte
 	// The encodings of updates (Config.TRNPUpdates chooses; DeltaUpdates for a member that takes
 	// them), kept here so that a send allocates neither.
 	packed netmsg.PackedUpdatesWriter

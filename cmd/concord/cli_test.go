@@ -3,6 +3,10 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/peer"
 )
 
 // TestCLI checks what a user sees: exit codes, where help goes, and that a usage error is
@@ -98,6 +102,31 @@ func expect(t *testing.T, stream, got string, want []string) {
 		}
 		if !strings.Contains(got, w) {
 			t.Errorf("%s lacks %q:\n%s", stream, w, got)
+		}
+	}
+}
+
+// TestICEDefaultOnThisMachine: with the signaling URL on loopback, a command's WebRTC uses this
+// machine's own address (peer.ICELocal: stock browsers never pair with loopback), unless
+// CONCORD_LOOPBACK_ONLY pins it to loopback as the test suite does; elsewhere, any.
+func TestICEDefaultOnThisMachine(t *testing.T) {
+	for _, tc := range []struct {
+		server, env, flag string
+		want              peer.ICEMode
+	}{
+		{"ws://127.0.0.1:7880/ws", "", "", peer.ICELocal},
+		{"ws://localhost:7880/ws", "1", "", peer.ICELoopback},
+		{"ws://127.0.0.1:7880/ws", "", "loopback", peer.ICELoopback},
+		{"ws://127.0.0.1:7880/ws", "1", "local", peer.ICELocal},
+		{"wss://game.example.com/ws", "", "", peer.ICEAuto},
+	} {
+		t.Setenv(envLoopbackOnly, tc.env)
+		cfg := peer.Config{Server: tc.server}
+		if err := (peerNet{ice: tc.flag}).config(zerolog.Nop(), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ICE != tc.want {
+			t.Errorf("server %s, %s=%q, --ice %q: mode %q, want %q", tc.server, envLoopbackOnly, tc.env, tc.flag, cfg.ICE, tc.want)
 		}
 	}
 }

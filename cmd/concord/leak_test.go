@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -8,6 +9,11 @@ import (
 
 // TestMain fails the package's tests when a goroutine outlives them: every goroutine has an owner
 // that ends it.
+// Every server and peer these tests start, in this process or as a child, keeps its WebRTC on
+// loopback (envLoopbackOnly): tests never use the machine's other interfaces.
 func TestMain(m *testing.M) {
+	if err := os.Setenv(envLoopbackOnly, "1"); err != nil {
+		panic(err)
+	}
 	goleak.VerifyTestMain(m)
 }

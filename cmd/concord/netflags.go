@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 
 	"github.com/rs/zerolog"
 
@@ -11,6 +12,22 @@ import (
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 )
+
+// envLoopbackOnly, when set (to anything), makes a loopback signaling URL mean WebRTC on loopback
+// only (peer.ICELoopback) instead of this machine's own address (peer.ICELocal): what test rigs
+// and benchmarks on a shared machine need, so that nothing they start uses another interface.
+// scripts/test.sh and the cmd/concord tests set it; `concord bench` sets it for its children.
+const envLoopbackOnly = "CONCORD_LOOPBACK_ONLY"
+
+// onThisMachine is the ICE mode of a peer whose signaling is on loopback and whose --ice is
+// unset: ICELocal, so that a browser on the same machine (which offers no loopback candidate)
+// can pair with it, or ICELoopback under envLoopbackOnly.
+func onThisMachine() peer.ICEMode {
+	if os.Getenv(envLoopbackOnly) != "" {
+		return peer.ICELoopback
+	}
+	return peer.ICELocal
+}
 
 // peerNet is how a Go peer's WebRTC links reach the network (flags --ice, --udp, --public-ip,
 // --relay-only).
@@ -23,7 +40,7 @@ type peerNet struct {
 
 // addICEFlag adds --ice and --relay-only (host, bot, serve).
 func (n *peerNet) addICEFlag(fs *flag.FlagSet) {
-	fs.StringVar(&n.ice, "ice", "", "WebRTC addresses: loopback or any (default: loopback when the signaling URL is a loopback address, else any)")
+	fs.StringVar(&n.ice, "ice", "", "WebRTC addresses: loopback, local (this machine, off loopback: what a browser on the same machine needs) or any (default: local when the signaling URL is a loopback address — loopback with env "+envLoopbackOnly+"=1 — else any)")
 	fs.BoolVar(&n.relayOnly, "relay-only", false, "use relay (TURN) candidates only, as a browser's iceTransportPolicy \"relay\"")
 }
 
@@ -37,7 +54,10 @@ func (n *peerNet) addAddrFlags(fs *flag.FlagSet) {
 func (n peerNet) config(log zerolog.Logger, cfg *peer.Config) error {
 	mode, err := peer.ParseICEMode(n.ice)
 	if err != nil {
-		return usageError{fmt.Errorf("--ice %q: want loopback or any", n.ice)}
+		return usageError{fmt.Errorf("--ice %q: want loopback, local or any", n.ice)}
+	}
+	if mode == peer.ICEAuto && cfg.Server != "" && peer.ICEAuto.Loopback(cfg.Server) {
+		mode = onThisMachine()
 	}
 	if n.publicIP != "" && net.ParseIP(n.publicIP).To4() == nil {
 		return usageError{fmt.Errorf("--public-ip %q: not an IPv4 address", n.publicIP)}

@@ -347,7 +347,8 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 }
 
 // dedicatedHostConfig is the dedicated host's peer.Config but for Server and Token. Its WebRTC
-// follows the public address: loopback-only when serve listens on loopback, otherwise (or with
+// follows the public address: on this machine when serve listens on loopback (peer.ICELocal, or
+// loopback-only under envLoopbackOnly), otherwise (or with
 // --ice any) one UDP socket (--udp; default an ephemeral port on the --addr interface, on every
 // interface when --addr is a wildcard or loopback) with --public-ip in its host candidates.
 func dedicatedHostConfig(log zerolog.Logger, o serveOptions, room signaling.RoomID, addr *net.TCPAddr) (peer.Config, error) {
@@ -355,7 +356,7 @@ func dedicatedHostConfig(log zerolog.Logger, o serveOptions, room signaling.Room
 	if nw.ice == "" {
 		nw.ice = string(peer.ICEAny)
 		if addr.IP.IsLoopback() {
-			nw.ice = string(peer.ICELoopback)
+			nw.ice = string(onThisMachine())
 		}
 	}
 	if nw.udp == "" && nw.ice == string(peer.ICEAny) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -42,6 +43,14 @@ type Config struct {
 	// their host is a loopback address. mDNS stays disabled and UDP4 stays
 	// the only network type whatever this says.
 	AllowNonLoopback bool
+
+	// LocalOnly, with AllowNonLoopback, keeps every link on this machine while using a
+	// non-loopback address: candidates only on the shared socket's address (UDPMuxAddr, which
+	// must then be a specific IP), remote candidates only at this machine's own addresses
+	// (loopback and its interfaces'), ICE servers only there. That is what a browser on the same
+	// machine needs: stock Firefox and Chromium offer no loopback candidate and pair a
+	// non-loopback candidate only with another (docs/design.md §6). Default false.
+	LocalOnly bool
 
 	// PublicIP, when set, is advertised in host candidates instead of the
 	// interface addresses (1:1 NAT of a cloud VM, whose interface holds a
@@ -124,8 +133,10 @@ type API struct {
 	highAt  uint64
 	// ackCoalesce is Config.AckCoalescing, 0 when off.
 	ackCoalesce time.Duration
-	// loopbackOnly: no candidate, and no ICE server, off loopback.
+	// loopbackOnly: no candidate, and no ICE server, off loopback. local, when not nil: only
+	// these addresses (this machine's, Config.LocalOnly) for remote candidates and ICE servers.
 	loopbackOnly bool
+	local        map[netip.Addr]bool
 	closeErr     error
 	closeMu      sync.Once
 }
@@ -154,11 +165,22 @@ func NewAPI(cfg Config) (*API, error) {
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	// Loopback candidates only on loopback: elsewhere 127.0.0.1 would name
 	// the remote's own machine.
-	se.SetIncludeLoopbackCandidate(!cfg.AllowNonLoopback)
+	// A shared socket on loopback offers nothing else, whatever AllowNonLoopback says (`--ice any`
+	// with a signaling URL on loopback): without its loopback candidate it would gather none.
+	muxOnLoopback := false
+	if ap, err := netip.ParseAddrPort(cfg.UDPMuxAddr); err == nil && !cfg.DisableUDPMux {
+		muxOnLoopback = ap.Addr().IsLoopback()
+	}
+	se.SetIncludeLoopbackCandidate(!cfg.AllowNonLoopback || muxOnLoopback)
 	if !cfg.AllowNonLoopback {
 		se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
 		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 		se.SetRemoteIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	}
+	if cfg.AllowNonLoopback && cfg.LocalOnly {
+		if err := a.localOnly(&se, cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.PublicIP != "" {
 		ip := net.ParseIP(cfg.PublicIP)
@@ -233,6 +255,38 @@ func withDefaults(cfg Config) Config {
 		cfg.AckCoalescing = DefaultAckCoalescing
 	}
 	return cfg
+}
+
+// localOnly applies Config.LocalOnly: host candidates on the shared socket's IP only, remote
+// candidates and ICE servers at this machine's addresses only.
+func (a *API) localOnly(se *webrtc.SettingEngine, cfg Config) error {
+	mux, err := netip.ParseAddrPort(cfg.UDPMuxAddr)
+	if err != nil || mux.Addr().IsUnspecified() || cfg.DisableUDPMux || cfg.Net != nil {
+		return fmt.Errorf("%w: LocalOnly needs the shared socket on a specific IP of this machine, not UDPMuxAddr %q", ErrConfig, cfg.UDPMuxAddr)
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return fmt.Errorf("link: this machine's addresses (LocalOnly): %w", err)
+	}
+	a.local = make(map[netip.Addr]bool, len(addrs))
+	for _, ad := range addrs {
+		if p, err := netip.ParsePrefix(ad.String()); err == nil {
+			a.local[p.Addr().Unmap()] = true
+		}
+	}
+	if !a.local[mux.Addr().Unmap()] {
+		return fmt.Errorf("%w: LocalOnly: UDPMuxAddr %q is not an address of this machine", ErrConfig, cfg.UDPMuxAddr)
+	}
+	own := mux.Addr().Unmap()
+	se.SetIPFilter(func(ip net.IP) bool { a, ok := netip.AddrFromSlice(ip); return ok && a.Unmap() == own })
+	se.SetRemoteIPFilter(func(ip net.IP) bool { return a.isLocal(ip) })
+	return nil
+}
+
+// isLocal reports whether ip is loopback or one of this machine's addresses (Config.LocalOnly).
+func (a *API) isLocal(ip net.IP) bool {
+	ad, ok := netip.AddrFromSlice(ip)
+	return ok && (ad.IsLoopback() || a.local[ad.Unmap()])
 }
 
 func (a *API) openMux(cfg Config, logs *pionlog.Factory) error {

@@ -50,6 +50,10 @@ func (a *API) allowedServers(servers []webrtc.ICEServer) []webrtc.ICEServer {
 				a.log.Debug().Str("url", raw).Msg("loopback-only links: dropping an ICE server that is not on loopback")
 				continue
 			}
+			if a.local != nil && !isLoopbackHost(u.Host) && !a.isLocal(net.ParseIP(strings.Trim(u.Host, "[]"))) {
+				a.log.Debug().Str("url", raw).Msg("links on this machine only: dropping an ICE server elsewhere")
+				continue
+			}
 			urls = append(urls, raw)
 		}
 		if len(urls) > 0 {

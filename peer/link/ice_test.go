@@ -1,6 +1,8 @@
 package link
 
 import (
+	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -73,5 +75,30 @@ func TestLoopbackOnlyDropsRemoteICEServers(t *testing.T) {
 	sdp := gathered(t, api, ConnConfig{Logger: testLogger(t), ICEServers: in[1:2]})
 	if strings.Contains(sdp, "typ relay") || strings.Contains(sdp, "typ srflx") {
 		t.Fatalf("a loopback-only Conn used a remote ICE server:\n%s", sdp)
+	}
+}
+
+// TestLocalOnly: Config.LocalOnly needs the shared socket on one of this machine's own
+// addresses, and then admits remote candidates and ICE servers only at this machine's addresses.
+// (Pairing with a browser over a network address is web/e2e/firefox.mjs's, in a namespace.)
+func TestLocalOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "203.0.113.9:0", "not an address"} {
+		if _, err := NewAPI(Config{AllowNonLoopback: true, LocalOnly: true, UDPMuxAddr: addr}); !errors.Is(err, ErrConfig) {
+			t.Errorf("LocalOnly with UDPMuxAddr %q: %v, want ErrConfig", addr, err)
+		}
+	}
+	a, err := NewAPI(Config{AllowNonLoopback: true, LocalOnly: true, UDPMuxAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for ip, want := range map[string]bool{"127.0.0.1": true, "127.8.9.10": true, "::1": true, "203.0.113.9": false, "8.8.8.8": false} {
+		if got := a.isLocal(net.ParseIP(ip)); got != want {
+			t.Errorf("isLocal(%s) = %v, want %v", ip, got, want)
+		}
+	}
+	servers := a.allowedServers([]webrtc.ICEServer{{URLs: []string{"turn:127.0.0.1:3478", "turn:203.0.113.9:3478", "stun:turn.example.com:3478"}}})
+	if len(servers) != 1 || len(servers[0].URLs) != 1 || servers[0].URLs[0] != "turn:127.0.0.1:3478" {
+		t.Errorf("ICE servers kept on this machine only: %+v", servers)
 	}
 }

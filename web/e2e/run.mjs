@@ -14,13 +14,14 @@
 // path is printed; the run never writes into the repository (docs/screenshot.png is refreshed by hand
 // from the artifacts' screenshot.png).
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { CHROMIUM_ARGS } from './chromium.mjs';
+import { Failure, Proc, check, converged, waitFor } from './common.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
@@ -97,62 +98,6 @@ mkdirSync(join(artifacts, 'logs'), { recursive: true });
 
 let nextPort = 17880;
 
-class Failure extends Error {}
-
-function check(cond, msg) {
-  if (!cond) throw new Failure(msg);
-}
-
-const sleepTick = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls fn (async, returns a truthy value when done) every `every` ms until the deadline. */
-async function waitFor(what, timeoutMs, fn, every = 200) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > end) throw new Failure(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (${last.message})` : ''}`);
-    await sleepTick(every);
-  }
-}
-
-/** A child process of the concord binary, its output teed to a log file and kept in memory. */
-class Proc {
-  constructor(scenario, name, args, env = {}, cmd = bin) {
-    this.name = name;
-    this.out = '';
-    this.exited = false;
-    const log = createWriteStream(join(artifacts, 'logs', `${scenario}-${name}.log`));
-    this.child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-    const take = (d) => {
-      const s = d.toString();
-      log.write(s);
-      if (this.out.length < 8 << 20) this.out += s;
-    };
-    this.child.stdout.on('data', take);
-    this.child.stderr.on('data', take);
-    this.done = new Promise((res) => this.child.on('exit', (code, sig) => {
-      this.exited = true;
-      log.end();
-      res({ code, sig });
-    }));
-  }
-
-  kill(sig = 'SIGTERM') {
-    if (!this.exited) this.child.kill(sig);
-    return this.done;
-  }
-
-  count(text) {
-    return this.out.split(text).length - 1;
-  }
-}
-
 /** One scenario's world: a server, Go peers, a browser; all torn down by close(). */
 class Env {
   constructor(name) {
@@ -165,7 +110,7 @@ class Env {
   }
 
   proc(name, args, env = {}, cmd = bin) {
-    const p = new Proc(this.name, name, args, env, cmd);
+    const p = new Proc(name, join(artifacts, 'logs', `${this.name}-${name}.log`), cmd, args, env);
     this.procs.push(p);
     return p;
   }
@@ -241,31 +186,11 @@ class Env {
   }
 
   /**
-   * Waits until the room has `members` members, every one synced and reporting the host's term
-   * and the same replica hash, twice in a row (so the room is at rest, not momentarily equal).
-   */
-  /**
    * Waits until the room has `members` synced members with equal hashes in the room's term, twice in
    * a row (and, if `entities` is given, that many entities in every replica).
    */
-  async converged(members, timeoutMs = 30000, room = 'arena', entities = undefined) {
-    let prev = '';
-    const what = `${members} members with equal hashes${entities === undefined ? '' : ` and ${entities} entities`}`;
-    return waitFor(what, timeoutMs, async () => {
-      const r = await this.room(room);
-      if (!r || r.members.length !== members || !r.host) throw new Error(r ? describe(r) : 'no room');
-      const hashes = new Set();
-      for (const m of r.members) {
-        if (!m.synced || !m.replica || m.replica.term !== r.term) throw new Error(describe(r));
-        if (entities !== undefined && m.replica.entities !== entities) throw new Error(describe(r));
-        hashes.add(m.replica.hash);
-      }
-      if (hashes.size !== 1) throw new Error(describe(r));
-      const key = `${r.term}/${[...hashes][0]}`;
-      const ok = key === prev;
-      prev = key;
-      return ok ? r : false;
-    }, 500);
+  converged(members, timeoutMs = 30000, room = 'arena', entities = undefined) {
+    return converged(() => this.rooms(), members, timeoutMs, room, entities);
   }
 
   async close() {
@@ -275,10 +200,6 @@ class Env {
     if (this.pageHost) await new Promise((r) => this.pageHost.close(r));
     if (this.tmp) rmSync(this.tmp, { recursive: true, force: true });
   }
-}
-
-function describe(r) {
-  return `term ${r.term} host ${r.host}: ` + r.members.map((m) => `${m.peerIndex}:${m.kind}${m.synced ? '' : '(unsynced)'}=${m.replica ? `${m.replica.hash}@t${m.replica.term}/${m.replica.entities}e` : 'none'}`).join(' ');
 }
 
 const status = (page) => page.evaluate(() => window.concord.status());

@@ -37,3 +37,19 @@ test('refreshPair falls back to the nominated succeeded pair, and leaves pair un
   await Link.prototype.refreshPair.call(none);
   assert.equal(none.pair, undefined);
 });
+
+test('pairHint names the loopback-only host that a stock browser cannot pair with', async () => {
+  const { pairHint, candidateAddress } = await import('../static/js/rtc.js');
+  assert.equal(candidateAddress('candidate:0 1 UDP 2122252543 0b6b-4e.local 50322 typ host'), '0b6b-4e.local');
+  assert.equal(candidateAddress('a=candidate:2878742611 1 udp 2130706431 127.0.0.1 57669 typ host ufrag x'), '127.0.0.1');
+  assert.equal(candidateAddress('not a candidate'), '');
+  // Stock Firefox against `serve --ice loopback`: mDNS names against 127.0.0.1 only.
+  const h = pairHint(['0b6b-4e.local'], ['127.0.0.1', '127.0.0.1']);
+  assert.match(h, /only loopback/);
+  assert.match(h, /mDNS/);
+  assert.match(h, /--ice local/);
+  // A browser with a loopback candidate (Chromium's test flags), or a host off loopback: nothing in the way.
+  assert.equal(pairHint(['127.0.0.1'], ['127.0.0.1']), '');
+  assert.equal(pairHint(['0b6b-4e.local'], ['10.99.0.2']), '');
+  assert.match(pairHint([], []), /neither side/);
+});

@@ -151,6 +151,7 @@ export class PeerLinks {
     if (this.remotes.get(r.idx) !== r) return;
     r.ready = true;
     r.lastHeard = now();
+    this.linkHint = '';
     if (this.member && r === this.member.hostLink) this.member.linkReady();
   }
 

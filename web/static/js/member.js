@@ -98,7 +98,9 @@ export class MemberRole {
     // A link that is not up in time (an offer lost, ICE stuck) is dropped and made again.
     p.after(CONNECT_TIMEOUT_MS, () => {
       if (this.hostLink === r && !r.ready) {
-        p.log('warn', 'link to host not up in time; retrying', { host });
+        const hint = r.link && 'pairHint' in r.link ? r.link.pairHint() : '';
+        if (hint) p.linkHint = hint;
+        p.log('warn', 'link to host not up in time; retrying', { host, hint });
         p.dropRemote(r);
       }
     });

@@ -421,6 +421,11 @@ function updatePanel(peer) {
   const sigNotes = { closed: ' · signaling lost, reconnecting', refused: ' · signaling refused (playing on)' };
   const sigNote = sigNotes[st.signaling];
   setConn(sigNote && st.state !== 'left' ? chip[0] + sigNote : chip[0], chip[1]);
+  // A link to the host that cannot form a pair says why, and what to try (rtc.js pairHint).
+  const hint = $('link-hint');
+  const showHint = !!st.hint && !st.synced && st.state !== 'left';
+  hint.hidden = !showHint;
+  if (showHint) hint.textContent = `No network path to the host: ${st.hint}.`;
   const role = $('role');
   role.textContent = st.isHost ? 'you are the host' : st.synced ? 'member' : '';
   role.className = `chip ${st.isHost ? 'chip-host' : 'chip-idle'}`;

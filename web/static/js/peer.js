@@ -172,6 +172,8 @@ export class Peer extends PeerMethods {
     this.held = false; // the replica has held the room's state (synced or hosted)
     this.resumes = 0;
     this.resumeRefused = '';
+    /** Why the last link to the host could not form a candidate pair (rtc.js pairHint), '' once one is up. */
+    this.linkHint = '';
     this.peerId = '';
     /** @type {Set<(ev: WorldEvent) => void>} */
     this.listeners = new Set();

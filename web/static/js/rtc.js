@@ -43,6 +43,38 @@ function localSDP(pc) {
   return d.sdp;
 }
 
+/**
+ * The address field of an ICE candidate line (`candidate:F C proto prio ADDRESS port typ …`), or ''.
+ * @param {string} line
+ */
+export function candidateAddress(line) {
+  const f = line.replace(/^a=/, '').split(' ');
+  return f.length > 5 && f[0].startsWith('candidate:') ? f[4] : '';
+}
+
+const isLoopback = (/** @type {string} */ a) => a.startsWith('127.') || a === '::1' || a === 'localhost';
+
+/**
+ * Why no candidate pair can form between this browser's addresses and the remote's, in words a
+ * newcomer can act on, or '' when nothing is known to stand in the way. Stock Firefox and Chromium
+ * never gather a loopback candidate and pair a loopback address only with another
+ * (docs/design.md §6), so a Go peer or server confined to loopback (`--ice loopback`) can never
+ * reach them.
+ * @param {string[]} local this browser's candidate addresses (mDNS names included)
+ * @param {string[]} remote the remote's candidate addresses
+ */
+export function pairHint(local, remote) {
+  if (remote.length > 0 && remote.every(isLoopback) && !local.some(isLoopback)) {
+    return 'the host offers only loopback addresses (127.0.0.1), and this browser pairs only its own network addresses ' +
+      `(${local.length ? 'it offered ' + local.length + ', ' + (local.every((a) => a.endsWith('.local')) ? 'as mDNS names' : local.join(', ')) : 'it offered none'}): ` +
+      'run the server and Go peers without --ice loopback (on one machine they default to --ice local), or with --ice any';
+  }
+  if (local.length === 0 && remote.length === 0) {
+    return 'neither side offered an address for WebRTC: check that this machine has a network interface, or give the server a TURN relay (--turn)';
+  }
+  return '';
+}
+
 /** What both kinds of link hold: the remote end, the session, the callbacks and the byte counts. */
 class LinkEnd {
   /** @param {LinkOptions} opts */
@@ -101,9 +133,14 @@ export class Link extends LinkEnd {
         this.onMessage(ch, new Uint8Array(ev.data));
       };
     });
+    /** @type {Set<string>} addresses of the candidates each side offered, for pairHint */
+    this.localAddrs = new Set();
+    /** @type {Set<string>} */
+    this.remoteAddrs = new Set();
     pc.onicecandidate = (ev) => {
       if (!ev.candidate || !ev.candidate.candidate || this.dead) return; // end of candidates is implied
       const c = ev.candidate;
+      this.noteAddr(this.localAddrs, c.candidate);
       this.signalOut({
         kind: 'candidate', session: this.session,
         candidate: { candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex, usernameFragment: c.usernameFragment },
@@ -153,6 +190,7 @@ export class Link extends LinkEnd {
       case 'candidate': {
         const c = p.candidate;
         if (!c || !c.candidate) return; // end of candidates
+        this.noteAddr(this.remoteAddrs, c.candidate);
         if (!this.remoteSet) {
           if (this.pending.length >= MAX_PENDING_CANDIDATES) throw new Error('too many early candidates');
           this.pending.push(c);
@@ -166,8 +204,23 @@ export class Link extends LinkEnd {
     }
   }
 
+  /**
+   * @param {Set<string>} set
+   * @param {string} line
+   */
+  noteAddr(set, line) {
+    const a = candidateAddress(line);
+    if (a && set.size < 64) set.add(a);
+  }
+
+  /** Why this link's candidates cannot pair, or '' (pairHint). */
+  pairHint() {
+    return pairHint([...this.localAddrs], [...this.remoteAddrs]);
+  }
+
   async remoteDescriptionSet() {
     this.remoteSet = true;
+    for (const line of (this.pc.remoteDescription && this.pc.remoteDescription.sdp.match(/^a=candidate:.*$/gm)) || []) this.noteAddr(this.remoteAddrs, line);
     const q = this.pending;
     this.pending = [];
     for (const c of q) await this.pc.addIceCandidate(c);

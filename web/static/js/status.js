@@ -45,6 +45,7 @@ export function hex16(h) {
  * @property {number} deltas values taken as differences from acknowledged ones (a Go host's)
  * @property {number} deltaMissed values dropped for want of the value they were a difference from
  * @property {string} error
+ * @property {string} hint why the link to the host cannot form a candidate pair and what to try, or ''
  */
 
 /** Peer's status methods. */
@@ -90,6 +91,7 @@ export class PeerStatus {
       refused: this.count.refused, offenders: this.count.offenders, fenced: this.count.fenced, dropped: this.count.dropped,
       deltas: this.count.deltas, deltaMissed: this.count.deltaMissed,
       error: this.error ? this.error.message : '',
+      hint: this.linkHint,
     };
   }
 }

@@ -1,0 +1,291 @@
+#!/usr/bin/env node
+// Stock browsers on one machine: Firefox ESR (driven by puppeteer-core over WebDriver BiDi) and
+// Chromium without any WebRTC flag, against `concord serve`, `concord bot` and a browser host, all
+// with their default settings, as a newcomer runs README's "Try it".
+//
+//   CONCORD_BIN=/tmp/concord node web/e2e/firefox.mjs [scenario-name ...]
+//
+// A stock browser never offers a loopback candidate: it offers its network addresses (as mDNS
+// names) and pairs them only with another network address (docs/design.md §6). So unlike run.mjs's
+// loopback-only namespace, this runs in a namespace that looks like a user's machine: lo plus one
+// network interface (10.77.0.2) with a default route, whose other end sits alone in a second
+// namespace. Run as root: the script makes both namespaces, re-executes itself inside the first
+// and deletes them afterwards. Nothing reaches this machine's own interfaces. Every wait polls a
+// condition with a deadline. Output: one line per scenario, then "N passed, N failed".
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { CHROMIUM_ARGS } from './chromium.mjs';
+import { Failure, Proc, check, converged, waitFor } from './common.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+if (!process.env.CONCORD_E2E_ARTIFACTS) {
+  process.env.CONCORD_E2E_ARTIFACTS = mkdtempSync(join(tmpdir(), 'concord-e2e-firefox-'));
+  console.log(`e2e firefox: artifacts (logs, screenshots) in ${process.env.CONCORD_E2E_ARTIFACTS}`);
+}
+const artifacts = resolve(process.env.CONCORD_E2E_ARTIFACTS);
+const firefoxPath = process.env.FIREFOX || '/usr/bin/firefox-esr';
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+const NETNS_ENV = 'CONCORD_E2E_FF_NETNS';
+const USER_IP = '10.77.0.2';
+const ROUTER_IP = '10.77.0.1';
+
+// ---------------------------------------------------------------------------------------------
+// Namespaces: the user's machine (lo + ffu0) and the far end of its one link (ffr0).
+
+if (!process.env[NETNS_ENV]) process.exit(outside());
+
+function outside() {
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
+    console.error('e2e firefox: must run as root (it creates network namespaces)');
+    return 2;
+  }
+  const user = `concord-ff-${process.pid}`;
+  const router = `concord-ffr-${process.pid}`;
+  const ip = (...args) => spawnSync('ip', args, { stdio: ['ignore', 'inherit', 'inherit'] }).status;
+  const cleanup = () => { ip('netns', 'delete', user); ip('netns', 'delete', router); };
+  const onSignal = (sig) => { cleanup(); process.exit(128 + (sig === 'SIGINT' ? 2 : 15)); };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const steps = [
+      ['netns', 'add', user], ['netns', 'add', router],
+      ['link', 'add', 'ffu0', 'netns', user, 'type', 'veth', 'peer', 'name', 'ffr0', 'netns', router],
+      ['-n', user, 'link', 'set', 'lo', 'up'], ['-n', router, 'link', 'set', 'lo', 'up'],
+      ['-n', user, 'addr', 'add', `${USER_IP}/24`, 'dev', 'ffu0'], ['-n', user, 'link', 'set', 'ffu0', 'up'],
+      ['-n', router, 'addr', 'add', `${ROUTER_IP}/24`, 'dev', 'ffr0'], ['-n', router, 'link', 'set', 'ffr0', 'up'],
+      ['-n', user, 'route', 'add', 'default', 'via', ROUTER_IP],
+    ];
+    for (const s of steps) {
+      if (ip(...s) !== 0) {
+        console.error(`e2e firefox: ip ${s.join(' ')} failed`);
+        return 2;
+      }
+    }
+    const r = spawnSync('ip', ['netns', 'exec', user, process.execPath, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+      stdio: 'inherit',
+      env: { ...process.env, [NETNS_ENV]: user },
+    });
+    return r.status ?? 1;
+  } finally {
+    cleanup();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inside the user's namespace.
+
+const names = readdirSync('/sys/class/net').sort();
+const ours = (networkInterfaces().ffu0 || []).some((a) => a.family === 'IPv4' && a.address === USER_IP);
+if (names.join(',') !== 'ffu0,lo' || !ours) {
+  console.error(`e2e firefox: refusing to run: interfaces ${names.join(', ')} (want lo and ffu0 at ${USER_IP})`);
+  process.exit(2);
+}
+const bin = process.env.CONCORD_BIN;
+for (const [what, path] of [['CONCORD_BIN (the concord binary)', bin], ['Firefox (apt-get install -y firefox-esr)', firefoxPath], ['Chromium (apt-get install -y chromium)', chromiumPath]]) {
+  if (!path || !existsSync(path)) {
+    console.error(`e2e firefox: ${what} not found at ${path}`);
+    process.exit(2);
+  }
+}
+mkdirSync(join(artifacts, 'logs'), { recursive: true });
+const puppeteer = (await import('puppeteer-core')).default;
+const { chromium } = await import('playwright-core');
+
+// The processes run with a user's defaults: the test command's CONCORD_LOOPBACK_ONLY (which pins
+// WebRTC to loopback on the shared machine) does not apply inside this namespace.
+delete process.env.CONCORD_LOOPBACK_ONLY;
+
+let nextPort = 18880;
+
+/** One scenario's world: a server, Go peers, one browser; all torn down by close(). */
+class Env {
+  constructor(name) {
+    this.name = name;
+    this.port = nextPort++;
+    this.url = `http://127.0.0.1:${this.port}`;
+    this.procs = [];
+    this.closers = [];
+  }
+
+  proc(name, args) {
+    const p = new Proc(name, join(artifacts, 'logs', `${this.name}-${name}.log`), bin, args);
+    this.procs.push(p);
+    return p;
+  }
+
+  async serve(extra = []) {
+    this.server = this.proc('serve', ['serve', '--addr', `127.0.0.1:${this.port}`, '--data', '', ...extra]);
+    await waitFor('the server to answer /healthz', 10000, async () => (await fetch(`${this.url}/healthz`)).ok);
+    return this.server;
+  }
+
+  bots(n, moveFor = '2s') {
+    return this.proc('bots', ['bot', '--server', this.url, '--room', 'arena', '-n', String(n), '--move-for', moveFor, '--log-level', 'info']);
+  }
+
+  async rooms() {
+    const r = await fetch(`${this.url}/api/rooms`);
+    if (!r.ok) throw new Error(`/api/rooms: ${r.status}`);
+    return r.json();
+  }
+
+  async room(name = 'arena') {
+    return (await this.rooms()).find((r) => r.room === name);
+  }
+
+  converged(members, timeoutMs = 30000) {
+    return converged(() => this.rooms(), members, timeoutMs);
+  }
+
+  /** A stock Firefox (no pref changed) with a fresh profile; returns a puppeteer page. */
+  async firefox() {
+    const dir = mkdtempSync(join(tmpdir(), 'concord-e2e-ff-'));
+    const browser = await puppeteer.launch({
+      browser: 'firefox', executablePath: firefoxPath, headless: true, userDataDir: join(dir, 'profile'),
+      env: { ...process.env, HOME: dir },
+    });
+    this.closers.push(async () => { await browser.close().catch(() => {}); rmSync(dir, { recursive: true, force: true }); });
+    this.browserName = 'firefox';
+    return this.log(await browser.newPage());
+  }
+
+  /** Chromium without the WebRTC flags of the loopback tests: what a user runs. */
+  async chromiumStock() {
+    const dir = mkdtempSync(join(tmpdir(), 'concord-e2e-chromium-stock-'));
+    const webrtcFlags = new Set(['--allow-loopback-in-peer-connection', '--disable-features=WebRtcHideLocalIpsWithMdns']);
+    const ctx = await chromium.launchPersistentContext(dir, {
+      executablePath: chromiumPath, args: CHROMIUM_ARGS.filter((a) => !webrtcFlags.has(a)), headless: true,
+    });
+    this.closers.push(async () => { await ctx.close().catch(() => {}); rmSync(dir, { recursive: true, force: true }); });
+    this.browserName = 'chromium';
+    return this.log(await ctx.newPage());
+  }
+
+  log(page) {
+    this.page = page;
+    const out = [];
+    page.on('console', (m) => out.push(`${new Date().toISOString()} ${m.type()} ${m.text()}`));
+    page.on('pageerror', (err) => out.push(`pageerror ${err.message}`));
+    this.closers.push(async () => {
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(join(artifacts, 'logs', `${this.name}-page.log`), out.join('\n') + '\n');
+    });
+    return page;
+  }
+
+  async join(page, user, room = 'arena') {
+    await page.goto(`${this.url}/?room=${room}&user=${user}`);
+    await waitFor(`${user} to join`, 10000, () => page.evaluate(() => !!window.concord && window.concord.status().self > 0));
+  }
+
+  async close() {
+    for (const c of this.closers.reverse()) await c();
+    await Promise.all(this.procs.filter((p) => p !== this.server).map((p) => p.kill('SIGTERM')));
+    if (this.server) await this.server.kill('SIGTERM');
+  }
+}
+
+const status = (page) => page.evaluate(() => window.concord.status());
+
+const scenarios = [];
+const scenario = (name, fn) => scenarios.push({ name, fn });
+
+/** A browser joins the default demo (dedicated host) and syncs; two Go bots join and all converge. */
+async function member(env, page) {
+  await env.serve();
+  const t0 = Date.now();
+  await env.join(page, 'ann');
+  await waitFor('the page to sync', 20000, async () => (await status(page)).synced);
+  const syncMs = Date.now() - t0;
+  env.bots(2);
+  const r = await env.converged(4);
+  const me = r.members.find((m) => m.kind === 'browser');
+  check(me && me.replica && me.replica.link, `the browser reported no candidate pair: ${JSON.stringify(me)}`);
+  return `${env.browserName} synced ${syncMs} ms after the page opened, pair ${me.replica.link.local}/${me.replica.link.remote}; 4 replicas at ${r.members[0].replica.hash}`;
+}
+
+/** A browser hosts a room (no dedicated host); two Go bots with default flags join it and converge. */
+async function hosting(env, page) {
+  await env.serve(['--dedicated-host=false']);
+  await env.join(page, 'hana');
+  await waitFor('the page to host', 10000, async () => (await status(page)).isHost);
+  env.bots(2);
+  const r = await env.converged(3);
+  const host = r.members.find((m) => m.peerIndex === r.host);
+  check(host && host.kind === 'browser', `the host is not the browser: ${JSON.stringify(host)}`);
+  return r;
+}
+
+scenario('firefox-member', async (env) => member(env, await env.firefox()));
+
+scenario('chromium-stock-member', async (env) => member(env, await env.chromiumStock()));
+
+scenario('firefox-host', async (env) => {
+  const r = await hosting(env, await env.firefox());
+  return `the Firefox tab hosts term ${r.term}; 2 Go bots synced from it, 3 replicas at ${r.members[0].replica.hash}`;
+});
+
+scenario('chromium-stock-host', async (env) => {
+  const r = await hosting(env, await env.chromiumStock());
+  return `the Chromium tab hosts term ${r.term}; 2 Go bots synced from it, 3 replicas at ${r.members[0].replica.hash}`;
+});
+
+scenario('firefox-host-killed', async (env) => {
+  const page = await env.firefox();
+  const before = await hosting(env, page);
+  const boxes = before.members[0].replica.entities;
+  await page.close(); // the hosting tab goes away
+  const after = await waitFor('a bot to take over in a later term', 20000, async () => {
+    const r = await env.room();
+    return r && r.term > before.term && r.host !== before.host && r.members.length === 2 ? r : false;
+  });
+  const r = await env.converged(2);
+  // Nothing is lost but, in time, the tab's own avatar: every box and both bots' avatars stay.
+  const left = r.members[0].replica.entities;
+  check(left >= boxes - 1 && left <= boxes, `entities ${left} after the host left, ${boxes} before`);
+  return `the Firefox host (term ${before.term}) closed; bot #${after.host} hosts term ${r.term}, 2 replicas at ${r.members[0].replica.hash} with ${left} of ${boxes} entities`;
+});
+
+scenario('firefox-explains-loopback', async (env) => {
+  // A server confined to loopback cannot pair with a stock browser: the page must say why.
+  await env.serve(['--ice', 'loopback']);
+  const page = await env.firefox();
+  await env.join(page, 'lou');
+  const said = await waitFor('the page to explain the missing pair', 20000, () => page.evaluate(() => {
+    const el = document.getElementById('link-hint');
+    return el && !el.hidden ? el.textContent : false;
+  }));
+  check(said.includes('--ice loopback') && said.includes('only loopback'), `the hint says: ${said}`);
+  await page.screenshot({ path: join(artifacts, 'firefox-explains-loopback.png') });
+  return `the page says "${said.slice(0, 90)}…"`;
+});
+
+// ---------------------------------------------------------------------------------------------
+
+const only = process.argv.slice(2);
+let passed = 0;
+let failed = 0;
+for (const s of scenarios) {
+  if (only.length && !only.includes(s.name)) continue;
+  const env = new Env(s.name);
+  const t0 = Date.now();
+  const deadline = new Promise((_, rej) => setTimeout(() => rej(new Failure('scenario deadline (90 s) passed')), 90000).unref());
+  try {
+    const detail = await Promise.race([s.fn(env), deadline]);
+    passed++;
+    console.log(`PASS ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${detail}`);
+  } catch (err) {
+    failed++;
+    console.log(`FAIL ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${err instanceof Failure ? err.message : err.stack}`);
+    if (env.page) await env.page.screenshot({ path: join(artifacts, `${s.name}-failure.png`) }).catch(() => {});
+  } finally {
+    await env.close();
+  }
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : 0);
