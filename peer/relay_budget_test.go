@@ -252,3 +252,16 @@ func TestRelayBacklogKeepsSlowMember(t *testing.T) {
 		t.Errorf("member 2 has the box at %d, want 199", v)
 	}
 }
+
+// A relayed message over MaxMessage is refused at the host (a strike), and reaches no one.
+func TestRelayOversizedRefused(t *testing.T) {
+	n, h, _, attacker, apps := relayRoom(t, 1)
+	frame := netmsg.AppendRelay(nil, &netmsg.Relay{Peer: uint64(Everyone), AppType: 200, Data: make([]byte, MaxMessage+1)})
+	n.send(attacker, 1, link.Reliable, frame)
+	if st := h.publish(); st.RefusedBy[RefusedApplication] != 1 {
+		t.Errorf("host RefusedBy[application_size] = %d, want 1", st.RefusedBy[RefusedApplication])
+	}
+	if apps[2].msgs[attacker] != 0 || apps[1].msgs[attacker] != 0 {
+		t.Error("an oversized relay was delivered")
+	}
+}
