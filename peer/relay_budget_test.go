@@ -265,3 +265,21 @@ func TestRelayOversizedRefused(t *testing.T) {
 		t.Error("an oversized relay was delivered")
 	}
 }
+
+// The relay budgets default when unset, and a burst is never below one largest relayed message
+// (else no such message could ever pass).
+func TestRelayBudgetDefaults(t *testing.T) {
+	base := Config{App: &stepApp{table: stepSchemas()}, Server: "http://127.0.0.1:1", Room: "r"}
+	cfg, err := base.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RelayRate != DefaultRelayRate || cfg.RelayBurst != DefaultRelayBurst || cfg.RecvRelayRate != DefaultRecvRelayRate ||
+		cfg.RecvRelayBurst != DefaultRecvRelayBurst || cfg.RelayBacklog != DefaultRelayBacklog {
+		t.Errorf("defaults %d/%d %d/%d %d", cfg.RelayRate, cfg.RelayBurst, cfg.RecvRelayRate, cfg.RecvRelayBurst, cfg.RelayBacklog)
+	}
+	base.RelayBurst, base.RecvRelayBurst = 1, 1
+	if cfg, _ = base.withDefaults(); cfg.RelayBurst != maxRelayFrame || cfg.RecvRelayBurst != maxRelayFrame {
+		t.Errorf("bursts %d, %d below one largest relay %d", cfg.RelayBurst, cfg.RecvRelayBurst, maxRelayFrame)
+	}
+}

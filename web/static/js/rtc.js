@@ -63,10 +63,10 @@ class LinkEnd {
   /**
    * The bytes waiting to leave on channel ch (a data channel's bufferedAmount); an in-page link
    * buffers nothing.
-   * @param {number} ch
+   * @param {number} _ch
    * @returns {number}
    */
-  buffered(ch) { // eslint-disable-line no-unused-vars
+  buffered(_ch) {
     return 0;
   }
 }
