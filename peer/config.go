@@ -138,6 +138,22 @@ type Config struct {
 	// gone, despawning their avatars and releasing their locks.
 	// Default DefaultResumeSettle (3 s).
 	ResumeSettle time.Duration
+	// RelayRate and RelayBurst bound, on a host, the bytes of application messages one member
+	// may have relayed to other members, each copy counted (a message to Everyone in a room of
+	// N costs N−1 copies): a second's worth and at once. Beyond them the message is dropped and
+	// counted (RefusedRelayBudget), not a strike. Defaults DefaultRelayRate (256 KiB/s) and
+	// DefaultRelayBurst (512 KiB); a burst is at least one largest relayed message.
+	RelayRate, RelayBurst int
+	// RecvRelayRate and RecvRelayBurst bound, on a host, the relayed bytes it forwards to one
+	// member from all senders together. Beyond them the copy is dropped and counted against its
+	// sender (RefusedRelayInbound). Defaults DefaultRecvRelayRate (128 KiB/s) and
+	// DefaultRecvRelayBurst (256 KiB).
+	RecvRelayRate, RecvRelayBurst int
+	// RelayBacklog: a host drops (RefusedRelayBacklog) a relayed reliable copy to a member
+	// whose reliable queue holds more than this many bytes, so that relayed traffic never
+	// pushes the link past link.Config.ReliableHighWater, which closes it. Default
+	// DefaultRelayBacklog (256 KiB, a quarter of the default high-water mark).
+	RelayBacklog int
 	// SignalingConfig configures the signaling client. Its SendQueue defaults to
 	// DefaultSignalingSendQueue here: the loop never waits on a full queue, it drops the message
 	// (a signal, a report), so the queue is sized for a burst of link setups. Its EventQueue
@@ -216,5 +232,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxDatagramsPerFlush <= 0 {
 		c.MaxDatagramsPerFlush = DefaultMaxDatagramsPerFlush
 	}
+	c.RelayRate = positiveOr(c.RelayRate, DefaultRelayRate)
+	c.RelayBurst = max(positiveOr(c.RelayBurst, DefaultRelayBurst), maxRelayFrame)
+	c.RecvRelayRate = positiveOr(c.RecvRelayRate, DefaultRecvRelayRate)
+	c.RecvRelayBurst = max(positiveOr(c.RecvRelayBurst, DefaultRecvRelayBurst), maxRelayFrame)
+	c.RelayBacklog = positiveOr(c.RelayBacklog, DefaultRelayBacklog)
 	return c, nil
+}
+
+// positiveOr returns v, or def when v is not positive.
+func positiveOr(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

@@ -100,6 +100,11 @@ type stepNet struct {
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 	// onSendOwned, when set, sees every payload a link takes over (SendOwned), after onSend.
 	onSendOwned func(from, to PeerIndex, ch link.Channel, b []byte)
+	// sendErr, when set, is asked first by every Send and SendOwned: an error fails the send,
+	// as a real link's does (a full reliable queue: link.ErrBackpressure).
+	sendErr func(from, to PeerIndex, ch link.Channel, b []byte) error
+	// buffered, when set, is what a link reports buffered on ch (Stats) instead of unacked.
+	buffered func(from, to PeerIndex, ch link.Channel) uint64
 }
 
 type stepPeer struct {
@@ -302,6 +307,11 @@ func (l *fakeLink) Send(ch link.Channel, payload []byte) error {
 	if l.closed.Load() {
 		return link.ErrClosed
 	}
+	if l.net.sendErr != nil {
+		if err := l.net.sendErr(l.local, l.remote, ch, payload); err != nil {
+			return err
+		}
+	}
 	if l.net.onSend != nil {
 		l.net.onSend(l.local, l.remote, ch, payload)
 	}
@@ -314,6 +324,11 @@ func (l *fakeLink) Send(ch link.Channel, payload []byte) error {
 func (l *fakeLink) SendOwned(ch link.Channel, payload []byte) error {
 	if l.closed.Load() {
 		return link.ErrClosed
+	}
+	if l.net.sendErr != nil {
+		if err := l.net.sendErr(l.local, l.remote, ch, payload); err != nil {
+			return err
+		}
 	}
 	if l.net.onSend != nil {
 		l.net.onSend(l.local, l.remote, ch, payload)
@@ -338,6 +353,11 @@ func (l *fakeLink) Ready() <-chan struct{} { return l.ready }
 func (l *fakeLink) Stats() link.Stats {
 	var s link.Stats
 	s.Channels[link.Reliable].Buffered = l.net.unacked[l.remote]
+	if l.net.buffered != nil {
+		for ch := range link.NumChannels {
+			s.Channels[ch].Buffered = l.net.buffered(l.local, l.remote, link.Channel(ch))
+		}
+	}
 	return s
 }
 func (l *fakeLink) HandleSignal(signaling.SignalPayload) error { return nil }

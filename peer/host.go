@@ -59,6 +59,8 @@ type hostRole struct {
 	recSize int
 	// dgrams is replay's scratch: the datagrams of a recording, for one call to a link.
 	dgrams [][]byte
+	// relayTo is forwardRelay's scratch: the recipients of one relayed message.
+	relayTo []*hostMember
 	// Interest management (host_interest.go): when the members' interest was last worked out,
 	// scratch for the replica's numbers, and the command payloads for members that follow
 	// everything (cmdAll) and for one that follows part (cmdPart, relayPart).
@@ -112,6 +114,9 @@ type hostMember struct {
 	// appBudget is the member's application traffic still allowed as of appAt (appAllowed).
 	appBudget float64
 	appAt     time.Time
+	// relayOut is the bytes the member may still have relayed, every copy counted; relayIn
+	// the relayed bytes the host may still forward to it (host_relay.go).
+	relayOut, relayIn byteBudget
 }
 
 func newHostRole(b roleBase) *hostRole {

@@ -140,12 +140,18 @@ func (h *hostRole) stampOK(hm *hostMember, ts crdt.Timestamp) bool {
 // errOffender when the member has offended maxStrikes times in a burst: the caller closes its
 // link after a Close that says why.
 func (h *hostRole) refuse(hm *hostMember, why Refusal, reason string) error {
+	h.noteRefused(hm.link.idx, why, reason)
+	return h.strike(hm, reason)
+}
+
+// noteRefused counts an input of member idx refused for reason and logs it (warn, rate-limited),
+// without a strike.
+func (h *hostRole) noteRefused(idx PeerIndex, why Refusal, reason string) {
 	h.count.refuse(why)
 	n := &h.refusedLog[why]
 	if *n++; *n <= 10 || *n%1000 == 0 {
-		h.log.Warn().Uint64("peer", uint64(hm.link.idx)).Str("reason", why.String()).Uint64("count", *n).Msg("input refused: " + reason)
+		h.log.Warn().Uint64("peer", uint64(idx)).Str("reason", why.String()).Uint64("count", *n).Msg("input refused: " + reason)
 	}
-	return h.strike(hm, reason)
 }
 
 // strike counts one offence of hm; at maxStrikes in a burst it closes hm's link with a Close that

@@ -27,6 +27,9 @@ type queuedMessage struct {
 	to     PeerIndex // a member, or Everyone
 	except PeerIndex // with Everyone: the member not to send it to (its sender)
 	frame  []byte
+	// relayed: a member's message relayed to member to (whose sender is except), dropped
+	// rather than sent past to's relay backlog (host_relay.go).
+	relayed bool
 }
 
 // appAllowed charges hm one unit of application traffic; false means over budget (dropped).
@@ -75,6 +78,12 @@ func (h *hostRole) sendTo(to, except PeerIndex, ch link.Channel, frame []byte) {
 // flushMessages sends the queued reliable messages; flushCommands calls it after the commands.
 func (h *hostRole) flushMessages() {
 	for _, q := range h.msgs {
+		if q.relayed {
+			if dm := h.synced(q.to); dm != nil {
+				h.sendRelayed(dm, q.except, link.Reliable, q.frame)
+			}
+			continue
+		}
 		h.sendTo(q.to, q.except, link.Reliable, q.frame)
 	}
 	clear(h.msgs)
@@ -175,8 +184,7 @@ func (h *hostRole) relayMessage(hm *hostMember, rl *netmsg.Relay, ch link.Channe
 	if to == Everyone {
 		h.toApp(from, uint8(rl.AppType), rl.Data)
 	}
-	frame := netmsg.AppendRelay(nil, &netmsg.Relay{Peer: uint64(from), AppType: rl.AppType, Data: rl.Data})
-	h.deliver(to, from, frame, ch)
+	h.forwardRelay(hm, to, netmsg.AppendRelay(nil, &netmsg.Relay{Peer: uint64(from), AppType: rl.AppType, Data: rl.Data}), ch)
 	return nil
 }
 

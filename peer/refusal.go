@@ -27,6 +27,15 @@ const (
 	RefusedApplication
 	// RefusedAck: a member's Ack of a datagram the host never sent it.
 	RefusedAck
+	// RefusedRelayBudget: a member's relayed message whose copies (one per recipient) are over
+	// the sender's relay budget (Config.RelayRate, RelayBurst); dropped, not a strike.
+	RefusedRelayBudget
+	// RefusedRelayInbound: a copy of a relayed message over its recipient's inbound budget
+	// (Config.RecvRelayRate, RecvRelayBurst); dropped, not a strike.
+	RefusedRelayInbound
+	// RefusedRelayBacklog: a copy of a relayed message to a member whose queue on that channel
+	// is past the relay backlog (Config.RelayBacklog); dropped, not a strike.
+	RefusedRelayBacklog
 	// NumRefusals is the number of reasons.
 	NumRefusals
 )
@@ -42,6 +51,9 @@ var refusalNames = [NumRefusals]string{
 	RefusedSnapshot:     "snapshot_bounds",
 	RefusedApplication:  "application_size",
 	RefusedAck:          "ack",
+	RefusedRelayBudget:  "relay_budget",
+	RefusedRelayInbound: "relay_inbound",
+	RefusedRelayBacklog: "relay_backlog",
 }
 
 // String returns the reason's label, as /metrics shows it.

@@ -33,7 +33,8 @@ type Status struct {
 	RejectedRace uint64
 	// Refused counts inputs refused by the limits of docs/protocol.md §5 ("Limits"): on a host,
 	// a member's stamps too far ahead, oversized or forged corrections, digests of another
-	// bucket count; on a member, a host's stamps too far ahead or deletions far above any known
+	// bucket count, relayed messages over the relay budgets (dropped, not held against the
+	// member: RefusedRelayBudget, RefusedRelayInbound, RefusedRelayBacklog); on a member, a host's stamps too far ahead or deletions far above any known
 	// version or a snapshot beyond the sync bounds; on either, a fragmented payload left
 	// unfinished past its deadline. RefusedBy splits Refused by reason (index: Refusal).
 	// Offenders counts members whose link the host closed for repeated refusals.

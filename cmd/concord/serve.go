@@ -46,6 +46,9 @@ type serveOptions struct {
 	interestRadius int
 	// deltas: the dedicated hosts send members deltas against acknowledged values (peer.Config.Deltas).
 	deltas bool
+	// relayRate … relayBacklog: the dedicated hosts' bounds on relayed application messages
+	// (peer.Config.RelayRate, RelayBurst, RecvRelayRate, RecvRelayBurst, RelayBacklog; 0: default).
+	relayRate, relayBurst, recvRelayRate, recvRelayBurst, relayBacklog int
 	// data is the durable data directory (internal/durable); "" keeps rooms in memory only.
 	data string
 	// scenes seed rooms that have no checkpoint from main.crdt files; each gets a dedicated host.
@@ -366,7 +369,8 @@ func dedicatedHostConfig(log zerolog.Logger, o serveOptions, room signaling.Room
 		}
 	}
 	hl := log.With().Str("component", "host").Logger()
-	cfg := peer.Config{Room: string(room), User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl, Deltas: o.deltas}
+	cfg := peer.Config{Room: string(room), User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl, Deltas: o.deltas,
+		RelayRate: o.relayRate, RelayBurst: o.relayBurst, RecvRelayRate: o.recvRelayRate, RecvRelayBurst: o.recvRelayBurst, RelayBacklog: o.relayBacklog}
 	if o.interestRadius > 0 {
 		cfg.Interest = arena.RadiusInterest{Radius: o.interestRadius}
 	}
@@ -593,6 +597,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7880", "listen address (HTTP: page, /ws signaling, /api/rooms, /metrics, /healthz)")
 	fs.BoolVar(&o.dedicatedHost, "dedicated-host", true, "run a dedicated host for --room in this process")
 	fs.BoolVar(&o.deltas, "deltas", false, "the dedicated hosts send members that ask their property values as differences from the ones they acknowledged (~20% fewer bytes, more host CPU; docs/protocol.md §2.10)")
+	fs.IntVar(&o.relayRate, "relay-rate", peer.DefaultRelayRate, "bytes a second of application messages one member may have a dedicated host relay, each copy counted (a message to everyone in a room of N: N−1 copies); beyond it dropped and counted (relay_budget)")
+	fs.IntVar(&o.relayBurst, "relay-burst", peer.DefaultRelayBurst, "bytes of relayed application messages one member may send at once (at least one largest message)")
+	fs.IntVar(&o.recvRelayRate, "recv-relay-rate", peer.DefaultRecvRelayRate, "bytes a second of relayed application messages a dedicated host forwards to one member from all senders together; beyond it dropped and counted (relay_inbound)")
+	fs.IntVar(&o.recvRelayBurst, "recv-relay-burst", peer.DefaultRecvRelayBurst, "bytes of relayed application messages a dedicated host forwards to one member at once")
+	fs.IntVar(&o.relayBacklog, "relay-backlog", peer.DefaultRelayBacklog, "a dedicated host drops relayed messages to a member whose reliable queue holds more than this many bytes (relay_backlog) instead of letting it reach the link's high-water mark, which closes the link")
 	fs.IntVar(&o.interestRadius, "interest-radius", 0, "the dedicated hosts send each member only the avatars and boxes within this many millimetres of its avatar (interest management; 0: everything)")
 	fs.StringVar(&o.data, "data", "./concord-data", `durable data directory: rooms keep their world across restarts (embedded JetStream); "" keeps rooms in memory only`)
 	fs.Func("scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, and run a dedicated host for ROOM (repeatable; with --udp, hosts after the first take an ephemeral port on its address)", func(v string) error {

@@ -51,6 +51,7 @@ class Wire {
     return true;
   }
   close() { this.dead = true; }
+  buffered() { return 0; } // delivered by pump(), nothing waits
 }
 
 function pump(room) {

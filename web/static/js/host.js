@@ -7,7 +7,7 @@
 import * as netmsg from './netmsg.js';
 import { Type } from './netmsg.js';
 import * as hostsnapshot from './hostsnapshot.js';
-import { RELIABLE, UNRELIABLE } from './rtc.js';
+import { RELIABLE, UNRELIABLE, RELIABLE_HIGH_WATER, UNRELIABLE_DROP_THRESHOLD } from './rtc.js';
 import { AuthorityTable, KIND_HOST, KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { Ev, FIRST_SYSTEM_RPC, RPC_LOCK_REQUEST, RPC_RELINQUISH, RPC_APPEND, EVERYONE, MAX_MESSAGE, MAX_ACTION } from './world.js';
 import { deliverAction } from './member.js';
@@ -81,7 +81,36 @@ export class HostMember {
     this.appBudget = 0;
     /** @type {number | null} */
     this.appAt = null;
+    // relayOut: the bytes the member may still have relayed, every copy counted; relayIn: the
+    // relayed bytes the host may still forward to it (forwardRelay).
+    this.relayOut = newByteBudget();
+    this.relayIn = newByteBudget();
   }
+}
+
+/** @typedef {{bytes: number, at: number | null}} ByteBudget a token bucket of bytes */
+
+/** @returns {ByteBudget} */
+function newByteBudget() {
+  return { bytes: 0, at: null };
+}
+
+/**
+ * Spends n bytes of b, refilled at rate a second up to burst since it was last used (Go's
+ * byteBudget.take); false: b holds fewer than n and nothing is spent.
+ * @param {ByteBudget} b
+ * @param {number} t now, in ms
+ * @param {number} rate
+ * @param {number} burst
+ * @param {number} n
+ */
+function takeBytes(b, t, rate, burst, n) {
+  if (b.at === null) b.bytes = burst;
+  else if (t > b.at) b.bytes = Math.min(burst, b.bytes + (t - b.at) / 1000 * rate);
+  b.at = t;
+  if (b.bytes < n) return false;
+  b.bytes -= n;
+  return true;
 }
 
 /**
@@ -91,6 +120,23 @@ export class HostMember {
  */
 export const APP_RATE = 200;
 export const APP_BURST = 400;
+/**
+ * Relayed application messages (docs/protocol.md §2.8, §5; Go's host_relay.go): a member's relay
+ * bytes, each copy counted (a message to EVERYONE in a room of N costs N−1 copies), a second's
+ * worth and at once; the relayed bytes forwarded to one member from all senders together; and
+ * the backlog: a relayed reliable copy is dropped while the member's reliable channel holds more
+ * than RELAY_BACKLOG bytes (an unreliable one past half the unreliable drop threshold), so that
+ * relayed traffic never takes a link to the high-water mark that closes it. Each drop is counted
+ * (status().refusedBy), none is a strike. Peer options relayRate, relayBurst, recvRelayRate,
+ * recvRelayBurst and relayBacklog override them.
+ */
+export const RELAY_RATE = 256 * 1024;
+export const RELAY_BURST = 512 * 1024;
+export const RECV_RELAY_RATE = 128 * 1024;
+export const RECV_RELAY_BURST = 256 * 1024;
+export const RELAY_BACKLOG = RELIABLE_HIGH_WATER / 4;
+/** The largest relayed message on the wire: no burst is below it. */
+const MAX_RELAY_FRAME = MAX_MESSAGE + netmsg.RELAY_OVERHEAD;
 // How long a host ignores a member's digests computed before its last snapshot arrived (a member
 // that refused that snapshot is answered again after it); as the Go host's maxSnapshotWait.
 export const MAX_SNAPSHOT_WAIT_MS = 10000;
@@ -481,7 +527,55 @@ export class HostRole extends HostMethods {
       return;
     }
     if (to === EVERYONE) this.toApp(from, m.appType, m.data);
-    this.deliver(to, from, netmsg.encode({ type: Type.Relay, peer: BigInt(from), appType: m.appType, data: m.data }), ch);
+    this.forwardRelay(hm, to, netmsg.encode({ type: Type.Relay, peer: BigInt(from), appType: m.appType, data: m.data }), ch);
+  }
+
+  /**
+   * Forwards frame, a Relay from member hm to (a member, or EVERYONE), to every synced member it
+   * is for, within the relay budgets (Go's hostRole.forwardRelay).
+   * @param {HostMember} hm
+   * @param {number} to
+   * @param {Uint8Array} frame
+   * @param {number} ch
+   */
+  forwardRelay(hm, to, frame, ch) {
+    const o = this.p.opts;
+    const from = hm.r.idx;
+    const dests = [];
+    for (const [idx, dm] of this.mems) if (dm.snapshotSent && idx !== from && (to === EVERYONE || to === idx)) dests.push(dm);
+    const t = now();
+    if (!takeBytes(hm.relayOut, t, o.relayRate, Math.max(o.relayBurst, MAX_RELAY_FRAME), frame.length * dests.length)) {
+      this.noteRefused(from, 'relay_budget', `relay of ${frame.length} bytes to ${dests.length} members over the sender's budget (${o.relayRate} B/s)`);
+      return;
+    }
+    for (const dm of dests) {
+      if (!takeBytes(dm.relayIn, t, o.recvRelayRate, Math.max(o.recvRelayBurst, MAX_RELAY_FRAME), frame.length)) {
+        this.noteRefused(from, 'relay_inbound', `relay of ${frame.length} bytes to member ${dm.r.idx} over its inbound budget (${o.recvRelayRate} B/s)`);
+        continue;
+      }
+      if (ch === RELIABLE) this.msgs.push({ to: dm.r.idx, except: from, frame, relayed: true });
+      else this.sendRelayed(dm.r.idx, from, ch, frame);
+    }
+  }
+
+  /**
+   * Sends a relayed copy from member from to member to now, unless to's channel ch holds more
+   * than its relay backlog: then the copy is dropped and counted.
+   * @param {number} to
+   * @param {number} from
+   * @param {number} ch
+   * @param {Uint8Array} frame
+   */
+  sendRelayed(to, from, ch, frame) {
+    const dm = this.mems.get(to);
+    if (!dm || !dm.snapshotSent) return;
+    const limit = ch === RELIABLE ? this.p.opts.relayBacklog : UNRELIABLE_DROP_THRESHOLD / 2;
+    const buffered = dm.r.link ? dm.r.link.buffered(ch) : 0;
+    if (buffered > limit) {
+      this.noteRefused(from, 'relay_backlog', `relay to member ${to}, whose queue on channel ${ch} holds ${buffered} bytes (relay backlog ${limit})`);
+      return;
+    }
+    this.p.send(dm.r, ch, frame);
   }
 
   /**

@@ -24,7 +24,9 @@ import { entryMessage } from './restamp.js';
  * @property {{networkId: bigint, newAuthorIndex: bigint}[]} transfers
  * @property {{type: number, data: Uint8Array}[]} rpcs
  * @property {{type: number, data: Uint8Array}[]} actions
- * @property {{to: number, except: number, frame: Uint8Array}[]} msgs reliable application messages, after the commands
+ * @property {{to: number, except: number, frame: Uint8Array, relayed?: boolean}[]} msgs reliable application messages,
+ *   after the commands; relayed: a member's message to member to (its sender is except), which
+ *   the host drops rather than send past to's relay backlog
  * @property {{peerIndex: bigint, peerId: string}[]} entered
  * @property {number[]} exited
  * @property {import('./crdt.js').Message[]} relay CRDT messages TRNP cannot carry
@@ -77,7 +79,10 @@ export class HostCommands {
     const buf = netmsg.concat(...parts);
     if (buf.length > 0) for (const hm of this.mems.values()) if (hm.snapshotSent) p.send(hm.r, RELIABLE, buf);
     // Reliable application messages go after the commands of their step, never before them.
-    for (const q of this.msgs) this.sendTo(q.to, q.except, RELIABLE, q.frame);
+    for (const q of this.msgs) {
+      if (q.relayed) this.sendRelayed(q.to, q.except, RELIABLE, q.frame);
+      else this.sendTo(q.to, q.except, RELIABLE, q.frame);
+    }
     this.clearCommands();
   }
 

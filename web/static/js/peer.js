@@ -18,7 +18,7 @@ import { PeerUpdates } from './updates.js';
 import { PeerResume } from './resume.js';
 import { PeerStatus } from './status.js';
 import { MemberRole } from './member.js';
-import { HostRole } from './host.js';
+import { HostRole, RELAY_RATE, RELAY_BURST, RECV_RELAY_RATE, RECV_RELAY_BURST, RELAY_BACKLOG } from './host.js';
 
 export { CLOSE_SCHEMA_MISMATCH } from './links.js';
 export { hex16 } from './status.js';
@@ -33,6 +33,12 @@ export const DEFAULTS = Object.freeze({
   quietMs: 300,
   buckets: 256,
   maxDatagramsPerFlush: 64,
+  // Relay budgets of a host (docs/protocol.md §5 "Session: limits"; host.js RELAY_RATE …).
+  relayRate: RELAY_RATE,
+  relayBurst: RELAY_BURST,
+  recvRelayRate: RECV_RELAY_RATE,
+  recvRelayBurst: RECV_RELAY_BURST,
+  relayBacklog: RELAY_BACKLOG,
   // Signaling redial waits (docs/protocol.md §5 "Session: signaling outage and resume").
   redialMinMs: REDIAL.min,
   redialMaxMs: REDIAL.max,
@@ -113,6 +119,11 @@ export const DEFAULTS = Object.freeze({
  * @property {number} [quietMs]
  * @property {number} [buckets]
  * @property {number} [maxDatagramsPerFlush]
+ * @property {number} [relayRate] as host, bytes a second a member may have relayed, each copy counted
+ * @property {number} [relayBurst] as host, bytes a member may have relayed at once
+ * @property {number} [recvRelayRate] as host, relayed bytes a second forwarded to one member
+ * @property {number} [recvRelayBurst] as host, relayed bytes forwarded to one member at once
+ * @property {number} [relayBacklog] as host, reliable bytes buffered to a member past which relays to it are dropped
  * @property {number} [redialMinMs]
  * @property {number} [redialMaxMs]
  * @property {number} [resumeSettleMs]
@@ -166,7 +177,8 @@ export class Peer extends PeerMethods {
     this.stopped = false;
     // deltas: values taken as differences from acknowledged ones; deltaMissed: dropped for want
     // of their baseline (docs/protocol.md §2.10).
-    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, refused: 0, offenders: 0, fenced: 0, dropped: 0, deltas: 0, deltaMissed: 0 };
+    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, refused: 0, offenders: 0, fenced: 0, dropped: 0, deltas: 0, deltaMissed: 0,
+      /** @type {Record<string, number>} */ refusedBy: {} };
     this.signalingState = 'connecting';
     this.resumeToken = '';
     this.held = false; // the replica has held the room's state (synced or hosted)

@@ -322,10 +322,23 @@ export class HostRestamp {
    * @param {string} reason
    */
   refuse(hm, reason) {
+    this.noteRefused(hm.r.idx, '', reason);
+    this.strike(hm, reason);
+  }
+
+  /**
+   * Counts and logs (warn, rate-limited) an input of member idx refused for reason, without a
+   * strike; why, when not empty, also counts it in status().refusedBy (Go's Refusal names).
+   * @this {import('./host.js').HostRole}
+   * @param {number} idx
+   * @param {string} why
+   * @param {string} reason
+   */
+  noteRefused(idx, why, reason) {
     const p = this.p;
     p.count.refused++;
-    if (++this.refuseLog <= 10 || this.refuseLog % 1000 === 0) p.log('warn', 'input refused: ' + reason, { member: hm.r.idx, count: this.refuseLog });
-    this.strike(hm, reason);
+    if (why) p.count.refusedBy[why] = (p.count.refusedBy[why] || 0) + 1;
+    if (++this.refuseLog <= 10 || this.refuseLog % 1000 === 0) p.log('warn', 'input refused: ' + reason, { member: idx, count: this.refuseLog });
   }
 
   /**

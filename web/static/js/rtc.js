@@ -91,6 +91,16 @@ class LinkEnd {
     this.bytesIn = 0;
     this.bytesOut = 0;
   }
+
+  /**
+   * The bytes waiting to leave on channel ch (a data channel's bufferedAmount); an in-page link
+   * buffers nothing.
+   * @param {number} _ch
+   * @returns {number}
+   */
+  buffered(_ch) {
+    return 0;
+  }
 }
 
 /**
@@ -256,6 +266,15 @@ export class Link extends LinkEnd {
     }
     this.bytesOut += bytes.byteLength;
     return true;
+  }
+
+  /**
+   * @param {number} ch
+   * @returns {number}
+   */
+  buffered(ch) {
+    const dc = this.channels[ch];
+    return dc ? dc.bufferedAmount : 0;
   }
 
   /**

@@ -1,0 +1,118 @@
+package peer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
+)
+
+// The host's bounds on relayed application messages (docs/protocol.md §2.8 and §5, "Session:
+// limits"). A relay costs the host one copy per recipient, so a member's message budget
+// (appRate) alone lets one sender to Everyone multiply its traffic by the room: 200 messages of
+// 16 KiB a second became 3.2 MB/s into every member, whose reliable queue then passed the
+// link's high-water mark, and the host closed every honest member as one that "cannot keep up".
+// Three bounds keep relayed traffic within what the members' links carry beside the host's own
+// state stream, and each drops what does not fit (counted against the sender), never a member:
+//
+//   - the sender's relay bytes (Config.RelayRate, RelayBurst), each copy counted, so a message
+//     to Everyone in a room of N costs N−1 copies;
+//   - each recipient's relay bytes from all senders together (Config.RecvRelayRate,
+//     RecvRelayBurst), so that many senders cannot flood one member either;
+//   - the recipient's backlog: a relayed copy is dropped while the member's reliable queue holds
+//     more than Config.RelayBacklog (an unreliable one while its unreliable queue holds more than
+//     half the link's drop threshold), so that a slow member loses relayed messages before the
+//     host's own stream reaches the high-water mark that closes the link.
+//
+// None of them is a strike: a game that sends too much loses messages, not players.
+
+// Defaults of the relay budgets in Config. A member's link carries far more than a game's
+// messages: the host's updates alone may use up to MaxDatagramsPerFlush × 1200 B per network
+// interval (1.5 MB/s at 20 Hz). Relayed traffic is held to a small share of that: 128 KiB/s into
+// one member (1 Mbit/s: eight messages of the largest size a second, or a thousand chat lines),
+// a 256 KiB burst (a quarter of link.DefaultReliableHighWater, so relays alone never get near
+// it); a sender may fill two members' share (256 KiB/s, 512 KiB at once: one largest message to
+// 31 others), which a broadcast splits among the room.
+const (
+	DefaultRelayRate      = 256 << 10
+	DefaultRelayBurst     = 512 << 10
+	DefaultRecvRelayRate  = 128 << 10
+	DefaultRecvRelayBurst = 256 << 10
+	// DefaultRelayBacklog is Config.RelayBacklog's default: a quarter of the reliable
+	// high-water mark, leaving three quarters to the host's commands and snapshots.
+	DefaultRelayBacklog = link.DefaultReliableHighWater / 4
+	// maxRelayFrame is the largest relayed message on the wire; no burst is below it, so that
+	// every allowed message can pass.
+	maxRelayFrame = MaxMessage + netmsg.RelayOverhead
+	// unreliableRelayBacklog: relayed datagrams stop while this many bytes wait on a member's
+	// unreliable channel, half the link's drop threshold, so that the host's updates still fit.
+	unreliableRelayBacklog = link.DefaultUnreliableDropThreshold / 2
+)
+
+// byteBudget is a token bucket of bytes, refilled by the loop's clock.
+type byteBudget struct {
+	bytes float64
+	at    time.Time
+}
+
+// take spends n bytes of b, refilled at rate a second up to burst since it was last used;
+// false: b holds fewer than n and nothing is spent.
+func (b *byteBudget) take(now time.Time, rate, burst, n int) bool {
+	if b.at.IsZero() {
+		b.bytes = float64(burst)
+	} else if d := now.Sub(b.at); d > 0 {
+		b.bytes = min(float64(burst), b.bytes+d.Seconds()*float64(rate))
+	}
+	b.at = now
+	if b.bytes < float64(n) {
+		return false
+	}
+	b.bytes -= float64(n)
+	return true
+}
+
+// forwardRelay forwards frame, a Relay from member hm to (a member, or Everyone), to every synced
+// member it is for, within the budgets above; the host's own app has had its copy.
+func (h *hostRole) forwardRelay(hm *hostMember, to PeerIndex, frame []byte, ch link.Channel) {
+	from := hm.link.idx
+	h.relayTo = h.relayTo[:0]
+	for idx, dm := range h.mems {
+		if dm.snapshotSent && idx != from && (to == Everyone || to == idx) {
+			h.relayTo = append(h.relayTo, dm)
+		}
+	}
+	defer clear(h.relayTo) // no stale members held
+	now, cfg := h.env.now(), h.cfg
+	if cost := len(frame) * len(h.relayTo); !hm.relayOut.take(now, cfg.RelayRate, cfg.RelayBurst, cost) {
+		h.noteRefused(from, RefusedRelayBudget, fmt.Sprintf("relay of %d bytes to %d members over the sender's budget (%d B/s)", len(frame), len(h.relayTo), cfg.RelayRate))
+		return
+	}
+	for _, dm := range h.relayTo {
+		if !dm.relayIn.take(now, cfg.RecvRelayRate, cfg.RecvRelayBurst, len(frame)) {
+			h.noteRefused(from, RefusedRelayInbound, fmt.Sprintf("relay of %d bytes to member %d over its inbound budget (%d B/s)", len(frame), dm.link.idx, cfg.RecvRelayRate))
+			continue
+		}
+		if ch == link.Reliable {
+			h.msgs = append(h.msgs, queuedMessage{to: dm.link.idx, except: from, frame: frame, relayed: true})
+			continue
+		}
+		h.sendRelayed(dm, from, ch, frame)
+	}
+}
+
+// sendRelayed sends a relayed copy from member from to dm now, unless dm's queue on ch is past
+// its relay backlog: then the copy is dropped and counted.
+func (h *hostRole) sendRelayed(dm *hostMember, from PeerIndex, ch link.Channel, frame []byte) {
+	limit := uint64(h.cfg.RelayBacklog)
+	if ch == link.Unreliable {
+		limit = unreliableRelayBacklog
+	}
+	if dm.link.l != nil {
+		if buffered := dm.link.l.Stats().Channels[ch].Buffered; buffered > limit {
+			h.noteRefused(from, RefusedRelayBacklog, fmt.Sprintf("relay to member %d, whose %s queue holds %d bytes (relay backlog %d)", dm.link.idx, ch, buffered, limit))
+			return
+		}
+	}
+	h.env.send(dm.link, ch, frame)
+}
