@@ -34,12 +34,22 @@ type pageStatus struct {
 // never an mDNS name, never an address outside the lab.
 func checkCandidates(t *testing.T, st pageStatus) {
 	t.Helper()
+	checkCandidatesOf(t, st, false)
+}
+
+// checkCandidatesOf is checkCandidates; with mdns, a host candidate may also be an mDNS name (a
+// stock browser's: it names no address at all).
+func checkCandidatesOf(t *testing.T, st pageStatus, mdns bool) {
+	t.Helper()
 	if len(st.LocalCandidates) == 0 {
 		t.Fatal("Chromium reports no local candidate")
 	}
 	lab := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10")}
 	for _, c := range st.LocalCandidates {
-		_, addr, _ := strings.Cut(c, " ")
+		typ, addr, _ := strings.Cut(c, " ")
+		if mdns && (typ == "host" && strings.HasSuffix(addr, ".local") || typ == "prflx" && addr == "(redacted)") {
+			continue // Firefox's stats name no address for these
+		}
 		a, err := netip.ParseAddr(addr)
 		// An unspecified address is Chromium's placeholder for a family it has no route for
 		// (IPv6 is off in the lab): nothing can be sent to it.
@@ -53,6 +63,13 @@ func checkCandidates(t *testing.T, st pageStatus) {
 // node, playwright-core or Chromium is missing.
 func startBrowser(t *testing.T, ns netlab.NS, user string) *proc {
 	t.Helper()
+	return startBrowserOf(t, ns, user, "chromium")
+}
+
+// startBrowserOf is startBrowser with the browser named: "chromium" (playwright-core) or
+// "firefox" (Firefox ESR with stock prefs, puppeteer-core).
+func startBrowserOf(t *testing.T, ns netlab.NS, user, browser string) *proc {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("skipping: no node (apt-get install nodejs)")
@@ -61,19 +78,22 @@ func startBrowser(t *testing.T, ns netlab.NS, user string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
-		t.Skip("skipping: no playwright-core (cd web/e2e && npm ci)")
+	driver, exe, env := "playwright-core", "/usr/bin/chromium", "CHROMIUM"
+	if browser == "firefox" {
+		driver, exe, env = "puppeteer-core", "/usr/bin/firefox-esr", "FIREFOX"
 	}
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(filepath.Join(e2e, "node_modules", driver)); err != nil {
+		t.Skipf("skipping: no %s (cd web/e2e && npm ci)", driver)
 	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("skipping: no Chromium at %s (apt-get install chromium)", chromium)
+	if v := os.Getenv(env); v != "" {
+		exe = v
 	}
-	// Chromium's profile goes to the lab's TempDir, which the lab removes even after a kill.
-	p := startEnv(t, ns, []string{"TMPDIR=" + netlab.Get(t).TempDir()}, "chromium-"+user, node,
-		filepath.Join(e2e, "lab.mjs"), "--server", serverURL, "--user", user)
+	if _, err := os.Stat(exe); err != nil {
+		t.Skipf("skipping: no %s at %s (apt-get install %s)", browser, exe, filepath.Base(exe))
+	}
+	// The browser's profile goes to the lab's TempDir, which the lab removes even after a kill.
+	p := startEnv(t, ns, []string{"TMPDIR=" + netlab.Get(t).TempDir()}, browser+"-"+user, node,
+		filepath.Join(e2e, "lab.mjs"), "--server", serverURL, "--user", user, "--browser", browser)
 	waitFor(t, 30*time.Second, user+"'s page to join", func() error {
 		if strings.Contains(p.out.String(), "\njoined ") || strings.HasPrefix(p.out.String(), "joined ") {
 			return nil
@@ -138,13 +158,49 @@ func TestLab1ChromiumBehindNAT(t *testing.T) {
 	t.Logf("Chromium behind NAT A synced with the dedicated host in %v, selected pair %v, local candidates %q: %v", took, reported, st.LocalCandidates, r)
 }
 
+// TestLab1FirefoxBehindNAT: stock Firefox (no pref changed) behind symmetric NAT A joins `serve
+// --public-ip` and its dedicated host, and syncs to the room's hash, its pair as /api/rooms reports
+// it. Firefox offers its host candidates as mDNS names, pairs only network addresses, and is driven
+// over WebDriver BiDi: another WebRTC stack (nICEr, usrsctp) than Chromium's.
+func TestLab1FirefoxBehindNAT(t *testing.T) {
+	lab := netlab.Get(t)
+	serve(t, lab)
+	begin := time.Now()
+	b := startBrowserOf(t, lab.A.NS, "fiona", "firefox")
+	var st pageStatus
+	r := converged(t, 2, arenaEntities(1), 60*time.Second, func(r *room) error {
+		var err error
+		if st, err = lastStatus(b); err != nil {
+			return err
+		}
+		if !st.Synced || st.Hash != r.Members[0].Replica.Hash || st.Term != r.Term {
+			return fmt.Errorf("the page says %+v", st)
+		}
+		for _, m := range r.Members {
+			if m.Kind == "browser" && m.Link == nil {
+				return fmt.Errorf("the page has not reported its pair yet")
+			}
+		}
+		return nil
+	})
+	checkCandidatesOf(t, st, true)
+	t.Logf("Firefox behind NAT A synced with the dedicated host in %v, local candidates %q: %v",
+		time.Since(begin).Round(time.Millisecond), st.LocalCandidates, r)
+}
+
 // TestLab3ChromiumHostsAcrossNATs is scenario 3: Chromium behind NAT A hosts the room (no
 // dedicated host); three Go bots behind NAT B reach it through the relay and converge.
-func TestLab3ChromiumHostsAcrossNATs(t *testing.T) {
+func TestLab3ChromiumHostsAcrossNATs(t *testing.T) { hostsAcrossNATs(t, "chromium") }
+
+// TestLab3FirefoxHostsAcrossNATs is scenario 3 with stock Firefox as the host: both ends behind
+// symmetric NATs, so every link goes through the embedded TURN relay.
+func TestLab3FirefoxHostsAcrossNATs(t *testing.T) { hostsAcrossNATs(t, "firefox") }
+
+func hostsAcrossNATs(t *testing.T, browser string) {
 	lab := netlab.Get(t)
 	bin := concord(t)
 	serve(t, lab, "--dedicated-host=false")
-	b := startBrowser(t, lab.A.NS, "alice")
+	b := startBrowserOf(t, lab.A.NS, "alice", browser)
 	waitFor(t, 15*time.Second, "the browser to host", func() error {
 		st, err := lastStatus(b)
 		if err != nil || !st.IsHost {
@@ -164,12 +220,12 @@ func TestLab3ChromiumHostsAcrossNATs(t *testing.T) {
 	if err != nil || !st.IsHost || st.Hash != r.Members[0].Replica.Hash {
 		t.Fatalf("the page says %+v (%v), the room %v", st, err, r)
 	}
-	checkCandidates(t, st)
-	// Chromium's own view of its links to the bots agrees: through the relay.
+	checkCandidatesOf(t, st, browser == "firefox")
+	// The browser's own view of its links to the bots agrees: through the relay.
 	for _, m := range r.Members {
 		if p, ok := st.Pairs[fmt.Sprint(m.PeerIndex)]; m.PeerIndex != r.Host && (!ok || !p.relayed()) {
-			t.Errorf("Chromium's pair to bot %d is %v (getStats: %+v)", m.PeerIndex, &p, st.Pairs)
+			t.Errorf("%s's pair to bot %d is %v (getStats: %+v)", browser, m.PeerIndex, &p, st.Pairs)
 		}
 	}
-	t.Logf("Chromium host behind NAT A, 3 bots behind NAT B converged through the relay in %v: %v", time.Since(begin).Round(time.Millisecond), r)
+	t.Logf("%s host behind NAT A, 3 bots behind NAT B converged through the relay in %v: %v", browser, time.Since(begin).Round(time.Millisecond), r)
 }

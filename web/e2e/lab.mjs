@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// Chromium for the NAT lab (internal/netlab, issue 9 §4 scenarios 1 and 3): one page of the
-// Concord client in Debian's Chromium, driven by playwright-core, run by the Go test inside a lab
+// A browser for the NAT lab (internal/netlab, docs/design.md §6): one page of the Concord client in
+// Debian's Chromium (driven by playwright-core; the default) or, with `--browser firefox`, Firefox
+// ESR with stock prefs (driven by puppeteer-core over WebDriver BiDi), run by the Go test inside a lab
 // namespace behind a NAT (`ip netns exec <home> node web/e2e/lab.mjs --server URL`). It never
 // creates a namespace itself and refuses to run where the machine's own interfaces are visible:
 // it must see exactly `lo` and `eth0` with a lab address (10.0.0.0/8 or 100.64.0.0/10).
 //
 // Output, one line each, for the Go test to read: `joined <status JSON>` once the page has
 // joined the room, then `status <status JSON>` every 500 ms, with `pairs`: the candidate types of
-// each link's selected pair from Chromium's getStats(), and `localCandidates`: the type and
+// each link's selected pair from the browser's getStats(), and `localCandidates`: the type and
 // address of every local candidate it gathered. It runs until SIGTERM or SIGINT; a
 // failure prints `error <message>` and exits 1.
 
@@ -23,6 +24,7 @@ const { values: opt } = parseArgs({
     server: { type: 'string' },
     room: { type: 'string', default: 'arena' },
     user: { type: 'string', default: 'alice' },
+    browser: { type: 'string', default: 'chromium' },
   },
 });
 
@@ -39,8 +41,8 @@ if (ifaces.join(',') !== 'eth0,lo' || addrs.length === 0 || !addrs.every(inLab))
 }
 if (!opt.server) fail('--server URL is required');
 
-const { chromium } = await import('playwright-core');
-const tmp = mkdtempSync(join(tmpdir(), 'concord-lab-chromium-'));
+if (opt.browser !== 'chromium' && opt.browser !== 'firefox') fail(`--browser ${opt.browser}: want chromium or firefox`);
+const tmp = mkdtempSync(join(tmpdir(), `concord-lab-${opt.browser}-`));
 let context;
 let closing = false;
 const close = async (code) => {
@@ -54,17 +56,29 @@ process.on('SIGTERM', () => close(0));
 process.on('SIGINT', () => close(0));
 
 try {
-  context = await chromium.launchPersistentContext(tmp, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: CHROMIUM_ARGS,
-    headless: true,
-  });
-  const page = await context.newPage();
+  let page;
+  if (opt.browser === 'firefox') {
+    const puppeteer = (await import('puppeteer-core')).default;
+    context = await puppeteer.launch({
+      browser: 'firefox', executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr', headless: true,
+      userDataDir: join(tmp, 'profile'), env: { ...process.env, HOME: tmp },
+    });
+    page = await context.newPage();
+  } else {
+    const { chromium } = await import('playwright-core');
+    context = await chromium.launchPersistentContext(tmp, {
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      args: CHROMIUM_ARGS,
+      headless: true,
+    });
+    page = await context.newPage();
+  }
   page.on('pageerror', (err) => console.log(`pageerror ${err.message}`));
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.log(`console ${m.type()} ${m.text()}`); });
   await page.goto(`${opt.server}/?room=${encodeURIComponent(opt.room)}&user=${encodeURIComponent(opt.user)}`);
-  // The status, plus the candidate types of each link's selected pair as Chromium's own stats
-  // say (pairs: {remote peer index: {local, remote}}).
+  // The status, plus the candidate types of each link's selected pair as the browser's own stats
+  // say (pairs: {remote peer index: {local, remote}}). Firefox names no selected pair on its
+  // transport stats: its candidate pair says `selected` (or, failing that, nominated and succeeded).
   const status = () => page.evaluate(async () => {
     const c = window.concord;
     if (!c) return null;
@@ -78,6 +92,7 @@ try {
       stats.forEach((s) => { if (s.type === 'local-candidate') st.localCandidates.push(`${s.candidateType} ${s.address}`); });
       let pairId;
       stats.forEach((s) => { if (s.type === 'transport' && s.selectedCandidatePairId) pairId = s.selectedCandidatePairId; });
+      if (!pairId) stats.forEach((s) => { if (s.type === 'candidate-pair' && (s.selected || (s.nominated && s.state === 'succeeded'))) pairId = s.id; });
       const pair = pairId && stats.get(pairId);
       if (!pair) continue;
       const local = stats.get(pair.localCandidateId);
