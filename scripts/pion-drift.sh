@@ -15,6 +15,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+command -v patch >/dev/null || { echo "pion-drift: needs patch (GNU patch; Debian: apt-get install patch)" >&2; exit 1; }
 write=false
 [ "${1:-}" = -write ] && write=true
 tmp="$(mktemp -d)"

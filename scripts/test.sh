@@ -9,6 +9,7 @@ need_apt=()
 command -v go >/dev/null || { echo "test.sh: Go is required (https://go.dev/dl); none found" >&2; exit 1; }
 command -v node >/dev/null || need_apt+=(nodejs)
 command -v npm >/dev/null || need_apt+=(npm)
+command -v patch >/dev/null || need_apt+=(patch)  # scripts/pion-drift.sh
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
