@@ -27,9 +27,11 @@ status=0
 drift() {
   local dir=$1 module=$2 dropped=$3 own=$4 claimed required upstream work p
   claimed=$(sed -n '1s/^# .* \(v[0-9][0-9.]*\)$/\1/p' "$dir/CONCORD-PATCH.md")
-  required=$(go list -m -f '{{.Version}}' "$module")
-  if [ -z "$claimed" ] || [ "$claimed" != "$required" ]; then
-    echo "pion-drift: $dir claims $module ${claimed:-no version (first line of CONCORD-PATCH.md)}, go.mod requires $required" >&2
+  # go.mod's require line, and the version the build selects (what a program without the replace gets)
+  required=$(awk -v m="$module" '($1 == m || ($1 == "require" && $2 == m)) { print $NF == "indirect" ? $(NF-2) : $NF; exit }' go.mod)
+  selected=$(go list -m -f '{{.Version}}' "$module")
+  if [ -z "$claimed" ] || [ "$claimed" != "$required" ] || [ "$claimed" != "$selected" ]; then
+    echo "pion-drift: $dir claims $module ${claimed:-no version (first line of CONCORD-PATCH.md)}, go.mod requires ${required:-nothing}, the build selects $selected" >&2
     status=1
     return
   fi
