@@ -16,8 +16,9 @@ import (
 //
 //   - owned writes (WriteSCTPOwned, WriteSCTPOwnedBatch): the fallback is the detached data
 //     channel's Write, which copies the payload into its chunks before it returns, so the
-//     caller's promise never to write the buffer again holds trivially; the drop rule of the
-//     unreliable channel is applied before either path, by Conn.send and Conn.SendOwnedBatch;
+//     caller's promise never to write the buffer again holds trivially; a batch is written
+//     message by message, stopping at the first error (OwnedBatchSender's rule); the drop rule
+//     of the unreliable channel is applied before either path, by Conn.send and Conn.SendOwnedBatch;
 //   - ack coalescing (SetAckCoalescing): without it the receiver acknowledges every second
 //     packet, RFC 9260 §6.2's rule (Config.AckCoalescing has no effect).
 
