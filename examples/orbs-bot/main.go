@@ -40,6 +40,7 @@ func main() {
 	user := flag.String("user", "bot", "user name")
 	token := flag.String("token", os.Getenv("CONCORD_TOKEN"), "join token, when the server has a secret")
 	playFor := flag.Duration("for", 0, "leave after this long (0: play until interrupted)")
+	stopAfter := flag.Uint("stop-after", 0, "stand still once the bot has taken this many orbs (0: never), so that the room comes to rest")
 	flag.Parse()
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger().Level(zerolog.InfoLevel)
@@ -50,9 +51,20 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, *playFor)
 		defer cancel()
 	}
+	app := NewBot()
+	if *stopAfter > 0 {
+		steer := app.Steer
+		app.Steer = func(w *peer.World, self peer.Entity) orbs.Pos {
+			if orbs.Points(w, w.Self()) >= uint32(*stopAfter) {
+				v, _ := w.Get(self, orbs.PlayerPos)
+				return orbs.DecodePos(v) // where it is
+			}
+			return steer(w, self)
+		}
+	}
 	p, err := peer.New(peer.Config{
 		Server: *server, Room: *room, User: *user, Device: fmt.Sprintf("p%d", os.Getpid()),
-		Kind: signaling.KindBot, Token: *token, App: NewBot(), Logger: log,
+		Kind: signaling.KindBot, Token: *token, App: app, Logger: log,
 		Link: link.Config{Logger: log.Level(zerolog.WarnLevel).With().Str("component", "pion").Logger()},
 	})
 	if err != nil {

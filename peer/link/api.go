@@ -117,6 +117,7 @@ type Config struct {
 	// once, as before). A host sends each member a burst every network interval, and every
 	// SACK costs it a trip up its receive path, so Go members that coalesce cost their host
 	// less (docs/protocol.md §1.3). Negative: off (a SACK every second packet). Default 2 ms.
+	// It needs Concord's carried pion/sctp (FastPaths); with stock pion/sctp it is off.
 	AckCoalescing time.Duration
 }
 

@@ -102,10 +102,13 @@ type Conn struct {
 }
 
 type chanState struct {
-	ch     Channel
-	dc     *webrtc.DataChannel
-	rw     datachannel.ReadWriteCloser
-	stream *sctp.Stream // under rw (streamOf): SendOwned writes to it directly
+	ch Channel
+	dc *webrtc.DataChannel
+	rw datachannel.ReadWriteCloser
+	// The carried pion/sctp's owned writes on the SCTP stream under rw (streamOf, fastpath.go),
+	// nil with stock pion/sctp: SendOwned and SendOwnedBatch then write through rw, which copies.
+	owned ownedWriter
+	batch ownedBatchWriter
 }
 
 var (
@@ -220,14 +223,14 @@ func (c *Conn) onOpen(ch Channel) {
 		err = applyReliability(stream, ch)
 	}
 	if err == nil {
-		stream.SetAckCoalescing(c.api.ackCoalesce) // the association's, so both channels agree
+		setAckCoalescing(stream, c.api.ackCoalesce) // the association's, so both channels agree
 	}
 	if err != nil {
 		c.fail(fmt.Errorf("%w: open %s channel: %w", ErrConnectionLost, ch, err))
 		return
 	}
 	select {
-	case c.opened <- &chanState{ch: ch, dc: c.dcs[ch], rw: rw, stream: stream}:
+	case c.opened <- newChanState(ch, c.dcs[ch], rw, stream):
 	default: // A second OnOpen for the same channel; the first one counts.
 	}
 }
@@ -496,7 +499,8 @@ func (c *Conn) SendOwned(ch Channel, payload []byte) error {
 
 // SendOwnedBatch implements OwnedBatchSender. On the unreliable channel the
 // datagrams go to SCTP in one write (the carried pion/sctp's
-// WriteSCTPOwnedBatch); the ones that would find more than the drop limit
+// WriteSCTPOwnedBatch; with stock pion/sctp one copying Write each, stopping
+// at the first error); the ones that would find more than the drop limit
 // buffered, counting those before them, are dropped as Send drops them. On the
 // reliable channel it is SendOwned of each.
 func (c *Conn) SendOwnedBatch(ch Channel, payloads [][]byte) error {
@@ -527,7 +531,18 @@ func (c *Conn) SendOwnedBatch(ch Channel, payloads [][]byte) error {
 	if n == 0 {
 		return nil
 	}
-	if err := st.stream.WriteSCTPOwnedBatch(payloads[:n], sctp.PayloadTypeWebRTCBinary); err != nil {
+	if st.batch == nil {
+		for _, p := range payloads[:n] {
+			// sctp copies p into its chunks before Write returns.
+			if _, err := st.rw.Write(p); err != nil {
+				return c.sendFailed(ch, err)
+			}
+			ctr.msgsSent.Add(1)
+			ctr.bytesSent.Add(uint64(len(p)))
+		}
+		return nil
+	}
+	if err := st.batch.WriteSCTPOwnedBatch(payloads[:n], sctp.PayloadTypeWebRTCBinary); err != nil {
 		return c.sendFailed(ch, err)
 	}
 	ctr.msgsSent.Add(uint64(n))
@@ -580,11 +595,11 @@ func (c *Conn) send(ch Channel, payload []byte, owned bool) error {
 		ctr.backpressured.Add(1)
 		return &BackpressureError{Channel: ch, Buffered: buffered, Limit: c.api.highAt}
 	}
-	if owned && len(payload) > 0 {
+	if owned && len(payload) > 0 && st.owned != nil {
 		// What datachannel.WriteDataChannel does for a binary message, minus the copy (the
 		// carried pion/sctp's WriteSCTPOwned). pion's own per-channel message counters
 		// (webrtc's getStats) do not see these messages; Concord's Stats do.
-		_, err = st.stream.WriteSCTPOwned(payload, sctp.PayloadTypeWebRTCBinary)
+		_, err = st.owned.WriteSCTPOwned(payload, sctp.PayloadTypeWebRTCBinary)
 	} else {
 		// sctp copies payload into its chunks before Write returns.
 		_, err = st.rw.Write(payload)

@@ -323,13 +323,17 @@ func TestConnBackpressure(t *testing.T) {
 		owned
 		batched // SendOwnedBatch of 16 datagrams a call
 	)
-	unreliable := func(mode int) func(t *testing.T) {
+	// copying: the Conn sends as it does with stock pion/sctp (no owned writes, fastpath.go).
+	unreliable := func(mode int, copying bool) func(t *testing.T) {
 		return func(t *testing.T) {
 			h := &blockingHandler{release: make(chan struct{})}
 			p := newPair(t, pairOpts{cfgA: Config{Logger: testLogger(t)}, cfgB: Config{Logger: testLogger(t)}, handlerB: h.handle})
 			defer p.close()
 			defer h.open() // Runs before p.close, so the blocked reader can exit.
 			p.waitReady(t)
+			if copying {
+				p.a.withoutFastPathsForTest()
+			}
 			send, per := p.a.Send, 1
 			switch mode {
 			case owned:
@@ -355,9 +359,11 @@ func TestConnBackpressure(t *testing.T) {
 			t.Logf("receiver blocked: %d sent, %d dropped, max buffered %d", s.MessagesSent, s.Dropped, maxBuffered)
 		}
 	}
-	t.Run("unreliable drops are counted", unreliable(plain))
-	t.Run("unreliable owned drops are counted", unreliable(owned))
-	t.Run("unreliable batched drops are counted", unreliable(batched))
+	t.Run("unreliable drops are counted", unreliable(plain, false))
+	t.Run("unreliable owned drops are counted", unreliable(owned, false))
+	t.Run("unreliable batched drops are counted", unreliable(batched, false))
+	t.Run("unreliable owned drops are counted, copying", unreliable(owned, true))
+	t.Run("unreliable batched drops are counted, copying", unreliable(batched, true))
 
 	t.Run("reliable returns ErrBackpressure", func(t *testing.T) {
 		h := &blockingHandler{release: make(chan struct{})}

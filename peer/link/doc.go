@@ -34,7 +34,9 @@
 // helper SendOwned falls back to Send) takes the payload over instead: the
 // caller never writes it again, and a Conn's SCTP stream reads it until its
 // chunks are acknowledged or abandoned rather than copying it, so one buffer
-// can go to many Conns (a host's shared datagrams). Flow control is explicit,
+// can go to many Conns (a host's shared datagrams). That needs Concord's
+// carried pion/sctp (FastPaths; README "Carried pion patches"): with stock
+// pion/sctp SendOwned copies, as Send does. Flow control is explicit,
 // because pion's unreliable channel queues without bound: an unreliable
 // datagram is dropped and counted when the channel buffers more than
 // Config.UnreliableDropThreshold bytes; a reliable send fails with

@@ -43,3 +43,15 @@ func (c *Conn) rawWriteForTest(ch Channel, p []byte) error {
 	_, err := c.chans[ch].Load().rw.Write(p)
 	return err
 }
+
+// withoutFastPathsForTest makes c send as it does with stock pion/sctp (fastpath.go): owned
+// writes through the detached channel's copying Write. Call it once the Conn is ready.
+func (c *Conn) withoutFastPathsForTest() {
+	for ch := range c.chans {
+		if st := c.chans[ch].Load(); st != nil {
+			plain := *st
+			plain.owned, plain.batch = nil, nil
+			c.chans[ch].Store(&plain)
+		}
+	}
+}

@@ -184,3 +184,13 @@ func (p *pair) close() {
 type connRef struct{ p atomic.Pointer[Conn] }
 
 func (r *connRef) get() *Conn { return r.p.Load() }
+
+// needCarriedSCTP skips t when this build uses stock pion/sctp: t asserts what Concord's carried
+// copy (third_party/pion-sctp) does and stock pion does not. In this module (go.mod's replace) it runs.
+func needCarriedSCTP(t testing.TB, what string) {
+	t.Helper()
+	if !FastPaths() {
+		t.Skipf("needs Concord's carried pion/sctp (%s); this build uses stock pion/sctp: "+
+			"its go.mod has no `replace github.com/pion/sctp => ./third_party/pion-sctp`", what)
+	}
+}

@@ -12,8 +12,20 @@ import (
 // TestSendOwnedToManyConns is the host's shape: one buffer of datagrams, sent owned (no copy per
 // Conn) to every client on one shared socket. Each client receives exactly the bytes on both
 // channels (the reliable message spans several SCTP chunks, which are sub-slices of the buffer),
-// and the buffer is unchanged afterwards; the race detector watches pion's reads of it.
+// and the buffer is unchanged afterwards; the race detector watches pion's reads of it. The
+// "copying" run sends the way a Conn does with stock pion/sctp (fastpath.go: no owned writes in
+// it), which must keep the same contract.
 func TestSendOwnedToManyConns(t *testing.T) {
+	t.Run("owned", func(t *testing.T) {
+		if !FastPaths() {
+			t.Skip("stock pion/sctp (no replace of github.com/pion/sctp): no owned writes, the copying run covers it")
+		}
+		sendOwnedToManyConns(t, false)
+	})
+	t.Run("copying", func(t *testing.T) { sendOwnedToManyConns(t, true) })
+}
+
+func sendOwnedToManyConns(t *testing.T, copying bool) {
 	defer test.TimeOut(60 * time.Second).Stop()
 	defer test.CheckRoutines(t)()
 
@@ -54,6 +66,9 @@ func TestSendOwnedToManyConns(t *testing.T) {
 	}
 	for _, p := range pairs {
 		p.waitReady(t)
+		if copying {
+			p.b.withoutFastPathsForTest()
+		}
 	}
 	// Even clients get the datagrams one SendOwned each, odd ones in one SendOwnedBatch.
 	var batch [][]byte

@@ -105,13 +105,9 @@ type Conn struct {
 	// deadline (0: none; see Write), directWriting says whether writeDirect is
 	// writing, deadlineOnNext whether the next connection's write deadline was
 	// set for a direct write and must be cleared.
-	recordBuf []byte
-	sealBuf   []byte // CONCORD-PATCH: see writeDirect
-	sealing   bool   // CONCORD-PATCH: processPacket may seal into sealBuf (writeLock)
-	// CONCORD-PATCH: the record writeDirectAppData writes (writeLock).
-	directData         protocol.ApplicationData
-	directRecord       recordlayer.RecordLayer
-	directPacket       packet
+	recordBuf          []byte
+	sealBuf            []byte // CONCORD-PATCH: see writeDirect
+	sealing            bool   // CONCORD-PATCH: processPacket may seal into sealBuf (writeLock)
 	writeDeadlineNanos atomic.Int64
 	directWriting      atomic.Bool
 	directReading      atomic.Bool // CONCORD-PATCH: see readDirect
@@ -498,14 +494,6 @@ func (c *Conn) Write(payload []byte) (int, error) {
 		return 0, err
 	}
 
-	// CONCORD-PATCH: without a write deadline, application data is written
-	// without a context, so without the two goroutines per record that
-	// contextWithClose and netctx's WriteToContext start (see writeDirect),
-	// and through records kept in the Conn (writeDirectAppData).
-	if c.writeDeadlineNanos.Load() == 0 {
-		return len(payload), c.writeDirectAppData(payload)
-	}
-
 	pkts := []*packet{
 		{
 			record: &recordlayer.RecordLayer{
@@ -521,6 +509,13 @@ func (c *Conn) Write(payload []byte) (int, error) {
 			shouldEncrypt: true,
 		},
 	}
+	// CONCORD-PATCH: without a write deadline, application data is written
+	// without a context, so without the two goroutines per record that
+	// contextWithClose and netctx's WriteToContext start (see writeDirect).
+	if c.writeDeadlineNanos.Load() == 0 {
+		return len(payload), c.writeDirect(pkts)
+	}
+
 	ctx, cancel := c.contextWithClose(c.writeDeadline.Context())
 	defer cancel()
 
@@ -609,9 +604,25 @@ func (c *Conn) writeDirect(pkts []*packet) error {
 	defer c.writeLock.Unlock()
 
 	next := c.nextConn.Conn()
-	defer c.endDirectWrite(next)
-	if err := c.beginDirectWrite(next); err != nil {
-		return err
+	if c.deadlineOnNext.Swap(false) {
+		_ = next.SetWriteDeadline(time.Time{})
+	}
+	// directWriting is set before the deadline and close are checked, and
+	// SetWriteDeadline and close set theirs before they check directWriting:
+	// one side sees the other.
+	c.directWriting.Store(true)
+	defer func() {
+		c.directWriting.Store(false)
+		if c.deadlineOnNext.Swap(false) {
+			_ = next.SetWriteDeadline(time.Time{})
+		}
+	}()
+	if d := c.writeDeadlineNanos.Load(); d != 0 {
+		c.deadlineOnNext.Store(true)
+		_ = next.SetWriteDeadline(time.Unix(0, d))
+	}
+	if c.isConnectionClosed() {
+		return ErrConnClosed
 	}
 
 	// The records are sealed into sealBuf, reused by the next direct write:
@@ -638,81 +649,6 @@ func (c *Conn) writeDirect(pkts []*packet) error {
 	}
 
 	return nil
-}
-
-// CONCORD-PATCH: writeDirectAppData is writeDirect of one application-data
-// record built in structures the Conn keeps (guarded by writeLock) and
-// written as it is sealed, without the slices and structures writeDirect's
-// callers and prepareRawPackets allocate for every record.
-func (c *Conn) writeDirectAppData(payload []byte) error {
-	c.writeLock.Lock()
-	defer c.writeLock.Unlock()
-
-	next := c.nextConn.Conn()
-	defer c.endDirectWrite(next)
-	if err := c.beginDirectWrite(next); err != nil {
-		return err
-	}
-
-	c.directData = protocol.ApplicationData{Data: payload}
-	c.directRecord = recordlayer.RecordLayer{
-		Header:  recordlayer.Header{Epoch: c.state.getLocalEpoch(), Version: protocol.Version1_2},
-		Content: &c.directData,
-	}
-	c.directPacket = packet{
-		record:        &c.directRecord,
-		shouldWrapCID: len(c.state.remoteConnectionID) > 0,
-		shouldEncrypt: true,
-	}
-	c.sealBuf = c.sealBuf[:0]
-	c.sealing = true
-	c.lock.Lock()
-	raw, err := c.processPacket(&c.directPacket)
-	rAddr := c.rAddr
-	c.lock.Unlock()
-	c.sealing = false
-	c.directData.Data = nil // keep nothing of the caller's
-	if err != nil {
-		return err
-	}
-	if _, err = next.WriteTo(raw, rAddr); err != nil {
-		if c.isConnectionClosed() {
-			return ErrConnClosed
-		}
-
-		return netError(err)
-	}
-
-	return nil
-}
-
-// CONCORD-PATCH: beginDirectWrite starts a direct write on next, the next
-// connection (callers hold writeLock), watching the write deadline and close as
-// netctx would; endDirectWrite ends it, also after an error.
-func (c *Conn) beginDirectWrite(next net.PacketConn) error {
-	if c.deadlineOnNext.Swap(false) {
-		_ = next.SetWriteDeadline(time.Time{})
-	}
-	// directWriting is set before the deadline and close are checked, and
-	// SetWriteDeadline and close set theirs before they check directWriting:
-	// one side sees the other.
-	c.directWriting.Store(true)
-	if d := c.writeDeadlineNanos.Load(); d != 0 {
-		c.deadlineOnNext.Store(true)
-		_ = next.SetWriteDeadline(time.Unix(0, d))
-	}
-	if c.isConnectionClosed() {
-		return ErrConnClosed
-	}
-
-	return nil
-}
-
-func (c *Conn) endDirectWrite(next net.PacketConn) {
-	c.directWriting.Store(false)
-	if c.deadlineOnNext.Swap(false) {
-		_ = next.SetWriteDeadline(time.Time{})
-	}
 }
 
 // CONCORD-PATCH: sealerTo is a cipher suite that can seal a record into a
@@ -965,11 +901,11 @@ func (c *Conn) processPacket(pkt *packet) ([]byte, error) { //nolint:cyclop
 		// through RecordLayer.Marshal's two copies. Callers hold writeLock.
 		pkt.record.Header.ContentType = protocol.ContentTypeApplicationData
 		pkt.record.Header.ContentLen = uint16(len(appData.Data)) //nolint:gosec // G115
-		var err error
-		if c.recordBuf, err = pkt.record.Header.AppendTo(c.recordBuf[:0]); err != nil {
+		header, err := pkt.record.Header.Marshal()
+		if err != nil {
 			return nil, err
 		}
-		c.recordBuf = append(c.recordBuf, appData.Data...)
+		c.recordBuf = append(append(c.recordBuf[:0], header...), appData.Data...)
 		rawPacket = c.recordBuf
 	} else {
 		var err error

@@ -94,17 +94,13 @@ func (a *aead) encryptTo(dst []byte, pkt *recordlayer.RecordLayer, raw []byte) (
 	seq64 := (uint64(pkt.Header.Epoch) << 48) | (pkt.Header.SequenceNumber & 0x0000ffffffffffff)
 	binary.BigEndian.PutUint64(nonce[4:], seq64)
 
-	finalSize := len(raw) + 8 + len(payload) + a.tagLength
 	var additionalData []byte
-	switch {
-	case pkt.Header.ContentType == protocol.ContentTypeConnectionID:
+	if pkt.Header.ContentType == protocol.ContentTypeConnectionID {
 		additionalData = generateAEADAdditionalDataCID(&pkt.Header, len(payload))
-	case cap(dst) >= finalSize+aeadAdditionalDataSize:
-		// CONCORD-PATCH: in dst's room past the record, which Seal does not touch.
-		additionalData = putAEADAdditionalData(dst[finalSize:finalSize+aeadAdditionalDataSize], &pkt.Header, len(payload))
-	default:
+	} else {
 		additionalData = generateAEADAdditionalData(&pkt.Header, len(payload))
 	}
+	finalSize := len(raw) + 8 + len(payload) + a.tagLength
 	r := dst[:0:0]
 	if cap(dst) >= finalSize { // CONCORD-PATCH
 		r = dst[:finalSize]
@@ -167,17 +163,8 @@ func (a *aead) decrypt(header recordlayer.Header, in []byte) ([]byte, error) {
 }
 
 func generateAEADAdditionalData(h *recordlayer.Header, payloadLen int) []byte {
-	var additionalData [aeadAdditionalDataSize]byte
+	var additionalData [13]byte
 
-	return putAEADAdditionalData(additionalData[:], h, payloadLen) // CONCORD-PATCH
-}
-
-// CONCORD-PATCH: aeadAdditionalDataSize is the length of what
-// generateAEADAdditionalData returns; putAEADAdditionalData writes it into
-// additionalData, which has that length, and returns it.
-const aeadAdditionalDataSize = 13
-
-func putAEADAdditionalData(additionalData []byte, h *recordlayer.Header, payloadLen int) []byte {
 	// SequenceNumber MUST be set first
 	// we only want uint48, clobbering an extra 2 (using uint64, Golang doesn't have uint48)
 	binary.BigEndian.PutUint64(additionalData[:], h.SequenceNumber)
@@ -188,7 +175,7 @@ func putAEADAdditionalData(additionalData []byte, h *recordlayer.Header, payload
 	//nolint:gosec //G115
 	binary.BigEndian.PutUint16(additionalData[len(additionalData)-2:], uint16(payloadLen))
 
-	return additionalData
+	return additionalData[:]
 }
 
 // generateAEADAdditionalDataCID generates additional data for AEAD ciphers

@@ -50,22 +50,6 @@ func (h *Header) Marshal() ([]byte, error) {
 	return out, nil
 }
 
-// AppendTo appends the header's bytes, as Marshal returns them, to dst.
-// CONCORD-PATCH: the direct write path marshals a record into a reused buffer.
-func (h *Header) AppendTo(dst []byte) ([]byte, error) {
-	if h.SequenceNumber > MaxSequenceNumber {
-		return dst, errSequenceNumberOverflow
-	}
-	var seq [6]byte
-	util.PutBigEndianUint48(seq[:], h.SequenceNumber)
-	dst = append(dst, byte(h.ContentType), h.Version.Major, h.Version.Minor)
-	dst = binary.BigEndian.AppendUint16(dst, h.Epoch)
-	dst = append(dst, seq[:]...)
-	dst = append(dst, h.ConnectionID...)
-
-	return binary.BigEndian.AppendUint16(dst, h.ContentLen), nil
-}
-
 // Unmarshal populates a TLS RecordLayer Header from binary.
 func (h *Header) Unmarshal(data []byte) error {
 	if len(data) < FixedHeaderSize {
