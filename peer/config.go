@@ -138,6 +138,9 @@ type Config struct {
 	// gone, despawning their avatars and releasing their locks.
 	// Default DefaultResumeSettle (3 s).
 	ResumeSettle time.Duration
+	// WorldLimits bound the append sets of an entity, what one member's writes add to the world
+	// and the world's size (docs/protocol.md §5, "Limits"); zero fields take their defaults.
+	WorldLimits WorldLimits
 	// SignalingConfig configures the signaling client. Its SendQueue defaults to
 	// DefaultSignalingSendQueue here: the loop never waits on a full queue, it drops the message
 	// (a signal, a report), so the queue is sized for a burst of link setups. Its EventQueue
@@ -213,6 +216,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SignalingConfig.EventQueue <= 0 {
 		c.SignalingConfig.EventQueue = DefaultSignalingEventQueue
 	}
+	c.WorldLimits = c.WorldLimits.withDefaults()
 	if c.MaxDatagramsPerFlush <= 0 {
 		c.MaxDatagramsPerFlush = DefaultMaxDatagramsPerFlush
 	}

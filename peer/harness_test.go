@@ -100,6 +100,8 @@ type stepNet struct {
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 	// onSendOwned, when set, sees every payload a link takes over (SendOwned), after onSend.
 	onSendOwned func(from, to PeerIndex, ch link.Channel, b []byte)
+	// limits are the next peers' Config.WorldLimits.
+	limits WorldLimits
 }
 
 type stepPeer struct {
@@ -130,7 +132,7 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	p, err := New(Config{
 		Server: "http://step.invalid", Room: "step", User: "u", Device: string(rune('a' + idx)), App: app,
 		Transport: n, Clock: n.clock, Logger: zerolog.New(zerolog.NewTestWriter(n.t)).Level(zerolog.InfoLevel),
-		NoDeltas: n.noDeltas, Deltas: true,
+		NoDeltas: n.noDeltas, Deltas: true, WorldLimits: n.limits,
 	})
 	if err != nil {
 		n.t.Fatal(err)

@@ -193,7 +193,21 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 			h.rejectedAbsent(&m)
 			continue
 		}
+		if !relayed {
+			// The world's bounds (world_limits.go). Not on a survivor's first batch after a
+			// migration: that relays the previous host's world, which fit it (lossless migration).
+			if why, reason := h.admitGrowth(hm, &m); reason != "" {
+				if err := h.refuse(hm, why, "correction: "+reason); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		before := h.w.r.Size()
 		h.w.mergeRemote(&m, idx)
+		if !relayed {
+			h.charge(hm, before)
+		}
 	}
 	if orphaned {
 		h.respawnAvatars()

@@ -101,6 +101,7 @@ func New(cfg Config) (*Peer, error) {
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
 	}
+	p.w.limits = cfg.WorldLimits
 	p.servers, _ = signaling.ParseServers(cfg.Server) // checked by withDefaults
 	p.start = p.clock.Now()
 	p.pool.New = func() any { b := make([]byte, 0, 2048); return &b }

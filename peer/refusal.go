@@ -27,6 +27,14 @@ const (
 	RefusedApplication
 	// RefusedAck: a member's Ack of a datagram the host never sent it.
 	RefusedAck
+	// RefusedAppendSets: a member's append that would start one more append set on an entity
+	// carrying WorldLimits.AppendSets.
+	RefusedAppendSets
+	// RefusedMemberWorld: a member's write that would take what its writes added to the world
+	// past WorldLimits.MemberBytes.
+	RefusedMemberWorld
+	// RefusedWorldBytes: a member's write that would take the world past WorldLimits.RoomBytes.
+	RefusedWorldBytes
 	// NumRefusals is the number of reasons.
 	NumRefusals
 )
@@ -42,6 +50,9 @@ var refusalNames = [NumRefusals]string{
 	RefusedSnapshot:     "snapshot_bounds",
 	RefusedApplication:  "application_size",
 	RefusedAck:          "ack",
+	RefusedAppendSets:   "append_sets",
+	RefusedMemberWorld:  "member_world_bytes",
+	RefusedWorldBytes:   "world_bytes",
 }
 
 // String returns the reason's label, as /metrics shows it.
