@@ -88,7 +88,7 @@ func (h *hostRole) staleDigest(hm *hostMember, dig *netmsg.Digest) bool {
 	if crdt.Timestamp(dig.Clock) < hm.snapClock {
 		return true
 	}
-	return hm.link.l != nil && hm.link.l.Stats().Channels[link.Reliable].Buffered > 0
+	return len(hm.link.backlog) > 0 || hm.link.l != nil && hm.link.l.Stats().Channels[link.Reliable].Buffered > 0
 }
 
 // maxSnapshotWait bounds how long a host ignores a member's digests computed before its last

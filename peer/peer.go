@@ -158,6 +158,7 @@ func (p *Peer) startTimers() {
 // the tick that made them (a separate timer could fire first and hold a tick's writes back one
 // interval), at most every NetworkInterval.
 func (p *Peer) tick(now time.Time, dt time.Duration, lastFlush *time.Time) {
+	p.drainBacklogs(now)
 	p.app.Tick(p.w, dt)
 	if p.host != nil {
 		p.host.tick(now)
