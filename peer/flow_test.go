@@ -88,5 +88,7 @@ func TestLargeWorldLateJoinerSyncsOverMemory(t *testing.T) {
 		}
 		return nil
 	})
-	lateJoinerSyncs(t, host, func() *peer.Peer { return r.joinWith(r.ctx, "late", signaling.KindBot, arena.New(arena.Config{}), memory) })
+	lateJoinerSyncs(t, host, func() *peer.Peer {
+		return r.joinWith(r.ctx, "late", signaling.KindBot, arena.New(arena.Config{}), memory)
+	})
 }
