@@ -63,8 +63,8 @@ type Writer struct {
 	refusedRooms map[signaling.RoomID]string
 
 	queued, written, failed, dropped, refused atomic.Uint64
-	bytes                            atomic.Int64
-	writeSeconds, loopSeconds        prometheus.Histogram
+	bytes                                     atomic.Int64
+	writeSeconds, loopSeconds                 prometheus.Histogram
 }
 
 // NewWriter starts a writer to store.
