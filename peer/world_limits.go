@@ -97,19 +97,24 @@ func (h *hostRole) worldKey(idx PeerIndex) string {
 	return fmt.Sprintf("#%d", idx)
 }
 
-// admitGrowth checks a write of member hm against the world's bounds: the append sets of its
-// entity, the room's size, and the bytes hm's writes added so far. It returns why and a reason
-// to refuse m, or "". A write that does not grow the world (a value replaced by one no longer)
-// passes whatever the accounts say, so a member over its budget keeps playing.
+// admitGrowth checks a write of member hm against the world's bounds (admitWorld), with the
+// bytes hm's writes added so far. It returns why and a reason to refuse m, or "".
 func (h *hostRole) admitGrowth(hm *hostMember, m *crdt.Message) (Refusal, string) {
-	l := h.w.limits
-	if why, reason := appendBounds(h.w.r, l, m); reason != "" {
+	return admitWorld(h.w.r, h.w.limits, h.worldUse[h.worldKey(hm.link.idx)], m)
+}
+
+// admitWorld is the admission rule of a member's write m that may grow the world r, whose
+// writer's earlier writes added used bytes: the append sets of its entity, then the room's size,
+// then the member's budget (testdata/peer/world_limits.json holds vectors of it, which the JS
+// host checks too). A write that does not grow the world (a value replaced by one no longer)
+// passes whatever the accounts say, so a member over its budget keeps playing. It returns why
+// and a reason to refuse m, or "".
+func admitWorld(r *crdt.Replica, l WorldLimits, used int, m *crdt.Message) (Refusal, string) {
+	if why, reason := appendBounds(r, l, m); reason != "" {
 		return why, reason
 	}
-	if g := h.w.r.Growth(m); g > 0 {
-		if used := h.worldUse[h.worldKey(hm.link.idx)]; used+g > l.MemberBytes {
-			return RefusedMemberWorld, fmt.Sprintf("member's writes added %d bytes to the world, %d more would pass its %d", used, g, l.MemberBytes)
-		}
+	if g := r.Growth(m); g > 0 && used+g > l.MemberBytes {
+		return RefusedMemberWorld, fmt.Sprintf("member's writes added %d bytes to the world, %d more would pass its %d", used, g, l.MemberBytes)
 	}
 	return 0, ""
 }

@@ -1,7 +1,12 @@
 package peer
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -162,4 +167,66 @@ func TestWorldLimitsAppendSetsOnHost(t *testing.T) {
 			t.Fatalf("an append to a set the entity holds: %v", err)
 		}
 	})
+}
+
+// worldVectors is testdata/peer/world_limits.json.
+type worldVectors struct {
+	Limits struct{ AppendSets, MemberBytes, RoomBytes int }
+	Steps  []struct {
+		Member            PeerIndex
+		Op                string
+		Entity, Component uint32
+		Len               int
+		Want              string
+		Size              int
+	}
+	Used map[string]int
+}
+
+// TestWorldLimitsVectors runs the admission rule (admitWorld) over the shared vectors that the JS
+// host's web/test/worldlimits.test.js runs too.
+func TestWorldLimitsVectors(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "peer", "world_limits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v worldVectors
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	l := WorldLimits{AppendSets: v.Limits.AppendSets, MemberBytes: v.Limits.MemberBytes, RoomBytes: v.Limits.RoomBytes}
+	r := crdt.New(crdt.Config{})
+	used := map[PeerIndex]int{}
+	for i, st := range v.Steps {
+		n := i + 1
+		m := crdt.Message{Entity: crdt.Entity(st.Entity), Component: crdt.ComponentID(st.Component), Timestamp: crdt.Timestamp(n), Data: bytes.Repeat([]byte{byte(n)}, st.Len)}
+		switch st.Op {
+		case "append":
+			m.Type = crdt.AppendValue
+		case "put":
+			m.Type = crdt.PutComponent
+		case "delete":
+			m.Type, m.Data = crdt.DeleteComponent, nil
+		default:
+			t.Fatalf("step %d: op %q", n, st.Op)
+		}
+		why, reason := admitWorld(r, l, used[st.Member], &m)
+		got := ""
+		if reason != "" {
+			got = why.String()
+		} else {
+			before := r.Size()
+			r.Merge(&m)
+			used[st.Member] = max(0, used[st.Member]+r.Size()-before)
+		}
+		if got != st.Want || r.Size() != st.Size {
+			t.Fatalf("step %d (%s by %d): refusal %q (%s), size %d; want %q, size %d", n, st.Op, st.Member, got, reason, r.Size(), st.Want, st.Size)
+		}
+	}
+	for k, want := range v.Used {
+		idx, _ := strconv.Atoi(k)
+		if got := used[PeerIndex(idx)]; got != want {
+			t.Errorf("member %s's account %d, want %d", k, got, want)
+		}
+	}
 }
