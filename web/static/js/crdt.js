@@ -559,7 +559,7 @@ export class Replica {
   /** @type {number[]|null} cached ascending keys of #deleted */
   #delOrder;
   #lwwCount;
-  // The state's size as a canonical message stream (size), kept as it changes.
+  // The state's size as a canonical message stream (bytes), kept as it changes.
   #bytes = 0;
   // The set hash, kept incrementally as Go's crdt/digest.go keeps it: pair n & 0xff of page
   // #sums[n >> 8] is the sum of the element hashes of entity number n's canonical messages (a page
@@ -925,12 +925,12 @@ export class Replica {
    * checkpoint or of a full snapshot's hostState (Go's Replica.Size), kept as the state changes.
    * @returns {number}
    */
-  get size() {
+  get bytes() {
     return this.#bytes;
   }
 
   /**
-   * At most how many bytes merging m would add to size (Go's Replica.Growth): what a bound on
+   * At most how many bytes merging m would add to bytes (Go's Replica.Growth): what a bound on
    * the state's size checks before it admits m. It never changes the replica.
    * @param {{type: number, entity: number, component: number, timestamp: number, data?: Uint8Array|null}} m
    * @returns {number}

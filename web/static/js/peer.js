@@ -11,6 +11,7 @@
 
 import { REDIAL, parseServers } from './signaling.js';
 import { World, Ev, nopSink, FIRST_SYSTEM_RPC } from './world.js';
+import { worldLimits } from './worldlimits.js';
 import { Fence } from './authority.js';
 import { now, mixin, mixinBase } from './loop.js';
 import { PeerLinks } from './links.js';
@@ -116,6 +117,8 @@ export const DEFAULTS = Object.freeze({
  * @property {number} [redialMinMs]
  * @property {number} [redialMaxMs]
  * @property {number} [resumeSettleMs]
+ * @property {Partial<import('./worldlimits.js').WorldLimits>} [worldLimits] the world's bounds
+ *   (append sets per entity, bytes a member's writes add, the world's size; docs/protocol.md §5)
  */
 
 // PeerResume's methods set sig, which would type it as theirs (never null): Peer declares it.
@@ -144,6 +147,7 @@ export class Peer extends PeerMethods {
     /** @type {LogFunc} */
     this.log = opts.log || defaultLog;
     this.w = new World(this.app.schemas());
+    this.w.limits = worldLimits(opts.worldLimits);
     this.w.peer = this;
     /** The signaling client of the current connection (see resume.js). @type {import('./signaling.js').SignalingClient | null} */
     this.sig = null;
@@ -167,6 +171,8 @@ export class Peer extends PeerMethods {
     // deltas: values taken as differences from acknowledged ones; deltaMissed: dropped for want
     // of their baseline (docs/protocol.md §2.10).
     this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, refused: 0, offenders: 0, fenced: 0, dropped: 0, deltas: 0, deltaMissed: 0 };
+    /** @type {Record<string, number>} refused inputs by reason (Go's peer.Refusal labels), where a reason is named */
+    this.refusedBy = {};
     this.signalingState = 'connecting';
     this.resumeToken = '';
     this.held = false; // the replica has held the room's state (synced or hosted)
