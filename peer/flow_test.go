@@ -58,10 +58,12 @@ func growWorld(t *testing.T, host *peer.Peer) {
 // checks that the host's links were held back by their buffers (the test exercised flow control).
 func lateJoinerSyncs(t *testing.T, host *peer.Peer, join func() *peer.Peer) {
 	growWorld(t, host)
+	start := time.Now()
 	late := join()
 	poll.Until(t, 60*time.Second, "late joiner synced the large world", func() error {
 		return converged([]*peer.Peer{host, late})
 	})
+	t.Logf("a world of %d bytes synced in %v", host.Status().WorldBytes, time.Since(start).Round(time.Millisecond))
 	if st := host.Status(); st.Channels[link.Reliable].Backpressured == 0 {
 		t.Fatalf("no reliable send was held back (Status.Channels %+v): the test did not exercise flow control", st.Channels)
 	}
