@@ -92,9 +92,11 @@ func (r *Replica) mergeAppend(e Entity, c ComponentID, ts Timestamp, data []byte
 				return NoChange
 			}
 			buf = set.vals[0].data
+			r.appBytes -= putHeader + len(buf)
 			set.vals = slices.Delete(set.vals, 0, 1)
 		}
 		buf = append(buf[:0], data...)
+		r.appBytes += putHeader + len(buf)
 	}
 	i := set.insertAt(ts, buf)
 	set.vals = slices.Insert(set.vals, i, appendVal{ts: ts, data: buf})

@@ -42,6 +42,8 @@ type Replica struct {
 	lww  lwwTable
 	app  map[uint64]*appendSet
 	nums map[uint16]*numRec
+	// appBytes is the size of the append values as APPEND_VALUE messages (Size).
+	appBytes int
 	// del holds, per entity number, the highest deleted version + 1 (0: none), in pages of
 	// 256 numbers allocated on first use.
 	del      [256]*[256]uint32
@@ -191,7 +193,11 @@ func (r *Replica) dropLive(n uint16, rec *numRec) {
 		r.lww.remove(lwwKey(e, c))
 	}
 	for _, c := range rec.app {
-		delete(r.app, lwwKey(e, c))
+		k := lwwKey(e, c)
+		for _, v := range r.app[k].vals {
+			r.appBytes -= putHeader + len(v.data)
+		}
+		delete(r.app, k)
 	}
 	if len(rec.lww) > 0 {
 		r.lwwOrderOK = false
@@ -360,6 +366,60 @@ func (r *Replica) DeletedVersion(number uint16) (uint16, bool) {
 		return 0, false
 	}
 	return uint16(s - 1), true
+}
+
+// Size returns the size of the state as a canonical ADR-117 message stream: len(AppendState(nil)),
+// the bytes of a checkpoint or of a full snapshot's hostState, kept as the state changes.
+func (r *Replica) Size() int {
+	return r.lww.bytes + r.appBytes + r.nDeleted*deleteEntitySize
+}
+
+// Growth returns at most how many bytes merging m would add to Size: what a bound on the state's
+// size checks before it admits m. It never changes the replica.
+func (r *Replica) Growth(m *Message) int {
+	g := 0
+	if v := m.Entity.Version(); v > 0 && r.deletedStored(m.Entity.Number()) == 0 {
+		g = deleteEntitySize // version v deletes the lower versions of its number: a new deleted number
+	}
+	return g + r.growth(m)
+}
+
+func (r *Replica) growth(m *Message) int {
+	switch m.Type {
+	case PutComponent, PutComponentNetwork, DeleteComponent, DeleteComponentNetwork:
+		put := m.Type == PutComponent || m.Type == PutComponentNetwork
+		data, ts, ok, deleted := r.Get(m.Entity, m.Component)
+		switch {
+		case ok && m.Timestamp < ts:
+			return 0 // outdated: the stored entry stays
+		case !ok && put:
+			return putHeader + len(m.Data)
+		case !ok:
+			return deleteCompSize
+		case put && deleted:
+			return putHeader + len(m.Data) - deleteCompSize
+		case put:
+			return max(0, len(m.Data)-len(data))
+		}
+		return 0
+	case AppendValue:
+		return putHeader + len(m.Data)
+	case DeleteEntity, DeleteEntityNetwork:
+		if m.Entity.Version() == 0 && r.deletedStored(m.Entity.Number()) == 0 {
+			return deleteEntitySize // a higher version was counted by Growth
+		}
+	}
+	return 0
+}
+
+// AppendSets returns how many append sets entity e holds, and whether one of them is c's.
+func (r *Replica) AppendSets(e Entity, c ComponentID) (n int, has bool) {
+	rec := r.nums[e.Number()]
+	if rec == nil || rec.version != e.Version() {
+		return 0, false
+	}
+	_, has = slices.BinarySearch(rec.app, c)
+	return len(rec.app), has
 }
 
 // Len returns the number of LWW entries, values and tombstones alike.

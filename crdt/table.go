@@ -39,6 +39,17 @@ type lwwTable struct {
 	seed  uint64
 	vals  [][]byte
 	free  []uint32 // indexes of unused vals
+	// bytes is the size of the entries as ADR-117 messages (PUT_COMPONENT or DELETE_COMPONENT
+	// each), kept by insert, set and remove: Replica.Size.
+	bytes int
+}
+
+// size is the encoded size of an occupied slot's entry.
+func (t *lwwTable) size(s *lwwSlot) int {
+	if s.ref&refTomb != 0 {
+		return deleteCompSize
+	}
+	return putHeader + len(t.vals[s.ref&refIndex-1])
 }
 
 func (t *lwwTable) home(key uint64) uint64 {
@@ -73,10 +84,12 @@ func (s *lwwSlot) state() uint8 {
 
 // set stores a value (copied into the slot's buffer, reused) or a tombstone in an occupied slot.
 func (t *lwwTable) set(s *lwwSlot, data []byte, state uint8) {
+	t.bytes -= t.size(s)
 	buf := t.data(s)
 	if state == slotTomb {
 		s.ref |= refTomb
 		*buf = (*buf)[:0]
+		t.bytes += deleteCompSize
 		return
 	}
 	s.ref &^= refTomb
@@ -84,6 +97,7 @@ func (t *lwwTable) set(s *lwwSlot, data []byte, state uint8) {
 		*buf = nil // do not let one huge value pin memory for the life of the key
 	}
 	*buf = append((*buf)[:0], data...)
+	t.bytes += putHeader + len(data)
 }
 
 // data returns the value buffer of an occupied slot (a tombstone's is empty).
@@ -109,6 +123,7 @@ func (t *lwwTable) insert(key uint64) *lwwSlot {
 	}
 	t.slots[i] = lwwSlot{key: key, ref: v + 1}
 	t.n++
+	t.bytes += putHeader
 	return &t.slots[i]
 }
 
@@ -152,6 +167,7 @@ func (t *lwwTable) remove(key uint64) {
 		}
 		i = (i + 1) & t.mask
 	}
+	t.bytes -= t.size(&t.slots[i])
 	v := t.slots[i].ref&refIndex - 1
 	t.vals[v] = t.vals[v][:0]
 	if cap(t.vals[v]) > shrinkThreshold {

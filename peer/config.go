@@ -154,6 +154,9 @@ type Config struct {
 	// pushes the link past link.Config.ReliableHighWater, which closes it. Default
 	// DefaultRelayBacklog (256 KiB, a quarter of the default high-water mark).
 	RelayBacklog int
+	// WorldLimits bound the append sets of an entity, what one member's writes add to the world
+	// and the world's size (docs/protocol.md §5, "Limits"); zero fields take their defaults.
+	WorldLimits WorldLimits
 	// SignalingConfig configures the signaling client. Its SendQueue defaults to
 	// DefaultSignalingSendQueue here: the loop never waits on a full queue, it drops the message
 	// (a signal, a report), so the queue is sized for a burst of link setups. Its EventQueue
@@ -229,6 +232,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SignalingConfig.EventQueue <= 0 {
 		c.SignalingConfig.EventQueue = DefaultSignalingEventQueue
 	}
+	c.WorldLimits = c.WorldLimits.withDefaults()
 	if c.MaxDatagramsPerFlush <= 0 {
 		c.MaxDatagramsPerFlush = DefaultMaxDatagramsPerFlush
 	}

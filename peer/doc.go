@@ -69,13 +69,14 @@
 // Action to the host's [ActionHandler] (the host's go to every member). [World.SendRPC] (member
 // to host) and [World.BroadcastRPC] (host to members) are delivered to [App.RPC]; types from
 // [FirstSystemRPC] up are Concord's. The limits: [MaxMessage], [MaxUnreliableMessage],
-// [MaxAction], [MaxAppendValue]; a host forwards relayed messages within byte budgets charged
-// per copy (Config.RelayRate, RecvRelayRate, RelayBacklog) and drops what does not fit, counted
-// but never held against a member's link.
+// [MaxAction], [MaxAppendValue], and the world's bounds [WorldLimits] (append sets per entity,
+// bytes one member's writes add, the world's size; Config.WorldLimits); a host forwards relayed
+// messages within byte budgets charged per copy (Config.RelayRate, RecvRelayRate, RelayBacklog)
+// and drops what does not fit, counted but never held against a member's link.
 //
 // Errors are values to test with errors.Is: [ErrNotHost], [ErrNoAuthority], [ErrNoEntity],
 // [ErrNoProperty], [ErrExists], [ErrWorldFull], [ErrTooLarge], [ErrNoPeer], [ErrBadComponent],
-// [ErrBadMessageType]; [ErrClosed] and [ErrSchemaMismatch] end a session; [ErrConfig] refuses a
+// [ErrBadMessageType], [ErrWorldLimit]; [ErrClosed] and [ErrSchemaMismatch] end a session; [ErrConfig] refuses a
 // Config.
 //
 // # Networking

@@ -27,6 +27,9 @@ var (
 	ErrNoPeer = errors.New("peer: no such peer in the room")
 	// ErrBadComponent is returned for an append to a component Concord owns or a schema property.
 	ErrBadComponent = errors.New("peer: component cannot hold an append set")
+	// ErrWorldLimit is returned for an append over a bound of WorldLimits: one append set more
+	// than an entity may carry, or a world grown to its size bound.
+	ErrWorldLimit = errors.New("peer: over a world limit")
 	// ErrBadMessageType is returned for an application message type outside 128–255.
 	ErrBadMessageType = errors.New("peer: application message types are 128–255")
 )

@@ -105,6 +105,8 @@ type stepNet struct {
 	sendErr func(from, to PeerIndex, ch link.Channel, b []byte) error
 	// buffered, when set, is what a link reports buffered on ch (Stats) instead of unacked.
 	buffered func(from, to PeerIndex, ch link.Channel) uint64
+	// limits are the next peers' Config.WorldLimits.
+	limits WorldLimits
 }
 
 type stepPeer struct {
@@ -135,7 +137,7 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	p, err := New(Config{
 		Server: "http://step.invalid", Room: "step", User: "u", Device: string(rune('a' + idx)), App: app,
 		Transport: n, Clock: n.clock, Logger: zerolog.New(zerolog.NewTestWriter(n.t)).Level(zerolog.InfoLevel),
-		NoDeltas: n.noDeltas, Deltas: true,
+		NoDeltas: n.noDeltas, Deltas: true, WorldLimits: n.limits,
 	})
 	if err != nil {
 		n.t.Fatal(err)

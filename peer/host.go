@@ -46,6 +46,9 @@ type hostRole struct {
 	// conducts holds the members' skew budgets and strikes across their links, by identity and
 	// by peer index (bounded: maxConducts, conductMemory).
 	conducts map[string]*conduct
+	// worldUse is the bytes each member's writes added to the world, by identity (or index):
+	// WorldLimits.MemberBytes (world_limits.go).
+	worldUse map[string]int
 
 	hc    netmsg.HostCommands
 	snap  netmsg.HostSnapshot
@@ -248,7 +251,9 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 		h.answerDigest(hm, &in.dig)
 	case netmsg.TypePeerCommands:
 		for _, rpc := range in.pc.RPCs {
-			h.rpc(hm, rpc)
+			if err := h.rpc(hm, rpc); err != nil {
+				return err
+			}
 		}
 	case netmsg.TypeEntityUpdates:
 		if !hm.snapshotSent {

@@ -218,18 +218,19 @@ func deliverAction(b roleBase, from PeerIndex, a netmsg.Action) {
 }
 
 // appendRequested admits a member's append request: to an entity it writes, or as the app's
-// AppendPolicy allows.
-func (h *hostRole) appendRequested(hm *hostMember, data []byte) {
+// AppendPolicy allows, within the world's bounds (admitGrowth). It returns errOffender when the
+// refusal was the member's last strike.
+func (h *hostRole) appendRequested(hm *hostMember, data []byte) error {
 	if len(data) < 8 {
 		h.count.dropped.Add(1)
-		return
+		return nil
 	}
 	idx := hm.link.idx
 	e, c, value := Entity(binary.LittleEndian.Uint32(data)), crdt.ComponentID(binary.LittleEndian.Uint32(data[4:])), data[8:]
 	if err := h.w.checkAppend(e, c, value); err != nil {
 		h.count.dropped.Add(1)
 		h.log.Debug().Err(err).Uint64("peer", uint64(idx)).Msg("append refused")
-		return
+		return nil
 	}
 	allowed := h.auth.AdmitWrite(idx, e) == nil
 	if p, ok := h.app.(AppendPolicy); ok && !allowed {
@@ -238,7 +239,14 @@ func (h *hostRole) appendRequested(hm *hostMember, data []byte) {
 	if !allowed {
 		h.count.rejected.Add(1)
 		h.log.Debug().Uint64("peer", uint64(idx)).Stringer("entity", e).Msg("append refused: no authority and no AppendPolicy allows it")
-		return
+		return nil
 	}
+	m := crdt.Message{Type: crdt.AppendValue, Entity: e, Component: c, Data: value}
+	if why, reason := h.admitGrowth(hm, &m); reason != "" {
+		return h.refuse(hm, why, "append: "+reason)
+	}
+	before := h.w.r.Size()
 	_ = h.w.Append(e, c, value)
+	h.charge(hm, before)
+	return nil
 }

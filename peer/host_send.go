@@ -275,23 +275,23 @@ func (h *hostRole) replay(hm *hostMember, rec []byte) bool {
 	return !hm.link.closing
 }
 
-func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) {
+func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) error {
 	idx := hm.link.idx
 	if rpc.Type < FirstSystemRPC {
 		if h.appAllowed(hm) {
 			h.app.RPC(h.w, idx, rpc.Type, rpc.Data)
 		}
-		return
+		return nil
 	}
 	if rpc.Type == rpcAppend {
 		if h.appAllowed(hm) {
-			h.appendRequested(hm, rpc.Data)
+			return h.appendRequested(hm, rpc.Data)
 		}
-		return
+		return nil
 	}
 	if len(rpc.Data) != 4 {
 		h.count.dropped.Add(1)
-		return
+		return nil
 	}
 	e := Entity(binary.LittleEndian.Uint32(rpc.Data))
 	switch rpc.Type {
@@ -299,7 +299,7 @@ func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) {
 		t, err := h.auth.RequestLock(idx, e, h.env.now())
 		if err != nil {
 			h.log.Debug().Err(err).Uint64("peer", uint64(idx)).Msg("lock refused")
-			return
+			return nil
 		}
 		if t.From != t.To {
 			h.authorityLost(e, t.From)
@@ -313,6 +313,7 @@ func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) {
 	default:
 		h.count.dropped.Add(1)
 	}
+	return nil
 }
 
 // changeSink: the host turns accepted changes into traffic.

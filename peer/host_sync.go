@@ -88,7 +88,7 @@ func (h *hostRole) staleDigest(hm *hostMember, dig *netmsg.Digest) bool {
 	if crdt.Timestamp(dig.Clock) < hm.snapClock {
 		return true
 	}
-	return hm.link.l != nil && hm.link.l.Stats().Channels[link.Reliable].Buffered > 0
+	return len(hm.link.backlog) > 0 || hm.link.l != nil && hm.link.l.Stats().Channels[link.Reliable].Buffered > 0
 }
 
 // maxSnapshotWait bounds how long a host ignores a member's digests computed before its last
@@ -193,7 +193,21 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 			h.rejectedAbsent(&m)
 			continue
 		}
+		if !relayed {
+			// The world's bounds (world_limits.go). Not on a survivor's first batch after a
+			// migration: that relays the previous host's world, which fit it (lossless migration).
+			if why, reason := h.admitGrowth(hm, &m); reason != "" {
+				if err := h.refuse(hm, why, "correction: "+reason); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		before := h.w.r.Size()
 		h.w.mergeRemote(&m, idx)
+		if !relayed {
+			h.charge(hm, before)
+		}
 	}
 	if orphaned {
 		h.respawnAvatars()

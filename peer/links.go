@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"errors"
 	"time"
 
@@ -33,7 +34,27 @@ type remote struct {
 	// queued is reliable messages held for the next network flush (Peer.queue), at most
 	// netmsg.MaxReliableMessage bytes.
 	queued []byte
+	// backlog is reliable data held back while the link's send buffer is over its high-water
+	// mark (a snapshot larger than the mark, and whatever was sent after it), in order, at most
+	// maxBacklog bytes (backlogBytes); backlogAt is when it last moved (drainBacklogs).
+	backlog      [][]byte
+	backlogBytes int
+	backlogAt    time.Time
 }
+
+// Flow control of the reliable channel (docs/protocol.md §5, "Limits"). A link refuses a reliable
+// send while its buffer holds more than its high-water mark (link.ErrBackpressure); the peer then
+// holds that message and every later reliable one back, and sends them as the buffer drains, at
+// every tick: a snapshot of a large world streams to a joiner at the link's pace instead of
+// ending its link. A remote that takes nothing for backlogStall, or whose backlog would pass
+// maxBacklog, cannot keep up: its link is closed.
+const (
+	// maxBacklog is the largest payload a member reassembles (netmsg.DefaultMaxTotal): a larger
+	// backlog is not a snapshot on its way.
+	maxBacklog = netmsg.DefaultMaxTotal
+	// backlogStall is how long a backlog may sit without a byte taken.
+	backlogStall = 10 * time.Second
+)
 
 // loopEvent is posted to the loop by link goroutines.
 type loopEvent struct {
@@ -195,12 +216,75 @@ func (p *Peer) send(r *remote, ch link.Channel, payload []byte) {
 			if !ok {
 				return
 			}
-			if !p.sendOne(r, ch, buf) {
+			if !p.sendReliable(r, buf, false) {
 				return
 			}
 		}
 	}
+	if ch == link.Reliable {
+		p.sendReliable(r, payload, false)
+		return
+	}
 	p.sendOne(r, ch, payload)
+}
+
+// sendReliable sends one reliable message to r after its backlog, or holds it in the backlog
+// when there is one or the link's buffer is full (owned: b is the backlog's to keep, else it is
+// copied); false means the link failed and is dropped.
+func (p *Peer) sendReliable(r *remote, b []byte, owned bool) bool {
+	if len(r.backlog) == 0 {
+		err := r.l.Send(link.Reliable, b)
+		if !errors.Is(err, link.ErrBackpressure) {
+			return p.sent(r, err, len(b))
+		}
+		r.backlogAt = p.clock.Now()
+	}
+	if r.backlogBytes+len(b) > maxBacklog {
+		p.log.Warn().Uint64("peer", uint64(r.idx)).Int("backlog", r.backlogBytes).Msg("peer cannot keep up (backlog full); closing link")
+		p.drop(r)
+		return false
+	}
+	if !owned {
+		b = bytes.Clone(b)
+	}
+	r.backlog = append(r.backlog, b)
+	r.backlogBytes += len(b)
+	return true
+}
+
+// drainBacklogs sends what the links' buffers take of their backlogs (every tick), and drops the
+// links whose backlog has not moved for backlogStall.
+func (p *Peer) drainBacklogs(now time.Time) {
+	for _, r := range p.remotes {
+		if len(r.backlog) == 0 || r.closing || r.l == nil {
+			continue
+		}
+		moved := false
+		for len(r.backlog) > 0 {
+			b := r.backlog[0]
+			err := link.SendOwned(r.l, link.Reliable, b)
+			if errors.Is(err, link.ErrBackpressure) {
+				break
+			}
+			if !p.sent(r, err, len(b)) {
+				break
+			}
+			r.backlog[0] = nil
+			r.backlog = r.backlog[1:]
+			r.backlogBytes -= len(b)
+			moved = true
+		}
+		switch {
+		case r.closing:
+		case len(r.backlog) == 0:
+			r.backlog, r.backlogBytes = nil, 0
+		case moved:
+			r.backlogAt = now
+		case now.Sub(r.backlogAt) > backlogStall:
+			p.log.Warn().Uint64("peer", uint64(r.idx)).Int("backlog", r.backlogBytes).Msg("peer cannot keep up (backlog stalled); closing link")
+			p.drop(r)
+		}
+	}
 }
 
 // sendOwned sends unfragmented payloads the caller hands over, in order, in one call to the link
@@ -210,6 +294,14 @@ func (p *Peer) sendOwned(r *remote, ch link.Channel, payloads [][]byte) {
 		return
 	}
 	if ch == link.Reliable && len(r.queued) > 0 && !p.flushQueue(r) {
+		return
+	}
+	if ch == link.Reliable {
+		for _, b := range payloads {
+			if !p.sendReliable(r, b, true) {
+				return
+			}
+		}
 		return
 	}
 	size := 0
@@ -249,7 +341,7 @@ func (p *Peer) flushQueue(r *remote) bool {
 	if r.closing || r.l == nil {
 		return false
 	}
-	return p.sendOne(r, link.Reliable, b)
+	return p.sendReliable(r, b, false)
 }
 
 // flushQueued sends everything queued (at every network flush, before the updates).

@@ -101,6 +101,7 @@ func New(cfg Config) (*Peer, error) {
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
 	}
+	p.w.limits = cfg.WorldLimits
 	p.servers, _ = signaling.ParseServers(cfg.Server) // checked by withDefaults
 	p.start = p.clock.Now()
 	p.pool.New = func() any { b := make([]byte, 0, 2048); return &b }
@@ -157,6 +158,7 @@ func (p *Peer) startTimers() {
 // the tick that made them (a separate timer could fire first and hold a tick's writes back one
 // interval), at most every NetworkInterval.
 func (p *Peer) tick(now time.Time, dt time.Duration, lastFlush *time.Time) {
+	p.drainBacklogs(now)
 	p.app.Tick(p.w, dt)
 	if p.host != nil {
 		p.host.tick(now)

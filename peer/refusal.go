@@ -36,6 +36,14 @@ const (
 	// RefusedRelayBacklog: a copy of a relayed message to a member whose queue on that channel
 	// is past the relay backlog (Config.RelayBacklog); dropped, not a strike.
 	RefusedRelayBacklog
+	// RefusedAppendSets: a member's append that would start one more append set on an entity
+	// carrying WorldLimits.AppendSets.
+	RefusedAppendSets
+	// RefusedMemberWorld: a member's write that would take what its writes added to the world
+	// past WorldLimits.MemberBytes.
+	RefusedMemberWorld
+	// RefusedWorldBytes: a member's write that would take the world past WorldLimits.RoomBytes.
+	RefusedWorldBytes
 	// NumRefusals is the number of reasons.
 	NumRefusals
 )
@@ -54,6 +62,9 @@ var refusalNames = [NumRefusals]string{
 	RefusedRelayBudget:  "relay_budget",
 	RefusedRelayInbound: "relay_inbound",
 	RefusedRelayBacklog: "relay_backlog",
+	RefusedAppendSets:   "append_sets",
+	RefusedMemberWorld:  "member_world_bytes",
+	RefusedWorldBytes:   "world_bytes",
 }
 
 // String returns the reason's label, as /metrics shows it.

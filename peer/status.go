@@ -17,13 +17,16 @@ type Status struct {
 	IsHost   bool
 	Synced   bool
 	Entities int
-	Clock    uint32
-	Hash     uint64
-	Members  int
-	Links    int
-	RTT      time.Duration
-	BytesIn  uint64
-	BytesOut uint64
+	// WorldBytes is the replica's size as an ADR-117 message stream (crdt.Replica.Size): the
+	// bytes of a checkpoint, what WorldLimits.RoomBytes bounds.
+	WorldBytes int
+	Clock      uint32
+	Hash       uint64
+	Members    int
+	Links      int
+	RTT        time.Duration
+	BytesIn    uint64
+	BytesOut   uint64
 	// Rejected counts writes the host refused for lack of authority.
 	Rejected uint64
 	// RejectedRace counts the part of Rejected that are expected races of normal play (logged at
@@ -120,6 +123,7 @@ func (p *Peer) publish() *Status {
 		IsHost:          p.host != nil,
 		Synced:          p.host != nil || (p.member != nil && p.member.synced),
 		Entities:        p.w.Len(),
+		WorldBytes:      p.w.r.Size(),
 		Clock:           uint32(p.w.r.Clock()),
 		Hash:            p.hash,
 		Members:         len(p.members),

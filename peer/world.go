@@ -87,6 +87,8 @@ type World struct {
 	// use, so no path that changes authority has to maintain it (a bot asks every tick, and a scan
 	// of a 512-member room every tick of every bot was O(members²)).
 	avatarHint map[PeerIndex]Entity
+	// limits bound the append sets and the world's size (world_limits.go).
+	limits WorldLimits
 }
 
 func newWorld(schemas *schema.Table, cfg crdt.Config) *World {
@@ -97,6 +99,7 @@ func newWorld(schemas *schema.Table, cfg crdt.Config) *World {
 		byNumber: make(map[uint16]Entity),
 		next:     FirstSpawnNumber,
 		sink:     nopSink{},
+		limits:   WorldLimits{}.withDefaults(),
 	}
 }
 

@@ -87,8 +87,15 @@ func (w *World) Unset(e Entity, prop int) error {
 // that is not one of e's properties. The host appends at once; a member asks the host, which
 // admits the value when the member may write e or the app's AppendPolicy allows it, and the
 // value arrives with the host's relay (EventAppended) on every peer, the sender included.
+// The world's bounds (Config.WorldLimits) apply: it fails with ErrWorldLimit when e carries as
+// many append sets as it may and c is not one of them, or when the world (this peer's replica)
+// has grown to its size bound; the host refuses a member's append past them, and past what the
+// member's own writes may add, counting it (Status.RefusedBy) and striking the member.
 func (w *World) Append(e Entity, c crdt.ComponentID, value []byte) error {
 	if err := w.checkAppend(e, c, value); err != nil {
+		return err
+	}
+	if err := w.appendFits(e, c, value); err != nil {
 		return err
 	}
 	if !w.isHost {

@@ -112,8 +112,8 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 // repeated refusals; it reads peer.Status and holds no state. peers lists the peers (nil
 // entries skipped); it is called on every scrape.
 type refusalCollector struct {
-	peers              func() []roomPeer
-	refused, offenders *prometheus.Desc
+	peers                     func() []roomPeer
+	refused, offenders, world *prometheus.Desc
 }
 
 // roomPeer is a peer of this process and its room.
@@ -129,12 +129,15 @@ func newRefusalCollector(peers func() []roomPeer) *refusalCollector {
 			"Inputs a peer of this process refused by the protocol's limits, per room and reason.", []string{"room", "reason"}, nil),
 		offenders: prometheus.NewDesc("concord_peer_offenders_total",
 			"Members whose link a host of this process closed for repeated refused inputs, per room.", []string{"room"}, nil),
+		world: prometheus.NewDesc("concord_room_world_bytes",
+			"Size of each room's world in a peer of this process, as a checkpoint (bounded by --max-world-bytes for members' writes).", []string{"room"}, nil),
 	}
 }
 
 func (c *refusalCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.refused
 	ch <- c.offenders
+	ch <- c.world
 }
 
 func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
@@ -147,5 +150,6 @@ func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n), rp.room, peer.Refusal(r).String())
 		}
 		ch <- prometheus.MustNewConstMetric(c.offenders, prometheus.CounterValue, float64(st.Offenders), rp.room)
+		ch <- prometheus.MustNewConstMetric(c.world, prometheus.GaugeValue, float64(st.WorldBytes), rp.room)
 	}
 }

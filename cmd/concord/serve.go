@@ -86,6 +86,8 @@ type serveOptions struct {
 
 	// limits holds the signaling limits set by flags (zero fields: the signaling defaults).
 	limits signaling.Config
+	// world bounds the dedicated hosts' worlds (worldflags.go; zero fields: the peer defaults).
+	world peer.WorldLimits
 	// http bounds the HTTP server's connections (zero fields: defaultHTTPTimeouts).
 	http httpTimeouts
 }
@@ -184,6 +186,9 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	if o.interestRadius < 0 {
 		return nil, usageError{fmt.Errorf("--interest-radius %d: want a distance in millimetres ≥ 0", o.interestRadius)}
+	}
+	if err := checkWorldFlags(o); err != nil {
+		return nil, err
 	}
 	origins, err := newOriginPolicy(o.origins)
 	if err != nil {
@@ -370,7 +375,8 @@ func dedicatedHostConfig(log zerolog.Logger, o serveOptions, room signaling.Room
 	}
 	hl := log.With().Str("component", "host").Logger()
 	cfg := peer.Config{Room: string(room), User: dedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: arena.New(arena.Config{}), Logger: hl, Deltas: o.deltas,
-		RelayRate: o.relayRate, RelayBurst: o.relayBurst, RecvRelayRate: o.recvRelayRate, RecvRelayBurst: o.recvRelayBurst, RelayBacklog: o.relayBacklog}
+		RelayRate: o.relayRate, RelayBurst: o.relayBurst, RecvRelayRate: o.recvRelayRate, RecvRelayBurst: o.recvRelayBurst, RelayBacklog: o.relayBacklog,
+		WorldLimits: o.world}
 	if o.interestRadius > 0 {
 		cfg.Interest = arena.RadiusInterest{Radius: o.interestRadius}
 	}
@@ -647,6 +653,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.staticCSP, "static-csp", "", "Content-Security-Policy of the --static pages (default: scripts from the page's origin only, see docs/guide.md)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	limitFlags(fs, &o)
+	worldFlags(fs, &o)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

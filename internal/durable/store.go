@@ -142,6 +142,10 @@ type Store struct {
 // ErrFenced: a checkpoint of a later term is stored already; the writer is not the room's host.
 var ErrFenced = errors.New("durable: a checkpoint of a later term is stored")
 
+// ErrCheckpointTooLarge: a checkpoint over MaxCheckpoint, refused; the room's stored checkpoint
+// stays as it was.
+var ErrCheckpointTooLarge = errors.New("durable: checkpoint over MaxCheckpoint")
+
 // ErrUnknownFormat: the room's checkpoint is in a format this version does not read.
 var ErrUnknownFormat = errors.New("durable: unknown checkpoint format")
 
@@ -402,7 +406,7 @@ func (s *Store) last(ctx context.Context, room signaling.RoomID) (*jetstream.Raw
 // either checkpoint whole.
 func (s *Store) SaveCheckpoint(ctx context.Context, c Checkpoint) error {
 	if len(c.Data) > MaxCheckpoint {
-		return fmt.Errorf("durable: room %q: checkpoint of %d bytes, the limit is %d", c.Room, len(c.Data), MaxCheckpoint)
+		return fmt.Errorf("%w: room %q: checkpoint of %d bytes, the limit is %d", ErrCheckpointTooLarge, c.Room, len(c.Data), MaxCheckpoint)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()

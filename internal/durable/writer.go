@@ -3,6 +3,8 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +38,9 @@ type WriterConfig struct {
 // WriterStats are a Writer's counters.
 type WriterStats struct {
 	Queued, Written, Failed, Dropped uint64
+	// Refused counts checkpoints refused for good (over MaxCheckpoint): never written, never
+	// tried again; the room keeps its previous checkpoint.
+	Refused uint64
 	// Bytes is the size of the last checkpoint written.
 	Bytes int64
 }
@@ -54,10 +59,12 @@ type Writer struct {
 	pending map[signaling.RoomID]Checkpoint
 	order   []signaling.RoomID // rooms with a pending checkpoint, oldest first
 	closed  bool
+	// refusedRooms holds why each room's last checkpoint was refused, until one is written.
+	refusedRooms map[signaling.RoomID]string
 
-	queued, written, failed, dropped atomic.Uint64
-	bytes                            atomic.Int64
-	writeSeconds, loopSeconds        prometheus.Histogram
+	queued, written, failed, dropped, refused atomic.Uint64
+	bytes                                     atomic.Int64
+	writeSeconds, loopSeconds                 prometheus.Histogram
 }
 
 // NewWriter starts a writer to store.
@@ -68,7 +75,7 @@ func NewWriter(store saver, cfg WriterConfig) *Writer {
 	w := &Writer{
 		store: store, log: cfg.Logger,
 		limit: cfg.Queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		pending: map[signaling.RoomID]Checkpoint{},
+		pending: map[signaling.RoomID]Checkpoint{}, refusedRooms: map[signaling.RoomID]string{},
 		writeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "concord_checkpoint_write_seconds", Help: "Time to write one checkpoint to JetStream (off the host loop).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
@@ -86,6 +93,11 @@ func NewWriter(store saver, cfg WriterConfig) *Writer {
 		counter("concord_checkpoints_written_total", "Checkpoints written to JetStream.", &w.written)
 		counter("concord_checkpoints_failed_total", "Checkpoint writes that failed.", &w.failed)
 		counter("concord_checkpoints_dropped_total", "Checkpoints not written: replaced by a later one of their room while waiting, or dropped from a full queue.", &w.dropped)
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "concord_durable_checkpoint_refused_total", Help: "Checkpoints refused for good, by reason (size: over MaxCheckpoint); the room keeps its previous checkpoint.",
+			ConstLabels: prometheus.Labels{"reason": refusedSize},
+		}, func() float64 { return float64(w.refused.Load()) }))
+		r.MustRegister(refusedRoomsCollector{w})
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_checkpoint_bytes", Help: "Size of the last checkpoint written."},
 			func() float64 { return float64(w.bytes.Load()) }))
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_checkpoint_queue", Help: "Checkpoints waiting to be written."},
@@ -97,12 +109,19 @@ func NewWriter(store saver, cfg WriterConfig) *Writer {
 }
 
 // Submit queues c for writing. It never blocks: a waiting checkpoint of c's room is replaced; with
-// Queue rooms waiting, the oldest waiting checkpoint is dropped. After Close it drops c.
+// Queue rooms waiting, the oldest waiting checkpoint is dropped. After Close it drops c. A
+// checkpoint over MaxCheckpoint is refused at once (Refused): logged as an error, counted
+// (concord_durable_checkpoint_refused_total), and the room reported (RefusedRooms) until one of
+// its checkpoints is written; the stored checkpoint stays.
 func (w *Writer) Submit(c Checkpoint) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		w.dropped.Add(1)
+		return
+	}
+	if len(c.Data) > MaxCheckpoint {
+		w.refuseLocked(c, fmt.Errorf("%w: checkpoint of %d bytes, the limit is %d", ErrCheckpointTooLarge, len(c.Data), MaxCheckpoint))
 		return
 	}
 	w.queued.Add(1)
@@ -138,12 +157,46 @@ func (w *Writer) next() (Checkpoint, bool) {
 	return c, true
 }
 
+// refusedSize is the reason label of a checkpoint over MaxCheckpoint.
+const refusedSize = "size"
+
+// refuseLocked records that c was refused for good for err (w.mu held).
+func (w *Writer) refuseLocked(c Checkpoint, err error) {
+	w.refused.Add(1)
+	w.refusedRooms[c.Room] = refusedSize
+	w.log.Error().Err(err).Str("room", string(c.Room)).Uint64("term", uint64(c.Term)).Int("bytes", len(c.Data)).
+		Msg("checkpoint refused: the room keeps its previous checkpoint; durability resumes once its world fits")
+}
+
+// RefusedRooms returns the rooms whose last checkpoint was refused, and why ("size"); a room
+// leaves it when one of its checkpoints is written.
+func (w *Writer) RefusedRooms() map[signaling.RoomID]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.refusedRooms)
+}
+
+// refusedRoomsCollector serves concord_durable_room_checkpoint_refused{room,reason}: 1 for each
+// room whose last checkpoint was refused.
+type refusedRoomsCollector struct{ w *Writer }
+
+var descRoomRefused = prometheus.NewDesc("concord_durable_room_checkpoint_refused",
+	"1 while a room's last checkpoint was refused (it keeps its previous checkpoint).", []string{"room", "reason"}, nil)
+
+func (c refusedRoomsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descRoomRefused }
+
+func (c refusedRoomsCollector) Collect(ch chan<- prometheus.Metric) {
+	for room, why := range c.w.RefusedRooms() {
+		ch <- prometheus.MustNewConstMetric(descRoomRefused, prometheus.GaugeValue, 1, string(room), why)
+	}
+}
+
 // ObserveLoop records time a host loop spent encoding a checkpoint.
 func (w *Writer) ObserveLoop(d time.Duration) { w.loopSeconds.Observe(d.Seconds()) }
 
 // Stats returns the counters.
 func (w *Writer) Stats() WriterStats {
-	return WriterStats{Queued: w.queued.Load(), Written: w.written.Load(), Failed: w.failed.Load(), Dropped: w.dropped.Load(), Bytes: w.bytes.Load()}
+	return WriterStats{Queued: w.queued.Load(), Written: w.written.Load(), Failed: w.failed.Load(), Dropped: w.dropped.Load(), Refused: w.refused.Load(), Bytes: w.bytes.Load()}
 }
 
 // Retry bounds: a write that failed for a reason other than fencing (JetStream unavailable while a
@@ -243,6 +296,13 @@ func (w *Writer) write(ctx context.Context, c Checkpoint) bool {
 	cancel()
 	w.writeSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
+		if errors.Is(err, ErrCheckpointTooLarge) {
+			// Refused for good: trying again would hold every other room's retries behind it.
+			w.mu.Lock()
+			w.refuseLocked(c, err)
+			w.mu.Unlock()
+			return true
+		}
 		w.failed.Add(1)
 		if errors.Is(err, ErrFenced) {
 			w.log.Warn().Err(err).Str("room", string(c.Room)).Msg("checkpoint not written")
@@ -253,6 +313,12 @@ func (w *Writer) write(ctx context.Context, c Checkpoint) bool {
 	}
 	w.written.Add(1)
 	w.bytes.Store(int64(len(c.Data)))
+	w.mu.Lock()
+	if _, ok := w.refusedRooms[c.Room]; ok {
+		delete(w.refusedRooms, c.Room)
+		w.log.Info().Str("room", string(c.Room)).Int("bytes", len(c.Data)).Msg("checkpoint written again after refusals")
+	}
+	w.mu.Unlock()
 	w.log.Debug().Str("room", string(c.Room)).Uint64("term", uint64(c.Term)).Int("bytes", len(c.Data)).
 		Dur("took", time.Since(start)).Msg("checkpoint written")
 	return true

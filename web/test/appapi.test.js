@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Peer } from '../static/js/peer.js';
 import { Game, SCHEMA_BOX, BOX_POS } from '../static/js/arena.js';
-import { ROOM_ENTITY, EVERYONE, MAX_APPEND_VALUE, MAX_UNRELIABLE_MESSAGE, Ev } from '../static/js/world.js';
+import { ROOM_ENTITY, EVERYONE, MAX_APPEND_VALUE, MAX_UNRELIABLE_MESSAGE, Ev, RPC_APPEND } from '../static/js/world.js';
 import { DEFAULT_APPEND_RETENTION } from '../static/js/crdt.js';
 import { APP_BURST } from '../static/js/host.js';
 
@@ -62,13 +62,16 @@ function pump(room) {
   }
 }
 
-/** A browser host (1) and two synced browser members (2, 3), each with an ApiGame. */
-function newRoom() {
+/**
+ * A browser host (1) and two synced browser members (2, 3), each with an ApiGame.
+ * @param {object} [opts] more Peer options of every peer
+ */
+function newRoom(opts = {}) {
   const room = { queue: [], peers: new Map(), games: new Map() };
   const idxs = [HOST, 2, 3];
   for (const idx of idxs) {
     const game = new ApiGame();
-    const p = new Peer({ app: game, kind: idx === HOST ? 'host' : 'browser', memory: true, log: () => {} });
+    const p = new Peer({ app: game, kind: idx === HOST ? 'host' : 'browser', memory: true, log: () => {}, ...opts });
     p.w.self = idx;
     for (const j of idxs) p.members.set(j, { peerIndex: j, peerId: `user${j}/device`, kind: j === HOST ? 'host' : 'browser' });
     room.peers.set(idx, p);
@@ -242,6 +245,59 @@ test('grant hands a host entity to a member as an AuthorityTransfer; revoke take
     on(room, HOST, (w) => w.revoke(room.box));
     for (const [idx, p] of room.peers) assert.equal(p.w.authority(room.box), HOST, `peer ${idx} sees the host write the box again`);
     assert.ok(!room.peers.get(2).w.canWrite(room.box));
+    sameHash(room);
+  } finally {
+    stop(room);
+  }
+});
+
+/** Member idx asks the host for an append as a hostile member would, past its own world's checks. */
+function requestAppend(room, idx, e, c, value) {
+  const b = new Uint8Array(8 + value.length);
+  const dv = new DataView(b.buffer);
+  dv.setUint32(0, e >>> 0, true);
+  dv.setUint32(4, c >>> 0, true);
+  b.set(value, 8);
+  const p = room.peers.get(idx);
+  p.step(() => p.rpcToHost(RPC_APPEND, b));
+  pump(room);
+}
+
+test('world bounds: append sets per entity, a member\'s bytes and the room\'s are refused past their limits (Go\'s TestWorldLimitsBoundAppends)', () => {
+  const limits = { appendSets: 2, memberBytes: 8 << 10, roomBytes: 16 << 10 };
+  const room = newRoom({ worldLimits: limits });
+  try {
+    const host = room.peers.get(HOST);
+    const a2 = host.w.avatarOf(2);
+    const a3 = host.w.avatarOf(3);
+    const value = (i) => { const v = new Uint8Array(1000); v[0] = i; v[1] = i >> 8; return v; };
+    // Append sets: 5 components asked, 2 admitted.
+    for (let c = 0; c < 5; c++) requestAppend(room, 2, a2, 6000 + c, value(c));
+    assert.equal(host.w.r.appendSets(a2, 0).n, 2);
+    assert.equal(host.status().refusedBy.append_sets, 3);
+    // The member's budget: its writes add at most memberBytes.
+    const start = host.w.r.bytes;
+    for (let i = 0; i < 20; i++) requestAppend(room, 2, a2, 6000 + (i % 2), value(100 + i));
+    assert.ok(host.status().refusedBy.member_world_bytes > 0, 'refused past the member budget');
+    assert.ok(host.w.r.bytes - start <= limits.memberBytes, `member 2 grew the world by ${host.w.r.bytes - start}`);
+    // The room's: member 3 has a budget of its own, the world stops at roomBytes.
+    for (let i = 0; i < 12; i++) requestAppend(room, 3, a3, 6000, value(200 + i));
+    const st = host.status();
+    assert.ok(st.refusedBy.world_bytes > 0, `refused past the room bound: ${JSON.stringify(st.refusedBy)}`);
+    assert.ok(host.w.r.bytes <= limits.roomBytes, `world of ${host.w.r.bytes} bytes`);
+    assert.equal(st.worldBytes, host.w.r.bytes);
+    assert.equal(st.worldBytes, host.w.r.appendState().length);
+    assert.ok(st.refused >= 3 + st.refusedBy.member_world_bytes + st.refusedBy.world_bytes);
+    // The host's own append and a member's, past the room bound, throw.
+    assert.throws(() => host.w.append(a3, 6000, value(999)), { code: 'world_limit' });
+    assert.throws(() => room.peers.get(3).w.append(a3, 6000, value(998)), { code: 'world_limit' });
+    // Honest play goes on and every replica agrees.
+    const pos = new Uint8Array(room.peers.get(3).w.get(a3, 0));
+    pos[0] ^= 0x55;
+    on(room, 3, (w) => w.set(a3, 0, pos));
+    flush(room, 3);
+    flush(room, HOST);
+    assert.deepEqual(room.peers.get(2).w.get(a3, 0), pos, 'member 2 sees member 3 move');
     sameHash(room);
   } finally {
     stop(room);

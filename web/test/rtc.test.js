@@ -1,9 +1,10 @@
 // The WebRTC link's selected-pair report (docs/protocol.md §4 "report": link) read from a fake
-// RTCPeerConnection's getStats; no browser and no network are used.
+// RTCPeerConnection's getStats, and its reliable backlog (flow control) over fake data channels;
+// no browser and no network are used.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { Link } from '../static/js/rtc.js';
+import { Link, RELIABLE, RELIABLE_HIGH_WATER, MAX_RELIABLE_BACKLOG, BACKLOG_STALL_MS } from '../static/js/rtc.js';
 
 function fakeLink(entries) {
   const stats = new Map(entries.map((s) => [s.id, s]));
@@ -52,4 +53,84 @@ test('pairHint names the loopback-only host that a stock browser cannot pair wit
   assert.equal(pairHint(['127.0.0.1'], ['127.0.0.1']), '');
   assert.equal(pairHint(['0b6b-4e.local'], ['10.99.0.2']), '');
   assert.match(pairHint([], []), /neither side/);
+});
+
+/** A fake RTCDataChannel whose buffer the test drains by hand. */
+class FakeChannel {
+  constructor(label) {
+    this.label = label;
+    this.readyState = 'open';
+    this.bufferedAmount = 0;
+    this.sent = [];
+  }
+  send(b) {
+    this.sent.push(b);
+    this.bufferedAmount += b.byteLength;
+  }
+  /** The remote took n bytes: the buffer shrinks and bufferedamountlow fires below the threshold. */
+  take(n) {
+    this.bufferedAmount = Math.max(0, this.bufferedAmount - n);
+    if (this.bufferedAmount <= this.bufferedAmountLowThreshold && this.onbufferedamountlow) this.onbufferedamountlow();
+  }
+  close() { this.readyState = 'closed'; }
+}
+
+class FakePeerConnection {
+  createDataChannel(label) { return new FakeChannel(label); }
+  close() {}
+}
+
+/** A Link over fake channels (answerer: it makes no offer). */
+function fakeRTCLink(onClose) {
+  const saved = globalThis.RTCPeerConnection;
+  globalThis.RTCPeerConnection = FakePeerConnection;
+  try {
+    return new Link({ remote: 2, session: 1, offerer: false, signal: () => {}, onMessage: () => {}, onClose });
+  } finally {
+    globalThis.RTCPeerConnection = saved;
+  }
+}
+
+test('a reliable send over the high-water mark waits in the backlog and goes, in order, as the buffer drains (a large snapshot streams)', () => {
+  let closed = '';
+  const l = fakeRTCLink((reason) => { closed = reason; });
+  const dc = l.channels[RELIABLE];
+  const frag = 16 << 10;
+  const n = 4 * RELIABLE_HIGH_WATER / frag; // a 4 MiB snapshot, fragmented
+  for (let i = 0; i < n; i++) {
+    const b = new Uint8Array(frag);
+    b[0] = i & 0xff;
+    b[1] = i >> 8;
+    assert.ok(l.send(RELIABLE, b), `fragment ${i} refused`);
+  }
+  assert.equal(closed, '', 'the link was closed for a full buffer');
+  assert.ok(l.backlog.length > 0 && dc.sent.length < n, 'nothing was held back');
+  for (let round = 0; l.backlog.length > 0; round++) {
+    assert.ok(round < 100, 'the backlog never drained');
+    dc.take(RELIABLE_HIGH_WATER);
+  }
+  assert.equal(dc.sent.length, n);
+  dc.sent.forEach((b, i) => assert.equal(b[0] | (b[1] << 8), i, `fragment ${i} out of order`));
+  assert.equal(l.stall, null);
+  l.close();
+});
+
+test('a backlog that does not move for BACKLOG_STALL_MS, or past MAX_RELIABLE_BACKLOG, closes the link', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  let closed = '';
+  const l = fakeRTCLink((reason) => { closed = reason; });
+  l.channels[RELIABLE].bufferedAmount = RELIABLE_HIGH_WATER + 1;
+  assert.ok(l.send(RELIABLE, new Uint8Array(100)));
+  t.mock.timers.tick(BACKLOG_STALL_MS - 1);
+  assert.equal(closed, '');
+  t.mock.timers.tick(2);
+  assert.match(closed, /cannot keep up/);
+
+  closed = '';
+  const full = fakeRTCLink((reason) => { closed = reason; });
+  full.channels[RELIABLE].bufferedAmount = RELIABLE_HIGH_WATER + 1;
+  full.backlogBytes = MAX_RELIABLE_BACKLOG - 10;
+  full.backlog.push(new Uint8Array(0));
+  assert.equal(full.send(RELIABLE, new Uint8Array(100)), false);
+  assert.match(closed, /backlog full/);
 });

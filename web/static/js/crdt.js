@@ -486,6 +486,25 @@ class NumRec {
   }
 }
 
+/**
+ * The encoded size of an LWW entry's message: PUT_COMPONENT, or DELETE_COMPONENT for a tombstone.
+ * @param {Uint8Array | null} data
+ */
+function lwwBytes(data) {
+  return data === null ? 20 : PUT_HEADER + data.length;
+}
+
+/**
+ * The encoded size of a live entity's messages (its LWW entries and append values).
+ * @param {NumRec} rec
+ */
+function recBytes(rec) {
+  let n = 0;
+  for (const s of rec.lww.values()) n += lwwBytes(s.data);
+  for (const set of rec.app.values()) for (const v of set) n += PUT_HEADER + v.data.length;
+  return n;
+}
+
 // Scratch pairs of the hash refresh (one replica refreshes at a time: JS runs one task at once).
 const SUM = new Uint32Array(2);
 const DELTA = new Uint32Array(2);
@@ -540,6 +559,8 @@ export class Replica {
   /** @type {number[]|null} cached ascending keys of #deleted */
   #delOrder;
   #lwwCount;
+  // The state's size as a canonical message stream (bytes), kept as it changes.
+  #bytes = 0;
   // The set hash, kept incrementally as Go's crdt/digest.go keeps it: pair n & 0xff of page
   // #sums[n >> 8] is the sum of the element hashes of entity number n's canonical messages (a page
   // is created when one of its numbers first has a non-zero sum), #total the sum of them all. A state change marks its
@@ -619,10 +640,14 @@ export class Replica {
    */
   #raiseDeleted(n, ver) {
     this.#changed(n);
-    if (!this.#deleted.has(n)) this.#delOrder = null;
+    if (!this.#deleted.has(n)) {
+      this.#delOrder = null;
+      this.#bytes += 12;
+    }
     this.#deleted.set(n, ver);
     const rec = this.#nums.get(n);
     if (rec === undefined || rec.version > ver) return;
+    this.#bytes -= recBytes(rec);
     this.#lwwCount -= rec.lww.size;
     this.#nums.delete(n);
     this.#numOrder = null;
@@ -640,10 +665,12 @@ export class Replica {
     let dropped = false;
     if (this.#deleted.delete(n)) {
       this.#delOrder = null;
+      this.#bytes -= 12;
       dropped = true;
     }
     const rec = this.#nums.get(n);
     if (rec !== undefined) {
+      this.#bytes -= recBytes(rec);
       this.#lwwCount -= rec.lww.size;
       this.#nums.delete(n);
       this.#numOrder = null;
@@ -694,6 +721,7 @@ export class Replica {
       rec.lww.set(c, { ts, data: data === null ? null : data.slice() });
       rec.lwwOrder = null;
       this.#lwwCount++;
+      this.#bytes += lwwBytes(data);
       this.#changed(e & 0xffff);
       return Outcome.Applied;
     }
@@ -704,6 +732,7 @@ export class Replica {
       if (cmp > 0) return Outcome.Outdated;
     }
     s.ts = ts;
+    this.#bytes += lwwBytes(data) - lwwBytes(s.data);
     s.data = data === null ? null : data.slice();
     this.#changed(e & 0xffff);
     return Outcome.Applied;
@@ -733,9 +762,11 @@ export class Replica {
     } else {
       if (set.length >= this.#retention) {
         if (lessVal(ts, data, set[0].ts, set[0].data)) return Outcome.NoChange;
+        this.#bytes -= PUT_HEADER + set[0].data.length;
         set.shift();
       }
       buf = data.slice();
+      this.#bytes += PUT_HEADER + buf.length;
     }
     let lo = 0;
     let hi = set.length;
@@ -800,6 +831,7 @@ export class Replica {
     const s = rec === undefined ? undefined : rec.lww.get(component);
     if (s !== undefined && s.ts === ts) {
       if (compareValues(s.data, d) === 0) return Outcome.NoChange;
+      this.#bytes += lwwBytes(d) - lwwBytes(s.data);
       s.data = d === null ? null : d.slice();
       this.#changed(entity & 0xffff);
       return Outcome.Applied;
@@ -886,6 +918,61 @@ export class Replica {
     const rec = this.#nums.get(entity & 0xffff);
     if (rec === undefined || rec.entity !== entity) return;
     for (const v of rec.app.get(component) ?? []) fn(v.data, v.ts);
+  }
+
+  /**
+   * The state's size as a canonical ADR-117 message stream: appendState().length, the bytes of a
+   * checkpoint or of a full snapshot's hostState (Go's Replica.Size), kept as the state changes.
+   * @returns {number}
+   */
+  get bytes() {
+    return this.#bytes;
+  }
+
+  /**
+   * At most how many bytes merging m would add to bytes (Go's Replica.Growth): what a bound on
+   * the state's size checks before it admits m. It never changes the replica.
+   * @param {{type: number, entity: number, component: number, timestamp: number, data?: Uint8Array|null}} m
+   * @returns {number}
+   */
+  growth(m) {
+    const n = m.entity & 0xffff;
+    const v = m.entity >>> 16;
+    let g = v > 0 && this.#deletedStored(n) === 0 ? 12 : 0; // version v deletes the lower ones
+    const len = m.data ? m.data.length : 0;
+    switch (m.type) {
+      case T.PutComponent:
+      case T.PutComponentNetwork:
+      case T.DeleteComponent:
+      case T.DeleteComponentNetwork: {
+        const put = m.type === T.PutComponent || m.type === T.PutComponentNetwork;
+        const s = this.get(m.entity, m.component);
+        if (s !== undefined && m.timestamp < s.ts) return g; // outdated: the stored entry stays
+        if (s === undefined) return g + (put ? PUT_HEADER + len : 20);
+        if (put && s.deleted) return g + PUT_HEADER + len - 20;
+        if (put) return g + Math.max(0, len - (s.data ? s.data.length : 0));
+        return g;
+      }
+      case T.AppendValue:
+        return g + PUT_HEADER + len;
+      case T.DeleteEntity:
+      case T.DeleteEntityNetwork:
+        return v === 0 && this.#deletedStored(n) === 0 ? 12 : g;
+      default:
+        return g;
+    }
+  }
+
+  /**
+   * How many append sets entity e holds, and whether one of them is c's (Go's AppendSets).
+   * @param {number} entity
+   * @param {number} component
+   * @returns {{n: number, has: boolean}}
+   */
+  appendSets(entity, component) {
+    const rec = this.#nums.get(entity & 0xffff);
+    if (rec === undefined || rec.entity !== entity) return { n: 0, has: false };
+    return { n: rec.app.size, has: rec.app.has(component) };
   }
 
   /**

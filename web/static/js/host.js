@@ -16,6 +16,8 @@ import { hex16 } from './status.js';
 import { now, mixin, mixinBase } from './loop.js';
 import { HostRestamp, MAX_STAMP_SKEW } from './restamp.js';
 import { HostCommands } from './hostcommands.js';
+import * as crdt from './crdt.js';
+import { admitWorld } from './worldlimits.js';
 
 const utf8 = new TextEncoder();
 const utf8Lossy = new TextDecoder('utf-8');
@@ -140,6 +142,8 @@ const MAX_RELAY_FRAME = MAX_MESSAGE + netmsg.RELAY_OVERHEAD;
 // How long a host ignores a member's digests computed before its last snapshot arrived (a member
 // that refused that snapshot is answered again after it); as the Go host's maxSnapshotWait.
 export const MAX_SNAPSHOT_WAIT_MS = 10000;
+/** The members whose world account a host keeps (Go's maxWorldAccounts). */
+const MAX_WORLD_ACCOUNTS = 4096;
 
 /** @type {new () => HostRestamp & HostCommands & import('./hostcommands.js').CommandQueues} */
 const HostMethods = mixinBase();
@@ -168,6 +172,8 @@ export class HostRole extends HostMethods {
     this.restamped = new Map();
     this.own = null; // the host's bucket digests, recomputed after a change
     this.ownStale = true;
+    /** @type {Map<string, number>} bytes each member's writes added to the world, by identity (charge) */
+    this.worldUse = new Map();
   }
 
   /** Becomes the host: rebuild authority from the replica, let go of members that are gone, resume. */
@@ -689,7 +695,55 @@ export class HostRole extends HostMethods {
       p.count.rejected++;
       return;
     }
+    const hm = this.memberOf(r);
+    /** @type {import('./crdt.js').Message} */
+    const m = { type: crdt.MessageType.AppendValue, entity: e, component: c, timestamp: 0, networkId: 0, data: value };
+    const refusal = this.admitGrowth(hm, m);
+    if (refusal) {
+      this.refuse(hm, 'append: ' + refusal.message, refusal.reason);
+      return;
+    }
+    const before = w.r.bytes;
     w.append(e, c, value);
+    this.charge(hm, before);
+  }
+
+  /**
+   * Checks a write of member hm against the world's bounds (worldlimits.js admitWorld) with the
+   * bytes its writes added so far (Go's hostRole.admitGrowth).
+   * @param {HostMember} hm
+   * @param {import('./crdt.js').Message} m
+   */
+  admitGrowth(hm, m) {
+    return admitWorld(this.w.r, this.w.limits, this.worldUse.get(this.worldKey(hm.r.idx)) || 0, m);
+  }
+
+  /**
+   * Adds to hm's account what its write changed the world's size by since before (Go's
+   * hostRole.charge): never below zero; at most MAX_WORLD_ACCOUNTS accounts, the smallest going.
+   * @param {HostMember} hm
+   * @param {number} before
+   */
+  charge(hm, before) {
+    const d = this.w.r.bytes - before;
+    if (d === 0) return;
+    const k = this.worldKey(hm.r.idx);
+    if (!this.worldUse.has(k) && this.worldUse.size >= MAX_WORLD_ACCOUNTS) {
+      let least = '';
+      let lv = Infinity;
+      for (const [key, v] of this.worldUse) if (v < lv) { least = key; lv = v; }
+      this.worldUse.delete(least);
+    }
+    this.worldUse.set(k, Math.max(0, (this.worldUse.get(k) || 0) + d));
+  }
+
+  /**
+   * The key of the world account of the member linked as idx: its identity, else its index.
+   * @param {number} idx
+   */
+  worldKey(idx) {
+    const mem = this.p.members.get(idx);
+    return mem && mem.peerId ? `id ${mem.peerId}` : `#${idx}`;
   }
 
   /**

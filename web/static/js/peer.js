@@ -11,6 +11,7 @@
 
 import { REDIAL, parseServers } from './signaling.js';
 import { World, Ev, nopSink, FIRST_SYSTEM_RPC } from './world.js';
+import { worldLimits } from './worldlimits.js';
 import { Fence } from './authority.js';
 import { now, mixin, mixinBase } from './loop.js';
 import { PeerLinks } from './links.js';
@@ -127,6 +128,8 @@ export const DEFAULTS = Object.freeze({
  * @property {number} [redialMinMs]
  * @property {number} [redialMaxMs]
  * @property {number} [resumeSettleMs]
+ * @property {Partial<import('./worldlimits.js').WorldLimits>} [worldLimits] the world's bounds
+ *   (append sets per entity, bytes a member's writes add, the world's size; docs/protocol.md §5)
  */
 
 // PeerResume's methods set sig, which would type it as theirs (never null): Peer declares it.
@@ -155,6 +158,7 @@ export class Peer extends PeerMethods {
     /** @type {LogFunc} */
     this.log = opts.log || defaultLog;
     this.w = new World(this.app.schemas());
+    this.w.limits = worldLimits(opts.worldLimits);
     this.w.peer = this;
     /** The signaling client of the current connection (see resume.js). @type {import('./signaling.js').SignalingClient | null} */
     this.sig = null;

@@ -257,7 +257,18 @@ export class HostRestamp {
         this.rejected(r, m.entity >>> 0, m.timestamp || 0, err, false);
         continue;
       }
+      if (!relayed) {
+        // The world's bounds (worldlimits.js). Not on a survivor's first batch after a migration:
+        // that relays the previous host's world, which fit it (lossless migration).
+        const refusal = this.admitGrowth(hm, m);
+        if (refusal) {
+          this.refuse(hm, 'correction: ' + refusal.message, refusal.reason);
+          continue;
+        }
+      }
+      const before = w.r.bytes;
       w.mergeRemote(m, r.idx);
+      if (!relayed) this.charge(hm, before);
     }
     if (orphaned) this.respawnAvatars();
   }
@@ -320,9 +331,10 @@ export class HostRestamp {
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm
    * @param {string} reason
+   * @param {string} [label] the reason's label (Go's peer.Refusal), counted in status().refusedBy
    */
-  refuse(hm, reason) {
-    this.noteRefused(hm.r.idx, '', reason);
+  refuse(hm, reason, label = '') {
+    this.noteRefused(hm.r.idx, label, reason);
     this.strike(hm, reason);
   }
 

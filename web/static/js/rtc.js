@@ -13,8 +13,16 @@ export const UNRELIABLE = 1;
 
 /** Above this many buffered bytes an unreliable send is dropped (stale updates are worthless). */
 export const UNRELIABLE_DROP_THRESHOLD = 64 * 1024;
-/** Above this many buffered bytes on the reliable channel the remote cannot keep up: the link is closed. */
+/**
+ * Above this many buffered bytes a reliable send waits in the link's backlog, sent as the
+ * channel's buffer drains (bufferedamountlow): a snapshot of a large world streams to a joiner at
+ * the link's pace (Go's peer backlog; docs/protocol.md §5, "Limits").
+ */
 export const RELIABLE_HIGH_WATER = 1024 * 1024;
+/** A reliable backlog past this many bytes (the largest payload a member reassembles): the remote cannot keep up. */
+export const MAX_RELIABLE_BACKLOG = 64 << 20;
+/** A backlog that has not moved for this long: the remote cannot keep up, the link is closed. */
+export const BACKLOG_STALL_MS = 10000;
 /** Remote candidates queued before the remote description; more is a misbehaving peer. */
 const MAX_PENDING_CANDIDATES = 64;
 
@@ -126,6 +134,13 @@ export class Link extends LinkEnd {
       pc.createDataChannel('reliable', { negotiated: true, id: 0 }),
       pc.createDataChannel('unreliable', { negotiated: true, id: 1, ordered: false, maxRetransmits: 0 }),
     ];
+    /** @type {Uint8Array[]} reliable payloads waiting for the channel's buffer to drain, in order */
+    this.backlog = [];
+    this.backlogBytes = 0;
+    /** @type {ReturnType<typeof setTimeout> | null} fires when the backlog has not moved for BACKLOG_STALL_MS */
+    this.stall = null;
+    this.channels[0].bufferedAmountLowThreshold = RELIABLE_HIGH_WATER / 2;
+    this.channels[0].onbufferedamountlow = () => this.drain();
     let open = 0;
     this.channels.forEach((dc, ch) => {
       dc.binaryType = 'arraybuffer';
@@ -239,7 +254,9 @@ export class Link extends LinkEnd {
   /**
    * Sends one payload on channel ch. Returns false when it was not sent: an unreliable payload
    * dropped over the buffer threshold or before the channel opened, or a dead link. A reliable
-   * channel over its high-water mark closes the link (the remote cannot keep up).
+   * payload over the channel's high-water mark (or behind others that were) waits in the backlog
+   * and goes as the buffer drains; a backlog past MAX_RELIABLE_BACKLOG, or that has not moved for
+   * BACKLOG_STALL_MS, closes the link (the remote cannot keep up).
    * @param {number} ch
    * @param {Uint8Array} bytes
    */
@@ -254,10 +271,7 @@ export class Link extends LinkEnd {
       this.dropped++;
       return false;
     }
-    if (ch === RELIABLE && dc.bufferedAmount > RELIABLE_HIGH_WATER) {
-      this.fail('remote cannot keep up');
-      return false;
-    }
+    if (ch === RELIABLE && (this.backlog.length > 0 || dc.bufferedAmount > RELIABLE_HIGH_WATER)) return this.hold(bytes);
     try {
       dc.send(/** @type {Uint8Array<ArrayBuffer>} */ (bytes));
     } catch (err) {
@@ -278,6 +292,52 @@ export class Link extends LinkEnd {
   }
 
   /**
+   * Keeps a reliable payload in the backlog; false when the backlog is full (the link fails).
+   * @param {Uint8Array} bytes
+   */
+  hold(bytes) {
+    if (this.backlogBytes + bytes.byteLength > MAX_RELIABLE_BACKLOG) {
+      this.fail('remote cannot keep up (backlog full)');
+      return false;
+    }
+    if (this.backlog.length === 0) this.armStall();
+    this.backlog.push(bytes.slice());
+    this.backlogBytes += bytes.byteLength;
+    return true;
+  }
+
+  /** Sends what the reliable channel's buffer takes of the backlog (on bufferedamountlow). */
+  drain() {
+    const dc = this.channels[RELIABLE];
+    let moved = false;
+    while (!this.dead && this.backlog.length > 0 && dc.bufferedAmount <= RELIABLE_HIGH_WATER) {
+      const b = /** @type {Uint8Array} */ (this.backlog.shift());
+      this.backlogBytes -= b.byteLength;
+      try {
+        dc.send(/** @type {Uint8Array<ArrayBuffer>} */ (b));
+      } catch (err) {
+        this.fail(`send: ${err}`);
+        return;
+      }
+      this.bytesOut += b.byteLength;
+      moved = true;
+    }
+    if (this.backlog.length === 0) this.clearStall();
+    else if (moved) this.armStall();
+  }
+
+  /** (Re)starts the stall timer of a backlog that moved or began. */
+  armStall() {
+    this.clearStall();
+    this.stall = setTimeout(() => this.fail('remote cannot keep up (backlog stalled)'), BACKLOG_STALL_MS);
+  }
+
+  clearStall() {
+    if (this.stall !== null) clearTimeout(this.stall);
+    this.stall = null;
+  }
+
+  /**
    * @param {string} reason
    */
   fail(reason) {
@@ -285,6 +345,7 @@ export class Link extends LinkEnd {
     this.dead = true;
     this.ready = false;
     this.reason = reason;
+    this.clearStall();
     this.closeChannels();
     this.onClose(reason);
   }
@@ -305,6 +366,7 @@ export class Link extends LinkEnd {
     if (this.dead) return;
     this.dead = true;
     this.ready = false;
+    this.clearStall();
     this.closeChannels();
   }
 

@@ -39,8 +39,9 @@ export function hex16(h) {
  * @property {number} rejected
  * @property {number} rejectedRace
  * @property {number} refused inputs refused by the limits (docs/protocol.md §5, "Limits")
- * @property {Record<string, number>} refusedBy some of them by reason, as Go's Status.RefusedBy names
- *   it: relay_budget, relay_inbound, relay_backlog
+ * @property {Record<string, number>} refusedBy the part of refused whose reason is named, by Go's
+ *   peer.Refusal label: relay_budget, relay_inbound, relay_backlog, append_sets, member_world_bytes, world_bytes
+ * @property {number} worldBytes the replica's size as an ADR-117 message stream (a checkpoint's bytes)
  * @property {number} offenders members whose link this host closed for refused inputs
  * @property {number} fenced
  * @property {number} dropped
@@ -90,7 +91,7 @@ export class PeerStatus {
       members: this.members.size, links: this.remotes.size, rtt,
       bytesIn: this.count.bytesIn, bytesOut: this.count.bytesOut,
       rejected: this.count.rejected, rejectedRace: this.count.rejectedRace,
-      refused: this.count.refused, refusedBy: { ...this.count.refusedBy }, offenders: this.count.offenders, fenced: this.count.fenced, dropped: this.count.dropped,
+      refused: this.count.refused, refusedBy: { ...this.count.refusedBy }, worldBytes: w.r.bytes, offenders: this.count.offenders, fenced: this.count.fenced, dropped: this.count.dropped,
       deltas: this.count.deltas, deltaMissed: this.count.deltaMissed,
       error: this.error ? this.error.message : '',
       hint: this.linkHint,

@@ -10,6 +10,7 @@
 import { Replica, MessageType, entityNumber, entityOf } from './crdt.js';
 import { COMPONENT_META, COMPONENT_AUTHORITY, FIRST_APP_COMPONENT, appendMeta, parseMeta } from './schema.js';
 import * as netmsg from './netmsg.js';
+import { worldLimits, appendBounds } from './worldlimits.js';
 import { KIND_HOST, KIND_AVATAR, HOST_RECORD, RESERVED_NUMBERS, encodeRecord, decodeRecord } from './authority.js';
 
 const { DeleteEntity, AppendValue, DeleteComponent, DeleteComponentNetwork, DeleteEntityNetwork } = MessageType;
@@ -149,6 +150,8 @@ export class World {
     this.events = [];
     /** @type {import('./peer.js').Peer | null} set by the Peer: RPCs and locks go through it */
     this.peer = null;
+    /** The world's bounds (worldlimits.js); the Peer sets them from its options. */
+    this.limits = worldLimits();
   }
 
   /** The replica's Lamport clock. */
@@ -587,13 +590,21 @@ export class World {
    * keeps the newest DEFAULT_APPEND_RETENTION values (a chat log, an input stream). c must be an
    * application component (≥ FIRST_APP_COMPONENT) that is not one of e's properties. The host
    * appends at once; a member asks the host, which admits the value when the member writes e or
-   * the host app's allowAppend says so, and the value comes back with the host's relay.
+   * the host app's allowAppend says so, and the value comes back with the host's relay. The
+   * world's bounds apply (docs/protocol.md §5): it throws a WorldError 'world_limit' when e carries
+   * as many append sets as it may and c is not one of them, or when the world (this peer's
+   * replica) has grown to its size bound; the host refuses a member's append past them, and past
+   * what the member's own writes may add, counting it and striking the member.
    * @param {number} e
    * @param {number} c
    * @param {Uint8Array} value
    */
   append(e, c, value) {
     this.checkAppend(e, c, value);
+    /** @type {Message} */
+    const probe = { type: AppendValue, entity: e, component: c, timestamp: 0, networkId: 0, data: value };
+    const refusal = appendBounds(this.r, this.limits, probe);
+    if (refusal) throw new WorldError('world_limit', `world: ${refusal.message} (${refusal.reason})`);
     if (!this.isHost) {
       const b = new Uint8Array(8 + value.length);
       const dv = new DataView(b.buffer);
