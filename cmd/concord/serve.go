@@ -54,19 +54,20 @@ type serveOptions struct {
 	checkpointInterval time.Duration
 
 	// Cluster (issue 11 §2; README "Cluster"): on with --cluster-name or --nats.
-	nodeName    string   // --node-name (default: the host name)
-	clusterName string   // --cluster-name
-	clusterAddr string   // --cluster: this node's route listen address
-	routes      []string // --routes
-	natsURL     string   // --nats: an external NATS instead of the embedded one
+	nodeName    string        // --node-name (default: the host name)
+	clusterName string        // --cluster-name
+	clusterAddr string        // --cluster: this node's route listen address
+	routes      []string      // --routes
+	natsURL     string        // --nats: an external NATS instead of the embedded one
+	replicas    int           // --replicas (0: min(3, nodes))
+	leaseTTL    time.Duration // --lease-ttl
+
 	// Cluster authentication (docs/security.md §7): the route secret (--cluster-secret, else
 	// derived from CONCORD_SECRET), route TLS, --cluster-insecure; --nats credentials and TLS.
 	clusterSecret   string
 	clusterInsecure bool
 	clusterTLS      [3]string // --cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca
 	natsAuth        durable.NATSAuth
-	replicas        int           // --replicas (0: min(3, nodes))
-	leaseTTL        time.Duration // --lease-ttl
 
 	// net is the dedicated host's WebRTC (--ice, --udp, --public-ip, --relay-only).
 	net peerNet
