@@ -8,7 +8,8 @@ import (
 )
 
 // clusterAuthFlags adds the flags that authenticate a cluster's routes and the connection to an
-// external NATS (docs/security.md §7, docs/protocol.md §7 "Cluster: authentication").
+// external NATS (docs/security.md §7, docs/protocol.md §7 "Cluster: authentication"), and
+// --room-ttl (docs/protocol.md §6).
 func clusterAuthFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.StringVar(&o.clusterSecret, "cluster-secret", os.Getenv("CONCORD_CLUSTER_SECRET"), "route password, the same on every node (env CONCORD_CLUSTER_SECRET; default: derived from CONCORD_SECRET)")
 	fs.BoolVar(&o.clusterInsecure, "cluster-insecure", false, "run cluster routes without a secret or TLS: anyone who reaches --cluster joins the cluster (a private network only)")
@@ -20,6 +21,7 @@ func clusterAuthFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.StringVar(&o.natsAuth.CA, "nats-ca", "", "CA (PEM) that verifies the --nats servers' certificates (TLS)")
 	fs.StringVar(&o.natsAuth.Cert, "nats-cert", "", "client certificate (PEM) for --nats servers that verify clients")
 	fs.StringVar(&o.natsAuth.Key, "nats-key", "", "its private key (PEM)")
+	fs.DurationVar(&o.roomTTL, "room-ttl", durable.DefaultRoomTTL, "a room's counters (last peer index, term) leave the durable store this long after their last change")
 }
 
 // clusterConfig is the embedded server's cluster block of o.

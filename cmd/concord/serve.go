@@ -68,6 +68,7 @@ type serveOptions struct {
 	clusterInsecure bool
 	clusterTLS      [3]string // --cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca
 	natsAuth        durable.NATSAuth
+	roomTTL         time.Duration // --room-ttl: durable.Config.RoomTTL
 
 	// net is the dedicated host's WebRTC (--ice, --udp, --public-ip, --relay-only).
 	net peerNet
@@ -220,7 +221,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	if o.data != "" || o.natsURL != "" {
 		dc := durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger(), NATS: o.natsURL, Replicas: o.replicas,
-			NATSAuth: o.natsAuth, Registerer: reg}
+			NATSAuth: o.natsAuth, Registerer: reg, RoomTTL: o.roomTTL}
 		if o.clustered() {
 			dc.NodeName = o.nodeName // JetStream knows a cluster's peers by it; one node keeps "concord"
 		}

@@ -351,3 +351,40 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestRoomCountersExpire: a room's counters leave the store RoomTTL after their last write (the
+// room's name with them: a room opened once under a random name does not stay for ever); a room
+// with a checkpoint then loads its checkpoint's term, so its next host is not fenced. Without the
+// TTL every room name ever opened stays in the data directory.
+func TestRoomCountersExpire(t *testing.T) {
+	s, err := Open(Config{Dir: t.TempDir(), RoomTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, room := range []signaling.RoomID{"random-1", "durable"} {
+		if err := s.SaveRoom(room, signaling.RoomCounters{LastIndex: 70, Term: 9}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SaveCheckpoint(ctx, Checkpoint{Room: "durable", Term: 9, Clock: 5, Data: []byte{1}}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "the counters expired", func() error {
+		info, err := s.rooms.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if n := info.Values(); n != 0 {
+			return fmt.Errorf("%d values in %s", n, RoomBucket)
+		}
+		return nil
+	})
+	if c, err := s.LoadRoom("random-1"); err != nil || c != (signaling.RoomCounters{}) {
+		t.Fatalf("random-1: %+v %v", c, err)
+	}
+	if c, err := s.LoadRoom("durable"); err != nil || c.Term != 9 {
+		t.Fatalf("durable: %+v %v, want its checkpoint's term 9", c, err)
+	}
+}

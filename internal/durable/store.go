@@ -61,6 +61,13 @@ func CheckpointSubject(room signaling.RoomID) string { return "concord.checkpoin
 // DefaultTimeout bounds each JetStream operation when Config.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
+// DefaultRoomTTL is Config.RoomTTL when zero.
+const DefaultRoomTTL = 30 * 24 * time.Hour
+
+// directoryTTL is how long a directory entry outlives its last write: a live lease is written
+// every lease TTL/3, so only released and long-expired entries (tombstones among them) age out.
+const directoryTTL = 24 * time.Hour
+
 // DefaultDir is the data directory when Config.Dir is empty (serve's --data default).
 const DefaultDir = "concord-data"
 
@@ -91,6 +98,11 @@ type Config struct {
 	// StartTimeout bounds how long Open waits for JetStream (a cluster needs a quorum of its
 	// nodes up and a meta leader). If zero, 2 minutes in a cluster, Timeout otherwise.
 	StartTimeout time.Duration
+	// RoomTTL is how long a room's counters outlive their last write: then the key and its
+	// room's name leave the store (a room opened once under a random name stays no longer).
+	// A room that opens again after that starts from its checkpoint's term (LoadRoom), or, with
+	// none, from its members' claims as after a restart without a store. If zero, DefaultRoomTTL.
+	RoomTTL time.Duration
 	// Registerer, if not nil, receives concord_durable_refused_total{reason}: what was read back
 	// from the store and refused (RefusedCheckpointTerm, RefusedRoomTerm, RefusedLeaseExpiry).
 	Registerer prometheus.Registerer
@@ -242,6 +254,9 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if cfg.Linger <= 0 {
 		cfg.Linger = DefaultLinger
+	}
+	if cfg.RoomTTL <= 0 {
+		cfg.RoomTTL = DefaultRoomTTL
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = cfg.Timeout
@@ -470,12 +485,14 @@ func (s *Store) makeBuckets() error {
 	}
 	s.rooms, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: RoomBucket, Description: "Concord room counters (last peer index, term)", History: 1, Storage: jetstream.FileStorage, Replicas: r,
+		TTL: s.cfg.RoomTTL,
 	})
 	if err != nil {
 		return fmt.Errorf("durable: key-value bucket %s: %w", RoomBucket, err)
 	}
 	s.dir, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: DirectoryBucket, Description: "Concord room directory (owner node, lease expiry)", History: 1, Storage: jetstream.FileStorage, Replicas: r,
+		TTL: directoryTTL,
 	})
 	if err != nil {
 		return fmt.Errorf("durable: key-value bucket %s: %w", DirectoryBucket, err)
@@ -672,6 +689,15 @@ func (s *Store) LoadRoom(room signaling.RoomID) (signaling.RoomCounters, error) 
 	var c signaling.RoomCounters
 	e, err := s.rooms.Get(ctx, RoomKey(room))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		// Expired (RoomTTL) or never saved: the room's checkpoint, if any, holds a term the
+		// room reached, which its next host must pass (or its checkpoints would be fenced).
+		m, err := s.last(ctx, room)
+		if err != nil || m == nil {
+			return c, err
+		}
+		if t, _ := strconv.ParseUint(m.Header.Get(headerTerm), 10, 64); t <= MaxTerm {
+			c.Term = signaling.Term(t)
+		}
 		return c, nil
 	}
 	if err != nil {
