@@ -3,10 +3,21 @@ package durable
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +26,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/concordrtc/concord/crdt"
@@ -387,4 +399,136 @@ func TestRoomCountersExpire(t *testing.T) {
 	if c, err := s.LoadRoom("durable"); err != nil || c.Term != 9 {
 		t.Fatalf("durable: %+v %v, want its checkpoint's term 9", c, err)
 	}
+}
+
+// writeRouteCert writes a self-signed certificate for 127.0.0.1 usable by both ends of a route
+// (server and client auth; its own CA) and its key, and returns the two files.
+func writeRouteCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "concord route test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestRouteTLSVerifiesPeers: two nodes with route TLS (no password) route to each other; a
+// stranger without TLS, and one with a certificate of its own, form no route with them.
+func TestRouteTLSVerifiesPeers(t *testing.T) {
+	cert, key := writeRouteCert(t)
+	ports := freePorts(t, 2)
+	var nodes []*Store
+	logs := []*lockedBuffer{{}, {}}
+	for i := range 2 {
+		st := &Store{log: zerolog.New(logs[i]), cfg: Config{Dir: t.TempDir(), NodeName: fmt.Sprintf("n%d", i+1), Timeout: 10 * time.Second, Linger: time.Millisecond,
+			Cluster: ClusterConfig{Name: "test", Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), Routes: []string{fmt.Sprintf("nats-route://127.0.0.1:%d", ports[1-i])},
+				TLSCert: cert, TLSKey: key, TLSCA: cert}}}
+		if err := st.cfg.Cluster.Check(); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.startEmbedded(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		nodes = append(nodes, st)
+	}
+	var routes []*url.URL
+	for _, p := range ports {
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+	}
+	plain, _ := stranger(t, "stranger-plain", routes)
+	ownCert, ownKey := writeRouteCert(t)
+	own, _ := strangerTLS(t, "stranger-own-cert", routes, ownCert, ownKey)
+	poll.Until(t, 30*time.Second, "the nodes routed to each other over TLS", func() error {
+		if !routedTo(t, nodes[0].ns, "n2") || !routedTo(t, nodes[1].ns, "n1") {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	// Each node has refused each stranger's routes (their TLS handshakes failed) at least once.
+	poll.Until(t, 30*time.Second, "both strangers refused by both nodes", func() error {
+		for i := range nodes {
+			l := logs[i].String()
+			if !strings.Contains(l, "does not look like a TLS handshake") || !strings.Contains(l, "TLS route handshake error: tls: failed to verify certificate") && !strings.Contains(l, "bad certificate") {
+				return fmt.Errorf("node %d has not refused both yet", i+1)
+			}
+		}
+		return nil
+	})
+	for _, ns := range []*server.Server{plain, own} {
+		if n := ns.NumRoutes(); n != 0 {
+			t.Errorf("%s has %d routes", ns.Name(), n)
+		}
+		for _, st := range nodes {
+			if routedTo(t, st.ns, ns.Name()) {
+				t.Errorf("%s routed to %s", st.cfg.NodeName, ns.Name())
+			}
+		}
+	}
+}
+
+// strangerTLS is stranger with route TLS of its own certificate.
+func strangerTLS(t *testing.T, name string, routes []*url.URL, cert, key string) (*server.Server, *nats.Conn) {
+	t.Helper()
+	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cert, KeyFile: key, CaFile: cert, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.ClientAuth, tc.RootCAs = tls.RequireAndVerifyClientCert, tc.ClientCAs
+	ns, err := server.NewServer(&server.Options{ServerName: name, Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		Cluster: server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: server.RANDOM_PORT, TLSConfig: tc, TLSTimeout: 2}, Routes: routes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("stranger not ready")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return ns, nc
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use (a logger's writer read by a test).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	crand "crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -364,6 +365,9 @@ func (s *Store) startEmbedded() error {
 			if err != nil {
 				return fmt.Errorf("durable: route TLS: %w", err)
 			}
+			// As nats-server's own config does for a cluster block: strict verification both
+			// ways (a route is a server and a client), the CA trusted for either side.
+			tc.ClientAuth, tc.RootCAs = tls.RequireAndVerifyClientCert, tc.ClientCAs
 			opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = tc, 2
 		}
 		for _, r := range c.Routes {
@@ -768,6 +772,9 @@ func (l natsLogger) Noticef(string, ...any) {}
 func (l natsLogger) Debugf(string, ...any)  {}
 func (l natsLogger) Tracef(string, ...any)  {}
 func (l natsLogger) Warnf(format string, v ...any) {
+	if strings.HasPrefix(format, "Plaintext passwords detected") {
+		return // the client port's password, drawn in memory (startEmbedded), no config file's
+	}
 	l.log.Warn().Msgf(format, v...)
 }
 func (l natsLogger) Errorf(format string, v ...any) {
