@@ -532,3 +532,50 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestExternalNATSAuth: a store connects to an external NATS that requires authentication with a
+// token (--nats-token) or the URL's user and password, and fails without them, with the URL's
+// password kept out of the error.
+func TestExternalNATSAuth(t *testing.T) {
+	start := func(opts *server.Options) *server.Server {
+		opts.Host, opts.Port, opts.NoSigs, opts.NoLog, opts.JetStream, opts.StoreDir = "127.0.0.1", server.RANDOM_PORT, true, true, true, t.TempDir()
+		ns, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Start()
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		if !ns.ReadyForConnections(10 * time.Second) {
+			t.Fatal("nats-server not ready")
+		}
+		return ns
+	}
+	open := func(u string, auth NATSAuth) error {
+		s, err := Open(Config{NATS: u, NATSAuth: auth, StartTimeout: 5 * time.Second, Timeout: 5 * time.Second})
+		if err == nil {
+			s.Close()
+		}
+		return err
+	}
+	tok := start(&server.Options{Authorization: "s3cret-token"})
+	if err := open(tok.ClientURL(), NATSAuth{}); err == nil {
+		t.Fatal("connected without the token")
+	}
+	if err := open(tok.ClientURL(), NATSAuth{Token: "s3cret-token"}); err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	up := start(&server.Options{Username: "concord", Password: "pw-in-url"})
+	u, _ := url.Parse(up.ClientURL())
+	u.User = url.UserPassword("concord", "wrong-pw")
+	err := open(u.String(), NATSAuth{})
+	if err == nil || strings.Contains(err.Error(), "wrong-pw") {
+		t.Fatalf("a wrong password: %v (connected, or the password in the error)", err)
+	}
+	u.User = url.UserPassword("concord", "pw-in-url")
+	if err := open(u.String(), NATSAuth{}); err != nil {
+		t.Fatalf("with the URL's credentials: %v", err)
+	}
+	if err := open(tok.ClientURL(), NATSAuth{Creds: filepath.Join(t.TempDir(), "missing.creds")}); err == nil {
+		t.Fatal("a missing credentials file accepted")
+	}
+}
