@@ -26,8 +26,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/poll"
