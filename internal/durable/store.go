@@ -459,12 +459,14 @@ func (c Config) natsOptions() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// redactURLs hides the passwords of a comma-separated URL list, for logs and errors.
+// redactURLs hides the credentials of a comma-separated URL list (a user and password, or a
+// token in the user's place), for logs and errors: whatever precedes the host's @.
 func redactURLs(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
+		scheme, rest, ok := strings.Cut(p, "://")
+		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
+			parts[i] = scheme + "://REDACTED" + rest[at:]
 		}
 	}
 	return strings.Join(parts, ",")
