@@ -130,3 +130,27 @@ func TestICEDefaultOnThisMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesUnauthenticatedCluster: a cluster whose routes would take anyone (no
+// CONCORD_SECRET, no --cluster-secret, no route TLS) is a usage error naming the way out, before
+// anything listens; so is a route address without its interface. --cluster-insecure is the
+// operator saying so (docs/security.md §7).
+func TestServeRefusesUnauthenticatedCluster(t *testing.T) {
+	t.Setenv("CONCORD_SECRET", "")
+	t.Setenv("CONCORD_CLUSTER_SECRET", "")
+	base := []string{"serve", "--data", t.TempDir(), "--cluster-name", "c", "--routes", "nats-route://127.0.0.1:1"}
+	_, errOut, code := runCmd(t, nil, append(base, "--cluster", "127.0.0.1:0")...)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (usage)\n%s", code, errOut)
+	}
+	expect(t, "stderr", errOut, []string{"cluster routes without authentication", "--cluster-secret", "--cluster-insecure"})
+	_, errOut, code = runCmd(t, nil, append(base, "--cluster-secret", "s", "--cluster", ":6222")...)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (usage)\n%s", code, errOut)
+	}
+	expect(t, "stderr", errOut, []string{"with the interface named"})
+	_, errOut, code = runCmd(t, nil, append(base, "--cluster-secret", "s")...)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (usage): --cluster is required with routes\n%s", code, errOut)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -484,4 +485,63 @@ func TestServeKill9BotsStay(t *testing.T) {
 		t.Fatalf("the dedicated host did not start from the checkpoint:\n%s", serve.output())
 	}
 	t.Logf("%d keys and %d entities the bots held kept; term %d", len(rec.Keys), len(rec.Live), conv.Term)
+}
+
+// TestServePoisonedCheckpointRestores: a well-formed checkpoint that would freeze its room (clock
+// and one stamp at 2³²−1, every spawnable number deleted at version 0xffff) restores within the
+// bounds (docs/protocol.md §6): the room opens under its dedicated host, with its clock's
+// headroom and its numbers free, and concord_restore_refused_total counts what was dropped.
+// Without the bounds the host starts at clock 2³²−1, where every later write loses.
+func TestServePoisonedCheckpointRestores(t *testing.T) {
+	scene, err := os.ReadFile("../../crdt/testdata/dcl/example-scene.crdt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := append([]byte(nil), scene...)
+	m := crdt.Message{Type: crdt.PutComponent, Entity: crdt.NewEntity(700, 0), Component: 2000, Timestamp: math.MaxUint32, Data: []byte("x")}
+	data = crdt.AppendMessage(data, &m)
+	for n := 1000; n < 1<<16; n++ {
+		m = crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(uint16(n), 0xffff)}
+		data = crdt.AppendMessage(data, &m)
+	}
+	dir := t.TempDir()
+	st, err := durable.Open(durable.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveCheckpoint(context.Background(), durable.Checkpoint{Room: "arena", Term: 3, Clock: math.MaxUint32, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, data: dir, checkpointInterval: time.Hour, metricsRoute: true},
+		zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.wait(ctx) }()
+	var clock crdt.Timestamp
+	var dead bool
+	poll.Until(t, 30*time.Second, "arena restored under its dedicated host", func() error {
+		return s.host.Do(ctx, func(w *peer.World) {
+			clock = w.Replica().Clock()
+			v, ok := w.Replica().DeletedVersion(1000)
+			dead = ok && v == 0xffff
+		})
+	})
+	if clock > durable.MaxRestoreClock+1<<16 || dead { // the host has written since
+		t.Fatalf("restored clock %d (bound %d), number 1000 dead: %v", clock, uint64(durable.MaxRestoreClock), dead)
+	}
+	for reason, want := range map[string]float64{durable.RestoreClock: 1, durable.RestoreStamp: 1, durable.RestoreVersion: 1<<16 - 1000} {
+		got, err := metric(s.url, `concord_restore_refused_total{reason="`+reason+`"}`)
+		if err != nil || got != want {
+			t.Fatalf("concord_restore_refused_total{%s} = %v (%v), want %v", reason, got, err, want)
+		}
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
 }

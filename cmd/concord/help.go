@@ -31,7 +31,11 @@ Environment:
                      may join any room as anyone and host it; the log warns about it.
   CONCORD_ADMIN_KEY  with CONCORD_SECRET, lets "Authorization: Bearer <key>" list every room in
                      /api/rooms (a join token sees only its own room).
-  CONCORD_ICE_SECRET default of --ice-server-secret (coturn's static-auth-secret).`},
+  CONCORD_ICE_SECRET default of --ice-server-secret (coturn's static-auth-secret).
+  CONCORD_CLUSTER_SECRET  default of --cluster-secret, the cluster's route password (unset:
+                     derived from CONCORD_SECRET; a cluster with neither nor route TLS refuses
+                     to start unless --cluster-insecure).
+  CONCORD_NATS_TOKEN default of --nats-token.`},
 	"host": {"concord host [flags]", `Runs a dedicated host for --room as its own process: it joins as the pinned host user and
 takes the room over once it has synced.`},
 	"bot": {"concord bot [flags]", `Runs -n headless players of the demo game in this process and prints one status line a

@@ -65,6 +65,14 @@ type serveOptions struct {
 	replicas    int           // --replicas (0: min(3, nodes))
 	leaseTTL    time.Duration // --lease-ttl
 
+	// Cluster authentication (docs/security.md §7): the route secret (--cluster-secret, else
+	// derived from CONCORD_SECRET), route TLS, --cluster-insecure; --nats credentials and TLS.
+	clusterSecret   string
+	clusterInsecure bool
+	clusterTLS      [3]string // --cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca
+	natsAuth        durable.NATSAuth
+	roomTTL         time.Duration // --room-ttl: durable.Config.RoomTTL
+
 	// net is the dedicated host's WebRTC (--ice, --udp, --public-ip, --relay-only).
 	net peerNet
 
@@ -136,6 +144,8 @@ type server struct {
 	store    *durable.Store  // nil without --data
 	writer   *durable.Writer // nil without --data
 	node     *cluster.Node   // nil unless clustered
+
+	restoreRefused *prometheus.CounterVec // concord_restore_refused_total{reason}
 
 	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
 	hostServer         string   // the URL the dedicated hosts dial
@@ -211,16 +221,20 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
+	s.restoreRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "concord_restore_refused_total",
+		Help: "Messages of checkpoints and scenes dropped at restore, beyond the restore bounds (docs/protocol.md §6), by reason."}, []string{"reason"})
+	reg.MustRegister(s.restoreRefused)
 	if o.clustered() && o.data == "" && o.natsURL == "" {
 		return fail(usageError{errors.New("a cluster keeps its rooms in JetStream: --cluster-name needs --data")})
 	}
 	if o.data != "" || o.natsURL != "" {
-		dc := durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger(), NATS: o.natsURL, Replicas: o.replicas}
+		dc := durable.Config{Dir: o.data, Logger: log.With().Str("component", "durable").Logger(), NATS: o.natsURL, Replicas: o.replicas,
+			NATSAuth: o.natsAuth, Registerer: reg, RoomTTL: o.roomTTL}
 		if o.clustered() {
 			dc.NodeName = o.nodeName // JetStream knows a cluster's peers by it; one node keeps "concord"
 		}
 		if o.clusterName != "" {
-			dc.Cluster = durable.ClusterConfig{Name: o.clusterName, Listen: o.clusterAddr, Routes: o.routes}
+			dc.Cluster = o.clusterConfig()
 		}
 		if s.store, err = durable.Open(dc); err != nil {
 			return fail(err)
@@ -474,7 +488,7 @@ func (s *server) seed(ctx context.Context, room signaling.RoomID, scene string) 
 			}
 			s.log.Info().Str("room", string(room)).Uint64("term", uint64(c.Term)).Uint32("clock", uint32(c.Clock)).
 				Int("entities", n).Int("bytes", len(c.Data)).Dur("validated", time.Since(start)).Msg("room checkpoint found")
-			return c.Data, c.Clock, nil
+			return s.bound(room, s.store.Source(room), c.Data, c.Clock)
 		case !errors.Is(err, durable.ErrNoCheckpoint):
 			return nil, 0, err
 		}
@@ -491,7 +505,22 @@ func (s *server) seed(ctx context.Context, room signaling.RoomID, scene string) 
 		return nil, 0, err
 	}
 	s.log.Info().Str("room", string(room)).Str("scene", scene).Int("entities", n).Msg("room seeded from its scene")
-	return data, 0, nil
+	return s.bound(room, scene, data, 0)
+}
+
+// bound applies the restore bounds (durable.Bound) to a validated seed: what is beyond them is
+// dropped, logged and counted, and the room opens from the rest.
+func (s *server) bound(room signaling.RoomID, source string, data []byte, clock crdt.Timestamp) ([]byte, crdt.Timestamp, error) {
+	out, clock, dropped, err := durable.Bound(data, clock)
+	if err != nil {
+		return nil, 0, &durable.CorruptError{Room: room, Source: source, Err: err}
+	}
+	for reason, n := range dropped {
+		s.restoreRefused.WithLabelValues(reason).Add(float64(n))
+		s.log.Warn().Str("room", string(room)).Str("source", source).Str("reason", reason).Int("messages", n).
+			Msg("restore: messages beyond the restore bounds dropped (docs/protocol.md §6)")
+	}
+	return out, clock, nil
 }
 
 func (s *server) closeStore() {
@@ -626,10 +655,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	host, _ := os.Hostname()
 	fs.StringVar(&o.nodeName, "node-name", host, "this node's name in a cluster (unique; /api/rooms gives it as each room's \"node\")")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "cluster the embedded NATS server under this name (the same on every node; needs --data)")
-	fs.StringVar(&o.clusterAddr, "cluster", "0.0.0.0:6222", "this node's cluster (NATS route) listen address, with --cluster-name")
+	fs.StringVar(&o.clusterAddr, "cluster", "", "this node's cluster (NATS route) listen address, HOST:PORT with the interface named (e.g. 10.0.0.1:6222), with --cluster-name and --routes")
 	var routes listFlag
 	fs.Var(&routes, "routes", "URL[,URL…]: the other nodes' cluster addresses, nats-route://HOST:6222")
-	fs.StringVar(&o.natsURL, "nats", "", "URL[,URL…] of an external NATS cluster with JetStream instead of the embedded server (then --data is unused)")
+	fs.StringVar(&o.natsURL, "nats", "", "URL[,URL…] of an external NATS cluster with JetStream instead of the embedded server (then --data is unused); nats://USER:PASSWORD@HOST:4222 or tls://… for credentials and TLS")
+	clusterAuthFlags(fs, &o)
 	fs.IntVar(&o.replicas, "replicas", 0, "replicas of the JetStream streams and buckets (0: min(3, nodes) embedded, 1 with --nats)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", durable.DefaultLeaseTTL, "lifetime of a room's lease in the cluster's room directory: a dead node's rooms move after at most this")
 	o.net.addICEFlag(fs)
@@ -680,6 +710,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	o.secret = os.Getenv("CONCORD_SECRET")
+	if o.clusterSecret == "" && o.secret != "" {
+		o.clusterSecret = durable.RouteSecret([]byte(o.secret))
+	}
+	if err := o.clusterConfig().Check(); err != nil {
+		return usageError{err}
+	}
 	o.limits.AdminKey = os.Getenv("CONCORD_ADMIN_KEY") // with a secret, reads every room in /api/rooms
 	s, err := startServer(ctx, o, log)
 	if err != nil {

@@ -35,6 +35,9 @@ func freePorts(t *testing.T, n int) []int {
 	return out
 }
 
+// testRouteSecret is the route password of openCluster's nodes.
+var testRouteSecret = RouteSecret([]byte("durable test secret"))
+
 // openCluster opens three stores whose embedded nats-servers cluster on 127.0.0.1.
 func openCluster(t *testing.T) []*Store {
 	t.Helper()
@@ -51,7 +54,7 @@ func openCluster(t *testing.T) []*Store {
 		}
 		cfg := Config{
 			Dir: t.TempDir(), NodeName: fmt.Sprintf("n%d", i+1), StartTimeout: time.Minute,
-			Cluster: ClusterConfig{Name: "test", Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), Routes: routes},
+			Cluster: ClusterConfig{Name: "test", Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), Routes: routes, Secret: testRouteSecret},
 			Logger:  zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel).With().Int("node", i+1).Logger(),
 		}
 		wg.Add(1)

@@ -91,6 +91,8 @@ type DirectoryConfig struct {
 	Timeout time.Duration
 	// Logger; the zero value discards.
 	Logger zerolog.Logger
+	// Refused, if not nil, is told of each lease refused as implausible (RefusedLeaseExpiry).
+	Refused func(reason string)
 }
 
 // held is a lease this node holds: the revision it wrote and the expiry it wrote.
@@ -120,7 +122,30 @@ type Directory struct {
 
 // Directory opens the store's room directory.
 func (s *Store) Directory(cfg DirectoryConfig) (*Directory, error) {
+	if cfg.Refused == nil {
+		cfg.Refused = s.refuse
+	}
 	return NewDirectory(s.dir, cfg)
+}
+
+// maxLeaseAhead is how far past a TTL from now a lease may expire: the nodes' clocks agree to
+// within a TTL (see above), so a lease expiring later than now + 2 TTL was never written by a
+// node renewing it; it is taken as expired (a lease stored to expire in an hour would otherwise
+// close its room for that hour).
+const maxLeaseAhead = 2
+
+// vouch returns l, expired if its expiry is implausibly far ahead of now.
+func (d *Directory) vouch(l Lease, now time.Time) Lease {
+	if l.Expires <= now.Add(maxLeaseAhead*d.cfg.TTL).UnixMilli() {
+		return l
+	}
+	if d.cfg.Refused != nil {
+		d.cfg.Refused(RefusedLeaseExpiry)
+	}
+	d.log.Warn().Str("room", string(l.Room)).Str("node", l.Node).Time("expires", l.ExpiresAt()).
+		Msg("room lease expires implausibly far ahead: taken as expired")
+	l.Expires = 0
+	return l
 }
 
 // NewDirectory opens the room directory in kv and starts its watcher and (unless cfg.Renew < 0)
@@ -189,6 +214,7 @@ func (d *Directory) watch() {
 			if e.Operation() != jetstream.KeyValuePut {
 				delete(d.cache, e.Key())
 			} else if l, err := parseLease(e); err == nil {
+				l = d.vouch(l, d.cfg.Now())
 				if old, ok := d.cache[e.Key()]; !ok || old.Revision < l.Revision {
 					d.cache[e.Key()] = l
 				}
@@ -224,7 +250,7 @@ func (d *Directory) Lookup(ctx context.Context, room signaling.RoomID) (l Lease,
 		return Lease{}, false, err
 	}
 	l, err = parseLease(e)
-	return l, err == nil, err
+	return d.vouch(l, d.cfg.Now()), err == nil, err
 }
 
 // Acquire takes room's lease for this node if it is free, expired or already this node's, and
@@ -244,6 +270,7 @@ func (d *Directory) Acquire(ctx context.Context, room signaling.RoomID) (Lease, 
 				return Lease{}, err
 			}
 			now := d.cfg.Now()
+			l = d.vouch(l, now)
 			if l.Node != d.cfg.Node && l.Live(now) {
 				return l, nil
 			}

@@ -2,6 +2,11 @@ package durable
 
 import (
 	"context"
+	"crypto/hmac"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +23,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
@@ -56,6 +62,13 @@ func CheckpointSubject(room signaling.RoomID) string { return "concord.checkpoin
 // DefaultTimeout bounds each JetStream operation when Config.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
+// DefaultRoomTTL is Config.RoomTTL when zero.
+const DefaultRoomTTL = 30 * 24 * time.Hour
+
+// directoryTTL is how long a directory entry outlives its last write: a live lease is written
+// every lease TTL/3, so only released and long-expired entries (tombstones among them) age out.
+const directoryTTL = 24 * time.Hour
+
 // DefaultDir is the data directory when Config.Dir is empty (serve's --data default).
 const DefaultDir = "concord-data"
 
@@ -78,26 +91,104 @@ type Config struct {
 	// NATS, if set, is the URL (or comma-separated URLs) of an external NATS server or cluster
 	// with JetStream: no embedded server runs and Dir is not used.
 	NATS string
+	// NATSAuth authenticates the connection to NATS (credentials and TLS).
+	NATSAuth NATSAuth
 	// Replicas is the replica count of the streams and buckets. If zero: min(3, nodes) with the
 	// embedded server (nodes: this one and its routes), 1 with an external NATS.
 	Replicas int
 	// StartTimeout bounds how long Open waits for JetStream (a cluster needs a quorum of its
 	// nodes up and a meta leader). If zero, 2 minutes in a cluster, Timeout otherwise.
 	StartTimeout time.Duration
+	// RoomTTL is how long a room's counters outlive their last write: then the key and its
+	// room's name leave the store (a room opened once under a random name stays no longer).
+	// A room that opens again after that starts from its checkpoint's term (LoadRoom), or, with
+	// none, from its members' claims as after a restart without a store. If zero, DefaultRoomTTL.
+	RoomTTL time.Duration
+	// Registerer, if not nil, receives concord_durable_refused_total{reason}: what was read back
+	// from the store and refused (RefusedCheckpointTerm, RefusedRoomTerm, RefusedLeaseExpiry).
+	Registerer prometheus.Registerer
 	// Linger bounds how long Close keeps a clustered embedded server up for other nodes that are
 	// stopping too and still writing (drain.go). If zero, DefaultLinger.
 	Linger time.Duration
 }
 
+// NATSAuth are the credentials and TLS of the connection to an external NATS (Config.NATS).
+// Every field is optional; a user and password may be in the URL instead.
+type NATSAuth struct {
+	// Creds is a NATS credentials file (a user JWT and its nkey seed).
+	Creds string
+	// Token is an authentication token.
+	Token string
+	// CA is the CA file (PEM) that verifies the server's certificate: the connection runs TLS.
+	CA string
+	// Cert and Key are a client certificate and its key (PEM files), for servers that verify
+	// clients.
+	Cert, Key string
+}
+
 // ClusterConfig clusters the embedded nats-server (nats-server's own cluster block). Without
 // Routes the node runs alone: nats-server clusters JetStream only with routes.
+//
+// A route is a full member of the cluster: it reads every subject (checkpoints, the relayed
+// join frames with their tokens) and writes every bucket (docs/security.md §7). So routes
+// authenticate, with Secret (nats-server's route authorization: user RouteUser, password Secret,
+// on every route URL) and/or TLS with verified peers; Open refuses a cluster with neither unless
+// Insecure says so.
 type ClusterConfig struct {
 	// Name is the cluster's name, the same on every node.
 	Name string
-	// Listen is this node's route address, HOST:PORT (nats-server's default port is 6222).
+	// Listen is this node's route address, HOST:PORT, the host named (0.0.0.0 must be said):
+	// nats-server's default port is 6222.
 	Listen string
-	// Routes are the other nodes' route URLs, nats-route://HOST:PORT.
+	// Routes are the other nodes' route URLs, nats-route://HOST:PORT (Secret is added to those
+	// without credentials of their own).
 	Routes []string
+	// Secret is the route password, the same on every node (RouteSecret derives one).
+	Secret string
+	// TLSCert and TLSKey, if set, are this node's route certificate and key (PEM files), and TLSCA
+	// the CA file the other nodes' certificates must chain to: routes then run over TLS and each
+	// side verifies the other's certificate.
+	TLSCert, TLSKey, TLSCA string
+	// Insecure runs routes with neither Secret nor TLS: anyone who reaches Listen joins the
+	// cluster. Only for a private network that nothing else reaches.
+	Insecure bool
+}
+
+// RouteUser is the user name of route authorization (ClusterConfig.Secret is its password).
+const RouteUser = "concord-route"
+
+// RouteSecret derives the route password from the join-token secret: HMAC-SHA256 under a fixed
+// label, so that a node's route password (which nats-server compares in plain, and which route
+// URLs carry) reveals nothing about the key that signs join tokens.
+func RouteSecret(secret []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("concord cluster route password v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// ErrInsecureCluster: a cluster configuration whose routes would take anyone (no Secret, no TLS,
+// not Insecure).
+var ErrInsecureCluster = errors.New("durable: cluster routes without authentication")
+
+// Check refuses a route configuration that would take anyone, or listen where not told.
+func (c ClusterConfig) Check() error {
+	if c.Name == "" {
+		return nil
+	}
+	if c.Secret == "" && c.TLSCert == "" && !c.Insecure {
+		return fmt.Errorf("%w: set a route secret (serve: CONCORD_SECRET or --cluster-secret) or route TLS (--cluster-tls-cert/--cluster-tls-key/--cluster-tls-ca); --cluster-insecure runs routes that take anyone who reaches them", ErrInsecureCluster)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") || c.TLSCert != "" && c.TLSCA == "" {
+		return errors.New("durable: route TLS needs a certificate, its key and the CA that verifies the other nodes")
+	}
+	if len(c.Routes) == 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil || host == "" {
+		return fmt.Errorf("durable: cluster address %q: want HOST:PORT with the interface named (0.0.0.0 for every one)", c.Listen)
+	}
+	return nil
 }
 
 // clustered reports whether the embedded server clusters.
@@ -128,6 +219,8 @@ type Store struct {
 	cps   jetstream.Stream
 	rooms jetstream.KeyValue
 	dir   jetstream.KeyValue // the room directory (directory.go)
+
+	refused *prometheus.CounterVec // concord_durable_refused_total{reason}
 
 	// Other nodes that said they are stopping (drain.go); nil outside an embedded cluster.
 	stopSub      *nats.Subscription
@@ -167,14 +260,27 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Linger <= 0 {
 		cfg.Linger = DefaultLinger
 	}
+	if cfg.RoomTTL <= 0 {
+		cfg.RoomTTL = DefaultRoomTTL
+	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = cfg.Timeout
 		if cfg.clustered() || cfg.NATS != "" {
 			cfg.StartTimeout = 2 * time.Minute
 		}
 	}
+	if err := cfg.Cluster.Check(); err != nil {
+		return nil, err
+	}
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "concord_durable_refused_total",
+		Help: "Values read back from the durable store and refused as implausible (docs/protocol.md §6), by reason."}, []string{"reason"})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(refused); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.NATS != "" {
-		s := &Store{cfg: cfg, log: cfg.Logger}
+		s := &Store{cfg: cfg, log: cfg.Logger, refused: refused}
 		if err := s.start(); err != nil {
 			s.Close()
 			return nil, err
@@ -188,7 +294,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, lock: lock}
+	s := &Store{cfg: cfg, log: cfg.Logger, lock: lock, refused: refused}
 	if err := s.start(); err != nil {
 		s.Close()
 		return nil, err
@@ -198,9 +304,13 @@ func Open(cfg Config) (*Store, error) {
 
 func (s *Store) start() error {
 	if s.cfg.NATS != "" {
-		nc, err := nats.Connect(s.cfg.NATS, nats.Name("concord "+s.cfg.NodeName), nats.MaxReconnects(-1))
+		opts, err := s.cfg.natsOptions()
 		if err != nil {
-			return fmt.Errorf("durable: connect to NATS %s: %w", s.cfg.NATS, err)
+			return err
+		}
+		nc, err := nats.Connect(s.cfg.NATS, opts...)
+		if err != nil {
+			return fmt.Errorf("durable: connect to NATS %s: %w", redactURLs(s.cfg.NATS), err)
 		}
 		s.nc = nc
 	} else {
@@ -227,7 +337,7 @@ func (s *Store) start() error {
 	if err != nil {
 		return err
 	}
-	s.log.Info().Str("dir", s.cfg.Dir).Str("node", s.cfg.NodeName).Str("cluster", s.cfg.Cluster.Name).Str("nats", s.cfg.NATS).
+	s.log.Info().Str("dir", s.cfg.Dir).Str("node", s.cfg.NodeName).Str("cluster", s.cfg.Cluster.Name).Str("nats", redactURLs(s.cfg.NATS)).
 		Int("replicas", s.cfg.replicas()).Msg("durable store open (JetStream)")
 	return nil
 }
@@ -251,17 +361,41 @@ func (s *Store) startEmbedded() error {
 			return fmt.Errorf("durable: cluster address %q: %w", c.Listen, err)
 		}
 		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port}
+		if c.Secret != "" {
+			opts.Cluster.Username, opts.Cluster.Password = RouteUser, c.Secret
+		}
+		if c.TLSCert != "" {
+			tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: c.TLSCert, KeyFile: c.TLSKey, CaFile: c.TLSCA, Verify: true})
+			if err != nil {
+				return fmt.Errorf("durable: route TLS: %w", err)
+			}
+			// As nats-server's own config does for a cluster block: strict verification both
+			// ways (a route is a server and a client), the CA trusted for either side.
+			tc.ClientAuth, tc.RootCAs = tls.RequireAndVerifyClientCert, tc.ClientCAs
+			opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = tc, 2
+		}
 		for _, r := range c.Routes {
 			u, err := url.Parse(r)
 			if err != nil || u.Host == "" {
-				return fmt.Errorf("durable: route %q: want nats-route://HOST:PORT", r)
+				return fmt.Errorf("durable: route %q: want nats-route://HOST:PORT", redactURLs(r))
+			}
+			if u.User == nil && c.Secret != "" {
+				u.User = url.UserPassword(RouteUser, c.Secret)
 			}
 			opts.Routes = append(opts.Routes, u)
 		}
-		// Routes start only once the client port listens: it listens on loopback, for this
-		// process and its operator.
+		// nats-server starts its routes only once its client port listens (Server.Start waits
+		// for the accept loop, which DontListen skips). So the client port listens, on a random
+		// loopback port, and takes only this process: a password drawn here and never written
+		// anywhere, which the in-process connection below presents. Any other local user is
+		// refused (an authorization violation).
+		var pw [32]byte
+		if _, err := crand.Read(pw[:]); err != nil {
+			return err
+		}
 		opts.DontListen = false
 		opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+		opts.Username, opts.Password = localUser, hex.EncodeToString(pw[:])
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -273,7 +407,7 @@ func (s *Store) startEmbedded() error {
 	if !ns.ReadyForConnections(s.cfg.Timeout) {
 		return errors.New("durable: embedded nats-server not ready")
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("concord"))
+	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("concord"), nats.UserInfo(opts.Username, opts.Password))
 	if err != nil {
 		return fmt.Errorf("durable: connect to the embedded nats-server: %w", err)
 	}
@@ -295,9 +429,51 @@ func splitHostPort(addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("bad port %q", p)
 	}
 	if host == "" {
-		host = "0.0.0.0"
+		return "", 0, errors.New("no host: name the interface (0.0.0.0 for every one)")
 	}
 	return host, port, nil
+}
+
+// localUser is the user of the embedded server's loopback client port (startEmbedded).
+const localUser = "concord-local"
+
+// natsOptions are the options of the connection to an external NATS (Config.NATS): credentials
+// and TLS. A user and password may also be in the URL (nats://USER:PASSWORD@HOST:4222).
+func (c Config) natsOptions() ([]nats.Option, error) {
+	opts := []nats.Option{nats.Name("concord " + c.NodeName), nats.MaxReconnects(-1)}
+	n := c.NATSAuth
+	if n.Creds != "" {
+		if _, err := os.Stat(n.Creds); err != nil {
+			return nil, fmt.Errorf("durable: NATS credentials: %w", err)
+		}
+		opts = append(opts, nats.UserCredentials(n.Creds))
+	}
+	if n.Token != "" {
+		opts = append(opts, nats.Token(n.Token))
+	}
+	if n.CA != "" {
+		opts = append(opts, nats.RootCAs(n.CA))
+	}
+	if (n.Cert == "") != (n.Key == "") {
+		return nil, errors.New("durable: a NATS client certificate needs its key")
+	}
+	if n.Cert != "" {
+		opts = append(opts, nats.ClientCert(n.Cert, n.Key))
+	}
+	return opts, nil
+}
+
+// redactURLs hides the credentials of a comma-separated URL list (a user and password, or a
+// token in the user's place), for logs and errors: whatever precedes the host's @.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		scheme, rest, ok := strings.Cut(p, "://")
+		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
+			parts[i] = scheme + "://REDACTED" + rest[at:]
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // makeBuckets makes (or updates) the checkpoint stream and the buckets.
@@ -319,12 +495,14 @@ func (s *Store) makeBuckets() error {
 	}
 	s.rooms, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: RoomBucket, Description: "Concord room counters (last peer index, term)", History: 1, Storage: jetstream.FileStorage, Replicas: r,
+		TTL: s.cfg.RoomTTL,
 	})
 	if err != nil {
 		return fmt.Errorf("durable: key-value bucket %s: %w", RoomBucket, err)
 	}
 	s.dir, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: DirectoryBucket, Description: "Concord room directory (owner node, lease expiry)", History: 1, Storage: jetstream.FileStorage, Replicas: r,
+		TTL: directoryTTL,
 	})
 	if err != nil {
 		return fmt.Errorf("durable: key-value bucket %s: %w", DirectoryBucket, err)
@@ -428,7 +606,12 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c Checkpoint) error {
 		}
 		if old != nil {
 			if t, _ := strconv.ParseUint(old.Header.Get(headerTerm), 10, 64); signaling.Term(t) > c.Term {
-				return fmt.Errorf("%w: room %q holds term %d, this one is of term %d", ErrFenced, c.Room, t, c.Term)
+				if s.termVouched(c.Room, signaling.Term(t), c.Term) {
+					return fmt.Errorf("%w: room %q holds term %d, this one is of term %d", ErrFenced, c.Room, t, c.Term)
+				}
+				s.refuse(RefusedCheckpointTerm)
+				s.log.Warn().Str("room", string(c.Room)).Uint64("stored", t).Uint64("term", uint64(c.Term)).
+					Msg("stored checkpoint's term is implausible (no election vouches for it): overwritten")
 			}
 			seq = old.Sequence
 		}
@@ -469,6 +652,56 @@ func (s *Store) LoadCheckpoint(ctx context.Context, room signaling.RoomID) (Chec
 	return Checkpoint{Room: room, Term: signaling.Term(term), Clock: crdt.Timestamp(clock), Data: m.Data}, nil
 }
 
+// Bounds on what is read back from the store (docs/protocol.md §6 "Durable rooms: bounds"). The
+// buckets are written by the cluster's nodes alone, but a term or lease that nothing honest
+// writes would fence a room for good, so it is refused rather than obeyed.
+const (
+	// MaxTerm is the highest term read back: one election a second reaches it in 136 years. A
+	// stored term above it is treated as absent (counters) or as no fence (a checkpoint).
+	MaxTerm = 1 << 32
+	// MaxTermSkew is how far above a writer's term a stored checkpoint's term may be without the
+	// room's counters vouching for it: a stale host is a few elections behind, not thousands.
+	MaxTermSkew = 1 << 10
+)
+
+// Refusal reasons of concord_durable_refused_total.
+const (
+	RefusedCheckpointTerm = "checkpoint_term" // a stored checkpoint's term no election vouches for
+	RefusedRoomTerm       = "room_term"       // stored room counters beyond MaxTerm
+	RefusedLeaseExpiry    = "lease_expiry"    // a lease expiring implausibly far ahead
+)
+
+// refuse counts a refusal of something read back from the store.
+func (s *Store) refuse(reason string) {
+	if s.refused != nil {
+		s.refused.WithLabelValues(reason).Inc()
+	}
+}
+
+// termVouched reports whether a stored checkpoint term above a writer's term is plausible: within
+// MaxTermSkew of it, or at most the room's counters' term (signaling saves a term before any
+// member hears of it, so an honest checkpoint's term never passes the counters').
+func (s *Store) termVouched(room signaling.RoomID, stored, writer signaling.Term) bool {
+	if stored > MaxTerm {
+		return false
+	}
+	if stored <= writer+MaxTermSkew {
+		return true
+	}
+	// The counters' key itself: LoadRoom falls back to the checkpoint's own term.
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	e, err := s.rooms.Get(ctx, RoomKey(room))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false
+	}
+	var c signaling.RoomCounters
+	if err != nil || json.Unmarshal(e.Value(), &c) != nil {
+		return true // unread counters: the fence holds
+	}
+	return stored <= c.Term
+}
+
 // LoadRoom implements signaling.Store.
 func (s *Store) LoadRoom(room signaling.RoomID) (signaling.RoomCounters, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
@@ -476,6 +709,15 @@ func (s *Store) LoadRoom(room signaling.RoomID) (signaling.RoomCounters, error) 
 	var c signaling.RoomCounters
 	e, err := s.rooms.Get(ctx, RoomKey(room))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		// Expired (RoomTTL) or never saved: the room's checkpoint, if any, holds a term the
+		// room reached, which its next host must pass (or its checkpoints would be fenced).
+		m, err := s.last(ctx, room)
+		if err != nil || m == nil {
+			return c, err
+		}
+		if t, _ := strconv.ParseUint(m.Header.Get(headerTerm), 10, 64); t <= MaxTerm {
+			c.Term = signaling.Term(t)
+		}
 		return c, nil
 	}
 	if err != nil {
@@ -483,6 +725,11 @@ func (s *Store) LoadRoom(room signaling.RoomID) (signaling.RoomCounters, error) 
 	}
 	if err := json.Unmarshal(e.Value(), &c); err != nil {
 		return c, fmt.Errorf("room %q: %s key %s: %w", room, RoomBucket, RoomKey(room), err)
+	}
+	if c.Term > MaxTerm {
+		s.refuse(RefusedRoomTerm)
+		s.log.Warn().Str("room", string(room)).Uint64("term", uint64(c.Term)).Msg("stored room counters hold an implausible term: ignored")
+		return signaling.RoomCounters{}, nil
 	}
 	return c, nil
 }
@@ -497,7 +744,7 @@ func (s *Store) SaveRoom(room signaling.RoomID, c signaling.RoomCounters) error 
 		var rev uint64
 		if e, err := s.rooms.Get(ctx, key); err == nil {
 			var old signaling.RoomCounters
-			if json.Unmarshal(e.Value(), &old) == nil {
+			if json.Unmarshal(e.Value(), &old) == nil && old.Term <= MaxTerm {
 				c.LastIndex, c.Term = max(c.LastIndex, old.LastIndex), max(c.Term, old.Term)
 			}
 			rev = e.Revision()
@@ -531,6 +778,9 @@ func (l natsLogger) Noticef(string, ...any) {}
 func (l natsLogger) Debugf(string, ...any)  {}
 func (l natsLogger) Tracef(string, ...any)  {}
 func (l natsLogger) Warnf(format string, v ...any) {
+	if strings.HasPrefix(format, "Plaintext passwords detected") {
+		return // the client port's password, drawn in memory (startEmbedded), no config file's
+	}
 	l.log.Warn().Msgf(format, v...)
 }
 func (l natsLogger) Errorf(format string, v ...any) {

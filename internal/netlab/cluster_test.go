@@ -641,31 +641,12 @@ func nodeIndex(name string) int {
 // corruptCheckpoint stores a truncated copy of room's last checkpoint as its newest checkpoint, in
 // a term far ahead (so that no host of the room overwrites it), and marks the room broken. It
 // reaches the cluster's JetStream as an operator's tool would: a nats-server of this process joins
-// the cluster's routes (without JetStream), and a client of it publishes to the checkpoint subject
-// (docs/protocol.md: the checkpoint format).
+// the cluster's routes (without JetStream) with the route password, and a client of it publishes
+// to the checkpoint subject (docs/protocol.md: the checkpoint format).
 func (c *labCluster) corruptCheckpoint(room string) {
 	c.t.Helper()
-	var routes []*url.URL
-	for i := range c.nodes {
-		routes = append(routes, &url.URL{Scheme: "nats-route", Host: netlab.NodeAddr(i).String() + ":6222"})
-	}
-	ns, err := server.NewServer(&server.Options{
-		ServerName: "lab-tool", Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
-		Cluster: server.ClusterOpts{Name: "lab", Host: netlab.PublicAddr.String(), Port: 6222},
-		Routes:  routes,
-	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	go ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		c.t.Fatal("the tool's nats-server did not start")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns))
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	ns, nc := c.routeServer("lab-tool", url.UserPassword(durable.RouteUser, durable.RouteSecret([]byte(clusterSecret))))
+	defer ns.Shutdown() // before the nodes restart
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -699,6 +680,108 @@ func (c *labCluster) corruptCheckpoint(room string) {
 		c.broken = map[string]bool{}
 	}
 	c.broken[room] = true
+}
+
+// routeServer starts a nats-server of this process (in the lab's Public namespace) whose routes go
+// to every node with the credentials user (nil: none), and returns it with a connection to it; both
+// end with the test.
+func (c *labCluster) routeServer(name string, user *url.Userinfo) (*server.Server, *nats.Conn) {
+	c.t.Helper()
+	var routes []*url.URL
+	for i := range c.nodes {
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: netlab.NodeAddr(i).String() + ":6222", User: user})
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: name, Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		Cluster: server.ClusterOpts{Name: "lab", Host: netlab.PublicAddr.String(), Port: server.RANDOM_PORT},
+		Routes:  routes,
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ns.Start()
+	c.t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		c.t.Fatalf("nats-server %s did not start", name)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(nc.Close)
+	return ns, nc
+}
+
+// routedNodes lists the nodes ns has a route to.
+func routedNodes(t *testing.T, ns *server.Server) []string {
+	t.Helper()
+	rz, err := ns.Routez(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rz.Routes {
+		if !slices.Contains(out, r.RemoteName) {
+			out = append(out, r.RemoteName)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestLab8ClusterStranger (docs/security.md §7): three nodes clustered with the route password
+// derived from their CONCORD_SECRET; on the cluster's network, a stranger nats-server that routes
+// to every node without the password, and one with a guessed password, form no route and read
+// none of the cluster's subjects (checkpoints, relayed joins), while a server with the password
+// (the control: the same network, the same ports) routes to all three and reads the checkpoints
+// the rooms' dedicated hosts write. Before route authorization the strangers joined the routes,
+// read the checkpoints and join frames, and could fence rooms and steal leases.
+func TestLab8ClusterStranger(t *testing.T) {
+	lab := netlab.Get(t)
+	bin := clusterReady(t)
+	c := newLabCluster(t, lab, bin, netlab.Nodes, roomNames(2))
+	c.open(120 * time.Second)
+	var mu sync.Mutex
+	got := map[string]int{}
+	servers := map[string]*server.Server{}
+	for name, user := range map[string]*url.Userinfo{
+		"stranger-none":    nil,
+		"stranger-guessed": url.UserPassword(durable.RouteUser, "guessed"),
+		"friend":           url.UserPassword(durable.RouteUser, durable.RouteSecret([]byte(clusterSecret))),
+	} {
+		ns, nc := c.routeServer(name, user)
+		servers[name] = ns
+		if _, err := nc.Subscribe("concord.>", func(*nats.Msg) { mu.Lock(); got[name]++; mu.Unlock() }); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 60*time.Second, "the friend routed to every node and reading checkpoints", func() error {
+		if r := routedNodes(t, servers["friend"]); len(r) != len(c.nodes) {
+			return fmt.Errorf("friend routed to %v", r)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if got["friend"] == 0 {
+			return errors.New("the friend has read nothing yet")
+		}
+		return nil
+	})
+	// The strangers started with the friend and try every route at the same pace: by now each
+	// has been refused by every node.
+	for _, name := range []string{"stranger-none", "stranger-guessed"} {
+		if r := routedNodes(t, servers[name]); len(r) != 0 || servers[name].NumRoutes() != 0 {
+			t.Errorf("%s routed to %v", name, r)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got["stranger-none"] != 0 || got["stranger-guessed"] != 0 {
+		t.Errorf("strangers read cluster subjects: %v", got)
+	}
+	t.Logf("the friend routed to %v and read %d messages; the strangers routed nowhere and read nothing (%v)", routedNodes(t, servers["friend"]), got["friend"], got)
 }
 
 // labLogLevel is the nodes' log level: debug when CONCORD_LAB_DUMP names a directory for their
