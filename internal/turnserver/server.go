@@ -193,7 +193,7 @@ type Stats struct {
 	// RefusedAllocations counts refused allocations, of which: over
 	// MaxAllocations (PerIdentity), MaxAllocationsPerToken (PerToken),
 	// MaxAllocationsPerAddr (PerAddr), and asking for a TCP relay (TCPRelay).
-	RefusedAllocations                                      uint64
+	RefusedAllocations                                            uint64
 	RefusedPerIdentity, RefusedPerToken, RefusedPerAddr, TCPRelay uint64
 	// Revoked counts allocations ended by Revoke (their member left).
 	Revoked uint64
@@ -237,7 +237,7 @@ type Server struct {
 	public net.IP
 	count  counters
 
-	mu      sync.Mutex // guards the following
+	mu      sync.Mutex         // guards the following
 	users   map[string]*user   // by identity
 	tokens  map[string]int     // live allocations by Member.token
 	addrs   map[netip.Addr]int // live allocations by client address
