@@ -57,6 +57,7 @@ type Server struct {
 	events       chan hubEvent
 	quit         chan struct{} // closed by Close
 	stats        stats
+	live         *liveMembers // the hub's, read by IsMember
 
 	busyLog lockedLogLimiter
 
@@ -122,6 +123,7 @@ func New(cfg Config) *Server {
 		s.post(ev)
 	}
 	h := newHub(&s.cfg, s.log, &s.stats, s.resumeKey, post)
+	s.live = h.live
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
