@@ -15,67 +15,85 @@ import (
 )
 
 // This file holds what stands between the listeners and pion: the per-address connection cap
-// and idle timeout of TCP and TLS, and the answers pion gets wrong (RFC 8656): 442 to a TCP
-// relay request, where pion's relay generator can only fail with 508, and 403 to a ChannelBind
-// for a refused peer, where pion answers 401, which tells a client to retry with other
-// credentials.
+// and idle timeout of TCP and TLS; the answers pion gets wrong (RFC 8656): 442 to a TCP relay
+// request, where pion's relay generator can only fail with 508, and 403 to a ChannelBind for a
+// refused peer, where pion answers 401, which tells a client to retry with other credentials;
+// and the unauthenticated requests no client sends, which pion would answer with a 68-byte
+// challenge however short they are.
 
-// Message types the pre-check looks at (RFC 8656 §17): Allocate and ChannelBind requests.
+// Message types the pre-check looks at (RFC 8656 §17).
 const (
+	typeBindingRequest     = 0x0001
 	typeAllocateRequest    = 0x0003
 	typeChannelBindRequest = 0x0009
-	protoTCP               = 6 // REQUESTED-TRANSPORT of a TCP relay (RFC 6062)
+	classBits              = 0x0110 // C1 and C0 of a STUN message type: 0 for a request
+	protoTCP               = 6      // REQUESTED-TRANSPORT of a TCP relay (RFC 6062)
 )
 
-// precheck answers, in pion's place, a request pion would answer with the wrong code: it returns
-// the answer, or nil to hand the request to pion. Only a request whose credentials this server
-// accepts gets an answer here (signed with its key, as pion's would be); anything else goes to
-// pion, which challenges or refuses it as usual. The NONCE is not checked: pion's are its own,
-// and a replayed request gets the same refusal again.
-func (s *Server) precheck(b []byte, src net.Addr) []byte {
+// precheck answers, in pion's place, a request pion would answer with the wrong code, or drops
+// one pion should not answer. It returns handled false to hand the message to pion, or true with
+// the answer to send (nil: drop it).
+//
+// Only a request whose credentials this server accepts gets an answer here (signed with its
+// key, as pion's would be); anything else goes to pion, which challenges or refuses it as usual.
+// The NONCE is not checked: pion's are its own, and a replayed request gets the same refusal
+// again. A request other than Binding without MESSAGE-INTEGRITY is dropped, unless it is an
+// Allocate naming its transport (a client's first request, which the challenge answers): every
+// other request comes after that challenge, so a client that sends one unsigned is no TURN
+// client, and the challenge would be 3.4 times the size of a 20-byte request (docs/security.md §10).
+func (s *Server) precheck(b []byte, src net.Addr) (answer []byte, handled bool) {
 	if len(b) < 20 {
-		return nil
+		return nil, false
 	}
 	t := binary.BigEndian.Uint16(b[:2])
-	if t != typeAllocateRequest && t != typeChannelBindRequest {
-		return nil
+	if t&classBits != 0 || t == typeBindingRequest {
+		return nil, false // indications, answers, ChannelData and Binding go to pion as they are
 	}
 	m := &stun.Message{Raw: append([]byte(nil), b...)}
-	if err := m.Decode(); err != nil || !m.Contains(stun.AttrMessageIntegrity) {
-		return nil
+	if err := m.Decode(); err != nil {
+		return nil, false
+	}
+	if !m.Contains(stun.AttrMessageIntegrity) {
+		if t == typeAllocateRequest && m.Contains(stun.AttrRequestedTransport) {
+			return nil, false
+		}
+		s.count.droppedUnsigned.Add(1)
+		return nil, true
 	}
 	var code stun.ErrorCode
 	switch t {
 	case typeAllocateRequest:
 		v, err := m.Get(stun.AttrRequestedTransport)
 		if err != nil || len(v) < 1 || v[0] != protoTCP {
-			return nil
+			return nil, false
 		}
 		code = stun.CodeUnsupportedTransProto
 	case typeChannelBindRequest:
 		var peer stun.XORMappedAddress
 		if err := peer.GetFromAs(m, stun.AttrXORPeerAddress); err != nil {
-			return nil
+			return nil, false
 		}
 		ip, _ := netip.AddrFromSlice(peer.IP)
 		if s.pol.allowIP(ip) {
-			return nil
+			return nil, false
 		}
 		code = stun.CodeForbidden
+	default:
+		return nil, false
 	}
 	var user stun.Username
 	var realm stun.Realm
 	if user.GetFrom(m) != nil || realm.GetFrom(m) != nil || !m.Contains(stun.AttrNonce) {
-		return nil
+		return nil, false
 	}
 	_, key, ok := s.authenticate(user.String(), realm.String(), src, m.Type.Method, false)
 	if !ok || stun.MessageIntegrity(key).Check(m) != nil {
-		return nil
+		return nil, false
 	}
 	reply, err := stun.Build(stun.NewTransactionIDSetter(m.TransactionID), stun.NewType(m.Type.Method, stun.ClassErrorResponse),
 		code, stun.MessageIntegrity(key))
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	if code == stun.CodeForbidden {
 		s.count.refusedPeers.Add(1)
@@ -83,7 +101,7 @@ func (s *Server) precheck(b []byte, src net.Addr) []byte {
 		s.count.refusedAllocs[tcpRelay].Add(1)
 	}
 	s.log.Debug().Stringer("src", src).Int("code", int(code)).Stringer("method", m.Type.Method).Msg("refused a TURN request")
-	return reply.Raw
+	return reply.Raw, true
 }
 
 // packetGuard is the UDP socket as pion reads it: the pre-check answers some requests itself.
@@ -98,8 +116,10 @@ func (g *packetGuard) ReadFrom(p []byte) (int, net.Addr, error) {
 		if err != nil {
 			return n, from, err
 		}
-		if reply := g.s.precheck(p[:n], from); reply != nil {
-			_, _ = g.PacketConn.WriteTo(reply, from)
+		if reply, handled := g.s.precheck(p[:n], from); handled {
+			if reply != nil {
+				_, _ = g.PacketConn.WriteTo(reply, from)
+			}
 			continue
 		}
 		return n, from, nil
@@ -203,7 +223,10 @@ func (c *streamConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		c.touch()
-		if reply := c.s.precheck(frame, c.RemoteAddr()); reply != nil {
+		if reply, handled := c.s.precheck(frame, c.RemoteAddr()); handled {
+			if reply == nil {
+				continue
+			}
 			if _, err := c.Conn.Write(reply); err != nil {
 				return 0, err
 			}

@@ -245,12 +245,12 @@ func requestedTransport(proto byte) stun.RawAttribute {
 	return stun.RawAttribute{Type: stun.AttrRequestedTransport, Value: []byte{proto, 0, 0, 0}}
 }
 
-// rawRequest sends a request over conn, answers the server's 401 challenge with user and pass
-// (the long-term mechanism), and returns the answer to the authenticated request, its
+// rawRequest gets the server's 401 challenge over conn, sends the request signed with user and
+// pass (the long-term mechanism), and returns the answer to the authenticated request, its
 // integrity checked.
 func rawRequest(t *testing.T, conn net.Conn, user, pass string, method stun.Method, attrs ...stun.Setter) *stun.Message {
 	t.Helper()
-	send := func(extra ...stun.Setter) *stun.Message {
+	send := func(method stun.Method, attrs []stun.Setter, extra ...stun.Setter) *stun.Message {
 		setters := append([]stun.Setter{stun.TransactionID, stun.NewType(method, stun.ClassRequest)}, attrs...)
 		m := stun.MustBuild(append(setters, extra...)...)
 		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
@@ -270,7 +270,9 @@ func rawRequest(t *testing.T, conn net.Conn, user, pass string, method stun.Meth
 	}
 	var nonce stun.Nonce
 	var realm stun.Realm
-	challenge := send()
+	// The challenge, as a client gets it: to an unsigned Allocate (other unsigned requests are
+	// dropped).
+	challenge := send(stun.MethodAllocate, []stun.Setter{requestedTransport(17)})
 	if err := nonce.GetFrom(challenge); err != nil {
 		t.Fatalf("no challenge: %v", challenge)
 	}
@@ -278,7 +280,7 @@ func rawRequest(t *testing.T, conn net.Conn, user, pass string, method stun.Meth
 		t.Fatal(err)
 	}
 	integrity := stun.NewLongTermIntegrity(user, realm.String(), pass)
-	r := send(stun.NewUsername(user), realm, nonce, integrity)
+	r := send(method, attrs, stun.NewUsername(user), realm, nonce, integrity)
 	if err := integrity.Check(r); err != nil {
 		t.Fatalf("%s answer %v not signed with the credentials: %v", method, r, err)
 	}
@@ -339,5 +341,47 @@ func TestTCPRelayUnsupported(t *testing.T) {
 	}
 	if st := s.Stats(); st.TCPRelay != 2 || st.Allocations != 0 {
 		t.Fatalf("stats %+v, want 2 TCP relay refusals", st)
+	}
+}
+
+// An unauthenticated answer is at most 2.43 times its request (docs/security.md §10): a Binding
+// request gets its 40-byte answer (2×), an Allocate naming its transport the 68-byte challenge
+// (28 bytes, 2.43×), and shorter requests pion would challenge as well (a bare 20-byte Refresh:
+// 3.4×) are dropped unanswered.
+func TestUnauthenticatedAnswerSize(t *testing.T) {
+	s := newTestServer(t, Config{})
+	conn, err := net.Dial("udp4", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	exchange := func(m *stun.Message) int {
+		if _, err := conn.Write(m.Raw); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1500)
+		_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		n, err := conn.Read(buf)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	for _, m := range []*stun.Message{
+		stun.MustBuild(stun.TransactionID, stun.BindingRequest),
+		stun.MustBuild(stun.TransactionID, stun.NewType(stun.MethodAllocate, stun.ClassRequest), requestedTransport(17)),
+	} {
+		if n := exchange(m); n == 0 || float64(n) > 2.43*float64(len(m.Raw)) {
+			t.Errorf("%v of %d bytes: answer of %d bytes", m.Type, len(m.Raw), n)
+		}
+	}
+	for _, method := range []stun.Method{stun.MethodAllocate, stun.MethodRefresh, stun.MethodCreatePermission, stun.MethodChannelBind} {
+		m := stun.MustBuild(stun.TransactionID, stun.NewType(method, stun.ClassRequest))
+		if n := exchange(m); n != 0 {
+			t.Errorf("unsigned %v of %d bytes answered with %d bytes", m.Type, len(m.Raw), n)
+		}
+	}
+	if st := s.Stats(); st.DroppedUnsigned != 4 {
+		t.Fatalf("stats %+v, want 4 dropped", st)
 	}
 }

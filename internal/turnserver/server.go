@@ -204,6 +204,9 @@ type Stats struct {
 	// closed by TCPIdleTimeout.
 	Conns                    int64
 	RefusedConns, IdleClosed uint64
+	// DroppedUnsigned counts requests dropped unanswered for lacking
+	// MESSAGE-INTEGRITY where no TURN client omits it (guard.go).
+	DroppedUnsigned uint64
 }
 
 type counters struct {
@@ -212,7 +215,7 @@ type counters struct {
 	refusedExpired, refusedNotMember             atomic.Uint64
 	refusedPeers, rateDropped, revoked           atomic.Uint64
 	refusedAllocs                                [numReasons]atomic.Uint64
-	refusedConns, idleClosed                     atomic.Uint64
+	refusedConns, idleClosed, droppedUnsigned    atomic.Uint64
 }
 
 // reason is why an allocation was refused.
@@ -549,6 +552,7 @@ func (s *Server) Stats() Stats {
 		RefusedPerAddr: s.count.refusedAllocs[perAddr].Load(), TCPRelay: s.count.refusedAllocs[tcpRelay].Load(),
 		Revoked: s.count.revoked.Load(), RateDropped: s.count.rateDropped.Load(),
 		Conns: s.count.conns.Load(), RefusedConns: s.count.refusedConns.Load(), IdleClosed: s.count.idleClosed.Load(),
+		DroppedUnsigned: s.count.droppedUnsigned.Load(),
 	}
 	for i := range s.count.refusedAllocs {
 		st.RefusedAllocations += s.count.refusedAllocs[i].Load()
