@@ -43,6 +43,7 @@ var (
 	descTURNRevoked     = prometheus.NewDesc("concord_turn_revoked_allocations_total", "TURN allocations ended because their member left its room for good.", []string{"reason"}, nil)
 	descTURNConns       = prometheus.NewDesc("concord_turn_connections", "Open TURN TCP/TLS connections.", nil, nil)
 	descTURNConnsClosed = prometheus.NewDesc("concord_turn_closed_connections_total", "TURN TCP/TLS connections the server closed: per_addr (over --turn-max-conns-per-addr, at once), idle (--turn-tcp-idle-timeout).", []string{"reason"}, nil)
+	descTURNDropped     = prometheus.NewDesc("concord_turn_dropped_requests_total", "TURN requests dropped unanswered: unsigned (no MESSAGE-INTEGRITY where no TURN client omits it).", []string{"reason"}, nil)
 	descTURNOpen        = prometheus.NewDesc("concord_turn_open", "1 when the embedded TURN relay runs without CONCORD_SECRET: anyone who joins gets credentials.", nil, nil)
 	descTURNRate        = prometheus.NewDesc("concord_turn_rate_dropped_total", "Datagrams the TURN relay dropped over an identity's byte rate.", nil, nil)
 )
@@ -116,6 +117,7 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descTURNConns, float64(st.Conns))
 		counter(descTURNConnsClosed, st.RefusedConns, "per_addr")
 		counter(descTURNConnsClosed, st.IdleClosed, "idle")
+		counter(descTURNDropped, st.DroppedUnsigned, "unsigned")
 		open := 0.0
 		if c.s.turnOpen {
 			open = 1
