@@ -128,6 +128,10 @@ func TestCredentialsEndWithMembership(t *testing.T) {
 	}
 	// bob, still a member, allocates again.
 	allocate(t, newClient(t, s, ub, pb))
+	// Credentials without a room (minted with the key by its holder, for a signaling of its
+	// own) are not a membership.
+	ut, pt := s.Credentials(Member{User: "tool", Device: "x"})
+	allocate(t, newClient(t, s, ut, pt))
 }
 
 // Credentials start allocations only within CredentialTTL: past it, without fresh ones from

@@ -46,7 +46,7 @@ func (g *relayGen) AllocatePacketConn(c turn.AllocateListenerConfig) (net.Packet
 	g.s.mu.Lock()
 	u.relays[rc] = struct{}{}
 	g.s.mu.Unlock()
-	if live := g.s.cfg.Live; live != nil && !live(memberOf(id)) {
+	if m := memberOf(id); m.Room != "" && g.s.cfg.Live != nil && !g.s.cfg.Live(m) {
 		rc.end() // the member left between the request's check and now, and Revoke missed rc
 	}
 	return rc, addr, nil

@@ -76,7 +76,11 @@ type Config struct {
 	// Live, if not nil, says whether a credential's member is still in its
 	// room: every authenticated request of a member that is not is refused
 	// (401), so credentials end with the membership. It is called on pion's
-	// goroutines and must be fast. Default nil: every member is live.
+	// goroutines and must be fast. Credentials without a room are not asked
+	// about: Server.Credentials gives members theirs with their room, so only
+	// the holder of the key (the deployment's secret) mints roomless ones, for
+	// a signaling of its own (the bench's relay, tools). Default nil: every
+	// member is live.
 	Live func(Member) bool
 
 	// MinPort and MaxPort bound the relay ports. Default 49152..65535.
@@ -386,7 +390,7 @@ func (s *Server) authenticate(username, realm string, src net.Addr, method stun.
 			return refuse(&s.count.refusedExpired, err)
 		}
 	}
-	if s.cfg.Live != nil && !s.cfg.Live(memberOf(id)) {
+	if m := memberOf(id); m.Room != "" && s.cfg.Live != nil && !s.cfg.Live(m) {
 		return refuse(&s.count.refusedNotMember, fmt.Errorf("turnserver: %q is not a member of its room", truncate(id)))
 	}
 	return addrOf(src).String() + "|" + id, turn.GenerateAuthKey(username, realm, Password(s.cfg.Key, username)), true
