@@ -27,26 +27,33 @@ func newClientFrom(t *testing.T, s *Server, ip, username, password string) *turn
 	return newClientOn(t, conn, s.Addr().String(), username, password)
 }
 
+// allocateOverCap makes limit+extra allocations, the i-th on client(i): the first limit succeed,
+// the others are refused.
+func allocateOverCap(t *testing.T, limit, extra int, client func(i int) *turn.Client) {
+	t.Helper()
+	for i := range limit + extra {
+		relay, err := client(i).Allocate()
+		switch {
+		case err == nil && i >= limit:
+			_ = relay.Close()
+			t.Fatalf("allocation %d succeeded over a cap of %d", i, limit)
+		case err == nil:
+			t.Cleanup(func() { _ = relay.Close() })
+		case i < limit:
+			t.Fatalf("allocation %d: %v", i, err)
+		}
+	}
+}
+
 // One address holds at most MaxAllocationsPerAddr allocations, whatever names it takes (an open
 // server admits any), while a member on another address still allocates.
 func TestAllocationCapPerAddr(t *testing.T) {
 	const limit = 4
 	s := newTestServer(t, Config{MaxAllocationsPerAddr: limit})
-	for i := range limit + 3 {
+	allocateOverCap(t, limit, 3, func(i int) *turn.Client {
 		u, p := s.Credentials(Member{User: fmt.Sprintf("sybil%d", i), Device: "d", Room: "r"})
-		relay, err := newClientFrom(t, s, "127.0.0.2", u, p).Allocate()
-		if i < limit {
-			if err != nil {
-				t.Fatalf("allocation %d: %v", i, err)
-			}
-			t.Cleanup(func() { _ = relay.Close() })
-			continue
-		}
-		if err == nil {
-			_ = relay.Close()
-			t.Fatalf("allocation %d from one address succeeded (cap %d)", i, limit)
-		}
-	}
+		return newClientFrom(t, s, "127.0.0.2", u, p)
+	})
 	u, p := s.Credentials(Member{User: "honest", Device: "d", Room: "r"})
 	allocate(t, newClientFrom(t, s, "127.0.0.3", u, p))
 	if st := s.Stats(); st.Allocations != limit+1 || st.RefusedPerAddr != 3 || st.RefusedAllocations != 3 {
@@ -59,21 +66,10 @@ func TestAllocationCapPerAddr(t *testing.T) {
 func TestAllocationCapPerToken(t *testing.T) {
 	const limit = 3
 	s := newTestServer(t, Config{MaxAllocationsPerToken: limit})
-	for i := range limit + 2 {
+	allocateOverCap(t, limit, 2, func(i int) *turn.Client {
 		u, p := s.Credentials(Member{User: "greedy", Device: fmt.Sprintf("dev%d", i), Room: "r"})
-		relay, err := newClientFrom(t, s, fmt.Sprintf("127.0.1.%d", i+1), u, p).Allocate()
-		if i < limit {
-			if err != nil {
-				t.Fatalf("allocation %d: %v", i, err)
-			}
-			t.Cleanup(func() { _ = relay.Close() })
-			continue
-		}
-		if err == nil {
-			_ = relay.Close()
-			t.Fatalf("allocation %d of one token succeeded (cap %d)", i, limit)
-		}
-	}
+		return newClientFrom(t, s, fmt.Sprintf("127.0.1.%d", i+1), u, p)
+	})
 	for _, m := range []Member{{User: "modest", Device: "d", Room: "r"}, {User: "greedy", Device: "dev0", Room: "other"}} {
 		u, p := s.Credentials(m)
 		allocate(t, newClient(t, s, u, p))

@@ -405,20 +405,14 @@ func splitUserID(userID string) (netip.Addr, string) {
 
 // addrOf is the IP address of a client's transport address.
 func addrOf(a net.Addr) netip.Addr {
-	var ip net.IP
 	switch a := a.(type) {
 	case *net.UDPAddr:
-		ip = a.IP
+		return a.AddrPort().Addr().Unmap()
 	case *net.TCPAddr:
-		ip = a.IP
-	default:
-		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
-			return ap.Addr().Unmap()
-		}
-		return netip.Addr{}
+		return a.AddrPort().Addr().Unmap()
 	}
-	addr, _ := netip.AddrFromSlice(ip)
-	return addr.Unmap()
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap.Addr().Unmap()
 }
 
 // quota is pion's QuotaHandler: 486 once an identity, a token or a client
