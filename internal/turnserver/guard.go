@@ -26,8 +26,9 @@ const (
 	typeBindingRequest     = 0x0001
 	typeAllocateRequest    = 0x0003
 	typeChannelBindRequest = 0x0009
-	classBits              = 0x0110 // C1 and C0 of a STUN message type: 0 for a request
-	protoTCP               = 6      // REQUESTED-TRANSPORT of a TCP relay (RFC 6062)
+	classBits              = 0x0110     // C1 and C0 of a STUN message type: 0 for a request
+	magicCookie            = 0x2112A442 // bytes 4–7 of every STUN message (RFC 5389 §6)
+	protoTCP               = 6          // REQUESTED-TRANSPORT of a TCP relay (RFC 6062)
 )
 
 // precheck answers, in pion's place, a request pion would answer with the wrong code, or drops
@@ -42,12 +43,12 @@ const (
 // other request comes after that challenge, so a client that sends one unsigned is no TURN
 // client, and the challenge would be 3.4 times the size of a 20-byte request (docs/security.md §10).
 func (s *Server) precheck(b []byte, src net.Addr) (answer []byte, handled bool) {
-	if len(b) < 20 {
-		return nil, false
+	if len(b) < 20 || b[0]>>6 != 0 || binary.BigEndian.Uint32(b[4:8]) != magicCookie {
+		return nil, false // ChannelData (the relayed traffic) and anything not STUN go to pion at once
 	}
 	t := binary.BigEndian.Uint16(b[:2])
 	if t&classBits != 0 || t == typeBindingRequest {
-		return nil, false // indications, answers, ChannelData and Binding go to pion as they are
+		return nil, false // indications, answers and Binding go to pion as they are
 	}
 	m := &stun.Message{Raw: append([]byte(nil), b...)}
 	if err := m.Decode(); err != nil {
@@ -222,7 +223,9 @@ func (c *streamConn) Read(p []byte) (int, error) {
 			}
 			return 0, err
 		}
-		c.touch()
+		if !c.allocated.Load() {
+			c.touch() // an allocated connection has no deadline (streamAllocated)
+		}
 		if reply, handled := c.s.precheck(frame, c.RemoteAddr()); handled {
 			if reply == nil {
 				continue
