@@ -112,7 +112,7 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTURNQuota, st.RefusedPerIdentity, "per_identity")
 		counter(descTURNQuota, st.RefusedPerToken, "per_token")
 		counter(descTURNQuota, st.RefusedPerAddr, "per_addr")
-		counter(descTURNQuota, st.TCPRelay, "tcp_relay")
+		counter(descTURNQuota, st.RefusedTCPRelay, "tcp_relay")
 		counter(descTURNRevoked, st.Revoked, "member_left")
 		gauge(descTURNConns, float64(st.Conns))
 		counter(descTURNConnsClosed, st.RefusedConns, "per_addr")

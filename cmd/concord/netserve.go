@@ -33,7 +33,7 @@ type turnLimits struct {
 
 func (l *turnLimits) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&l.allocsPerAddr, "turn-max-allocs-per-addr", turnserver.DefaultMaxAllocationsPerAddr, "TURN allocations one client IP address may hold at once, whatever its names")
-	fs.IntVar(&l.allocsPerToken, "turn-max-allocs-per-token", turnserver.DefaultMaxAllocsPerToken, "TURN allocations one user may hold in one room, every device together (what one join token yields)")
+	fs.IntVar(&l.allocsPerToken, "turn-max-allocs-per-token", turnserver.DefaultMaxAllocationsPerToken, "TURN allocations one user may hold in one room, every device together (what one join token yields)")
 	fs.IntVar(&l.connsPerAddr, "turn-max-conns-per-addr", turnserver.DefaultMaxConnsPerAddr, "TURN TCP/TLS connections from one client IP address")
 	fs.DurationVar(&l.tcpIdle, "turn-tcp-idle-timeout", turnserver.DefaultTCPIdleTimeout, "a TURN TCP/TLS connection without an allocation is closed after this long without a complete message")
 	fs.DurationVar(&l.credentialTTL, "turn-credential-ttl", turnserver.DefaultCredentialTTL, "how long TURN credentials may start allocations; members get fresh ones every half of it while they stay")

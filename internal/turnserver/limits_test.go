@@ -339,7 +339,7 @@ func TestTCPRelayUnsupported(t *testing.T) {
 			t.Fatalf("%s: TCP relay allocate: %v, code %d, want 442", network, r, errorCode(r))
 		}
 	}
-	if st := s.Stats(); st.TCPRelay != 2 || st.Allocations != 0 {
+	if st := s.Stats(); st.RefusedTCPRelay != 2 || st.Allocations != 0 {
 		t.Fatalf("stats %+v, want 2 TCP relay refusals", st)
 	}
 }

@@ -24,18 +24,18 @@ import (
 
 // Defaults of Config fields left zero.
 const (
-	DefaultRealm                 = "concord"
-	DefaultMinPort               = 49152
-	DefaultMaxPort               = 65535
-	DefaultCredentialTTL         = 10 * time.Minute
-	DefaultMaxAllocations        = 16
-	DefaultMaxAllocationsPerAddr = 64
-	DefaultMaxAllocsPerToken     = 32
-	DefaultMaxConnsPerAddr       = 32
-	DefaultTCPIdleTimeout        = 10 * time.Second
-	DefaultAllocationLifetime    = 10 * time.Minute
-	DefaultMaxAllocationLifetime = 24 * time.Hour
-	DefaultMaxBytesPerSecond     = 4 << 20
+	DefaultRealm                  = "concord"
+	DefaultMinPort                = 49152
+	DefaultMaxPort                = 65535
+	DefaultCredentialTTL          = 10 * time.Minute
+	DefaultMaxAllocations         = 16
+	DefaultMaxAllocationsPerAddr  = 64
+	DefaultMaxAllocationsPerToken = 32
+	DefaultMaxConnsPerAddr        = 32
+	DefaultTCPIdleTimeout         = 10 * time.Second
+	DefaultAllocationLifetime     = 10 * time.Minute
+	DefaultMaxAllocationLifetime  = 24 * time.Hour
+	DefaultMaxBytesPerSecond      = 4 << 20
 )
 
 // Config configures a Server. Addr is required; every other zero field gets
@@ -149,7 +149,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxAllocations = DefaultMaxAllocations
 	}
 	if c.MaxAllocationsPerToken <= 0 {
-		c.MaxAllocationsPerToken = DefaultMaxAllocsPerToken
+		c.MaxAllocationsPerToken = DefaultMaxAllocationsPerToken
 	}
 	if c.MaxAllocationsPerAddr <= 0 {
 		c.MaxAllocationsPerAddr = DefaultMaxAllocationsPerAddr
@@ -196,9 +196,9 @@ type Stats struct {
 	RefusedPeers uint64
 	// RefusedAllocations counts refused allocations, of which: over
 	// MaxAllocations (PerIdentity), MaxAllocationsPerToken (PerToken),
-	// MaxAllocationsPerAddr (PerAddr), and asking for a TCP relay (TCPRelay).
-	RefusedAllocations                                            uint64
-	RefusedPerIdentity, RefusedPerToken, RefusedPerAddr, TCPRelay uint64
+	// MaxAllocationsPerAddr (PerAddr), and asking for a TCP relay (TCPRelay: 442).
+	RefusedAllocations                                                   uint64
+	RefusedPerIdentity, RefusedPerToken, RefusedPerAddr, RefusedTCPRelay uint64
 	// Revoked counts allocations ended by Revoke (their member left).
 	Revoked uint64
 	// RateDropped counts datagrams dropped over the per-identity byte rate.
@@ -547,7 +547,7 @@ func (s *Server) Stats() Stats {
 		RefusedCredentials: s.count.refusedCreds.Load(), RefusedExpired: s.count.refusedExpired.Load(),
 		RefusedNotMember: s.count.refusedNotMember.Load(), RefusedPeers: s.count.refusedPeers.Load(),
 		RefusedPerIdentity: s.count.refusedAllocs[perIdentity].Load(), RefusedPerToken: s.count.refusedAllocs[perToken].Load(),
-		RefusedPerAddr: s.count.refusedAllocs[perAddr].Load(), TCPRelay: s.count.refusedAllocs[tcpRelay].Load(),
+		RefusedPerAddr: s.count.refusedAllocs[perAddr].Load(), RefusedTCPRelay: s.count.refusedAllocs[tcpRelay].Load(),
 		Revoked: s.count.revoked.Load(), RateDropped: s.count.rateDropped.Load(),
 		Conns: s.count.conns.Load(), RefusedConns: s.count.refusedConns.Load(), IdleClosed: s.count.idleClosed.Load(),
 		DroppedUnsigned: s.count.droppedUnsigned.Load(),
