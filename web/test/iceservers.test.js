@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 
 import { SignalingClient } from '../static/js/signaling.js';
 import { Link } from '../static/js/rtc.js';
+import { Peer } from '../static/js/peer.js';
 import { FakeServer, joined, until } from './fakeserver.js';
 
 test('ice-servers replaces joined.iceServers and reaches onEvent', async () => {
@@ -33,4 +34,13 @@ test('setICEServers hands a live connection the fresh servers, keeping the rest 
   const refusing = { dead: false, pc: { getConfiguration: () => config, setConfiguration: () => { throw new Error('InvalidModificationError'); } } };
   Link.prototype.setICEServers.call(refusing, [{ urls: ['turn:c'] }]);
   assert.deepEqual(config.iceServers, fresh);
+});
+
+test('a peer hands ice-servers to every live link', () => {
+  const got = [];
+  const link = (name) => ({ setICEServers: (servers) => got.push([name, servers]) });
+  const fake = { remotes: new Map([[2, { link: link('a') }], [3, { link: link('b') }], [4, { link: null }]]) };
+  const fresh = [{ urls: ['turn:b'], username: 'u', credential: 'p' }];
+  Peer.prototype.handleSignaling.call(fake, { type: 'ice-servers', iceServers: fresh });
+  assert.deepEqual(got, [['a', fresh], ['b', fresh]]);
 });
