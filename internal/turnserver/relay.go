@@ -41,6 +41,7 @@ func (g *relayGen) AllocatePacketConn(c turn.AllocateListenerConfig) (net.Packet
 		g.s.release(ip, id, nil)
 		return nil, nil, fmt.Errorf("turnserver: relay deadline: %w", err)
 	}
+	g.s.count.allocsTotal.Add(1)
 	g.s.log.Debug().Str("identity", id).Stringer("src", ip).Stringer("relay", addr).Msg("allocation")
 	rc := &relayConn{PacketConn: pc, s: g.s, u: u, ip: ip, id: id}
 	g.s.mu.Lock()

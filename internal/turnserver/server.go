@@ -353,6 +353,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return fail(fmt.Errorf("turnserver: %w", err))
 	}
+	if ports := cfg.MaxPort - cfg.MinPort + 1; ports < 4*cfg.MaxAllocationsPerAddr {
+		// The per-address cap keeps one client from taking every relay port only if the range
+		// holds many times the cap.
+		s.log.Warn().Int("ports", ports).Int("allocs_per_addr", cfg.MaxAllocationsPerAddr).
+			Msg("TURN relay port range is under 4 times the per-address allocation cap: a few client addresses can take every relay port")
+	}
 	s.log.Info().Stringer("addr", s.addr).Stringer("public", s.public).Str("tls", cfg.TLSAddr).
 		Int("min_port", cfg.MinPort).Int("max_port", cfg.MaxPort).Msg("TURN/STUN server listening (UDP and TCP)")
 	return s, nil
@@ -464,7 +470,6 @@ func (s *Server) acquire(ip netip.Addr, id string) (*user, error) {
 	s.tokens[memberOf(id).token()]++
 	s.addrs[ip]++
 	s.count.allocs.Add(1)
-	s.count.allocsTotal.Add(1)
 	return u, nil
 }
 
