@@ -78,6 +78,8 @@ func (p *Peer) handleSignaling(ctx context.Context, ev signaling.Event) {
 			p.resumeToken = ev.ResumeToken // it vouches for the new term
 		}
 		p.setHost(ev.Term, ev.Host)
+	case signaling.ICEServersUpdated:
+		p.iceServers = ev.ICEServers // fresh TURN credentials: every new link uses them
 	case signaling.Signal:
 		p.handleSignal(ev.From, ev.Payload)
 	case signaling.Error:

@@ -161,6 +161,15 @@ type Config struct {
 	// credentials) that it passes to its peer connections; they travel in the joined message.
 	// If nil, members get none (loopback only, today's default).
 	ICEServers ICEServersFunc
+	// ICERefresh, with ICEServers, is how often every member gets fresh ones in an
+	// ice-servers message, so that time-limited TURN credentials are renewed while the member
+	// stays (and end soon after it left). Zero: never; joined's are the only ones.
+	ICERefresh time.Duration
+	// MemberLeft, if not nil, is told of every member that leaves its room, for any reason
+	// (the member-left reasons, replaced included), after IsMember stops reporting it: the
+	// embedded TURN relay ends the allocations of a member that will not come back. It runs
+	// on the hub's goroutine and must not block.
+	MemberLeft func(room RoomID, id Identity, reason LeaveReason)
 
 	// Registerer, if not nil, receives the server's Prometheus metrics.
 	Registerer prometheus.Registerer

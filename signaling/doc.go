@@ -23,7 +23,10 @@
 //
 // Config.ICEServers, when set, gives each joining member the STUN/TURN servers its peer
 // connections use, with credentials for its identity; they travel in the joined message
-// (Joined.ICEServers) in the browser's RTCIceServer shape. A member's report may carry the
+// (Joined.ICEServers) in the browser's RTCIceServer shape, and again every Config.ICERefresh
+// (ICEServersUpdated), so that short-lived TURN credentials are renewed while the member stays.
+// Server.IsMember and Config.MemberLeft let a TURN relay end credentials with the membership
+// they were issued for. A member's report may carry the
 // candidate types of its link to the host (LinkTypes), shown in /api/rooms, plus its round-trip
 // time and migration pauses, which feed the histograms registered with Config.Registerer.
 //

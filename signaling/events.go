@@ -1,7 +1,7 @@
 package signaling
 
 // Event is what a Client delivers on Events: one of Joined, MemberJoined,
-// MemberLeft, MemberSynced, HostChanged, Signal, Error or Closed.
+// MemberLeft, MemberSynced, HostChanged, ICEServersUpdated, Signal, Error or Closed.
 type Event interface{ event() }
 
 // Joined is always the first event. It carries the room as it was when this
@@ -60,6 +60,13 @@ type HostChanged struct {
 	ResumeToken string
 }
 
+// ICEServersUpdated hands this member fresh ICE servers (its TURN credentials renewed before
+// they expire, Config.ICERefresh): they replace Joined's for every peer connection made from now
+// on. Connections already made keep their allocations.
+type ICEServersUpdated struct {
+	ICEServers []ICEServer
+}
+
 // Signal is an offer, answer or ICE candidate from another member.
 type Signal struct {
 	From    PeerIndex
@@ -73,11 +80,12 @@ type Closed struct {
 	Err error
 }
 
-func (Joined) event()       {}
-func (MemberJoined) event() {}
-func (MemberLeft) event()   {}
-func (MemberSynced) event() {}
-func (HostChanged) event()  {}
-func (Signal) event()       {}
-func (Error) event()        {}
-func (Closed) event()       {}
+func (Joined) event()            {}
+func (MemberJoined) event()      {}
+func (MemberLeft) event()        {}
+func (MemberSynced) event()      {}
+func (HostChanged) event()       {}
+func (ICEServersUpdated) event() {}
+func (Signal) event()            {}
+func (Error) event()             {}
+func (Closed) event()            {}

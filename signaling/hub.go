@@ -206,6 +206,11 @@ type hub struct {
 	retiredOrder []retiredKey // oldest first; entries may be stale
 	retiredSeq   uint64
 
+	// live mirrors every member's room and identity for Server.IsMember.
+	live *liveMembers
+	// refreshStop stops the pending ICE refresh timer (Config.ICERefresh).
+	refreshStop func() bool
+
 	cands   []Candidate // scratch for elections
 	drops   []*member   // slow consumers found during the current event
 	dirty   []*room     // rooms whose counters the current event moved (startSaves)
@@ -218,11 +223,13 @@ func newHub(cfg *Config, log zerolog.Logger, st *stats, resumeKey []byte, post f
 		rooms:   make(map[RoomID]*room),
 		members: make(map[*conn]*member),
 		retired: make(map[RoomID]retiredRoom),
+		live:    &liveMembers{m: make(map[liveKey]struct{})},
 	}
 }
 
 // run handles events until quit is closed.
 func (h *hub) run(events <-chan hubEvent, quit <-chan struct{}) {
+	h.armICERefresh()
 	for {
 		select {
 		case ev := <-events:
@@ -232,6 +239,9 @@ func (h *hub) run(events <-chan hubEvent, quit <-chan struct{}) {
 		case <-quit:
 			for _, r := range h.rooms {
 				h.endGrace(r)
+			}
+			if h.refreshStop != nil {
+				h.refreshStop()
 			}
 			return
 		}
@@ -278,6 +288,8 @@ func (h *hub) handle(ev hubEvent) {
 		h.saveRetry(ev)
 	case *evStoreTimeout:
 		h.loadTimedOut(ev)
+	case *evICERefresh:
+		h.refreshICE()
 	default:
 		panic(fmt.Sprintf("signaling: unknown hub event %T", ev))
 	}
@@ -387,6 +399,7 @@ func (h *hub) join(ev *evJoin) {
 	}
 	m.id = NewIdentity(req.user, device)
 	h.members[ev.c] = m
+	h.live.add(r.id, m.id)
 	h.stats.members.Add(1)
 	h.stats.joins.Add(1)
 	h.saveCounters(r) // before anyone hears of the index
@@ -615,6 +628,10 @@ func (h *hub) detach(m *member, reason LeaveReason) {
 	}
 	r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("reason", string(reason)).
 		Int("members", len(r.members)).Msg("member left")
+	h.live.remove(r.id, m.id)
+	if h.cfg.MemberLeft != nil {
+		h.cfg.MemberLeft(r.id, m.id, reason)
+	}
 	if len(r.members) == 0 {
 		return
 	}

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -144,4 +148,68 @@ func TestHistograms(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// With ICERefresh, every member gets fresh ICE servers (an ice-servers message) while it stays:
+// credentials issued by Config.ICEServers again, for the same member.
+func TestICEServersRefreshed(t *testing.T) {
+	var mu sync.Mutex
+	issued := 0
+	e := newEnv(t, Config{ICERefresh: 20 * time.Millisecond, ICEServers: func(room RoomID, id Identity) []ICEServer {
+		mu.Lock()
+		defer mu.Unlock()
+		issued++
+		return []ICEServer{{URLs: []string{"turn:203.0.113.7:3478"}, Username: fmt.Sprintf("%d:%s", issued, id), Credential: string(room)}}
+	}})
+	c, j := e.joined(JoinOptions{Room: "r", User: "a", Device: "1"})
+	got := until(t, c, func(u ICEServersUpdated) bool { return true })
+	if len(got.ICEServers) != 1 || got.ICEServers[0].Username == j.ICEServers[0].Username ||
+		!strings.HasSuffix(got.ICEServers[0].Username, ":a/1") || got.ICEServers[0].Credential != "r" {
+		t.Fatalf("refreshed %+v after joined's %+v", got.ICEServers, j.ICEServers)
+	}
+}
+
+// IsMember follows membership from any goroutine, and MemberLeft is told of each departure with
+// its reason, after IsMember stopped reporting the member.
+func TestIsMemberAndMemberLeft(t *testing.T) {
+	type left struct {
+		room   RoomID
+		id     Identity
+		reason LeaveReason
+		member bool
+	}
+	var srv atomic.Pointer[Server]
+	gone := make(chan left, 4)
+	e := newEnv(t, Config{MemberLeft: func(room RoomID, id Identity, reason LeaveReason) {
+		gone <- left{room, id, reason, srv.Load().IsMember(room, id)}
+	}})
+	srv.Store(e.srv)
+	a, ja := e.joined(JoinOptions{Room: "r", User: "a", Device: "1"})
+	_, jb := e.joined(JoinOptions{Room: "r", User: "b", Device: "2"})
+	if !e.srv.IsMember("r", ja.PeerID) || !e.srv.IsMember("r", jb.PeerID) || e.srv.IsMember("other", ja.PeerID) {
+		t.Fatal("IsMember does not follow the joins")
+	}
+	_ = a.Close()
+	select {
+	case l := <-gone:
+		if l != (left{"r", "a/1", ReasonLeft, false}) {
+			t.Fatalf("MemberLeft %+v", l)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("MemberLeft not called")
+	}
+	if e.srv.IsMember("r", ja.PeerID) || !e.srv.IsMember("r", jb.PeerID) {
+		t.Fatal("IsMember after a leave")
+	}
+}
+
+func TestDecodeICEServersUpdate(t *testing.T) {
+	var dst serverMessage
+	ev, err := decodeServerMessage([]byte(`{"v":1,"type":"ice-servers","iceServers":[{"urls":["turn:a"],"username":"u","credential":"c"}]}`), &dst)
+	if err != nil || !reflect.DeepEqual(ev, ICEServersUpdated{ICEServers: []ICEServer{{URLs: []string{"turn:a"}, Username: "u", Credential: "c"}}}) {
+		t.Fatalf("decoded %+v, %v", ev, err)
+	}
+	if _, err := decodeServerMessage([]byte(`{"v":1,"type":"ice-servers","iceServers":[{"urls":[]}]}`), &dst); !errors.Is(err, ErrBadMessage) {
+		t.Fatalf("an ICE server without URLs: %v", err)
+	}
 }

@@ -28,6 +28,7 @@ const (
 	typeMemberLeft   msgType = "member-left"   // peerIndex, peerId, reason
 	typeMemberSynced msgType = "member-synced" // peerIndex
 	typeHost         msgType = "host"          // term, host
+	typeICEServers   msgType = "ice-servers"   // iceServers: fresh credentials (Config.ICERefresh)
 	// typeSignal is also sent to clients: from, to, payload.
 	typeError msgType = "error" // code, message, optional peerIndex
 )
@@ -474,6 +475,11 @@ func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
 		return MemberSynced{Index: dst.PeerIndex}, nil
 	case typeHost:
 		return HostChanged{Term: dst.Term, Host: dst.Host, ResumeToken: dst.Resume}, nil
+	case typeICEServers:
+		if err := checkICEServers(dst.ICE); err != nil {
+			return nil, err
+		}
+		return ICEServersUpdated{ICEServers: dst.ICE}, nil
 	case typeSignal:
 		if dst.From == 0 || dst.Payload == nil {
 			return nil, fmt.Errorf("%w: signal without from or payload", ErrBadMessage)

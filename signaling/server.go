@@ -57,6 +57,7 @@ type Server struct {
 	events       chan hubEvent
 	quit         chan struct{} // closed by Close
 	stats        stats
+	live         *liveMembers // the hub's, read by IsMember
 
 	busyLog lockedLogLimiter
 
@@ -131,6 +132,7 @@ func New(cfg Config) *Server {
 		}()
 	}
 	h := newHub(&s.cfg, s.log, &s.stats, s.resumeKey, post, spawn)
+	s.live = h.live
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -37,9 +37,14 @@ var (
 	descTURNAllocs      = prometheus.NewDesc("concord_turn_allocations", "Live TURN allocations.", nil, nil)
 	descTURNAllocsTotal = prometheus.NewDesc("concord_turn_allocations_total", "TURN allocations made.", nil, nil)
 	descTURNBytes       = prometheus.NewDesc("concord_turn_relayed_bytes_total", "Bytes relayed by TURN: out to peers, in from peers.", []string{"direction"}, nil)
-	descTURNCreds       = prometheus.NewDesc("concord_turn_refused_credentials_total", "TURN requests refused for malformed, expired or forged credentials.", nil, nil)
+	descTURNCreds       = prometheus.NewDesc("concord_turn_refused_credentials_total", "TURN requests refused for their credentials: invalid (malformed or forged), expired (an Allocate past the credentials' TTL), not_member (the member left its room).", []string{"reason"}, nil)
 	descTURNPeers       = prometheus.NewDesc("concord_turn_refused_peers_total", "TURN permissions and datagrams refused for their peer address.", nil, nil)
-	descTURNQuota       = prometheus.NewDesc("concord_turn_refused_allocations_total", "TURN allocations refused (per-identity cap, TCP relay).", nil, nil)
+	descTURNQuota       = prometheus.NewDesc("concord_turn_refused_allocations_total", "TURN allocations refused: per_identity, per_token, per_addr (caps), tcp_relay (442).", []string{"reason"}, nil)
+	descTURNRevoked     = prometheus.NewDesc("concord_turn_revoked_allocations_total", "TURN allocations ended because their member left its room for good.", []string{"reason"}, nil)
+	descTURNConns       = prometheus.NewDesc("concord_turn_connections", "Open TURN TCP/TLS connections.", nil, nil)
+	descTURNConnsClosed = prometheus.NewDesc("concord_turn_closed_connections_total", "TURN TCP/TLS connections the server closed: per_addr (over --turn-max-conns-per-addr, at once), idle (--turn-tcp-idle-timeout).", []string{"reason"}, nil)
+	descTURNDropped     = prometheus.NewDesc("concord_turn_dropped_requests_total", "TURN requests dropped unanswered: unsigned (no MESSAGE-INTEGRITY where no TURN client omits it).", []string{"reason"}, nil)
+	descTURNOpen        = prometheus.NewDesc("concord_turn_open", "1 when the embedded TURN relay runs without CONCORD_SECRET: anyone who joins gets credentials.", nil, nil)
 	descTURNRate        = prometheus.NewDesc("concord_turn_rate_dropped_total", "Datagrams the TURN relay dropped over an identity's byte rate.", nil, nil)
 )
 
@@ -100,9 +105,24 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTURNAllocsTotal, st.AllocationsTotal)
 		counter(descTURNBytes, st.RelayedBytesOut, "out")
 		counter(descTURNBytes, st.RelayedBytesIn, "in")
-		counter(descTURNCreds, st.RefusedCredentials)
+		counter(descTURNCreds, st.RefusedCredentials-st.RefusedExpired-st.RefusedNotMember, "invalid")
+		counter(descTURNCreds, st.RefusedExpired, "expired")
+		counter(descTURNCreds, st.RefusedNotMember, "not_member")
 		counter(descTURNPeers, st.RefusedPeers)
-		counter(descTURNQuota, st.RefusedAllocations)
+		counter(descTURNQuota, st.RefusedPerIdentity, "per_identity")
+		counter(descTURNQuota, st.RefusedPerToken, "per_token")
+		counter(descTURNQuota, st.RefusedPerAddr, "per_addr")
+		counter(descTURNQuota, st.RefusedTCPRelay, "tcp_relay")
+		counter(descTURNRevoked, st.Revoked, "member_left")
+		gauge(descTURNConns, float64(st.Conns))
+		counter(descTURNConnsClosed, st.RefusedConns, "per_addr")
+		counter(descTURNConnsClosed, st.IdleClosed, "idle")
+		counter(descTURNDropped, st.DroppedUnsigned, "unsigned")
+		open := 0.0
+		if c.s.turnOpen {
+			open = 1
+		}
+		gauge(descTURNOpen, open)
 		counter(descTURNRate, st.RateDropped)
 	}
 }

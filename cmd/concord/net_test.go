@@ -194,7 +194,8 @@ func TestServeThroughEmbeddedTURN(t *testing.T) {
 		`concord_host_links{local="relay",remote="relay"} 2`,
 		`concord_signaling_joins_total 3`,
 		`concord_signaling_join_to_synced_seconds_count 2`, // the bots; the host is synced by its election
-		`concord_turn_refused_credentials_total 0`,
+		`concord_turn_refused_credentials_total{reason="not_member"} 0`,
+		`concord_turn_open 1`,
 	} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)

@@ -3,12 +3,14 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -19,14 +21,39 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
+// turnLimits are the embedded TURN relay's bounds on one client address and one token, and its
+// credentials' lifetime (docs/protocol.md §4 "Signaling: ICE servers and TURN").
+type turnLimits struct {
+	allocsPerAddr  int           // --turn-max-allocs-per-addr
+	allocsPerToken int           // --turn-max-allocs-per-token
+	connsPerAddr   int           // --turn-max-conns-per-addr
+	tcpIdle        time.Duration // --turn-tcp-idle-timeout
+	credentialTTL  time.Duration // --turn-credential-ttl
+}
+
+func (l *turnLimits) addFlags(fs *flag.FlagSet) {
+	fs.IntVar(&l.allocsPerAddr, "turn-max-allocs-per-addr", turnserver.DefaultMaxAllocationsPerAddr, "TURN allocations one client IP address may hold at once, whatever its names")
+	fs.IntVar(&l.allocsPerToken, "turn-max-allocs-per-token", turnserver.DefaultMaxAllocationsPerToken, "TURN allocations one user may hold in one room, every device together (what one join token yields)")
+	fs.IntVar(&l.connsPerAddr, "turn-max-conns-per-addr", turnserver.DefaultMaxConnsPerAddr, "TURN TCP/TLS connections from one client IP address")
+	fs.DurationVar(&l.tcpIdle, "turn-tcp-idle-timeout", turnserver.DefaultTCPIdleTimeout, "a TURN TCP/TLS connection without an allocation is closed after this long without a complete message")
+	fs.DurationVar(&l.credentialTTL, "turn-credential-ttl", turnserver.DefaultCredentialTTL, "how long TURN credentials may start allocations; members get fresh ones every half of it while they stay")
+}
+
 // startTURN starts the embedded TURN/STUN server of --turn.
 // ownPorts are ports of this machine a relay may reach besides its relay range: the dedicated
-// host's WebRTC socket.
-func startTURN(o serveOptions, tlsCfg *tls.Config, ownPorts []int, log zerolog.Logger) (*turnserver.Server, error) {
+// host's WebRTC socket. live says whether a credential's member is still in its room.
+func startTURN(o serveOptions, tlsCfg *tls.Config, ownPorts []int, log zerolog.Logger, live func(turnserver.Member) bool) (*turnserver.Server, error) {
+	l := o.turnLimits
 	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow, MaxAllocations: o.turnQuota,
-		MaxBytesPerSecond: o.turnMaxBPS, OwnPorts: ownPorts}
+		MaxBytesPerSecond: o.turnMaxBPS, OwnPorts: ownPorts, Live: live,
+		MaxAllocationsPerAddr: l.allocsPerAddr, MaxAllocationsPerToken: l.allocsPerToken, MaxConnsPerAddr: l.connsPerAddr,
+		TCPIdleTimeout: l.tcpIdle, CredentialTTL: l.credentialTTL}
 	if o.secret != "" {
 		cfg.Key = turnserver.DeriveKey([]byte(o.secret))
+	} else {
+		log.Warn().Str("component", "turn").Int("allocs_per_addr", l.allocsPerAddr).Int("conns_per_addr", l.connsPerAddr).
+			Msg("TURN: no CONCORD_SECRET: the relay is OPEN, anyone who joins a room under any name gets credentials; " +
+				"only the per-address caps (--turn-max-allocs-per-addr, --turn-max-conns-per-addr) bound one client (concord_turn_open 1)")
 	}
 	if o.net.publicIP != "" {
 		cfg.PublicIP = net.ParseIP(o.net.publicIP)
@@ -103,12 +130,12 @@ func iceServersFunc(ts *turnserver.Server, external []externalServer, secret str
 	if ts == nil && len(external) == 0 {
 		return nil
 	}
-	return func(_ signaling.RoomID, id signaling.Identity) []signaling.ICEServer {
+	return func(room signaling.RoomID, id signaling.Identity) []signaling.ICEServer {
 		var out []signaling.ICEServer
 		if ts != nil {
 			urls := ts.URLs()
 			stunURL := "stun:" + strings.SplitN(strings.TrimPrefix(urls[0], "turn:"), "?", 2)[0]
-			user, pass := ts.Credentials(string(id))
+			user, pass := ts.Credentials(turnMember(room, id))
 			out = append(out, signaling.ICEServer{URLs: []string{stunURL}},
 				signaling.ICEServer{URLs: urls, Username: user, Credential: pass})
 		}
@@ -119,12 +146,46 @@ func iceServersFunc(ts *turnserver.Server, external []externalServer, secret str
 			case es.username != "":
 				s.Username, s.Credential = es.username, es.credential
 			case secret != "":
-				s.Username = turnserver.Username(string(id), time.Now().Add(turnserver.DefaultCredentialTTL))
+				s.Username = turnserver.Username(string(id), time.Now().Add(externalCredentialTTL))
 				s.Credential = turnserver.Password([]byte(secret), s.Username)
 			}
 			out = append(out, s)
 		}
 		return out
+	}
+}
+
+// externalCredentialTTL is the lifetime of REST API credentials for --ice-server TURN servers
+// under --ice-server-secret: another server (coturn) cannot ask whether their member stays.
+const externalCredentialTTL = 12 * time.Hour
+
+// turnMember is the embedded relay's name of a member.
+func turnMember(room signaling.RoomID, id signaling.Identity) turnserver.Member {
+	return turnserver.Member{User: id.User(), Device: id.Device(), Room: string(room)}
+}
+
+// turnLive is the relay's Config.Live: a credential's member is in its room on this server's
+// signaling (none before it starts).
+func turnLive(sig *atomic.Pointer[signaling.Server]) func(turnserver.Member) bool {
+	return func(m turnserver.Member) bool {
+		s := sig.Load()
+		return s != nil && s.IsMember(signaling.RoomID(m.Room), signaling.NewIdentity(m.User, m.Device))
+	}
+}
+
+// turnMemberLeft is signaling's Config.MemberLeft with the embedded relay: a member gone for good
+// (left, error, evicted, kicked or banned: any reason but these three) loses its allocations at
+// once, as its credentials already fail (turnLive). One whose socket broke (timeout, lost,
+// dropped) keeps its links while it redials and resumes (docs/protocol.md §5 "Session: signaling
+// outage and resume"): its allocations run out with their lifetime unless it is back to
+// refresh them. A replaced one is the same identity on a newer socket.
+func turnMemberLeft(ts *turnserver.Server) func(signaling.RoomID, signaling.Identity, signaling.LeaveReason) {
+	return func(room signaling.RoomID, id signaling.Identity, reason signaling.LeaveReason) {
+		switch reason {
+		case signaling.ReasonTimeout, signaling.ReasonLost, signaling.ReasonDropped, signaling.ReasonReplaced:
+			return
+		}
+		ts.Revoke(turnMember(room, id))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,6 +83,7 @@ type serveOptions struct {
 	turnPorts    string         // --turn-ports
 	turnQuota    int            // --turn-user-quota
 	turnMaxBPS   int            // --turn-max-bps
+	turnLimits   turnLimits     // --turn-max-allocs-per-addr, … (netserve.go)
 	iceServers   []string       // --ice-server
 	iceSecret    string         // --ice-server-secret
 	tlsCert      string         // --tls-cert
@@ -133,6 +135,7 @@ type server struct {
 	log      zerolog.Logger
 	sig      *signaling.Server
 	turn     *turnserver.Server // nil without --turn
+	turnOpen bool               // --turn without CONCORD_SECRET: an open relay (concord_turn_open)
 	http     *http.Server
 	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
 	served   chan error
@@ -277,10 +280,14 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 			ownPorts = append(ownPorts, ua.Port)
 		}
 	}
+	// TURN credentials live as long as their member: the relay asks signaling, which starts
+	// below (until then no one is a member).
+	var sigRef atomic.Pointer[signaling.Server]
 	if o.turnAddr != "" {
-		if s.turn, err = startTURN(o, tlsCfg, ownPorts, log); err != nil {
+		if s.turn, err = startTURN(o, tlsCfg, ownPorts, log, turnLive(&sigRef)); err != nil {
 			return fail(err)
 		}
+		s.turnOpen = o.secret == ""
 	}
 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -313,7 +320,12 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		cfg.Secret = []byte(o.secret)
 	}
 	cfg.ICEServers = iceServersFunc(s.turn, external, o.iceSecret)
+	if s.turn != nil {
+		cfg.ICERefresh = s.turn.CredentialTTL() / 2 // a member always holds credentials good for half the TTL
+		cfg.MemberLeft = turnMemberLeft(s.turn)
+	}
 	s.sig = signaling.New(cfg)
+	sigRef.Store(s.sig)
 	if s.node != nil {
 		s.node.Attach(s.sig)
 	}
@@ -669,6 +681,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.turnPorts, "turn-ports", "49152-65535", "UDP port range of TURN relay sockets")
 	fs.IntVar(&o.turnQuota, "turn-user-quota", turnserver.DefaultMaxAllocations, "TURN allocations one member may hold at once")
 	fs.IntVar(&o.turnMaxBPS, "turn-max-bps", turnserver.DefaultMaxBytesPerSecond, "bytes per second the TURN relay carries for one member, both directions together")
+	o.turnLimits.addFlags(fs)
 	var allow, origins listFlag
 	var ice repeatFlag
 	fs.Var(&allow, "turn-allow-private", "CIDR[,CIDR…]: private/loopback peer ranges the TURN relay may reach (refused by default)")

@@ -64,7 +64,10 @@ func startRelay(ctx context.Context, on bool, command func(args []string) *exec.
 		key:      turnserver.DeriveKey([]byte(hex.EncodeToString(secret))),
 	}
 	r.cmd = command([]string{"serve", "--data", "", "--addr", strings.TrimPrefix(r.httpURL, "http://"), "--dedicated-host=false",
-		"--turn", r.turnAddr, "--turn-allow-private", "127.0.0.0/8", "--log-level", "error"})
+		"--turn", r.turnAddr, "--turn-allow-private", "127.0.0.0/8", "--log-level", "error",
+		// Every bot is on 127.0.0.1 under one user: the per-address and per-token caps would refuse
+		// all but the first few.
+		"--turn-max-allocs-per-addr", "1000000", "--turn-max-allocs-per-token", "1000000"})
 	r.cmd.Env = append(r.cmd.Environ(), "CONCORD_SECRET="+hex.EncodeToString(secret))
 	r.cmd.Stdout, r.cmd.Stderr = os.Stderr, os.Stderr
 	if err := r.cmd.Start(); err != nil {

@@ -67,14 +67,19 @@ func (a *api) metrics(t *testing.T, name string) map[string]float64 {
 	return out
 }
 
-// metric reads one unlabelled sample from the server's /metrics.
+// metric reads a metric from the server's /metrics: its unlabelled sample, or the sum of its
+// labelled ones (a refusal counter by reason).
 func metric(t *testing.T, name string) float64 {
 	t.Helper()
-	v, ok := metrics(t, name)[""]
-	if !ok {
+	m := metrics(t, name)
+	if len(m) == 0 {
 		t.Fatalf("/metrics has no %s", name)
 	}
-	return v
+	sum := 0.0
+	for _, v := range m {
+		sum += v
+	}
+	return sum
 }
 
 // turnClient is a pion TURN client in ns (its socket and its Net live there).

@@ -18,11 +18,14 @@ func FuzzParseUsername(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, username string) {
-		id, err := parseUsername(username, now)
+		expiry, id, err := parseUsername(username)
 		if err != nil {
 			if id != "" {
 				t.Fatalf("refused %q but returned identity %q", username, id)
 			}
+			return
+		}
+		if checkExpiry(username, expiry, now) != nil {
 			return
 		}
 		if id == "" || len(id) > MaxIdentity || !strings.HasSuffix(username, ":"+id) {
@@ -33,7 +36,7 @@ func FuzzParseUsername(f *testing.F) {
 			t.Fatalf("accepted a non-numeric expiry in %q", username)
 		}
 		// The identity, reissued with any current expiry, parses back to itself.
-		again, err := parseUsername(Username(id, now.Add(time.Hour)), now)
+		_, again, err := parseUsername(Username(id, now.Add(time.Hour)))
 		if err != nil || again != id {
 			t.Fatalf("reissued %q: %q, %v", id, again, err)
 		}

@@ -103,7 +103,7 @@ func TestPionLinkThroughRelay(t *testing.T) {
 	s := newTestServer(t, Config{AllowPeers: []netip.Prefix{loopback8}})
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	servers := func(id string) []webrtc.ICEServer {
-		u, p := s.Credentials(id)
+		u, p := s.Credentials(memberOf(id))
 		return []webrtc.ICEServer{{URLs: s.URLs()[:1], Username: u, Credential: p}}
 	}
 	api := func() *link.API {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -23,33 +24,45 @@ type relayGen struct {
 func (g *relayGen) Validate() error { return g.inner.Validate() }
 
 func (g *relayGen) AllocatePacketConn(c turn.AllocateListenerConfig) (net.PacketConn, net.Addr, error) {
-	u, err := g.s.acquire(c.UserID)
+	ip, id := splitUserID(c.UserID)
+	u, err := g.s.acquire(ip, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	pc, addr, err := g.inner.AllocatePacketConn(c)
 	if err != nil {
-		g.s.release(c.UserID)
+		g.s.release(ip, id, nil)
 		return nil, nil, err
 	}
 	// The deadline ends the allocation: pion deletes an allocation whose
 	// relay socket fails to read.
 	if err := pc.SetReadDeadline(time.Now().Add(g.s.cfg.MaxAllocationLifetime)); err != nil {
 		_ = pc.Close()
-		g.s.release(c.UserID)
+		g.s.release(ip, id, nil)
 		return nil, nil, fmt.Errorf("turnserver: relay deadline: %w", err)
 	}
-	g.s.log.Debug().Str("identity", c.UserID).Stringer("relay", addr).Msg("allocation")
-	return &relayConn{PacketConn: pc, s: g.s, u: u, id: c.UserID}, addr, nil
+	g.s.count.allocsTotal.Add(1)
+	g.s.log.Debug().Str("identity", id).Stringer("src", ip).Stringer("relay", addr).Msg("allocation")
+	rc := &relayConn{PacketConn: pc, s: g.s, u: u, ip: ip, id: id}
+	g.s.mu.Lock()
+	u.relays[rc] = struct{}{}
+	g.s.mu.Unlock()
+	if m := memberOf(id); m.Room != "" && g.s.cfg.Live != nil && !g.s.cfg.Live(m) {
+		rc.end() // the member left between the request's check and now, and Revoke missed rc
+	}
+	return rc, addr, nil
 }
 
+// AllocateListener and AllocateConn are not reached: guard.go answers a TCP
+// relay request with 442 before pion sees it, unless its credentials fail
+// (then pion answers 401 first).
 func (g *relayGen) AllocateListener(turn.AllocateListenerConfig) (net.Listener, net.Addr, error) {
-	g.s.count.refusedAllocs.Add(1)
+	g.s.count.refusedAllocs[tcpRelay].Add(1)
 	return nil, nil, errTCPRelay
 }
 
 func (g *relayGen) AllocateConn(turn.AllocateConnConfig) (net.Conn, error) {
-	g.s.count.refusedAllocs.Add(1)
+	g.s.count.refusedAllocs[tcpRelay].Add(1)
 	return nil, errTCPRelay
 }
 
@@ -59,9 +72,14 @@ type relayConn struct {
 	net.PacketConn
 	s         *Server
 	u         *user
+	ip        netip.Addr
 	id        string
 	closeOnce sync.Once
 }
+
+// end makes the relay socket's reads fail at once, so pion deletes the allocation (and closes
+// the socket) on its own goroutine, as at the allocation's maximum age.
+func (c *relayConn) end() { _ = c.PacketConn.SetReadDeadline(time.Unix(1, 0)) }
 
 // ReadFrom returns the next datagram from an allowed peer within the rate;
 // others are dropped and counted.
@@ -103,6 +121,6 @@ func (c *relayConn) WriteTo(b []byte, to net.Addr) (int, error) {
 
 func (c *relayConn) Close() error {
 	err := c.PacketConn.Close()
-	c.closeOnce.Do(func() { c.s.release(c.id) })
+	c.closeOnce.Do(func() { c.s.release(c.ip, c.id, c) })
 	return err
 }

@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/pion/stun/v4"
 	"github.com/pion/transport/v5"
 	"github.com/pion/turn/v5"
 	"github.com/rs/zerolog"
@@ -22,14 +24,18 @@ import (
 
 // Defaults of Config fields left zero.
 const (
-	DefaultRealm                 = "concord"
-	DefaultMinPort               = 49152
-	DefaultMaxPort               = 65535
-	DefaultCredentialTTL         = 12 * time.Hour
-	DefaultMaxAllocations        = 16
-	DefaultAllocationLifetime    = 10 * time.Minute
-	DefaultMaxAllocationLifetime = 24 * time.Hour
-	DefaultMaxBytesPerSecond     = 4 << 20
+	DefaultRealm                  = "concord"
+	DefaultMinPort                = 49152
+	DefaultMaxPort                = 65535
+	DefaultCredentialTTL          = 10 * time.Minute
+	DefaultMaxAllocations         = 16
+	DefaultMaxAllocationsPerAddr  = 64
+	DefaultMaxAllocationsPerToken = 32
+	DefaultMaxConnsPerAddr        = 32
+	DefaultTCPIdleTimeout         = 10 * time.Second
+	DefaultAllocationLifetime     = 10 * time.Minute
+	DefaultMaxAllocationLifetime  = 24 * time.Hour
+	DefaultMaxBytesPerSecond      = 4 << 20
 )
 
 // Config configures a Server. Addr is required; every other zero field gets
@@ -62,8 +68,20 @@ type Config struct {
 	// Key is the HMAC key of credentials (see DeriveKey). Default: 32 random
 	// bytes, so credentials are valid only for this process.
 	Key []byte
-	// CredentialTTL is how long Credentials are valid. Default 12 h.
+	// CredentialTTL is how long Credentials may start allocations. Default
+	// 10 min: signaling hands members fresh ones before then. An allocation
+	// made in time is refreshed with its credentials while its member is
+	// live, as coturn authenticates a session once.
 	CredentialTTL time.Duration
+	// Live, if not nil, says whether a credential's member is still in its
+	// room: every authenticated request of a member that is not is refused
+	// (401), so credentials end with the membership. It is called on pion's
+	// goroutines and must be fast. Credentials without a room are not asked
+	// about: Server.Credentials gives members theirs with their room, so only
+	// the holder of the key (the deployment's secret) mints roomless ones, for
+	// a signaling of its own (the bench's relay, tools). Default nil: every
+	// member is live.
+	Live func(Member) bool
 
 	// MinPort and MaxPort bound the relay ports. Default 49152..65535.
 	MinPort, MaxPort int
@@ -78,6 +96,21 @@ type Config struct {
 	AllowPeers []netip.Prefix
 	// MaxAllocations caps the live allocations of one identity. Default 16.
 	MaxAllocations int
+	// MaxAllocationsPerToken caps the live allocations of one user in one
+	// room, every device together: what one join token yields. Default 32.
+	MaxAllocationsPerToken int
+	// MaxAllocationsPerAddr caps the live allocations made from one client
+	// IP address, whatever the identities: on an open server names are
+	// free, addresses are not. Default 64.
+	MaxAllocationsPerAddr int
+	// MaxConnsPerAddr caps the TCP and TLS connections from one client IP
+	// address; one more is closed at once. Default 32.
+	MaxConnsPerAddr int
+	// TCPIdleTimeout closes a TCP or TLS connection without an allocation
+	// that sends no complete STUN or ChannelData message for this long
+	// (the TLS handshake included); while it holds an allocation, the
+	// allocation's lifetime governs. Default 10 s.
+	TCPIdleTimeout time.Duration
 	// AllocationLifetime is the lifetime of an allocation a client does not
 	// ask for one (pion caps requests at one hour). Default 10 min.
 	AllocationLifetime time.Duration
@@ -115,6 +148,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxAllocations <= 0 {
 		c.MaxAllocations = DefaultMaxAllocations
 	}
+	if c.MaxAllocationsPerToken <= 0 {
+		c.MaxAllocationsPerToken = DefaultMaxAllocationsPerToken
+	}
+	if c.MaxAllocationsPerAddr <= 0 {
+		c.MaxAllocationsPerAddr = DefaultMaxAllocationsPerAddr
+	}
+	if c.MaxConnsPerAddr <= 0 {
+		c.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	if c.TCPIdleTimeout <= 0 {
+		c.TCPIdleTimeout = DefaultTCPIdleTimeout
+	}
 	if c.AllocationLifetime <= 0 {
 		c.AllocationLifetime = DefaultAllocationLifetime
 	}
@@ -143,23 +188,50 @@ type Stats struct {
 	// received from peers and passed to clients.
 	RelayedBytesOut, RelayedBytesIn uint64
 	// RefusedCredentials counts requests with malformed, expired or forged
-	// credentials.
-	RefusedCredentials uint64
+	// credentials, or of a member no longer live; RefusedExpired and
+	// RefusedNotMember count the last two apart.
+	RefusedCredentials, RefusedExpired, RefusedNotMember uint64
 	// RefusedPeers counts permission requests and datagrams for peer
 	// addresses the relay refuses.
 	RefusedPeers uint64
-	// RefusedAllocations counts allocations refused for the per-identity cap
-	// or for asking for a TCP relay.
-	RefusedAllocations uint64
+	// RefusedAllocations counts refused allocations, of which: over
+	// MaxAllocations (PerIdentity), MaxAllocationsPerToken (PerToken),
+	// MaxAllocationsPerAddr (PerAddr), and asking for a TCP relay (TCPRelay: 442).
+	RefusedAllocations                                                   uint64
+	RefusedPerIdentity, RefusedPerToken, RefusedPerAddr, RefusedTCPRelay uint64
+	// Revoked counts allocations ended by Revoke (their member left).
+	Revoked uint64
 	// RateDropped counts datagrams dropped over the per-identity byte rate.
 	RateDropped uint64
+	// Conns is the number of open TCP and TLS connections; RefusedConns
+	// counts those closed at once over MaxConnsPerAddr, IdleClosed those
+	// closed by TCPIdleTimeout.
+	Conns                    int64
+	RefusedConns, IdleClosed uint64
+	// DroppedUnsigned counts requests dropped unanswered for lacking
+	// MESSAGE-INTEGRITY where no TURN client omits it (guard.go).
+	DroppedUnsigned uint64
 }
 
 type counters struct {
-	allocs                                       atomic.Int64
+	allocs, conns                                atomic.Int64
 	allocsTotal, bytesOut, bytesIn, refusedCreds atomic.Uint64
-	refusedPeers, refusedAllocs, rateDropped     atomic.Uint64
+	refusedExpired, refusedNotMember             atomic.Uint64
+	refusedPeers, rateDropped, revoked           atomic.Uint64
+	refusedAllocs                                [numReasons]atomic.Uint64
+	refusedConns, idleClosed, droppedUnsigned    atomic.Uint64
 }
+
+// reason is why an allocation was refused.
+type reason int
+
+const (
+	perIdentity reason = iota
+	perToken
+	perAddr
+	tcpRelay
+	numReasons
+)
 
 // Server is a running TURN/STUN server. See the package doc.
 type Server struct {
@@ -172,8 +244,12 @@ type Server struct {
 	public net.IP
 	count  counters
 
-	mu    sync.Mutex // guards the following
-	users map[string]*user
+	mu      sync.Mutex         // guards the following
+	users   map[string]*user   // by identity
+	tokens  map[string]int     // live allocations by Member.token
+	addrs   map[netip.Addr]int // live allocations by client address
+	conns   map[netip.Addr]int // open TCP/TLS connections by client address
+	streams map[string]*streamConn
 
 	closeOnce sync.Once
 	closeErr  error
@@ -183,6 +259,7 @@ type Server struct {
 type user struct {
 	allocs int
 	lim    *rate.Limiter
+	relays map[*relayConn]struct{} // for Revoke
 }
 
 // New listens and starts the server.
@@ -191,7 +268,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "turn").Logger(), users: make(map[string]*user)}
+	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "turn").Logger(), users: make(map[string]*user),
+		tokens: make(map[string]int), addrs: make(map[netip.Addr]int), conns: make(map[netip.Addr]int), streams: make(map[string]*streamConn)}
 	udp, tcp, err := listen(cfg)
 	if err != nil {
 		return nil, err
@@ -239,7 +317,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	var listeners []turn.ListenerConfig
 	if tcp != nil {
-		listeners = append(listeners, turn.ListenerConfig{Listener: tcp, RelayAddressGenerator: gen, PermissionHandler: perm})
+		listeners = append(listeners, turn.ListenerConfig{Listener: &streamListener{Listener: tcp, s: s}, RelayAddressGenerator: gen, PermissionHandler: perm})
 	}
 	if cfg.TLSAddr != "" {
 		tl, err := tls.Listen("tcp4", cfg.TLSAddr, cfg.TLS)
@@ -248,10 +326,10 @@ func New(cfg Config) (*Server, error) {
 		}
 		closeAll = append(closeAll, tl.Close)
 		s.tlsLn = tl.Addr()
-		listeners = append(listeners, turn.ListenerConfig{Listener: tl, RelayAddressGenerator: gen, PermissionHandler: perm})
+		listeners = append(listeners, turn.ListenerConfig{Listener: &streamListener{Listener: tl, s: s}, RelayAddressGenerator: gen, PermissionHandler: perm})
 	}
 	s.turn, err = turn.NewServer(turn.ServerConfig{
-		PacketConnConfigs:  []turn.PacketConnConfig{{PacketConn: udp, RelayAddressGenerator: gen, PermissionHandler: perm}},
+		PacketConnConfigs:  []turn.PacketConnConfig{{PacketConn: &packetGuard{PacketConn: udp, s: s}, RelayAddressGenerator: gen, PermissionHandler: perm}},
 		ListenerConfigs:    listeners,
 		LoggerFactory:      pionlog.New(pionlog.Level(s.log)), // component=turn, pion=<scope>
 		Realm:              cfg.Realm,
@@ -267,10 +345,19 @@ func New(cfg Config) (*Server, error) {
 					s.log.Debug().Str("username", truncate(username)).Str("method", method).Msg("refused forged TURN credentials")
 				}
 			},
+			// A TCP or TLS connection's idle timeout yields to its allocation's lifetime.
+			OnAllocationCreated: func(src, dst net.Addr, _, _, _ string, _ net.Addr, _ int) { s.streamAllocated(src, dst, true) },
+			OnAllocationDeleted: func(src, dst net.Addr, _, _, _ string) { s.streamAllocated(src, dst, false) },
 		},
 	})
 	if err != nil {
 		return fail(fmt.Errorf("turnserver: %w", err))
+	}
+	if ports := cfg.MaxPort - cfg.MinPort + 1; ports < 4*cfg.MaxAllocationsPerAddr {
+		// The per-address cap keeps one client from taking every relay port only if the range
+		// holds many times the cap.
+		s.log.Warn().Int("ports", ports).Int("allocs_per_addr", cfg.MaxAllocationsPerAddr).
+			Msg("TURN relay port range is under 4 times the per-address allocation cap: a few client addresses can take every relay port")
 	}
 	s.log.Info().Stringer("addr", s.addr).Stringer("public", s.public).Str("tls", cfg.TLSAddr).
 		Int("min_port", cfg.MinPort).Int("max_port", cfg.MaxPort).Msg("TURN/STUN server listening (UDP and TCP)")
@@ -278,66 +365,162 @@ func New(cfg Config) (*Server, error) {
 }
 
 // auth is pion's AuthHandler: it returns the long-term key of a REST API
-// username, or refuses a malformed or expired one. pion then checks the
-// request's MESSAGE-INTEGRITY with the key (a forged password fails there).
+// username, or refuses it (401). pion then checks the request's
+// MESSAGE-INTEGRITY with the key (a forged password fails there).
 func (s *Server) auth(ra *turn.RequestAttributes) (string, []byte, bool) {
-	id, err := parseUsername(ra.Username, s.cfg.Now())
-	if err != nil {
-		s.count.refusedCreds.Add(1)
-		s.log.Debug().Err(err).Stringer("src", ra.SrcAddr).Msg("refused TURN credentials")
-		return "", nil, false
-	}
-	return id, turn.GenerateAuthKey(ra.Username, ra.Realm, Password(s.cfg.Key, ra.Username)), true
+	return s.authenticate(ra.Username, ra.Realm, ra.SrcAddr, ra.Method, true)
 }
 
-// quota is pion's QuotaHandler: 486 once an identity holds MaxAllocations.
+// authenticate checks username for a request of method from src: well-formed, current if it
+// starts an allocation (Allocate), and its member live (Config.Live). It returns pion's user ID,
+// "address|identity" (the allocation caps need the client's address where pion hands over only
+// the user ID), and the long-term key. count says whether to count a refusal (the pre-check of
+// guard.go leaves that to pion's own call).
+func (s *Server) authenticate(username, realm string, src net.Addr, method stun.Method, count bool) (string, []byte, bool) {
+	refuse := func(c *atomic.Uint64, err error) (string, []byte, bool) {
+		if count {
+			s.count.refusedCreds.Add(1)
+			if c != nil {
+				c.Add(1)
+			}
+			s.log.Debug().Err(err).Stringer("src", src).Stringer("method", method).Msg("refused TURN credentials")
+		}
+		return "", nil, false
+	}
+	exp, id, err := parseUsername(username)
+	if err != nil {
+		return refuse(nil, err)
+	}
+	if method == stun.MethodAllocate {
+		if err := checkExpiry(username, exp, s.cfg.Now()); err != nil {
+			return refuse(&s.count.refusedExpired, err)
+		}
+	}
+	if m := memberOf(id); m.Room != "" && s.cfg.Live != nil && !s.cfg.Live(m) {
+		return refuse(&s.count.refusedNotMember, fmt.Errorf("turnserver: %q is not a member of its room", truncate(id)))
+	}
+	return addrOf(src).String() + "|" + id, turn.GenerateAuthKey(username, realm, Password(s.cfg.Key, username)), true
+}
+
+// splitUserID undoes authenticate's user ID.
+func splitUserID(userID string) (netip.Addr, string) {
+	a, id, _ := strings.Cut(userID, "|")
+	ip, _ := netip.ParseAddr(a)
+	return ip, id
+}
+
+// addrOf is the IP address of a client's transport address.
+func addrOf(a net.Addr) netip.Addr {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.AddrPort().Addr().Unmap()
+	case *net.TCPAddr:
+		return a.AddrPort().Addr().Unmap()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap.Addr().Unmap()
+}
+
+// quota is pion's QuotaHandler: 486 once an identity, a token or a client
+// address holds its cap.
 func (s *Server) quota(userID, _ string, _ net.Addr) bool {
+	ip, id := splitUserID(userID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if u := s.users[userID]; u != nil && u.allocs >= s.cfg.MaxAllocations {
-		s.count.refusedAllocs.Add(1)
+	if r, over := s.over(ip, id); over {
+		s.refuseAlloc(r, ip, id)
 		return false
 	}
 	return true
 }
 
-// acquire reserves an allocation for id (the quota check can race with a
-// concurrent allocation, so the count is enforced here too).
-func (s *Server) acquire(id string) (*user, error) {
+// over reports whether one more allocation of id from ip would pass a cap, and which. s.mu held.
+func (s *Server) over(ip netip.Addr, id string) (reason, bool) {
+	switch {
+	case s.addrs[ip] >= s.cfg.MaxAllocationsPerAddr:
+		return perAddr, true
+	case s.tokens[memberOf(id).token()] >= s.cfg.MaxAllocationsPerToken:
+		return perToken, true
+	case s.users[id] != nil && s.users[id].allocs >= s.cfg.MaxAllocations:
+		return perIdentity, true
+	}
+	return 0, false
+}
+
+func (s *Server) refuseAlloc(r reason, ip netip.Addr, id string) {
+	s.count.refusedAllocs[r].Add(1)
+	s.log.Debug().Stringer("src", ip).Str("identity", truncate(id)).Int("reason", int(r)).Msg("refused a TURN allocation over a cap")
+}
+
+// acquire reserves an allocation for id from ip (the quota check can race with a concurrent
+// allocation, so the caps are enforced here too).
+func (s *Server) acquire(ip netip.Addr, id string) (*user, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r, over := s.over(ip, id); over {
+		s.refuseAlloc(r, ip, id)
+		return nil, fmt.Errorf("turnserver: %s from %s is at an allocation cap", truncate(id), ip)
+	}
 	u := s.users[id]
 	if u == nil {
-		u = &user{lim: rate.NewLimiter(rate.Limit(s.cfg.MaxBytesPerSecond), s.cfg.MaxBytesPerSecond)}
+		u = &user{lim: rate.NewLimiter(rate.Limit(s.cfg.MaxBytesPerSecond), s.cfg.MaxBytesPerSecond), relays: make(map[*relayConn]struct{})}
 		s.users[id] = u
 	}
-	if u.allocs >= s.cfg.MaxAllocations {
-		s.count.refusedAllocs.Add(1)
-		return nil, fmt.Errorf("turnserver: %s holds %d allocations already", id, u.allocs)
-	}
 	u.allocs++
+	s.tokens[memberOf(id).token()]++
+	s.addrs[ip]++
 	s.count.allocs.Add(1)
-	s.count.allocsTotal.Add(1)
 	return u, nil
 }
 
-func (s *Server) release(id string) {
+func (s *Server) release(ip netip.Addr, id string, rc *relayConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if u := s.users[id]; u != nil {
+		delete(u.relays, rc)
 		if u.allocs--; u.allocs <= 0 {
 			delete(s.users, id)
 		}
 	}
+	tok := memberOf(id).token()
+	if s.tokens[tok]--; s.tokens[tok] <= 0 {
+		delete(s.tokens, tok)
+	}
+	if s.addrs[ip]--; s.addrs[ip] <= 0 {
+		delete(s.addrs, ip)
+	}
 	s.count.allocs.Add(-1)
 }
 
-// Credentials returns TURN REST API credentials for identity, valid for
-// Config.CredentialTTL.
-func (s *Server) Credentials(identity string) (username, password string) {
-	username = Username(identity, s.cfg.Now().Add(s.cfg.CredentialTTL))
+// Revoke ends every allocation of m at once (its member left, or was kicked): pion deletes
+// an allocation whose relay socket fails to read. With Config.Live reporting m gone, m's
+// credentials are refused from then on too. It does not block; any goroutine may call it.
+func (s *Server) Revoke(m Member) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.users[m.Identity()]
+	if u == nil {
+		return 0
+	}
+	for rc := range u.relays {
+		rc.end()
+	}
+	s.count.revoked.Add(uint64(len(u.relays)))
+	if len(u.relays) > 0 {
+		s.log.Info().Str("identity", truncate(m.Identity())).Int("allocations", len(u.relays)).Msg("TURN allocations of a departed member ended")
+	}
+	return len(u.relays)
+}
+
+// Credentials returns TURN REST API credentials for m, which may start
+// allocations for Config.CredentialTTL.
+func (s *Server) Credentials(m Member) (username, password string) {
+	username = Username(m.Identity(), s.cfg.Now().Add(s.cfg.CredentialTTL))
 	return username, Password(s.cfg.Key, username)
 }
+
+// CredentialTTL is how long Credentials may start allocations: hand members fresh ones before.
+func (s *Server) CredentialTTL() time.Duration { return s.cfg.CredentialTTL }
 
 // URLs returns the server's turn: URLs (UDP and TCP, and turns: with TLS),
 // with the public IP.
@@ -363,12 +546,21 @@ func (s *Server) Addr() *net.UDPAddr { return s.addr }
 
 // Stats returns the counters; any goroutine may call it.
 func (s *Server) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Allocations: s.count.allocs.Load(), AllocationsTotal: s.count.allocsTotal.Load(),
 		RelayedBytesOut: s.count.bytesOut.Load(), RelayedBytesIn: s.count.bytesIn.Load(),
-		RefusedCredentials: s.count.refusedCreds.Load(), RefusedPeers: s.count.refusedPeers.Load(),
-		RefusedAllocations: s.count.refusedAllocs.Load(), RateDropped: s.count.rateDropped.Load(),
+		RefusedCredentials: s.count.refusedCreds.Load(), RefusedExpired: s.count.refusedExpired.Load(),
+		RefusedNotMember: s.count.refusedNotMember.Load(), RefusedPeers: s.count.refusedPeers.Load(),
+		RefusedPerIdentity: s.count.refusedAllocs[perIdentity].Load(), RefusedPerToken: s.count.refusedAllocs[perToken].Load(),
+		RefusedPerAddr: s.count.refusedAllocs[perAddr].Load(), RefusedTCPRelay: s.count.refusedAllocs[tcpRelay].Load(),
+		Revoked: s.count.revoked.Load(), RateDropped: s.count.rateDropped.Load(),
+		Conns: s.count.conns.Load(), RefusedConns: s.count.refusedConns.Load(), IdleClosed: s.count.idleClosed.Load(),
+		DroppedUnsigned: s.count.droppedUnsigned.Load(),
 	}
+	for i := range s.count.refusedAllocs {
+		st.RefusedAllocations += s.count.refusedAllocs[i].Load()
+	}
+	return st
 }
 
 // Close stops the server and every allocation. Idempotent.

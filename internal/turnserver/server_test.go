@@ -101,8 +101,8 @@ func TestSTUNBinding(t *testing.T) {
 // the server's own address, inside its relay range.
 func TestRelayToRelay(t *testing.T) {
 	s := newTestServer(t, Config{})
-	ua, pa := s.Credentials("alice/p1")
-	ub, pb := s.Credentials("bob/p2")
+	ua, pa := s.Credentials(Member{User: "alice", Device: "p1"})
+	ub, pb := s.Credentials(Member{User: "bob", Device: "p2"})
 	ra := allocate(t, newClient(t, s, ua, pa))
 	rb := allocate(t, newClient(t, s, ub, pb))
 	if st := s.Stats(); st.Allocations != 2 {
@@ -168,7 +168,7 @@ func TestCredentialsRefused(t *testing.T) {
 // them: the server refuses before relaying.
 func TestRefusedPeerAddresses(t *testing.T) {
 	s := newTestServer(t, Config{AllowPeers: []netip.Prefix{netip.MustParsePrefix("100.64.0.0/10")}})
-	u, p := s.Credentials("mallory/p1")
+	u, p := s.Credentials(Member{User: "mallory", Device: "p1"})
 	c := newClient(t, s, u, p)
 	allocate(t, c)
 	for _, addr := range []string{
@@ -199,7 +199,7 @@ func TestOwnAddressOutsideRelayRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer victim.Close()
-	u, p := s.Credentials("mallory/p1")
+	u, p := s.Credentials(Member{User: "mallory", Device: "p1"})
 	relay := allocate(t, newClient(t, s, u, p))
 	before := s.Stats().RefusedPeers
 	for range 5 {
@@ -256,7 +256,7 @@ func TestPolicy(t *testing.T) {
 
 func TestAllocationCap(t *testing.T) {
 	s := newTestServer(t, Config{MaxAllocations: 2})
-	u, p := s.Credentials("greedy/p1")
+	u, p := s.Credentials(Member{User: "greedy", Device: "p1"})
 	allocate(t, newClient(t, s, u, p))
 	allocate(t, newClient(t, s, u, p))
 	if relay, err := newClient(t, s, u, p).Allocate(); err == nil {
@@ -267,13 +267,13 @@ func TestAllocationCap(t *testing.T) {
 		t.Fatalf("stats %+v, want 2 allocations and a refusal", st)
 	}
 	// Another identity is not affected.
-	u2, p2 := s.Credentials("modest/p1")
+	u2, p2 := s.Credentials(Member{User: "modest", Device: "p1"})
 	allocate(t, newClient(t, s, u2, p2))
 }
 
 func TestAllocationMaxLifetime(t *testing.T) {
 	s := newTestServer(t, Config{MaxAllocationLifetime: 300 * time.Millisecond})
-	u, p := s.Credentials("alice/p1")
+	u, p := s.Credentials(Member{User: "alice", Device: "p1"})
 	allocate(t, newClient(t, s, u, p))
 	if s.Stats().Allocations != 1 {
 		t.Fatal("no allocation")
@@ -289,8 +289,8 @@ func TestAllocationMaxLifetime(t *testing.T) {
 func TestRateCap(t *testing.T) {
 	const rate = 4000
 	s := newTestServer(t, Config{MaxBytesPerSecond: rate})
-	ua, pa := s.Credentials("flood/p1")
-	ub, pb := s.Credentials("sink/p2")
+	ua, pa := s.Credentials(Member{User: "flood", Device: "p1"})
+	ub, pb := s.Credentials(Member{User: "sink", Device: "p2"})
 	ra := allocate(t, newClient(t, s, ua, pa))
 	rb := allocate(t, newClient(t, s, ub, pb))
 	if _, err := rb.WriteTo([]byte("open"), ra.LocalAddr()); err != nil {
@@ -320,7 +320,7 @@ func TestTURNOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, p := s.Credentials("tcp/p1")
+	u, p := s.Credentials(Member{User: "tcp", Device: "p1"})
 	relay := allocate(t, newClientOn(t, turn.NewSTUNConn(tc), s.Addr().String(), u, p))
 	if ua, ok := relay.LocalAddr().(*net.UDPAddr); !ok || ua.Port < testMinPort || ua.Port > testMaxPort {
 		t.Fatalf("relay address %v outside the relay range", relay.LocalAddr())

@@ -41,7 +41,7 @@ func TestTURNOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TLS dial: %v", err)
 	}
-	u, p := s.Credentials("tls/p1")
+	u, p := s.Credentials(Member{User: "tls", Device: "p1"})
 	c := newClientOn(t, turn.NewSTUNConn(conn), conn.RemoteAddr().String(), u, p)
 	allocate(t, c)
 	if s.Stats().Allocations != 1 {

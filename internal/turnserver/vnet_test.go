@@ -65,7 +65,7 @@ func TestSymmetricNATsMeetThroughRelay(t *testing.T) {
 
 	s := newTestServer(t, Config{Net: wanNet, Addr: "100.64.0.4:3478", AllowPeers: []netip.Prefix{netip.MustParsePrefix("100.64.0.0/24")}})
 	servers := func(id string) []webrtc.ICEServer {
-		u, p := s.Credentials(id)
+		u, p := s.Credentials(memberOf(id))
 		return []webrtc.ICEServer{{URLs: []string{fmt.Sprintf("stun:100.64.0.4:%d", s.Addr().Port)}},
 			{URLs: s.URLs(), Username: u, Credential: p}}
 	}

@@ -387,6 +387,10 @@ export class Peer extends PeerMethods {
         if (ev.resumeToken) this.resumeToken = ev.resumeToken;
         this.setHost(ev.term, ev.host);
         break;
+      case 'ice-servers':
+        // Fresh TURN credentials: live links take them for their next ICE gathering (a restart).
+        for (const r of this.remotes.values()) if (r.link) r.link.setICEServers(ev.iceServers);
+        break;
       case 'signal':
         this.handleSignal(ev.from, ev.payload);
         break;

@@ -109,6 +109,12 @@ class LinkEnd {
   buffered(_ch) {
     return 0;
   }
+
+  /**
+   * Takes fresh STUN/TURN servers; a link without ICE (MemoryLink) has no use for them.
+   * @param {RTCIceServer[]} _iceServers
+   */
+  setICEServers(_iceServers) {}
 }
 
 /**
@@ -181,6 +187,21 @@ export class Link extends LinkEnd {
         await pc.setLocalDescription(offer);
         if (!this.dead) this.signalOut({ kind: 'offer', sdp: localSDP(pc), session: this.session });
       }).catch((err) => this.fail(`create offer: ${err}`));
+    }
+  }
+
+  /**
+   * Takes fresh STUN/TURN servers (signaling's ice-servers: TURN credentials renewed before they
+   * expire). The allocations already made keep theirs; the next ICE gathering (a restart) uses
+   * these. A connection that refuses the change keeps the old ones.
+   * @param {RTCIceServer[]} iceServers
+   */
+  setICEServers(iceServers) {
+    if (this.dead) return;
+    try {
+      this.pc.setConfiguration({ ...this.pc.getConfiguration(), iceServers });
+    } catch {
+      // An RTCPeerConnection may refuse a configuration change (closed, or a browser's rule).
     }
   }
 

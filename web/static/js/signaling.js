@@ -333,6 +333,11 @@ export class SignalingClient {
           }
           return;
         }
+        if (msg.type === 'ice-servers' && Array.isArray(msg.iceServers) && this.joined) {
+          // Fresh TURN credentials (docs/protocol.md §4 "ice-servers"): links made from now on
+          // use them (links.js reads joined.iceServers), and the peer hands them to live ones.
+          this.joined.iceServers = msg.iceServers;
+        }
         this.onEvent(msg);
       };
       ws.onmessage = (ev) => {

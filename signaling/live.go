@@ -1,0 +1,69 @@
+package signaling
+
+import "sync"
+
+// liveMembers is the set of every member's room and identity. The hub writes it as members join
+// and leave; any goroutine reads it (Server.IsMember), so that a service beside signaling, the
+// embedded TURN relay, can check at once that whoever holds its credentials is still a member.
+type liveMembers struct {
+	mu sync.RWMutex
+	m  map[liveKey]struct{}
+}
+
+type liveKey struct {
+	room RoomID
+	id   Identity
+}
+
+func (l *liveMembers) add(room RoomID, id Identity) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m[liveKey{room, id}] = struct{}{}
+}
+
+func (l *liveMembers) remove(room RoomID, id Identity) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, liveKey{room, id})
+}
+
+func (l *liveMembers) has(room RoomID, id Identity) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, ok := l.m[liveKey{room, id}]
+	return ok
+}
+
+// IsMember reports whether id is a member of room on this server now: from its join until it
+// leaves for any reason (Config.MemberLeft is told then). Any goroutine may call it; it does
+// not wait for the hub.
+func (s *Server) IsMember(room RoomID, id Identity) bool { return s.live.has(room, id) }
+
+// evICERefresh: time to hand every member fresh ICE servers (Config.ICERefresh).
+type evICERefresh struct{}
+
+// iceServersMsg hands a member fresh ICE servers (its TURN credentials renewed).
+type iceServersMsg struct {
+	V          int         `json:"v"`
+	Type       msgType     `json:"type"`
+	ICEServers []ICEServer `json:"iceServers"`
+}
+
+// armICERefresh starts the timer of the next refresh, if the server hands out ICE servers
+// and refreshes them.
+func (h *hub) armICERefresh() {
+	if h.cfg.ICEServers == nil || h.cfg.ICERefresh <= 0 {
+		return
+	}
+	h.refreshStop = h.cfg.AfterFunc(h.cfg.ICERefresh, func() { h.post(&evICERefresh{}) })
+}
+
+// refreshICE sends every member fresh ICE servers, then arms the next refresh.
+func (h *hub) refreshICE() {
+	for _, r := range h.rooms {
+		for _, m := range r.members {
+			h.send(m, mustMarshal(iceServersMsg{V: ProtocolVersion, Type: typeICEServers, ICEServers: h.iceServers(r.id, m.id)}))
+		}
+	}
+	h.armICERefresh()
+}
