@@ -12,7 +12,7 @@ import (
 	"github.com/concordrtc/concord/peer/link"
 )
 
-// Attacks of issue 14 §1 on the peer's admission paths, each in a steppable room: the attacker
+// Attacks on the peer's admission paths (docs/security.md §2–3), each in a steppable room: the attacker
 // is refused (and dropped when it insists), the host's clock keeps its headroom, and the honest
 // peers converge to one hash afterwards.
 

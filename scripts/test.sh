@@ -115,7 +115,7 @@ else
   echo "test.sh: skipping the Chromium end-to-end tests: they need root to create a network namespace" >&2
 fi
 
-echo "== NAT lab (internal/netlab): a simulated internet in network namespaces, issue 9 §4's six scenarios and README's Deploy and the three-node cluster"
+echo "== NAT lab (internal/netlab): a simulated internet in network namespaces, its NAT scenarios (internal/netlab/doc.go), README's Deploy and the three-node cluster"
 if [ "$(id -u)" = 0 ]; then
   pkgs=()
   command -v ip >/dev/null || pkgs+=(iproute2)

@@ -16,7 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// These tests replay the attacks of issue 14 against the signaling server: each asserts that
+// These tests replay the attacks on the signaling server (docs/security.md §1): each asserts that
 // the attacker is refused (or dropped) with a clear reason and that the room is unharmed.
 
 // TestAttackResumeTermWrap: a member with a valid token (mayHost false) claims term 2^64−1 and

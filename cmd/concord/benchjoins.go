@@ -1,6 +1,6 @@
 package main
 
-// concord bench joins: a burst of bots joining one dedicated host at once (issue 14 §2).
+// concord bench joins: a burst of bots joining one dedicated host at once (BENCHMARKS.md; docs/benchmarks-history.md "Crowds").
 
 import (
 	"context"

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// TestJoinBurst starts 64 bots at once against `concord serve` (issue 14 §2, the small version
+// TestJoinBurst starts 64 bots at once against `concord serve` (docs/benchmarks-history.md "Crowds", the small version
 // of `concord bench joins -n 512`): all are synced within the bound and the dedicated host keeps
 // its room (no term change).
 func TestJoinBurst(t *testing.T) {

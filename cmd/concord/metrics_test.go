@@ -52,7 +52,7 @@ next:
 }
 
 // TestServeMetricsRefusals: a member of serve's dedicated host writes its avatar stamped far above
-// the host's clock (the stamp freeze of issue 14); the host refuses it, and /metrics shows the
+// the host's clock (the stamp freeze of docs/security.md §2); the host refuses it, and /metrics shows the
 // refusal under its reason, then the member dropped as an offender once it insists.
 func TestServeMetricsRefusals(t *testing.T) {
 	s := startTestServer(t, serveOptions{dedicatedHost: true})

@@ -57,7 +57,7 @@ type serveOptions struct {
 	// checkpointInterval: durable.AppConfig.Interval (0: its default).
 	checkpointInterval time.Duration
 
-	// Cluster (issue 11 §2; README "Cluster"): on with --cluster-name or --nats.
+	// Cluster (docs/protocol.md §7; README "Cluster"): on with --cluster-name or --nats.
 	nodeName    string        // --node-name (default: the host name)
 	clusterName string        // --cluster-name
 	clusterAddr string        // --cluster: this node's route listen address

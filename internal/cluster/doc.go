@@ -1,4 +1,4 @@
-// Package cluster makes `concord serve` a node of a cluster (issue 11 §2): any node serves any
+// Package cluster makes `concord serve` a node of a cluster (docs/protocol.md §7): any node serves any
 // room. Each room has an owner node, the holder of its lease in the room directory
 // (durable.Directory); a member's websocket may land on any node, and a node that does not own the
 // member's room relays the websocket to the owner over NATS subjects, so the owner's signaling

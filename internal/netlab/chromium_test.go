@@ -150,7 +150,7 @@ func TestLab1ChromiumBehindNAT(t *testing.T) {
 	}
 	took := time.Since(begin).Round(time.Millisecond)
 	if reported == nil {
-		t.Skipf("Chromium behind NAT A synced with the dedicated host in %v over the pair %v (getStats), but the JS client does not report its selected pair in /api/rooms yet (issue 9 §3 \"link\")", took, &page)
+		t.Skipf("Chromium behind NAT A synced with the dedicated host in %v over the pair %v (getStats), but the JS client does not report its selected pair in /api/rooms yet (docs/protocol.md §4 GET /api/rooms \"link\")", took, &page)
 	}
 	if *reported != page {
 		t.Fatalf("/api/rooms says the browser's pair is %v, Chromium's getStats %v", reported, &page)

@@ -92,7 +92,7 @@ func measureRooms(def int) int {
 	return def
 }
 
-// TestLabMeasureCluster measures the cluster (issue 11 §3; BENCHMARKS.md "Cluster"), in the lab:
+// TestLabMeasureCluster measures the cluster (docs/benchmarks-history.md "Cluster"), in the lab:
 //
 //   - join → synced and a burst's joins per second in a room of one standalone node, then of a
 //     three-node cluster through the room's owner node and through another node (the relay);

@@ -33,7 +33,7 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-// The cluster scenarios of issue 11 §3: three `concord serve` nodes in the lab's node namespaces
+// The cluster scenarios (docs/protocol.md §7): three `concord serve` nodes in the lab's node namespaces
 // (100.64.0.31-33, netlab.Lab.Nodes), clustered through their embedded nats-servers, each with its
 // own data directory under the lab's TempDir; the bots are peers of this test process, which runs
 // in the lab's Public namespace, and know the three node URLs.
@@ -70,7 +70,7 @@ func clusterReady(t *testing.T) string {
 		}
 	}
 	if len(missing) > 0 {
-		t.Skipf("skipping the cluster lab: concord serve has no %s yet (issue 11 §2)", strings.Join(missing, ", "))
+		t.Skipf("skipping the cluster lab: concord serve has no %s yet (docs/protocol.md §7)", strings.Join(missing, ", "))
 	}
 	return bin
 }
@@ -373,7 +373,7 @@ func sceneStateJSON(t *testing.T) crdt.StateJSON {
 	return st
 }
 
-// clusterRooms is the number of rooms of the cluster scenarios (issue 11 §3: 30).
+// clusterRooms is the number of rooms of the cluster scenarios (30).
 const clusterRooms = 30
 
 // open starts every node and waits until each room is open under its dedicated host; it returns
@@ -507,7 +507,7 @@ func (c *labCluster) killBusiest(ctx context.Context, bots []*clusterBot, clk *m
 	return f
 }
 
-// TestLab8Cluster is issue 11 §3's multi-node scenarios, in order on one cluster of three nodes
+// TestLab8Cluster is the multi-node scenarios of docs/protocol.md §7, in order on one cluster of three nodes
 // whose 30 rooms are seeded from the example scene (each room's dedicated host runs on its owner
 // node and writes its checkpoints):
 //

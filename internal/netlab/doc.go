@@ -1,5 +1,5 @@
 // Package netlab builds a small simulated internet out of Linux network namespaces, for tests that
-// must see real addresses, NATs and relays (issue 9 §4) without sending a packet anywhere else.
+// must see real addresses, NATs and relays (docs/design.md §6) without sending a packet anywhere else.
 //
 // The topology (every address from 100.64.0.0/10 or 10.0.0.0/8):
 //

@@ -20,7 +20,7 @@ import (
 	"github.com/concordrtc/concord/internal/poll"
 )
 
-// The server every scenario starts, with the flags of issue 9's "Done means".
+// The server every scenario starts, with the flags of README's "Deploy".
 var (
 	serverHTTP = netlab.ServerAddr.String() + ":7880"
 	serverURL  = "http://" + serverHTTP

@@ -95,7 +95,7 @@ func spread(ds []time.Duration) string {
 	return fmt.Sprintf("n=%d min %v / p50 %v / p90 %v / max %v", len(ds), r(ds[0]), r(ds[len(ds)/2]), r(ds[len(ds)*9/10]), r(ds[len(ds)-1]))
 }
 
-// TestLabMeasureJoin measures (issue 9 §5; BENCHMARKS.md "NAT lab") the time from a member's
+// TestLabMeasureJoin measures (docs/benchmarks-history.md "Through the TURN relay, and behind NATs") the time from a member's
 // start to synced, and then a member's round trip to the host: on the public side, behind
 // symmetric NAT B and behind the UDP-dropping NAT C with the server's dedicated host (public),
 // then behind NAT B and on the public side with a `concord host` behind NAT A. It runs only with

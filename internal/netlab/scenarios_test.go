@@ -13,7 +13,7 @@ import (
 // avatar per member that is not a dedicated host.
 func arenaEntities(avatars int) int { return 1 + 8 + avatars }
 
-// TestLab2HostAcrossNATs is issue 9 §4 scenario 2 and its "Done means", with exactly those
+// TestLab2HostAcrossNATs is the lab's scenario 2 (doc.go), with exactly those
 // flags: `concord host` behind symmetric NAT A and `concord bot -n 4` behind symmetric NAT B can
 // only meet through the server's embedded TURN relay; they do, every link says relay, all five
 // replicas converge to one hash under the host's first term, and the host stays host.

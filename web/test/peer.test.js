@@ -403,7 +403,7 @@ test('a write just after its writer lost the authority is an expected race: coun
   assert.equal(p.status().rejectedRace, 1);
 });
 
-// Attacks of issue 14 §1 on the host's admission paths (Go: peer/attack_test.go).
+// Attacks on the host's admission paths (docs/security.md §2, docs/protocol.md §5 "Session: limits") (Go: peer/attack_test.go).
 
 /** Delivers payload from member idx without deliver's assertions (the link may be dropped). */
 function hostile(room, idx, ch, payload) {
