@@ -325,9 +325,13 @@ func (s *Store) start() error {
 	s.js = js
 	// A cluster answers JetStream requests once a quorum of its nodes is up and has a meta leader:
 	// until then the calls fail, and are tried again.
+	// Each attempt is short: a request made before the meta leader exists, or while the other
+	// nodes create the same replicated assets, can hang its whole timeout, and three nodes forming
+	// a cluster took 41 s in 10 s attempts (docs/protocol.md §7 "Cluster: startup").
 	deadline := time.Now().Add(s.cfg.StartTimeout)
+	attempt := min(startAttempt, s.cfg.Timeout)
 	for {
-		err = s.makeBuckets()
+		err = s.makeBuckets(attempt)
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
@@ -476,9 +480,12 @@ func redactURLs(urls string) string {
 	return strings.Join(parts, ",")
 }
 
-// makeBuckets makes (or updates) the checkpoint stream and the buckets.
-func (s *Store) makeBuckets() error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+// startAttempt bounds one attempt of Open's to make the stream and the buckets.
+const startAttempt = 2 * time.Second
+
+// makeBuckets makes (or updates) the checkpoint stream and the buckets, each request within timeout.
+func (s *Store) makeBuckets(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	r := s.cfg.replicas()
 	var err error
