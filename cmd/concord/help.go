@@ -59,6 +59,9 @@ tokens").
 
 Environment:
   CONCORD_SECRET  the HS256 key; required.`},
+	"version": {"concord version", `Prints the module version of this binary, the VCS revision it was built from when there
+is one ("+dirty": with uncommitted changes) and the Go version.`},
+	"help": {"concord help [COMMAND [SUBCOMMAND]]", `Prints the usage of every command, or the help and flags of one.`},
 	"crdt": {"concord crdt state|dump FILE... | export [flags]", `ADR-117 message streams (files such as a Decentraland main.crdt):
   state FILE...  merge the streams, print the converged state as JSON
   dump FILE      print one line per message

@@ -148,9 +148,18 @@ var ErrUnknownFormat = errors.New("durable: unknown checkpoint format")
 // ErrNoCheckpoint: the room has no checkpoint.
 var ErrNoCheckpoint = errors.New("durable: no checkpoint")
 
+// ErrNoJetStream: the external NATS server (Config.NATS) runs without JetStream, and no server
+// of its cluster answers JetStream requests. Waiting would not help: Open fails at once.
+var ErrNoJetStream = errors.New("durable: the NATS server has no JetStream")
+
 // Open locks Dir (one process per data directory), starts the embedded JetStream server on it and
-// makes the buckets.
-func Open(cfg Config) (*Store, error) {
+// makes the buckets. It is OpenContext without a way to give up.
+func Open(cfg Config) (*Store, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext is Open that gives up when ctx ends (a signal while starting): connecting to
+// an external NATS, and waiting for JetStream (a cluster's quorum) to make the buckets, return
+// ctx's error instead of blocking for up to StartTimeout.
+func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
 		cfg.Dir = DefaultDir
 	}
@@ -171,7 +180,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if cfg.NATS != "" {
 		s := &Store{cfg: cfg, log: cfg.Logger}
-		if err := s.start(); err != nil {
+		if err := s.start(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -185,16 +194,21 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, lock: lock}
-	if err := s.start(); err != nil {
+	if err := s.start(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Store) start() error {
+func (s *Store) start(ctx context.Context) error {
 	if s.cfg.NATS != "" {
-		nc, err := nats.Connect(s.cfg.NATS, nats.Name("concord "+s.cfg.NodeName), nats.MaxReconnects(-1))
+		dial := &startDialer{ctx: ctx}
+		defer dial.started()
+		nc, err := nats.Connect(s.cfg.NATS, nats.Name("concord "+s.cfg.NodeName), nats.MaxReconnects(-1), nats.SetCustomDialer(dial))
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
 		if err != nil {
 			return fmt.Errorf("durable: connect to NATS %s: %w", s.cfg.NATS, err)
 		}
@@ -212,20 +226,72 @@ func (s *Store) start() error {
 	// A cluster answers JetStream requests once a quorum of its nodes is up and has a meta leader:
 	// until then the calls fail, and are tried again.
 	deadline := time.Now().Add(s.cfg.StartTimeout)
+	retry := time.NewTimer(0)
+	defer retry.Stop()
 	for {
-		err = s.makeBuckets()
+		err = s.makeBuckets(ctx)
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
+		if err = s.noJetStream(err); errors.Is(err, ErrNoJetStream) {
+			return err
+		}
 		s.log.Debug().Err(err).Msg("JetStream not ready yet")
-		time.Sleep(250 * time.Millisecond)
+		retry.Reset(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("durable: stopped while waiting for JetStream (%w): %w", err, context.Cause(ctx))
+		case <-retry.C:
+		}
 	}
 	if err != nil {
 		return err
 	}
-	s.log.Info().Str("dir", s.cfg.Dir).Str("node", s.cfg.NodeName).Str("cluster", s.cfg.Cluster.Name).Str("nats", s.cfg.NATS).
-		Int("replicas", s.cfg.replicas()).Msg("durable store open (JetStream)")
+	l := s.log.Info().Str("node", s.cfg.NodeName).Str("cluster", s.cfg.Cluster.Name)
+	if s.cfg.NATS != "" {
+		l = l.Str("nats", s.cfg.NATS) // Dir is not used
+	} else {
+		l = l.Str("dir", s.cfg.Dir)
+	}
+	l.Int("replicas", s.cfg.replicas()).Msg("durable store open (JetStream)")
 	return nil
+}
+
+// noJetStream turns err, a failed JetStream request, into ErrNoJetStream when nothing will ever
+// answer it: no server of the account answered ("no responders") and the server we are
+// connected to says, in its INFO, that it runs without JetStream. A cluster whose JetStream
+// servers are still starting answers with an error (or the connected server has JetStream),
+// and is waited for.
+func (s *Store) noJetStream(err error) error {
+	if !errors.Is(err, nats.ErrNoResponders) || s.ns != nil {
+		return err
+	}
+	if js, _ := s.nc.ConnectedServerJetStream(); js {
+		return err
+	}
+	return fmt.Errorf("%w: the NATS server at %s has no JetStream: start it with -js (or jetstream {} in its configuration): %w",
+		ErrNoJetStream, s.nc.ConnectedUrlRedacted(), err)
+}
+
+// startDialer dials the external NATS under the startup context, so that a signal while
+// connecting interrupts the dial; once Open has returned (started), reconnects dial without it.
+type startDialer struct {
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+func (d *startDialer) Dial(network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	ctx := d.ctx
+	d.mu.Unlock()
+	// nats.go's own dialer's timeout (nats.DefaultTimeout).
+	return (&net.Dialer{Timeout: nats.DefaultTimeout}).DialContext(ctx, network, address)
+}
+
+func (d *startDialer) started() {
+	d.mu.Lock()
+	d.ctx = context.Background()
+	d.mu.Unlock()
 }
 
 // startEmbedded starts the embedded nats-server and connects to it in process.
@@ -297,8 +363,8 @@ func splitHostPort(addr string) (string, int, error) {
 }
 
 // makeBuckets makes (or updates) the checkpoint stream and the buckets.
-func (s *Store) makeBuckets() error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+func (s *Store) makeBuckets(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	r := s.cfg.replicas()
 	var err error

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/poll"
+)
+
+// String is what was written so far (syncBuffer: chaos_test.go).
+func (s *syncBuffer) String() string { return string(s.bytes()) }
+
+// startResult runs startServer in a goroutine and gives its result.
+func startResult(ctx context.Context, o serveOptions, log zerolog.Logger) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		s, err := startServer(ctx, o, log)
+		if err == nil {
+			s.stop()
+		}
+		done <- err
+	}()
+	return done
+}
+
+// TestServeNATSWithoutJetStream: `serve --nats URL` against a NATS server that runs without
+// JetStream fails within seconds, saying so and how to fix it, instead of waiting two minutes
+// for an answer that never comes ("no responders available for request").
+func TestServeNATSWithoutJetStream(t *testing.T) {
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	done := startResult(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", natsURL: ns.ClientURL()}, zerolog.New(zerolog.NewTestWriter(t)))
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		cancel()
+		t.Fatalf("serve --nats still starting after 15 s (then: %v)", <-done)
+	}
+	if err == nil || !strings.Contains(err.Error(), "the NATS server at "+ns.ClientURL()+" has no JetStream: start it with -js") {
+		t.Fatalf("serve --nats: %v, want it to say the server has no JetStream", err)
+	}
+	t.Logf("failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+// TestServeStartupInterrupted: a startup blocked waiting for JetStream (a cluster node whose
+// routes lead nowhere never gets its quorum, for up to two minutes) ends as soon as its context
+// does (SIGINT/SIGTERM cancel it in run), and cmdServe then exits cleanly.
+func TestServeStartupInterrupted(t *testing.T) {
+	freePort := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	var logs syncBuffer
+	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := serveOptions{addr: "127.0.0.1:0", room: "arena", data: t.TempDir(), nodeName: "n1", clusterName: "c",
+		clusterAddr: freePort(), routes: []string{"nats-route://" + freePort(), "nats-route://" + freePort()}}
+	done := startResult(ctx, o, log)
+	poll.Until(t, 30*time.Second, "serve waits for JetStream's quorum", func() error {
+		// The embedded server runs and dials its routes: JetStream waits for them.
+		if !strings.Contains(logs.String(), "Error trying to connect to route") {
+			return errors.New("not waiting yet")
+		}
+		return nil
+	})
+	cancel()
+	stopped := time.Now()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("startServer: %v, want the context's error", err)
+		}
+		if startupError(ctx, err, log) != nil {
+			t.Errorf("cmdServe would fail after a signal: %v", startupError(ctx, err, log))
+		}
+		t.Logf("stopped %v after the signal: %v", time.Since(stopped).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("startServer still blocked 10 s after its context ended")
+	}
+}
+
+// TestServeFlagsCheckedFirst: a bad flag, or a --scene file that is not there, fails serve before
+// it creates anything: the data directory does not exist afterwards.
+func TestServeFlagsCheckedFirst(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--turn", ":3478"}, 2, "--turn \":3478\" listens on every interface: give --public-ip"},
+		{[]string{"--public-ip", "1.2.3"}, 2, `--public-ip "1.2.3": not an IPv4 address`},
+		{[]string{"--turn", "127.0.0.1:0", "--turn-ports", "9-2"}, 2, `--turn-ports "9-2"`},
+		{[]string{"--turn", "127.0.0.1:0", "--turn-host", "turn.example.com"}, 2, "--turn-host names the turns: address: it needs --turn-tls"},
+		{[]string{"--udp", "nowhere:x"}, 2, `--udp "nowhere:x"`},
+		{[]string{"--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
+		{[]string{"--scene", "room=/missing.crdt"}, 1, "--scene room=/missing.crdt: open /missing.crdt: no such file or directory"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "concord-data")
+			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, tc.args...)
+			_, errOut, code := runCmd(t, nil, args...)
+			if code != tc.code || !strings.Contains(errOut, tc.err) {
+				t.Errorf("exit %d, want %d; stderr lacks %q:\n%s", code, tc.code, tc.err, errOut)
+			}
+			if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the data directory exists after the failure (%v)", err)
+			}
+		})
+	}
+}
+
+// TestUsageListsEveryCommand: the main usage names every command and subcommand that has a help
+// of its own (helps), but the hidden bench-host.
+func TestUsageListsEveryCommand(t *testing.T) {
+	for name := range helps {
+		if name == "bench-host" {
+			continue
+		}
+		if !strings.Contains(usage, "concord "+name+" ") && !strings.Contains(usage, "concord "+name+"\n") {
+			t.Errorf("the usage does not list %q", "concord "+name)
+		}
+	}
+	out, errOut, code := runCmd(t, nil, "version")
+	if code != 0 || !strings.HasPrefix(out, "concord ") || errOut != "" {
+		t.Errorf("concord version: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestVersionString(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/concordrtc/concord", Version: "v0.4.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "f26208f"}, {Key: "vcs.time", Value: "2026-11-28T12:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	if got, want := versionString(bi, true), "concord v0.4.0 revision f26208f+dirty (2026-11-28T12:00:00Z) go1.26.0"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	bi.Main.Version, bi.Settings = "", nil
+	if got, want := versionString(bi, true), "concord (devel) go1.26.0"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestBotsWithSecretNoWarnings is a newcomer's first run against a server with a secret:
+// `concord bot -n 3` with CONCORD_SECRET set mints a token per bot, and all three sync. A healthy
+// run, bots leaving included, logs no warning, neither in the server's log nor the bots'.
+func TestBotsWithSecretNoWarnings(t *testing.T) {
+	const secret = "newcomer-test-secret-of-32-bytes-at-least"
+	t.Setenv("CONCORD_SECRET", secret)
+	t.Setenv("CONCORD_TOKEN", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var serveLog syncBuffer
+	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, secret: secret}, zerolog.New(&serveLog).Level(zerolog.InfoLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.wait(ctx) }()
+
+	botCtx, stopBots := context.WithCancel(ctx)
+	defer stopBots()
+	var out, botLog syncBuffer
+	bots := make(chan error, 1)
+	go func() {
+		bots <- cmdBot(botCtx, []string{"--server", s.url, "-n", "3", "--move-for", "2s"}, &out, &botLog)
+	}()
+	poll.Until(t, 60*time.Second, "3 bots synced with equal hashes", func() error {
+		select {
+		case err := <-bots:
+			t.Fatalf("bots stopped: %v\n%s", err, botLog.String())
+		default:
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if last := lines[len(lines)-1]; !strings.Contains(last, "3/3 synced") || !strings.Contains(last, "(1 distinct)") {
+			return errors.New(last)
+		}
+		return nil
+	})
+	stopBots() // the bots leave; the server stays up and sees them go
+	if err := <-bots; err != nil {
+		t.Errorf("bots: %v", err)
+	}
+	poll.Until(t, 20*time.Second, "the bots have left", func() error {
+		if n := s.host.Status().Members; n != 1 {
+			return fmt.Errorf("the host sees %d members", n)
+		}
+		return nil
+	})
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	for name, l := range map[string]string{"server": serveLog.String(), "bots": botLog.String()} {
+		for _, line := range strings.Split(l, "\n") {
+			if strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`) {
+				t.Errorf("%s logged: %s", name, line)
+			}
+		}
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 (and the name turn.test) and its key
+// as PEM files in dir.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{"turn.test"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestBotCA: a bot trusts a server's self-signed certificate with --ca (no SSL_CERT_FILE); without
+// it the bot fails on the certificate.
+func TestBotCA(t *testing.T) {
+	t.Setenv("SSL_CERT_FILE", filepath.Join(t.TempDir(), "none.pem")) // the system's roots only
+	certFile, keyFile := selfSigned(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, tlsCert: certFile, tlsKey: keyFile},
+		zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.wait(ctx) }()
+	if !strings.HasPrefix(s.url, "https://") {
+		t.Fatalf("url %s", s.url)
+	}
+
+	err = cmdBot(ctx, []string{"--server", s.url, "-n", "1", "--log-level", "error"}, &syncBuffer{}, &syncBuffer{})
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a bot without --ca: %v, want a certificate error", err)
+	}
+
+	botCtx, stopBots := context.WithCancel(ctx)
+	var out syncBuffer
+	bots := make(chan error, 1)
+	go func() {
+		bots <- cmdBot(botCtx, []string{"--server", s.url, "-n", "1", "--ca", certFile, "--move-for", "1s", "--log-level", "error"}, &out, &syncBuffer{})
+	}()
+	poll.Until(t, 60*time.Second, "the bot syncs over wss", func() error {
+		if !strings.Contains(out.String(), "1/1 synced") {
+			return errors.New(out.String())
+		}
+		return nil
+	})
+	stopBots()
+	if err := <-bots; err != nil {
+		t.Errorf("bot: %v", err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
+
+// TestTURNHost: --turn-host names the turns: URLs members get, instead of the certificate's name.
+func TestTURNHost(t *testing.T) {
+	certFile, keyFile := selfSigned(t, t.TempDir())
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}}
+	for _, tc := range []struct{ host, want string }{{"", "turns:turn.test:"}, {"relay.internal", "turns:relay.internal:"}} {
+		o := serveOptions{turnAddr: "127.0.0.1:0", turnTLSAddr: "127.0.0.1:0", turnHost: tc.host, tlsCert: certFile, tlsKey: keyFile, turnPorts: "49152-65535"}
+		if err := o.validate(); err != nil {
+			t.Fatal(err)
+		}
+		ts, err := startTURN(o, tlsCfg, nil, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls := ts.URLs()
+		_ = ts.Close()
+		if !strings.HasPrefix(urls[len(urls)-1], tc.want) {
+			t.Errorf("--turn-host %q: URLs %v, want the last to start with %s", tc.host, urls, tc.want)
+		}
+	}
+}
