@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/signaling"
 )
 
 // String is what was written so far (syncBuffer: chaos_test.go).
@@ -333,5 +334,76 @@ func TestTURNHost(t *testing.T) {
 		if !strings.HasPrefix(urls[len(urls)-1], tc.want) {
 			t.Errorf("--turn-host %q: URLs %v, want the last to start with %s", tc.host, urls, tc.want)
 		}
+	}
+}
+
+// TestBotsShareOneToken: `concord bot -n 3 --token T`, T a token of one user without a device
+// claim: the three bots join as that user on devices of their own, and all sync.
+func TestBotsShareOneToken(t *testing.T) {
+	const secret = "newcomer-test-secret-of-32-bytes-at-least"
+	t.Setenv("CONCORD_SECRET", "")
+	token, err := signaling.IssueToken([]byte(secret), signaling.Claims{Room: "arena", User: "rig", Kind: signaling.KindBot, ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, secret: secret}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.wait(ctx) }()
+	var out syncBuffer
+	bots := make(chan error, 1)
+	go func() {
+		bots <- cmdBot(ctx, []string{"--server", s.url, "-n", "3", "--token", token, "--move-for", "1s"}, &out, zerolog.NewTestWriter(t))
+	}()
+	poll.Until(t, 60*time.Second, "3 bots of one user synced", func() error {
+		select {
+		case err := <-bots:
+			t.Fatalf("bots stopped: %v", err)
+		default:
+		}
+		if !strings.Contains(out.String(), "3/3 synced") {
+			return errors.New(out.String())
+		}
+		return nil
+	})
+	cancel()
+	if err := <-bots; err != nil {
+		t.Errorf("bots: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
+
+func TestBotIdentities(t *testing.T) {
+	now := time.Now()
+	pinned, _ := signaling.IssueToken([]byte("k"), signaling.Claims{Room: "arena", User: "u", Device: "d", ExpiresAt: now.Add(time.Hour)})
+	if _, err := botIdentities(2, "bot", "arena", "p1", pinned, "", now); err == nil || !strings.Contains(err.Error(), `pins device "d"`) {
+		t.Errorf("a device-pinned token for 2 bots: %v", err)
+	}
+	ids, err := botIdentities(1, "bot", "arena", "p1", pinned, "", now)
+	if err != nil || ids[0].user != "u" || ids[0].device != "d" {
+		t.Errorf("a device-pinned token for 1 bot: %+v %v", ids, err)
+	}
+	ids, err = botIdentities(2, "bot", "arena", "p1", "", "secret", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		c, err := peekClaims(id.token)
+		if err != nil || c.User != fmt.Sprintf("bot%d", i+1) || id.user != c.User {
+			t.Errorf("bot %d: %+v, claims %+v, %v", i+1, id, c, err)
+		}
+	}
+	ids, _ = botIdentities(2, "bot", "arena", "p1", "", "", now)
+	if ids[0].token != "" || ids[1].user != "bot2" {
+		t.Errorf("an open server: %+v", ids)
+	}
+	if _, err := botIdentities(1, "bot", "arena", "p1", "not-a-token", "", now); err == nil {
+		t.Error("a malformed token was taken")
 	}
 }
