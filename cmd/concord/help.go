@@ -33,9 +33,22 @@ Environment:
                      /api/rooms (a join token sees only its own room).
   CONCORD_ICE_SECRET default of --ice-server-secret (coturn's static-auth-secret).`},
 	"host": {"concord host [flags]", `Runs a dedicated host for --room as its own process: it joins as the pinned host user and
-takes the room over once it has synced.`},
+takes the room over once it has synced. A server with a self-signed certificate: --ca cert.pem.`},
 	"bot": {"concord bot [flags]", `Runs -n headless players of the demo game in this process and prints one status line a
-second: synced members, host and term, entities, whether every replica hash agrees.`},
+second: synced members, host and term, entities, whether every replica hash agrees.
+
+Against a server with a secret (serve's CONCORD_SECRET), the bots need join tokens:
+  --token T          every bot joins as T's user, each on a device of its own: a token without a
+                     device claim admits serve's --max-devices-per-token bots (8 by default)
+  CONCORD_SECRET     (when set and --token is not) each bot mints its own token: users bot1 … botN
+                     (--name), kind bot, may host, valid one hour (checked at the join; a bot that
+                     reconnects resumes with the server's resume token). For test rigs that hold the
+                     secret; deployments hand out tokens instead.
+A server with a self-signed certificate: --ca cert.pem.
+
+Environment:
+  CONCORD_TOKEN   default of --token.
+  CONCORD_SECRET  the HS256 key to mint the bots' tokens with, when --token is not given.`},
 	"bench": {"concord bench fanout|migration|joins [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved

@@ -160,6 +160,12 @@ func TestUsageListsEveryCommand(t *testing.T) {
 			t.Errorf("the usage does not list %q", "concord "+name)
 		}
 	}
+	_, help, _ := runCmd(t, nil, "bot", "-h")
+	for _, w := range []string{"CONCORD_SECRET", "--token", "-ca FILE"} {
+		if !strings.Contains(help, w) {
+			t.Errorf("concord bot -h does not say %q", w)
+		}
+	}
 	out, errOut, code := runCmd(t, nil, "version")
 	if code != 0 || !strings.HasPrefix(out, "concord ") || errOut != "" {
 		t.Errorf("concord version: exit %d, stdout %q, stderr %q", code, out, errOut)
