@@ -23,6 +23,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -69,7 +70,56 @@ func TestServeNATSWithoutJetStream(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the NATS server at "+ns.ClientURL()+" has no JetStream: start it with -js") {
 		t.Fatalf("serve --nats: %v, want it to say the server has no JetStream", err)
 	}
+	if !errors.Is(err, durable.ErrNoJetStream) {
+		t.Errorf("%v is not durable.ErrNoJetStream", err)
+	}
 	t.Logf("failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+// TestServeNATSLog: `serve --nats URL` (a NATS with JetStream) logs where its rooms are, the
+// NATS URL without its password, and neither names nor creates ./concord-data, which it does not use.
+func TestServeNATSLog(t *testing.T) {
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoLog: true, NoSigs: true,
+		JetStream: true, StoreDir: t.TempDir(), Username: "u", Password: "hunter2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Chdir(t.TempDir())
+	url := strings.Replace(ns.ClientURL(), "nats://", "nats://u:hunter2@", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0", "--nats", url, "--dedicated-host=false", "--node-name", "n1"}, &logs)
+	}()
+	poll.Until(t, 30*time.Second, "serve --nats serving", func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("serve: %v\n%s", err, logs.String())
+		default:
+		}
+		if !strings.Contains(logs.String(), "concord serving") {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	l := logs.String()
+	if strings.Contains(l, "concord-data") || strings.Contains(l, "hunter2") || !strings.Contains(l, `"nats":"nats://u:xxxxx@127.0.0.1:`) {
+		t.Errorf("the log names the data directory, shows the password or lacks the NATS URL:\n%s", l)
+	}
+	if _, err := os.Stat("concord-data"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("./concord-data exists (%v)", err)
+	}
 }
 
 // TestServeStartupInterrupted: a startup blocked waiting for JetStream (a cluster node whose

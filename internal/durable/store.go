@@ -210,7 +210,7 @@ func (s *Store) start(ctx context.Context) error {
 			err = context.Cause(ctx)
 		}
 		if err != nil {
-			return fmt.Errorf("durable: connect to NATS %s: %w", s.cfg.NATS, err)
+			return fmt.Errorf("durable: connect to NATS %s: %w", RedactURLs(s.cfg.NATS), err)
 		}
 		s.nc = nc
 	} else {
@@ -249,7 +249,7 @@ func (s *Store) start(ctx context.Context) error {
 	}
 	l := s.log.Info().Str("node", s.cfg.NodeName).Str("cluster", s.cfg.Cluster.Name)
 	if s.cfg.NATS != "" {
-		l = l.Str("nats", s.cfg.NATS) // Dir is not used
+		l = l.Str("nats", RedactURLs(s.cfg.NATS)) // Dir is not used
 	} else {
 		l = l.Str("dir", s.cfg.Dir)
 	}
@@ -269,9 +269,29 @@ func (s *Store) noJetStream(err error) error {
 	if js, _ := s.nc.ConnectedServerJetStream(); js {
 		return err
 	}
-	return fmt.Errorf("%w: the NATS server at %s has no JetStream: start it with -js (or jetstream {} in its configuration): %w",
-		ErrNoJetStream, s.nc.ConnectedUrlRedacted(), err)
+	return noJetStreamError{url: s.nc.ConnectedUrlRedacted()}
 }
+
+// RedactURLs is a comma-separated list of URLs (Config.NATS) fit for a log: their passwords are
+// replaced with "xxxxx".
+func RedactURLs(urls string) string {
+	list := strings.Split(urls, ",")
+	for i, u := range list {
+		if p, err := url.Parse(strings.TrimSpace(u)); err == nil {
+			list[i] = p.Redacted()
+		}
+	}
+	return strings.Join(list, ",")
+}
+
+// noJetStreamError is ErrNoJetStream with the server's URL and the fix.
+type noJetStreamError struct{ url string }
+
+func (e noJetStreamError) Error() string {
+	return "durable: the NATS server at " + e.url + " has no JetStream: start it with -js (or jetstream {} in its configuration)"
+}
+
+func (e noJetStreamError) Unwrap() error { return ErrNoJetStream }
 
 // startDialer dials the external NATS under the startup context, so that a signal while
 // connecting interrupts the dial; once Open has returned (started), reconnects dial without it.
