@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"runtime/debug"
-	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/durable"
 )
 
 // startupError is what cmdServe returns when startServer failed with err: nil when a signal
@@ -30,13 +30,7 @@ func storeField(o serveOptions) (string, string) {
 	if o.natsURL == "" {
 		return "data", o.data
 	}
-	urls := strings.Split(o.natsURL, ",")
-	for i, u := range urls {
-		if p, err := url.Parse(strings.TrimSpace(u)); err == nil {
-			urls[i] = p.Redacted()
-		}
-	}
-	return "nats", strings.Join(urls, ",")
+	return "nats", durable.RedactURLs(o.natsURL)
 }
 
 // cmdVersion prints the module version of this binary and, when it was built from a VCS
