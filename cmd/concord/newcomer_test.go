@@ -2,16 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
-	"io"
 	"fmt"
-	"math/big"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,6 +19,7 @@ import (
 
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testcert"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -258,18 +253,7 @@ func TestBotsWithSecretNoWarnings(t *testing.T) {
 	go func() {
 		bots <- cmdBot(botCtx, []string{"--server", s.url, "-n", "3", "--move-for", "2s"}, &out, &botLog)
 	}()
-	poll.Until(t, 60*time.Second, "3 bots synced with equal hashes", func() error {
-		select {
-		case err := <-bots:
-			t.Fatalf("bots stopped: %v\n%s", err, botLog.String())
-		default:
-		}
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		if last := lines[len(lines)-1]; !strings.Contains(last, "3/3 synced") || !strings.Contains(last, "(1 distinct)") {
-			return errors.New(last)
-		}
-		return nil
-	})
+	waitBots(t, &out, bots, "3/3 synced", "(1 distinct)")
 	stopBots() // the bots leave; the server stays up and sees them go
 	if err := <-bots; err != nil {
 		t.Errorf("bots: %v", err)
@@ -293,41 +277,11 @@ func TestBotsWithSecretNoWarnings(t *testing.T) {
 	}
 }
 
-// selfSigned writes a self-signed certificate for 127.0.0.1 (and the name turn.test) and its key
-// as PEM files in dir.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{"turn.test"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
 // TestBotCA: a bot trusts a server's self-signed certificate with --ca (no SSL_CERT_FILE); without
 // it the bot fails on the certificate.
 func TestBotCA(t *testing.T) {
 	t.Setenv("SSL_CERT_FILE", filepath.Join(t.TempDir(), "none.pem")) // the system's roots only
-	certFile, keyFile := selfSigned(t, t.TempDir())
+	certFile, keyFile, _ := testcert.Write(t, net.ParseIP("127.0.0.1"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, tlsCert: certFile, tlsKey: keyFile},
@@ -352,12 +306,7 @@ func TestBotCA(t *testing.T) {
 	go func() {
 		bots <- cmdBot(botCtx, []string{"--server", s.url, "-n", "1", "--ca", certFile, "--move-for", "1s", "--log-level", "error"}, &out, &syncBuffer{})
 	}()
-	poll.Until(t, 60*time.Second, "the bot syncs over wss", func() error {
-		if !strings.Contains(out.String(), "1/1 synced") {
-			return errors.New(out.String())
-		}
-		return nil
-	})
+	waitBots(t, &out, bots, "1/1 synced")
 	stopBots()
 	if err := <-bots; err != nil {
 		t.Errorf("bot: %v", err)
@@ -368,15 +317,16 @@ func TestBotCA(t *testing.T) {
 	}
 }
 
-// TestTURNHost: --turn-host names the turns: URLs members get, instead of the certificate's name.
+// TestTURNHost: --turn-host names the turns: URLs members get, instead of the certificate's first
+// DNS name (here none: the relay's IP).
 func TestTURNHost(t *testing.T) {
-	certFile, keyFile := selfSigned(t, t.TempDir())
+	certFile, keyFile, _ := testcert.Write(t, net.ParseIP("127.0.0.1")) // no DNS name: turns: names the public IP
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}}
-	for _, tc := range []struct{ host, want string }{{"", "turns:turn.test:"}, {"relay.internal", "turns:relay.internal:"}} {
+	for _, tc := range []struct{ host, want string }{{"", "turns:127.0.0.1:"}, {"relay.internal", "turns:relay.internal:"}} {
 		o := serveOptions{turnAddr: "127.0.0.1:0", turnTLSAddr: "127.0.0.1:0", turnHost: tc.host, tlsCert: certFile, tlsKey: keyFile, turnPorts: "49152-65535"}
 		if err := o.validate(); err != nil {
 			t.Fatal(err)
@@ -415,17 +365,7 @@ func TestBotsShareOneToken(t *testing.T) {
 	go func() {
 		bots <- cmdBot(ctx, []string{"--server", s.url, "-n", "3", "--token", token, "--move-for", "1s"}, &out, zerolog.NewTestWriter(t))
 	}()
-	poll.Until(t, 60*time.Second, "3 bots of one user synced", func() error {
-		select {
-		case err := <-bots:
-			t.Fatalf("bots stopped: %v", err)
-		default:
-		}
-		if !strings.Contains(out.String(), "3/3 synced") {
-			return errors.New(out.String())
-		}
-		return nil
-	})
+	waitBots(t, &out, bots, "3/3 synced")
 	cancel()
 	if err := <-bots; err != nil {
 		t.Errorf("bots: %v", err)
@@ -462,4 +402,25 @@ func TestBotIdentities(t *testing.T) {
 	if _, err := botIdentities(1, "bot", "arena", "p1", "not-a-token", "", now); err == nil {
 		t.Error("a malformed token was taken")
 	}
+}
+
+// waitBots waits until the last status line cmdBot printed to out says every one of want, and
+// fails t if the bots stop first.
+func waitBots(t *testing.T, out *syncBuffer, bots <-chan error, want ...string) {
+	t.Helper()
+	poll.Until(t, 60*time.Second, "bots: "+strings.Join(want, ", "), func() error {
+		select {
+		case err := <-bots:
+			t.Fatalf("bots stopped: %v", err)
+		default:
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		last := lines[len(lines)-1]
+		for _, w := range want {
+			if !strings.Contains(last, w) {
+				return errors.New(last)
+			}
+		}
+		return nil
+	})
 }
