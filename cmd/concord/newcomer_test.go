@@ -39,23 +39,32 @@ func startResult(ctx context.Context, o serveOptions, log zerolog.Logger) <-chan
 	return done
 }
 
-// TestServeNATSWithoutJetStream: `serve --nats URL` against a NATS server that runs without
-// JetStream fails within seconds, saying so and how to fix it, instead of waiting two minutes
-// for an answer that never comes ("no responders available for request").
-func TestServeNATSWithoutJetStream(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoLog: true, NoSigs: true})
+// runNATS runs a nats-server with opts on a free loopback port until t ends.
+func runNATS(t *testing.T, opts natsserver.Options) *natsserver.Server {
+	t.Helper()
+	opts.Host, opts.Port, opts.NoLog, opts.NoSigs = "127.0.0.1", natsserver.RANDOM_PORT, true, true
+	ns, err := natsserver.NewServer(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns.Start()
-	defer ns.Shutdown()
+	t.Cleanup(ns.Shutdown)
 	if !ns.ReadyForConnections(5 * time.Second) {
 		t.Fatal("nats-server not ready")
 	}
+	return ns
+}
+
+// TestServeNATSWithoutJetStream: `serve --nats URL` against a NATS server that runs without
+// JetStream fails within seconds, saying so and how to fix it, instead of waiting two minutes
+// for an answer that never comes ("no responders available for request").
+func TestServeNATSWithoutJetStream(t *testing.T) {
+	ns := runNATS(t, natsserver.Options{}) // without JetStream
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
 	done := startResult(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", natsURL: ns.ClientURL()}, zerolog.New(zerolog.NewTestWriter(t)))
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(15 * time.Second):
@@ -74,16 +83,7 @@ func TestServeNATSWithoutJetStream(t *testing.T) {
 // TestServeNATSLog: `serve --nats URL` (a NATS with JetStream) logs where its rooms are, the
 // NATS URL without its password, and neither names nor creates ./concord-data, which it does not use.
 func TestServeNATSLog(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoLog: true, NoSigs: true,
-		JetStream: true, StoreDir: t.TempDir(), Username: "u", Password: "hunter2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(5 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
+	ns := runNATS(t, natsserver.Options{JetStream: true, StoreDir: t.TempDir(), Username: "u", Password: "hunter2"})
 	t.Chdir(t.TempDir())
 	url := strings.Replace(ns.ClientURL(), "nats://", "nats://u:hunter2@", 1)
 	ctx, cancel := context.WithCancel(context.Background())
