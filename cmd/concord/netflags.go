@@ -65,14 +65,23 @@ func (n *peerNet) addAddrFlags(fs *flag.FlagSet) {
 	fs.StringVar(&n.publicIP, "public-ip", "", "IPv4 address advertised in host candidates instead of the interface's (1:1 NAT of a cloud VM); on serve also the TURN relay address")
 }
 
-// config fills the network fields of a peer.Config.
-func (n peerNet) config(log zerolog.Logger, cfg *peer.Config) error {
+// check validates --ice and --public-ip.
+func (n peerNet) check() (peer.ICEMode, error) {
 	mode, err := peer.ParseICEMode(n.ice)
 	if err != nil {
-		return usageError{fmt.Errorf("--ice %q: want loopback or any", n.ice)}
+		return mode, usageError{fmt.Errorf("--ice %q: want loopback or any", n.ice)}
 	}
 	if n.publicIP != "" && net.ParseIP(n.publicIP).To4() == nil {
-		return usageError{fmt.Errorf("--public-ip %q: not an IPv4 address", n.publicIP)}
+		return mode, usageError{fmt.Errorf("--public-ip %q: not an IPv4 address", n.publicIP)}
+	}
+	return mode, nil
+}
+
+// config fills the network fields of a peer.Config.
+func (n peerNet) config(log zerolog.Logger, cfg *peer.Config) error {
+	mode, err := n.check()
+	if err != nil {
+		return err
 	}
 	if n.ca != "" {
 		if cfg.SignalingConfig.Dialer, err = signalingDialer(n.ca); err != nil {

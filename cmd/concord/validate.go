@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -22,11 +21,8 @@ func (o serveOptions) validate() error {
 	if o.interestRadius < 0 {
 		return usageError{fmt.Errorf("--interest-radius %d: want a distance in millimetres ≥ 0", o.interestRadius)}
 	}
-	if _, err := peer.ParseICEMode(o.net.ice); err != nil {
-		return usageError{fmt.Errorf("--ice %q: want loopback or any", o.net.ice)}
-	}
-	if o.net.publicIP != "" && net.ParseIP(o.net.publicIP).To4() == nil {
-		return usageError{fmt.Errorf("--public-ip %q: not an IPv4 address", o.net.publicIP)}
+	if _, err := o.net.check(); err != nil {
+		return err
 	}
 	if o.net.udp != "" {
 		if _, err := net.ResolveUDPAddr("udp4", o.net.udp); err != nil {
