@@ -245,6 +245,15 @@ func TestBotsWithSecretNoWarnings(t *testing.T) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.wait(ctx) }()
+	// As a newcomer starts the bots after serve is up: its dedicated host hosts the room. (Bots
+	// that come first elect one of them, the dedicated host takes over, and the links being set
+	// up when it does are closed: a migration, not the healthy run this test is about.)
+	poll.Until(t, 30*time.Second, "the dedicated host hosts", func() error {
+		if st := s.host.Status(); !st.IsHost {
+			return fmt.Errorf("host status %+v", st)
+		}
+		return nil
+	})
 
 	botCtx, stopBots := context.WithCancel(ctx)
 	defer stopBots()

@@ -115,6 +115,17 @@ var Benign = []BenignWarning{
 		Why: "closing a connection closes its muxed candidate sockets under their read loops"},
 	{Scope: "sctp", Contains: "failed to write packets on netConn: dtls fatal: conn is closed",
 		Why: "a member that leaves closes DTLS while SCTP still flushes its last packets (a SACK, the shutdown)"},
+	{Scope: "sctp", Contains: "failed to write packets on netConn: dtls fatal: io: read/write on closed pipe",
+		Why: "the same, when the ICE connection under DTLS closed first"},
+	{Scope: "pc", Prefix: "Failed to start manager: connecting canceled by caller",
+		Why: "a connection closed while ICE was still connecting (a member that leaves, or a link given up and redialled)"},
+	{Scope: "pc", Prefix: "Failed to start SCTP: association closed before connecting",
+		Why: "a connection closed while SCTP was still connecting (a host migration replaces the links being set up)"},
+	{Scope: "pc", Prefix: "Failed to start SCTP: DTLS not established",
+		Why: "follows every failed ICE or DTLS start, whose own \"Failed to start manager\" line says why (a warning unless it was a close)"},
+	{Scope: "mux", Prefix: "Warning: mux: no endpoint for packet starting with ", Contains: ", adding to queue",
+		Why: "a DTLS record that arrives before its endpoint is registered waits in the queue for it, and one that arrives after " +
+			"a close (the remote's last data, its close_notify alert) is dropped with the mux; a full queue (\"not adding\") stays a warning"},
 	{Scope: "udpmux", Prefix: "UDPMuxDefault should not listening on unspecified address",
 		Why: "serve binds its one WebRTC socket on every interface (--addr 0.0.0.0, --udp 0.0.0.0:PORT) on purpose: " +
 			"pion then gathers a host candidate per interface on that one port, and the socket keeps Concord's batched I/O (peer/link), " +
