@@ -37,9 +37,22 @@ Environment:
                      to start unless --cluster-insecure).
   CONCORD_NATS_TOKEN default of --nats-token.`},
 	"host": {"concord host [flags]", `Runs a dedicated host for --room as its own process: it joins as the pinned host user and
-takes the room over once it has synced.`},
+takes the room over once it has synced. A server with a self-signed certificate: --ca cert.pem.`},
 	"bot": {"concord bot [flags]", `Runs -n headless players of the demo game in this process and prints one status line a
-second: synced members, host and term, entities, whether every replica hash agrees.`},
+second: synced members, host and term, entities, whether every replica hash agrees.
+
+Against a server with a secret (serve's CONCORD_SECRET), the bots need join tokens:
+  --token T          every bot joins as T's user, each on a device of its own: a token without a
+                     device claim admits serve's --max-devices-per-token bots (8 by default)
+  CONCORD_SECRET     (when set and --token is not) each bot mints its own token: users bot1 … botN
+                     (--name), kind bot, may host, valid one hour (checked at the join; a bot that
+                     reconnects resumes with the server's resume token). For test rigs that hold the
+                     secret; deployments hand out tokens instead.
+A server with a self-signed certificate: --ca cert.pem.
+
+Environment:
+  CONCORD_TOKEN   default of --token.
+  CONCORD_SECRET  the HS256 key to mint the bots' tokens with, when --token is not given.`},
 	"bench": {"concord bench fanout|migration|joins [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
@@ -63,6 +76,9 @@ tokens").
 
 Environment:
   CONCORD_SECRET  the HS256 key; required.`},
+	"version": {"concord version", `Prints the module version of this binary, the VCS revision it was built from when there
+is one ("+dirty": with uncommitted changes) and the Go version.`},
+	"help": {"concord help [COMMAND [SUBCOMMAND]]", `Prints the usage of every command, or the help and flags of one.`},
 	"crdt": {"concord crdt state|dump FILE... | export [flags]", `ADR-117 message streams (files such as a Decentraland main.crdt):
   state FILE...  merge the streams, print the converged state as JSON
   dump FILE      print one line per message

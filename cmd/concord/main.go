@@ -18,16 +18,19 @@ const usage = `concord — WebRTC host-authoritative multiplayer sessions
 
 Usage:
   concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena] [--data ./concord-data] [--scene ROOM=FILE]…
-                [--public-ip IP] [--udp ADDR] [--turn ADDR] [--turn-allow-private CIDR,…] [--ice-server URL]…
-                [--tls-cert FILE --tls-key FILE] [--origin ORIGIN,…] [--pprof]
-  concord host  [--server http://127.0.0.1:7880] [--room arena] [--ice loopback|any] [--udp ADDR] [--public-ip IP]
-  concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby] [--ice loopback|any]
+                [--public-ip IP] [--udp ADDR] [--turn ADDR] [--turn-tls ADDR --turn-host NAME] [--turn-allow-private CIDR,…]
+                [--ice-server URL]… [--tls-cert FILE --tls-key FILE] [--origin ORIGIN,…] [--nats URL] [--pprof]
+  concord host  [--server http://127.0.0.1:7880] [--room arena] [--ice loopback|any] [--udp ADDR] [--public-ip IP] [--ca FILE]
+  concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby] [--ice loopback|any] [--ca FILE]
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
+  concord bench joins [-n 512]                                      N bots join one serve at once: time until synced
   concord token --room R --user U [--power N] [--host] [--ttl 1h]   mint a join token from CONCORD_SECRET
   concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON
   concord crdt dump FILE         print one line per ADR-117 message
   concord crdt export [--data ./concord-data] [--room arena]   a room's last checkpoint as a main.crdt stream
+  concord version                this binary's module version and VCS revision
+  concord help [COMMAND]         this usage, or a command's help and flags
 
 Run "concord help COMMAND" or "concord COMMAND -h" for a command's help and flags.
 `
@@ -57,6 +60,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdToken(args[1:], stdout, stderr, time.Now)
 	case "crdt":
 		err = cmdCRDT(args[1:], stdin, stdout, stderr)
+	case "version":
+		err = cmdVersion(args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "bench-host": // hidden: the host process `bench migration` kills

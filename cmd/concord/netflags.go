@@ -1,10 +1,15 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"net"
 	"os"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/rs/zerolog"
 
@@ -29,13 +34,39 @@ func onThisMachine() peer.ICEMode {
 	return peer.ICELocal
 }
 
-// peerNet is how a Go peer's WebRTC links reach the network (flags --ice, --udp, --public-ip,
-// --relay-only).
+// peerNet is how a Go peer reaches the network: its WebRTC links (flags --ice, --udp,
+// --public-ip, --relay-only) and its signaling connection (--ca).
 type peerNet struct {
 	ice       string
 	udp       string
 	publicIP  string
 	relayOnly bool
+	// ca is a PEM file of certificates the signaling connection trusts besides the system's
+	// (a self-signed server); "" trusts the system's (and SSL_CERT_FILE's) only.
+	ca string
+}
+
+// addCAFlag adds --ca (host, bot).
+func (n *peerNet) addCAFlag(fs *flag.FlagSet) {
+	fs.StringVar(&n.ca, "ca", "", "PEM `FILE` of CA certificates to trust for a wss:// (https://) server besides the system's, e.g. a self-signed --tls-cert")
+}
+
+// signalingDialer is the websocket dialer of a peer that trusts the certificates in the PEM
+// file ca besides the system's: the signaling client's default dialer (10 s handshake, no proxy)
+// with those roots.
+func signalingDialer(ca string) (*websocket.Dialer, error) {
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, fmt.Errorf("--ca: %w", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca %s: no PEM certificate in it", ca)
+	}
+	return &websocket.Dialer{HandshakeTimeout: 10 * time.Second, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}, nil
 }
 
 // addICEFlag adds --ice and --relay-only (host, bot, serve).
@@ -50,17 +81,31 @@ func (n *peerNet) addAddrFlags(fs *flag.FlagSet) {
 	fs.StringVar(&n.publicIP, "public-ip", "", "IPv4 address advertised in host candidates instead of the interface's (1:1 NAT of a cloud VM); on serve also the TURN relay address")
 }
 
-// config fills the network fields of a peer.Config.
-func (n peerNet) config(log zerolog.Logger, cfg *peer.Config) error {
+// check validates --ice and --public-ip.
+func (n peerNet) check() (peer.ICEMode, error) {
 	mode, err := peer.ParseICEMode(n.ice)
 	if err != nil {
-		return usageError{fmt.Errorf("--ice %q: want loopback, local or any", n.ice)}
+		return mode, usageError{fmt.Errorf("--ice %q: want loopback, local or any", n.ice)}
+	}
+	if n.publicIP != "" && net.ParseIP(n.publicIP).To4() == nil {
+		return mode, usageError{fmt.Errorf("--public-ip %q: not an IPv4 address", n.publicIP)}
+	}
+	return mode, nil
+}
+
+// config fills the network fields of a peer.Config.
+func (n peerNet) config(log zerolog.Logger, cfg *peer.Config) error {
+	mode, err := n.check()
+	if err != nil {
+		return err
 	}
 	if mode == peer.ICEAuto && cfg.Server != "" && peer.ICEAuto.Loopback(cfg.Server) {
 		mode = onThisMachine()
 	}
-	if n.publicIP != "" && net.ParseIP(n.publicIP).To4() == nil {
-		return usageError{fmt.Errorf("--public-ip %q: not an IPv4 address", n.publicIP)}
+	if n.ca != "" {
+		if cfg.SignalingConfig.Dialer, err = signalingDialer(n.ca); err != nil {
+			return err
+		}
 	}
 	cfg.ICE = mode
 	cfg.RelayOnly = n.relayOnly

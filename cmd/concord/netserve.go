@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -66,17 +65,18 @@ func startTURN(o serveOptions, tlsCfg *tls.Config, ownPorts []int, log zerolog.L
 			return nil, usageError{fmt.Errorf("--turn-tls needs --tls-cert and --tls-key")}
 		}
 		cfg.TLSAddr, cfg.TLS = o.turnTLSAddr, tlsCfg
-		// turns: URLs name the certificate's host, which clients verify.
-		if leaf, err := x509.ParseCertificate(tlsCfg.Certificates[0].Certificate[0]); err == nil && len(leaf.DNSNames) > 0 {
+		// turns: URLs name a host the clients resolve and verify the certificate against:
+		// --turn-host, else the certificate's first name (which may not resolve where the
+		// members are: a certificate for a public name served behind split DNS).
+		cfg.TLSName = o.turnHost
+		if leaf, err := x509.ParseCertificate(tlsCfg.Certificates[0].Certificate[0]); cfg.TLSName == "" && err == nil && len(leaf.DNSNames) > 0 {
 			cfg.TLSName = leaf.DNSNames[0]
 		}
 	}
 	if o.turnPorts != "" {
-		lo, hi, ok := strings.Cut(o.turnPorts, "-")
-		minP, err1 := strconv.Atoi(lo)
-		maxP, err2 := strconv.Atoi(hi)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, usageError{fmt.Errorf("--turn-ports %q: want MIN-MAX", o.turnPorts)}
+		minP, maxP, err := parsePortRange(o.turnPorts)
+		if err != nil {
+			return nil, usageError{err}
 		}
 		cfg.MinPort, cfg.MaxPort = minP, maxP
 	}

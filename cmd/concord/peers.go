@@ -52,6 +52,7 @@ func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
 	var nw peerNet
 	nw.addICEFlag(fs)
 	nw.addAddrFlags(fs)
+	nw.addCAFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -71,10 +72,11 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	moveFor := fs.Duration("move-for", 0, "stop writing after this long but stay connected (0: move forever)")
 	name := fs.String("name", "bot", "user name prefix")
 	standby := fs.Bool("standby", false, "keep an idle standby link to the next host, so that a migration needs no new WebRTC handshake (peer.Config.Standby)")
-	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token, when the server requires one (env CONCORD_TOKEN)")
+	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token of one user for all the bots, when the server requires one (env CONCORD_TOKEN; without a device claim it admits up to serve's --max-devices-per-token bots)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	var nw peerNet
 	nw.addICEFlag(fs)
+	nw.addCAFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -85,15 +87,18 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	ids, err := botIdentities(*n, *name, *room, fmt.Sprintf("p%d", os.Getpid()), *token, os.Getenv("CONCORD_SECRET"), time.Now())
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	peers := make([]*peer.Peer, 0, *n)
 	errs := make(chan error, *n)
 	seed := uint64(time.Now().UnixNano())
-	for i := range *n {
-		user := fmt.Sprintf("%s%d", *name, i+1)
+	for i, id := range ids {
 		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed + uint64(i), MoveFor: *moveFor}})
-		p, err := newPeer(log.With().Str("bot", user).Logger(), nw, *server, *room, user, fmt.Sprintf("p%d", os.Getpid()), signaling.KindBot, *token, app, *standby)
+		p, err := newPeer(log.With().Str("bot", id.label).Logger(), nw, *server, *room, id.user, id.device, signaling.KindBot, id.token, app, *standby)
 		if err != nil {
 			cancel()
 			return err

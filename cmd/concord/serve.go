@@ -79,6 +79,7 @@ type serveOptions struct {
 
 	turnAddr     string         // --turn
 	turnTLSAddr  string         // --turn-tls
+	turnHost     string         // --turn-host: the name in turns: URLs (default: the certificate's)
 	turnAllow    []netip.Prefix // --turn-allow-private
 	turnPorts    string         // --turn-ports
 	turnQuota    int            // --turn-user-quota
@@ -189,6 +190,9 @@ type dedicated struct {
 // server knows the socket's port (a relay may reach it on the server's own address), then TURN,
 // signaling (which hands out TURN credentials) and the host.
 func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*server, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	var tlsCfg *tls.Config
 	if o.tlsCert != "" || o.tlsKey != "" {
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
@@ -196,12 +200,6 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	if o.interestRadius < 0 {
-		return nil, usageError{fmt.Errorf("--interest-radius %d: want a distance in millimetres ≥ 0", o.interestRadius)}
-	}
-	if err := checkWorldFlags(o); err != nil {
-		return nil, err
 	}
 	origins, err := newOriginPolicy(o.origins)
 	if err != nil {
@@ -239,7 +237,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		if o.clusterName != "" {
 			dc.Cluster = o.clusterConfig()
 		}
-		if s.store, err = durable.Open(dc); err != nil {
+		if s.store, err = durable.OpenContext(ctx, dc); err != nil {
 			return fail(err)
 		}
 		s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
@@ -376,7 +374,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	go func() { s.served <- s.http.Serve(ln) }()
 	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).
-		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Str("data", o.data).Str("node", o.nodeName).Str("cluster", o.clusterName).Msg("concord serving")
+		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Str(storeField(o)).Str("node", o.nodeName).Str("cluster", o.clusterName).Msg("concord serving")
 	return s, nil
 }
 
@@ -678,6 +676,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	o.net.addAddrFlags(fs)
 	fs.StringVar(&o.turnAddr, "turn", "", "run the embedded TURN/STUN server on this address, UDP and TCP (e.g. :3478); needs a specific IP or --public-ip")
 	fs.StringVar(&o.turnTLSAddr, "turn-tls", "", "also serve TURN over TLS (turns:) on this address, with --tls-cert/--tls-key (e.g. :5349)")
+	fs.StringVar(&o.turnHost, "turn-host", "", "host name in the turns: URLs members get, which they resolve and check the certificate against (default: the --tls-cert certificate's first DNS name)")
 	fs.StringVar(&o.turnPorts, "turn-ports", "49152-65535", "UDP port range of TURN relay sockets")
 	fs.IntVar(&o.turnQuota, "turn-user-quota", turnserver.DefaultMaxAllocations, "TURN allocations one member may hold at once")
 	fs.IntVar(&o.turnMaxBPS, "turn-max-bps", turnserver.DefaultMaxBytesPerSecond, "bytes per second the TURN relay carries for one member, both directions together")
@@ -732,7 +731,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	o.limits.AdminKey = os.Getenv("CONCORD_ADMIN_KEY") // with a secret, reads every room in /api/rooms
 	s, err := startServer(ctx, o, log)
 	if err != nil {
-		return err
+		return startupError(ctx, err, log)
 	}
 	return s.wait(ctx)
 }

@@ -582,7 +582,7 @@ func TestExternalNATSAuth(t *testing.T) {
 
 // TestRedactURLs: credentials never reach a log line or an error.
 func TestRedactURLs(t *testing.T) {
-	got := redactURLs("nats://u:p@a:4222, tls://tok3n@b:4222,nats://c:4222,nats://u:p%40x@d:1")
+	got := RedactURLs("nats://u:p@a:4222, tls://tok3n@b:4222,nats://c:4222,nats://u:p%40x@d:1")
 	if strings.Contains(got, "p@") || strings.Contains(got, "tok3n") || strings.Contains(got, "p%40x") || !strings.Contains(got, "nats://c:4222") {
 		t.Fatal(got)
 	}

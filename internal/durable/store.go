@@ -245,9 +245,18 @@ var ErrUnknownFormat = errors.New("durable: unknown checkpoint format")
 // ErrNoCheckpoint: the room has no checkpoint.
 var ErrNoCheckpoint = errors.New("durable: no checkpoint")
 
+// ErrNoJetStream: the external NATS server (Config.NATS) runs without JetStream, and no server
+// of its cluster answers JetStream requests. Waiting would not help: Open fails at once.
+var ErrNoJetStream = errors.New("durable: the NATS server has no JetStream")
+
 // Open locks Dir (one process per data directory), starts the embedded JetStream server on it and
-// makes the buckets.
-func Open(cfg Config) (*Store, error) {
+// makes the buckets. It is OpenContext without a way to give up.
+func Open(cfg Config) (*Store, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext is Open that gives up when ctx ends (a signal while starting): connecting to
+// an external NATS, and waiting for JetStream (a cluster's quorum) to make the buckets, return
+// ctx's error instead of blocking for up to StartTimeout.
+func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
 		cfg.Dir = DefaultDir
 	}
@@ -281,7 +290,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if cfg.NATS != "" {
 		s := &Store{cfg: cfg, log: cfg.Logger, refused: refused}
-		if err := s.start(); err != nil {
+		if err := s.start(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -295,22 +304,27 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, lock: lock, refused: refused}
-	if err := s.start(); err != nil {
+	if err := s.start(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Store) start() error {
+func (s *Store) start(ctx context.Context) error {
 	if s.cfg.NATS != "" {
 		opts, err := s.cfg.natsOptions()
 		if err != nil {
 			return err
 		}
-		nc, err := nats.Connect(s.cfg.NATS, opts...)
+		dial := &startDialer{ctx: ctx}
+		defer dial.started()
+		nc, err := nats.Connect(s.cfg.NATS, append(opts, nats.SetCustomDialer(dial))...)
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
 		if err != nil {
-			return fmt.Errorf("durable: connect to NATS %s: %w", redactURLs(s.cfg.NATS), err)
+			return fmt.Errorf("durable: connect to NATS %s: %w", RedactURLs(s.cfg.NATS), err)
 		}
 		s.nc = nc
 	} else {
@@ -330,20 +344,93 @@ func (s *Store) start() error {
 	// a cluster took 41 s in 10 s attempts (docs/protocol.md §7 "Cluster: startup").
 	deadline := time.Now().Add(s.cfg.StartTimeout)
 	attempt := min(startAttempt, s.cfg.Timeout)
+	retry := time.NewTimer(0)
+	defer retry.Stop()
 	for {
-		err = s.makeBuckets(attempt)
+		err = s.makeBuckets(ctx, attempt)
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
+		if err = s.noJetStream(err); errors.Is(err, ErrNoJetStream) {
+			return err
+		}
 		s.log.Debug().Err(err).Msg("JetStream not ready yet")
-		time.Sleep(250 * time.Millisecond)
+		retry.Reset(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("durable: stopped while waiting for JetStream (%w): %w", err, context.Cause(ctx))
+		case <-retry.C:
+		}
 	}
 	if err != nil {
 		return err
 	}
-	s.log.Info().Str("dir", s.cfg.Dir).Str("node", s.cfg.NodeName).Str("cluster", s.cfg.Cluster.Name).Str("nats", redactURLs(s.cfg.NATS)).
-		Int("replicas", s.cfg.replicas()).Msg("durable store open (JetStream)")
+	l := s.log.Info().Str("node", s.cfg.NodeName).Str("cluster", s.cfg.Cluster.Name)
+	if s.cfg.NATS != "" {
+		l = l.Str("nats", RedactURLs(s.cfg.NATS)) // Dir is not used
+	} else {
+		l = l.Str("dir", s.cfg.Dir)
+	}
+	l.Int("replicas", s.cfg.replicas()).Msg("durable store open (JetStream)")
 	return nil
+}
+
+// noJetStream turns err, a failed JetStream request, into ErrNoJetStream when nothing will ever
+// answer it: no server of the account answered ("no responders") and the server we are
+// connected to says, in its INFO, that it runs without JetStream. A cluster whose JetStream
+// servers are still starting answers with an error (or the connected server has JetStream),
+// and is waited for.
+func (s *Store) noJetStream(err error) error {
+	if !errors.Is(err, nats.ErrNoResponders) || s.ns != nil {
+		return err
+	}
+	if js, _ := s.nc.ConnectedServerJetStream(); js {
+		return err
+	}
+	return noJetStreamError{url: s.nc.ConnectedUrlRedacted()}
+}
+
+// RedactURLs is a comma-separated list of URLs (Config.NATS) fit for a log or an error: whatever
+// precedes a host's @ (a user and password, or a token in the user's place) becomes "REDACTED".
+func RedactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		scheme, rest, ok := strings.Cut(p, "://")
+		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
+			parts[i] = scheme + "://REDACTED" + rest[at:] // a user and password, or a token as the user
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// noJetStreamError is ErrNoJetStream with the server's URL and the fix.
+type noJetStreamError struct{ url string }
+
+func (e noJetStreamError) Error() string {
+	return "durable: the NATS server at " + e.url + " has no JetStream: start it with -js (or jetstream {} in its configuration)"
+}
+
+func (e noJetStreamError) Unwrap() error { return ErrNoJetStream }
+
+// startDialer dials the external NATS under the startup context, so that a signal while
+// connecting interrupts the dial; once Open has returned (started), reconnects dial without it.
+type startDialer struct {
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+func (d *startDialer) Dial(network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	ctx := d.ctx
+	d.mu.Unlock()
+	// nats.go's own dialer's timeout (nats.DefaultTimeout).
+	return (&net.Dialer{Timeout: nats.DefaultTimeout}).DialContext(ctx, network, address)
+}
+
+func (d *startDialer) started() {
+	d.mu.Lock()
+	d.ctx = context.Background()
+	d.mu.Unlock()
 }
 
 // startEmbedded starts the embedded nats-server and connects to it in process.
@@ -381,7 +468,7 @@ func (s *Store) startEmbedded() error {
 		for _, r := range c.Routes {
 			u, err := url.Parse(r)
 			if err != nil || u.Host == "" {
-				return fmt.Errorf("durable: route %q: want nats-route://HOST:PORT", redactURLs(r))
+				return fmt.Errorf("durable: route %q: want nats-route://HOST:PORT", RedactURLs(r))
 			}
 			if u.User == nil && c.Secret != "" {
 				u.User = url.UserPassword(RouteUser, c.Secret)
@@ -467,25 +554,12 @@ func (c Config) natsOptions() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// redactURLs hides the credentials of a comma-separated URL list (a user and password, or a
-// token in the user's place), for logs and errors: whatever precedes the host's @.
-func redactURLs(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		scheme, rest, ok := strings.Cut(p, "://")
-		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
-			parts[i] = scheme + "://REDACTED" + rest[at:]
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
 // startAttempt bounds one attempt of Open's to make the stream and the buckets.
 const startAttempt = 2 * time.Second
 
 // makeBuckets makes (or updates) the checkpoint stream and the buckets, each request within timeout.
-func (s *Store) makeBuckets(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+func (s *Store) makeBuckets(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r := s.cfg.replicas()
 	var err error

@@ -1,6 +1,9 @@
 package pionlog
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/pion/logging"
 	"github.com/rs/zerolog"
 )
@@ -40,14 +43,15 @@ func New(l zerolog.Logger) *Factory {
 // NewLogger returns a leveled logger for one pion scope. pion calls it once per
 // component instance, not per message.
 func (f *Factory) NewLogger(scope string) logging.LeveledLogger {
-	return &leveled{l: f.Logger.With().Str(ScopeField, scope).Logger()}
+	return &leveled{l: f.Logger.With().Str(ScopeField, scope).Logger(), scope: scope}
 }
 
 // leveled maps pion's LeveledLogger methods onto zerolog events. A disabled
 // level yields a nil *zerolog.Event, whose Msg/Msgf return without formatting,
 // so filtered-out messages cost no Sprintf.
 type leveled struct {
-	l zerolog.Logger
+	l     zerolog.Logger
+	scope string
 }
 
 var _ logging.LeveledLogger = (*leveled)(nil)
@@ -70,7 +74,70 @@ func (g *leveled) Debug(msg string)                  { g.l.Debug().Msg(msg) }
 func (g *leveled) Debugf(format string, args ...any) { g.l.Debug().Msgf(format, args...) }
 func (g *leveled) Info(msg string)                   { g.l.Info().Msg(msg) }
 func (g *leveled) Infof(format string, args ...any)  { g.l.Info().Msgf(format, args...) }
-func (g *leveled) Warn(msg string)                   { g.l.Warn().Msg(msg) }
-func (g *leveled) Warnf(format string, args ...any)  { g.l.Warn().Msgf(format, args...) }
+func (g *leveled) Warn(msg string)                   { g.warn(msg) }
 func (g *leveled) Error(msg string)                  { g.l.Error().Msg(msg) }
 func (g *leveled) Errorf(format string, args ...any) { g.l.Error().Msgf(format, args...) }
+
+// Warnf formats only when a warning or its demoted debug line may be written.
+func (g *leveled) Warnf(format string, args ...any) {
+	if max(g.l.GetLevel(), zerolog.GlobalLevel()) > zerolog.WarnLevel {
+		return // a logger that drops warnings drops debug lines too
+	}
+	g.warn(fmt.Sprintf(format, args...))
+}
+
+// warn writes a pion warning, at debug when Benign lists it as expected.
+func (g *leveled) warn(msg string) {
+	if IsBenign(g.scope, msg) {
+		g.l.Debug().Msg(msg)
+		return
+	}
+	g.l.Warn().Msg(msg)
+}
+
+// A BenignWarning is a warning pion logs in the normal course of a connection: nothing is wrong,
+// so it goes to debug, where it still helps to follow a connection, instead of making every
+// healthy run print warnings an operator learns to ignore (and then misses the real ones). A
+// warning is benign when its scope is Scope, it starts with Prefix and it contains Contains.
+type BenignWarning struct {
+	Scope, Prefix, Contains string
+	// Why it is expected.
+	Why string
+}
+
+// Benign lists pion's expected warnings (pion/ice v4, pion/sctp as carried in third_party).
+// Warnings that tell of a mistake stay warnings: "Failed to resolve TCP address" of a turns: URL
+// whose host does not resolve where the member is, for one (serve --turn-host names it).
+var Benign = []BenignWarning{
+	{Scope: "ice", Prefix: "Failed to ping without candidate pairs",
+		Why: "ICE checks start before the remote's trickled candidates arrive: every connection logs it until they do"},
+	{Scope: "ice", Prefix: "Failed to read from candidate", Contains: "closed pipe",
+		Why: "closing a connection closes its muxed candidate sockets under their read loops"},
+	{Scope: "sctp", Contains: "failed to write packets on netConn: dtls fatal: conn is closed",
+		Why: "a member that leaves closes DTLS while SCTP still flushes its last packets (a SACK, the shutdown)"},
+	{Scope: "sctp", Contains: "failed to write packets on netConn: dtls fatal: io: read/write on closed pipe",
+		Why: "the same, when the ICE connection under DTLS closed first"},
+	{Scope: "pc", Prefix: "Failed to start manager: connecting canceled by caller",
+		Why: "a connection closed while ICE was still connecting (a member that leaves, or a link given up and redialled)"},
+	{Scope: "pc", Prefix: "Failed to start SCTP: association closed before connecting",
+		Why: "a connection closed while SCTP was still connecting (a host migration replaces the links being set up)"},
+	{Scope: "pc", Prefix: "Failed to start SCTP: DTLS not established",
+		Why: "follows every failed ICE or DTLS start, whose own \"Failed to start manager\" line says why (a warning unless it was a close)"},
+	{Scope: "mux", Prefix: "Warning: mux: no endpoint for packet starting with ", Contains: ", adding to queue",
+		Why: "a DTLS record that arrives before its endpoint is registered waits in the queue for it, and one that arrives after " +
+			"a close (the remote's last data, its close_notify alert) is dropped with the mux; a full queue (\"not adding\") stays a warning"},
+	{Scope: "udpmux", Prefix: "UDPMuxDefault should not listening on unspecified address",
+		Why: "serve binds its one WebRTC socket on every interface (--addr 0.0.0.0, --udp 0.0.0.0:PORT) on purpose: " +
+			"pion then gathers a host candidate per interface on that one port, and the socket keeps Concord's batched I/O (peer/link), " +
+			"which pion's per-interface MultiUDPMux would not"},
+}
+
+// IsBenign reports whether msg, a warning of the pion scope, is in Benign.
+func IsBenign(scope, msg string) bool {
+	for _, b := range Benign {
+		if b.Scope == scope && strings.HasPrefix(msg, b.Prefix) && strings.Contains(msg, b.Contains) {
+			return true
+		}
+	}
+	return false
+}

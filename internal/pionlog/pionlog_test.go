@@ -123,3 +123,63 @@ func TestTraceEnabled(t *testing.T) {
 		t.Fatalf("asking wrote %q", buf.String())
 	}
 }
+
+// TestBenignWarnings: each of pion's expected warnings (Benign) is written at debug, through Warn
+// and Warnf alike, and is dropped by a warn-level logger (pionlog.Level); the same message from
+// another scope, or with another cause, is still a warning.
+func TestBenignWarnings(t *testing.T) {
+	tests := []struct {
+		scope, msg string
+		benign     bool
+	}{
+		{"ice", "Failed to ping without candidate pairs. Connection is not possible yet.", true},
+		{"ice", "Failed to read from candidate udp4 host 127.0.0.1:60188 (resolved: 127.0.0.1:60188): io: read/write on closed pipe", true},
+		{"sctp", "[0x2fecd2afe008] failed to write packets on netConn: dtls fatal: conn is closed", true},
+		{"udpmux", "UDPMuxDefault should not listening on unspecified address, use NewMultiUDPMuxFromPort instead", true},
+		{"pc", "Failed to start manager: connecting canceled by caller", true},
+		{"pc", "Failed to start SCTP: DTLS not established", true},
+		{"pc", "Failed to start SCTP: association closed before connecting", true},
+		{"sctp", "[0x296bfa8bc708] failed to write packets on netConn: dtls fatal: io: read/write on closed pipe", true},
+		{"pc", "Failed to start manager: handshake error: EOF", false},
+		{"mux", "Warning: mux: no endpoint for packet starting with 23, adding to queue size(0)", true},
+		{"mux", "Warning: mux: no endpoint for packet starting with 23, not adding to queue size(32)", false},
+		{"pc", "Failed to start manager: handshake error: remote fingerprint does not match", false},
+
+		{"sctp", "Failed to ping without candidate pairs. Connection is not possible yet.", false},
+		{"ice", "Failed to read from candidate udp4 host 127.0.0.1:60188: read udp4: connection refused", false},
+		{"sctp", "[0x2fecd2afe008] failed to write packets on netConn: write udp4: no buffer space available", false},
+		{"ice", "Failed to resolve TCP address turn.example.com:5349: lookup turn.example.com: no such host", false},
+	}
+	for _, tc := range tests {
+		want := "warn"
+		if tc.benign {
+			want = "debug"
+		}
+		for _, viaf := range []bool{false, true} {
+			var buf bytes.Buffer
+			l := New(zerolog.New(&buf).Level(zerolog.DebugLevel)).NewLogger(tc.scope)
+			if viaf {
+				l.Warnf("%s", tc.msg)
+			} else {
+				l.Warn(tc.msg)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+				t.Fatalf("%s %q: output %q: %v", tc.scope, tc.msg, buf.String(), err)
+			}
+			if got["level"] != want || got["message"] != tc.msg {
+				t.Errorf("%s %q (Warnf %v): level %v, want %s", tc.scope, tc.msg, viaf, got["level"], want)
+			}
+
+			buf.Reset()
+			l = New(Level(zerolog.New(&buf))).NewLogger(tc.scope)
+			l.Warnf("%s", tc.msg)
+			if tc.benign && buf.Len() != 0 {
+				t.Errorf("%s %q: a warn-level logger wrote the benign warning: %s", tc.scope, tc.msg, buf.String())
+			}
+			if !tc.benign && buf.Len() == 0 {
+				t.Errorf("%s %q: a warn-level logger dropped a real warning", tc.scope, tc.msg)
+			}
+		}
+	}
+}
