@@ -27,6 +27,10 @@ const (
 	RefusedApplication
 	// RefusedAck: a member's Ack of a datagram the host never sent it.
 	RefusedAck
+	// RefusedSurvivorClaim: a member's greeting claims an earlier host's state that signaling
+	// never recorded it synced in (no correction window), or a correction through the window
+	// beyond what a survivor could have seen (docs/protocol.md §5 "Limits").
+	RefusedSurvivorClaim
 	// NumRefusals is the number of reasons.
 	NumRefusals
 )
@@ -42,6 +46,7 @@ var refusalNames = [NumRefusals]string{
 	RefusedSnapshot:     "snapshot_bounds",
 	RefusedApplication:  "application_size",
 	RefusedAck:          "ack",
+	RefusedSurvivorClaim: "survivor_claim",
 }
 
 // String returns the reason's label, as /metrics shows it.

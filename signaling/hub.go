@@ -111,6 +111,10 @@ type member struct {
 	power   int
 	mayHost bool
 	synced  bool
+	// syncedTerm is the last term in which the server recorded the member synced (Member.SyncedTerm):
+	// the room's term when it reported synced or was elected, or what a resume claim's token
+	// vouches for. A host trusts a member as a survivor of an earlier host only on this record.
+	syncedTerm Term
 
 	reported bool
 	report   Report
@@ -127,7 +131,7 @@ type member struct {
 }
 
 func (m *member) info() Member {
-	return Member{Index: m.index, ID: m.id, Kind: m.kind, Power: m.power, MayHost: m.mayHost, Synced: m.synced}
+	return Member{Index: m.index, ID: m.id, Kind: m.kind, Power: m.power, MayHost: m.mayHost, Synced: m.synced, SyncedTerm: m.syncedTerm}
 }
 
 type room struct {
@@ -416,6 +420,14 @@ func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 	if rc.Synced {
 		m.synced = true
 	}
+	defer func() {
+		if rc.Synced {
+			// The claim says the member held a host's state; the server records it for no later
+			// term than its token vouches for (a member of that term could have synced in it),
+			// nor than the room's.
+			m.syncedTerm = max(m.syncedTerm, min(rc.Term, vouched, r.term))
+		}
+	}()
 	if rc.Term > r.term {
 		if r.host != 0 {
 			// The member knew a later term than this room's host: move the room past it, so
@@ -439,6 +451,7 @@ func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 		// The host came back in its own term: it is host again, no term bump, no migration.
 		r.host = m.index
 		m.synced = true
+		m.syncedTerm = r.term
 		h.endGrace(r)
 		r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Msg("host resumed")
 		return true
@@ -650,20 +663,29 @@ func (h *hub) elect(r *room) bool {
 	h.saveCounters(r)
 	if m := r.member(host); m != nil {
 		m.synced = true
+		m.syncedTerm = r.term
 	}
 	r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(host)).Uint64("previous", uint64(prev)).Msg("host elected")
 	return true
 }
 
+// synced records that m holds the host's state in the room's term. A member reports synced again
+// after each new host syncs it: the record of the term moves (once a term), and the host reads it
+// (member-synced carries the term).
 func (h *hub) synced(c *conn) {
 	m := h.members[c]
-	if m == nil || m.synced {
+	if m == nil || (m.synced && m.syncedTerm >= m.room.term) {
 		return
 	}
-	m.synced = true
-	h.stats.hist.synced(h.cfg.Clock.Now().Sub(m.joinedAt))
+	first := !m.synced
 	r := m.room
-	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index}))
+	m.synced = true
+	m.syncedTerm = r.term
+	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index, Term: r.term}))
+	if !first {
+		return
+	}
+	h.stats.hist.synced(h.cfg.Clock.Now().Sub(m.joinedAt))
 	if h.elect(r) {
 		h.broadcastHost(r, nil)
 	}
