@@ -51,6 +51,7 @@ type hostRole struct {
 	// member's report of syncing with this host must not erase it), the clock this peer took
 	// over with, and the entities live then (what a previous host could have deleted).
 	survivors   map[PeerIndex]Term
+	present     map[PeerIndex]bool // the roster as this peer took over: members of the earlier term
 	tookOver    crdt.Timestamp
 	heldAtStart map[Entity]bool
 

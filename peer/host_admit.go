@@ -206,10 +206,11 @@ func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 			if rec.Peer == idx {
 				return RefusedCorrection, fmt.Sprintf("authority record handing %v to its sender", m.Entity)
 			}
-			if relayed && rec.Peer != h.w.self && h.survivorTerm(rec.Peer) == 0 {
-				// A previous host handed entities only to its own members: a member signaling
-				// never recorded synced before this term held nothing of it.
-				return RefusedSurvivorClaim, fmt.Sprintf("relayed authority record handing %v to member %d, not synced in an earlier term", m.Entity, rec.Peer)
+			if relayed && rec.Peer != h.w.self && !h.present[rec.Peer] && h.survivorTerm(rec.Peer) == 0 {
+				// A previous host handed entities only to its own members: a member that joined
+				// after this peer took over, and that signaling never recorded synced in an
+				// earlier term, held nothing of it (an accomplice).
+				return RefusedSurvivorClaim, fmt.Sprintf("relayed authority record handing %v to member %d, not a member of an earlier term", m.Entity, rec.Peer)
 			}
 		}
 	}
@@ -235,7 +236,9 @@ func (h *hostRole) startWindow() {
 	w := h.w
 	h.tookOver = w.r.Clock()
 	h.survivors = make(map[PeerIndex]Term)
+	h.present = make(map[PeerIndex]bool)
 	for idx, m := range h.env.roster() {
+		h.present[idx] = true
 		if m.SyncedTerm != 0 && m.SyncedTerm < w.term {
 			h.survivors[idx] = m.SyncedTerm
 		}

@@ -36,16 +36,16 @@ const (
 )
 
 var refusalNames = [NumRefusals]string{
-	RefusedStampSkew:    "stamp_skew",
-	RefusedBatch:        "batch_size",
-	RefusedCorrection:   "correction",
-	RefusedDigest:       "digest_buckets",
-	RefusedReassembly:   "reassembly_timeout",
-	RefusedHostStamp:    "host_stamp_skew",
-	RefusedHostDeletion: "host_deletion",
-	RefusedSnapshot:     "snapshot_bounds",
-	RefusedApplication:  "application_size",
-	RefusedAck:          "ack",
+	RefusedStampSkew:     "stamp_skew",
+	RefusedBatch:         "batch_size",
+	RefusedCorrection:    "correction",
+	RefusedDigest:        "digest_buckets",
+	RefusedReassembly:    "reassembly_timeout",
+	RefusedHostStamp:     "host_stamp_skew",
+	RefusedHostDeletion:  "host_deletion",
+	RefusedSnapshot:      "snapshot_bounds",
+	RefusedApplication:   "application_size",
+	RefusedAck:           "ack",
 	RefusedSurvivorClaim: "survivor_claim",
 }
 
