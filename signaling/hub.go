@@ -422,10 +422,12 @@ func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 	}
 	defer func() {
 		if rc.Synced {
-			// The claim says the member held a host's state; the server records it for no later
-			// term than its token vouches for (a member of that term could have synced in it),
-			// nor than the room's.
-			m.syncedTerm = max(m.syncedTerm, min(rc.Term, vouched, r.term))
+			// The claim says the member held a host's state. The server records it synced in the
+			// term its token vouches for (the member was in the room then and could have synced),
+			// never in the claim's own term: a member that joined in term 2 must not claim to
+			// have synced in term 1 and pass for a survivor of term 1's host. Nor the room's term:
+			// a room rebuilt from claims after a restart takes the first claim's term, a lie too.
+			m.syncedTerm = max(m.syncedTerm, vouched)
 		}
 	}()
 	if rc.Term > r.term {
