@@ -191,7 +191,7 @@ func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 		if relayed {
 			// A previous host deleted only what it had: never an entity this host spawned
 			// since it took over (a deletion takes every lower version of its number too).
-			if live, ok := h.w.byNumber[m.Entity.Number()]; ok && live.Version() <= m.Entity.Version() && !h.heldAtStart[live] {
+			if live, ok := h.w.byNumber[m.Entity.Number()]; ok && !windowDeletionOK(live.Version(), h.heldAtStart[live], m.Entity.Version()) {
 				return RefusedSurvivorClaim, fmt.Sprintf("relayed deletion of %v, spawned by this host after it took over", live)
 			}
 		}
@@ -206,7 +206,7 @@ func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 			if rec.Peer == idx {
 				return RefusedCorrection, fmt.Sprintf("authority record handing %v to its sender", m.Entity)
 			}
-			if relayed && rec.Peer != h.w.self && !h.present[rec.Peer] && h.survivorTerm(rec.Peer) == 0 {
+			if relayed && !windowRecordOK(rec.Peer, h.w.self, h.present[rec.Peer] || h.survivorTerm(rec.Peer) != 0) {
 				// A previous host handed entities only to its own members: a member that joined
 				// after this peer took over, and that signaling never recorded synced in an
 				// earlier term, held nothing of it (an accomplice).
@@ -268,7 +268,7 @@ func (h *hostRole) survivorWindow(hm *hostMember) bool {
 		return false
 	}
 	rec := h.survivorTerm(hm.link.idx)
-	if hm.heldTerm <= rec {
+	if windowOpen(hm.heldTerm, rec, h.w.term) {
 		return true
 	}
 	// Not a strike: a member whose report of syncing reached signaling only after the election
@@ -277,14 +277,37 @@ func (h *hostRole) survivorWindow(hm *hostMember) bool {
 	return false
 }
 
+// The window's rules as functions of plain values, checked against the vectors the browser host
+// shares (testdata/peer/survivor_window.json, web/test/survivor.test.js).
+
+// windowOpen reports whether a member whose greeting names term held, and whom signaling recorded
+// synced in term rec at most, may relay an earlier host's state to the host of term.
+func windowOpen(held, rec, term Term) bool {
+	return held != 0 && held <= rec && rec < term
+}
+
 // windowCeiling is the highest stamp a correction admitted through the window may carry: what a
 // survivor saw, the previous host stamped before this one took over, and this peer's clock then
-// trailed the previous host's by less than the skew bound.
-func (h *hostRole) windowCeiling() crdt.Timestamp {
-	if h.tookOver > math.MaxUint32-maxStampSkew {
+// (tookOver) trailed the previous host's by less than the skew bound.
+func windowCeiling(tookOver crdt.Timestamp) crdt.Timestamp {
+	if tookOver > math.MaxUint32-maxStampSkew {
 		return math.MaxUint32
 	}
-	return h.tookOver + maxStampSkew
+	return tookOver + maxStampSkew
+}
+
+// windowDeletionOK reports whether a relayed deletion at version del may take the live entity of
+// its number, at version live: only one this host held when it took over (a deletion takes every
+// lower version of its number; a higher one it leaves alone).
+func windowDeletionOK(live uint16, heldAtStart bool, del uint16) bool {
+	return live > del || heldAtStart
+}
+
+// windowRecordOK reports whether a relayed authority record may name peer: this host, or a member
+// of an earlier term (earlier: in the room when this host took over, or recorded synced in an
+// earlier term by signaling).
+func windowRecordOK(peer, self PeerIndex, earlier bool) bool {
+	return peer == self || earlier
 }
 
 // knownVersion is the highest version of entity number n this world knows of: live, deleted, or 0.

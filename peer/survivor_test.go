@@ -144,7 +144,7 @@ func TestAttackRecordedSurvivorBeyondWindow(t *testing.T) {
 	})
 	// The room plays on: this host's clock moves well past the one it took over with.
 	h.w.r.ObserveClock(h.host.tookOver + 2*maxStampSkew)
-	above := h.host.windowCeiling() + 100 // within the skew bound of the host's clock now
+	above := windowCeiling(h.host.tookOver) + 100 // within the skew bound of the host's clock now
 	honestTS := h.host.tookOver + 5
 	refused := h.publish().RefusedBy[RefusedSurvivorClaim]
 	s.n.joinWith(3, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {
