@@ -612,6 +612,18 @@ test('a survivor recorded by signaling relays what it could have seen, and nothi
   assert.equal(p.status().refused - refused, 7);
 });
 
+test('member-synced carries the term signaling recorded; a later one moves the record, an older one does not', () => {
+  const room = newRoom({ warn: true });
+  const p = room.p;
+  p.step(() => p.handleSignaling({ type: 'member-synced', peerIndex: OWNER, term: 3 }));
+  assert.equal(p.members.get(OWNER).syncedTerm, 3);
+  p.step(() => p.handleSignaling({ type: 'member-synced', peerIndex: OWNER, term: 2 }));
+  assert.equal(p.members.get(OWNER).syncedTerm, 3);
+  p.step(() => p.handleSignaling({ type: 'member-synced', peerIndex: OWNER }));
+  assert.equal(p.members.get(OWNER).syncedTerm, 3, 'an older server sends no term');
+  assert.equal(p.members.get(OWNER).synced, true);
+});
+
 test('the window\'s rules give the outcomes of the shared vectors', () => {
   const v = readJSON('testdata/peer/survivor_window.json');
   for (const c of v.open) assert.equal(windowOpen(c.hello, c.recorded, c.term), c.open, c.why);
