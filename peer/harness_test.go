@@ -100,6 +100,9 @@ type stepNet struct {
 	// term (a liar's greeting); otherwise joinWith records them synced in their held term, as
 	// the server does for a real survivor (Member.SyncedTerm).
 	unrecorded bool
+	// records, when set for a peer, is the record signaling holds of it as it joins (after a
+	// restart of the server: the term its resume token vouches for), whatever its world holds.
+	records map[PeerIndex]Term
 	// onSend, when set, sees every payload a link sends (counting traffic by message type).
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 	// onSendOwned, when set, sees every payload a link takes over (SendOwned), after onSend.
@@ -145,6 +148,9 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	m := signaling.Member{Index: idx, ID: signaling.NewIdentity("u", string(rune('a'+idx))), Kind: signaling.KindBot, MayHost: true}
 	if p.w.heldTerm != 0 && !n.unrecorded {
 		m.Synced, m.SyncedTerm = true, p.w.heldTerm
+	}
+	if t, ok := n.records[idx]; ok {
+		m.Synced, m.SyncedTerm = t != 0, t
 	}
 	n.roster = append(n.roster, m)
 	for _, o := range n.peers {

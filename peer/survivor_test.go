@@ -206,3 +206,22 @@ func TestSurvivorRecordedRelayAdmitted(t *testing.T) {
 	s.n.pump()
 	converge(t, h, s.honest, survivor)
 }
+
+// The same attacker after a restart of the signaling server: it resumes with a claim of term 1,
+// synced, but its resume token vouches for term 2, the term it joined in, and the server records
+// that (signaling TestSyncedTermRecord). The host, back in its own term 2, reads a record of its
+// own term: no window.
+func TestAttackLyingSurvivorAfterResume(t *testing.T) {
+	s := newSurvivorRoom(t)
+	ts := s.h.w.r.Clock() + 10
+	s.n.records = map[PeerIndex]Term{3: 2}
+	s.n.joinWith(3, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {
+		s.poisonAt(w, ts)
+		w.heldTerm = 1
+	})
+	s.assertKept(t)
+	if got := s.h.publish().RefusedBy[RefusedSurvivorClaim]; got == 0 {
+		t.Error("the claim was not counted as survivor_claim")
+	}
+	s.playOn(t)
+}
