@@ -563,9 +563,9 @@ function scoreOf(room) {
   return v ? new DataView(v.data.buffer, v.data.byteOffset, 4).getUint32(0, true) : -1;
 }
 
-test('a greeting naming an earlier term that signaling never recorded opens no window', () => {
+for (const [what, recorded] of [['never recorded', {}], ['recorded in the host\'s own term (its resume token\'s, after a restart)', { [MALLORY]: 2 }]]) test(`a greeting naming an earlier term that signaling ${what} opens no window`, () => {
   // Mallory joined the room at term 2 and says it holds term 1's state: no record says so.
-  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, recorded: {}, warn: true, boxes: 8, takeover: true });
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, recorded, warn: true, boxes: 8, takeover: true });
   const p = room.p;
   assert.equal(p.status().refused, 1, 'the claim is counted');
   const boxes = p.w.entitiesOf(SCHEMA_BOX);
