@@ -418,18 +418,14 @@ func (h *hub) admit(r *room, m *member, rc *Resume, vouched Term, announce bool)
 func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 	changed := false
 	if rc.Synced {
+		// The claim says the member held a host's state. The server records it synced in the
+		// term its token vouches for (the member was in the room then and could have synced),
+		// never in the claim's own term: a member that joined in term 2 must not claim to have
+		// synced in term 1 and pass for a survivor of term 1's host. Nor the room's term: a room
+		// rebuilt from claims after a restart takes the first claim's term, a lie too.
 		m.synced = true
+		m.syncedTerm = max(m.syncedTerm, vouched)
 	}
-	defer func() {
-		if rc.Synced {
-			// The claim says the member held a host's state. The server records it synced in the
-			// term its token vouches for (the member was in the room then and could have synced),
-			// never in the claim's own term: a member that joined in term 2 must not claim to
-			// have synced in term 1 and pass for a survivor of term 1's host. Nor the room's term:
-			// a room rebuilt from claims after a restart takes the first claim's term, a lie too.
-			m.syncedTerm = max(m.syncedTerm, vouched)
-		}
-	}()
 	if rc.Term > r.term {
 		if r.host != 0 {
 			// The member knew a later term than this room's host: move the room past it, so
