@@ -192,7 +192,7 @@ func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 			// A previous host deleted only what it had: never an entity this host spawned
 			// since it took over (a deletion takes every lower version of its number too).
 			if live, ok := h.w.byNumber[m.Entity.Number()]; ok && !windowDeletionOK(live.Version(), h.heldAtStart[live], m.Entity.Version()) {
-				return RefusedSurvivorClaim, fmt.Sprintf("relayed deletion of %v, spawned by this host after it took over", live)
+				return RefusedSurvivor, fmt.Sprintf("relayed deletion of %v, spawned by this host after it took over", live)
 			}
 		}
 		return 0, ""
@@ -210,7 +210,7 @@ func (h *hostRole) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 				// A previous host handed entities only to its own members: a member that joined
 				// after this peer took over, and that signaling never recorded synced in an
 				// earlier term, held nothing of it (an accomplice).
-				return RefusedSurvivorClaim, fmt.Sprintf("relayed authority record handing %v to member %d, not a member of an earlier term", m.Entity, rec.Peer)
+				return RefusedSurvivor, fmt.Sprintf("relayed authority record handing %v to member %d, not a member of an earlier term", m.Entity, rec.Peer)
 			}
 		}
 	}
@@ -273,7 +273,7 @@ func (h *hostRole) survivorWindow(hm *hostMember) bool {
 	}
 	// Not a strike: a member whose report of syncing reached signaling only after the election
 	// that ended its term may be honest (its first sync, as the previous host went away).
-	h.noteRefusal(hm, RefusedSurvivorClaim, fmt.Sprintf("greeting claims term %d's state, signaling recorded it synced in term %d at most; no correction window", hm.heldTerm, rec))
+	h.noteRefusal(hm, RefusedSurvivor, fmt.Sprintf("greeting claims term %d's state, signaling recorded it synced in term %d at most; no correction window", hm.heldTerm, rec))
 	return false
 }
 

@@ -186,7 +186,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 		err := v.err
 		if err == nil && v.windowed && m.Timestamp > windowCeiling(h.tookOver) {
 			reason := fmt.Sprintf("relayed correction of %v stamped %d, above what the room's clock was when this host took over (%d + %d)", m.Entity, m.Timestamp, h.tookOver, maxStampSkew)
-			if ferr := h.refuse(hm, RefusedSurvivorClaim, reason); ferr != nil {
+			if ferr := h.refuse(hm, RefusedSurvivor, reason); ferr != nil {
 				return ferr
 			}
 			err = errors.New(reason)

@@ -305,7 +305,7 @@ func (r *migRoom) check(step string, rec, final *migView, vanish map[peer.Entity
 func (r *migRoom) windowsOpened(step string, peers []*migPeer) {
 	r.t.Helper()
 	for _, p := range peers {
-		if n := p.Status().RefusedBy[peer.RefusedSurvivorClaim]; n != 0 {
+		if n := p.Status().RefusedBy[peer.RefusedSurvivor]; n != 0 {
 			r.t.Errorf("%s: %s refused %d survivor claims: an honest survivor lost its correction window", step, p.name, n)
 		}
 	}

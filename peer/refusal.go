@@ -27,26 +27,26 @@ const (
 	RefusedApplication
 	// RefusedAck: a member's Ack of a datagram the host never sent it.
 	RefusedAck
-	// RefusedSurvivorClaim: a member's greeting claims an earlier host's state that signaling
+	// RefusedSurvivor: a member's greeting claims an earlier host's state that signaling
 	// never recorded it synced in (no correction window), or a correction through the window
 	// beyond what a survivor could have seen (docs/protocol.md §5 "Limits").
-	RefusedSurvivorClaim
+	RefusedSurvivor
 	// NumRefusals is the number of reasons.
 	NumRefusals
 )
 
 var refusalNames = [NumRefusals]string{
-	RefusedStampSkew:     "stamp_skew",
-	RefusedBatch:         "batch_size",
-	RefusedCorrection:    "correction",
-	RefusedDigest:        "digest_buckets",
-	RefusedReassembly:    "reassembly_timeout",
-	RefusedHostStamp:     "host_stamp_skew",
-	RefusedHostDeletion:  "host_deletion",
-	RefusedSnapshot:      "snapshot_bounds",
-	RefusedApplication:   "application_size",
-	RefusedAck:           "ack",
-	RefusedSurvivorClaim: "survivor_claim",
+	RefusedStampSkew:    "stamp_skew",
+	RefusedBatch:        "batch_size",
+	RefusedCorrection:   "correction",
+	RefusedDigest:       "digest_buckets",
+	RefusedReassembly:   "reassembly_timeout",
+	RefusedHostStamp:    "host_stamp_skew",
+	RefusedHostDeletion: "host_deletion",
+	RefusedSnapshot:     "snapshot_bounds",
+	RefusedApplication:  "application_size",
+	RefusedAck:          "ack",
+	RefusedSurvivor:     "survivor_claim",
 }
 
 // String returns the reason's label, as /metrics shows it.

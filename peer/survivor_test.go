@@ -122,7 +122,7 @@ func TestAttackLyingSurvivorUnrecorded(t *testing.T) {
 		w.heldTerm = 1
 	})
 	s.assertKept(t)
-	if got := s.h.publish().RefusedBy[RefusedSurvivorClaim]; got == 0 {
+	if got := s.h.publish().RefusedBy[RefusedSurvivor]; got == 0 {
 		t.Error("the claim was not counted as survivor_claim")
 	}
 	s.playOn(t)
@@ -146,7 +146,7 @@ func TestAttackRecordedSurvivorBeyondWindow(t *testing.T) {
 	h.w.r.ObserveClock(h.host.tookOver + 2*maxStampSkew)
 	above := windowCeiling(h.host.tookOver) + 100 // within the skew bound of the host's clock now
 	honestTS := h.host.tookOver + 5
-	refused := h.publish().RefusedBy[RefusedSurvivorClaim]
+	refused := h.publish().RefusedBy[RefusedSurvivor]
 	s.n.joinWith(3, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {
 		s.poisonAt(w, above)
 		w.r.Merge(&crdt.Message{Type: crdt.DeleteEntity, Entity: late})
@@ -173,7 +173,7 @@ func TestAttackRecordedSurvivorBeyondWindow(t *testing.T) {
 		}
 	}
 	// 6 records, the score and the late deletion.
-	if got := h.publish().RefusedBy[RefusedSurvivorClaim] - refused; got != 8 {
+	if got := h.publish().RefusedBy[RefusedSurvivor] - refused; got != 8 {
 		t.Errorf("survivor_claim refusals %d, want 8", got)
 	}
 	s.playOn(t)
@@ -199,7 +199,7 @@ func TestSurvivorRecordedRelayAdmitted(t *testing.T) {
 	if got := h.w.AuthorityRecord(s.boxes[1]); got.Kind != authority.KindLock || got.Peer != 2 {
 		t.Errorf("box 1's authority %+v, want member 2's lock relayed by the survivor", got)
 	}
-	if got := h.publish().RefusedBy[RefusedSurvivorClaim]; got != 0 {
+	if got := h.publish().RefusedBy[RefusedSurvivor]; got != 0 {
 		t.Errorf("survivor_claim refusals %d, want 0", got)
 	}
 	h.flushUpdates()
@@ -220,7 +220,7 @@ func TestAttackLyingSurvivorAfterResume(t *testing.T) {
 		w.heldTerm = 1
 	})
 	s.assertKept(t)
-	if got := s.h.publish().RefusedBy[RefusedSurvivorClaim]; got == 0 {
+	if got := s.h.publish().RefusedBy[RefusedSurvivor]; got == 0 {
 		t.Error("the claim was not counted as survivor_claim")
 	}
 	s.playOn(t)
