@@ -335,6 +335,7 @@ func TestRelayedDeletionBySurvivor(t *testing.T) {
 	if !ok {
 		t.Fatal("member 2 has no avatar")
 	}
+	h.host.startWindow() // as if host 1 had taken over with the avatar: the previous host's
 	survivor := n.joinWith(3, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {
 		w.r.Merge(&crdt.Message{Type: crdt.DeleteEntity, Entity: old})
 		w.heldTerm = 1

@@ -28,6 +28,9 @@ func (p *Peer) ReopenFirstBatchForTest(idx PeerIndex) bool {
 			return
 		}
 		p.host.synced(idx).acceptRelayed = true
+		// As if this host had just taken over with what it holds: what it spawned is what a
+		// previous host could have sent the member.
+		p.host.startWindow()
 		done <- true
 	}
 	return <-done

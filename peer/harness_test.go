@@ -96,6 +96,13 @@ type stepNet struct {
 	unacked map[PeerIndex]uint64
 	// noDeltas joins the next peers with Config.NoDeltas (they do not ask for deltas).
 	noDeltas bool
+	// unrecorded: signaling records no sync of the next peers whose world holds an earlier
+	// term (a liar's greeting); otherwise joinWith records them synced in their held term, as
+	// the server does for a real survivor (Member.SyncedTerm).
+	unrecorded bool
+	// records, when set for a peer, is the record signaling holds of it as it joins (after a
+	// restart of the server: the term its resume token vouches for), whatever its world holds.
+	records map[PeerIndex]Term
 	// onSend, when set, sees every payload a link sends (counting traffic by message type).
 	onSend func(from, to PeerIndex, ch link.Channel, b []byte)
 	// onSendOwned, when set, sees every payload a link takes over (SendOwned), after onSend.
@@ -142,13 +149,19 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	if err != nil {
 		n.t.Fatal(err)
 	}
+	if before != nil {
+		before(p.w)
+	}
 	m := signaling.Member{Index: idx, ID: signaling.NewIdentity("u", string(rune('a'+idx))), Kind: signaling.KindBot, MayHost: true}
+	if p.w.heldTerm != 0 && !n.unrecorded {
+		m.Synced, m.SyncedTerm = true, p.w.heldTerm
+	}
+	if t, ok := n.records[idx]; ok {
+		m.Synced, m.SyncedTerm = t != 0, t
+	}
 	n.roster = append(n.roster, m)
 	for _, o := range n.peers {
 		o.members[idx] = m
-	}
-	if before != nil {
-		before(p.w)
 	}
 	sp := &stepPeer{Peer: p, net: n, sig: &fakeSig{}}
 	n.peers[idx] = sp
@@ -157,6 +170,19 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	p.afterEvent()
 	n.pump()
 	return sp
+}
+
+// recordSynced records member idx synced in term, as signaling does when it reports synced
+// (Member.SyncedTerm), in every peer's roster.
+func (n *stepNet) recordSynced(idx PeerIndex, term Term) {
+	for i, m := range n.roster {
+		if m.Index == idx {
+			n.roster[i].Synced, n.roster[i].SyncedTerm = true, term
+			for _, o := range n.peers {
+				o.members[idx] = n.roster[i]
+			}
+		}
+	}
 }
 
 // Connect implements Transport with a fakeLink; an offer reaches the other peer through pump.

@@ -49,6 +49,14 @@ type hostRole struct {
 	// worldUse is the bytes each member's writes added to the world, by identity (or index):
 	// WorldLimits.MemberBytes (world_limits.go).
 	worldUse map[string]int
+	// The survivors' correction window (host_admit.go, docs/protocol.md §5 "Limits"): the
+	// earlier terms signaling had recorded the members synced in when this peer took over (a
+	// member's report of syncing with this host must not erase it), the clock this peer took
+	// over with, and the entities live then (what a previous host could have deleted).
+	survivors   map[PeerIndex]Term
+	present     map[PeerIndex]bool // the roster as this peer took over: members of the earlier term
+	tookOver    crdt.Timestamp
+	heldAtStart map[Entity]bool
 
 	hc    netmsg.HostCommands
 	snap  netmsg.HostSnapshot
@@ -99,7 +107,8 @@ type hostMember struct {
 	// and what an earlier flush did not send it (its link was not ready, past
 	// MaxDatagramsPerFlush, or the send failed).
 	dirty map[Entity]uint32
-	// heldTerm is the term of the state the member's greeting says it holds (0: none).
+	// heldTerm is the term of the state the member's greeting says it holds (0: none); the
+	// window opens only when signaling's record vouches for it (survivorWindow).
 	heldTerm Term
 	// buckets is the bucket count of the member's first digest; later digests must keep it.
 	buckets int
@@ -178,6 +187,7 @@ func (h *hostRole) start() {
 			w.writeAuthority(e, authority.Record{})
 		}
 	}
+	h.startWindow()
 	h.log.Info().Int("entities", w.Len()).Uint32("clock", uint32(w.r.Clock())).Msg("now hosting")
 	h.app.HostStart(w)
 	if h.cfg.Kind != signaling.KindHost {

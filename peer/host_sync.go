@@ -59,9 +59,10 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 	hm.snapClock, hm.snapAt = w.r.Clock(), now
 	if first {
 		hm.snapshotSent = true
-		// Relayed corrections only from a member that held an earlier host's state: a fresh
-		// joiner (term 0) or one of this term has nothing of a previous host to relay.
-		hm.acceptRelayed = hm.heldTerm != 0 && hm.heldTerm < w.term
+		// Relayed corrections only from a member that held an earlier host's state, as
+		// signaling recorded it: a fresh joiner (term 0), one of this term, or one whose
+		// greeting claims what signaling never saw has nothing of a previous host to relay.
+		hm.acceptRelayed = h.survivorWindow(hm)
 		hm.dirty = make(map[Entity]uint32)
 		h.entered = append(h.entered, netmsg.PeerInfo{PeerIndex: uint64(hm.link.idx), PeerID: wirePeerID(hm.info.ID)})
 		h.ensureAvatar(hm)
@@ -146,7 +147,7 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 	count := 0
 	// Admission is decided per entity by the authority the batch found: a relayed entity this
 	// host lacked brings its own record, which must not refuse the entity's keys after it.
-	var verdict map[Entity]error
+	var verdict map[Entity]entityVerdict
 	for rd.Reset(b.Messages); rd.Next(&m) == nil; {
 		if count++; count > maxCorrectionMessages {
 			return h.refuse(hm, RefusedBatch, fmt.Sprintf("more than %d corrections in one batch; the rest dropped", maxCorrectionMessages))
@@ -172,13 +173,23 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 			orphaned = true
 			continue
 		}
-		err, decided := verdict[m.Entity]
+		v, decided := verdict[m.Entity]
 		if !decided {
-			err = h.auth.AdmitCorrection(idx, m.Entity, relayed)
+			v.err = h.auth.AdmitCorrection(idx, m.Entity, relayed)
+			// Admitted only because of the window: a host entity the member relays.
+			v.windowed = relayed && v.err == nil && h.auth.AdmitCorrection(idx, m.Entity, false) != nil
 			if verdict == nil {
-				verdict = make(map[Entity]error)
+				verdict = make(map[Entity]entityVerdict)
 			}
-			verdict[m.Entity] = err
+			verdict[m.Entity] = v
+		}
+		err := v.err
+		if err == nil && v.windowed && m.Timestamp > windowCeiling(h.tookOver) {
+			reason := fmt.Sprintf("relayed correction of %v stamped %d, above what the room's clock was when this host took over (%d + %d)", m.Entity, m.Timestamp, h.tookOver, maxStampSkew)
+			if ferr := h.refuse(hm, RefusedSurvivor, reason); ferr != nil {
+				return ferr
+			}
+			err = errors.New(reason)
 		}
 		if err != nil {
 			if h.holds(&m) {

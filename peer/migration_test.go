@@ -45,6 +45,7 @@ func TestMigrationHandoverChain(t *testing.T) {
 	if final.Host != a.Status().Self {
 		t.Fatalf("step 1: host %d, want the earliest bot %d", final.Host, a.Status().Self)
 	}
+	r.windowsOpened("step 1", bots)
 	r.resume()
 
 	// Step 2: that bot dies; the next one takes over, and the dead bot's avatar (only it) goes.
@@ -82,6 +83,7 @@ func TestMigrationHandoverChain(t *testing.T) {
 		t.Fatalf("step 3: host %d term %d, want the dedicated host %d in term %d", final.Host, final.Term, h2Self, term+1)
 	}
 	r.check("step 3 (planned handover)", rec, final, nil)
+	r.windowsOpened("handover chain", all)
 	r.checkWrites("step 3 (planned handover)", all, final)
 
 	// The pinned host was elected only after it had synced: its first host change to itself

@@ -299,6 +299,18 @@ func (r *migRoom) check(step string, rec, final *migView, vanish map[peer.Entity
 		step, len(rec.Keys), rec.Locks, len(rec.Live), final.Term, final.Host, len(violations))
 }
 
+// windowsOpened fails the test if a host among peers refused a survivor its correction window
+// (survivor_claim): every survivor of these migrations was recorded synced by signaling, so its
+// greeting's term is covered by the record the host reads (docs/protocol.md §5 "Limits").
+func (r *migRoom) windowsOpened(step string, peers []*migPeer) {
+	r.t.Helper()
+	for _, p := range peers {
+		if n := p.Status().RefusedBy[peer.RefusedSurvivor]; n != 0 {
+			r.t.Errorf("%s: %s refused %d survivor claims: an honest survivor lost its correction window", step, p.name, n)
+		}
+	}
+}
+
 func (r *migRoom) view(p *migPeer) (*migView, error) {
 	var v *migView
 	if err := p.Do(context.Background(), func(w *peer.World) { v = migrationcheck.Read(w) }); err != nil {

@@ -44,6 +44,10 @@ const (
 	RefusedMemberWorld
 	// RefusedWorldBytes: a member's write that would take the world past WorldLimits.RoomBytes.
 	RefusedWorldBytes
+	// RefusedSurvivor: a member's greeting claims an earlier host's state that signaling
+	// never recorded it synced in (no correction window), or a correction through the window
+	// beyond what a survivor could have seen (docs/protocol.md §5 "Limits").
+	RefusedSurvivor
 	// NumRefusals is the number of reasons.
 	NumRefusals
 )
@@ -65,6 +69,7 @@ var refusalNames = [NumRefusals]string{
 	RefusedAppendSets:   "append_sets",
 	RefusedMemberWorld:  "member_world_bytes",
 	RefusedWorldBytes:   "world_bytes",
+	RefusedSurvivor:     "survivor_claim",
 }
 
 // String returns the reason's label, as /metrics shows it.

@@ -21,6 +21,7 @@ func TestRuleRelayedEntityAdmittedWhole(t *testing.T) {
 	n := newStepNet(t)
 	h := n.join(1, &stepApp{table: stepSchemas()}, 2, 1)
 	n.join(2, &stepApp{table: stepSchemas()}, 2, 1)
+	n.recordSynced(2, 1)       // member 2 synced with the previous host, which spawned its avatar
 	const avatar = Entity(600) // a number this host never allocated
 	// Member 3 holds, from the previous host, an avatar of member 2 that host 1 lacks.
 	n.joinWith(3, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {

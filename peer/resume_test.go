@@ -306,6 +306,7 @@ func testResumeHostDies(t *testing.T, slow bool) {
 		t.Error(err)
 	}
 	r.check("host died during a signaling outage", rec, final, nil)
+	r.windowsOpened("host died during a signaling outage", bots)
 	r.checkWrites("host died during a signaling outage", bots, final)
 }
 

@@ -66,6 +66,7 @@ func (p *Peer) handleSignaling(ctx context.Context, ev signaling.Event) {
 	case signaling.MemberSynced:
 		if m, ok := p.members[ev.Index]; ok {
 			m.Synced = true
+			m.SyncedTerm = max(m.SyncedTerm, ev.Term)
 			p.members[ev.Index] = m
 		}
 	case signaling.MemberLeft:

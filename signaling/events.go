@@ -47,6 +47,9 @@ type MemberLeft struct {
 // host counts as synced without this event.
 type MemberSynced struct {
 	Index PeerIndex
+	// Term is the term the server recorded the member synced in (Member.SyncedTerm); a member
+	// reports synced again after each new host syncs it. 0 from a server that predates it.
+	Term Term
 }
 
 // HostChanged announces a new host and its term. Host 0 means that no member

@@ -111,6 +111,10 @@ type member struct {
 	power   int
 	mayHost bool
 	synced  bool
+	// syncedTerm is the last term in which the server recorded the member synced (Member.SyncedTerm):
+	// the room's term when it reported synced or was elected, or what a resume claim's token
+	// vouches for. A host trusts a member as a survivor of an earlier host only on this record.
+	syncedTerm Term
 
 	reported bool
 	report   Report
@@ -127,7 +131,7 @@ type member struct {
 }
 
 func (m *member) info() Member {
-	return Member{Index: m.index, ID: m.id, Kind: m.kind, Power: m.power, MayHost: m.mayHost, Synced: m.synced}
+	return Member{Index: m.index, ID: m.id, Kind: m.kind, Power: m.power, MayHost: m.mayHost, Synced: m.synced, SyncedTerm: m.syncedTerm}
 }
 
 type room struct {
@@ -446,7 +450,13 @@ func (h *hub) admit(r *room, m *member, rc *Resume, vouched Term, announce bool)
 func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 	changed := false
 	if rc.Synced {
+		// The claim says the member held a host's state. The server records it synced in the
+		// term its token vouches for (the member was in the room then and could have synced),
+		// never in the claim's own term: a member that joined in term 2 must not claim to have
+		// synced in term 1 and pass for a survivor of term 1's host. Nor the room's term: a room
+		// rebuilt from claims after a restart takes the first claim's term, a lie too.
 		m.synced = true
+		m.syncedTerm = max(m.syncedTerm, vouched)
 	}
 	if rc.Term > r.term {
 		if r.host != 0 {
@@ -471,6 +481,7 @@ func (h *hub) resume(r *room, m *member, rc *Resume, vouched Term) bool {
 		// The host came back in its own term: it is host again, no term bump, no migration.
 		r.host = m.index
 		m.synced = true
+		m.syncedTerm = r.term
 		h.endGrace(r)
 		r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(r.host)).Msg("host resumed")
 		return true
@@ -686,20 +697,29 @@ func (h *hub) elect(r *room) bool {
 	h.saveCounters(r)
 	if m := r.member(host); m != nil {
 		m.synced = true
+		m.syncedTerm = r.term
 	}
 	r.log.Info().Uint64("term", uint64(r.term)).Uint64("host", uint64(host)).Uint64("previous", uint64(prev)).Msg("host elected")
 	return true
 }
 
+// synced records that m holds the host's state in the room's term. A member reports synced again
+// after each new host syncs it: the record of the term moves (once a term), and the host reads it
+// (member-synced carries the term).
 func (h *hub) synced(c *conn) {
 	m := h.members[c]
-	if m == nil || m.synced {
+	if m == nil || (m.synced && m.syncedTerm >= m.room.term) {
 		return
 	}
-	m.synced = true
-	h.stats.hist.synced(h.cfg.Clock.Now().Sub(m.joinedAt))
+	first := !m.synced
 	r := m.room
-	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index}))
+	m.synced = true
+	m.syncedTerm = r.term
+	h.broadcast(r, mustMarshal(memberSyncedMsg{V: ProtocolVersion, Type: typeMemberSynced, PeerIndex: m.index, Term: r.term}))
+	if !first {
+		return
+	}
+	h.stats.hist.synced(h.cfg.Clock.Now().Sub(m.joinedAt))
 	if h.elect(r) {
 		h.broadcastHost(r, nil)
 	}

@@ -26,7 +26,7 @@ const (
 	typeJoined       msgType = "joined"        // room, self, peerId, term, host, members, pinnedHosts, resumeToken
 	typeMemberJoined msgType = "member-joined" // member
 	typeMemberLeft   msgType = "member-left"   // peerIndex, peerId, reason
-	typeMemberSynced msgType = "member-synced" // peerIndex
+	typeMemberSynced msgType = "member-synced" // peerIndex, term
 	typeHost         msgType = "host"          // term, host
 	typeICEServers   msgType = "ice-servers"   // iceServers: fresh credentials (Config.ICERefresh)
 	// typeSignal is also sent to clients: from, to, payload.
@@ -216,6 +216,12 @@ type Member struct {
 	MayHost bool `json:"mayHost"`
 	// Synced is true once the member reported synced or became host.
 	Synced bool `json:"synced"`
+	// SyncedTerm is the last term in which the server recorded the member synced (its report,
+	// its election, or a resume claim the server vouches for; docs/protocol.md §4), 0 if never.
+	// A host opens the survivors' correction window only to a member recorded synced in an
+	// earlier term than its own (docs/protocol.md §5 "Limits"). Omitted when 0: a client that
+	// predates it reads no record, so it opens no window.
+	SyncedTerm Term `json:"syncedTerm,omitempty"`
 }
 
 // Candidate returns the member as an election candidate; join order is peer
@@ -369,6 +375,8 @@ type memberSyncedMsg struct {
 	V         int       `json:"v"`
 	Type      msgType   `json:"type"`
 	PeerIndex PeerIndex `json:"peerIndex"`
+	// Term is the term the server recorded the member synced in (Member.SyncedTerm).
+	Term Term `json:"term,omitempty"`
 }
 
 type hostMsg struct {
@@ -472,7 +480,7 @@ func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
 		if dst.PeerIndex == 0 {
 			return nil, fmt.Errorf("%w: member-synced without peerIndex", ErrBadMessage)
 		}
-		return MemberSynced{Index: dst.PeerIndex}, nil
+		return MemberSynced{Index: dst.PeerIndex, Term: dst.Term}, nil
 	case typeHost:
 		return HostChanged{Term: dst.Term, Host: dst.Host, ResumeToken: dst.Resume}, nil
 	case typeICEServers:

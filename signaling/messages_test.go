@@ -106,7 +106,7 @@ func TestDecodeClientMessageFields(t *testing.T) {
 // TestServerMessageGolden pins the wire form of every server message; the
 // same strings appear in docs/protocol.md §4.
 func TestServerMessageGolden(t *testing.T) {
-	alice := Member{Index: 1, ID: "alice/tab-1", Kind: KindBrowser, Power: 50, MayHost: true, Synced: true}
+	alice := Member{Index: 1, ID: "alice/tab-1", Kind: KindBrowser, Power: 50, MayHost: true, Synced: true, SyncedTerm: 1}
 	bob := Member{Index: 2, ID: "bob/~2", Kind: KindBot, Power: 0, MayHost: true, Synced: false}
 	mid := "0"
 	var zero uint16
@@ -116,13 +116,13 @@ func TestServerMessageGolden(t *testing.T) {
 		want string
 	}{
 		{"joined", joinedMsg{V: 1, Type: typeJoined, Room: "lobby", Self: 2, PeerID: "bob/~2", Term: 1, Host: 1, Members: []Member{alice, bob}, Pinned: []Identity{"alice"}},
-			`{"v":1,"type":"joined","room":"lobby","self":2,"peerId":"bob/~2","term":1,"host":1,"members":[{"peerIndex":1,"peerId":"alice/tab-1","kind":"browser","power":50,"mayHost":true,"synced":true},{"peerIndex":2,"peerId":"bob/~2","kind":"bot","power":0,"mayHost":true,"synced":false}],"pinnedHosts":["alice"]}`},
+			`{"v":1,"type":"joined","room":"lobby","self":2,"peerId":"bob/~2","term":1,"host":1,"members":[{"peerIndex":1,"peerId":"alice/tab-1","kind":"browser","power":50,"mayHost":true,"synced":true,"syncedTerm":1},{"peerIndex":2,"peerId":"bob/~2","kind":"bot","power":0,"mayHost":true,"synced":false}],"pinnedHosts":["alice"]}`},
 		{"member-joined", memberJoinedMsg{V: 1, Type: typeMemberJoined, Member: bob},
 			`{"v":1,"type":"member-joined","member":{"peerIndex":2,"peerId":"bob/~2","kind":"bot","power":0,"mayHost":true,"synced":false}}`},
 		{"member-left", memberLeftMsg{V: 1, Type: typeMemberLeft, PeerIndex: 1, PeerID: "alice/tab-1", Reason: ReasonTimeout},
 			`{"v":1,"type":"member-left","peerIndex":1,"peerId":"alice/tab-1","reason":"timeout"}`},
-		{"member-synced", memberSyncedMsg{V: 1, Type: typeMemberSynced, PeerIndex: 2},
-			`{"v":1,"type":"member-synced","peerIndex":2}`},
+		{"member-synced", memberSyncedMsg{V: 1, Type: typeMemberSynced, PeerIndex: 2, Term: 1},
+			`{"v":1,"type":"member-synced","peerIndex":2,"term":1}`},
 		{"host", hostMsg{V: 1, Type: typeHost, Term: 2, Host: 2},
 			`{"v":1,"type":"host","term":2,"host":2}`},
 		{"signal", signalMsg{V: 1, Type: typeSignal, From: 1, To: 2, Payload: SignalPayload{Kind: SignalCandidate, Candidate: &ICECandidate{Candidate: "candidate:1 1 udp 2130706431 127.0.0.1 50000 typ host", SDPMid: &mid, SDPMLineIndex: &zero}, Session: 1}},
@@ -151,6 +151,14 @@ func TestDecodeServerMessageEvents(t *testing.T) {
 	ev, err := decodeServerMessage([]byte(`{"v":1,"type":"host","term":5,"host":3}`), &sm)
 	if err != nil || ev != (HostChanged{Term: 5, Host: 3}) {
 		t.Fatalf("host: %#v, %v", ev, err)
+	}
+	ev, err = decodeServerMessage([]byte(`{"v":1,"type":"member-synced","peerIndex":2,"term":4}`), &sm)
+	if err != nil || ev != (MemberSynced{Index: 2, Term: 4}) {
+		t.Fatalf("member-synced: %#v, %v", ev, err)
+	}
+	ev, err = decodeServerMessage([]byte(`{"v":1,"type":"member-joined","member":{"peerIndex":3,"peerId":"c/1","kind":"bot","power":0,"mayHost":true,"synced":true,"syncedTerm":2}}`), &sm)
+	if err != nil || ev.(MemberJoined).Member.SyncedTerm != 2 {
+		t.Fatalf("member-joined: %#v, %v", ev, err)
 	}
 	ev, err = decodeServerMessage([]byte(`{"v":1,"type":"member-left","peerIndex":2,"peerId":"b/1","reason":"dropped"}`), &sm)
 	if err != nil || ev != (MemberLeft{Index: 2, PeerID: "b/1", Reason: ReasonDropped}) {

@@ -22,7 +22,7 @@ import (
 func TestJoinAndMembership(t *testing.T) {
 	e := newEnv(t, Config{})
 	a, ja := e.joined(JoinOptions{Room: "lobby", User: "alice", Device: "tab-1"})
-	wantA := Member{Index: 1, ID: "alice/tab-1", Kind: KindBrowser, Power: 0, MayHost: true, Synced: true}
+	wantA := Member{Index: 1, ID: "alice/tab-1", Kind: KindBrowser, Power: 0, MayHost: true, Synced: true, SyncedTerm: 1}
 	if ja.Self != 1 || ja.Term != 1 || ja.Host != 1 || ja.Room != "lobby" || ja.PeerID != "alice/tab-1" ||
 		!reflect.DeepEqual(ja.Members, []Member{wantA}) {
 		t.Fatalf("first join: %+v", ja)
@@ -476,7 +476,7 @@ func TestTokens(t *testing.T) {
 	}
 	// Claims give power, may-host, device and kind.
 	_, jh := e.joined(JoinOptions{Room: "r", Token: token(Claims{Room: "r", User: "low", Device: "d", Power: 10, MayHost: true, Kind: KindBot})})
-	if jh.Host != 2 || jh.Term != 1 || jh.PeerID != "low/d" || jh.Members[1] != (Member{Index: 2, ID: "low/d", Kind: KindBot, Power: 10, MayHost: true, Synced: true}) {
+	if jh.Host != 2 || jh.Term != 1 || jh.PeerID != "low/d" || jh.Members[1] != (Member{Index: 2, ID: "low/d", Kind: KindBot, Power: 10, MayHost: true, Synced: true, SyncedTerm: 1}) {
 		t.Fatalf("host join: %+v", jh)
 	}
 	if got := until[HostChanged](t, v, nil); got.Term != 1 || got.Host != 2 || got.ResumeToken == "" {

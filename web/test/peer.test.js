@@ -13,7 +13,8 @@ import * as netmsg from '../static/js/netmsg.js';
 import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
 import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
-import { MAX_STAMP_SKEW, MAX_STRIKES, MAX_CONDUCTS, CLOSE_REFUSED } from '../static/js/restamp.js';
+import { MAX_STAMP_SKEW, MAX_STRIKES, MAX_CONDUCTS, CLOSE_REFUSED, windowOpen, windowCeiling, windowDeletionOK, windowRecordOK } from '../static/js/restamp.js';
+import { readJSON } from './helpers.js';
 import { HOST_REASSEMBLY_LIMIT, REASSEMBLY_TIMEOUT_MS } from '../static/js/links.js';
 import { COMPONENT_AUTHORITY } from '../static/js/schema.js';
 import { KIND_HOST, KIND_LOCK, encodeRecord } from '../static/js/authority.js';
@@ -51,19 +52,23 @@ class RecordingLink {
  * A browser peer hosting term 1 of a room with two synced members, OWNER and MALLORY (bots, so
  * each got an avatar). Warnings other than rejected writes fail the test. held: per member, the
  * term of the state its greeting says it holds (default: the room's term, nothing earlier).
+ * recorded: per member, the term signaling recorded it synced in (its member record's
+ * syncedTerm); default: its held term, as for a real survivor of that term. takeover: the host
+ * took over holding the world its app made (the previous host's entities), before any member synced.
  */
-function newRoom({ answered = [OWNER, MALLORY], opts = {}, term = TERM, held = {}, warn = false } = {}) {
+function newRoom({ answered = [OWNER, MALLORY], opts = {}, term = TERM, held = {}, recorded = held, warn = false, boxes = 1, takeover = false } = {}) {
   const warnings = [];
   const log = (level, msg, fields) => {
     if (level === 'warn' && msg !== 'write rejected' && !warn) warnings.push(`${msg} ${JSON.stringify(fields)}`);
   };
-  const p = new Peer({ app: new Game({ boxes: 1 }), kind: 'host', log, ...opts });
+  const p = new Peer({ app: new Game({ boxes }), kind: 'host', log, ...opts });
   p.w.self = HOST;
   for (const [idx, kind] of [[HOST, 'host'], [OWNER, 'bot'], [MALLORY, 'bot']]) {
-    p.members.set(idx, { peerIndex: idx, peerId: `user${idx}/device`, kind });
+    p.members.set(idx, { peerIndex: idx, peerId: `user${idx}/device`, kind, syncedTerm: recorded[idx] ?? 0 });
   }
   p.step(() => p.setHost(term, HOST));
   assert.ok(p.host, 'the peer hosts');
+  if (takeover) p.host.startWindow();
   const room = { p, warnings, term, remotes: new Map(), links: new Map() };
   for (const idx of [OWNER, MALLORY]) {
     // connect() as the answerer of an in-page link makes the Remote and starts nothing; the
@@ -313,6 +318,7 @@ test('a deletion in a member\'s first batch is admitted whoever owns the entity,
   // Mallory held the state of term 1 and has not answered its sync snapshot of term 2: its first
   // batch carries what the previous host sent it, and the previous host deleted the owner's avatar.
   const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 } });
+  room.p.host.startWindow(); // as if the host had taken over holding the avatar: the previous host's
   const old = room.avatar;
   deleteBatch(room, MALLORY, old);
   assert.equal(room.p.w.r.entityDeleted(old), true, 'the deletion is merged');
@@ -528,6 +534,102 @@ test('a member claiming an earlier term cannot hand itself an entity nor delete 
   for (let n = 700; n < 800; n++) assert.equal(room.p.w.r.deletedVersion(n), undefined, `number ${n} not deleted`);
   assert.equal(room.p.w.r.deletedVersion(1), undefined, 'reserved number not deleted');
   assert.ok(room.p.count.refused > 0);
+});
+
+// The lying survivor (docs/security.md §2, the correction window; Go: peer/survivor_test.go).
+
+const SCORE = 1300; // the room entity's score component (arena.js SCHEMAS)
+
+/** A CrdtBatch of messages from member idx in the room's term. */
+function batchOf(room, msgs) {
+  return netmsg.encode({ type: Type.CrdtBatch, term: BigInt(room.term), messages: netmsg.concat(...msgs.map((m) => crdt.encodeMessage(m))) });
+}
+
+/** What the lying survivor sends: boxes deleted, the rest handed to peer to, the score written, stamped ts. */
+function liarMessages(room, boxes, to, ts) {
+  const msgs = [];
+  for (const e of boxes.slice(0, 2)) msgs.push({ type: crdt.MessageType.DeleteEntity, entity: e, component: 0, timestamp: 0, networkId: 0, data: null });
+  for (const e of boxes.slice(2)) {
+    msgs.push({ type: crdt.MessageType.PutComponent, entity: e, component: COMPONENT_AUTHORITY, timestamp: ts, networkId: 0, data: encodeRecord({ kind: KIND_LOCK, peer: to }) });
+  }
+  const score = new Uint8Array(4);
+  new DataView(score.buffer).setUint32(0, 2147483677, true);
+  msgs.push({ type: crdt.MessageType.PutComponent, entity: 0, component: SCORE, timestamp: ts, networkId: 0, data: score });
+  return msgs;
+}
+
+function scoreOf(room) {
+  const v = room.p.w.r.get(0, SCORE);
+  return v ? new DataView(v.data.buffer, v.data.byteOffset, 4).getUint32(0, true) : -1;
+}
+
+for (const [what, recorded] of [['never recorded', {}], ['recorded in the host\'s own term (its resume token\'s, after a restart)', { [MALLORY]: 2 }]]) test(`a greeting naming an earlier term that signaling ${what} opens no window`, () => {
+  // Mallory joined the room at term 2 and says it holds term 1's state: no record says so.
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, recorded, warn: true, boxes: 8, takeover: true });
+  const p = room.p;
+  assert.equal(p.status().refused, 1, 'the claim is counted');
+  const boxes = p.w.entitiesOf(SCHEMA_BOX);
+  assert.equal(boxes.length, 8);
+  const score = scoreOf(room);
+  hostile(room, MALLORY, RELIABLE, batchOf(room, liarMessages(room, boxes, OWNER, p.w.clock + 10)));
+  for (const e of boxes) {
+    assert.equal(p.w.exists(e), true, `box ${e} lives`);
+    assert.equal(p.w.authorityRecord(e).kind, KIND_HOST, `box ${e} is still the host's`);
+  }
+  assert.equal(scoreOf(room), score, 'the score is the host\'s');
+  // The honest member keeps playing.
+  const { ts } = avatarPos(room);
+  move(room, OWNER, room.avatar, ts + 1, { x: 4321, y: 1234 });
+  assert.deepEqual(avatarPos(room).pos, { x: 4321, y: 1234 });
+});
+
+test('a survivor recorded by signaling relays what it could have seen, and nothing beyond', () => {
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, warn: true, boxes: 8, takeover: true });
+  const p = room.p;
+  const h = p.host;
+  assert.equal(p.status().refused, 0, 'the recorded survivor\'s window opens');
+  const boxes = p.w.entitiesOf(SCHEMA_BOX);
+  const score = scoreOf(room);
+  // Since the takeover: an accomplice joined, the host spawned a box, its clock moved on.
+  const ACCOMPLICE = 9;
+  p.members.set(ACCOMPLICE, { peerIndex: ACCOMPLICE, peerId: 'user9/device', kind: 'bot', syncedTerm: 0 });
+  let late = 0;
+  p.do((w) => { late = w.spawn(SCHEMA_BOX, new Uint8Array(0)); });
+  p.w.r.observeClock(h.tookOver + 2 * MAX_STAMP_SKEW);
+  const above = h.tookOver + MAX_STAMP_SKEW + 100; // above the window's ceiling, within the skew of the clock now
+  const msgs = liarMessages(room, boxes, ACCOMPLICE, above);
+  msgs.push({ type: crdt.MessageType.DeleteEntity, entity: late, component: 0, timestamp: 0, networkId: 0, data: null });
+  // What the previous host really sent it: another member's lock on a box.
+  msgs.splice(2, 1, { type: crdt.MessageType.PutComponent, entity: boxes[2], component: COMPONENT_AUTHORITY, timestamp: h.tookOver + 5, networkId: 0, data: encodeRecord({ kind: KIND_LOCK, peer: OWNER }) });
+  const refused = p.status().refused;
+  hostile(room, MALLORY, RELIABLE, batchOf(room, msgs));
+  assert.equal(p.w.exists(late), true, 'the box spawned after the takeover lives');
+  assert.equal(scoreOf(room), score, 'a score stamped above the window\'s ceiling is refused');
+  for (const e of boxes.slice(3)) assert.equal(p.w.authorityRecord(e).kind, KIND_HOST, `box ${e} not handed to the accomplice`);
+  assert.deepEqual(p.w.authorityRecord(boxes[2]), { kind: KIND_LOCK, peer: OWNER }, 'the relayed lock of a member of the earlier term is admitted');
+  for (const e of boxes.slice(0, 2)) assert.equal(p.w.exists(e), false, `the relayed deletion of box ${e}, held at the takeover, is admitted`);
+  // 5 records to the accomplice, the score, the late deletion.
+  assert.equal(p.status().refused - refused, 7);
+});
+
+test('member-synced carries the term signaling recorded; a later one moves the record, an older one does not', () => {
+  const room = newRoom({ warn: true });
+  const p = room.p;
+  p.step(() => p.handleSignaling({ type: 'member-synced', peerIndex: OWNER, term: 3 }));
+  assert.equal(p.members.get(OWNER).syncedTerm, 3);
+  p.step(() => p.handleSignaling({ type: 'member-synced', peerIndex: OWNER, term: 2 }));
+  assert.equal(p.members.get(OWNER).syncedTerm, 3);
+  p.step(() => p.handleSignaling({ type: 'member-synced', peerIndex: OWNER }));
+  assert.equal(p.members.get(OWNER).syncedTerm, 3, 'an older server sends no term');
+  assert.equal(p.members.get(OWNER).synced, true);
+});
+
+test('the window\'s rules give the outcomes of the shared vectors', () => {
+  const v = readJSON('testdata/peer/survivor_window.json');
+  for (const c of v.open) assert.equal(windowOpen(c.hello, c.recorded, c.term), c.open, c.why);
+  for (const c of v.stamp) assert.equal(c.stamp <= windowCeiling(c.tookOver), c.ok, c.why);
+  for (const c of v.deletion) assert.equal(windowDeletionOK(c.live, c.heldAtStart, c.version), c.ok, c.why);
+  for (const c of v.record) assert.equal(windowRecordOK(c.peer, c.self, c.earlier), c.ok, c.why);
 });
 
 test('digests keep the bucket count of a member\'s first', () => {

@@ -174,6 +174,14 @@ export class HostRole extends HostMethods {
     this.ownStale = true;
     /** @type {Map<string, number>} bytes each member's writes added to the world, by identity (charge) */
     this.worldUse = new Map();
+    // The survivors' correction window (restamp.js startWindow): set when the peer takes over.
+    this.tookOver = 0;
+    /** @type {Map<number, number>} earlier terms signaling recorded the members synced in, at takeover */
+    this.survivors = new Map();
+    /** @type {Set<number>} the members in the room at takeover */
+    this.present = new Set();
+    /** @type {Set<number>} the entities live at takeover */
+    this.heldAtStart = new Set();
   }
 
   /** Becomes the host: rebuild authority from the replica, let go of members that are gone, resume. */
@@ -200,6 +208,7 @@ export class HostRole extends HostMethods {
     for (const [e, info] of w.ents) {
       if (info.auth.kind === KIND_LOCK && info.auth.peer === w.self) w.writeAuthority(e, { kind: KIND_HOST, peer: 0 });
     }
+    this.startWindow();
     p.log('info', 'now hosting', { entities: w.size, clock: w.clock });
     p.app.hostStart(w);
     if ((p.opts.kind || 'browser') !== 'host' && w.avatarOf(w.self) === undefined) {
@@ -790,8 +799,9 @@ export class HostRole extends HostMethods {
     hm.snapAt = t;
     if (first) {
       hm.snapshotSent = true;
-      // Relayed corrections only from a member that held an earlier host's state.
-      hm.acceptRelayed = hm.heldTerm !== 0 && hm.heldTerm < w.term;
+      // Relayed corrections only from a member that held an earlier host's state, as signaling
+      // recorded it (its greeting alone opens nothing).
+      hm.acceptRelayed = this.survivorWindow(hm);
       hm.dirty = new Map();
       this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(info.id) });
       if (info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(info);

@@ -374,7 +374,12 @@ export class Peer extends PeerMethods {
         break;
       case 'member-synced': {
         const m = this.members.get(ev.peerIndex);
-        if (m) m.synced = true;
+        if (m) {
+          m.synced = true;
+          // The term signaling recorded it synced in: a host opens the survivors' correction
+          // window on it (restamp.js survivorWindow).
+          if ((ev.term || 0) > (m.syncedTerm || 0)) m.syncedTerm = ev.term;
+        }
         break;
       }
       case 'member-left':

@@ -43,6 +43,51 @@ const MAX_RESTAMPED = 1 << 16;
 const RACE_WINDOW_MS = 2000;
 const { PutComponent, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
 
+// The survivors' correction window (docs/protocol.md §5 "Limits"; Go's windowOpen, windowCeiling,
+// windowDeletionOK, windowRecordOK), checked against testdata/peer/survivor_window.json.
+
+/**
+ * Whether a member whose greeting names term held, and whom signaling recorded synced in term rec
+ * at most (its member record's syncedTerm), may relay an earlier host's state to the host of term.
+ * @param {number} held
+ * @param {number} rec
+ * @param {number} term
+ */
+export function windowOpen(held, rec, term) {
+  return held !== 0 && held <= rec && rec < term;
+}
+
+/**
+ * The highest stamp a correction admitted through the window may carry: the clock this host took
+ * over with plus the skew bound (a survivor saw only what the previous host stamped before).
+ * @param {number} tookOver
+ */
+export function windowCeiling(tookOver) {
+  return Math.min(tookOver + MAX_STAMP_SKEW, 0xffffffff);
+}
+
+/**
+ * Whether a relayed deletion at version del may take the live entity of its number, at version
+ * live: only one this host held when it took over (a deletion takes every lower version).
+ * @param {number} live
+ * @param {boolean} heldAtStart
+ * @param {number} del
+ */
+export function windowDeletionOK(live, heldAtStart, del) {
+  return live > del || heldAtStart;
+}
+
+/**
+ * Whether a relayed authority record may name peer: this host, or a member of an earlier term
+ * (in the room when this host took over, or recorded synced in an earlier term).
+ * @param {number} peer
+ * @param {number} self
+ * @param {boolean} earlier
+ */
+export function windowRecordOK(peer, self, earlier) {
+  return peer === self || earlier;
+}
+
 /**
  * The key of an LWW entry, as a BigInt (entity << 32 | component).
  * @param {number} e
@@ -245,6 +290,12 @@ export class HostRestamp {
       }
       try {
         this.auth.admitCorrection(r.idx, m.entity >>> 0, relayed);
+        if (relayed && (m.timestamp || 0) > windowCeiling(this.tookOver) && !this.ownsCorrection(r.idx, m.entity >>> 0)) {
+          // A host entity admitted only through the window, stamped above what a survivor saw.
+          const reason = `relayed correction of ${m.entity >>> 0} stamped ${m.timestamp}, above what the room's clock was when this host took over (${this.tookOver} + ${MAX_STAMP_SKEW})`;
+          this.refuse(hm, reason, 'survivor_claim');
+          throw new Error(reason);
+        }
       } catch (err) {
         if (this.holds(m)) {
           // This host already has the value or a newer one: the member converges to it without a
@@ -391,6 +442,10 @@ export class HostRestamp {
       if (relayed && (m.entity >>> 16) > knownVersion(this.w, num) + MAX_VERSION_AHEAD) {
         return `deletion of ${m.entity >>> 0}, far above any version of number ${num} known here`;
       }
+      const live = this.w.byNumber.get(num);
+      if (relayed && live !== undefined && !windowDeletionOK(live >>> 16, this.heldAtStart.has(live >>> 0), m.entity >>> 16)) {
+        return `relayed deletion of ${live >>> 0}, spawned by this host after it took over`;
+      }
       return '';
     }
     if (!this.stampOK(hm, m.timestamp)) {
@@ -400,11 +455,76 @@ export class HostRestamp {
       let rec = null;
       try { rec = decodeRecord(m.data); } catch { rec = null; }
       const cur = this.w.authorityRecord(m.entity >>> 0);
-      if (rec && rec.kind !== KIND_HOST && rec.peer === hm.r.idx && !(cur.kind === rec.kind && cur.peer === rec.peer)) {
-        return `authority record handing ${m.entity >>> 0} to its sender`;
+      if (rec && rec.kind !== KIND_HOST && !(cur.kind === rec.kind && cur.peer === rec.peer)) {
+        if (rec.peer === hm.r.idx) return `authority record handing ${m.entity >>> 0} to its sender`;
+        if (relayed && !windowRecordOK(rec.peer, this.w.self, this.present.has(rec.peer) || this.survivorTerm(rec.peer) !== 0)) {
+          return `relayed authority record handing ${m.entity >>> 0} to member ${rec.peer}, not a member of an earlier term`;
+        }
       }
     }
     return '';
+  }
+
+  /**
+   * Records, as this peer takes over, the earlier terms signaling recorded the members synced in,
+   * the members then in the room, the clock, and the live entities (Go's hostRole.startWindow).
+   * @this {import('./host.js').HostRole}
+   */
+  startWindow() {
+    const w = this.w;
+    this.tookOver = w.clock;
+    this.survivors.clear();
+    this.present.clear();
+    for (const [idx, m] of this.p.members) {
+      this.present.add(idx);
+      const t = m.syncedTerm || 0;
+      if (t !== 0 && t < w.term) this.survivors.set(idx, t);
+    }
+    this.heldAtStart.clear();
+    for (const e of w.ents.keys()) this.heldAtStart.add(e >>> 0);
+  }
+
+  /**
+   * The last term before this host's in which signaling recorded member idx synced, 0 if none.
+   * @this {import('./host.js').HostRole}
+   * @param {number} idx
+   */
+  survivorTerm(idx) {
+    let rec = this.survivors.get(idx) || 0;
+    const m = this.p.members.get(idx);
+    const t = (m && m.syncedTerm) || 0;
+    if (t < this.w.term && t > rec) rec = t;
+    return rec;
+  }
+
+  /**
+   * Whether hm's answer to its sync snapshot may relay host entities: its greeting's term is
+   * covered by signaling's record (Go's hostRole.survivorWindow). A greeting that claims more is
+   * counted (not struck: the member may be honest, its report of syncing late) and opens nothing.
+   * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   */
+  survivorWindow(hm) {
+    if (hm.heldTerm === 0 || hm.heldTerm >= this.w.term) return false;
+    const rec = this.survivorTerm(hm.r.idx);
+    if (windowOpen(hm.heldTerm, rec, this.w.term)) return true;
+    this.noteRefused(hm.r.idx, 'survivor_claim', `greeting claims term ${hm.heldTerm}'s state, signaling recorded it synced in term ${rec} at most; no correction window`);
+    return false;
+  }
+
+  /**
+   * Whether member idx may correct e without the window (its avatar or lock, or it is the host).
+   * @this {import('./host.js').HostRole}
+   * @param {number} idx
+   * @param {number} e
+   */
+  ownsCorrection(idx, e) {
+    try {
+      this.auth.admitCorrection(idx, e, false);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /**

@@ -221,6 +221,21 @@ export function nextRedialDelay(delay, max = REDIAL.max) {
  */
 
 /**
+ * A member of the room as the server describes it in `joined` (members) and `member-joined` (member),
+ * docs/protocol.md §4. syncedTerm is the last term in which the server recorded the member synced
+ * (absent: never, or a server that predates it): a host opens the survivors' correction window only
+ * on it (restamp.js survivorWindow). `member-synced` carries the new record as its term.
+ * @typedef {object} Member
+ * @property {number} peerIndex
+ * @property {string} peerId
+ * @property {string} kind
+ * @property {number} power
+ * @property {boolean} mayHost
+ * @property {boolean} synced
+ * @property {number} [syncedTerm]
+ */
+
+/**
  * A WebRTC signal relayed through signaling: an SDP offer or answer, or an ICE candidate.
  * @typedef {object} SignalPayload
  * @property {'offer' | 'answer' | 'candidate'} kind
