@@ -114,6 +114,8 @@ type stepNet struct {
 	buffered func(from, to PeerIndex, ch link.Channel) uint64
 	// limits are the next peers' Config.WorldLimits.
 	limits WorldLimits
+	// noHost lists the members whose token forbids hosting (signaling.Member.MayHost false).
+	noHost map[PeerIndex]bool
 }
 
 type stepPeer struct {
@@ -152,7 +154,7 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	if before != nil {
 		before(p.w)
 	}
-	m := signaling.Member{Index: idx, ID: signaling.NewIdentity("u", string(rune('a'+idx))), Kind: signaling.KindBot, MayHost: true}
+	m := signaling.Member{Index: idx, ID: signaling.NewIdentity("u", string(rune('a'+idx))), Kind: signaling.KindBot, MayHost: !n.noHost[idx]}
 	if p.w.heldTerm != 0 && !n.unrecorded {
 		m.Synced, m.SyncedTerm = true, p.w.heldTerm
 	}

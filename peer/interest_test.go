@@ -250,3 +250,44 @@ func TestInterestSuccessorPaced(t *testing.T) {
 		t.Errorf("the successor holds %d boxes, want all 10", len(got))
 	}
 }
+
+// TestInterestSuccessorMayHost: the member that follows the whole world is the one signaling would
+// elect next, so never a member whose token forbids hosting: with a secret, the full replica goes
+// only to members allowed to host (docs/security.md §3). With nobody allowed, nobody gets it.
+func TestInterestSuccessorMayHost(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		noHost []PeerIndex
+		want   PeerIndex // the member that holds every box; 0: none
+	}{
+		{"the earliest joiners may not host", []PeerIndex{2, 3}, 4},
+		{"nobody else may host", []PeerIndex{2, 3, 4}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newStepNet(t)
+			n.noHost = map[PeerIndex]bool{}
+			for _, i := range tc.noHost {
+				n.noHost[i] = true
+			}
+			for i := PeerIndex(1); i <= 4; i++ {
+				n.join(i, &radiusApp{stepApp: stepApp{table: stepSchemas()}}, 1, 1)
+			}
+			h := n.peers[1]
+			if succ := h.successor(); succ != tc.want {
+				t.Fatalf("successor %d, want %d", succ, tc.want)
+			}
+			n.advance(300 * time.Millisecond)
+			h.flushUpdates()
+			n.pump()
+			for i := PeerIndex(2); i <= 4; i++ {
+				want := []int{0, 10}
+				if i == tc.want {
+					want = []int{0, 10, 20, 30, 40, 50, 60, 70, 80, 90}
+				}
+				if got := boxXs(n.peers[i].w); !slices.Equal(got, want) {
+					t.Errorf("member %d (may host: %v) holds boxes at %v, want %v", i, !n.noHost[i], got, want)
+				}
+			}
+		})
+	}
+}
