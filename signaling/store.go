@@ -266,6 +266,9 @@ func (h *hub) saved(ev *evStoreSaved) {
 		h.beginSave(r) // the counters moved on while this save ran
 		return
 	}
+	// An event during the save may have marked the room dirty against the counters saved before
+	// it; this save covers them, and frames must not be held again for a save that never starts.
+	st.dirty = false
 	held := st.held
 	st.held = nil
 	for _, hf := range held {

@@ -175,3 +175,58 @@ func TestStoreTermAnnouncedOnlyOnceSaved(t *testing.T) {
 		t.Fatalf("StoreErrors %d, want 2", n)
 	}
 }
+
+// slowStore is a Store whose saves wait for the test: the first save of a room is under way while
+// the test makes more joins.
+type slowStore struct {
+	memStore
+	entered chan struct{} // receives once per save
+	release chan struct{} // a save returns when it receives
+}
+
+func (s *slowStore) SaveRoom(id RoomID, c RoomCounters) error {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.memStore.SaveRoom(id, c)
+}
+
+// TestStoreJoinDuringSave: members that join while the room's counters are being saved (their
+// index within what that save covers) hear of the room once it is confirmed; their frames are not
+// held behind a save that never starts.
+func TestStoreJoinDuringSave(t *testing.T) {
+	st := &slowStore{memStore: memStore{rooms: map[RoomID]RoomCounters{}}, entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}
+	e := newEnv(t, Config{Store: st})
+	type result struct {
+		j   Joined
+		err error
+	}
+	joins := make(chan result, 2)
+	join := func(user string) {
+		c, err := e.dialErr(JoinOptions{Room: "r", User: user}, e.clientConfig())
+		if err != nil {
+			joins <- result{err: err}
+			return
+		}
+		joins <- result{j: next[Joined](t, c)}
+	}
+	go join("a")
+	<-st.entered // a's index and term are being saved
+	go join("b") // b's index is within the save's reserve: nothing more to save
+	checkFor(t, waitTimeout, func() error {
+		if r := e.rooms(); len(r) != 1 || len(r[0].Members) != 2 {
+			return fmt.Errorf("rooms %+v", r)
+		}
+		return nil
+	})
+	st.release <- struct{}{}
+	for range 2 {
+		if r := <-joins; r.err != nil || r.j.Self == 0 {
+			t.Fatalf("join: %+v", r)
+		}
+	}
+	select {
+	case <-st.entered:
+		t.Fatal("a second save, for counters the first covered")
+	default:
+	}
+}
