@@ -2,7 +2,6 @@ package signaling
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -354,14 +353,14 @@ func (s *Server) roomsFor(r *http.Request, rooms []RoomInfo) (_ []RoomInfo, ok b
 	if len(s.cfg.Secret) == 0 {
 		return rooms, true
 	}
-	bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !found || bearer == "" || len(bearer) > maxTokenLen {
+	b := bearer(r)
+	if b == "" {
 		return nil, false
 	}
-	if s.cfg.AdminKey != "" && hmac.Equal([]byte(bearer), []byte(s.cfg.AdminKey)) {
+	if s.IsAdmin(r) {
 		return rooms, true
 	}
-	c, err := parseToken(s.cfg.Secret, bearer, s.cfg.Clock.Now)
+	c, err := parseToken(s.cfg.Secret, b, s.cfg.Clock.Now)
 	if err != nil {
 		return nil, false
 	}

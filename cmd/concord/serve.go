@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,7 @@ type serveOptions struct {
 	origins      []string       // --origin
 	pprof        bool           // --pprof
 	metricsRoute bool           // --metrics
+	hstsMaxAge   time.Duration  // --hsts-max-age: Strict-Transport-Security over TLS (0: none)
 	static       string         // --static: a game's own page and assets at "/"
 	staticCSP    string         // --static-csp: their Content-Security-Policy (default web.StaticContentSecurityPolicy)
 
@@ -315,15 +317,17 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	mux.Handle("/ws", origins.gate(sh))
 	mux.Handle("/api/", sh)
 	mux.Handle("/healthz", sh)
+	// The operator's routes: with a secret, only to the admin key (docs/security.md §9).
+	admin := s.sig.AdminOnly
 	if o.metricsRoute {
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("/metrics", admin(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	}
 	if o.pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/debug/pprof/", admin(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", admin(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", admin(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", admin(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", admin(http.HandlerFunc(pprof.Trace)))
 	}
 	if err := pageRoutes(mux, o, origins, log); err != nil {
 		return fail(err)
@@ -333,7 +337,11 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		ln = tls.NewListener(ln, tlsCfg)
 		scheme = "https"
 	}
-	s.http = newHTTPServer(mux, o.http)
+	var root http.Handler = mux
+	if tlsCfg != nil {
+		root = hsts(root, o.hstsMaxAge)
+	}
+	s.http = newHTTPServer(root, o.http)
 	s.url = scheme + "://" + addr.String()
 	// Before Serve, so that the metrics collector never sees s.host change. The hosts' dials
 	// wait in the listen backlog until Serve accepts them.
@@ -559,6 +567,26 @@ func (s *server) closeAll() {
 	s.closeStore() // after the hosts' last checkpoints
 }
 
+// defaultHSTSMaxAge is --hsts-max-age's default: a year, as HSTS preload lists ask.
+const defaultHSTSMaxAge = 365 * 24 * time.Hour
+
+// hsts adds Strict-Transport-Security to h's responses over TLS: a browser that has seen one
+// goes to this host over HTTPS only, so a network attacker cannot strip TLS from a later visit
+// (a link or a typed http:// URL) and read the page's ?token=. Never over plain HTTP (RFC 6797
+// §7.2: a browser ignores it there). maxAge 0 sends none.
+func hsts(h http.Handler, maxAge time.Duration) http.Handler {
+	if maxAge <= 0 {
+		return h
+	}
+	v := "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			w.Header().Set("Strict-Transport-Security", v)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // flagGiven reports whether the command line set the flag name.
 func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
@@ -631,8 +659,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve the page, /ws and the APIs over HTTPS/WSS")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.Var(&origins, "origin", "ORIGIN[,ORIGIN…]: web origins (https://game.example.com, or a bare host) allowed to open /ws besides the server's own host; * allows any")
-	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof")
-	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
+	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
+	fs.DurationVar(&o.hstsMaxAge, "hsts-max-age", defaultHSTSMaxAge, "with --tls-cert: Strict-Transport-Security max-age of every HTTPS response (0: no header)")
 	fs.StringVar(&o.static, "static", "", "serve this directory (a game's page and assets) at / instead of the arena demo; the client stays at /concord/js/; implies --dedicated-host=false unless given")
 	fs.StringVar(&o.staticCSP, "static-csp", "", "Content-Security-Policy of the --static pages (default: scripts from the page's origin only, see docs/guide.md)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")

@@ -14,6 +14,7 @@ import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, parseVel, avata
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { DivergenceTracker, Verdict } from './divergence.js';
 import { fetchRooms, SignalingError } from './signaling.js';
+import { takeCredentials } from './urlcred.js';
 
 /**
  * The page's element with id (any: the page knows which kind of element each id is).
@@ -29,9 +30,9 @@ let observer = null;
 const divergence = new DivergenceTracker();
 // On a server with a secret: ?key= (the admin key: every room) or ?token= (a join token: its room,
 // and the token "Observe" joins with).
-const params = new URLSearchParams(location.search);
-const token = params.get('token') || '';
-const credential = params.get('key') || token;
+// Both leave the address bar as soon as they are read (urlcred.js).
+const { token, key: adminKey } = takeCredentials(location, window.history);
+const credential = adminKey || token;
 
 /**
  * @param {string} tag

@@ -12,6 +12,7 @@ import { randomDevice, SignalingError, fetchRooms } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
+import { takeCredentials } from './urlcred.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
   AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, u32, avatarName,
@@ -23,7 +24,8 @@ import {
  * @returns {any}
  */
 const $ = (id) => document.getElementById(id);
-const params = new URLSearchParams(location.search);
+// ?token= and ?key= leave the address bar as soon as they are read (urlcred.js).
+const { params, token: urlToken, key: urlKey } = takeCredentials(location, history);
 
 const ADJ = ['brisk', 'calm', 'eager', 'jolly', 'lucky', 'merry', 'nimble', 'quiet', 'sunny', 'witty'];
 const NOUN = ['otter', 'heron', 'lynx', 'panda', 'fox', 'robin', 'koala', 'ibis', 'marten', 'wren'];
@@ -58,7 +60,7 @@ function showLobby() {
   });
   // On a server with a secret the list needs a credential: the page's ?token= (its room only) or
   // ?key= (the admin key, every room).
-  const credential = params.get('token') || params.get('key') || '';
+  const credential = urlToken || urlKey;
   const refresh = async () => {
     try {
       const rooms = await fetchRooms({ credential });
@@ -494,7 +496,7 @@ function makeAPI(peer, game) {
 
 const room = params.get('room');
 if (room) {
-  const token = params.get('token') || '';
+  const token = urlToken;
   // A token names its user: the page names one only when the URL does.
   const user = params.get('user') || (token ? '' : localStorage.getItem('concord.user') || randomName());
   join(room, user, token);
