@@ -162,6 +162,17 @@ type Config struct {
 	// If nil, members get none (loopback only, today's default).
 	ICEServers ICEServersFunc
 
+	// Bans, if not nil, keeps the rooms' bans across restarts (moderation.go): loaded once by
+	// New, saved by a writer goroutine after each change. If nil, bans live in memory.
+	Bans BanStore
+	// MaxBansPerRoom caps the bans one room holds; a ban past it is refused (server_busy, HTTP
+	// 409). If zero, DefaultMaxBansPerRoom (1024).
+	MaxBansPerRoom int
+	// OnLeave, if not nil, is called on the hub goroutine for every member that leaves its room,
+	// whatever the reason (left, lost, kicked, banned, ...), after the room has forgotten it: the
+	// hook by which credentials bound to membership (TURN) end with it. It must not block.
+	OnLeave func(room RoomID, index PeerIndex, id Identity, reason LeaveReason)
+
 	// Registerer, if not nil, receives the server's Prometheus metrics.
 	Registerer prometheus.Registerer
 
@@ -263,6 +274,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ErrorRate <= 0 {
 		c.ErrorRate = DefaultErrorRate
+	}
+	if c.MaxBansPerRoom <= 0 {
+		c.MaxBansPerRoom = DefaultMaxBansPerRoom
 	}
 	if c.ErrorBurst <= 0 {
 		c.ErrorBurst = DefaultErrorBurst

@@ -204,6 +204,11 @@ type hub struct {
 	retiredOrder []retiredKey // oldest first; entries may be stale
 	retiredSeq   uint64
 
+	// bans are the rooms' bans (moderation.go); banSave hands their latest set to the ban
+	// writer (nil without Config.Bans).
+	bans    map[RoomID]map[Identity]Ban
+	banSave chan []Ban
+
 	cands   []Candidate // scratch for elections
 	drops   []*member   // slow consumers found during the current event
 	dropLog logLimiter
@@ -266,6 +271,8 @@ func (h *hub) handle(ev hubEvent) {
 		ev.reply <- h.snapshot()
 	case *evCloseRoom:
 		h.closeRoom(ev)
+	case *evModerate:
+		h.moderate(ev)
 	default:
 		panic(fmt.Sprintf("signaling: unknown hub event %T", ev))
 	}
@@ -273,6 +280,10 @@ func (h *hub) handle(ev hubEvent) {
 
 func (h *hub) join(ev *evJoin) {
 	req := ev.req
+	if b, ok := h.banned(req.room, NewIdentity(req.user, req.device)); ok {
+		ev.reply <- joinResult{err: fmt.Errorf("%w: %s", ErrBanned, b.describe())}
+		return
+	}
 	r := h.rooms[req.room]
 	var old *member
 	if r != nil && req.device != "" {
@@ -596,6 +607,9 @@ func (h *hub) detach(m *member, reason LeaveReason) {
 	}
 	r.log.Info().Uint64("peer", uint64(m.index)).Str("peerId", string(m.id)).Str("reason", string(reason)).
 		Int("members", len(r.members)).Msg("member left")
+	if h.cfg.OnLeave != nil {
+		h.cfg.OnLeave(r.id, m.index, m.id, reason)
+	}
 	if len(r.members) == 0 {
 		return
 	}

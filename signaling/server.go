@@ -99,6 +99,10 @@ func New(cfg Config) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWS)
 	mux.HandleFunc("GET /api/rooms", s.serveRooms)
+	mux.HandleFunc("POST /api/rooms/{room}/kick", s.serveModeration)
+	mux.HandleFunc("POST /api/rooms/{room}/ban", s.serveModeration)
+	mux.HandleFunc("DELETE /api/rooms/{room}/ban", s.serveModeration)
+	mux.HandleFunc("GET /api/rooms/{room}/bans", s.serveModeration)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
@@ -121,9 +125,20 @@ func New(cfg Config) *Server {
 		s.post(ev)
 	}
 	h := newHub(&s.cfg, s.log, &s.stats, s.resumeKey, post)
+	h.bans = s.loadBans()
+	hubDone := make(chan struct{})
+	if s.cfg.Bans != nil {
+		h.banSave = make(chan []Ban, 1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.writeBans(h.banSave, hubDone)
+		}()
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer close(hubDone)
 		h.run(s.events, s.quit)
 	}()
 	return s

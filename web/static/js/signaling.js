@@ -113,8 +113,15 @@ export class SignalingError extends Error {
 export const PERMANENT_CODES = new Set([
   'index_taken', 'resume_token_invalid', 'resume_term_invalid', 'resume_room_mismatch', 'resume_ignored',
   'token_required', 'token_invalid', 'token_expired', 'token_mismatch', 'wrong_room',
-  'unsupported_version', 'bad_message',
+  'unsupported_version', 'bad_message', 'kicked', 'banned',
 ]);
+
+/**
+ * Codes with which a moderator removes a member (docs/protocol.md §4 "Moderation"): the session
+ * ends, nothing redials (a client that rejoined by itself would undo the kick).
+ * @type {ReadonlySet<string>}
+ */
+export const REMOVED_CODES = new Set(['kicked', 'banned']);
 
 /** @type {Readonly<Record<string, string>>} */
 const EXPLANATIONS = Object.freeze({
@@ -137,6 +144,9 @@ const EXPLANATIONS = Object.freeze({
   server_busy: 'the server has no room for another connection or room',
   too_many_devices: 'this token already has its most devices in the room',
   evicted: 'evicted: not synced in time, and the room was full',
+  kicked: 'a moderator removed you from the room',
+  banned: 'a moderator banned you from the room',
+  forbidden: 'this credential does not allow that',
   resume_ignored: 'the server did not resume this peer',
   network: 'cannot reach the signaling server',
   timeout: 'the signaling server did not answer in time',

@@ -1,0 +1,233 @@
+package signaling
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var modSecret = []byte("moderation secret, 32 bytes long")
+
+const modAdminKey = "admin-key-for-moderation"
+
+// modToken mints a join token of room for user (mod: with the mod claim).
+func modToken(t *testing.T, room RoomID, user string, mod bool) string {
+	t.Helper()
+	tok, err := IssueToken(modSecret, Claims{Room: room, User: user, MayHost: true, Mod: mod, ExpiresAt: time.Now().Add(24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// moderate sends a moderation request and returns its status and body.
+func (e *testEnv) moderate(method, path, bearer string, body any) (int, string) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, e.url+path, rd)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	client := e.hs.Client()
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// leaves records Config.OnLeave calls.
+type leaves struct {
+	mu  sync.Mutex // guards got
+	got []string
+}
+
+func (l *leaves) hook(room RoomID, _ PeerIndex, id Identity, reason LeaveReason) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, string(room)+" "+string(id)+" "+string(reason))
+}
+
+func (l *leaves) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, g := range l.got {
+		if g == s {
+			return true
+		}
+	}
+	return false
+}
+
+// A kick ends the member's connection at once with "kicked" (its client's Closed wraps
+// ErrKicked: a terminal error), the others hear it left with reason kicked, OnLeave fires (the
+// TURN relay's hook), and the room keeps its other members.
+func TestModerationKickEndsMemberAtOnce(t *testing.T) {
+	var gone leaves
+	e := newEnv(t, Config{Secret: modSecret, AdminKey: modAdminKey, OnLeave: gone.hook})
+	alice, _ := e.joined(JoinOptions{Room: "r", Device: "a", Token: modToken(t, "r", "alice", false)})
+	bob, _ := e.joined(JoinOptions{Room: "r", Device: "b", Token: modToken(t, "r", "bob", false)})
+	until[MemberJoined](t, alice, nil)
+
+	code, body := e.moderate("POST", "/api/rooms/r/kick", modAdminKey, ModerationRequest{User: "bob", Reason: "griefing"})
+	if code != http.StatusOK || !strings.Contains(body, `"bob/b"`) {
+		t.Fatalf("kick: %d %s", code, body)
+	}
+	cl := closedEvent(t, bob)
+	if !errors.Is(cl.Err, ErrKicked) || errors.Is(cl.Err, ErrBanned) {
+		t.Fatalf("bob closed with %v, want ErrKicked", cl.Err)
+	}
+	left := until[MemberLeft](t, alice, nil)
+	if left.PeerID != "bob/b" || left.Reason != ReasonKicked {
+		t.Fatalf("alice saw %+v", left)
+	}
+	if !gone.has("r bob/b kicked") {
+		t.Fatalf("OnLeave: %v", gone.got)
+	}
+	if rs := e.rooms(); len(rs) != 1 || len(rs[0].Members) != 1 {
+		t.Fatalf("rooms after the kick: %+v", rs)
+	}
+	// A kick of nobody says so.
+	if code, body := e.moderate("POST", "/api/rooms/r/kick", modAdminKey, ModerationRequest{User: "carol"}); code != http.StatusNotFound {
+		t.Fatalf("kick of nobody: %d %s", code, body)
+	}
+	if e.srv.Stats().Refused[CodeKicked] != 1 {
+		t.Fatalf("refused: %v", e.srv.Stats().Refused)
+	}
+}
+
+// Only the admin key or a token of the room with the mod claim moderates: none 401, a member's
+// token 403, a moderator of another room 403.
+func TestModerationNeedsModClaim(t *testing.T) {
+	e := newEnv(t, Config{Secret: modSecret, AdminKey: modAdminKey})
+	bob, _ := e.joined(JoinOptions{Room: "r", Device: "b", Token: modToken(t, "r", "bob", false)})
+	for _, c := range []struct {
+		name, bearer string
+		want         int
+	}{
+		{"no credential", "", http.StatusUnauthorized},
+		{"a member's token", modToken(t, "r", "alice", false), http.StatusForbidden},
+		{"a moderator of another room", modToken(t, "other", "alice", true), http.StatusForbidden},
+		{"a wrong admin key", modAdminKey + "x", http.StatusForbidden},
+	} {
+		for _, route := range []struct{ method, path string }{{"POST", "/api/rooms/r/kick"}, {"POST", "/api/rooms/r/ban"}, {"DELETE", "/api/rooms/r/ban"}, {"GET", "/api/rooms/r/bans"}} {
+			if code, body := e.moderate(route.method, route.path, c.bearer, ModerationRequest{User: "bob"}); code != c.want {
+				t.Errorf("%s: %s %s: %d %s, want %d", c.name, route.method, route.path, code, body, c.want)
+			}
+		}
+	}
+	if rs := e.rooms(); len(rs) != 1 || len(rs[0].Members) != 1 {
+		t.Fatalf("bob should still be in: %+v", rs)
+	}
+	if code, body := e.moderate("POST", "/api/rooms/r/kick", modToken(t, "r", "mod", true), ModerationRequest{PeerID: "bob/b"}); code != http.StatusOK {
+		t.Fatalf("a moderator's kick: %d %s", code, body)
+	}
+	if cl := closedEvent(t, bob); !errors.Is(cl.Err, ErrKicked) {
+		t.Fatalf("bob: %v", cl.Err)
+	}
+}
+
+// A ban kicks the identity now ("banned") and refuses its joins with "banned" and the expiry; it
+// survives a restart of the server (BanFile), runs out at its expiry, and DELETE lifts it.
+func TestModerationBanSurvivesRestart(t *testing.T) {
+	clock := &manualClock{t: time.Now()}
+	store := BanFile{Path: filepath.Join(t.TempDir(), "bans.json")}
+	cfg := Config{Secret: modSecret, AdminKey: modAdminKey, Bans: store, Clock: clock}
+	e := newEnv(t, cfg)
+	bobTok := modToken(t, "r", "bob", false)
+	bob, _ := e.joined(JoinOptions{Room: "r", Device: "b", Token: bobTok})
+	code, body := e.moderate("POST", "/api/rooms/r/ban", modToken(t, "r", "mod", true), ModerationRequest{User: "bob", For: "1h", Reason: "cheating"})
+	if code != http.StatusOK {
+		t.Fatalf("ban: %d %s", code, body)
+	}
+	if cl := closedEvent(t, bob); !errors.Is(cl.Err, ErrBanned) || !strings.Contains(cl.Err.Error(), "cheating") {
+		t.Fatalf("bob closed with %v, want ErrBanned with the reason", cl.Err)
+	}
+	refused := func(e *testEnv, device string) error {
+		t.Helper()
+		_, err := e.dialErr(JoinOptions{Room: "r", Device: device, Token: bobTok}, e.clientConfig())
+		return err
+	}
+	if err := refused(e, "phone"); !errors.Is(err, ErrBanned) || !strings.Contains(err.Error(), "until") {
+		t.Fatalf("bob's join on another device: %v, want ErrBanned with the expiry", err)
+	}
+	// Another room is not concerned.
+	if _, err := e.dialErr(JoinOptions{Room: "s", Device: "b", Token: modToken(t, "s", "bob", false)}, e.clientConfig()); err != nil {
+		t.Fatalf("bob in room s: %v", err)
+	}
+	_ = e.srv.Close()
+
+	// A new server on the same store still refuses bob.
+	e2 := newEnv(t, cfg)
+	if err := refused(e2, "b"); !errors.Is(err, ErrBanned) {
+		t.Fatalf("after a restart bob's join: %v, want ErrBanned", err)
+	}
+	code, body = e2.moderate("GET", "/api/rooms/r/bans", modAdminKey, nil)
+	if code != http.StatusOK || !strings.Contains(body, `"target":"bob"`) {
+		t.Fatalf("bans after restart: %d %s", code, body)
+	}
+	// The ban runs out at its expiry.
+	clock.add(61 * time.Minute)
+	if err := refused(e2, "b"); err != nil {
+		t.Fatalf("bob after the ban ran out: %v", err)
+	}
+	// For good, then lifted.
+	if code, body := e2.moderate("POST", "/api/rooms/r/ban", modAdminKey, ModerationRequest{PeerID: "bob/b"}); code != http.StatusOK {
+		t.Fatalf("ban for good: %d %s", code, body)
+	}
+	if err := refused(e2, "b"); !errors.Is(err, ErrBanned) || !strings.Contains(err.Error(), "for good") {
+		t.Fatalf("bob/b banned for good: %v", err)
+	}
+	if err := refused(e2, "c"); err != nil {
+		t.Fatalf("bob/c is not banned: %v", err)
+	}
+	if code, body := e2.moderate("DELETE", "/api/rooms/r/ban", modAdminKey, ModerationRequest{PeerID: "bob/b"}); code != http.StatusOK || !strings.Contains(body, `"lifted":true`) {
+		t.Fatalf("unban: %d %s", code, body)
+	}
+	if err := refused(e2, "b"); err != nil {
+		t.Fatalf("bob/b after the unban: %v", err)
+	}
+}
+
+// A room holds at most MaxBansPerRoom bans; bad bodies are refused.
+func TestModerationBanLimits(t *testing.T) {
+	e := newEnv(t, Config{AdminKey: modAdminKey, MaxBansPerRoom: 2})
+	for i, u := range []string{"a", "b", "c"} {
+		code, body := e.moderate("POST", "/api/rooms/r/ban", modAdminKey, ModerationRequest{User: u})
+		if want := map[bool]int{true: http.StatusOK, false: http.StatusConflict}[i < 2]; code != want {
+			t.Fatalf("ban %d: %d %s, want %d", i, code, body, want)
+		}
+	}
+	for _, b := range []string{`{"user":"x","for":"-1h"}`, `{"user":"x","for":"soon"}`, `{"user":""}`, `{"user":"x","extra":1}`, `{"user":"` + strings.Repeat("x", 300) + `"}`} {
+		req, _ := http.NewRequest("POST", e.url+"/api/rooms/r/ban", strings.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+modAdminKey)
+		resp, err := e.hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("body %s: %d, want 400", b, resp.StatusCode)
+		}
+	}
+}
