@@ -24,7 +24,8 @@ Usage:
   concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby] [--ice loopback|any]
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
-  concord token --room R --user U [--power N] [--host] [--ttl 1h]   mint a join token from CONCORD_SECRET
+  concord token --room R --user U [--power N] [--host] [--mod] [--ttl 1h]   mint a join token from CONCORD_SECRET
+  concord kick|ban|unban --room R --user U [--for 1h] [--reason TEXT]   moderate a room (CONCORD_ADMIN_KEY or --token)
   concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON
   concord crdt dump FILE         print one line per ADR-117 message
   concord crdt export [--data ./concord-data] [--room arena]   a room's last checkpoint as a main.crdt stream
@@ -55,6 +56,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBot(ctx, args[1:], stdout, stderr)
 	case "token":
 		err = cmdToken(args[1:], stdout, stderr, time.Now)
+	case "kick", "ban", "unban", "bans":
+		err = cmdModerate(ctx, args[0], args[1:], stdout, stderr)
 	case "crdt":
 		err = cmdCRDT(args[1:], stdin, stdout, stderr)
 	case "bench":

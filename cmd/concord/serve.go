@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -275,6 +276,11 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	if s.store != nil {
 		cfg.Store = s.store
+	}
+	if o.data != "" {
+		// Moderators' bans survive restarts: one file of this node's (not shared by a cluster's
+		// nodes yet: docs/security.md §1).
+		cfg.Bans = signaling.BanFile{Path: filepath.Join(o.data, banFileName)}
 	}
 	if o.clustered() {
 		s.poke = make(chan struct{}, 1)
@@ -567,6 +573,9 @@ func (s *server) closeAll() {
 	s.closeStore() // after the hosts' last checkpoints
 }
 
+// banFileName is the file of the bans in --data.
+const banFileName = "bans.json"
+
 // defaultHSTSMaxAge is --hsts-max-age's default: a year, as HSTS preload lists ask.
 const defaultHSTSMaxAge = 365 * 24 * time.Hour
 
@@ -707,6 +716,7 @@ func limitFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.IntVar(&l.MaxRooms, "max-rooms", signaling.DefaultMaxRooms, "open rooms")
 	fs.IntVar(&l.MaxConns, "max-conns", signaling.DefaultMaxConns, "websockets in total")
 	fs.IntVar(&l.MaxConnsPerAddr, "max-conns-per-addr", signaling.DefaultMaxConnsPerAddr, "websockets per remote IP address (raise it behind a proxy)")
+	fs.IntVar(&l.MaxBansPerRoom, "max-bans-per-room", signaling.DefaultMaxBansPerRoom, "bans one room holds (moderation)")
 	fs.IntVar(&l.MaxDevicesPerToken, "max-devices-per-token", signaling.DefaultMaxDevicesPerToken, "members per user through tokens without a device claim")
 	fs.DurationVar(&l.SyncTimeout, "sync-timeout", signaling.DefaultSyncTimeout, "unsynced time after which a member may be evicted from a full room")
 	fs.Float64Var(&l.SignalRate, "signal-rate", signaling.DefaultSignalRate, "signals per second from one member to another")
