@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { SignalingError, explain } from '../static/js/signaling.js';
+import { SignalingError, explain, moderate } from '../static/js/signaling.js';
 import { Peer } from '../static/js/peer.js';
 import { Game } from '../static/js/arena.js';
 import { FakeServer, joined } from './fakeserver.js';
@@ -56,4 +56,24 @@ test('a banned join is refused for good', async () => {
   assert.equal(err.code, 'banned');
   assert.match(err.message, /until 2030/);
   assert.ok(err.permanent);
+});
+
+test('moderate() calls the moderation API with the credential and reads refusals', async () => {
+  const calls = [];
+  const fetch = async (url, init) => {
+    calls.push({ url, init });
+    if (init.headers.Authorization !== 'Bearer adm') return new Response('forbidden: not a moderator\n', { status: 403 });
+    return new Response(JSON.stringify({ kicked: ['bob/b'] }), { status: 200 });
+  };
+  const res = await moderate('ban', 'my room', { user: 'bob', for: '1h' }, { credential: 'adm', fetch, base: 'http://s' });
+  assert.deepEqual(res.kicked, ['bob/b']);
+  assert.equal(calls[0].url, 'http://s/api/rooms/my%20room/ban');
+  assert.equal(calls[0].init.method, 'POST');
+  assert.deepEqual(JSON.parse(calls[0].init.body), { user: 'bob', for: '1h' });
+  await moderate('unban', 'r', { user: 'bob' }, { credential: 'adm', fetch });
+  assert.equal(calls[1].init.method, 'DELETE');
+  assert.equal(calls[1].url, '/api/rooms/r/ban');
+  const err = await moderate('kick', 'r', { peerId: 'bob/b' }, { credential: 'member', fetch }).then(() => null, (e) => e);
+  assert.ok(err instanceof SignalingError);
+  assert.equal(err.code, 'forbidden');
 });

@@ -194,6 +194,40 @@ export async function fetchRooms(opts = {}) {
   return rooms;
 }
 
+/**
+ * The moderation API (docs/protocol.md §4 "Moderation"): op 'kick' (POST …/kick), 'ban' (POST
+ * …/ban), 'unban' (DELETE …/ban) or 'bans' (GET …/bans) on room, with body {user | peerId,
+ * for?, reason?}. credential is the admin key or a join token of the room with the mod claim. A
+ * refusal throws SignalingError with the server's code (token_required, forbidden, unknown_peer,
+ * bad_message, server_busy); a network error SignalingError('unavailable').
+ * @param {'kick' | 'ban' | 'unban' | 'bans'} op
+ * @param {string} room
+ * @param {{user?: string, peerId?: string, for?: string, reason?: string}} body
+ * @param {{base?: string, credential?: string, fetch?: typeof fetch}} [opts]
+ * @returns {Promise<{kicked: string[], bans?: {room: string, target: string, until?: string, reason?: string}[], lifted?: boolean}>}
+ */
+export async function moderate(op, room, body, opts = {}) {
+  const f = opts.fetch || fetch;
+  const method = { kick: 'POST', ban: 'POST', unban: 'DELETE', bans: 'GET' }[op];
+  const path = { kick: 'kick', ban: 'ban', unban: 'ban', bans: 'bans' }[op];
+  const url = `${opts.base || ''}/api/rooms/${encodeURIComponent(room)}/${path}`;
+  /** @type {Record<string, string>} */
+  const headers = { 'Content-Type': 'application/json' };
+  if (opts.credential) headers.Authorization = `Bearer ${opts.credential}`;
+  let res;
+  try {
+    res = await f(url, { method, cache: 'no-store', headers, body: method === 'GET' ? undefined : JSON.stringify(body) });
+  } catch (err) {
+    throw new SignalingError('unavailable', `${method} ${url}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  if (!res.ok) {
+    const text = (await res.text()).trim();
+    const code = /^([a-z_]+):/.exec(text);
+    throw new SignalingError(code ? code[1] : 'unavailable', text || `${method} ${url}: HTTP ${res.status}`);
+  }
+  return res.json();
+}
+
 /** Redial waits (ms): the first is min, each next doubles up to max. */
 export const REDIAL = Object.freeze({ min: 100, max: 1000 });
 
