@@ -14,7 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// Moderation (docs/protocol.md §4 "Moderation"): the admin key, or a join token of the room with
+// Moderation (docs/protocol.md §4 "Signaling: moderation"): the admin key, or a join token of the room with
 // the mod claim, kicks members out of a room and bans identities from it. A kicked member's
 // socket is closed at once with the reason (error and 1008 close "kicked" or "banned"), the
 // others hear member-left with that reason (the host ends its links, as on any leave), and

@@ -25,7 +25,7 @@ type Claims struct {
 	// Kind pins the member kind (claim "kind"); empty lets the join choose.
 	Kind Kind
 	// Mod lets the token's holder kick and ban members of Room through the HTTP API (claim
-	// "mod"; docs/protocol.md §4 "Moderation"); absent means false.
+	// "mod"; docs/protocol.md §4 "Signaling: moderation"); absent means false.
 	Mod bool
 	// ExpiresAt is required (claim "exp"): tokens without expiry are refused.
 	ExpiresAt time.Time

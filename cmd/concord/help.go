@@ -30,7 +30,8 @@ Environment:
                      server restart: keep it when restarting). Unset, the server runs open: anyone
                      may join any room as anyone and host it; the log warns about it.
   CONCORD_ADMIN_KEY  with CONCORD_SECRET, lets "Authorization: Bearer <key>" list every room in
-                     /api/rooms (a join token sees only its own room).
+                     /api/rooms (a join token sees only its own room), read /metrics and
+                     /debug/pprof (nobody else may), and kick and ban (concord kick, ban).
   CONCORD_ICE_SECRET default of --ice-server-secret (coturn's static-auth-secret).`},
 	"host": {"concord host [flags]", `Runs a dedicated host for --room as its own process: it joins as the pinned host user and
 takes the room over once it has synced.`},

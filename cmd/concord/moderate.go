@@ -17,7 +17,7 @@ import (
 )
 
 // Moderation from the command line: `concord kick|ban|unban|bans` call a running server's
-// moderation API (docs/protocol.md §4 "Moderation") with the admin key (CONCORD_ADMIN_KEY) or a
+// moderation API (docs/protocol.md §4 "Signaling: moderation") with the admin key (CONCORD_ADMIN_KEY) or a
 // moderator's join token (--token, from `concord token --mod`).
 
 func init() {

@@ -1,4 +1,4 @@
-// A moderator's kick or ban (docs/protocol.md §4 "Moderation"): the server sends an error with
+// A moderator's kick or ban (docs/protocol.md §4 "Signaling: moderation"): the server sends an error with
 // code kicked/banned and closes with 1008 and that code. The browser peer ends its session with a
 // terminal SignalingError (as Go's Run returns signaling.ErrKicked) and does not redial: a client
 // that rejoined by itself would undo the kick. A banned join is refused for good.

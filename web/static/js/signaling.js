@@ -117,7 +117,7 @@ export const PERMANENT_CODES = new Set([
 ]);
 
 /**
- * Codes with which a moderator removes a member (docs/protocol.md §4 "Moderation"): the session
+ * Codes with which a moderator removes a member (docs/protocol.md §4 "Signaling: moderation"): the session
  * ends, nothing redials (a client that rejoined by itself would undo the kick).
  * @type {ReadonlySet<string>}
  */
@@ -195,7 +195,7 @@ export async function fetchRooms(opts = {}) {
 }
 
 /**
- * The moderation API (docs/protocol.md §4 "Moderation"): op 'kick' (POST …/kick), 'ban' (POST
+ * The moderation API (docs/protocol.md §4 "Signaling: moderation"): op 'kick' (POST …/kick), 'ban' (POST
  * …/ban), 'unban' (DELETE …/ban) or 'bans' (GET …/bans) on room, with body {user | peerId,
  * for?, reason?}. credential is the admin key or a join token of the room with the mod claim. A
  * refusal throws SignalingError with the server's code (token_required, forbidden, unknown_peer,
