@@ -1,50 +1,120 @@
 package signaling
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
+	"time"
 )
 
-// BanFile is a BanStore in one JSON file (a single node's bans; `concord serve --data` keeps
-// them in its data directory). SaveBans writes a temporary file, syncs it and renames it over
-// Path, so a crash leaves the old set or the new one, never half of one.
+// BanFile is a BanStore in one JSON file: a single node's bans (`concord serve --data` keeps
+// them in its data directory). Each change rewrites the file: a temporary file, synced, renamed
+// over the path, so a crash leaves the old set or the new one, never half of one. Bans past
+// their expiry are dropped on the way.
 type BanFile struct {
-	// Path is the file; a missing file holds no bans.
-	Path string
+	path string
+
+	mu     sync.Mutex // guards bans
+	bans   map[banKey]Ban
+	loaded bool
 }
+
+type banKey struct {
+	room   RoomID
+	target Identity
+}
+
+// NewBanFile returns the BanFile at path; a missing file holds no bans.
+func NewBanFile(path string) *BanFile { return &BanFile{path: path} }
 
 // maxBanFile bounds the file LoadBans reads.
 const maxBanFile = 64 << 20
 
 // LoadBans implements BanStore.
-func (f BanFile) LoadBans() ([]Ban, error) {
-	b, err := os.ReadFile(f.Path)
+func (f *BanFile) LoadBans() ([]Ban, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	return f.list(), nil
+}
+
+// PutBan implements BanStore.
+func (f *BanFile) PutBan(b Ban) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.load(); err != nil {
+		return err
+	}
+	f.bans[banKey{b.Room, b.Target}] = b
+	return f.save()
+}
+
+// DeleteBan implements BanStore.
+func (f *BanFile) DeleteBan(room RoomID, target Identity) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.load(); err != nil {
+		return err
+	}
+	delete(f.bans, banKey{room, target})
+	return f.save()
+}
+
+func (f *BanFile) load() error {
+	if f.loaded {
+		return nil
+	}
+	f.bans = make(map[banKey]Ban)
+	b, err := os.ReadFile(f.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
+		f.loaded = true
+		return nil
 	case err != nil:
-		return nil, err
+		return err
 	case len(b) > maxBanFile:
-		return nil, fmt.Errorf("signaling: %s: %d bytes, more than %d", f.Path, len(b), maxBanFile)
+		return fmt.Errorf("signaling: %s: %d bytes, more than %d", f.path, len(b), maxBanFile)
 	}
 	var bans []Ban
 	if err := json.Unmarshal(b, &bans); err != nil {
-		return nil, fmt.Errorf("signaling: %s: %w", f.Path, err)
+		return fmt.Errorf("signaling: %s: %w", f.path, err)
 	}
-	return bans, nil
+	for _, b := range bans {
+		f.bans[banKey{b.Room, b.Target}] = b
+	}
+	f.loaded = true
+	return nil
 }
 
-// SaveBans implements BanStore.
-func (f BanFile) SaveBans(bans []Ban) error {
-	b, err := json.MarshalIndent(bans, "", "  ")
+// list is the bans that hold, by room and target.
+func (f *BanFile) list() []Ban {
+	now := time.Now()
+	out := []Ban{}
+	for _, b := range f.bans {
+		if b.active(now) {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b Ban) int {
+		return cmp.Or(cmp.Compare(a.Room, b.Room), cmp.Compare(a.Target, b.Target))
+	})
+	return out
+}
+
+func (f *BanFile) save() error {
+	b, err := json.MarshalIndent(f.list(), "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.Path), filepath.Base(f.Path)+".*.tmp")
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), filepath.Base(f.path)+".*.tmp")
 	if err != nil {
 		return err
 	}
@@ -60,5 +130,5 @@ func (f BanFile) SaveBans(bans []Ban) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), f.Path)
+	return os.Rename(tmp.Name(), f.path)
 }

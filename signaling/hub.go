@@ -204,10 +204,10 @@ type hub struct {
 	retiredOrder []retiredKey // oldest first; entries may be stale
 	retiredSeq   uint64
 
-	// bans are the rooms' bans (moderation.go); banSave hands their latest set to the ban
+	// bans are the rooms' bans (moderation.go); banQueue hands their changes to the ban
 	// writer (nil without Config.Bans).
-	bans    map[RoomID]map[Identity]Ban
-	banSave chan []Ban
+	bans     map[RoomID]map[Identity]Ban
+	banQueue *banQueue
 
 	cands   []Candidate // scratch for elections
 	drops   []*member   // slow consumers found during the current event

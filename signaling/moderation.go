@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -51,12 +52,16 @@ func (b Ban) describe() string {
 	return s
 }
 
-// BanStore keeps the bans across restarts (Config.Bans). LoadBans is called once, by New;
-// SaveBans by the server's ban writer (its own goroutine) with every active ban after each
-// change: the latest set replaces the earlier ones.
+// BanStore keeps the bans across restarts (Config.Bans), and on a cluster shares them between
+// the nodes (each node then tells its server of the others' changes: Server.BanChanged).
+// LoadBans is called once, by New; PutBan and DeleteBan by the server's ban writer, its own
+// goroutine, in the order the hub made the changes.
 type BanStore interface {
 	LoadBans() ([]Ban, error)
-	SaveBans([]Ban) error
+	// PutBan records b, replacing the ban of the same room and target.
+	PutBan(b Ban) error
+	// DeleteBan forgets the ban of target in room.
+	DeleteBan(room RoomID, target Identity) error
 }
 
 // DefaultMaxBansPerRoom is Config.MaxBansPerRoom's default.
@@ -82,6 +87,9 @@ const (
 	opBan
 	opUnban
 	opList
+	// The changes of another node (Server.BanChanged): applied, not stored again.
+	opRemoteBan
+	opRemoteUnban
 )
 
 type modResult struct {
@@ -102,19 +110,22 @@ func (h *hub) moderate(ev *evModerate) {
 			}
 		}
 		slices.SortFunc(res.bans, func(a, b Ban) int { return strings.Compare(string(a.Target), string(b.Target)) })
-	case opUnban:
+	case opUnban, opRemoteUnban:
 		if _, res.found = h.bans[ev.room][ev.target]; res.found {
 			delete(h.bans[ev.room], ev.target)
 			if len(h.bans[ev.room]) == 0 {
 				delete(h.bans, ev.room)
 			}
-			h.log.Info().Str("room", string(ev.room)).Str("target", string(ev.target)).Msg("ban lifted")
-			h.saveBans()
+			h.log.Info().Str("room", string(ev.room)).Str("target", string(ev.target)).Bool("remote", ev.op == opRemoteUnban).Msg("ban lifted")
 		}
-	case opBan:
+		if ev.op == opUnban {
+			h.saveBan(Ban{Room: ev.room, Target: ev.target}, true)
+		}
+	case opBan, opRemoteBan:
 		h.pruneBans(ev.room)
 		rb := h.bans[ev.room]
-		if _, again := rb[ev.target]; !again && len(rb) >= h.cfg.MaxBansPerRoom {
+		// Another node's ban is taken whatever the count: that node bounded it.
+		if _, again := rb[ev.target]; !again && len(rb) >= h.cfg.MaxBansPerRoom && ev.op == opBan {
 			res.err = fmt.Errorf("%w: room %q has %d bans, the limit is %d", ErrServerBusy, ev.room, len(rb), h.cfg.MaxBansPerRoom)
 			h.stats.refuse(res.err)
 			break
@@ -125,8 +136,11 @@ func (h *hub) moderate(ev *evModerate) {
 		}
 		b := Ban{Room: ev.room, Target: ev.target, Until: ev.until, Reason: ev.reason}
 		rb[ev.target] = b
-		h.log.Info().Str("room", string(ev.room)).Str("target", string(ev.target)).Time("until", ev.until).Str("reason", ev.reason).Msg("identity banned")
-		h.saveBans()
+		h.log.Info().Str("room", string(ev.room)).Str("target", string(ev.target)).Time("until", ev.until).Str("reason", ev.reason).
+			Bool("remote", ev.op == opRemoteBan).Msg("identity banned")
+		if ev.op == opBan {
+			h.saveBan(b, false)
+		}
 		res.bans = []Ban{b}
 		res.kicked = h.kick(ev.room, ev.target, fmt.Errorf("%w: %s", ErrBanned, b.describe()), ReasonBanned)
 	case opKick:
@@ -186,49 +200,89 @@ func (h *hub) pruneBans(room RoomID) {
 	maps.DeleteFunc(h.bans[room], func(_ Identity, b Ban) bool { return !b.active(now) })
 }
 
-// saveBans hands every active ban to the ban writer: it replaces a set the writer has not
-// taken yet, so the hub never waits for storage.
-func (h *hub) saveBans() {
-	if h.banSave == nil {
-		return
-	}
-	now := h.cfg.Clock.Now()
-	all := []Ban{}
-	for _, rb := range h.bans {
-		for _, b := range rb {
-			if b.active(now) {
-				all = append(all, b)
-			}
-		}
-	}
-	select {
-	case <-h.banSave: // the writer has not taken the previous set: this one replaces it
-	default:
-	}
-	h.banSave <- all // the hub is the only sender and the slot is free
+// banOp is one change for the ban writer.
+type banOp struct {
+	ban    Ban
+	delete bool
 }
 
-// writeBans runs on its own goroutine: it saves each set of bans the hub hands it, and the last
-// one once the hub has stopped.
-func (s *Server) writeBans(sets chan []Ban, hubDone <-chan struct{}) {
-	save := func(bans []Ban) {
-		if err := s.cfg.Bans.SaveBans(bans); err != nil {
-			s.log.Error().Err(err).Int("bans", len(bans)).Msg("bans not saved: they hold until the server restarts")
+// banQueue hands the hub's ban changes to the ban writer, in order: the hub never waits for it
+// (and so never for storage). Moderators' requests are its only source, and each room holds at
+// most MaxBansPerRoom bans; a store that has failed them is logged, not retried.
+type banQueue struct {
+	mu   sync.Mutex // guards ops
+	ops  []banOp
+	wake chan struct{} // capacity 1
+}
+
+func newBanQueue() *banQueue { return &banQueue{wake: make(chan struct{}, 1)} }
+
+func (q *banQueue) push(op banOp) {
+	q.mu.Lock()
+	q.ops = append(q.ops, op)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *banQueue) take() []banOp {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ops := q.ops
+	q.ops = nil
+	return ops
+}
+
+// saveBan hands a change to the ban writer (none without Config.Bans).
+func (h *hub) saveBan(b Ban, lifted bool) {
+	if h.banQueue != nil {
+		h.banQueue.push(banOp{ban: b, delete: lifted})
+	}
+}
+
+// writeBans runs on its own goroutine: it stores the hub's ban changes in order, and those
+// still queued once the hub has stopped.
+func (s *Server) writeBans(q *banQueue, hubDone <-chan struct{}) {
+	write := func() {
+		for _, op := range q.take() {
+			var err error
+			if op.delete {
+				err = s.cfg.Bans.DeleteBan(op.ban.Room, op.ban.Target)
+			} else {
+				err = s.cfg.Bans.PutBan(op.ban)
+			}
+			if err != nil {
+				s.log.Error().Err(err).Str("room", string(op.ban.Room)).Str("target", string(op.ban.Target)).Bool("lifted", op.delete).
+					Msg("ban change not stored: it holds on this node until it restarts")
+			}
 		}
 	}
 	for {
 		select {
-		case bans := <-sets:
-			save(bans)
+		case <-q.wake:
+			write()
 		case <-hubDone:
-			select {
-			case bans := <-sets:
-				save(bans)
-			default:
-			}
+			write()
 			return
 		}
 	}
+}
+
+// BanChanged applies a ban change that another node of a cluster made and stored (BanStore):
+// lifted false records b (and kicks b's target from this node's members of the room, with
+// "banned"), lifted true lifts the ban of b.Target in b.Room. It does not store it again. Safe
+// from any goroutine; it returns once the hub has applied it, or ctx ends.
+func (s *Server) BanChanged(ctx context.Context, b Ban, lifted bool) error {
+	op := opRemoteBan
+	if lifted {
+		op = opRemoteUnban
+	} else if !b.active(s.cfg.Clock.Now()) {
+		return nil
+	}
+	_, err := s.moderate(ctx, &evModerate{room: b.Room, target: b.Target, op: op, until: b.Until, reason: b.Reason})
+	return err
 }
 
 // loadBans reads the stored bans for the hub (New, before the hub runs).

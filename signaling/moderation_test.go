@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -151,7 +152,7 @@ func TestModerationNeedsModClaim(t *testing.T) {
 // survives a restart of the server (BanFile), runs out at its expiry, and DELETE lifts it.
 func TestModerationBanSurvivesRestart(t *testing.T) {
 	clock := &manualClock{t: time.Now()}
-	store := BanFile{Path: filepath.Join(t.TempDir(), "bans.json")}
+	store := NewBanFile(filepath.Join(t.TempDir(), "bans.json"))
 	cfg := Config{Secret: modSecret, AdminKey: modAdminKey, Bans: store, Clock: clock}
 	e := newEnv(t, cfg)
 	bobTok := modToken(t, "r", "bob", false)
@@ -177,7 +178,8 @@ func TestModerationBanSurvivesRestart(t *testing.T) {
 	}
 	_ = e.srv.Close()
 
-	// A new server on the same store still refuses bob.
+	// A new server on the same file (as a restarted process reads it) still refuses bob.
+	cfg.Bans = NewBanFile(filepath.Join(filepath.Dir(store.path), "bans.json"))
 	e2 := newEnv(t, cfg)
 	if err := refused(e2, "b"); !errors.Is(err, ErrBanned) {
 		t.Fatalf("after a restart bob's join: %v, want ErrBanned", err)
@@ -230,4 +232,68 @@ func TestModerationBanLimits(t *testing.T) {
 			t.Errorf("body %s: %d, want 400", b, resp.StatusCode)
 		}
 	}
+}
+
+// recordingBans is a BanStore that records the changes it is given.
+type recordingBans struct {
+	mu  sync.Mutex // guards ops
+	ops []string
+}
+
+func (r *recordingBans) LoadBans() ([]Ban, error) { return nil, nil }
+func (r *recordingBans) PutBan(b Ban) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, "put "+string(b.Room)+" "+string(b.Target))
+	return nil
+}
+func (r *recordingBans) DeleteBan(room RoomID, target Identity) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, "delete "+string(room)+" "+string(target))
+	return nil
+}
+func (r *recordingBans) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.ops...)
+}
+
+// On a cluster, a ban another node stored reaches this node through BanChanged: it kicks the
+// target's members here ("banned") and refuses its joins, and is not stored again; lifting it
+// there lifts it here. This node's own changes reach the store in order.
+func TestModerationBanFromAnotherNode(t *testing.T) {
+	store := &recordingBans{}
+	e := newEnv(t, Config{Secret: modSecret, AdminKey: modAdminKey, Bans: store})
+	bobTok := modToken(t, "r", "bob", false)
+	bob, _ := e.joined(JoinOptions{Room: "r", Device: "b", Token: bobTok})
+	ctx := context.Background()
+	if err := e.srv.BanChanged(ctx, Ban{Room: "r", Target: "bob", Until: time.Now().Add(time.Hour), Reason: "elsewhere"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if cl := closedEvent(t, bob); !errors.Is(cl.Err, ErrBanned) {
+		t.Fatalf("bob closed with %v, want ErrBanned", cl.Err)
+	}
+	if _, err := e.dialErr(JoinOptions{Room: "r", Device: "b", Token: bobTok}, e.clientConfig()); !errors.Is(err, ErrBanned) {
+		t.Fatalf("bob's join: %v", err)
+	}
+	if err := e.srv.BanChanged(ctx, Ban{Room: "r", Target: "bob"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dialErr(JoinOptions{Room: "r", Device: "b", Token: bobTok}, e.clientConfig()); err != nil {
+		t.Fatalf("bob after the lift: %v", err)
+	}
+	// Local changes are stored, in order; the remote ones were not.
+	if _, err := e.srv.Ban(ctx, Ban{Room: "r", Target: "eve"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.srv.Unban(ctx, "r", "eve"); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, waitTimeout, func() error {
+		if got := store.got(); strings.Join(got, ",") != "put r eve,delete r eve" {
+			return fmt.Errorf("stored %q", got)
+		}
+		return nil
+	})
 }

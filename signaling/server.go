@@ -128,11 +128,11 @@ func New(cfg Config) *Server {
 	h.bans = s.loadBans()
 	hubDone := make(chan struct{})
 	if s.cfg.Bans != nil {
-		h.banSave = make(chan []Ban, 1)
+		h.banQueue = newBanQueue()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.writeBans(h.banSave, hubDone)
+			s.writeBans(h.banQueue, hubDone)
 		}()
 	}
 	s.wg.Add(1)

@@ -280,7 +280,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	if o.data != "" {
 		// Moderators' bans survive restarts: one file of this node's (not shared by a cluster's
 		// nodes yet: docs/security.md §1).
-		cfg.Bans = signaling.BanFile{Path: filepath.Join(o.data, banFileName)}
+		cfg.Bans = signaling.NewBanFile(filepath.Join(o.data, banFileName))
 	}
 	if o.clustered() {
 		s.poke = make(chan struct{}, 1)
