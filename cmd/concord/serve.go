@@ -134,6 +134,10 @@ type server struct {
 	store    *durable.Store  // nil without --data
 	writer   *durable.Writer // nil without --data
 	node     *cluster.Node   // nil unless clustered
+	// bans is the cluster's ban bucket, watched until banStop (nil unless clustered).
+	bans    *durable.Bans
+	banStop context.CancelFunc
+	banDone chan struct{}
 
 	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
 	hostServer         string   // the URL the dedicated hosts dial
@@ -277,9 +281,15 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	if s.store != nil {
 		cfg.Store = s.store
 	}
-	if o.data != "" {
-		// Moderators' bans survive restarts: one file of this node's (not shared by a cluster's
-		// nodes yet: docs/security.md §1).
+	switch {
+	case o.clustered():
+		// Moderators' bans hold on every node: a KV bucket each node watches (below).
+		if s.bans, err = s.store.Bans(); err != nil {
+			return fail(err)
+		}
+		cfg.Bans = s.bans
+	case o.data != "":
+		// A single node's bans survive restarts in a file of its data directory.
 		cfg.Bans = signaling.NewBanFile(filepath.Join(o.data, banFileName))
 	}
 	if o.clustered() {
@@ -302,6 +312,17 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	s.sig = signaling.New(cfg)
 	if s.node != nil {
 		s.node.Attach(s.sig)
+	}
+	if s.bans != nil {
+		bctx, cancel := context.WithCancel(context.Background())
+		s.banStop, s.banDone = cancel, make(chan struct{})
+		go func() {
+			defer close(s.banDone)
+			err := s.bans.Watch(bctx, func(b signaling.Ban, lifted bool) { _ = s.sig.BanChanged(bctx, b, lifted) })
+			if err != nil {
+				log.Error().Err(err).Msg("the cluster's bans are not watched: bans made through other nodes do not hold here until a restart")
+			}
+		}()
 	}
 	reg.MustRegister(&hostCollector{s: s})
 	// s.hosts and their peers are set before Serve (startHosts), never after.
@@ -536,6 +557,11 @@ func (s *server) stop() {
 // closeAll stops what startServer started, in reverse: the host (then its WebRTC socket),
 // signaling, the HTTP servers, TURN. Parts never started are skipped.
 func (s *server) closeAll() {
+	if s.banStop != nil {
+		s.banStop()
+		<-s.banDone
+		s.banStop = nil
+	}
 	if s.placeStop != nil {
 		s.placeStop() // stops the hosts it runs; each writes its last checkpoint
 		<-s.placeDone
