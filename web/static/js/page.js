@@ -8,7 +8,7 @@
 // runner injects them (web/e2e/debug.mjs).
 
 import { Peer } from './peer.js';
-import { randomDevice, SignalingError, fetchRooms } from './signaling.js';
+import { randomDevice, SignalingError, REMOVED_CODES, fetchRooms } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
@@ -139,10 +139,12 @@ async function join(room, user, token) {
     return;
   }
   window.addEventListener('pagehide', () => peer.stop());
-  // A fatal error (a schema table other than the host's) ends the session: say so, retry nothing.
+  // A fatal error (a schema table other than the host's, a moderator's kick or ban) ends the
+  // session: say so, retry nothing.
   peer.done.then((err) => {
     if (!err) return;
-    showError(`cannot play in this room: ${err.message}`);
+    if (err instanceof SignalingError && REMOVED_CODES.has(err.code)) showError(`${err.reason} (${err.message})`);
+    else showError(`cannot play in this room: ${err.message}`);
     setConn('failed', 'chip-bad');
   });
   setupInput(peer, game);
