@@ -309,13 +309,17 @@ func (s *Server) loadBans() map[RoomID]map[Identity]Ban {
 	return out
 }
 
-// checkTarget checks a kick's or ban's target: a user, or user/device.
+// checkTarget checks a kick's or ban's target: a user, or user/device (a device the server made
+// up, "~3", included: it is the peerId of a member that joined without one).
 func checkTarget(t Identity) error {
 	if err := checkUser(t.User()); err != nil {
 		return err
 	}
 	if strings.Contains(string(t), "/") {
-		return checkDevice(t.Device())
+		if t.Device() == "" {
+			return fmt.Errorf("%w: target %q has an empty device", ErrBadMessage, t)
+		}
+		return checkName("device", t.Device(), maxDeviceLen, true)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -208,6 +209,23 @@ func TestModerationBanSurvivesRestart(t *testing.T) {
 	}
 	if err := refused(e2, "b"); err != nil {
 		t.Fatalf("bob/b after the unban: %v", err)
+	}
+}
+
+// A member that joined without a device has a peerId the server made up ("carol/~1"): it is a
+// target like any other, and a room name with "/" and spaces travels escaped in the path.
+func TestModerationServerDeviceAndRoomPath(t *testing.T) {
+	e := newEnv(t, Config{AdminKey: modAdminKey})
+	carol, j := e.joined(JoinOptions{Room: "a/b c", User: "carol"})
+	if !strings.Contains(string(j.PeerID), "/~") {
+		t.Fatalf("peerId %s", j.PeerID)
+	}
+	code, body := e.moderate("POST", "/api/rooms/"+url.PathEscape("a/b c")+"/kick", modAdminKey, ModerationRequest{PeerID: j.PeerID})
+	if code != http.StatusOK || !strings.Contains(body, string(j.PeerID)) {
+		t.Fatalf("kick %s: %d %s", j.PeerID, code, body)
+	}
+	if cl := closedEvent(t, carol); !errors.Is(cl.Err, ErrKicked) {
+		t.Fatalf("carol: %v", cl.Err)
 	}
 }
 
