@@ -148,7 +148,9 @@ type Config struct {
 	// AdminKey, with a Secret, lets GET /api/rooms list every room to a
 	// request with "Authorization: Bearer <AdminKey>". Without it a request
 	// needs a join token and sees only that token's room. An open server
-	// (no Secret) lists every room to anyone.
+	// (no Secret) lists every room to anyone. The key also opens the routes
+	// wrapped in AdminOnly (serve: /metrics, /debug/pprof) and moderates
+	// every room (kick, ban), on an open server too.
 	AdminKey string
 	// AllowedHosts are the names (without port) a request's Host header may
 	// carry; others get 421, so a DNS-rebinding page cannot reach the server

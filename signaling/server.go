@@ -144,7 +144,8 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Handler serves GET /ws (the websocket), GET /api/rooms and GET /healthz.
+// Handler serves GET /ws (the websocket), GET /api/rooms, the moderation routes under
+// /api/rooms/{room}/ (moderation.go) and GET /healthz.
 // After Close it answers 503; a request whose Host is not allowed (see
 // Config.AllowedHosts) gets 421.
 func (s *Server) Handler() http.Handler {
