@@ -77,3 +77,19 @@ test('moderate() calls the moderation API with the credential and reads refusals
   assert.ok(err instanceof SignalingError);
   assert.equal(err.code, 'forbidden');
 });
+
+test('banned while away: the redial meets the ban and the session ends', async () => {
+  const srv = new FakeServer();
+  srv.onJoin = () => joined(1, 1, 1);
+  const { p } = newPeer(srv);
+  await p.run();
+  srv.onJoin = () => ({ v: 1, type: 'error', code: 'banned', message: 'u is banned from room r for good' });
+  for (const s of srv.live()) s.crash();
+  const err = await Promise.race([p.done, new Promise((r) => setTimeout(() => r(new Error('the session did not end')), 3000))]);
+  assert.ok(err instanceof SignalingError, String(err));
+  assert.equal(err.code, 'banned');
+  assert.equal(p.status().state, 'failed');
+  const joins = srv.joins.length;
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(srv.joins.length, joins, 'no redial after the ban');
+});
