@@ -36,10 +36,12 @@ func NewBanFile(path string) *BanFile { return &BanFile{path: path} }
 // maxBanFile bounds the file LoadBans reads.
 const maxBanFile = 64 << 20
 
-// LoadBans implements BanStore.
+// LoadBans implements BanStore. It reads the file again (another process may have written it
+// since).
 func (f *BanFile) LoadBans() ([]Ban, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.loaded = false
 	if err := f.load(); err != nil {
 		return nil, err
 	}
