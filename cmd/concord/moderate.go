@@ -22,6 +22,7 @@ import (
 
 func init() {
 	const cred = `
+
 The credential is --token (a join token of the room with the mod claim: concord token --mod) or,
 without it, CONCORD_ADMIN_KEY (the admin key concord serve runs with).`
 	helps["kick"] = helpText{"concord kick --room R (--user U | --peer-id U/D) [flags]", `Removes the members of room R that are user U (every device) or the one identity U/D: each
