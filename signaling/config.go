@@ -1,6 +1,7 @@
 package signaling
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -174,6 +175,9 @@ type Config struct {
 	// whatever the reason (left, lost, kicked, banned, ...), after the room has forgotten it: the
 	// hook by which credentials bound to membership (TURN) end with it. It must not block.
 	OnLeave func(room RoomID, index PeerIndex, id Identity, reason LeaveReason)
+	// KickElsewhere, if not nil, is asked to kick on the other nodes of a cluster when a kick
+	// finds no member here (the room is served by another node): it returns whom they removed.
+	KickElsewhere func(ctx context.Context, room RoomID, target Identity, reason string) ([]Identity, error)
 
 	// Registerer, if not nil, receives the server's Prometheus metrics.
 	Registerer prometheus.Registerer

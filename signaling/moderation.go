@@ -452,6 +452,10 @@ func (s *Server) serveModeration(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res, err := s.moderate(r.Context(), ev)
+	if err == nil && op == opKick && len(res.kicked) == 0 && s.cfg.KickElsewhere != nil {
+		// A cluster node serves only the rooms it owns: the room's owner may have the target.
+		res.kicked, err = s.cfg.KickElsewhere(r.Context(), room, ev.target, ev.reason)
+	}
 	if err != nil {
 		s.moderationError(w, err)
 		return

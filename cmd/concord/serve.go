@@ -134,7 +134,8 @@ type server struct {
 	store    *durable.Store  // nil without --data
 	writer   *durable.Writer // nil without --data
 	node     *cluster.Node   // nil unless clustered
-	// bans is the cluster's ban bucket, watched until banStop (nil unless clustered).
+	// bans is the cluster's ban bucket, watched (and its kicks served) until banStop; banDone
+	// receives once from each of the two goroutines. nil unless clustered.
 	bans    *durable.Bans
 	banStop context.CancelFunc
 	banDone chan struct{}
@@ -287,7 +288,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		if s.bans, err = s.store.Bans(); err != nil {
 			return fail(err)
 		}
-		cfg.Bans = s.bans
+		cfg.Bans, cfg.KickElsewhere = s.bans, s.bans.Kick
 	case o.data != "":
 		// A single node's bans survive restarts in a file of its data directory.
 		cfg.Bans = signaling.NewBanFile(filepath.Join(o.data, banFileName))
@@ -314,13 +315,20 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		s.node.Attach(s.sig)
 	}
 	if s.bans != nil {
+		// Bans made through the other nodes hold here; their kicks reach this node's members.
 		bctx, cancel := context.WithCancel(context.Background())
-		s.banStop, s.banDone = cancel, make(chan struct{})
+		s.banStop, s.banDone = cancel, make(chan struct{}, 2)
 		go func() {
-			defer close(s.banDone)
+			defer func() { s.banDone <- struct{}{} }()
 			err := s.bans.Watch(bctx, func(b signaling.Ban, lifted bool) { _ = s.sig.BanChanged(bctx, b, lifted) })
 			if err != nil {
 				log.Error().Err(err).Msg("the cluster's bans are not watched: bans made through other nodes do not hold here until a restart")
+			}
+		}()
+		go func() {
+			defer func() { s.banDone <- struct{}{} }()
+			if err := s.bans.ServeKicks(bctx, s.sig.Kick); err != nil {
+				log.Error().Err(err).Msg("kicks sent to other nodes do not reach this node's members")
 			}
 		}()
 	}
@@ -559,7 +567,8 @@ func (s *server) stop() {
 func (s *server) closeAll() {
 	if s.banStop != nil {
 		s.banStop()
-		<-s.banDone
+		<-s.banDone // the watch
+		<-s.banDone // the kicks
 		s.banStop = nil
 	}
 	if s.placeStop != nil {

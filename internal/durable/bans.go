@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/concordrtc/concord/signaling"
@@ -166,4 +168,67 @@ func (b *Bans) Watch(ctx context.Context, changed func(ban signaling.Ban, lifted
 			}
 		}
 	}
+}
+
+// kickSubject carries a cluster's kicks: a kick that finds no member on the node it reaches is
+// asked of every node, and the one that serves the room answers.
+const kickSubject = "concord.moderation.kick"
+
+// kickTimeout bounds how long a kick waits for the node that serves the room.
+const kickTimeout = 2 * time.Second
+
+type kickRequest struct {
+	Room   signaling.RoomID   `json:"room"`
+	Target signaling.Identity `json:"target"`
+	Reason string             `json:"reason,omitempty"`
+}
+
+type kickReply struct {
+	Kicked []signaling.Identity `json:"kicked"`
+}
+
+// Kick asks the other nodes to kick target from room (signaling.Config.KickElsewhere) and
+// returns whom the node that serves the room removed: none when no node answers in time.
+func (b *Bans) Kick(ctx context.Context, room signaling.RoomID, target signaling.Identity, reason string) ([]signaling.Identity, error) {
+	req, err := json.Marshal(kickRequest{Room: room, Target: target, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, kickTimeout)
+	defer cancel()
+	m, err := b.s.nc.RequestWithContext(ctx, kickSubject, req)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	var r kickReply
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return nil, fmt.Errorf("durable: kick reply: %w", err)
+	}
+	return r.Kicked, nil
+}
+
+// ServeKicks answers the other nodes' kicks with kick (a signaling.Server's Kick) until ctx ends:
+// only a node that removed someone answers.
+func (b *Bans) ServeKicks(ctx context.Context, kick func(ctx context.Context, room signaling.RoomID, target signaling.Identity, reason string) ([]signaling.Identity, error)) error {
+	sub, err := b.s.nc.Subscribe(kickSubject, func(m *nats.Msg) {
+		var req kickRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			return
+		}
+		kicked, err := kick(ctx, req.Room, req.Target, req.Reason)
+		if err != nil || len(kicked) == 0 {
+			return
+		}
+		if v, err := json.Marshal(kickReply{Kicked: kicked}); err == nil {
+			_ = m.Respond(v)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return sub.Unsubscribe()
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,9 +93,10 @@ func TestBansBucket(t *testing.T) {
 }
 
 // TestBansAcrossCluster: three clustered stores, a signaling server on each with the ban bucket as
-// its BanStore and a watcher that passes the others' changes on (as serve wires them). A ban made
-// through node 1 kicks a member of node 3 at once ("banned") and refuses its rejoin there; lifted
-// through node 2, it admits it again on node 3.
+// its BanStore, a watcher that passes the others' changes on and the kick relay (as serve wires
+// them). A ban made through node 1 kicks a member of node 3 at once ("banned") and refuses its
+// rejoin there; lifted through node 2, it admits it again on node 3; a kick sent to node 1 reaches
+// it on node 3.
 func TestBansAcrossCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-node JetStream cluster; skipped in -short mode")
@@ -105,16 +109,21 @@ func TestBansAcrossCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := signaling.New(signaling.Config{Secret: []byte("cluster bans secret, 32 bytes!!!"), Bans: bans,
-			Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Int("node", i+1).Logger()})
+		srv := signaling.New(signaling.Config{Secret: []byte("cluster bans secret, 32 bytes!!!"), Bans: bans, AdminKey: "admin",
+			KickElsewhere: bans.Kick,
+			Logger:        zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Int("node", i+1).Logger()})
 		hs := httptest.NewServer(srv.Handler())
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
+		done := make(chan struct{}, 2)
 		go func() {
-			defer close(done)
+			defer func() { done <- struct{}{} }()
 			_ = bans.Watch(ctx, func(b signaling.Ban, lifted bool) { _ = srv.BanChanged(ctx, b, lifted) })
 		}()
-		t.Cleanup(func() { cancel(); <-done; _ = srv.Close(); hs.Close() })
+		go func() {
+			defer func() { done <- struct{}{} }()
+			_ = bans.ServeKicks(ctx, srv.Kick)
+		}()
+		t.Cleanup(func() { cancel(); <-done; <-done; _ = srv.Close(); hs.Close() })
 		servers, urls = append(servers, srv), append(urls, hs.URL)
 	}
 	tok, err := signaling.IssueToken([]byte("cluster bans secret, 32 bytes!!!"), signaling.Claims{Room: "r", User: "bob", ExpiresAt: time.Now().Add(time.Hour)})
@@ -155,12 +164,29 @@ func TestBansAcrossCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Node 2 holds the ban through its watch; its unban is stored, and node 3 hears it.
+	var bob2 *signaling.Client
 	poll.Until(t, 20*time.Second, "bob admitted on node 3 after the lift on node 2", func() error {
-		c, err := dial()
-		if err != nil {
-			return err
-		}
-		_ = c.Close()
-		return nil
+		bob2, err = dial()
+		return err
 	})
+	defer bob2.Close()
+	// A kick sent to node 1, which has no member bob, reaches him on node 3.
+	req, _ := http.NewRequest(http.MethodPost, urls[0]+"/api/rooms/r/kick", strings.NewReader(`{"user":"bob"}`))
+	req.Header.Set("Authorization", "Bearer admin")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "bob/pc") {
+		t.Fatalf("kick through node 1: %d %s", resp.StatusCode, body)
+	}
+	for ev := range bob2.Events() {
+		if cl, ok := ev.(signaling.Closed); ok {
+			if !errors.Is(cl.Err, signaling.ErrKicked) || errors.Is(cl.Err, signaling.ErrBanned) {
+				t.Fatalf("bob on node 3 closed with %v, want ErrKicked", cl.Err)
+			}
+		}
+	}
 }
