@@ -26,18 +26,34 @@ type Bans struct {
 	kv jetstream.KeyValue
 }
 
-// Bans makes (or opens) the ban bucket.
+// Bans makes (or opens) the ban bucket. The nodes of a cluster started together make it at
+// once, and JetStream may then answer none of them in time: each opens the bucket if it exists
+// and tries again until Config.StartTimeout, as Open does for its own buckets.
 func (s *Store) Bans() (*Bans, error) {
+	deadline := time.Now().Add(s.cfg.StartTimeout)
+	for {
+		kv, err := s.banBucket()
+		if err == nil {
+			return &Bans{s: s, kv: kv}, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("durable: key-value bucket %s: %w", BanBucket, err)
+		}
+		s.log.Debug().Err(err).Msg("ban bucket not ready yet")
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (s *Store) banBucket() (jetstream.KeyValue, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if kv, err := s.js.KeyValue(ctx, BanBucket); err == nil {
+		return kv, nil
+	}
+	return s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: BanBucket, Description: "Concord bans (room, target, expiry, reason)", History: 1, Storage: jetstream.FileStorage,
 		Replicas: s.cfg.replicas(),
 	})
-	if err != nil {
-		return nil, fmt.Errorf("durable: key-value bucket %s: %w", BanBucket, err)
-	}
-	return &Bans{s: s, kv: kv}, nil
 }
 
 // banKey is the key of target's ban in room: both escaped as RoomKey does ('.' and '/' too),

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,13 +103,20 @@ func TestBansAcrossCluster(t *testing.T) {
 		t.Skip("a three-node JetStream cluster; skipped in -short mode")
 	}
 	stores := openCluster(t)
+	// Every node makes the bucket at once, as the nodes of a cluster started together do.
+	buckets := make([]*Bans, len(stores))
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	for i, st := range stores {
+		wg.Go(func() { buckets[i], errs[i] = st.Bans() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
 	var servers []*signaling.Server
 	var urls []string
-	for i, st := range stores {
-		bans, err := st.Bans()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, bans := range buckets {
 		srv := signaling.New(signaling.Config{Secret: []byte("cluster bans secret, 32 bytes!!!"), Bans: bans, AdminKey: "admin",
 			KickElsewhere: bans.Kick,
 			Logger:        zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Int("node", i+1).Logger()})
