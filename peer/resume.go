@@ -26,6 +26,14 @@ func (p *Peer) signalingLost(ctx context.Context, cause error) {
 	old := p.sig
 	p.setSig(nil)
 	p.publish()
+	if errors.Is(cause, signaling.ErrKicked) {
+		// A moderator removed this member (kicked, or banned: ErrBanned is a kick too). Rejoining
+		// by itself would undo the kick: the session ends, links and all, and Run returns why.
+		p.log.Error().Err(cause).Msg("removed from the room by a moderator; not redialing")
+		p.closeLater(old)
+		p.fatal = cause
+		return
+	}
 	if errors.Is(cause, signaling.ErrReplaced) {
 		// Another connection joined with this identity (the same device elsewhere): fighting
 		// it for the index would only take turns at replacing each other.
@@ -130,6 +138,7 @@ func permanent(err error) bool {
 	for _, e := range []error{
 		signaling.ErrResumeRefused, signaling.ErrTokenRequired, signaling.ErrTokenInvalid, signaling.ErrTokenExpired,
 		signaling.ErrTokenMismatch, signaling.ErrWrongRoom, signaling.ErrUnsupportedVersion, signaling.ErrBadMessage,
+		signaling.ErrKicked, // and ErrBanned
 	} {
 		if errors.Is(err, e) {
 			return true
@@ -174,6 +183,12 @@ func (p *Peer) adopt(c sigClient, attempts int) {
 // resumeRefused runs on the loop when the server will not give this peer its index back: the
 // room plays on over the links, without signaling (no elections, no new links).
 func (p *Peer) resumeRefused(err error) {
+	if errors.Is(err, signaling.ErrKicked) {
+		// Banned while away: the session ends, as on a kick.
+		p.log.Error().Err(err).Msg("banned from the room; ending the session")
+		p.fatal = err
+		return
+	}
 	p.resumeErr = err
 	p.log.Error().Err(err).Msg("signaling refused to resume this peer; playing on without signaling, state kept")
 	p.publish()

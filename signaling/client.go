@@ -134,6 +134,9 @@ type Client struct {
 	// Owned by the reader goroutine.
 	buf bytes.Buffer
 	msg serverMessage
+	// lastError is the reader's last Error event: a close frame with its code ends the
+	// connection for the reason it gave (a kick's or ban's words, not the bare code).
+	lastError Error
 }
 
 // wsURL turns a server base URL into its websocket endpoint.
@@ -474,6 +477,9 @@ func (c *Client) readMessages() error {
 			switch {
 			case errors.As(err, &ce):
 				if e, ok := closeFrameError(ce); ok {
+					if c.lastError.Code == e.Code {
+						return c.lastError
+					}
 					return e
 				}
 				return err
@@ -507,6 +513,8 @@ func (c *Client) handleMessage(data []byte) error {
 	switch ev := ev.(type) {
 	case Joined:
 		return nil
+	case Error:
+		c.lastError = ev
 	case HostChanged:
 		if ev.ResumeToken != "" {
 			c.resumeToken.Store(&ev.ResumeToken)

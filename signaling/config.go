@@ -1,6 +1,7 @@
 package signaling
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -148,7 +149,9 @@ type Config struct {
 	// AdminKey, with a Secret, lets GET /api/rooms list every room to a
 	// request with "Authorization: Bearer <AdminKey>". Without it a request
 	// needs a join token and sees only that token's room. An open server
-	// (no Secret) lists every room to anyone.
+	// (no Secret) lists every room to anyone. The key also opens the routes
+	// wrapped in AdminOnly (serve: /metrics, /debug/pprof) and moderates
+	// every room (kick, ban), on an open server too.
 	AdminKey string
 	// AllowedHosts are the names (without port) a request's Host header may
 	// carry; others get 421, so a DNS-rebinding page cannot reach the server
@@ -170,6 +173,16 @@ type Config struct {
 	// embedded TURN relay ends the allocations of a member that will not come back. It runs
 	// on the hub's goroutine and must not block.
 	MemberLeft func(room RoomID, id Identity, reason LeaveReason)
+
+	// Bans, if not nil, keeps the rooms' bans across restarts (moderation.go): loaded once by
+	// New, saved by a writer goroutine after each change. If nil, bans live in memory.
+	Bans BanStore
+	// MaxBansPerRoom caps the bans one room holds; a ban past it is refused (server_busy, HTTP
+	// 409). If zero, DefaultMaxBansPerRoom (1024).
+	MaxBansPerRoom int
+	// KickElsewhere, if not nil, is asked to kick on the other nodes of a cluster when a kick
+	// finds no member here (the room is served by another node): it returns whom they removed.
+	KickElsewhere func(ctx context.Context, room RoomID, target Identity, reason string) ([]Identity, error)
 
 	// Registerer, if not nil, receives the server's Prometheus metrics.
 	Registerer prometheus.Registerer
@@ -275,6 +288,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ErrorRate <= 0 {
 		c.ErrorRate = DefaultErrorRate
+	}
+	if c.MaxBansPerRoom <= 0 {
+		c.MaxBansPerRoom = DefaultMaxBansPerRoom
 	}
 	if c.ErrorBurst <= 0 {
 		c.ErrorBurst = DefaultErrorBurst

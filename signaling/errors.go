@@ -72,6 +72,15 @@ var (
 	// ErrEvicted: a member that had not synced within Config.SyncTimeout made room for a new one
 	// in a full room.
 	ErrEvicted = errors.New("signaling: evicted from a full room")
+	// ErrForbidden: an HTTP request's credential does not allow what it asks (an admin-only
+	// route without the admin key, a moderation request with a token without the mod claim).
+	ErrForbidden = errors.New("signaling: forbidden")
+	// ErrKicked: a moderator removed the member from its room. Redialing is no use: a client
+	// that rejoins on its own after a kick defeats it, so the peers end their session.
+	ErrKicked = errors.New("signaling: kicked by a moderator")
+	// ErrBanned: the member's identity is banned from the room (a moderator's ban, until the
+	// expiry the message gives, or for good); errors.Is(ErrBanned, ErrKicked) holds.
+	ErrBanned = fmt.Errorf("%w: banned", ErrKicked)
 
 	// ErrServerClosed is returned by Server methods after Close.
 	ErrServerClosed = errors.New("signaling: server closed")
@@ -121,6 +130,9 @@ const (
 	CodeServerBusy         ErrorCode = "server_busy"
 	CodeTooManyDevices     ErrorCode = "too_many_devices"
 	CodeEvicted            ErrorCode = "evicted"
+	CodeForbidden          ErrorCode = "forbidden"
+	CodeBanned             ErrorCode = "banned"
+	CodeKicked             ErrorCode = "kicked"
 )
 
 // codeTable pairs every code with its sentinel; the order is the order in
@@ -154,6 +166,9 @@ var codeTable = [...]struct {
 	{CodeServerBusy, ErrServerBusy},
 	{CodeTooManyDevices, ErrTooManyDevices},
 	{CodeEvicted, ErrEvicted},
+	{CodeForbidden, ErrForbidden},
+	{CodeBanned, ErrBanned}, // before kicked: a ban is a kick too
+	{CodeKicked, ErrKicked},
 }
 
 // codeOf maps an error to its wire code; unknown errors are bad messages.

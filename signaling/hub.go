@@ -214,6 +214,10 @@ type hub struct {
 	live *liveMembers
 	// refreshStop stops the pending ICE refresh timer (Config.ICERefresh).
 	refreshStop func() bool
+	// bans are the rooms' bans (moderation.go); banQueue hands their changes to the ban
+	// writer (nil without Config.Bans).
+	bans     map[RoomID]map[Identity]Ban
+	banQueue *banQueue
 
 	cands   []Candidate // scratch for elections
 	drops   []*member   // slow consumers found during the current event
@@ -294,6 +298,8 @@ func (h *hub) handle(ev hubEvent) {
 		h.loadTimedOut(ev)
 	case *evICERefresh:
 		h.refreshICE()
+	case *evModerate:
+		h.moderate(ev)
 	default:
 		panic(fmt.Sprintf("signaling: unknown hub event %T", ev))
 	}
@@ -301,6 +307,10 @@ func (h *hub) handle(ev hubEvent) {
 
 func (h *hub) join(ev *evJoin) {
 	req := ev.req
+	if b, ok := h.banned(req.room, NewIdentity(req.user, req.device)); ok {
+		ev.reply <- joinResult{err: fmt.Errorf("%w: %s", ErrBanned, b.describe())}
+		return
+	}
 	r := h.rooms[req.room]
 	if r != nil && r.store.loading {
 		h.deferJoin(r, ev)

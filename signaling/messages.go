@@ -242,6 +242,8 @@ const (
 	ReasonDropped  LeaveReason = "dropped"  // the member's send queue overflowed (slow consumer)
 	ReasonError    LeaveReason = "error"    // the member broke the protocol (e.g. read limit, too many errors)
 	ReasonEvicted  LeaveReason = "evicted"  // unsynced past SyncTimeout, it made room for a join to a full room
+	ReasonKicked   LeaveReason = "kicked"   // a moderator removed the member (docs/protocol.md §4 "Signaling: moderation")
+	ReasonBanned   LeaveReason = "banned"   // a moderator banned the member's identity from the room
 )
 
 // clientMessage is every message a client sends, flattened: fields that do not

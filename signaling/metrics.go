@@ -91,7 +91,7 @@ func (c *Config) limits() map[string]float64 {
 		"ping_interval_seconds": c.PingInterval.Seconds(), "pong_wait_seconds": c.PongWait.Seconds(),
 		"send_queue": float64(c.SendQueue), "read_limit_bytes": float64(c.ReadLimit),
 		"max_sdp_bytes": MaxSDPLen, "max_candidate_bytes": MaxCandidateLen,
-		"max_term": float64(MaxTerm), "max_term_skew": float64(MaxTermSkew),
+		"max_term": float64(MaxTerm), "max_term_skew": float64(MaxTermSkew), "max_bans_per_room": float64(c.MaxBansPerRoom),
 	}
 }
 

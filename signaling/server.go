@@ -2,7 +2,6 @@ package signaling
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -101,6 +100,10 @@ func New(cfg Config) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWS)
 	mux.HandleFunc("GET /api/rooms", s.serveRooms)
+	mux.HandleFunc("POST /api/rooms/{room}/kick", s.serveModeration)
+	mux.HandleFunc("POST /api/rooms/{room}/ban", s.serveModeration)
+	mux.HandleFunc("DELETE /api/rooms/{room}/ban", s.serveModeration)
+	mux.HandleFunc("GET /api/rooms/{room}/bans", s.serveModeration)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
@@ -133,15 +136,27 @@ func New(cfg Config) *Server {
 	}
 	h := newHub(&s.cfg, s.log, &s.stats, s.resumeKey, post, spawn)
 	s.live = h.live
+	h.bans = s.loadBans()
+	hubDone := make(chan struct{})
+	if s.cfg.Bans != nil {
+		h.banQueue = newBanQueue()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.writeBans(h.banQueue, hubDone)
+		}()
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer close(hubDone)
 		h.run(s.events, s.quit)
 	}()
 	return s
 }
 
-// Handler serves GET /ws (the websocket), GET /api/rooms and GET /healthz.
+// Handler serves GET /ws (the websocket), GET /api/rooms, the moderation routes under
+// /api/rooms/{room}/ (moderation.go) and GET /healthz.
 // After Close it answers 503; a request whose Host is not allowed (see
 // Config.AllowedHosts) gets 421.
 func (s *Server) Handler() http.Handler {
@@ -365,14 +380,14 @@ func (s *Server) roomsFor(r *http.Request, rooms []RoomInfo) (_ []RoomInfo, ok b
 	if len(s.cfg.Secret) == 0 {
 		return rooms, true
 	}
-	bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !found || bearer == "" || len(bearer) > maxTokenLen {
+	b := bearer(r)
+	if b == "" {
 		return nil, false
 	}
-	if s.cfg.AdminKey != "" && hmac.Equal([]byte(bearer), []byte(s.cfg.AdminKey)) {
+	if s.IsAdmin(r) {
 		return rooms, true
 	}
-	c, err := parseToken(s.cfg.Secret, bearer, s.cfg.Clock.Now)
+	c, err := parseToken(s.cfg.Secret, b, s.cfg.Clock.Now)
 	if err != nil {
 		return nil, false
 	}

@@ -918,7 +918,7 @@ func TestMetrics(t *testing.T) {
 	}
 	delete(got, "concord_signaling_limit")
 	if limits["max_members"] != DefaultMaxMembers || limits["signal_rate"] != DefaultSignalRate || limits["ping_interval_seconds"] != 0.1 ||
-		limits["max_sdp_bytes"] != MaxSDPLen || len(limits) != 20 {
+		limits["max_sdp_bytes"] != MaxSDPLen || limits["max_bans_per_room"] != DefaultMaxBansPerRoom || len(limits) != 21 {
 		t.Fatalf("limits = %v", limits)
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -24,6 +24,9 @@ type Claims struct {
 	MayHost bool
 	// Kind pins the member kind (claim "kind"); empty lets the join choose.
 	Kind Kind
+	// Mod lets the token's holder kick and ban members of Room through the HTTP API (claim
+	// "mod"; docs/protocol.md §4 "Signaling: moderation"); absent means false.
+	Mod bool
 	// ExpiresAt is required (claim "exp"): tokens without expiry are refused.
 	ExpiresAt time.Time
 	// NotBefore is optional (claim "nbf").
@@ -40,6 +43,7 @@ type tokenClaims struct {
 	Power   int    `json:"power"`
 	MayHost bool   `json:"mayHost,omitempty"`
 	Kind    Kind   `json:"kind,omitempty"`
+	Mod     bool   `json:"mod,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -55,7 +59,7 @@ func IssueToken(secret []byte, c Claims) (string, error) {
 	if err := checkClaims(c.Room, c.User, c.Device, c.Kind); err != nil {
 		return "", err
 	}
-	tc := tokenClaims{Room: c.Room, User: c.User, Device: c.Device, Power: c.Power, MayHost: c.MayHost, Kind: c.Kind}
+	tc := tokenClaims{Room: c.Room, User: c.User, Device: c.Device, Power: c.Power, MayHost: c.MayHost, Kind: c.Kind, Mod: c.Mod}
 	tc.ExpiresAt = jwt.NewNumericDate(c.ExpiresAt)
 	if !c.NotBefore.IsZero() {
 		tc.NotBefore = jwt.NewNumericDate(c.NotBefore)
@@ -105,7 +109,7 @@ func parseToken(secret []byte, token string, now func() time.Time) (Claims, erro
 	if err := checkClaims(tc.Room, tc.User, tc.Device, tc.Kind); err != nil {
 		return Claims{}, fmt.Errorf("%w: claims: %v", ErrTokenInvalid, err)
 	}
-	c := Claims{Room: tc.Room, User: tc.User, Device: tc.Device, Power: tc.Power, MayHost: tc.MayHost, Kind: tc.Kind}
+	c := Claims{Room: tc.Room, User: tc.User, Device: tc.Device, Power: tc.Power, MayHost: tc.MayHost, Kind: tc.Kind, Mod: tc.Mod}
 	c.ExpiresAt = tc.ExpiresAt.Time
 	if tc.NotBefore != nil {
 		c.NotBefore = tc.NotBefore.Time

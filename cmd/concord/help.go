@@ -30,7 +30,8 @@ Environment:
                      server restart: keep it when restarting). Unset, the server runs open: anyone
                      may join any room as anyone and host it; the log warns about it.
   CONCORD_ADMIN_KEY  with CONCORD_SECRET, lets "Authorization: Bearer <key>" list every room in
-                     /api/rooms (a join token sees only its own room).
+                     /api/rooms (a join token sees only its own room), read /metrics and
+                     /debug/pprof (nobody else may), and kick and ban (concord kick, ban).
   CONCORD_ICE_SECRET default of --ice-server-secret (coturn's static-auth-secret).
   CONCORD_CLUSTER_SECRET  default of --cluster-secret, the cluster's route password (unset:
                      derived from CONCORD_SECRET; a cluster with neither nor route TLS refuses

@@ -25,7 +25,11 @@ Usage:
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
   concord bench joins [-n 512]                                      N bots join one serve at once: time until synced
-  concord token --room R --user U [--power N] [--host] [--ttl 1h]   mint a join token from CONCORD_SECRET
+  concord token --room R --user U [--power N] [--host] [--mod] [--ttl 1h]   mint a join token from CONCORD_SECRET
+  concord kick --room R --user U [--reason TEXT]                    end a member's session in a room (CONCORD_ADMIN_KEY or --token)
+  concord ban --room R --user U [--for 1h] [--reason TEXT]          keep an identity out of a room, for a while or for good
+  concord unban --room R --user U                                   lift a ban
+  concord bans --room R                                             list a room's bans
   concord crdt state FILE...     merge ADR-117 message streams, print the converged state as JSON
   concord crdt dump FILE         print one line per ADR-117 message
   concord crdt export [--data ./concord-data] [--room arena]   a room's last checkpoint as a main.crdt stream
@@ -58,6 +62,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBot(ctx, args[1:], stdout, stderr)
 	case "token":
 		err = cmdToken(args[1:], stdout, stderr, time.Now)
+	case "kick", "ban", "unban", "bans":
+		err = cmdModerate(ctx, args[0], args[1:], stdout, stderr)
 	case "crdt":
 		err = cmdCRDT(args[1:], stdin, stdout, stderr)
 	case "version":

@@ -23,7 +23,20 @@ import (
 // labelled reads the sample of name whose labels include every one of labels (`key="value"`)
 // from serve's /metrics.
 func labelled(url, name string, labels ...string) (float64, error) {
-	resp, err := http.Get(url + "/metrics")
+	return labelledAuth(url, "", name, labels...)
+}
+
+// labelledAuth is labelled with key as the bearer credential (a server with a secret serves
+// /metrics only to the admin key).
+func labelledAuth(url, key, name string, labels ...string) (float64, error) {
+	req, err := http.NewRequest("GET", url+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -12,7 +12,9 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,6 +94,7 @@ type serveOptions struct {
 	origins      []string       // --origin
 	pprof        bool           // --pprof
 	metricsRoute bool           // --metrics
+	hstsMaxAge   time.Duration  // --hsts-max-age: Strict-Transport-Security over TLS (0: none)
 	static       string         // --static: a game's own page and assets at "/"
 	staticCSP    string         // --static-csp: their Content-Security-Policy (default web.StaticContentSecurityPolicy)
 
@@ -148,6 +151,11 @@ type server struct {
 	store    *durable.Store  // nil without --data
 	writer   *durable.Writer // nil without --data
 	node     *cluster.Node   // nil unless clustered
+	// bans is the cluster's ban bucket, watched (and its kicks served) until banStop; banDone
+	// receives once from each of the two goroutines. nil unless clustered.
+	bans    *durable.Bans
+	banStop context.CancelFunc
+	banDone chan struct{}
 
 	restoreRefused *prometheus.CounterVec // concord_restore_refused_total{reason}
 
@@ -301,6 +309,17 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	if s.store != nil {
 		cfg.Store = s.store
 	}
+	switch {
+	case o.clustered():
+		// Moderators' bans hold on every node: a KV bucket each node watches (below).
+		if s.bans, err = s.store.Bans(); err != nil {
+			return fail(err)
+		}
+		cfg.Bans, cfg.KickElsewhere = s.bans, s.bans.Kick
+	case o.data != "":
+		// A single node's bans survive restarts in a file of its data directory.
+		cfg.Bans = signaling.NewBanFile(filepath.Join(o.data, banFileName))
+	}
 	if o.clustered() {
 		s.poke = make(chan struct{}, 1)
 		s.hostsOn = map[signaling.RoomID]bool{}
@@ -327,6 +346,24 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	if s.node != nil {
 		s.node.Attach(s.sig)
 	}
+	if s.bans != nil {
+		// Bans made through the other nodes hold here; their kicks reach this node's members.
+		bctx, cancel := context.WithCancel(context.Background())
+		s.banStop, s.banDone = cancel, make(chan struct{}, 2)
+		go func() {
+			defer func() { s.banDone <- struct{}{} }()
+			err := s.bans.Watch(bctx, func(b signaling.Ban, lifted bool) { _ = s.sig.BanChanged(bctx, b, lifted) })
+			if err != nil {
+				log.Error().Err(err).Msg("the cluster's bans are not watched: bans made through other nodes do not hold here until a restart")
+			}
+		}()
+		go func() {
+			defer func() { s.banDone <- struct{}{} }()
+			if err := s.bans.ServeKicks(bctx, s.sig.Kick); err != nil {
+				log.Error().Err(err).Msg("kicks sent to other nodes do not reach this node's members")
+			}
+		}()
+	}
 	reg.MustRegister(&hostCollector{s: s})
 	// s.hosts and their peers are set before Serve (startHosts), never after.
 	reg.MustRegister(newRefusalCollector(func() []roomPeer {
@@ -347,15 +384,17 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	mux.Handle("/ws", origins.gate(sh))
 	mux.Handle("/api/", sh)
 	mux.Handle("/healthz", sh)
+	// The operator's routes: with a secret, only to the admin key (docs/security.md §9).
+	admin := s.sig.AdminOnly
 	if o.metricsRoute {
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("/metrics", admin(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	}
 	if o.pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/debug/pprof/", admin(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", admin(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", admin(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", admin(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", admin(http.HandlerFunc(pprof.Trace)))
 	}
 	if err := pageRoutes(mux, o, origins, log); err != nil {
 		return fail(err)
@@ -365,7 +404,11 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		ln = tls.NewListener(ln, tlsCfg)
 		scheme = "https"
 	}
-	s.http = newHTTPServer(mux, o.http)
+	var root http.Handler = mux
+	if tlsCfg != nil {
+		root = hsts(root, o.hstsMaxAge)
+	}
+	s.http = newHTTPServer(root, o.http)
 	s.url = scheme + "://" + addr.String()
 	// Before Serve, so that the metrics collector never sees s.host change. The hosts' dials
 	// wait in the listen backlog until Serve accepts them.
@@ -572,6 +615,12 @@ func (s *server) stop() {
 // closeAll stops what startServer started, in reverse: the host (then its WebRTC socket),
 // signaling, the HTTP servers, TURN. Parts never started are skipped.
 func (s *server) closeAll() {
+	if s.banStop != nil {
+		s.banStop()
+		<-s.banDone // the watch
+		<-s.banDone // the kicks
+		s.banStop = nil
+	}
 	if s.placeStop != nil {
 		s.placeStop() // stops the hosts it runs; each writes its last checkpoint
 		<-s.placeDone
@@ -607,6 +656,29 @@ func (s *server) closeAll() {
 		_ = s.turn.Close()
 	}
 	s.closeStore() // after the hosts' last checkpoints
+}
+
+// banFileName is the file of the bans in --data.
+const banFileName = "bans.json"
+
+// defaultHSTSMaxAge is --hsts-max-age's default: a year, as HSTS preload lists ask.
+const defaultHSTSMaxAge = 365 * 24 * time.Hour
+
+// hsts adds Strict-Transport-Security to h's responses over TLS: a browser that has seen one
+// goes to this host over HTTPS only, so a network attacker cannot strip TLS from a later visit
+// (a link or a typed http:// URL) and read the page's ?token=. Never over plain HTTP (RFC 6797
+// §7.2: a browser ignores it there). maxAge 0 sends none.
+func hsts(h http.Handler, maxAge time.Duration) http.Handler {
+	if maxAge <= 0 {
+		return h
+	}
+	v := "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			w.Header().Set("Strict-Transport-Security", v)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // flagGiven reports whether the command line set the flag name.
@@ -689,8 +761,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM): serve the page, /ws and the APIs over HTTPS/WSS")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.Var(&origins, "origin", "ORIGIN[,ORIGIN…]: web origins (https://game.example.com, or a bare host) allowed to open /ws besides the server's own host; * allows any")
-	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof")
-	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
+	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
+	fs.DurationVar(&o.hstsMaxAge, "hsts-max-age", defaultHSTSMaxAge, "with --tls-cert: Strict-Transport-Security max-age of every HTTPS response (0: no header)")
 	fs.StringVar(&o.static, "static", "", "serve this directory (a game's page and assets) at / instead of the arena demo; the client stays at /concord/js/; implies --dedicated-host=false unless given")
 	fs.StringVar(&o.staticCSP, "static-csp", "", "Content-Security-Policy of the --static pages (default: scripts from the page's origin only, see docs/guide.md)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -743,6 +816,7 @@ func limitFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.IntVar(&l.MaxRooms, "max-rooms", signaling.DefaultMaxRooms, "open rooms")
 	fs.IntVar(&l.MaxConns, "max-conns", signaling.DefaultMaxConns, "websockets in total")
 	fs.IntVar(&l.MaxConnsPerAddr, "max-conns-per-addr", signaling.DefaultMaxConnsPerAddr, "websockets per remote IP address (raise it behind a proxy)")
+	fs.IntVar(&l.MaxBansPerRoom, "max-bans-per-room", signaling.DefaultMaxBansPerRoom, "bans one room holds (moderation)")
 	fs.IntVar(&l.MaxDevicesPerToken, "max-devices-per-token", signaling.DefaultMaxDevicesPerToken, "members per user through tokens without a device claim")
 	fs.DurationVar(&l.SyncTimeout, "sync-timeout", signaling.DefaultSyncTimeout, "unsynced time after which a member may be evicted from a full room")
 	fs.Float64Var(&l.SignalRate, "signal-rate", signaling.DefaultSignalRate, "signals per second from one member to another")

@@ -15,7 +15,7 @@ import (
 type tokenOptions struct {
 	room, user, device, kind string
 	power                    int
-	mayHost                  bool
+	mayHost, mod             bool
 	ttl                      time.Duration
 }
 
@@ -32,6 +32,7 @@ func cmdToken(args []string, stdout, stderr io.Writer, now func() time.Time) err
 	fs.StringVar(&o.kind, "kind", "", "pin the member kind: browser, bot or host (default: the join chooses)")
 	fs.IntVar(&o.power, "power", 0, "the member's power level")
 	fs.BoolVar(&o.mayHost, "host", false, "allow the member to be elected host")
+	fs.BoolVar(&o.mod, "mod", false, "let the holder kick and ban members of the room (concord kick/ban --token)")
 	fs.DurationVar(&o.ttl, "ttl", time.Hour, "how long the token is valid")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -49,7 +50,7 @@ func cmdToken(args []string, stdout, stderr io.Writer, now func() time.Time) err
 	t := now()
 	token, err := signaling.IssueToken([]byte(secret), signaling.Claims{
 		Room: signaling.RoomID(o.room), User: o.user, Device: o.device, Kind: signaling.Kind(o.kind),
-		Power: o.power, MayHost: o.mayHost, IssuedAt: t, ExpiresAt: t.Add(o.ttl),
+		Power: o.power, MayHost: o.mayHost, Mod: o.mod, IssuedAt: t, ExpiresAt: t.Add(o.ttl),
 	})
 	if err != nil {
 		return err

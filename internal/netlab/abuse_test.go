@@ -21,11 +21,17 @@ import (
 // TURN REST credentials itself (turnserver.DeriveKey, as serve does), valid or expired.
 const labSecret = "netlab-abuse-scenario-secret-0123456789"
 
+// labAdminKey is the CONCORD_ADMIN_KEY of the scenarios' servers with a secret: /metrics answers
+// only to it there (an open server ignores it).
+const labAdminKey = "netlab-admin-key"
+
 // metrics returns the samples named name in the server's /metrics, by label set ("" for none,
 // else the text between the braces).
 func metrics(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	return plain.metrics(t, name)
+	ops := *plain
+	ops.bearer = labAdminKey
+	return ops.metrics(t, name)
 }
 
 func (a *api) metrics(t *testing.T, name string) map[string]float64 {
@@ -119,7 +125,7 @@ func turnClient(t *testing.T, h netlab.Home, user, pass string) *turn.Client {
 func TestLab6Abuse(t *testing.T) {
 	lab := netlab.Get(t)
 	const quota, maxBps = 3, 20000
-	serveEnv(t, lab, []string{"CONCORD_SECRET=" + labSecret}, "--dedicated-host=false",
+	serveEnv(t, lab, []string{"CONCORD_SECRET=" + labSecret, "CONCORD_ADMIN_KEY=" + labAdminKey}, "--dedicated-host=false",
 		fmt.Sprintf("--turn-user-quota=%d", quota), fmt.Sprintf("--turn-max-bps=%d", maxBps))
 	key := turnserver.DeriveKey([]byte(labSecret))
 	creds := func(id string, expiry time.Time) (string, string) {

@@ -19,7 +19,7 @@ import (
 // join tokens over HTTPS and WSS (the certificate trusted through SSL_CERT_FILE): a bot behind
 // symmetric NAT B and one behind the UDP-dropping NAT C sync with the dedicated host, and a
 // player's own `concord host` behind NAT A hosts a second room for a bot behind NAT B through
-// the relay. /api/rooms and /metrics answer over HTTPS to a join token.
+// the relay. /api/rooms answers over HTTPS to a join token, /metrics to the admin key.
 func TestLab7Deploy(t *testing.T) {
 	lab := netlab.Get(t)
 	bin := concord(t)
@@ -36,7 +36,7 @@ func TestLab7Deploy(t *testing.T) {
 		return tok
 	}
 	trust := []string{"SSL_CERT_FILE=" + certFile} // a real certificate would be in the system roots
-	startEnv(t, lab.Server, append(trust, "CONCORD_SECRET="+secret), "serve", bin, "serve", "--addr", ":443", "--data", "",
+	startEnv(t, lab.Server, append(trust, "CONCORD_SECRET="+secret, "CONCORD_ADMIN_KEY="+labAdminKey), "serve", bin, "serve", "--addr", ":443", "--data", "",
 		"--tls-cert", certFile, "--tls-key", keyFile,
 		"--public-ip", netlab.ServerAddr.String(), "--udp", ":7882", "--turn", ":3478", "--turn-tls", ":5349",
 		"--turn-allow-private", "100.64.0.0/10")
@@ -74,7 +74,8 @@ func TestLab7Deploy(t *testing.T) {
 		return nil
 	})
 	rl := lobby.converged(t, 2, arenaEntities(1), 60*time.Second, allRelayed)
-	allocs := arena.metrics(t, "concord_turn_allocations")[""]
+	ops := &api{base: base, client: client, bearer: labAdminKey}
+	allocs := ops.metrics(t, "concord_turn_allocations")[""]
 	if allocs < 1 {
 		t.Errorf("/metrics over HTTPS: %v TURN allocations", allocs)
 	}

@@ -13,7 +13,8 @@ import { Peer } from './peer.js';
 import { Game, SCHEMA_AVATAR, SCHEMA_BOX, SCHEMA_ROOM, parseVec, parseVel, avatarName, u32 } from './arena.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { DivergenceTracker, Verdict } from './divergence.js';
-import { fetchRooms, SignalingError } from './signaling.js';
+import { fetchRooms, moderate, SignalingError } from './signaling.js';
+import { takeCredentials } from './urlcred.js';
 
 /**
  * The page's element with id (any: the page knows which kind of element each id is).
@@ -29,9 +30,9 @@ let observer = null;
 const divergence = new DivergenceTracker();
 // On a server with a secret: ?key= (the admin key: every room) or ?token= (a join token: its room,
 // and the token "Observe" joins with).
-const params = new URLSearchParams(location.search);
-const token = params.get('token') || '';
-const credential = params.get('key') || token;
+// Both leave the address bar as soon as they are read (urlcred.js).
+const { token, key: adminKey } = takeCredentials(location, window.history);
+const credential = adminKey || token;
 
 /**
  * @param {string} tag
@@ -104,7 +105,9 @@ function render(rooms, verdicts) {
     else if (settling > 0) badge = el('span', { className: 'badge idle', textContent: `in play: ${settling} catching up` });
     else badge = el('span', { className: 'badge ok', textContent: 'all synced replicas equal' });
     const table = el('table');
-    table.append(el('tr', {}, ...['peer', 'identity', 'kind', 'synced', 'term', 'clock', 'entities', 'replica hash', 'writes/s (60 s)'].map((h) => el('th', { textContent: h }))));
+    const heads = ['peer', 'identity', 'kind', 'synced', 'term', 'clock', 'entities', 'replica hash', 'writes/s (60 s)'];
+    if (adminKey) heads.push('moderate');
+    table.append(el('tr', {}, ...heads.map((h) => el('th', { textContent: h }))));
     for (const m of room.members) {
       const r = m.replica;
       const tr = el('tr');
@@ -123,6 +126,7 @@ function render(rooms, verdicts) {
         el('td', { className: 'hash mono', textContent: r ? r.hash : '–' }),
         el('td', {}, spark),
       );
+      if (adminKey) tr.append(el('td', {}, ...moderationButtons(room.room, m.peerId)));
       table.append(tr);
     }
     root.append(el('div', { className: 'room' },
@@ -130,6 +134,41 @@ function render(rooms, verdicts) {
       el('div', { className: 'meta' }, `host #${room.host}${host ? ` (${host.peerId}, ${host.kind})` : ''} · term ${room.term} · ${room.members.length} member${room.members.length === 1 ? '' : 's'} · `, badge),
       table));
   }
+}
+
+/**
+ * The kick and ban buttons of a member, shown only with ?key= (the admin key): kick removes this
+ * identity, ban keeps its user (every device) out for the time asked, or for good.
+ * @param {string} room
+ * @param {string} peerId
+ * @returns {HTMLElement[]}
+ */
+function moderationButtons(room, peerId) {
+  const user = peerId.split('/')[0];
+  const act = async (/** @type {'kick' | 'ban'} */ op, /** @type {object} */ body, /** @type {string} */ what) => {
+    try {
+      const res = await moderate(op, room, body, { credential: adminKey });
+      $('poll').textContent = `${what}: removed ${res.kicked.length}`;
+      $('poll').className = 'chip chip-ok';
+    } catch (err) {
+      $('poll').textContent = `${what} refused: ${err.message}`;
+      $('poll').className = 'chip chip-bad';
+    }
+  };
+  const kick = el('button', { type: 'button', textContent: 'kick', title: `remove ${peerId} from ${room}` });
+  kick.addEventListener('click', () => {
+    if (confirm(`Kick ${peerId} from ${room}?`)) act('kick', { peerId }, `kick ${peerId}`);
+  });
+  const ban = el('button', { type: 'button', textContent: 'ban', title: `keep ${user} (every device) out of ${room}` });
+  ban.addEventListener('click', () => {
+    const d = prompt(`Ban ${user} from ${room} for how long? (e.g. 30m, 24h; empty: for good)`, '1h');
+    if (d === null) return;
+    /** @type {{user: string, for?: string}} */
+    const body = { user };
+    if (d.trim()) body.for = d.trim();
+    act('ban', body, `ban ${user}`);
+  });
+  return [kick, ban];
 }
 
 /**

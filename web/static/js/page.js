@@ -8,10 +8,11 @@
 // runner injects them (web/e2e/debug.mjs).
 
 import { Peer } from './peer.js';
-import { randomDevice, SignalingError, fetchRooms } from './signaling.js';
+import { randomDevice, SignalingError, REMOVED_CODES, fetchRooms } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
+import { takeCredentials } from './urlcred.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
   AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, u32, avatarName,
@@ -23,7 +24,8 @@ import {
  * @returns {any}
  */
 const $ = (id) => document.getElementById(id);
-const params = new URLSearchParams(location.search);
+// ?token= and ?key= leave the address bar as soon as they are read (urlcred.js).
+const { params, token: urlToken, key: urlKey } = takeCredentials(location, history);
 
 const ADJ = ['brisk', 'calm', 'eager', 'jolly', 'lucky', 'merry', 'nimble', 'quiet', 'sunny', 'witty'];
 const NOUN = ['otter', 'heron', 'lynx', 'panda', 'fox', 'robin', 'koala', 'ibis', 'marten', 'wren'];
@@ -58,7 +60,7 @@ function showLobby() {
   });
   // On a server with a secret the list needs a credential: the page's ?token= (its room only) or
   // ?key= (the admin key, every room).
-  const credential = params.get('token') || params.get('key') || '';
+  const credential = urlToken || urlKey;
   const refresh = async () => {
     try {
       const rooms = await fetchRooms({ credential });
@@ -137,10 +139,12 @@ async function join(room, user, token) {
     return;
   }
   window.addEventListener('pagehide', () => peer.stop());
-  // A fatal error (a schema table other than the host's) ends the session: say so, retry nothing.
+  // A fatal error (a schema table other than the host's, a moderator's kick or ban) ends the
+  // session: say so, retry nothing.
   peer.done.then((err) => {
     if (!err) return;
-    showError(`cannot play in this room: ${err.message}`);
+    if (err instanceof SignalingError && REMOVED_CODES.has(err.code)) showError(`${err.reason} (${err.message})`);
+    else showError(`cannot play in this room: ${err.message}`);
     setConn('failed', 'chip-bad');
   });
   setupInput(peer, game);
@@ -499,7 +503,7 @@ function makeAPI(peer, game) {
 
 const room = params.get('room');
 if (room) {
-  const token = params.get('token') || '';
+  const token = urlToken;
   // A token names its user: the page names one only when the URL does.
   const user = params.get('user') || (token ? '' : localStorage.getItem('concord.user') || randomName());
   join(room, user, token);

@@ -9,7 +9,7 @@
 // signaling message, a timer) runs as one step, after which the host sends the commands the step
 // produced, the app hears the step's events, and the write batch closes (one Lamport stamp per step).
 
-import { REDIAL, parseServers } from './signaling.js';
+import { REDIAL, REMOVED_CODES, SignalingError, explain, parseServers } from './signaling.js';
 import { World, Ev, nopSink, FIRST_SYSTEM_RPC } from './world.js';
 import { worldLimits } from './worldlimits.js';
 import { Fence } from './authority.js';
@@ -190,6 +190,8 @@ export class Peer extends PeerMethods {
     this.resumeRefused = '';
     /** Why the last link to the host could not form a candidate pair (rtc.js pairHint), '' once one is up. */
     this.linkHint = '';
+    /** The message of a kicked/banned error, which comes just before the close. */
+    this.removedWhy = '';
     this.peerId = '';
     /** @type {Set<(ev: WorldEvent) => void>} */
     this.listeners = new Set();
@@ -401,11 +403,18 @@ export class Peer extends PeerMethods {
         break;
       case 'error':
         this.log('warn', 'signaling error', { code: ev.code, message: ev.message });
+        if (REMOVED_CODES.has(ev.code)) this.removedWhy = ev.message; // the close follows
         break;
       case 'closed':
         // Links stay up: the room keeps playing without signaling; the peer redials and
         // resumes its index, unless its identity joined elsewhere (which it would only fight).
         this.signalingState = 'closed';
+        if (REMOVED_CODES.has(ev.reason)) {
+          // A moderator removed this member: a terminal error, as Go's Run returns it. The links
+          // end with the session; redialing would undo the kick.
+          this.fail(new SignalingError(ev.reason, this.removedWhy || explain(ev.reason)));
+          break;
+        }
         if (ev.reason === 'replaced') {
           this.log('error', 'signaling connection replaced by another with this identity; not redialing', { code: ev.code });
           break;

@@ -3,7 +3,7 @@
 // resume"): the links stay up while the peer redials signaling with the claim of its index, term
 // and host, then reconciles with what the server says. These are methods of Peer (see loop.js).
 
-import { SignalingClient, SignalingError, redialWait, nextRedialDelay, nextServer } from './signaling.js';
+import { SignalingClient, SignalingError, REMOVED_CODES, redialWait, nextRedialDelay, nextServer } from './signaling.js';
 
 /** Peer's signaling and resume methods. */
 export class PeerResume {
@@ -104,6 +104,10 @@ export class PeerResume {
         this.step(() => { this.server = i; this.adopt(c, j, attempt); });
         return;
       } catch (err) {
+        if (err instanceof SignalingError && REMOVED_CODES.has(err.code)) {
+          this.step(() => this.fail(err)); // banned while away: the session ends
+          return;
+        }
         if (err && err.permanent) {
           this.step(() => {
             this.signalingState = 'refused';

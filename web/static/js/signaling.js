@@ -113,8 +113,15 @@ export class SignalingError extends Error {
 export const PERMANENT_CODES = new Set([
   'index_taken', 'resume_token_invalid', 'resume_term_invalid', 'resume_room_mismatch', 'resume_ignored',
   'token_required', 'token_invalid', 'token_expired', 'token_mismatch', 'wrong_room',
-  'unsupported_version', 'bad_message',
+  'unsupported_version', 'bad_message', 'kicked', 'banned',
 ]);
+
+/**
+ * Codes with which a moderator removes a member (docs/protocol.md §4 "Signaling: moderation"): the session
+ * ends, nothing redials (a client that rejoined by itself would undo the kick).
+ * @type {ReadonlySet<string>}
+ */
+export const REMOVED_CODES = new Set(['kicked', 'banned']);
 
 /** @type {Readonly<Record<string, string>>} */
 const EXPLANATIONS = Object.freeze({
@@ -137,6 +144,9 @@ const EXPLANATIONS = Object.freeze({
   server_busy: 'the server has no room for another connection or room',
   too_many_devices: 'this token already has its most devices in the room',
   evicted: 'evicted: not synced in time, and the room was full',
+  kicked: 'a moderator removed you from the room',
+  banned: 'a moderator banned you from the room',
+  forbidden: 'this credential does not allow that',
   resume_ignored: 'the server did not resume this peer',
   network: 'cannot reach the signaling server',
   timeout: 'the signaling server did not answer in time',
@@ -182,6 +192,40 @@ export async function fetchRooms(opts = {}) {
   const rooms = await res.json();
   if (!Array.isArray(rooms)) throw new SignalingError('unavailable', 'GET /api/rooms: not a list');
   return rooms;
+}
+
+/**
+ * The moderation API (docs/protocol.md §4 "Signaling: moderation"): op 'kick' (POST …/kick), 'ban' (POST
+ * …/ban), 'unban' (DELETE …/ban) or 'bans' (GET …/bans) on room, with body {user | peerId,
+ * for?, reason?}. credential is the admin key or a join token of the room with the mod claim. A
+ * refusal throws SignalingError with the server's code (token_required, forbidden, unknown_peer,
+ * bad_message, server_busy); a network error SignalingError('unavailable').
+ * @param {'kick' | 'ban' | 'unban' | 'bans'} op
+ * @param {string} room
+ * @param {{user?: string, peerId?: string, for?: string, reason?: string}} body
+ * @param {{base?: string, credential?: string, fetch?: typeof fetch}} [opts]
+ * @returns {Promise<{kicked: string[], bans?: {room: string, target: string, until?: string, reason?: string}[], lifted?: boolean}>}
+ */
+export async function moderate(op, room, body, opts = {}) {
+  const f = opts.fetch || fetch;
+  const method = { kick: 'POST', ban: 'POST', unban: 'DELETE', bans: 'GET' }[op];
+  const path = { kick: 'kick', ban: 'ban', unban: 'ban', bans: 'bans' }[op];
+  const url = `${opts.base || ''}/api/rooms/${encodeURIComponent(room)}/${path}`;
+  /** @type {Record<string, string>} */
+  const headers = { 'Content-Type': 'application/json' };
+  if (opts.credential) headers.Authorization = `Bearer ${opts.credential}`;
+  let res;
+  try {
+    res = await f(url, { method, cache: 'no-store', headers, body: method === 'GET' ? undefined : JSON.stringify(body) });
+  } catch (err) {
+    throw new SignalingError('unavailable', `${method} ${url}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  if (!res.ok) {
+    const text = (await res.text()).trim();
+    const code = /^([a-z_]+):/.exec(text);
+    throw new SignalingError(code ? code[1] : 'unavailable', text || `${method} ${url}: HTTP ${res.status}`);
+  }
+  return res.json();
 }
 
 /** Redial waits (ms): the first is min, each next doubles up to max. */
