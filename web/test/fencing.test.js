@@ -1,0 +1,45 @@
+// The browser member's fence over host messages against testdata/peer/fencing.json, the cases Go
+// checks too (peer/fencing_vectors_test.go TestFencingVectors): signaling's announcements go to
+// the peer's Fence as setHost gives them (announce), host messages through MemberRole.admit on
+// the member's host link, which counts every refusal. Every step of every vector is checked and
+// each miss listed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Peer } from '../static/js/peer.js';
+import { MemberRole } from '../static/js/member.js';
+import { Game } from '../static/js/arena.js';
+import { readJSON } from './helpers.js';
+
+test('the member\'s fence: shared vectors (testdata/peer/fencing.json)', () => {
+  const v = readJSON('testdata/peer/fencing.json');
+  assert.ok(v.vectors.length > 0, 'no vectors');
+  const misses = [];
+  for (const c of v.vectors) {
+    const p = new Peer({ app: new Game({ boxes: 0 }), kind: 'bot', log: () => {} });
+    const member = new MemberRole(p);
+    c.steps.forEach((s, i) => {
+      const at = `${c.name} (${c.why}), step ${i + 1}`;
+      let want = { term: p.fence.term, host: p.fence.host }; // a message never moves the fence
+      if (s.do === 'announce') {
+        p.fence.announce(s.term, s.host);
+        want = s.fence;
+      } else if (s.do === 'message') {
+        const r = /** @type {any} */ ({ idx: s.from, term: s.term });
+        member.hostLink = r;
+        const fenced = p.count.fenced;
+        const err = p.fence.accept(s.term, s.from);
+        const got = err ? err.code : '';
+        if (got !== s.want) misses.push(`${at}: message of term ${s.term} from ${s.from}: ${JSON.stringify(got)}, want ${JSON.stringify(s.want)}`);
+        if (member.admit(r) !== !err || p.count.fenced - fenced !== (err ? 1 : 0)) {
+          misses.push(`${at}: admit or status().fenced disagrees with accept (${JSON.stringify(got)})`);
+        }
+      } else {
+        throw new Error(`${at}: unknown step ${s.do}`);
+      }
+      if (p.fence.term !== want.term || p.fence.host !== want.host) {
+        misses.push(`${at}: fence (${p.fence.term}, ${p.fence.host}), want (${want.term}, ${want.host})`);
+      }
+    });
+  }
+  assert.deepEqual(misses, []);
+});
