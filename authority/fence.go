@@ -10,7 +10,7 @@ type Fence struct {
 	host PeerIndex
 }
 
-// Term returns the current term; 0 before the first Observe.
+// Term returns the current term; 0 before the first announcement.
 func (f *Fence) Term() Term { return f.term }
 
 // Host returns the host of the current term.
