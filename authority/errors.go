@@ -37,7 +37,7 @@ const (
 	// StaleTerm: a host message carries a term older than the fence's.
 	StaleTerm
 	// FutureTerm: a host message carries a term newer than the fence's.
-	// Keep it aside until signaling announces that term (Fence.Observe).
+	// Keep it aside until signaling announces that term (Fence.Announce).
 	FutureTerm
 	// NotHost: the sender is not the host of the message's term. Keep the
 	// message aside in case the sender becomes host (TRNP).

@@ -15,18 +15,12 @@ import (
 
 // What a member does with the messages of its host.
 
-// newTerm adopts a host announcement (term, host) from signaling into the member's fence. When
-// the host stays the same in a newer term (a resumed room), the link to it carries the new term.
+// newTerm adopts a host announcement (term, host) from signaling into the member's fence
+// (authority.Fence.Announce: a newer term, or a host named in the fence's own term when it holds
+// "no host" or another host). When the host stays the same in a newer term (a resumed room), the
+// link to it carries the new term.
 func (m *memberRole) newTerm(term Term, host PeerIndex) {
-	if term == m.fence.Term() && host != m.fence.Host() {
-		// A host announced in the fence's own term when the fence holds "no host" or another
-		// host: a restarted server that waited for its host announces it in the term it first
-		// announced without one. Follow signaling's latest word, or every host message of the
-		// term would be refused.
-		m.fence = authority.Fence{}
-	}
-	m.fence.Observe(term, host)
-	if m.hostLink != nil && m.hostLink.idx == host {
+	if m.fence.Announce(term, host) && m.hostLink != nil && m.hostLink.idx == host {
 		m.linkTerm = term
 	}
 }

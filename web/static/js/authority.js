@@ -124,10 +124,29 @@ export class Fence {
   }
 
   /**
+   * Adopts signaling's announcement of host (0: "no host") for term, and reports whether the
+   * fence moved (authority.Fence.Announce). Signaling's latest word wins: a newer term, and a host
+   * named in the fence's own term when the fence holds "no host" or another host (a restarted
+   * server that waited for its host announces it in the term it first announced without one; a
+   * room whose term saturated at 2^53-1 changes host within it). "No host" in the fence's own term
+   * is a server waiting for the host the fence holds to resume, and is ignored, as are older terms
+   * and term 0. The rules are shared with Go as vectors: testdata/peer/fencing.json.
+   * @param {number} term
+   * @param {number} host
+   */
+  announce(term, host) {
+    if (term !== 0 && term === this.term && host !== 0 && host !== this.host) {
+      this.host = host;
+      return true;
+    }
+    return this.observe(term, host);
+  }
+
+  /**
    * Returns null if a host message stamped with term came from the host of the current term, and
    * otherwise an AuthorityError whose code is StaleTerm (term older: drop the message),
    * FutureTerm (term newer than any announced) or NotHost (the sender is not the current host, or
-   * no host is known yet).
+   * there is no host: none known yet, or signaling announced "no host").
    * @param {number} term
    * @param {number} sender
    */
@@ -135,7 +154,7 @@ export class Fence {
     let code;
     if (term < this.term) code = Reject.StaleTerm;
     else if (term > this.term) code = Reject.FutureTerm;
-    else if (this.term === 0 || sender !== this.host) code = Reject.NotHost;
+    else if (this.host === 0 || sender !== this.host) code = Reject.NotHost;
     else return null;
     return new AuthorityError(code, 'host message', sender, 0, term);
   }

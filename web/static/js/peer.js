@@ -440,12 +440,9 @@ export class Peer extends PeerMethods {
     const prevHost = w.host;
     w.term = term;
     w.host = host;
-    // The fence follows signaling's newest word. A host named in the term this peer knew without
-    // one is that word too, though not a newer term: the fence starts over with it.
-    if (!this.fence.observe(term, host)) {
-      this.fence = new Fence();
-      this.fence.observe(term, host);
-    }
+    // The fence follows signaling's newest word (Fence.announce): a newer term, or a host named in
+    // the term this peer knew without one or with another host.
+    this.fence.announce(term, host);
     w.events.push({ kind: Ev.HostChanged, term, peer: host });
     this.log('info', 'host changed', { term, host });
     if (host === w.self) {
