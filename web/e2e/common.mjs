@@ -91,3 +91,34 @@ export async function converged(rooms, members, timeoutMs = 30000, room = 'arena
     return ok ? r : false;
   }, 500);
 }
+
+/**
+ * Runs scenarios ({name, fn(env)}) one after another, each in its own env (makeEnv(name), closed
+ * after it) and within deadlineMs, those named on the command line only if any are; prints a line
+ * per scenario and "N passed, N failed", and returns the exit status. onFailure(name, env) saves
+ * what helps (screenshots).
+ */
+export async function runScenarios(scenarios, makeEnv, deadlineMs, onFailure) {
+  const only = process.argv.slice(2);
+  let passed = 0;
+  let failed = 0;
+  for (const s of scenarios) {
+    if (only.length && !only.includes(s.name)) continue;
+    const env = makeEnv(s.name);
+    const t0 = Date.now();
+    const deadline = new Promise((_, rej) => setTimeout(() => rej(new Failure(`scenario deadline (${deadlineMs / 1000} s) passed`)), deadlineMs).unref());
+    try {
+      const detail = await Promise.race([s.fn(env), deadline]);
+      passed++;
+      console.log(`PASS ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${detail}`);
+    } catch (err) {
+      failed++;
+      console.log(`FAIL ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${err instanceof Failure ? err.message : err.stack}`);
+      await onFailure(s.name, env).catch(() => {});
+    } finally {
+      await env.close();
+    }
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  return failed > 0 ? 1 : 0;
+}

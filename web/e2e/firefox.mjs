@@ -20,7 +20,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { CHROMIUM_ARGS } from './chromium.mjs';
-import { Failure, Proc, check, converged, waitFor } from './common.mjs';
+import { Proc, check, converged, runScenarios, waitFor } from './common.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
@@ -267,25 +267,6 @@ scenario('firefox-explains-loopback', async (env) => {
 
 // ---------------------------------------------------------------------------------------------
 
-const only = process.argv.slice(2);
-let passed = 0;
-let failed = 0;
-for (const s of scenarios) {
-  if (only.length && !only.includes(s.name)) continue;
-  const env = new Env(s.name);
-  const t0 = Date.now();
-  const deadline = new Promise((_, rej) => setTimeout(() => rej(new Failure('scenario deadline (90 s) passed')), 90000).unref());
-  try {
-    const detail = await Promise.race([s.fn(env), deadline]);
-    passed++;
-    console.log(`PASS ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${detail}`);
-  } catch (err) {
-    failed++;
-    console.log(`FAIL ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${err instanceof Failure ? err.message : err.stack}`);
-    if (env.page) await env.page.screenshot({ path: join(artifacts, `${s.name}-failure.png`) }).catch(() => {});
-  } finally {
-    await env.close();
-  }
-}
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed > 0 ? 1 : 0);
+process.exit(await runScenarios(scenarios, (name) => new Env(name), 90000, async (name, env) => {
+  if (env.page) await env.page.screenshot({ path: join(artifacts, `${name}-failure.png`) });
+}));

@@ -21,7 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { CHROMIUM_ARGS } from './chromium.mjs';
-import { Failure, Proc, check, converged, waitFor } from './common.mjs';
+import { Failure, Proc, check, converged, runScenarios, waitFor } from './common.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
@@ -691,29 +691,9 @@ scenario('cross-origin-refused', async (env) => {
 
 // ---------------------------------------------------------------------------------------------
 
-const only = process.argv.slice(2);
-let passed = 0;
-let failed = 0;
-for (const s of scenarios) {
-  if (only.length && !only.includes(s.name)) continue;
-  const env = new Env(s.name);
-  const t0 = Date.now();
-  const deadline = new Promise((_, rej) => setTimeout(() => rej(new Failure('scenario deadline (120 s) passed')), 120000).unref());
-  try {
-    const detail = await Promise.race([s.fn(env), deadline]);
-    passed++;
-    console.log(`PASS ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${detail}`);
-  } catch (err) {
-    failed++;
-    console.log(`FAIL ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${err instanceof Failure ? err.message : err.stack}`);
-    if (env.context) {
-      for (const [i, p] of env.context.pages().entries()) {
-        await p.screenshot({ path: join(artifacts, `${s.name}-failure-${i}.png`) }).catch(() => {});
-      }
-    }
-  } finally {
-    await env.close();
+process.exit(await runScenarios(scenarios, (name) => new Env(name), 120000, async (name, env) => {
+  if (!env.context) return;
+  for (const [i, p] of env.context.pages().entries()) {
+    await p.screenshot({ path: join(artifacts, `${name}-failure-${i}.png`) }).catch(() => {});
   }
-}
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed > 0 ? 1 : 0);
+}));
