@@ -180,12 +180,15 @@ func TestStoreTermAnnouncedOnlyOnceSaved(t *testing.T) {
 // the test makes more joins.
 type slowStore struct {
 	memStore
-	entered chan struct{} // receives once per save
-	release chan struct{} // a save returns when it receives
+	entered chan struct{} // receives once per save (the first 16)
+	release chan struct{} // a save returns when it receives, or once it is closed
 }
 
 func (s *slowStore) SaveRoom(id RoomID, c RoomCounters) error {
-	s.entered <- struct{}{}
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
 	<-s.release
 	return s.memStore.SaveRoom(id, c)
 }
@@ -194,8 +197,11 @@ func (s *slowStore) SaveRoom(id RoomID, c RoomCounters) error {
 // index within what that save covers) hear of the room once it is confirmed; their frames are not
 // held behind a save that never starts.
 func TestStoreJoinDuringSave(t *testing.T) {
-	st := &slowStore{memStore: memStore{rooms: map[RoomID]RoomCounters{}}, entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}
+	st := &slowStore{memStore: memStore{rooms: map[RoomID]RoomCounters{}}, entered: make(chan struct{}, 16), release: make(chan struct{}, 1)}
 	e := newEnv(t, Config{Store: st})
+	// The clients close first (their cleanups come later): the saves of the elections their leaving
+	// makes go through, and the server's Close, which waits for them, returns.
+	t.Cleanup(func() { close(st.release) })
 	type result struct {
 		j   Joined
 		err error
