@@ -29,6 +29,8 @@ type relay struct {
 	turnAddr string
 	httpURL  string
 	key      []byte
+	// admin is the relay's CONCORD_ADMIN_KEY: with a secret, /metrics answers only it.
+	admin string
 }
 
 // startRelay starts the relay, if on, and waits until it answers; every address is on
@@ -53,8 +55,11 @@ func startRelay(ctx context.Context, on bool, command func(args []string) *exec.
 	if err != nil {
 		return nil, err
 	}
-	secret := make([]byte, 16)
+	secret, admin := make([]byte, 16), make([]byte, 16)
 	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(admin); err != nil {
 		return nil, err
 	}
 	r := &relay{
@@ -62,13 +67,14 @@ func startRelay(ctx context.Context, on bool, command func(args []string) *exec.
 		turnAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(turnPort)),
 		httpURL:  "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		key:      turnserver.DeriveKey([]byte(hex.EncodeToString(secret))),
+		admin:    hex.EncodeToString(admin),
 	}
 	r.cmd = command([]string{"serve", "--data", "", "--addr", strings.TrimPrefix(r.httpURL, "http://"), "--dedicated-host=false",
 		"--turn", r.turnAddr, "--turn-allow-private", "127.0.0.0/8", "--log-level", "error",
 		// Every bot is on 127.0.0.1 under one user: the per-address and per-token caps would refuse
 		// all but the first few.
 		"--turn-max-allocs-per-addr", "1000000", "--turn-max-allocs-per-token", "1000000"})
-	r.cmd.Env = append(r.cmd.Environ(), "CONCORD_SECRET="+hex.EncodeToString(secret))
+	r.cmd.Env = append(r.cmd.Environ(), "CONCORD_SECRET="+hex.EncodeToString(secret), "CONCORD_ADMIN_KEY="+r.admin)
 	r.cmd.Stdout, r.cmd.Stderr = os.Stderr, os.Stderr
 	if err := r.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench relay: %w", err)
@@ -138,11 +144,19 @@ func (r *relay) cpu() (time.Duration, error) {
 
 // relayedBytes reads the relay's concord_turn_relayed_bytes_total, both directions.
 func (r *relay) relayedBytes() (uint64, error) {
-	resp, err := http.Get(r.httpURL + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, r.httpURL+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.admin)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("bench relay /metrics: %s", resp.Status)
+	}
 	var total uint64
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
