@@ -107,7 +107,7 @@ func runJoinBurst(ctx context.Context, b joinBurst) (*joinResult, error) {
 	for i := range peers {
 		user := fmt.Sprintf("bot%d", i+1)
 		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i + 1), MoveFor: moveFor}})
-		p, err := newPeer(b.log, peerNet{}, url, "arena", user, "burst", signaling.KindBot, "", app, false)
+		p, err := newPeer(peer.Config{Server: url, Room: "arena", User: user, Device: "burst", Kind: signaling.KindBot, App: app, Logger: b.log}, peerNet{})
 		if err != nil {
 			return nil, err
 		}

@@ -18,15 +18,11 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-// newPeer makes a peer that makes its own pion transport, as nw says (by default loopback-only
-// when server is a loopback URL). standby: peer.Config.Standby.
-func newPeer(log zerolog.Logger, nw peerNet, server, room, user, device string, kind signaling.Kind, token string, app peer.App, standby bool) (*peer.Peer, error) {
-	cfg := peer.Config{
-		Server: server, Room: room, User: user, Device: device, Kind: kind, Token: token, App: app,
-		Logger:  log,
-		Standby: standby,
-	}
-	if err := nw.config(log, &cfg); err != nil {
+// newPeer makes the peer cfg describes, with its own pion transport as nw says: by default this
+// machine's own address when cfg.Server is a loopback URL (loopback only under envLoopbackOnly),
+// any address otherwise.
+func newPeer(cfg peer.Config, nw peerNet) (*peer.Peer, error) {
+	if err := nw.config(cfg.Logger, &cfg); err != nil {
 		return nil, err
 	}
 	return peer.New(cfg)
@@ -35,7 +31,8 @@ func newPeer(log zerolog.Logger, nw peerNet, server, room, user, device string, 
 // runHost runs a dedicated host for room until ctx ends.
 func runHost(ctx context.Context, log zerolog.Logger, nw peerNet, server, room, device, token string) error {
 	hl := log.With().Str("component", "host").Logger()
-	p, err := newPeer(hl, nw, server, room, dedicatedHostUser, device, signaling.KindHost, token, arena.New(arena.Config{}), false)
+	p, err := newPeer(peer.Config{Server: server, Room: room, User: dedicatedHostUser, Device: device, Kind: signaling.KindHost,
+		Token: token, App: arena.New(arena.Config{}), Logger: hl}, nw)
 	if err != nil {
 		return err
 	}
@@ -98,7 +95,8 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	seed := uint64(time.Now().UnixNano())
 	for i, id := range ids {
 		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed + uint64(i), MoveFor: *moveFor}})
-		p, err := newPeer(log.With().Str("bot", id.label).Logger(), nw, *server, *room, id.user, id.device, signaling.KindBot, id.token, app, *standby)
+		p, err := newPeer(peer.Config{Server: *server, Room: *room, User: id.user, Device: id.device, Kind: signaling.KindBot,
+			Token: id.token, App: app, Logger: log.With().Str("bot", id.label).Logger(), Standby: *standby}, nw)
 		if err != nil {
 			cancel()
 			return err
