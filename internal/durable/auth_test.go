@@ -3,20 +3,12 @@ package durable
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	crand "crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,6 +23,7 @@ import (
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testcert"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -74,8 +67,19 @@ func TestRouteSecretDerived(t *testing.T) {
 // credentials routes carry, if any) and returns it with a connection to it.
 func stranger(t *testing.T, name string, routes []*url.URL) (*server.Server, *nats.Conn) {
 	t.Helper()
+	return startStranger(t, name, routes, nil)
+}
+
+// startStranger starts the nats-server name routing to routes (over TLS with tc, when not nil) on
+// loopback, and connects to it in process; both end with t.
+func startStranger(t *testing.T, name string, routes []*url.URL, tc *tls.Config) (*server.Server, *nats.Conn) {
+	t.Helper()
+	cluster := server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: server.RANDOM_PORT}
+	if tc != nil {
+		cluster.TLSConfig, cluster.TLSTimeout = tc, 2
+	}
 	ns, err := server.NewServer(&server.Options{ServerName: name, Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
-		Cluster: server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: server.RANDOM_PORT}, Routes: routes})
+		Cluster: cluster, Routes: routes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,35 +406,9 @@ func TestRoomCountersExpire(t *testing.T) {
 }
 
 // writeRouteCert writes a self-signed certificate for 127.0.0.1 usable by both ends of a route
-// (server and client auth; its own CA) and its key, and returns the two files.
+// (its own CA) and its key, and returns the two files.
 func writeRouteCert(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "concord route test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	certFile, keyFile, _ = testcert.Write(t, net.IPv4(127, 0, 0, 1))
 	return certFile, keyFile
 }
 
@@ -497,22 +475,7 @@ func strangerTLS(t *testing.T, name string, routes []*url.URL, cert, key string)
 		t.Fatal(err)
 	}
 	tc.ClientAuth, tc.RootCAs = tls.RequireAndVerifyClientCert, tc.ClientCAs
-	ns, err := server.NewServer(&server.Options{ServerName: name, Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
-		Cluster: server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: server.RANDOM_PORT, TLSConfig: tc, TLSTimeout: 2}, Routes: routes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("stranger not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return ns, nc
+	return startStranger(t, name, routes, tc)
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use (a logger's writer read by a test).

@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// Write writes a self-signed ECDSA P-256 certificate for ips, valid from an hour ago for a day,
-// and its key, as cert.pem and key.pem in a temporary directory of t, and returns their paths
+// Write writes a self-signed ECDSA P-256 certificate for ips (for servers and for clients: a
+// cluster route's TLS verifies both ends), valid from an hour ago for a day, and its key, as cert.pem and key.pem in a temporary directory of t, and returns their paths
 // and a pool that trusts the certificate. It fails t on any error.
 func Write(t testing.TB, ips ...net.IP) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
@@ -28,7 +28,7 @@ func Write(t testing.TB, ips ...net.IP) (certFile, keyFile string, pool *x509.Ce
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "concord test"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IPAddresses: ips, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, BasicConstraintsValid: true, IsCA: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

@@ -2,7 +2,7 @@
 // Chromium on a machine with a network interface): polling with a deadline, child processes of the
 // concord binary with their output kept, and a room's state in one line.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 
 /** A scenario's assertion failed (reported without a stack). */
@@ -121,4 +121,37 @@ export async function runScenarios(scenarios, makeEnv, deadlineMs, onFailure) {
   }
   console.log(`${passed} passed, ${failed} failed`);
   return failed > 0 ? 1 : 0;
+}
+
+/**
+ * Makes network namespaces with `ip` (steps, each an argument list, run in order; the first ones
+ * add `namespaces`), re-executes script inside the namespace `inside` with env[envName] set to it,
+ * and deletes every namespace afterwards, on SIGINT and SIGTERM too. Returns the exit status: the
+ * inner run's, or 2 when this is not root or a step fails. label prefixes the messages.
+ */
+export function reexecInNamespaces({ label, namespaces, steps, inside, envName, script }) {
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
+    console.error(`${label}: must run as root (it creates network namespaces)`);
+    return 2;
+  }
+  const ip = (...args) => spawnSync('ip', args, { stdio: ['ignore', 'inherit', 'inherit'] }).status;
+  const cleanup = () => { for (const ns of namespaces) ip('netns', 'delete', ns); };
+  const onSignal = (sig) => { cleanup(); process.exit(128 + (sig === 'SIGINT' ? 2 : 15)); };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    for (const s of steps) {
+      if (ip(...s) !== 0) {
+        console.error(`${label}: ip ${s.join(' ')} failed`);
+        return 2;
+      }
+    }
+    const r = spawnSync('ip', ['netns', 'exec', inside, process.execPath, script, ...process.argv.slice(2)], {
+      stdio: 'inherit',
+      env: { ...process.env, [envName]: inside },
+    });
+    return r.status ?? 1;
+  } finally {
+    cleanup();
+  }
 }

@@ -13,14 +13,13 @@
 // and deletes them afterwards. Nothing reaches this machine's own interfaces. Every wait polls a
 // condition with a deadline. Output: one line per scenario, then "N passed, N failed".
 
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { CHROMIUM_ARGS } from './chromium.mjs';
-import { Proc, check, converged, runScenarios, waitFor } from './common.mjs';
+import { Proc, check, converged, reexecInNamespaces, runScenarios, waitFor } from './common.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
@@ -40,40 +39,19 @@ const ROUTER_IP = '10.77.0.1';
 if (!process.env[NETNS_ENV]) process.exit(outside());
 
 function outside() {
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
-    console.error('e2e firefox: must run as root (it creates network namespaces)');
-    return 2;
-  }
   const user = `concord-ff-${process.pid}`;
   const router = `concord-ffr-${process.pid}`;
-  const ip = (...args) => spawnSync('ip', args, { stdio: ['ignore', 'inherit', 'inherit'] }).status;
-  const cleanup = () => { ip('netns', 'delete', user); ip('netns', 'delete', router); };
-  const onSignal = (sig) => { cleanup(); process.exit(128 + (sig === 'SIGINT' ? 2 : 15)); };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    const steps = [
+  return reexecInNamespaces({
+    label: 'e2e firefox', namespaces: [user, router], inside: user, envName: NETNS_ENV, script: fileURLToPath(import.meta.url),
+    steps: [
       ['netns', 'add', user], ['netns', 'add', router],
       ['link', 'add', 'ffu0', 'netns', user, 'type', 'veth', 'peer', 'name', 'ffr0', 'netns', router],
       ['-n', user, 'link', 'set', 'lo', 'up'], ['-n', router, 'link', 'set', 'lo', 'up'],
       ['-n', user, 'addr', 'add', `${USER_IP}/24`, 'dev', 'ffu0'], ['-n', user, 'link', 'set', 'ffu0', 'up'],
       ['-n', router, 'addr', 'add', `${ROUTER_IP}/24`, 'dev', 'ffr0'], ['-n', router, 'link', 'set', 'ffr0', 'up'],
       ['-n', user, 'route', 'add', 'default', 'via', ROUTER_IP],
-    ];
-    for (const s of steps) {
-      if (ip(...s) !== 0) {
-        console.error(`e2e firefox: ip ${s.join(' ')} failed`);
-        return 2;
-      }
-    }
-    const r = spawnSync('ip', ['netns', 'exec', user, process.execPath, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-      stdio: 'inherit',
-      env: { ...process.env, [NETNS_ENV]: user },
-    });
-    return r.status ?? 1;
-  } finally {
-    cleanup();
-  }
+    ],
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

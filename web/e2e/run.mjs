@@ -21,7 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { CHROMIUM_ARGS } from './chromium.mjs';
-import { Failure, Proc, check, converged, runScenarios, waitFor } from './common.mjs';
+import { Failure, Proc, check, converged, reexecInNamespaces, runScenarios, waitFor } from './common.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
@@ -47,33 +47,11 @@ if (!process.env[NETNS_ENV] && !onlyLoopback()) {
 }
 
 function outsideNamespace() {
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
-    console.error('e2e: must run as root (it creates a network namespace)');
-    return 2;
-  }
   const ns = `concord-e2e-${process.pid}`;
-  const ip = (...args) => spawnSync('ip', args, { stdio: ['ignore', 'inherit', 'inherit'] }).status;
-  if (ip('netns', 'add', ns) !== 0) {
-    console.error(`e2e: cannot create network namespace ${ns}`);
-    return 2;
-  }
-  const cleanup = () => { ip('netns', 'delete', ns); };
-  const onSignal = (sig) => { cleanup(); process.exit(128 + (sig === 'SIGINT' ? 2 : 15)); };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    if (ip('-n', ns, 'link', 'set', 'lo', 'up') !== 0) {
-      console.error('e2e: cannot bring lo up');
-      return 2;
-    }
-    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-      stdio: 'inherit',
-      env: { ...process.env, [NETNS_ENV]: ns },
-    });
-    return r.status ?? 1;
-  } finally {
-    cleanup();
-  }
+  return reexecInNamespaces({
+    label: 'e2e', namespaces: [ns], inside: ns, envName: NETNS_ENV, script: fileURLToPath(import.meta.url),
+    steps: [['netns', 'add', ns], ['-n', ns, 'link', 'set', 'lo', 'up']],
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
