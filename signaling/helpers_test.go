@@ -320,9 +320,16 @@ func (e *testEnv) get(path string) (int, []byte) {
 // getWith fetches path with a Host header and an Authorization bearer ("" for none).
 func (e *testEnv) getWith(path, host, bearer string) (int, []byte) {
 	e.t.Helper()
+	return e.request(http.MethodGet, path, host, bearer, nil)
+}
+
+// request sends method path with a Host header and an Authorization bearer ("" for none) and
+// body (nil for none), and returns the status and the response body.
+func (e *testEnv) request(method, path, host, bearer string, body io.Reader) (int, []byte) {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, method, e.url+path, body)
 	if host != "" {
 		req.Host = host
 	}
@@ -333,12 +340,12 @@ func (e *testEnv) getWith(path, host, bearer string) (int, []byte) {
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
-		e.t.Fatalf("GET %s: %v", path, err)
+		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatalf("GET %s: %v", path, err)
+		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	return resp.StatusCode, b
 }

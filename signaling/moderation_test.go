@@ -41,21 +41,8 @@ func (e *testEnv) moderate(method, path, bearer string, body any) (int, string) 
 		}
 		rd = bytes.NewReader(b)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, e.url+path, rd)
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	client := e.hs.Client()
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, b := e.request(method, path, "", bearer, rd)
+	return code, string(b)
 }
 
 // leaves records Config.MemberLeft calls.
