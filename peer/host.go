@@ -123,12 +123,11 @@ type hostMember struct {
 	// delta is the member's delta state once it asked for DeltaUpdates (its first Ack); nil:
 	// it gets whole values (delta.go).
 	delta *deltaTx
-	// appBudget is the member's application traffic still allowed as of appAt (appAllowed).
-	appBudget float64
-	appAt     time.Time
+	// app is the member's application traffic still allowed, in messages (appAllowed).
+	app budget
 	// relayOut is the bytes the member may still have relayed, every copy counted; relayIn
 	// the relayed bytes the host may still forward to it (host_relay.go).
-	relayOut, relayIn byteBudget
+	relayOut, relayIn budget
 }
 
 func newHostRole(b roleBase) *hostRole {

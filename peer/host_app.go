@@ -34,18 +34,10 @@ type queuedMessage struct {
 
 // appAllowed charges hm one unit of application traffic; false means over budget (dropped).
 func (h *hostRole) appAllowed(hm *hostMember) bool {
-	now := h.env.now()
-	if hm.appAt.IsZero() {
-		hm.appBudget = appBurst
-	} else {
-		hm.appBudget = min(appBurst, hm.appBudget+now.Sub(hm.appAt).Seconds()*appRate)
-	}
-	hm.appAt = now
-	if hm.appBudget < 1 {
+	if !hm.app.take(h.env.now(), appRate, appBurst, 1) {
 		h.count.dropped.Add(1)
 		return false
 	}
-	hm.appBudget--
 	return true
 }
 

@@ -50,25 +50,26 @@ const (
 	unreliableRelayBacklog = link.DefaultUnreliableDropThreshold / 2
 )
 
-// byteBudget is a token bucket of bytes, refilled by the loop's clock.
-type byteBudget struct {
-	bytes float64
+// budget is a token bucket (of bytes for relays, of messages for application traffic), refilled
+// by the loop's clock.
+type budget struct {
+	units float64
 	at    time.Time
 }
 
-// take spends n bytes of b, refilled at rate a second up to burst since it was last used;
+// take spends n units of b, refilled at rate a second up to burst since it was last used;
 // false: b holds fewer than n and nothing is spent.
-func (b *byteBudget) take(now time.Time, rate, burst, n int) bool {
+func (b *budget) take(now time.Time, rate, burst, n int) bool {
 	if b.at.IsZero() {
-		b.bytes = float64(burst)
+		b.units = float64(burst)
 	} else if d := now.Sub(b.at); d > 0 {
-		b.bytes = min(float64(burst), b.bytes+d.Seconds()*float64(rate))
+		b.units = min(float64(burst), b.units+d.Seconds()*float64(rate))
 	}
 	b.at = now
-	if b.bytes < float64(n) {
+	if b.units < float64(n) {
 		return false
 	}
-	b.bytes -= float64(n)
+	b.units -= float64(n)
 	return true
 }
 
