@@ -75,8 +75,8 @@ func (g *leveled) Debugf(format string, args ...any) { g.l.Debug().Msgf(format, 
 func (g *leveled) Info(msg string)                   { g.l.Info().Msg(msg) }
 func (g *leveled) Infof(format string, args ...any)  { g.l.Info().Msgf(format, args...) }
 func (g *leveled) Warn(msg string)                   { g.warn(msg) }
-func (g *leveled) Error(msg string)                  { g.l.Error().Msg(msg) }
-func (g *leveled) Errorf(format string, args ...any) { g.l.Error().Msgf(format, args...) }
+func (g *leveled) Error(msg string)                  { g.error(msg) }
+func (g *leveled) Errorf(format string, args ...any) { g.error(fmt.Sprintf(format, args...)) }
 
 // Warnf formats only when a warning or its demoted debug line may be written.
 func (g *leveled) Warnf(format string, args ...any) {
@@ -84,6 +84,15 @@ func (g *leveled) Warnf(format string, args ...any) {
 		return // a logger that drops warnings drops debug lines too
 	}
 	g.warn(fmt.Sprintf(format, args...))
+}
+
+// error writes a pion error, at debug when Benign lists it as expected.
+func (g *leveled) error(msg string) {
+	if IsBenign(g.scope, msg) {
+		g.l.Debug().Msg(msg)
+		return
+	}
+	g.l.Error().Msg(msg)
 }
 
 // warn writes a pion warning, at debug when Benign lists it as expected.
@@ -95,7 +104,8 @@ func (g *leveled) warn(msg string) {
 	g.l.Warn().Msg(msg)
 }
 
-// A BenignWarning is a warning pion logs in the normal course of a connection: nothing is wrong,
+// A BenignWarning is a warning (or, for a few, an error line) pion logs in the normal course of a
+// connection: nothing is wrong,
 // so it goes to debug, where it still helps to follow a connection, instead of making every
 // healthy run print warnings an operator learns to ignore (and then misses the real ones). A
 // warning is benign when its scope is Scope, it starts with Prefix and it contains Contains.
@@ -126,6 +136,9 @@ var Benign = []BenignWarning{
 	{Scope: "mux", Prefix: "Warning: mux: no endpoint for packet starting with ", Contains: ", adding to queue",
 		Why: "a DTLS record that arrives before its endpoint is registered waits in the queue for it, and one that arrives after " +
 			"a close (the remote's last data, its close_notify alert) is dropped with the mux; a full queue (\"not adding\") stays a warning"},
+	{Scope: "udpmux", Prefix: "Failed to write packet: ", Contains: "closed pipe",
+		Why: "an error line: a datagram that arrives while its connection closes is handed to the closed connection " +
+			"(pion's mux worker outlives the mux's Close by that one packet)"},
 	{Scope: "udpmux", Prefix: "UDPMuxDefault should not listening on unspecified address",
 		Why: "serve binds its one WebRTC socket on every interface (--addr 0.0.0.0, --udp 0.0.0.0:PORT) on purpose: " +
 			"pion then gathers a host candidate per interface on that one port, and the socket keeps Concord's batched I/O (peer/link), " +

@@ -3,6 +3,7 @@ package pionlog
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/pion/logging"
@@ -179,6 +180,32 @@ func TestBenignWarnings(t *testing.T) {
 			}
 			if !tc.benign && buf.Len() == 0 {
 				t.Errorf("%s %q: a warn-level logger dropped a real warning", tc.scope, tc.msg)
+			}
+		}
+	}
+}
+
+// TestBenignErrors: pion's expected error lines (Benign) go to debug through Error and Errorf,
+// so a test logger at error level never sees a closing connection's last packet after the test;
+// another error of the same scope is still an error.
+func TestBenignErrors(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want string
+	}{
+		{"Failed to write packet: io: read/write on closed pipe", "debug"},
+		{"Failed to write packet: write udp4 127.0.0.1:1->127.0.0.1:2: sendmsg: no buffer space available", "error"},
+	} {
+		for _, viaf := range []bool{false, true} {
+			var buf bytes.Buffer
+			l := New(zerolog.New(&buf).Level(zerolog.DebugLevel)).NewLogger("udpmux")
+			if viaf {
+				l.Errorf("Failed to write packet: %s", strings.TrimPrefix(tc.msg, "Failed to write packet: "))
+			} else {
+				l.Error(tc.msg)
+			}
+			if got := buf.String(); !strings.Contains(got, `"level":"`+tc.want+`"`) || !strings.Contains(got, tc.msg) {
+				t.Errorf("%q (Errorf %v) logged %s, want level %s", tc.msg, viaf, got, tc.want)
 			}
 		}
 	}
