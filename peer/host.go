@@ -8,7 +8,7 @@ import (
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // hostRole is the state a peer keeps while it is the host. The loop owns it. Its files:
@@ -189,9 +189,9 @@ func (h *hostRole) start() {
 	h.startWindow()
 	h.log.Info().Int("entities", w.Len()).Uint32("clock", uint32(w.r.Clock())).Msg("now hosting")
 	h.app.HostStart(w)
-	if h.cfg.Kind != signaling.KindHost {
+	if h.cfg.Kind != sigclient.KindHost {
 		if _, ok := w.AvatarOf(w.self); !ok {
-			h.spawnAvatar(PeerInfo{Index: w.self, ID: string(signaling.NewIdentity(h.cfg.User, h.cfg.Device)), Kind: string(h.cfg.Kind)})
+			h.spawnAvatar(PeerInfo{Index: w.self, ID: string(sigclient.NewIdentity(h.cfg.User, h.cfg.Device)), Kind: string(h.cfg.Kind)})
 		}
 	}
 	w.events = append(w.events, Event{Kind: EventSynced, Term: w.term, Peer: w.self})

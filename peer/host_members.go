@@ -2,7 +2,7 @@ package peer
 
 import (
 	"github.com/concordrtc/concord/authority"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Members arriving and leaving, as the host sees them: signaling's word, the links, and silence.
@@ -119,7 +119,7 @@ func (h *hostRole) linkClosed(r *remote) {
 // avatar by the previous host reached this host late).
 func (h *hostRole) respawnAvatars() {
 	for _, hm := range h.mems {
-		if hm.snapshotSent && hm.info.Kind != string(signaling.KindHost) {
+		if hm.snapshotSent && hm.info.Kind != string(sigclient.KindHost) {
 			if _, ok := h.w.AvatarOf(hm.link.idx); !ok {
 				h.spawnAvatar(hm.info)
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/concordrtc/concord/hostsnapshot"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Syncing members: digests in, snapshots out, corrections back (docs/protocol.md §5, "joining").
@@ -98,7 +98,7 @@ const maxSnapshotWait = 10 * time.Second
 
 // ensureAvatar spawns the avatar of a member that has none (a dedicated host gets none).
 func (h *hostRole) ensureAvatar(hm *hostMember) {
-	if hm.info.Kind != string(signaling.KindHost) {
+	if hm.info.Kind != string(sigclient.KindHost) {
 		if _, ok := h.w.AvatarOf(hm.link.idx); !ok {
 			h.spawnAvatar(hm.info)
 		}
