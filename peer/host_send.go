@@ -141,7 +141,7 @@ func (o *outbox) commandPayload(buf []byte, hm *hostMember) []byte {
 	return buf
 }
 
-// commands fills h.hc with the open batch's spawns, despawns, transfers and RPCs, of the entities
+// commands fills o.hc with the open batch's spawns, despawns, transfers and RPCs, of the entities
 // member hm follows (nil: every entity). Each spawned property is read from the replica once.
 func (o *outbox) commands(hm *hostMember) *netmsg.HostCommands {
 	w := o.w
@@ -188,7 +188,7 @@ func (o *outbox) commands(hm *hostMember) *netmsg.HostCommands {
 
 // flushUpdates sends every member its dirty properties as EntityUpdates datagrams.
 //
-// What the host wrote since the last flush is one change list, h.shared, the same for every
+// What the host wrote since the last flush is one change list, o.shared, the same for every
 // member: the host builds its datagrams once, through the first ready member's link, and sends
 // the same bytes to every other ready member. Each member's own dirty set holds only its
 // exceptions (relayed writes of other members, what an earlier flush did not send it), sent
@@ -213,9 +213,10 @@ func (o *outbox) flushUpdates() {
 	}
 }
 
-// flushShared sends h.shared to every synced member and empties it. A member whose link is not
-// ready, and every member for what the recorded datagrams left (past MaxDatagramsPerFlush), keeps
-// it in its own dirty set.
+// flushShared sends o.shared to every synced member and empties it. How a member takes it
+// depends on its kind (shareKind): the members that take whole values share one recording of
+// the datagrams; the others take it into their own dirty sets, or (deltas) their own datagrams.
+// A member keeps what a send left (past MaxDatagramsPerFlush) in its own dirty set.
 func (o *outbox) flushShared() {
 	var lead *hostMember
 	deltas := false
@@ -223,17 +224,16 @@ func (o *outbox) flushShared() {
 		if !hm.snapshotSent {
 			continue
 		}
-		if hm.visible != nil {
-			// A member that follows part of the world gets its part through its own dirty set.
+		switch hm.shareKind() {
+		case sharePart:
+			// Its part of the world, through its own dirty set.
 			for e, mask := range o.shared {
 				if hm.visible[e.Number()] {
 					hm.dirty[e] |= mask
 				}
 			}
-			continue
-		}
-		if hm.near != nil {
-			// The successor: its own interest now, the rest of the world every farEvery-th flush.
+		case shareNear:
+			// Its own interest now, the rest of the world every farEvery-th flush.
 			if hm.later == nil {
 				hm.later = make(map[Entity]uint32)
 			}
@@ -244,15 +244,14 @@ func (o *outbox) flushShared() {
 					hm.later[e] |= mask
 				}
 			}
-			continue
-		}
-		switch {
-		case !hm.link.ready:
+		case shareNotReady:
 			orInto(hm.dirty, o.shared)
-		case hm.delta != nil:
+		case shareDeltas:
 			deltas = true
-		case lead == nil:
-			lead = hm
+		case shareWhole:
+			if lead == nil {
+				lead = hm
+			}
 		}
 	}
 	if lead == nil && !deltas {
@@ -272,10 +271,7 @@ func (o *outbox) flushShared() {
 		n := u.emit(o.roleBase, lead.link, &rec, nil)
 		o.recSize = len(rec)
 		for _, hm := range o.members.mems {
-			if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil || hm.delta != nil {
-				continue
-			}
-			if !o.replay(hm, rec) {
+			if !hm.snapshotSent || hm.shareKind() != shareWhole || !o.replay(hm, rec) {
 				continue
 			}
 			keepItems(hm.dirty, u.items[n:]) // what the send left
@@ -284,7 +280,7 @@ func (o *outbox) flushShared() {
 	if deltas {
 		// Members that take deltas: their own datagrams, encoded against what each acknowledged.
 		for _, hm := range o.members.mems {
-			if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil || hm.delta == nil {
+			if !hm.snapshotSent || hm.shareKind() != shareDeltas {
 				continue
 			}
 			n := u.emit(o.roleBase, hm.link, nil, hm.delta)
@@ -292,6 +288,41 @@ func (o *outbox) flushShared() {
 		}
 	}
 	clear(o.shared)
+}
+
+// shareKind is how a synced member takes the host's shared change list (flushShared).
+type shareKind uint8
+
+const (
+	// sharePart: it follows part of the world (interest), so the change list is filtered into
+	// its own dirty set.
+	sharePart shareKind = iota
+	// shareNear: the successor, which follows everything; its own interest goes into its dirty
+	// set now, the rest into later, sent every farEvery-th flush.
+	shareNear
+	// shareNotReady: its link is not ready; everything waits in its own dirty set.
+	shareNotReady
+	// shareDeltas: it takes deltas, encoded for it against what it acknowledged.
+	shareDeltas
+	// shareWhole: it takes whole values: the datagrams recorded once, replayed to each.
+	shareWhole
+)
+
+// shareKind returns how hm takes the shared change list; the order of the tests is the order of
+// precedence.
+func (hm *hostMember) shareKind() shareKind {
+	switch {
+	case hm.visible != nil:
+		return sharePart
+	case hm.near != nil:
+		return shareNear
+	case !hm.link.ready:
+		return shareNotReady
+	case hm.delta != nil:
+		return shareDeltas
+	default:
+		return shareWhole
+	}
 }
 
 // keepItems adds the properties of items to dirty.

@@ -313,7 +313,7 @@ func (p *Peer) sendOwned(r *remote, ch link.Channel, payloads [][]byte) {
 
 // queue holds reliable messages for r until the next network flush (flushQueued) or the next
 // reliable send to r, whichever comes first, so that messages of many steps share one
-// data-channel message (a host broadcasting to a crowd: see hostRole.flushCommands). payload is a
+// data-channel message (a host broadcasting to a crowd: see outbox.sendCommands). payload is a
 // whole number of messages; what does not fit in one data-channel message goes at once.
 func (p *Peer) queue(r *remote, payload []byte) {
 	if r == nil || r.l == nil || !r.ready || r.closing {
