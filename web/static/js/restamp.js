@@ -41,7 +41,7 @@ const MAX_RESTAMPED = 1 << 16;
  * until the host's transfer reaches it, one round trip later (Go's raceWindow).
  */
 const RACE_WINDOW_MS = 2000;
-const { PutComponent, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
+const { PutComponent, PutComponentNetwork, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
 
 // The survivors' correction window (docs/protocol.md §5 "Limits"; Go's windowOpen, windowCeiling,
 // windowDeletionOK, windowRecordOK), checked against testdata/peer/survivor_window.json.
@@ -276,9 +276,9 @@ export class HostRestamp {
         this.refuse(hm, `more than ${MAX_CORRECTION_MESSAGES} corrections in one batch; the rest dropped`);
         break;
       }
-      const reason = this.admitCorrection(hm, m, relayed);
-      if (reason !== '') {
-        this.refuse(hm, reason);
+      const refused = this.admitCorrection(hm, m, relayed);
+      if (refused) {
+        this.refuse(hm, refused.reason, refused.why);
         continue;
       }
       if (relayed && (m.type === DeleteEntity || m.type === DeleteEntityNetwork) && !w.r.entityDeleted(m.entity >>> 0)) {
@@ -428,41 +428,43 @@ export class HostRestamp {
   }
 
   /**
-   * The limits of a correction beyond authority (Go's hostRole.admitCorrection): a reason to
-   * refuse m, or ''.
+   * The limits of a correction beyond authority (Go's window.admitCorrection): why and a reason
+   * to refuse m (why is the label status().refusedBy counts, Go's Refusal), or null.
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm
    * @param {import('./crdt.js').Message} m
    * @param {boolean} relayed
+   * @returns {{why: string, reason: string} | null}
    */
   admitCorrection(hm, m, relayed) {
     if (m.type === DeleteEntity || m.type === DeleteEntityNetwork) {
       const num = m.entity & 0xffff;
-      if (num < FIRST_SPAWN_NUMBER) return `deletion of reserved entity ${m.entity >>> 0}`;
+      if (num < FIRST_SPAWN_NUMBER) return { why: 'correction', reason: `deletion of reserved entity ${m.entity >>> 0}` };
       if (relayed && (m.entity >>> 16) > knownVersion(this.w, num) + MAX_VERSION_AHEAD) {
-        return `deletion of ${m.entity >>> 0}, far above any version of number ${num} known here`;
+        return { why: 'correction', reason: `deletion of ${m.entity >>> 0}, far above any version of number ${num} known here` };
       }
       const live = this.w.byNumber.get(num);
       if (relayed && live !== undefined && !windowDeletionOK(live >>> 16, this.heldAtStart.has(live >>> 0), m.entity >>> 16)) {
-        return `relayed deletion of ${live >>> 0}, spawned by this host after it took over`;
+        return { why: 'survivor_claim', reason: `relayed deletion of ${live >>> 0}, spawned by this host after it took over` };
       }
-      return '';
+      return null;
     }
     if (!this.stampOK(hm, m.timestamp)) {
-      return `correction stamped ${m.timestamp}, more than ${MAX_STAMP_SKEW} above the host's clock ${this.w.clock}`;
+      return { why: 'stamp_skew', reason: `correction stamped ${m.timestamp}, more than ${MAX_STAMP_SKEW} above the host's clock ${this.w.clock}` };
     }
-    if (m.component === COMPONENT_AUTHORITY && m.type === PutComponent && m.data) {
+    // A PutComponentNetwork merges as a put (crdt.js): its record is a record all the same.
+    if (m.component === COMPONENT_AUTHORITY && (m.type === PutComponent || m.type === PutComponentNetwork) && m.data) {
       let rec = null;
       try { rec = decodeRecord(m.data); } catch { rec = null; }
       const cur = this.w.authorityRecord(m.entity >>> 0);
       if (rec && rec.kind !== KIND_HOST && !(cur.kind === rec.kind && cur.peer === rec.peer)) {
-        if (rec.peer === hm.r.idx) return `authority record handing ${m.entity >>> 0} to its sender`;
+        if (rec.peer === hm.r.idx) return { why: 'correction', reason: `authority record handing ${m.entity >>> 0} to its sender` };
         if (relayed && !windowRecordOK(rec.peer, this.w.self, this.present.has(rec.peer) || this.survivorTerm(rec.peer) !== 0)) {
-          return `relayed authority record handing ${m.entity >>> 0} to member ${rec.peer}, not a member of an earlier term`;
+          return { why: 'survivor_claim', reason: `relayed authority record handing ${m.entity >>> 0} to member ${rec.peer}, not a member of an earlier term` };
         }
       }
     }
-    return '';
+    return null;
   }
 
   /**
