@@ -16,8 +16,8 @@ import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
 import { MAX_STAMP_SKEW, MAX_STRIKES, MAX_CONDUCTS, CLOSE_REFUSED, windowOpen, windowCeiling, windowDeletionOK, windowRecordOK } from '../static/js/restamp.js';
 import { readJSON } from './helpers.js';
 import { HOST_REASSEMBLY_LIMIT, REASSEMBLY_TIMEOUT_MS } from '../static/js/links.js';
-import { COMPONENT_AUTHORITY } from '../static/js/schema.js';
-import { KIND_HOST, KIND_LOCK, encodeRecord } from '../static/js/authority.js';
+import { COMPONENT_AUTHORITY, COMPONENT_META, appendMeta } from '../static/js/schema.js';
+import { KIND_AVATAR, KIND_HOST, KIND_LOCK, encodeRecord } from '../static/js/authority.js';
 
 const HOST = 1;
 const OWNER = 2;
@@ -610,6 +610,27 @@ test('a survivor recorded by signaling relays what it could have seen, and nothi
   for (const e of boxes.slice(0, 2)) assert.equal(p.w.exists(e), false, `the relayed deletion of box ${e}, held at the takeover, is admitted`);
   // 5 records to the accomplice, the score, the late deletion.
   assert.equal(p.status().refused - refused, 7);
+});
+
+// Go: peer/relayed_entity_test.go TestRuleRelayedEntityAdmittedWhole.
+test('a survivor\'s relayed entity the host never saw is admitted whole, by the authority the batch found', () => {
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, warn: true, takeover: true });
+  const p = room.p;
+  const h = p.host;
+  // An avatar of the owner that the previous host spawned after this host stopped hearing it.
+  const avatar = 900;
+  const ts = h.tookOver + 5;
+  const pos = encodeVec({ x: 7, y: 0 });
+  const msgs = [
+    { type: crdt.MessageType.PutComponent, entity: avatar, component: COMPONENT_META, timestamp: ts, networkId: 0, data: appendMeta(SCHEMA_AVATAR) },
+    { type: crdt.MessageType.PutComponent, entity: avatar, component: COMPONENT_AUTHORITY, timestamp: ts, networkId: 0, data: encodeRecord({ kind: KIND_AVATAR, peer: OWNER }) },
+    { type: crdt.MessageType.PutComponent, entity: avatar, component: POS, timestamp: ts, networkId: 0, data: pos },
+  ];
+  const rejected = p.count.rejected;
+  hostile(room, MALLORY, RELIABLE, batchOf(room, msgs));
+  for (const c of [COMPONENT_META, COMPONENT_AUTHORITY, POS]) assert.ok(p.w.r.get(avatar, c), `the host holds component ${c} of the relayed avatar`);
+  assert.deepEqual(p.w.r.get(avatar, POS).data, pos, 'the relayed position, not a re-stamp of nothing');
+  assert.equal(p.count.rejected - rejected, 0, 'no key of the relayed entity is rejected');
 });
 
 test('member-synced carries the term signaling recorded; a later one moves the record, an older one does not', () => {

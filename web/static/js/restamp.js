@@ -271,6 +271,8 @@ export class HostRestamp {
     }
     let orphaned = false;
     let count = 0;
+    /** @type {Map<number, {err: Error | null, windowed: boolean}>} */
+    const verdict = new Map();
     for (const m of crdt.readStream(b.messages)) {
       if (++count > MAX_CORRECTION_MESSAGES) {
         this.refuse(hm, `more than ${MAX_CORRECTION_MESSAGES} corrections in one batch; the rest dropped`);
@@ -288,15 +290,26 @@ export class HostRestamp {
         orphaned = true;
         continue;
       }
-      try {
-        this.auth.admitCorrection(r.idx, m.entity >>> 0, relayed);
-        if (relayed && (m.timestamp || 0) > windowCeiling(this.tookOver) && !this.ownsCorrection(r.idx, m.entity >>> 0)) {
-          // A host entity admitted only through the window, stamped above what a survivor saw.
-          const reason = `relayed correction of ${m.entity >>> 0} stamped ${m.timestamp}, above what the room's clock was when this host took over (${this.tookOver} + ${MAX_STAMP_SKEW})`;
-          this.refuse(hm, reason, 'survivor_claim');
-          throw new Error(reason);
-        }
-      } catch (err) {
+      // Admission is decided per entity by the authority the batch found (Go's entityVerdict): a
+      // relayed entity this host lacked brings its own record, which must not refuse the entity's
+      // keys after it.
+      const e = m.entity >>> 0;
+      let v = verdict.get(e);
+      if (!v) {
+        let refusedBy = null;
+        try { this.auth.admitCorrection(r.idx, e, relayed); } catch (x) { refusedBy = x; }
+        // windowed: admitted only because of the window (a host entity the member relays).
+        v = { err: refusedBy, windowed: relayed && refusedBy === null && !this.ownsCorrection(r.idx, e) };
+        verdict.set(e, v);
+      }
+      let err = v.err;
+      if (err === null && v.windowed && (m.timestamp || 0) > windowCeiling(this.tookOver)) {
+        // A host entity admitted only through the window, stamped above what a survivor saw.
+        const reason = `relayed correction of ${e} stamped ${m.timestamp}, above what the room's clock was when this host took over (${this.tookOver} + ${MAX_STAMP_SKEW})`;
+        this.refuse(hm, reason, 'survivor_claim');
+        err = new Error(reason);
+      }
+      if (err !== null) {
         if (this.holds(m)) {
           // This host already has the value or a newer one: the member converges to it without a
           // re-stamp (which would bury any newer write of the entity's owner still on its way).
@@ -305,7 +318,7 @@ export class HostRestamp {
           this.p.count.rejectedRace++;
           continue;
         }
-        this.rejected(r, m.entity >>> 0, m.timestamp || 0, err, false);
+        this.rejected(r, e, m.timestamp || 0, err, false);
         continue;
       }
       if (!relayed) {
