@@ -633,6 +633,39 @@ test('a survivor\'s relayed entity the host never saw is admitted whole, by the 
   assert.equal(p.count.rejected - rejected, 0, 'no key of the relayed entity is rejected');
 });
 
+// Go: peer/restamp_absent_test.go TestRuleRestampKeyHostLacks.
+test('a rejected correction to a key the host lacks is deleted above it, so the member converges', () => {
+  const room = newRoom({ warn: true });
+  const p = room.p;
+  const box = p.w.entitiesOf(SCHEMA_BOX)[0];
+  assert.equal(p.w.r.get(box, COMPONENT_AUTHORITY), undefined, 'test setup: the host holds no authority record for the box');
+  // Mallory holds a record of the host's box that the host never saw, stamped above its clock.
+  const written = p.w.clock + 10;
+  const rec = { type: crdt.MessageType.PutComponent, entity: box, component: COMPONENT_AUTHORITY, timestamp: written, networkId: 0, data: encodeRecord({ kind: KIND_HOST, peer: 0 }) };
+  const rejected = p.count.rejected;
+  hostile(room, MALLORY, RELIABLE, batchOf(room, [rec]));
+  assert.equal(p.count.rejected - rejected, 1, 'the correction is rejected');
+  const v = p.w.r.get(box, COMPONENT_AUTHORITY);
+  assert.ok(v && v.deleted && v.ts > written, `the host deleted the key above the member's write (${JSON.stringify(v && { deleted: v.deleted, ts: v.ts })}, written ${written})`);
+  const relayed = room.links.get(MALLORY).take().filter(({ m }) => m.type === Type.CrdtBatch).flatMap(({ m }) => [...crdt.readStream(m.messages)]);
+  assert.ok(relayed.some((m) => m.entity === box && m.component === COMPONENT_AUTHORITY && m.type === crdt.MessageType.DeleteComponent && m.timestamp > written), 'the deletion is relayed to the member');
+});
+
+test('a refused authority record (one handing the entity to its sender) is deleted above it too', () => {
+  const room = newRoom({ warn: true });
+  const p = room.p;
+  const box = p.w.entitiesOf(SCHEMA_BOX)[0];
+  const written = p.w.clock + 10;
+  const rec = { type: crdt.MessageType.PutComponent, entity: box, component: COMPONENT_AUTHORITY, timestamp: written, networkId: 0, data: encodeRecord({ kind: KIND_LOCK, peer: MALLORY }) };
+  const refused = p.status().refused;
+  hostile(room, MALLORY, RELIABLE, batchOf(room, [rec]));
+  assert.equal(p.status().refused - refused, 1, 'the record is refused');
+  assert.equal(p.status().refusedBy.correction, 1, 'counted as a refused correction');
+  const v = p.w.r.get(box, COMPONENT_AUTHORITY);
+  assert.ok(v && v.deleted && v.ts > written, 'the host deleted the key above the member\'s record');
+  assert.equal(p.w.authorityRecord(box).kind, KIND_HOST, 'the box is still the host\'s');
+});
+
 test('member-synced carries the term signaling recorded; a later one moves the record, an older one does not', () => {
   const room = newRoom({ warn: true });
   const p = room.p;

@@ -168,6 +168,8 @@ export class HostRole extends HostMethods {
     this.refuseLog = 0;
     this.lost = new Map(); // entity → {peer, at}: who last lost its authority, and when
     this.reassert = new Set();
+    /** @type {Set<bigint>} keys of rejected corrections this host lacks: restamp deletes them (rejectedAbsent) */
+    this.absent = new Set();
     /** @type {Map<bigint, {before: number, after: number}>} keys restamp rewrote, until their author writes again */
     this.restamped = new Map();
     this.own = null; // the host's bucket digests, recomputed after a change

@@ -183,7 +183,24 @@ export class HostRestamp {
   }
 
   /**
-   * Re-stamps every entry of the entities queued by rejected and relays them.
+   * Notes a rejected correction m to a key this host does not hold at all (the previous host wrote
+   * it after this one stopped hearing it): re-stamping the entity's entries would leave the key
+   * to its writer for good, so restamp deletes it above the write instead (Go's
+   * restamper.rejectedAbsent).
+   * @this {import('./host.js').HostRole}
+   * @param {import('./crdt.js').Message} m
+   */
+  rejectedAbsent(m) {
+    const e = m.entity >>> 0;
+    if (!this.reassert.has(e) || (m.type !== PutComponent && m.type !== DeleteComponent)) return; // not re-stamped, or not a component's value
+    if (this.w.r.get(e, m.component)) return;
+    if (this.absent.size > MAX_RESTAMPED) this.absent.clear();
+    this.absent.add(entryKey(e, m.component));
+  }
+
+  /**
+   * Re-stamps every entry of the entities queued by rejected and relays them; a rejected key the
+   * host lacks is deleted at that stamp (rejectedAbsent).
    * @this {import('./host.js').HostRole}
    */
   restamp() {
@@ -204,6 +221,13 @@ export class HostRestamp {
       else entries.push({ entity: en.entity, component: en.component, timestamp: en.timestamp, deleted: false, data: en.data.slice() });
       return true;
     });
+    for (const k of this.absent) {
+      const e = Number(k >> 32n);
+      const c = Number(k & 0xffffffffn);
+      if (!due.has(e)) continue; // kept for a later batch, with its entity
+      this.absent.delete(k);
+      if (!w.r.get(e, c) && w.exists(e)) entries.push({ entity: e, component: c, timestamp: 0, deleted: true, data: null });
+    }
     if (entries.length === 0) return;
     const ts = w.batchStamp();
     this.ownStale = true;
@@ -281,6 +305,12 @@ export class HostRestamp {
       const refused = this.admitCorrection(hm, m, relayed);
       if (refused) {
         this.refuse(hm, refused.reason, refused.why);
+        if (m.component === COMPONENT_AUTHORITY && m.type !== DeleteEntity && m.type !== DeleteEntityNetwork) {
+          // The member keeps the record it sent: re-assert this host's record over it, or delete
+          // it, so that the member converges instead of sending it again forever (as Go's).
+          this.rejected(r, m.entity >>> 0, m.timestamp || 0, new Error(refused.reason), false);
+          this.rejectedAbsent(m);
+        }
         continue;
       }
       if (relayed && (m.type === DeleteEntity || m.type === DeleteEntityNetwork) && !w.r.entityDeleted(m.entity >>> 0)) {
@@ -319,6 +349,7 @@ export class HostRestamp {
           continue;
         }
         this.rejected(r, e, m.timestamp || 0, err, false);
+        this.rejectedAbsent(m);
         continue;
       }
       if (!relayed) {
