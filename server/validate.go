@@ -37,7 +37,7 @@ func (o Options) validate() error {
 	}
 	for room := range o.Apps {
 		if o.Apps[room] == nil {
-			return optionError(fmt.Errorf("Apps[%q]: nil", room))
+			return optionError(fmt.Errorf("server: Options.Apps[%q] is nil", room))
 		}
 	}
 	if o.Network.UDP != "" {
