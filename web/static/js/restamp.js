@@ -247,7 +247,7 @@ export class HostRestamp {
    * Merges an admitted write from a member. A re-stamp puts the host's value above a rejected
    * write, so the author's next writes, stamped by a clock that has not seen the re-stamp yet,
    * arrive below it although they are newer than the value re-stamped: such a write wins, rewritten
-   * under the host's stamp (as Go's hostRole.mergeWrite).
+   * under the host's stamp (as Go's restamper.mergeWrite).
    * @this {import('./host.js').HostRole}
    * @param {import('./crdt.js').Message} m
    * @param {number} origin
@@ -370,7 +370,7 @@ export class HostRestamp {
 
   /**
    * Checks a member's stamp against the host's clock and the member's skew budget, and charges the
-   * budget for how far the stamp moves the clock (Go's hostRole.stampOK).
+   * budget for how far the stamp moves the clock (Go's gate.stampOK).
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm
    * @param {bigint | number} ts
@@ -391,7 +391,7 @@ export class HostRestamp {
   }
 
   /**
-   * The skew budget and strikes of the member linked as idx (Go's hostRole.conductOf): the record
+   * The skew budget and strikes of the member linked as idx (Go's gate.conductOf): the record
    * of its identity or of its index (the one with more strikes when both exist), else a new one;
    * kept under both keys.
    * @this {import('./host.js').HostRole}
@@ -450,7 +450,7 @@ export class HostRestamp {
 
   /**
    * Counts one offence of hm; at MAX_STRIKES in a burst its link is closed after a Close that says
-   * why (Go's hostRole.strike), by a thrown error that ends the payload.
+   * why (Go's gate.strike), by a thrown error that ends the payload.
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm
    * @param {string} reason
@@ -513,7 +513,7 @@ export class HostRestamp {
 
   /**
    * Records, as this peer takes over, the earlier terms signaling recorded the members synced in,
-   * the members then in the room, the clock, and the live entities (Go's hostRole.startWindow).
+   * the members then in the room, the clock, and the live entities (Go's window.startWindow).
    * @this {import('./host.js').HostRole}
    */
   startWindow() {
@@ -545,7 +545,7 @@ export class HostRestamp {
 
   /**
    * Whether hm's answer to its sync snapshot may relay host entities: its greeting's term is
-   * covered by signaling's record (Go's hostRole.survivorWindow). A greeting that claims more is
+   * covered by signaling's record (Go's window.survivorWindow). A greeting that claims more is
    * counted (not struck: the member may be honest, its report of syncing late) and opens nothing.
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm
