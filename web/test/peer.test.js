@@ -1,7 +1,7 @@
 // The browser host role (peer.js HostRole) after a rejected write, driven directly with no
 // network: a Peer made host by setHost, two members whose links only record what the host sends,
 // and encoded TRNP messages fed through the peer's link handler. It mirrors Go's
-// TestOwnerWriteAfterRestamp (peer/e2e_test.go) and restamper.restamp/mergeWrite (peer/host.go):
+// TestOwnerWriteAfterRestamp (peer/e2e_test.go) and restamper.restamp/mergeWrite (peer/host_restamp.go):
 // a forged write to a member's avatar makes the host re-stamp the avatar above the forgery; the
 // owner's next write, stamped below the re-stamp but after the value re-stamped, must still win.
 import { test } from 'node:test';
