@@ -109,6 +109,10 @@ func printHelp(w io.Writer, name string, fs *flag.FlagSet) {
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
 	if n > 0 {
+		if name == "serve" {
+			printGroupedFlags(w, fs, serveGroups)
+			return
+		}
 		fmt.Fprintf(w, "\nFlags:\n")
 		out := fs.Output()
 		fs.SetOutput(w)
