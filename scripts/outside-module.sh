@@ -7,7 +7,9 @@
 # examples/orbs/host, examples/orbs-bot), copied with only their import path changed — and runs
 # them against a `concord serve` built from the checkout on 127.0.0.1, until the host's and the
 # bot's replicas agree (/api/rooms: both synced in the room's term with one replica hash, twice in
-# a row) and the bot's replica shows the orbs it took. It needs the module proxy (go mod tidy).
+# a row) and the bot's replica shows the orbs it took. Then the same with examples/embed, a
+# program that embeds the server (package server) with the orbs game as its room's dedicated
+# host, in place of serve and the host process. It needs the module proxy (go mod tidy).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
@@ -21,18 +23,19 @@ trap cleanup EXIT
 export GOWORK=off
 fail() {
   echo "outside-module: $*" >&2
-  for f in serve host bot; do
+  for f in serve host bot embed embed-bot; do
     [ -f "$tmp/$f.log" ] && { echo "--- $f.log (last 20 lines)" >&2; tail -n 20 "$tmp/$f.log" >&2; }
   done
   exit 1
 }
 
 mod="$tmp/mygame"
-mkdir -p "$mod/orbs" "$mod/host" "$mod/bot" "$mod/converged" "$tmp/bin"
+mkdir -p "$mod/orbs" "$mod/host" "$mod/bot" "$mod/embed" "$mod/converged" "$tmp/bin"
 cp "$root/examples/orbs/orbs.go" "$mod/orbs/"
 cp "$root/examples/orbs/host/main.go" "$mod/host/"
 cp "$root/examples/orbs-bot/main.go" "$mod/bot/"
-sed -i 's#"github.com/concordrtc/concord/examples/orbs"#"example.com/mygame/orbs"#' "$mod/host/main.go" "$mod/bot/main.go"
+cp "$root/examples/embed/main.go" "$mod/embed/"
+sed -i 's#"github.com/concordrtc/concord/examples/orbs"#"example.com/mygame/orbs"#' "$mod/host/main.go" "$mod/bot/main.go" "$mod/embed/main.go"
 # The waiting, also through Concord's public API (signaling.RoomInfo is GET /api/rooms).
 cat >"$mod/converged/main.go" <<'EOF'
 // Command converged waits until a room has the given number of members, all synced and reporting
@@ -134,7 +137,7 @@ echo "outside-module: a module example.com/mygame in $tmp, replacing only github
     echo "outside-module: $got (stock)"
   done
   go vet ./...
-  go build -o "$tmp/bin/" ./host ./bot ./converged
+  go build -o "$tmp/bin/" ./host ./bot ./embed ./converged
 ) || fail "the module does not build against stock pion"
 (cd "$root" && go build -o "$tmp/bin/concord" ./cmd/concord)
 
@@ -164,4 +167,31 @@ kill -INT "$bot"
 wait "$bot" || fail "the bot exited with an error"
 took=$(grep -o 'bot took [0-9]* orbs' "$tmp/bot.log" | grep -o '[0-9]*' || true)
 [ -n "$took" ] && [ "$took" -ge 2 ] || fail "the bot took ${took:-no} orbs, want 2 (--stop-after 2)"
-echo "outside-module: ok — the host and the bot built against stock pion converged; the bot took $took orbs"
+echo "outside-module: the host and the bot built against stock pion converged; the bot took $took orbs"
+
+# examples/embed: the server and the orbs host in one program of the module; the bot joins it.
+"$tmp/bin/embed" --addr 127.0.0.1:0 --web "$root/examples/orbs/web" --room orbs >"$tmp/embed.log" 2>&1 &
+embed=$!
+pids+=("$embed")
+url=""
+for _ in $(seq 1 150); do
+  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/embed.log" | head -n 1 || true)
+  [ -n "$url" ] && break
+  kill -0 "$embed" 2>/dev/null || fail "the embed example exited"
+  sleep 0.2
+done
+[ -n "$url" ] || fail "the embed example did not log its URL within 30 s"
+echo "outside-module: examples/embed at $url (room orbs, its dedicated host in the same process)"
+"$tmp/bin/bot" --server "$url" --room orbs --user bot --for 120s --stop-after 2 >"$tmp/embed-bot.log" 2>&1 &
+bot=$!
+pids+=("$bot")
+"$tmp/bin/converged" --url "$url" --room orbs --members 2 --timeout 60s ||
+  fail "the embedded host and the bot did not converge"
+kill -INT "$bot"
+wait "$bot" || fail "the bot of the embed example exited with an error"
+took=$(grep -o 'bot took [0-9]* orbs' "$tmp/embed-bot.log" | grep -o '[0-9]*' || true)
+[ -n "$took" ] && [ "$took" -ge 2 ] || fail "the bot of the embed example took ${took:-no} orbs, want 2 (--stop-after 2)"
+# The embedding program shuts the server down on SIGINT and exits 0.
+kill -INT "$embed"
+wait "$embed" || fail "the embed example did not exit cleanly on SIGINT"
+echo "outside-module: ok — the host and the bot built against stock pion converged with serve and with examples/embed"
