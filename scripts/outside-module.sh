@@ -141,57 +141,51 @@ echo "outside-module: a module example.com/mygame in $tmp, replacing only github
 ) || fail "the module does not build against stock pion"
 (cd "$root" && go build -o "$tmp/bin/concord" ./cmd/concord)
 
+# loggedURL LOG PID WHAT: the http://127.0.0.1:PORT a server started as PID writes to LOG.
+loggedURL() {
+  local u=""
+  for _ in $(seq 1 150); do
+    u=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$1" | head -n 1 || true)
+    [ -n "$u" ] && break
+    kill -0 "$2" 2>/dev/null || fail "$3 exited"
+    sleep 0.2
+  done
+  [ -n "$u" ] || fail "$3 did not log its URL within 30 s"
+  echo "$u"
+}
+
+# play URL LOG WHAT: a bot joins room orbs at URL until it and the room's host converge; it
+# leaves (SIGINT) and says how many orbs its replica credits it with: the host's rule.
+play() {
+  "$tmp/bin/bot" --server "$1" --room orbs --user bot --for 120s --stop-after 2 >"$2" 2>&1 &
+  local bot=$!
+  pids+=("$bot")
+  "$tmp/bin/converged" --url "$1" --room orbs --members 2 --timeout 60s || fail "$3 and the bot did not converge"
+  kill -INT "$bot"
+  wait "$bot" || fail "the bot of $3 exited with an error"
+  took=$(grep -o 'bot took [0-9]* orbs' "$2" | grep -o '[0-9]*' || true)
+  [ -n "$took" ] && [ "$took" -ge 2 ] || fail "the bot of $3 took ${took:-no} orbs, want 2 (--stop-after 2)"
+}
+
 # serve on a free port of 127.0.0.1; it logs its URL.
 "$tmp/bin/concord" serve --addr 127.0.0.1:0 --static "$root/examples/orbs/web" --room orbs \
   --dedicated-host=false --data "" --metrics=false >"$tmp/serve.log" 2>&1 &
 pids+=($!)
-url=""
-for _ in $(seq 1 150); do
-  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/serve.log" | head -n 1 || true)
-  [ -n "$url" ] && break
-  kill -0 "${pids[0]}" 2>/dev/null || fail "concord serve exited"
-  sleep 0.2
-done
-[ -n "$url" ] || fail "concord serve did not log its URL within 30 s"
+url=$(loggedURL "$tmp/serve.log" "${pids[0]}" "concord serve")
 echo "outside-module: concord serve at $url (room orbs, no dedicated host)"
-
 "$tmp/bin/host" --server "$url" --room orbs >"$tmp/host.log" 2>&1 &
 pids+=($!)
-"$tmp/bin/bot" --server "$url" --room orbs --user bot --for 120s --stop-after 2 >"$tmp/bot.log" 2>&1 &
-bot=$!
-pids+=("$bot")
-"$tmp/bin/converged" --url "$url" --room orbs --members 2 --timeout 60s ||
-  fail "the host and the bot did not converge"
-# The bot leaves (SIGINT) and says how many orbs its replica credits it with: the host's rule.
-kill -INT "$bot"
-wait "$bot" || fail "the bot exited with an error"
-took=$(grep -o 'bot took [0-9]* orbs' "$tmp/bot.log" | grep -o '[0-9]*' || true)
-[ -n "$took" ] && [ "$took" -ge 2 ] || fail "the bot took ${took:-no} orbs, want 2 (--stop-after 2)"
+play "$url" "$tmp/bot.log" "the host"
 echo "outside-module: the host and the bot built against stock pion converged; the bot took $took orbs"
 
 # examples/embed: the server and the orbs host in one program of the module; the bot joins it.
 "$tmp/bin/embed" --addr 127.0.0.1:0 --web "$root/examples/orbs/web" --room orbs >"$tmp/embed.log" 2>&1 &
 embed=$!
 pids+=("$embed")
-url=""
-for _ in $(seq 1 150); do
-  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/embed.log" | head -n 1 || true)
-  [ -n "$url" ] && break
-  kill -0 "$embed" 2>/dev/null || fail "the embed example exited"
-  sleep 0.2
-done
-[ -n "$url" ] || fail "the embed example did not log its URL within 30 s"
+url=$(loggedURL "$tmp/embed.log" "$embed" "the embed example")
 echo "outside-module: examples/embed at $url (room orbs, its dedicated host in the same process)"
-"$tmp/bin/bot" --server "$url" --room orbs --user bot --for 120s --stop-after 2 >"$tmp/embed-bot.log" 2>&1 &
-bot=$!
-pids+=("$bot")
-"$tmp/bin/converged" --url "$url" --room orbs --members 2 --timeout 60s ||
-  fail "the embedded host and the bot did not converge"
-kill -INT "$bot"
-wait "$bot" || fail "the bot of the embed example exited with an error"
-took=$(grep -o 'bot took [0-9]* orbs' "$tmp/embed-bot.log" | grep -o '[0-9]*' || true)
-[ -n "$took" ] && [ "$took" -ge 2 ] || fail "the bot of the embed example took ${took:-no} orbs, want 2 (--stop-after 2)"
+play "$url" "$tmp/embed-bot.log" "the embed example's host"
 # The embedding program shuts the server down on SIGINT and exits 0.
 kill -INT "$embed"
 wait "$embed" || fail "the embed example did not exit cleanly on SIGINT"
-echo "outside-module: ok — the host and the bot built against stock pion converged with serve and with examples/embed"
+echo "outside-module: ok — the bot built against stock pion converged with the host under concord serve and with examples/embed (took $took orbs)"
