@@ -172,13 +172,13 @@ func TestRelay(t *testing.T) {
 	}
 	poll.Until(t, 5*time.Second, "no relay left", func() error {
 		a.node.mu.Lock()
-		na := len(a.node.eps)
+		na := len(a.node.pipes)
 		a.node.mu.Unlock()
 		b.node.mu.Lock()
-		nb := len(b.node.eps)
+		nb := len(b.node.pipes)
 		b.node.mu.Unlock()
 		if na+nb != 0 {
-			return fmt.Errorf("endpoints a %d b %d", na, nb)
+			return fmt.Errorf("pipes a %d b %d", na, nb)
 		}
 		return nil
 	})
