@@ -219,27 +219,32 @@ func (n *Node) Close() {
 		n.mu.Unlock()
 		close(n.quit)
 		n.wg.Wait()
-		// A graceful stop hands its rooms over at once rather than after a TTL.
-		// Bounded: when the cluster stops as a whole the bucket no longer answers, and the node
-		// must still shut its embedded server down within its grace.
-		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
-		for _, room := range n.dir.Held() {
-			if !n.dying {
-				_ = n.dir.Release(ctx, room)
-			}
+		if !n.dying {
+			handOver(n.dir, releaseBudget)
 		}
-		cancel()
 		n.dir.Close()
 	})
+}
+
+// handOver releases every lease dir holds, within budget: a graceful stop hands its rooms over
+// at once rather than after a TTL (the other nodes' next placement pass takes them). Bounded:
+// when the cluster stops as a whole the bucket no longer answers, and the node must still shut
+// its embedded server down within its grace.
+func handOver(dir *durable.Directory, budget time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	for _, room := range dir.Held() {
+		_ = dir.Release(ctx, room)
+	}
 }
 
 // Directory is the node's room directory.
 func (n *Node) Directory() *durable.Directory { return n.dir }
 
 // keep tells the directory whether to renew room's lease: while it has members here, was routed
-// here within a TTL, its dedicated host runs here (Config.Placement), or Config.Keep wants it.
+// here within a TTL, placement keeps it (Config.Placement), or Config.Keep wants it.
 func (n *Node) keep(room signaling.RoomID) bool {
-	if n.Recent(room) || (n.cfg.Keep != nil && n.cfg.Keep(room)) || (n.cfg.Placement != nil && n.cfg.Placement.Running(room)) {
+	if n.Recent(room) || (n.cfg.Keep != nil && n.cfg.Keep(room)) || (n.cfg.Placement != nil && n.cfg.Placement.Keep(room)) {
 		return true
 	}
 	return n.openHere(room)

@@ -240,6 +240,7 @@ func (p *Placement) start(ctx context.Context, room signaling.RoomID) {
 		return
 	case err != nil:
 		p.log.Warn().Err(err).Str("room", string(room)).Msg("dedicated host not started yet; trying again")
+		p.setKeep(room, true)
 		return
 	}
 	p.placed[room].host = h
