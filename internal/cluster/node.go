@@ -94,9 +94,9 @@ type Node struct {
 	owners  atomic.Int64 // relayed websockets served here
 	rtt     atomic.Int64 // nanoseconds, the last NATS round trip measured
 	refused refusals     // control messages and frames refused (concord_cluster_refused_total)
-	quit   chan struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 // New starts a node: it answers open and rooms requests addressed to it and sends heartbeats.

@@ -67,14 +67,14 @@ type PlacementConfig struct {
 }
 
 // Placement runs the dedicated hosts of the rooms this node owns. Run's goroutine owns the hosts;
-// Poke and Running may be called from any goroutine.
+// Poke and Keep may be called from any goroutine.
 type Placement struct {
 	cfg  PlacementConfig
 	log  zerolog.Logger
 	poke chan struct{} // capacity 1: look again now
 
-	mu      sync.Mutex // guards running
-	running map[signaling.RoomID]bool
+	mu   sync.Mutex                // guards keep
+	keep map[signaling.RoomID]bool // rooms whose host runs here or is to start at the next pass
 
 	// Owned by Run's goroutine.
 	placed  map[signaling.RoomID]*placed
@@ -98,7 +98,7 @@ func NewPlacement(cfg PlacementConfig) *Placement {
 	if cfg.Clock == nil {
 		cfg.Clock = RealClock{}
 	}
-	p := &Placement{cfg: cfg, log: cfg.Logger, poke: make(chan struct{}, 1), running: map[signaling.RoomID]bool{},
+	p := &Placement{cfg: cfg, log: cfg.Logger, poke: make(chan struct{}, 1), keep: map[signaling.RoomID]bool{},
 		placed: map[signaling.RoomID]*placed{}}
 	for _, room := range cfg.Rooms {
 		p.placed[room] = &placed{}
@@ -124,11 +124,22 @@ func (p *Placement) Poke() {
 	}
 }
 
-// Running reports whether room's dedicated host runs here (the node keeps its lease then).
-func (p *Placement) Running(room signaling.RoomID) bool {
+// Keep reports whether room's lease should be kept for placement: its dedicated host runs here,
+// or its start failed for now and is tried again at the next pass (DirectoryConfig.Keep).
+func (p *Placement) Keep(room signaling.RoomID) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.running[room]
+	return p.keep[room]
+}
+
+func (p *Placement) setKeep(room signaling.RoomID, keep bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if keep {
+		p.keep[room] = true
+	} else {
+		delete(p.keep, room)
+	}
 }
 
 // Run places the rooms, a pass every Interval and at each Poke, until ctx ends; then it stops the
@@ -151,9 +162,7 @@ func (p *Placement) Run(ctx context.Context) {
 		p.pass(ctx)
 		select {
 		case <-ctx.Done():
-			for _, room := range p.cfg.Rooms {
-				p.stop(room, "shutting down")
-			}
+			p.stopAll()
 			return
 		case <-t.C():
 		case <-p.poke:
@@ -234,6 +243,7 @@ func (p *Placement) start(ctx context.Context, room signaling.RoomID) {
 		// The room does not open with half a world: not here, and its lease goes back.
 		p.log.Error().Err(err).Str("room", string(room)).Msg("room not opened: its dedicated host does not start")
 		p.placed[room].broken = true
+		p.setKeep(room, false)
 		rctx, cancel := context.WithTimeout(ctx, p.cfg.AcquireTimeout)
 		_ = p.cfg.Directory.Release(rctx, room)
 		cancel()
@@ -244,10 +254,15 @@ func (p *Placement) start(ctx context.Context, room signaling.RoomID) {
 		return
 	}
 	p.placed[room].host = h
-	p.mu.Lock()
-	p.running[room] = true
-	p.mu.Unlock()
+	p.setKeep(room, true)
 	p.log.Info().Str("room", string(room)).Str("node", p.cfg.Directory.Node()).Msg("dedicated host started on the room's owner")
+}
+
+// stopAll stops every host placement started (the node is stopping).
+func (p *Placement) stopAll() {
+	for _, room := range p.cfg.Rooms {
+		p.stop(room, "shutting down")
+	}
 }
 
 // stop stops room's host, if one runs, and waits for it.
@@ -258,9 +273,7 @@ func (p *Placement) stop(room signaling.RoomID, why string) {
 	}
 	pl.host.Stop()
 	pl.host = nil
-	p.mu.Lock()
-	delete(p.running, room)
-	p.mu.Unlock()
+	p.setKeep(room, false)
 	if why != "" {
 		p.log.Info().Str("room", string(room)).Str("why", why).Msg("dedicated host stopped")
 	}

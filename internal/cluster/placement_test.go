@@ -226,7 +226,7 @@ func TestPlacementDeadNodeRoomsMove(t *testing.T) {
 	c.step(0, a, b)
 	lastRenewal := c.clock.Now()
 	c.setAlive("a", false) // a is killed: it neither renews nor passes again
-	for c.clock.Now().Add(testTTL/3).Before(lastRenewal.Add(testTTL)) {
+	for c.clock.Now().Add(testTTL / 3).Before(lastRenewal.Add(testTTL)) {
 		c.step(testTTL/3, b)
 		if got := b.hosted(); len(got) != 2 {
 			t.Fatalf("at +%v, before a's leases expire, b hosts %v", c.clock.Now().Sub(lastRenewal), got)
@@ -439,4 +439,28 @@ func TestPlacementRun(t *testing.T) {
 	if got := a.hosted(); len(got) != 0 || a.p.Keep("room-0") {
 		t.Fatalf("after Run, a hosts %v", got)
 	}
+}
+
+// A node cut off from the bucket past its leases' expiry loses its rooms to another node; its
+// first renewal that reaches the bucket finds them taken, and its next pass stops their hosts.
+func TestPlacementLostLeaseStopsHost(t *testing.T) {
+	c := newPlaceCluster(t, 2)
+	a, b := c.start("a", 0), c.start("b", 0)
+	c.step(0, a, b)
+	if len(a.hosted()) != 1 {
+		t.Fatalf("a hosts %v", a.hosted())
+	}
+	c.setAlive("a", false)
+	for range 3 { // a neither renews nor is heard: b takes its room at expiry
+		c.step(testTTL/3, b)
+	}
+	if got := b.hosted(); !slices.Equal(got, c.rooms) {
+		t.Fatalf("b hosts %v", got)
+	}
+	a.dir.RenewAll(context.Background()) // the bucket answers again: the lease is lost
+	a.p.pass(context.Background())
+	if got := a.hosted(); len(got) != 0 {
+		t.Fatalf("a still hosts %v, whose lease b holds", got)
+	}
+	c.owners()
 }
