@@ -151,6 +151,9 @@ type server struct {
 	store    *durable.Store  // nil without --data
 	writer   *durable.Writer // nil without --data
 	node     *cluster.Node   // nil unless clustered
+	// placement runs the dedicated hosts of the rooms this node owns (placeStop ends it,
+	// placeDone is closed when it has). nil unless clustered.
+	placement *cluster.Placement
 	// bans is the cluster's ban bucket, watched (and its kicks served) until banStop; banDone
 	// receives once from each of the two goroutines. nil unless clustered.
 	bans    *durable.Bans
@@ -160,15 +163,12 @@ type server struct {
 	restoreRefused *prometheus.CounterVec // concord_restore_refused_total{reason}
 
 	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
-	hostServer         string   // the URL the dedicated hosts dial
-	secret             string   // CONCORD_SECRET
-	routes             []string // --routes: the configured nodes, for the fair share while starting
+	hostServer         string // the URL the dedicated hosts dial
+	secret             string // CONCORD_SECRET
 	checkpointInterval time.Duration
-	poke               chan struct{} // capacity 1: placement should look again now
 	placeStop          context.CancelFunc
 	placeDone          chan struct{}
-	hostMu             sync.Mutex                // guards hostsOn
-	hostsOn            map[signaling.RoomID]bool // rooms whose dedicated host runs here
+	hostMu             sync.Mutex // guards dedicated.peer in cluster mode
 }
 
 // clustered reports whether o makes serve a node of a cluster.
@@ -185,10 +185,7 @@ type dedicated struct {
 	peer *peer.Peer
 
 	// Cluster mode (placement.go), owned by the placement goroutine.
-	scene  string
-	broken bool               // its checkpoint or scene is bad: it does not start here
-	stop   context.CancelFunc // the running host's; nil when none runs
-	done   chan struct{}      // closed when the running host has stopped
+	scene string
 	// missingSince: when its room, open before, was first found without a checkpoint.
 	missingSince time.Time
 }
@@ -223,7 +220,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	hosted := hostedRooms(o)
-	s := &server{log: log, served: make(chan error, 2), hostDone: make(chan error, len(hosted)), routes: o.routes, checkpointInterval: o.checkpointInterval}
+	s := &server{log: log, served: make(chan error, 2), hostDone: make(chan error, len(hosted)), checkpointInterval: o.checkpointInterval}
 	fail := func(err error) (*server, error) {
 		_ = ln.Close()
 		s.closeAll()
@@ -321,10 +318,13 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		cfg.Bans = signaling.NewBanFile(filepath.Join(o.data, banFileName))
 	}
 	if o.clustered() {
-		s.poke = make(chan struct{}, 1)
-		s.hostsOn = map[signaling.RoomID]bool{}
-		s.node, err = cluster.New(cluster.Config{Store: s.store, Name: o.nodeName, LeaseTTL: o.leaseTTL,
-			Keep: s.hostRunning, Lost: func(signaling.RoomID) { s.pokePlacement() }, Acquired: func(signaling.RoomID) { s.pokePlacement() },
+		rooms := make([]signaling.RoomID, 0, len(s.hosts))
+		for _, d := range s.hosts {
+			rooms = append(rooms, d.room)
+		}
+		s.placement = cluster.NewPlacement(cluster.PlacementConfig{Rooms: rooms, Start: s.startDedicated, Nodes: 1 + len(o.routes),
+			Logger: log.With().Str("component", "placement").Logger()})
+		s.node, err = cluster.New(cluster.Config{Store: s.store, Name: o.nodeName, LeaseTTL: o.leaseTTL, Placement: s.placement,
 			Registerer: reg, Logger: log.With().Str("component", "cluster").Logger()})
 		if err != nil {
 			return fail(err)
@@ -473,7 +473,10 @@ func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAd
 		s.hostServer, s.secret = server, o.secret
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		s.placeStop, s.placeDone = cancel, make(chan struct{})
-		go s.place(pctx)
+		go func() {
+			defer close(s.placeDone)
+			s.placement.Run(pctx) // stops the hosts it started when pctx ends
+		}()
 		return nil
 	}
 	hctx, cancel := context.WithCancel(ctx)
