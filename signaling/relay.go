@@ -163,7 +163,9 @@ type relayedSocket struct {
 
 var _ socket = (*relayedSocket)(nil)
 
-func newRelayedSocket(p Pipe) *relayedSocket { return &relayedSocket{p: p, closed: make(chan struct{})} }
+func newRelayedSocket(p Pipe) *relayedSocket {
+	return &relayedSocket{p: p, closed: make(chan struct{})}
+}
 
 func (s *relayedSocket) SetReadLimit(limit int64) { s.mu.Lock(); s.limit = limit; s.mu.Unlock() }
 func (s *relayedSocket) SetPongHandler(h func(string) error) {

@@ -7,10 +7,10 @@
 // any node; a node that does not own the member's room relays it to the owner, so the owner's
 // signaling hub alone keeps the room's membership, peer indices and terms.
 //
-//	  member ──websocket──▶ edge node ────── NATS ──────▶ owner node (holds the room's lease)
-//	                        signaling.relay   concord.relay.ID.up    Node.serveOpen
-//	                        Pipe (edge end) ◀─concord.relay.ID.down─ Pipe (owner end)
-//	                                                                  signaling.Server.ServeRelayed
+//	member ──websocket──▶ edge node ────── NATS ──────▶ owner node (holds the room's lease)
+//	                      signaling.relay   concord.relay.ID.up    Node.serveOpen
+//	                      Pipe (edge end) ◀─concord.relay.ID.down─ Pipe (owner end)
+//	                                                                signaling.Server.ServeRelayed
 //
 // What it owns, by file:
 //
