@@ -440,7 +440,7 @@ func (n *Node) open(ctx context.Context, node string, room signaling.RoomID) (*p
 // serveOpen answers an open request: if this node owns the room it serves the relayed websocket.
 func (n *Node) serveOpen(m *nats.Msg) {
 	refuse := func(code OpenCode, reason string) {
-		_ = m.Respond(encode(OpenReply{V: Version, Code: code, Reason: reason}))
+		_ = m.Respond(encode(refusal(code, reason)))
 	}
 	req, err := DecodeOpenRequest(m.Data)
 	if err != nil {

@@ -150,9 +150,10 @@ func toSignaling(f Frame) (signaling.Frame, bool) {
 
 // Bounds of the control messages.
 const (
-	maxOpenRequest = 4 << 10  // bytes of an open request or reply
+	maxOpenRequest = 4 << 10  // bytes of an open request
+	maxOpenReply   = 8 << 10  // bytes of an open reply (a reason of maxReason bytes, escaped)
 	maxRoomsReply  = 1 << 20  // bytes of a rooms reply: NATS's default max_payload
-	maxAlive       = 512      // bytes of a presence message
+	maxAlive       = 2 << 10  // bytes of a presence message (a name of maxNodeName bytes, escaped)
 	maxRelayID     = 64       // characters of a relay id (26 from rand.Text)
 	maxNodeName    = 256      // bytes of a node name
 	maxRoomName    = 128      // bytes of a room name (signaling's bound)
@@ -230,10 +231,18 @@ func DecodeOpenRequest(b []byte) (OpenRequest, error) {
 	return m, nil
 }
 
+// refusal is the reply that refuses an open request with code, its reason cut to maxReason bytes.
+func refusal(code OpenCode, reason string) OpenReply {
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "")
+	}
+	return OpenReply{V: Version, Code: code, Reason: reason}
+}
+
 // DecodeOpenReply decodes an open reply.
 func DecodeOpenReply(b []byte) (OpenReply, error) {
 	var m OpenReply
-	if err := decode(b, maxOpenRequest, "open reply", &m, &m.V); err != nil {
+	if err := decode(b, maxOpenReply, "open reply", &m, &m.V); err != nil {
 		return OpenReply{}, err
 	}
 	if len(m.Code) > 64 || len(m.Reason) > maxReason {

@@ -137,6 +137,14 @@ func TestControlBounds(t *testing.T) {
 	if _, err := DecodeRoomsReply([]byte(`{"v":1,"rooms":[{"room":""}]}`)); !errors.Is(err, ErrBadMessage) {
 		t.Errorf("a rooms reply with an empty room: %v", err)
 	}
+	long := refusal(OpenBadRequest, strings.Repeat("<", 2*maxReason)) // every '<' escaped to 6 bytes
+	if m, err := DecodeOpenReply(encode(long)); err != nil || m != long {
+		t.Errorf("a long refusal decoded as %+v, %v", m, err)
+	}
+	name := Alive{V: Version, Node: strings.Repeat("<", maxNodeName)}
+	if m, err := DecodeAlive(encode(name)); err != nil || m != name {
+		t.Errorf("a presence of the longest name decoded as %+v, %v", m, err)
+	}
 	if _, err := DecodeOpenReply([]byte(`ok`)); !errors.Is(err, ErrBadMessage) {
 		t.Errorf("a reply of an older node: %v", err)
 	}
