@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/cluster"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
@@ -25,7 +24,7 @@ const checkpointWait = 20 * time.Second
 
 // missingCheckpoint reports whether d's room has no checkpoint although it was open before, while
 // checkpointWait has not passed since that was first seen.
-func (s *server) missingCheckpoint(ctx context.Context, d *dedicated) bool {
+func (s *Server) missingCheckpoint(ctx context.Context, d *dedicated) bool {
 	if s.store == nil {
 		return false
 	}
@@ -50,7 +49,7 @@ func (s *server) missingCheckpoint(ctx context.Context, d *dedicated) bool {
 
 // startDedicated is cluster.PlacementConfig.Start: it starts room's host from the room's
 // checkpoint (or scene) as it is now.
-func (s *server) startDedicated(ctx context.Context, room signaling.RoomID) (cluster.Host, error) {
+func (s *Server) startDedicated(ctx context.Context, room signaling.RoomID) (cluster.Host, error) {
 	d := s.dedicatedOf(room)
 	if d == nil {
 		return nil, fmt.Errorf("%w: room %q has no dedicated host on this node", cluster.ErrRoomBroken, room)
@@ -71,11 +70,11 @@ func (s *server) startDedicated(ctx context.Context, room signaling.RoomID) (clu
 		return nil, fmt.Errorf("%w: %w", cluster.ErrRoomBroken, err)
 	}
 	cfg := d.cfg
-	cfg.App = arena.New(arena.Config{})
+	cfg.App = newApp(s.o, d.room)
 	cfg.Server = s.hostServer
 	if s.secret != "" {
 		cfg.Token, err = signaling.IssueToken([]byte(s.secret), signaling.Claims{
-			Room: d.room, User: dedicatedHostUser, Device: "serve", MayHost: true,
+			Room: d.room, User: DedicatedHostUser, Device: "serve", MayHost: true,
 			Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
 		})
 		if err != nil {
@@ -111,7 +110,7 @@ func (s *server) startDedicated(ctx context.Context, room signaling.RoomID) (clu
 }
 
 // dedicatedOf is room's dedicated host (nil if it has none).
-func (s *server) dedicatedOf(room signaling.RoomID) *dedicated {
+func (s *Server) dedicatedOf(room signaling.RoomID) *dedicated {
 	for _, d := range s.hosts {
 		if d.room == room {
 			return d
@@ -122,7 +121,7 @@ func (s *server) dedicatedOf(room signaling.RoomID) *dedicated {
 
 // runningHost is a dedicated host placement started: a cluster.Host.
 type runningHost struct {
-	s    *server
+	s    *Server
 	d    *dedicated
 	stop context.CancelFunc
 	done chan struct{} // closed when its Run has returned
