@@ -38,13 +38,6 @@ type Config struct {
 	// LeaseTTL is the lifetime of a room lease (durable.DirectoryConfig.TTL). If zero,
 	// durable.DefaultLeaseTTL.
 	LeaseTTL time.Duration
-	// Keep, if set, is asked at each lease renewal whether this node still wants a room that
-	// has no member here (a room whose dedicated host runs here); rooms with members here and
-	// rooms just routed here are kept anyway.
-	Keep func(room signaling.RoomID) bool
-	// Lost, if set, is told of each room whose lease this node lost (its members here are
-	// closed by then, so that they resume on the new owner).
-	Lost func(room signaling.RoomID)
 	// HeartbeatInterval is how often each side of a relay says it is alive; HeartbeatTimeout
 	// the silence after which the other side is taken for dead. If zero, the defaults.
 	HeartbeatInterval, HeartbeatTimeout time.Duration
@@ -53,12 +46,11 @@ type Config struct {
 	// WriteWait and CloseGrace bound an edge's writes and its close handshake with the member.
 	// If zero, the signaling defaults.
 	WriteWait, CloseGrace time.Duration
-	// Acquired, if set, is told of each room whose lease this node took for a join (on the
-	// joining websocket's goroutine; it must not block).
-	Acquired func(room signaling.RoomID)
-	// Placement, if set, places the dedicated hosts of this node's rooms: the node runs it
-	// against its directory (PlacementConfig.Directory and Alive), keeps the leases of the rooms
-	// whose host runs here, and pokes it when a lease is taken for a join or lost.
+	// Placement, if set, places the dedicated hosts of this node's rooms: the node gives it its
+	// directory (PlacementConfig.Directory and Alive), keeps the leases it wants (a room with no
+	// member here whose host runs here; rooms with members here and rooms just routed here are
+	// kept anyway), and pokes it when a lease is taken for a join or lost (the room's members here
+	// are closed by then, so that they resume on the new owner).
 	Placement *Placement
 	// Clock is the directory's clock (lease expiry). If nil, RealClock.
 	Clock Clock
@@ -242,9 +234,9 @@ func handOver(dir *durable.Directory, budget time.Duration) {
 func (n *Node) Directory() *durable.Directory { return n.dir }
 
 // keep tells the directory whether to renew room's lease: while it has members here, was routed
-// here within a TTL, placement keeps it (Config.Placement), or Config.Keep wants it.
+// here within a TTL, or placement keeps it (Config.Placement).
 func (n *Node) keep(room signaling.RoomID) bool {
-	if n.Recent(room) || (n.cfg.Keep != nil && n.cfg.Keep(room)) || (n.cfg.Placement != nil && n.cfg.Placement.Keep(room)) {
+	if n.Recent(room) || (n.cfg.Placement != nil && n.cfg.Placement.Keep(room)) {
 		return true
 	}
 	return n.openHere(room)
@@ -275,13 +267,10 @@ func (n *Node) openHere(room signaling.RoomID) bool {
 	return n.openRooms[room]
 }
 
-// lost closes room's members here (they resume on the new owner) and tells Config.Lost.
+// lost closes room's members here (they resume on the new owner) and pokes placement.
 func (n *Node) lost(room signaling.RoomID) {
 	if sig := n.sig.Load(); sig != nil {
 		sig.CloseRoom(room)
-	}
-	if n.cfg.Lost != nil {
-		n.cfg.Lost(room)
 	}
 	if n.cfg.Placement != nil {
 		n.cfg.Placement.Poke()
@@ -363,9 +352,6 @@ func (n *Node) Route(ctx context.Context, room signaling.RoomID) (signaling.Pipe
 			last = err
 		case l.Node == n.name:
 			n.touch(room)
-			if n.cfg.Acquired != nil {
-				n.cfg.Acquired(room)
-			}
 			if n.cfg.Placement != nil {
 				n.cfg.Placement.Poke()
 			}
