@@ -110,19 +110,48 @@ func ConsumeFrame(b []byte) (Frame, error) {
 	return f, nil
 }
 
-// wireKinds maps the signaling frame kinds to the wire's, and back (frameKinds).
-var wireKinds = map[signaling.FrameKind]Kind{
-	signaling.FrameText:   KindText,
-	signaling.FrameBinary: KindBinary,
-	signaling.FramePing:   KindPing,
-	signaling.FramePong:   KindPong,
-	signaling.FrameClose:  KindClose,
+// wireKind is the relay frame kind of a member's frame kind (false for none).
+func wireKind(k signaling.FrameKind) (Kind, bool) {
+	switch k {
+	case signaling.FrameText:
+		return KindText, true
+	case signaling.FrameBinary:
+		return KindBinary, true
+	case signaling.FramePing:
+		return KindPing, true
+	case signaling.FramePong:
+		return KindPong, true
+	case signaling.FrameClose:
+		return KindClose, true
+	}
+	return 0, false
 }
+
+// memberKind is the member's frame kind of a relay frame kind (false for a heartbeat).
+func memberKind(k Kind) (signaling.FrameKind, bool) {
+	switch k {
+	case KindText:
+		return signaling.FrameText, true
+	case KindBinary:
+		return signaling.FrameBinary, true
+	case KindPing:
+		return signaling.FramePing, true
+	case KindPong:
+		return signaling.FramePong, true
+	case KindClose:
+		return signaling.FrameClose, true
+	case KindHeartbeat:
+	}
+	return 0, false
+}
+
+// closeLost is the close payload of a lost socket: 1006 (RFC 6455 §7.4.1).
+var closeLost = binary.BigEndian.AppendUint16(nil, 1006)
 
 // fromSignaling is the relay frame of a member's frame. A close frame without its payload's
 // code goes as a lost socket (empty payload); data of a binary frame does not travel.
 func fromSignaling(f signaling.Frame) (Frame, bool) {
-	k, ok := wireKinds[f.Kind]
+	k, ok := wireKind(f.Kind)
 	switch {
 	case !ok:
 		return Frame{}, false
@@ -137,15 +166,14 @@ func fromSignaling(f signaling.Frame) (Frame, bool) {
 // toSignaling is the member's frame of a relay frame (false for a heartbeat). An empty close
 // payload is a lost socket: 1006.
 func toSignaling(f Frame) (signaling.Frame, bool) {
-	for sk, k := range wireKinds {
-		if k == f.Kind {
-			if k == KindClose && len(f.Data) == 0 {
-				return signaling.Frame{Kind: sk, Data: binary.BigEndian.AppendUint16(nil, 1006)}, true
-			}
-			return signaling.Frame{Kind: sk, Data: f.Data}, true
-		}
+	k, ok := memberKind(f.Kind)
+	switch {
+	case !ok:
+		return signaling.Frame{}, false
+	case k == signaling.FrameClose && len(f.Data) == 0:
+		return signaling.Frame{Kind: k, Data: closeLost}, true
 	}
-	return signaling.Frame{}, false
+	return signaling.Frame{Kind: k, Data: f.Data}, true
 }
 
 // Bounds of the control messages.
