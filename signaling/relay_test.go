@@ -1,8 +1,11 @@
 package signaling
 
 import (
+	"context"
 	"errors"
 	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,15 +16,81 @@ import (
 type chanPipe struct {
 	in   chan Frame
 	dead chan struct{}
+	out  chan Frame // what was sent, bounded: a test reads what it expects
+
+	mu   sync.Mutex // guards sent
 	sent []Frame
 }
 
-func newChanPipe() *chanPipe { return &chanPipe{in: make(chan Frame, 8), dead: make(chan struct{})} }
+func newChanPipe() *chanPipe {
+	return &chanPipe{in: make(chan Frame, 8), dead: make(chan struct{}), out: make(chan Frame, 64)}
+}
 
-func (p *chanPipe) Send(f Frame) error    { p.sent = append(p.sent, f); return nil }
+func (p *chanPipe) Send(f Frame) error {
+	f.Data = append([]byte(nil), f.Data...) // Send may not keep f.Data
+	p.mu.Lock()
+	p.sent = append(p.sent, f)
+	p.mu.Unlock()
+	select {
+	case p.out <- f:
+	default:
+	}
+	return nil
+}
 func (p *chanPipe) Recv() <-chan Frame    { return p.in }
 func (p *chanPipe) Done() <-chan struct{} { return p.dead }
 func (p *chanPipe) Close() error          { return nil }
+
+// pipeRouter routes every room through one pipe: this node is the edge of every room.
+type pipeRouter struct{ p *chanPipe }
+
+func (r pipeRouter) Route(context.Context, RoomID) (Pipe, error) { return r.p, nil }
+func (r pipeRouter) Rooms(context.Context) ([]RoomInfo, error)   { return nil, nil }
+
+// next is the next frame the edge sent up whose kind is kind.
+func (p *chanPipe) next(t *testing.T, kind FrameKind) Frame {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		select {
+		case f := <-p.out:
+			if f.Kind == kind {
+				return f
+			}
+		case <-deadline:
+			t.Fatalf("no frame of kind %d sent", kind)
+		}
+	}
+}
+
+// TestRelayEdge: on the edge, a member's websocket is carried by a Pipe: the join goes up first,
+// the owner's messages come down, the member's pings go up, and when the owner falls silent
+// (the pipe's Done) the member is closed with 1001 server_closing, so that it redials and resumes.
+func TestRelayEdge(t *testing.T) {
+	p := newChanPipe()
+	e := newEnv(t, Config{Router: pipeRouter{p}})
+	ws := e.raw(nil)
+	rawSend(t, ws, `{"v":1,"type":"join","room":"r","user":"alice"}`)
+	if f := p.next(t, FrameText); !strings.Contains(string(f.Data), `"join"`) {
+		t.Fatalf("first frame up: %q", f.Data)
+	}
+	p.in <- Frame{Kind: FrameText, Data: []byte(`{"v":1,"type":"from-owner"}`)}
+	if m := rawRead(t, ws); m["type"] != "from-owner" {
+		t.Fatalf("member read %v", m)
+	}
+	_ = ws.WriteControl(websocket.PingMessage, []byte("hi"), time.Now().Add(waitTimeout))
+	if f := p.next(t, FramePing); string(f.Data) != "hi" {
+		t.Fatalf("ping up carried %q", f.Data)
+	}
+	close(p.dead)
+	var ce *websocket.CloseError
+	if err := rawReadClose(t, ws); !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway || ce.Text != string(CodeServerClosing) {
+		t.Fatalf("member closed with %v, want 1001 server_closing", err)
+	}
+	if f := p.next(t, FrameClose); len(f.Data) < 2 || int(f.Data[0])<<8|int(f.Data[1]) != websocket.CloseAbnormalClosure {
+		t.Fatalf("close up %q, want 1006", f.Data)
+	}
+}
 
 // FuzzRelayedSocket feeds any two frames, as another node could send them, to a relayed socket on
 // the owner: each read gives a message within the read limit, a close error, the read limit's
@@ -73,6 +142,8 @@ func TestRelayedSocketEnds(t *testing.T) {
 	if err := s.WriteMessage(websocket.TextMessage, []byte("x")); !errors.Is(err, websocket.ErrCloseSent) {
 		t.Fatalf("write after Close: %v", err)
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.sent) != 1 || p.sent[0].Kind != FrameText {
 		t.Fatalf("sent %v", p.sent)
 	}
