@@ -114,8 +114,12 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, nc: cfg.Store.Conn(), name: cfg.Name, log: cfg.Logger,
 		pipes: map[*pipe]struct{}{}, acquired: map[signaling.RoomID]time.Time{}, seen: map[string]time.Time{}, quit: make(chan struct{})}
+	var freed func(signaling.RoomID)
+	if cfg.Placement != nil {
+		freed = func(signaling.RoomID) { cfg.Placement.Poke() } // a stopping node handed a room over
+	}
 	dir, err := cfg.Store.Directory(durable.DirectoryConfig{Node: cfg.Name, TTL: cfg.LeaseTTL, Keep: n.keep, Lost: n.lost,
-		Now: cfg.Clock.Now, Logger: cfg.Logger.With().Str("component", "directory").Logger()})
+		Freed: freed, Now: cfg.Clock.Now, Logger: cfg.Logger.With().Str("component", "directory").Logger()})
 	if err != nil {
 		return nil, err
 	}

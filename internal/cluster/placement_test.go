@@ -83,7 +83,7 @@ func (c *placeCluster) start(name string, configured int) *placeNode {
 	n.p = NewPlacement(PlacementConfig{Rooms: c.rooms, Start: n.startHost, Nodes: configured, Warmup: warmup,
 		Alive: c.aliveNodes, Clock: c.clock, Logger: log})
 	dir, err := durable.NewDirectory(c.kv, durable.DirectoryConfig{Node: name, TTL: testTTL, Renew: -1, Now: c.clock.Now,
-		Keep: n.p.Keep, Lost: func(signaling.RoomID) { n.p.Poke() }, Logger: log})
+		Keep: n.p.Keep, Lost: func(signaling.RoomID) { n.p.Poke() }, Freed: func(signaling.RoomID) { n.p.Poke() }, Logger: log})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -309,7 +309,8 @@ func TestPlacementRace(t *testing.T) {
 }
 
 // A node that stops gracefully stops its hosts and hands its leases back (Node.Close): the other
-// node takes the rooms at its next pass, a third of a TTL later, without waiting for expiry.
+// node's directory sees the releases and pokes its placement, which takes the rooms at once,
+// without waiting for expiry or its next interval.
 func TestPlacementStopHandsOver(t *testing.T) {
 	c := newPlaceCluster(t, 4)
 	a, b := c.start("a", 0), c.start("b", 0)
@@ -329,9 +330,16 @@ func TestPlacementStopHandsOver(t *testing.T) {
 	}
 	handOver(a.dir, time.Second) // Node.Close
 	c.setAlive("a", false)
-	c.step(testTTL/3, b)
+	// b's directory sees the releases and pokes its placement: Run passes at once.
+	poll.Until(t, 5*time.Second, "b's placement is poked", func() error {
+		if len(b.p.poke) == 0 {
+			return errors.New("not poked")
+		}
+		return nil
+	})
+	c.step(0, b) // the poked pass, no time later
 	if got := b.hosted(); !slices.Equal(got, c.rooms) {
-		t.Fatalf("a third of a TTL after a handed over, b hosts %v, want every room", got)
+		t.Fatalf("right after a handed over, b hosts %v, want every room", got)
 	}
 }
 
