@@ -80,6 +80,9 @@ type Server struct {
 	store    *durable.Store  // nil without Data
 	writer   *durable.Writer // nil without Data
 	node     *cluster.Node   // nil unless clustered
+	// placement runs the dedicated hosts of the rooms this node owns (placeStop ends it,
+	// placeDone is closed when it has). nil unless clustered.
+	placement *cluster.Placement
 	// bans is the cluster's ban bucket, watched (and its kicks served) until banStop; banDone
 	// receives once from each of the two goroutines. nil unless clustered.
 	bans    *durable.Bans
@@ -89,15 +92,12 @@ type Server struct {
 	restoreRefused *prometheus.CounterVec // concord_restore_refused_total{reason}
 
 	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
-	hostServer         string   // the URL the dedicated hosts dial
-	secret             string   // Options.Secret
-	routes             []string // Options.Routes: the configured nodes, for the fair share while starting
+	hostServer         string // the URL the dedicated hosts dial
+	secret             string // Options.Secret
 	checkpointInterval time.Duration
-	poke               chan struct{} // capacity 1: placement should look again now
 	placeStop          context.CancelFunc
 	placeDone          chan struct{}
-	hostMu             sync.Mutex                // guards hostsOn and, in cluster mode, each dedicated.peer
-	hostsOn            map[signaling.RoomID]bool // rooms whose dedicated host runs here
+	hostMu             sync.Mutex // guards, in cluster mode, each dedicated.peer
 }
 
 // dedicated is a room's dedicated host in this process.
@@ -111,10 +111,7 @@ type dedicated struct {
 	peer *peer.Peer
 
 	// Cluster mode (placement.go), owned by the placement goroutine.
-	scene  string
-	broken bool               // its checkpoint or scene is bad: it does not start here
-	stop   context.CancelFunc // the running host's; nil when none runs
-	done   chan struct{}      // closed when the running host has stopped
+	scene string
 	// missingSince: when its room, open before, was first found without a checkpoint.
 	missingSince time.Time
 }
@@ -127,7 +124,7 @@ func New(o Options) (*Server, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{o: o, log: o.Logger, reg: o.Registry, failed: make(chan error, 1), routes: o.Routes, checkpointInterval: o.CheckpointInterval}
+	s := &Server{o: o, log: o.Logger, reg: o.Registry, failed: make(chan error, 1), checkpointInterval: o.CheckpointInterval}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 	}
@@ -287,10 +284,13 @@ func (s *Server) start(ctx context.Context) error {
 		cfg.Bans = signaling.NewBanFile(filepath.Join(o.Data, banFileName))
 	}
 	if o.clustered() {
-		s.poke = make(chan struct{}, 1)
-		s.hostsOn = map[signaling.RoomID]bool{}
-		s.node, err = cluster.New(cluster.Config{Store: s.store, Name: o.NodeName, LeaseTTL: o.LeaseTTL,
-			Keep: s.hostRunning, Lost: func(signaling.RoomID) { s.pokePlacement() }, Acquired: func(signaling.RoomID) { s.pokePlacement() },
+		rooms := make([]signaling.RoomID, 0, len(s.hosts))
+		for _, d := range s.hosts {
+			rooms = append(rooms, d.room)
+		}
+		s.placement = cluster.NewPlacement(cluster.PlacementConfig{Rooms: rooms, Start: s.startDedicated, Nodes: 1 + len(o.Routes),
+			Logger: log.With().Str("component", "placement").Logger()})
+		s.node, err = cluster.New(cluster.Config{Store: s.store, Name: o.NodeName, LeaseTTL: o.LeaseTTL, Placement: s.placement,
 			Registerer: reg, Logger: log.With().Str("component", "cluster").Logger()})
 		if err != nil {
 			return err
@@ -473,7 +473,10 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 		s.hostServer, s.secret = server, o.Secret
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		s.placeStop, s.placeDone = cancel, make(chan struct{})
-		go s.place(pctx)
+		go func() {
+			defer close(s.placeDone)
+			s.placement.Run(pctx) // stops the hosts it started when pctx ends
+		}()
 		return nil
 	}
 	// The hosts run until Shutdown, whatever becomes of the startup's ctx.

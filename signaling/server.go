@@ -329,7 +329,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	var first []byte
 	var refuse error
 	if s.cfg.Router != nil {
-		var relay Relay
+		var relay Pipe
 		first, relay, refuse = s.route(ws)
 		if first == nil {
 			_ = ws.Close()
@@ -337,7 +337,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		if relay != nil {
 			s.stats.relayed.Add(1)
-			relay.Serve(ws, first, s.quit)
+			s.relay(ws, relay, first)
 			s.stats.relayed.Add(-1)
 			return
 		}
