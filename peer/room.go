@@ -39,7 +39,7 @@ func (p *Peer) setSig(c sigClient) {
 func (p *Peer) joinOptions(resume *signaling.Resume) signaling.JoinOptions {
 	return signaling.JoinOptions{
 		Room: signaling.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
-		Resume: resume,
+		Resume: resume, NoHost: p.cfg.NoHost,
 	}
 }
 

@@ -41,6 +41,11 @@ type AppConfig struct {
 	Logger zerolog.Logger
 	// Now is the clock; if nil, time.Now.
 	Now func() time.Time
+	// Follow checkpoints a member's replica too, once it has synced with a host: the App of a
+	// server-side follower (internal/follow), which never hosts. Its seed is merged at its first
+	// tick rather than at HostStart, so that its replica, and every checkpoint it writes, holds
+	// at least what the store held even if the room's host did not restore it.
+	Follow bool
 }
 
 // App wraps the peer.App of a room's dedicated host with checkpoints: HostStart merges the seed
@@ -56,6 +61,9 @@ type App struct {
 
 	world  *peer.World
 	seeded bool
+	// synced: a follower's replica holds a host's world (EventSynced); it stays true while the
+	// room migrates, since the replica only grows.
+	synced bool
 
 	// The pass in progress: the next number to encode, the stream so far and the replica's
 	// change count when the pass began.
@@ -92,6 +100,13 @@ func (a *App) Schemas() *schema.Table { return a.inner.Schemas() }
 // a checkpoint.
 func (a *App) HostStart(w *peer.World) {
 	a.world = w
+	a.mergeSeed(w)
+	a.inner.HostStart(w)
+	a.force = true
+}
+
+// mergeSeed merges the seed into the world, once.
+func (a *App) mergeSeed(w *peer.World) {
 	if !a.seeded && a.cfg.Seed != nil {
 		start := time.Now()
 		err := w.MergeCheckpoint(a.cfg.Seed)
@@ -106,8 +121,6 @@ func (a *App) HostStart(w *peer.World) {
 		a.cfg.Seed = nil
 	}
 	a.seeded = true
-	a.inner.HostStart(w)
-	a.force = true
 }
 
 // SpawnAvatar implements peer.App.
@@ -125,19 +138,25 @@ func (a *App) OnEvent(w *peer.World, ev peer.Event) {
 	if h, ok := a.inner.(peer.EventHandler); ok {
 		h.OnEvent(w, ev)
 	}
-	if ev.Kind == peer.EventHostChanged {
+	switch ev.Kind {
+	case peer.EventHostChanged:
 		a.force = true
+	case peer.EventSynced:
+		a.synced = true
 	}
 }
 
 // Tick runs the game's tick, then one slice of checkpoint encoding while hosting.
 func (a *App) Tick(w *peer.World, dt time.Duration) {
+	if a.cfg.Follow && !w.IsHost() {
+		a.mergeSeed(w)
+	}
 	a.inner.Tick(w, dt)
 	a.world = w
 	if a.cfg.Writer == nil {
 		return
 	}
-	if !w.IsHost() {
+	if !a.writes(w) {
 		a.passing = false
 		return
 	}
@@ -145,6 +164,12 @@ func (a *App) Tick(w *peer.World, dt time.Duration) {
 	if a.step(w) {
 		a.cfg.Writer.ObserveLoop(time.Since(start))
 	}
+}
+
+// writes reports whether this peer checkpoints its world now: it hosts, or it follows and has
+// synced.
+func (a *App) writes(w *peer.World) bool {
+	return w.IsHost() || a.cfg.Follow && a.synced
 }
 
 // step starts or continues a pass and reports whether it did any work.
@@ -175,11 +200,11 @@ func (a *App) finish(w *peer.World, data []byte, clock crdt.Timestamp, changes u
 	a.buf = nil
 }
 
-// Final writes the whole world if this peer hosted it and it changed since the last checkpoint.
+// Final writes the whole world if this peer hosted it (or, following, synced it) and it changed since the last checkpoint.
 // Call it after the peer's Run has returned (on Run's goroutine), never while it runs.
 func (a *App) Final() {
 	w := a.world
-	if w == nil || a.cfg.Writer == nil || !w.IsHost() || (a.hasSaved && !a.passing && w.Replica().Changes() == a.savedChanges) {
+	if w == nil || a.cfg.Writer == nil || !a.writes(w) || (a.hasSaved && !a.passing && w.Replica().Changes() == a.savedChanges) {
 		return
 	}
 	data, clock := w.Checkpoint()

@@ -1,0 +1,84 @@
+package signaling
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+)
+
+// CheckpointSource gives the room's last checkpoint to the host that restores it
+// (Config.Checkpoints; `concord serve`: internal/durable's store, bounded as at restore).
+type CheckpointSource interface {
+	// LoadSeed returns room's checkpoint (an ADR-117 message stream, validated and bounded)
+	// and its Lamport clock; an error wrapping ErrNoCheckpoint when the room has none.
+	LoadSeed(ctx context.Context, room RoomID) (data []byte, clock uint32, err error)
+}
+
+// ErrNoCheckpoint is what a CheckpointSource returns (wrapped) for a room without a checkpoint.
+var ErrNoCheckpoint = errors.New("signaling: no checkpoint")
+
+// maxCheckpointLoads bounds the checkpoint loads that run at once over every room: each reads up
+// to 8 MiB from the store, so a token holder asking in a loop costs the server at most this many
+// loads at a time; more get 503 server_busy.
+const maxCheckpointLoads = 4
+
+// serveCheckpoint answers GET /api/rooms/{room}/checkpoint: the bytes the first host of a room
+// merges before its game starts (docs/protocol.md §6 "Kept rooms"). Only while the room has no
+// host: once one runs, the world lives there and a joiner syncs from it (409 room_live). With a
+// secret it needs a join token for the room that may host (a member that may not host never
+// needs the world from here) or the admin key.
+func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	room := RoomID(r.PathValue("room"))
+	if err := checkRoom(room); err != nil {
+		http.Error(w, string(CodeBadMessage)+": "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(s.cfg.Secret) > 0 && !s.IsAdmin(r) {
+		c, err := parseToken(s.cfg.Secret, bearer(r), s.cfg.Clock.Now)
+		if err != nil || c.Room != room || !c.MayHost {
+			s.refuseHTTP(w, r, "the checkpoint answers a join token of its room that may host, or the admin key")
+			return
+		}
+	}
+	if s.cfg.Checkpoints == nil {
+		http.Error(w, "no checkpoint: this server keeps no rooms", http.StatusNotFound)
+		return
+	}
+	rooms, err := s.Rooms(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	for _, ri := range rooms {
+		if ri.Room == room && ri.Host != 0 {
+			http.Error(w, "room_live: the room has a host; a joiner syncs from it", http.StatusConflict)
+			return
+		}
+	}
+	select {
+	case s.checkpointLoads <- struct{}{}:
+		defer func() { <-s.checkpointLoads }()
+	default:
+		s.stats.refuse(ErrServerBusy)
+		http.Error(w, string(CodeServerBusy)+": too many checkpoint loads at once", http.StatusServiceUnavailable)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	data, clock, err := s.cfg.Checkpoints.LoadSeed(ctx, room)
+	switch {
+	case errors.Is(err, ErrNoCheckpoint):
+		http.Error(w, "no checkpoint", http.StatusNotFound)
+		return
+	case err != nil:
+		s.cfg.Logger.Error().Err(err).Str("room", string(room)).Msg("checkpoint not served")
+		http.Error(w, "checkpoint not loaded", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Concord-Clock", strconv.FormatUint(uint64(clock), 10))
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	_, _ = w.Write(data)
+}
