@@ -56,6 +56,8 @@ type serveOptions struct {
 	data string
 	// scenes seed rooms that have no checkpoint from main.crdt files; each gets a dedicated host.
 	scenes map[signaling.RoomID]string
+	// keepRooms: --keep-rooms (keep.go).
+	keepRooms string
 	// checkpointInterval: durable.AppConfig.Interval (0: its default).
 	checkpointInterval time.Duration
 
@@ -142,6 +144,7 @@ type server struct {
 	turnOpen bool               // --turn without CONCORD_SECRET: an open relay (concord_turn_open)
 	http     *http.Server
 	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
+	innerAt  string       // the URL the server's own peers dial (innerURL)
 	served   chan error
 	host     *peer.Peer // the dedicated host of --room; nil without one
 	hosts    []*dedicated
@@ -158,6 +161,7 @@ type server struct {
 	banDone chan struct{}
 
 	restoreRefused *prometheus.CounterVec // concord_restore_refused_total{reason}
+	keep           keeper                 // --keep-rooms all: the followers (keep.go)
 
 	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
 	hostServer         string   // the URL the dedicated hosts dial
@@ -248,7 +252,9 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		if s.store, err = durable.OpenContext(ctx, dc); err != nil {
 			return fail(err)
 		}
-		s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+		if o.keepRooms != keepNone {
+			s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+		}
 	}
 	var ownPorts []int
 	for i, room := range hosted {
@@ -308,6 +314,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	if s.store != nil {
 		cfg.Store = s.store
+		cfg.Checkpoints = s.checkpoints(o)
 	}
 	switch {
 	case o.clustered():
@@ -415,6 +422,9 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	if err := s.startHosts(ctx, o, addr, tlsCfg != nil, sh); err != nil {
 		return fail(err)
 	}
+	if err := s.startKeeper(ctx, o, addr, tlsCfg != nil, sh, hosted, reg); err != nil {
+		return fail(err)
+	}
 	go func() { s.served <- s.http.Serve(ln) }()
 	log.Info().Str("url", s.url).Str("room", o.room).Bool("dedicatedHost", o.dedicatedHost).
 		Str("turn", o.turnAddr).Bool("tls", tlsCfg != nil).Str(storeField(o)).Str("node", o.nodeName).Str("cluster", o.clusterName).Msg("concord serving")
@@ -457,17 +467,9 @@ func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAd
 	if len(s.hosts) == 0 {
 		return nil
 	}
-	server := s.url
-	if tlsOn || addr.IP.IsUnspecified() {
-		iln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		imux := http.NewServeMux()
-		imux.Handle("/ws", sh)
-		s.inner = newHTTPServer(imux, o.http)
-		go func() { s.served <- s.inner.Serve(iln) }()
-		server = "http://" + iln.Addr().String()
+	server, err := s.innerURL(o, addr, tlsOn, sh)
+	if err != nil {
+		return err
 	}
 	if s.node != nil {
 		s.hostServer, s.secret = server, o.secret
@@ -509,6 +511,28 @@ func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAd
 		}()
 	}
 	return nil
+}
+
+// innerURL is the URL the server's own peers (dedicated hosts, followers) dial: the public
+// listener, or, when that is TLS (whose certificate names the public host) or listens on every
+// interface, a loopback listener of their own that serves only signaling (made once).
+func (s *server) innerURL(o serveOptions, addr *net.TCPAddr, tlsOn bool, sh http.Handler) (string, error) {
+	if s.innerAt != "" {
+		return s.innerAt, nil
+	}
+	s.innerAt = s.url
+	if tlsOn || addr.IP.IsUnspecified() {
+		iln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		imux := http.NewServeMux()
+		imux.Handle("/ws", sh)
+		s.inner = newHTTPServer(imux, o.http)
+		go func() { s.served <- s.inner.Serve(iln) }()
+		s.innerAt = "http://" + iln.Addr().String()
+	}
+	return s.innerAt, nil
 }
 
 // hostedRooms lists the rooms serve runs a dedicated host for: --room (with --dedicated-host)
@@ -626,6 +650,7 @@ func (s *server) closeAll() {
 		<-s.placeDone
 		s.placeStop = nil
 	}
+	s.keep.stop() // each follower hands its last checkpoint to the writer
 	if s.stopHost != nil {
 		s.stopHost()
 		for ; s.running > 0; s.running-- {
@@ -732,6 +757,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		o.scenes[signaling.RoomID(room)] = file
 		return nil
 	})
+	fs.StringVar(&o.keepRooms, "keep-rooms", keepAll, "with --data or --nats, which rooms keep their world across restarts: all (a server-side follower checkpoints rooms hosted by a browser or a host process of their own; their first host restores over HTTP), dedicated (only rooms with a dedicated host here), none (no checkpoints)")
 	fs.DurationVar(&o.checkpointInterval, "checkpoint-interval", durable.DefaultInterval, "least time between two checkpoints of a changing room (with --data)")
 	fs.StringVar(&o.room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
 	host, _ := os.Hostname()

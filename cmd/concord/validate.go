@@ -38,6 +38,9 @@ func (o serveOptions) validate() error {
 	if err := o.validateTURN(); err != nil {
 		return err
 	}
+	if err := o.checkKeepRooms(); err != nil {
+		return err
+	}
 	if o.clustered() && o.data == "" && o.natsURL == "" {
 		return usageError{errors.New("a cluster keeps its rooms in JetStream: --cluster-name needs --data")}
 	}

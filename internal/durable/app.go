@@ -42,9 +42,11 @@ type AppConfig struct {
 	// Now is the clock; if nil, time.Now.
 	Now func() time.Time
 	// Follow checkpoints a member's replica too, once it has synced with a host: the App of a
-	// server-side follower (internal/follow), which never hosts. Its seed is merged at its first
-	// tick rather than at HostStart, so that its replica, and every checkpoint it writes, holds
-	// at least what the store held even if the room's host did not restore it.
+	// server-side follower (internal/follow), which never hosts. Its Seed (the stored
+	// checkpoint) is not merged but checked: at its first sync the room's world must hold it
+	// (Descends). A room whose first host did not restore it is not checkpointed, so that its
+	// stored world is not replaced by a new one (logged as an error; the room is reported by
+	// Writer.RefusedRooms as "not_restored").
 	Follow bool
 }
 
@@ -62,8 +64,9 @@ type App struct {
 	world  *peer.World
 	seeded bool
 	// synced: a follower's replica holds a host's world (EventSynced); it stays true while the
-	// room migrates, since the replica only grows.
-	synced bool
+	// room migrates, since the replica only grows. notRestored: the world did not hold the
+	// follower's seed at its first sync; it writes nothing.
+	synced, notRestored bool
 
 	// The pass in progress: the next number to encode, the stream so far and the replica's
 	// change count when the pass began.
@@ -142,15 +145,15 @@ func (a *App) OnEvent(w *peer.World, ev peer.Event) {
 	case peer.EventHostChanged:
 		a.force = true
 	case peer.EventSynced:
+		if a.cfg.Follow && !a.synced && !w.IsHost() {
+			a.checkRestored(w)
+		}
 		a.synced = true
 	}
 }
 
 // Tick runs the game's tick, then one slice of checkpoint encoding while hosting.
 func (a *App) Tick(w *peer.World, dt time.Duration) {
-	if a.cfg.Follow && !w.IsHost() {
-		a.mergeSeed(w)
-	}
 	a.inner.Tick(w, dt)
 	a.world = w
 	if a.cfg.Writer == nil {
@@ -169,7 +172,25 @@ func (a *App) Tick(w *peer.World, dt time.Duration) {
 // writes reports whether this peer checkpoints its world now: it hosts, or it follows and has
 // synced.
 func (a *App) writes(w *peer.World) bool {
-	return w.IsHost() || a.cfg.Follow && a.synced
+	return w.IsHost() || a.cfg.Follow && a.synced && !a.notRestored
+}
+
+// checkRestored checks, at a follower's first sync, that the room's world holds the stored
+// checkpoint (its seed).
+func (a *App) checkRestored(w *peer.World) {
+	seed := a.cfg.Seed
+	a.cfg.Seed, a.seeded = nil, true
+	if seed == nil {
+		return
+	}
+	if err := Descends(w.Replica(), seed); err != nil {
+		a.notRestored = true
+		if a.cfg.Writer != nil {
+			a.cfg.Writer.notRestored(a.cfg.Room)
+		}
+		a.cfg.Logger.Error().Err(err).Str("room", string(a.cfg.Room)).
+			Msg("the room's host did not restore its checkpoint: the room is not checkpointed, its stored world stays (docs/protocol.md §6 \"Kept rooms\")")
+	}
 }
 
 // step starts or continues a pass and reports whether it did any work.

@@ -269,3 +269,66 @@ func TestFollowerKeepsCustomHostRoom(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFollowerRefusesUnrestoredRoom: a room with a stored checkpoint whose first host did not
+// restore it (an old client, a host that skipped FetchSeed) plays a new world; its follower
+// checks the world against the stored checkpoint at its first sync and writes nothing, so the
+// stored world is not replaced (the room is reported as not_restored).
+func TestFollowerRefusesUnrestoredRoom(t *testing.T) {
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	dir := t.TempDir()
+	s := startServer(t, dir, log)
+	// The stored world: one note, written by an earlier host at term 1.
+	old := crdt.New(crdt.Config{})
+	meta := schema.AppendMeta(nil, 7, nil)
+	e := crdt.NewEntity(600, 0)
+	for _, m := range []crdt.Message{
+		{Type: crdt.PutComponent, Entity: e, Component: schema.ComponentMeta, Timestamp: 5, Data: meta},
+		{Type: crdt.PutComponent, Entity: e, Component: 2048, Timestamp: 5, Data: []byte("the stored note")},
+	} {
+		old.Merge(&m)
+	}
+	if err := s.store.SaveCheckpoint(context.Background(), durable.Checkpoint{Room: "board", Term: 1, Clock: 5, Data: old.AppendState(nil)}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host := join(t, ctx, s.url, "tab", signaling.KindBrowser, notes{}) // no seed: a fresh world
+	poll.Until(t, 10*time.Second, "host elected", func() error {
+		if !host.Status().IsHost {
+			return errors.New("not host")
+		}
+		return nil
+	})
+	if err := host.Do(ctx, func(w *peer.World) { _, _ = w.Spawn(7, nil, []byte("a new note")) }); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the follower refuses the room", func() error {
+		if why := s.writer.RefusedRooms()["board"]; why != "not_restored" {
+			return fmt.Errorf("refused rooms %v", s.writer.RefusedRooms())
+		}
+		return nil
+	})
+	cancel()
+	<-host.Done()
+	poll.Until(t, 10*time.Second, "follower stopped", func() error {
+		if len(s.keeper.Followed()) != 0 {
+			return errors.New("still following")
+		}
+		return nil
+	})
+	s.stop() // the follower's final checkpoint too is refused
+	st, err := durable.Open(durable.Config{Dir: dir, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := st.LoadCheckpoint(context.Background(), "board")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(t, c.Data); !slices.Equal(got, []string{"the stored note"}) {
+		t.Fatalf("stored notes %q, want the stored note only", got)
+	}
+}

@@ -29,8 +29,9 @@ type Config struct {
 	Schemas *schema.Table
 	// Writer, if not nil, receives the follower's checkpoints (durable.App in Follow mode).
 	Writer *durable.Writer
-	// Seed is the room's stored checkpoint, merged into the replica before it syncs: every
-	// checkpoint the follower writes then holds at least what the store held.
+	// Seed is the room's stored checkpoint (durable.LoadSeed). The follower checks, at its first
+	// sync, that the room's world holds it (the room's first host restored it) and otherwise
+	// writes no checkpoint: a world started afresh must not replace the stored one.
 	Seed durable.Seed
 	// Interval is durable.AppConfig.Interval (0: its default).
 	Interval time.Duration

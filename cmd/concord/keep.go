@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/internal/follow"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// --keep-rooms values (docs/protocol.md §6 "Kept rooms").
+const (
+	keepAll       = "all"       // every room: a follower keeps those without a dedicated host here
+	keepDedicated = "dedicated" // only the rooms of this process's dedicated hosts
+	keepNone      = "none"      // no checkpoints
+)
+
+// checkKeepRooms checks --keep-rooms.
+func (o serveOptions) checkKeepRooms() error {
+	switch o.keepRooms {
+	case keepAll, keepDedicated, "": // "": serveOptions made in code keep what they host
+	case keepNone:
+		if o.clustered() {
+			return usageError{errors.New("--keep-rooms none: a cluster keeps its rooms in JetStream (its dedicated hosts move between nodes through their checkpoints)")}
+		}
+	default:
+		return usageError{fmt.Errorf("--keep-rooms %q: want all, dedicated or none", o.keepRooms)}
+	}
+	return nil
+}
+
+// following reports whether serve runs followers: --keep-rooms all with a store, on a single
+// node (a cluster's rooms move between nodes; its followers are not placed yet).
+func (o serveOptions) following() bool {
+	return o.keepRooms == keepAll && o.data != "" && !o.clustered()
+}
+
+// keeper runs the followers of --keep-rooms all; the zero value runs none.
+type keeper struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	api    *link.API
+}
+
+// stop stops the followers (each hands its last checkpoint to the writer) and their WebRTC.
+func (k *keeper) stop() {
+	if k.cancel == nil {
+		return
+	}
+	k.cancel()
+	<-k.done
+	_ = k.api.Close()
+	k.cancel = nil
+}
+
+// checkpoints is signaling's checkpoint source: kept rooms' first hosts restore from it.
+func (s *server) checkpoints(o serveOptions) signaling.CheckpointSource {
+	if !o.following() {
+		return nil
+	}
+	return durable.Seeds{Store: s.store, Dropped: func(room signaling.RoomID, reason string, n int) {
+		s.restoreRefused.WithLabelValues(reason).Add(float64(n))
+		s.log.Warn().Str("room", string(room)).Str("reason", reason).Int("messages", n).
+			Msg("restore: messages beyond the restore bounds dropped (docs/protocol.md §6)")
+	}}
+}
+
+// startKeeper starts a follower for every room that has members and no dedicated host here
+// (--keep-rooms all). The followers run the arena's schema table, the bundled page's game: a
+// room whose host runs another table refuses its follower, which tries again a minute later.
+func (s *server) startKeeper(ctx context.Context, o serveOptions, addr *net.TCPAddr, tlsOn bool, sh http.Handler, hosted []signaling.RoomID, reg prometheus.Registerer) error {
+	if !o.following() {
+		return nil
+	}
+	url, err := s.innerURL(o, addr, tlsOn, sh)
+	if err != nil {
+		return err
+	}
+	base, err := dedicatedHostConfig(s.log, o, "", addr)
+	if err != nil {
+		return err
+	}
+	if s.keep.api, err = peer.LinkAPI(base); err != nil {
+		return err
+	}
+	base.Server, base.Transport = url, peer.PionTransport{API: s.keep.api}
+	schemas := arena.New(arena.Config{}).Schemas()
+	skip := map[signaling.RoomID]bool{signaling.RoomID(o.room): o.dedicatedHost}
+	for _, room := range hosted {
+		skip[room] = true
+	}
+	log := s.log.With().Str("component", "follow").Logger()
+	k := follow.NewKeeper(follow.KeeperConfig{
+		Rooms: s.sig.Rooms, Skip: func(room signaling.RoomID) bool { return skip[room] },
+		Logger: log, Registerer: reg,
+		Follower: func(ctx context.Context, room signaling.RoomID) (follow.Config, error) {
+			seed, err := durable.LoadSeed(ctx, s.store, room)
+			if err != nil && !errors.Is(err, durable.ErrNoCheckpoint) {
+				return follow.Config{}, err
+			}
+			pc := base
+			if o.secret != "" {
+				if pc.Token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
+					Room: room, User: follow.DefaultUser, Device: "serve", Kind: signaling.KindHost,
+					ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
+				}); err != nil {
+					return follow.Config{}, err
+				}
+			}
+			return follow.Config{Peer: pc, Schemas: schemas, Writer: s.writer, Seed: seed,
+				Interval: o.checkpointInterval, Logger: log.With().Str("room", string(room)).Logger()}, nil
+		},
+	})
+	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.keep.cancel, s.keep.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.keep.done)
+		_ = k.Run(kctx)
+	}()
+	return nil
+}
