@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func newerState(got, want crdt.StateJSON) error {
 	}
 	for _, w := range want.LWW {
 		g, ok := rows[[2]uint32{w.Entity, w.Component}]
-		if !ok || g.Timestamp < w.Timestamp || g.Timestamp == w.Timestamp && (g.Data == nil) != (w.Data == nil) {
+		if !ok || g.Timestamp < w.Timestamp || g.Timestamp == w.Timestamp && ((g.Data == nil) != (w.Data == nil) || g.Data != nil && *g.Data != *w.Data) {
 			return fmt.Errorf("entity %d component %d: got %+v, want at least %+v", w.Entity, w.Component, g, w)
 		}
 	}
@@ -172,6 +173,114 @@ func TestServeKeepsBrowserRoom(t *testing.T) {
 	stop2()
 	wg.Wait()
 	if err := <-served2; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitHostedBy waits until user hosts room.
+func waitHostedBy(t *testing.T, s *server, room signaling.RoomID, user string) {
+	t.Helper()
+	poll.Until(t, 60*time.Second, "the room hosted by "+user, func() error {
+		rooms, err := s.sig.Rooms(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, r := range rooms {
+			for _, m := range r.Members {
+				if r.Room == room && m.PeerIndex == r.Host && m.PeerID.User() == user {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("rooms %+v", rooms)
+	})
+}
+
+// TestHostProcessKill9Restores: a `concord host` process of its own hosts a room of a serve that
+// runs no dedicated host (--dedicated-host=false --keep-rooms all): the server's follower
+// checkpoints it. Once the checkpoint holds the boxes a bot pushed (acknowledged), the bot leaves
+// and the host process is killed with SIGKILL; a new host process fetches the checkpoint and
+// restores the room: a new bot sees every box where it was.
+func TestHostProcessKill9Restores(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds concord and runs host processes")
+	}
+	bin := buildConcord(t)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", data: t.TempDir(), keepRooms: keepAll,
+		checkpointInterval: 100 * time.Millisecond}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.wait(ctx) }()
+
+	host := startProcess(t, bin, "host", "--server", s.url, "--room", "arena", "--log-level", "info")
+	waitHostedBy(t, s, "arena", dedicatedHostUser)
+	var wg sync.WaitGroup
+	bctx, leave := context.WithCancel(ctx)
+	defer leave()
+	bot := startTestBot(t, bctx, &wg, s.url, "bot", arena.New(arena.Config{Bot: &arena.BotConfig{Seed: 3, MoveFor: time.Second}}), log)
+	var want crdt.StateJSON
+	poll.Until(t, 60*time.Second, "the boxes acknowledged: the room's checkpoint holds them at rest", func() error {
+		if !bot.Status().Synced {
+			return errors.New("bot not synced")
+		}
+		if err := bot.Do(bctx, func(w *peer.World) { want = boxesOf(w) }); err != nil {
+			return err
+		}
+		if len(want.LWW) == 0 {
+			return errors.New("no boxes yet")
+		}
+		c, err := s.store.LoadCheckpoint(context.Background(), "arena")
+		if err != nil {
+			return err
+		}
+		return newerState(stateOf(t, c.Data), want)
+	})
+	leave()
+	wg.Wait()
+	if err := host.kill(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "the room empties", func() error {
+		rooms, err := s.sig.Rooms(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, r := range rooms {
+			if r.Room == "arena" {
+				return fmt.Errorf("arena still open: %+v", r.Members)
+			}
+		}
+		return nil
+	})
+
+	host2 := startProcess(t, bin, "host", "--server", s.url, "--room", "arena", "--log-level", "info")
+	waitHostedBy(t, s, "arena", dedicatedHostUser)
+	bot2 := startTestBot(t, ctx, &wg, s.url, "bot2", arena.New(arena.Config{}), log)
+	poll.Until(t, 60*time.Second, "the new bot sees every acknowledged box", func() error {
+		var got crdt.StateJSON
+		var boxes int
+		if err := bot2.Do(ctx, func(w *peer.World) { got, boxes = w.Replica().StateJSON(), len(w.EntitiesOf(arena.SchemaBox)) }); err != nil {
+			return err
+		}
+		if err := newerState(got, want); err != nil {
+			return err
+		}
+		if boxes != 8 {
+			return fmt.Errorf("%d boxes, want the 8 restored (none spawned again)", boxes)
+		}
+		return nil
+	})
+	if out := host2.output(); !strings.Contains(string(out), "room restored") {
+		t.Fatalf("the second host did not restore:\n%s", out)
+	}
+	stop()
+	wg.Wait()
+	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -28,15 +30,42 @@ func newPeer(cfg peer.Config, nw peerNet) (*peer.Peer, error) {
 	return peer.New(cfg)
 }
 
-// runHost runs a dedicated host for room until ctx ends.
+// runHost runs a dedicated host for room until ctx ends. A room the server keeps (serve
+// --keep-rooms all) that no one hosts comes back from its checkpoint, merged before the game's
+// HostStart (docs/protocol.md §6 "Kept rooms").
 func runHost(ctx context.Context, log zerolog.Logger, nw peerNet, server, room, device, token string) error {
 	hl := log.With().Str("component", "host").Logger()
+	var app peer.App = arena.New(arena.Config{})
+	seed, err := fetchSeed(ctx, nw, server, room, token)
+	switch {
+	case err == nil:
+		app = durable.NewApp(app, durable.AppConfig{Room: signaling.RoomID(room), Seed: seed.Data, SeedClock: seed.Clock, Logger: hl})
+		hl.Info().Int("bytes", len(seed.Data)).Uint32("clock", uint32(seed.Clock)).Msg("the room's checkpoint fetched: it is restored if this host is the room's first")
+	case errors.Is(err, durable.ErrNoCheckpoint), errors.Is(err, durable.ErrRoomLive):
+	default:
+		hl.Warn().Err(err).Msg("the room's checkpoint was not fetched: if this host is the room's first, the room starts afresh and the server does not checkpoint it")
+	}
 	p, err := newPeer(peer.Config{Server: server, Room: room, User: dedicatedHostUser, Device: device, Kind: signaling.KindHost,
-		Token: token, App: arena.New(arena.Config{}), Logger: hl}, nw)
+		Token: token, App: app, Logger: hl}, nw)
 	if err != nil {
 		return err
 	}
 	return p.Run(ctx)
+}
+
+// fetchSeed asks the first server of the list for room's checkpoint (durable.FetchSeed), trusting
+// --ca besides the system's roots.
+func fetchSeed(ctx context.Context, nw peerNet, servers, room, token string) (durable.Seed, error) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	if nw.ca != "" {
+		d, err := signalingDialer(nw.ca)
+		if err != nil {
+			return durable.Seed{}, err
+		}
+		client.Transport = &http.Transport{TLSClientConfig: d.TLSClientConfig}
+	}
+	server, _, _ := strings.Cut(servers, ",")
+	return durable.FetchSeed(ctx, client, strings.TrimSpace(server), signaling.RoomID(room), token)
 }
 
 func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
