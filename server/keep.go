@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/follow"
@@ -18,31 +16,31 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-// --keep-rooms values (docs/protocol.md §6 "Kept rooms").
+// Options.KeepRooms values (--keep-rooms; docs/protocol.md §6 "Kept rooms").
 const (
-	keepAll       = "all"       // every room: a follower keeps those without a dedicated host here
-	keepDedicated = "dedicated" // only the rooms of this process's dedicated hosts
-	keepNone      = "none"      // no checkpoints
+	KeepAll       = "all"       // every room: a follower keeps those without a dedicated host here
+	KeepDedicated = "dedicated" // only the rooms of this server's dedicated hosts
+	KeepNone      = "none"      // no checkpoints
 )
 
-// checkKeepRooms checks --keep-rooms.
-func (o serveOptions) checkKeepRooms() error {
-	switch o.keepRooms {
-	case keepAll, keepDedicated, "": // "": serveOptions made in code keep what they host
-	case keepNone:
+// checkKeepRooms checks KeepRooms.
+func (o Options) checkKeepRooms() error {
+	switch o.KeepRooms {
+	case KeepAll, KeepDedicated, "":
+	case KeepNone:
 		if o.clustered() {
-			return usageError{errors.New("--keep-rooms none: a cluster keeps its rooms in JetStream (its dedicated hosts move between nodes through their checkpoints)")}
+			return optionError(errors.New("--keep-rooms none: a cluster keeps its rooms in JetStream (its dedicated hosts move between nodes through their checkpoints)"))
 		}
 	default:
-		return usageError{fmt.Errorf("--keep-rooms %q: want all, dedicated or none", o.keepRooms)}
+		return optionError(fmt.Errorf("--keep-rooms %q: want all, dedicated or none", o.KeepRooms))
 	}
 	return nil
 }
 
 // following reports whether serve runs followers: --keep-rooms all with a store, on a single
 // node (a cluster's rooms move between nodes; its followers are not placed yet).
-func (o serveOptions) following() bool {
-	return o.keepRooms == keepAll && o.data != "" && !o.clustered()
+func (o Options) following() bool {
+	return o.KeepRooms == KeepAll && o.Data != "" && !o.clustered()
 }
 
 // keeper runs the followers of --keep-rooms all; the zero value runs none.
@@ -64,7 +62,7 @@ func (k *keeper) stop() {
 }
 
 // checkpoints is signaling's checkpoint source: kept rooms' first hosts restore from it.
-func (s *server) checkpoints(o serveOptions) signaling.CheckpointSource {
+func (s *Server) checkpoints(o Options) signaling.CheckpointSource {
 	if !o.following() {
 		return nil
 	}
@@ -76,9 +74,9 @@ func (s *server) checkpoints(o serveOptions) signaling.CheckpointSource {
 }
 
 // startKeeper starts a follower for every room that has members and no dedicated host here
-// (--keep-rooms all). The followers run the arena's schema table, the bundled page's game: a
+// (KeepAll). The followers run KeepSchemas, by default the arena's (the bundled page's game): a
 // room whose host runs another table refuses its follower, which tries again a minute later.
-func (s *server) startKeeper(ctx context.Context, o serveOptions, addr *net.TCPAddr, tlsOn bool, sh http.Handler, hosted []signaling.RoomID, reg prometheus.Registerer) error {
+func (s *Server) startKeeper(ctx context.Context, o Options, addr *net.TCPAddr, tlsOn bool, sh http.Handler, hosted []signaling.RoomID) error {
 	if !o.following() {
 		return nil
 	}
@@ -94,31 +92,34 @@ func (s *server) startKeeper(ctx context.Context, o serveOptions, addr *net.TCPA
 		return err
 	}
 	base.Server, base.Transport = url, peer.PionTransport{API: s.keep.api}
-	schemas := arena.New(arena.Config{}).Schemas()
-	skip := map[signaling.RoomID]bool{signaling.RoomID(o.room): o.dedicatedHost}
+	schemas := o.KeepSchemas
+	if schemas == nil {
+		schemas = arena.New(arena.Config{}).Schemas()
+	}
+	skip := map[signaling.RoomID]bool{signaling.RoomID(o.Room): o.DedicatedHost}
 	for _, room := range hosted {
 		skip[room] = true
 	}
 	log := s.log.With().Str("component", "follow").Logger()
 	k := follow.NewKeeper(follow.KeeperConfig{
 		Rooms: s.sig.Rooms, Skip: func(room signaling.RoomID) bool { return skip[room] },
-		Logger: log, Registerer: reg,
+		Logger: log, Registerer: s.reg,
 		Follower: func(ctx context.Context, room signaling.RoomID) (follow.Config, error) {
 			seed, err := durable.LoadSeed(ctx, s.store, room)
 			if err != nil && !errors.Is(err, durable.ErrNoCheckpoint) {
 				return follow.Config{}, err
 			}
 			pc := base
-			if o.secret != "" {
-				if pc.Token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{
+			if o.Secret != "" {
+				if pc.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{
 					Room: room, User: follow.DefaultUser, Device: "serve", Kind: signaling.KindHost,
-					ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
+					ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
 				}); err != nil {
 					return follow.Config{}, err
 				}
 			}
 			return follow.Config{Peer: pc, Schemas: schemas, Writer: s.writer, Seed: seed,
-				Interval: o.checkpointInterval, Logger: log.With().Str("room", string(room)).Logger()}, nil
+				Interval: o.CheckpointInterval, Logger: log.With().Str("room", string(room)).Logger()}, nil
 		},
 	})
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
