@@ -332,3 +332,72 @@ func TestFollowerRefusesUnrestoredRoom(t *testing.T) {
 		t.Fatalf("stored notes %q, want the stored note only", got)
 	}
 }
+
+// TestFollowerBoundsWorld: a host that grows the world past the follower's bound (a hostile one
+// feeding garbage) makes the follower leave (ErrWorldTooLarge) and write nothing of that world.
+func TestFollowerBoundsWorld(t *testing.T) {
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	dir := t.TempDir()
+	st, err := durable.Open(durable.Config{Dir: dir, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	writer := durable.NewWriter(st, durable.WriterConfig{Logger: log})
+	defer writer.Close()
+	sig := signaling.New(signaling.Config{Logger: log})
+	hs := httptest.NewServer(sig.Handler())
+	defer hs.Close()
+	defer sig.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host := join(t, ctx, hs.URL, "tab", signaling.KindBrowser, notes{})
+	poll.Until(t, 10*time.Second, "host elected", func() error {
+		if !host.Status().IsHost {
+			return errors.New("not host")
+		}
+		return nil
+	})
+	api, err := link.NewAPI(link.Config{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	f, err := follow.New(follow.Config{Peer: peer.Config{Server: hs.URL, Room: "board", Transport: peer.PionTransport{API: api}},
+		Schemas: notesSchemas, Writer: writer, Interval: time.Hour, MaxWorld: 4 << 10, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	poll.Until(t, 10*time.Second, "follower synced", func() error {
+		if !f.Synced() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	big := bytes.Repeat([]byte("x"), 1000)
+	if err := host.Do(ctx, func(w *peer.World) {
+		for range 8 {
+			_, _ = w.Spawn(7, nil, big)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, follow.ErrWorldTooLarge) {
+			t.Fatalf("Run: %v, want ErrWorldTooLarge", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower did not leave")
+	}
+	writer.Close()
+	// A checkpoint of the world before it grew may be there; none of the oversized one.
+	c, err := st.LoadCheckpoint(context.Background(), "board")
+	if err == nil && len(texts(t, c.Data)) > 0 {
+		t.Fatalf("a checkpoint of the oversized world: %d notes", len(texts(t, c.Data)))
+	} else if err != nil && !errors.Is(err, durable.ErrNoCheckpoint) {
+		t.Fatal(err)
+	}
+}

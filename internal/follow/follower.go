@@ -35,6 +35,11 @@ type Config struct {
 	Seed durable.Seed
 	// Interval is durable.AppConfig.Interval (0: its default).
 	Interval time.Duration
+	// MaxWorld bounds the world the follower holds, in crdt.Replica.Size bytes (a checkpoint's):
+	// past it the follower leaves the room and Run returns ErrWorldTooLarge, so that a hostile
+	// host cannot grow the server's memory without end; no checkpoint of that world is written.
+	// If zero, durable.MaxCheckpoint (a larger world could not be checkpointed anyway).
+	MaxWorld int
 	// OnEvent, if not nil, hears every event of the world on the peer's loop, with the view; it
 	// must not block.
 	OnEvent func(v View, ev peer.Event)
@@ -46,6 +51,9 @@ type Config struct {
 // ErrNoSchemas: Config.Schemas is nil.
 var ErrNoSchemas = errors.New("follow: no schema table")
 
+// ErrWorldTooLarge: the room's world grew past Config.MaxWorld; the follower left.
+var ErrWorldTooLarge = errors.New("follow: the room's world is over the follower's bound")
+
 // Follower follows one room read-only (see the package doc).
 type Follower struct {
 	p       *peer.Peer
@@ -53,6 +61,9 @@ type Follower struct {
 	durable *durable.App // nil without Writer and Seed
 	changes chan struct{}
 	synced  atomic.Bool
+	// stop ends Run's peer (set by Run, called on the loop by the App); tooBig says why.
+	stop   context.CancelFunc
+	tooBig bool
 }
 
 // New makes a follower; Run runs it.
@@ -61,7 +72,10 @@ func New(cfg Config) (*Follower, error) {
 		return nil, ErrNoSchemas
 	}
 	f := &Follower{changes: make(chan struct{}, 1)}
-	f.app = &followApp{f: f, schemas: cfg.Schemas, onEvent: cfg.OnEvent}
+	if cfg.MaxWorld <= 0 {
+		cfg.MaxWorld = durable.MaxCheckpoint
+	}
+	f.app = &followApp{f: f, schemas: cfg.Schemas, onEvent: cfg.OnEvent, maxWorld: cfg.MaxWorld}
 	pc := cfg.Peer
 	pc.App, pc.NoHost, pc.Kind = f.app, true, signaling.KindHost
 	if pc.User == "" {
@@ -85,7 +99,13 @@ func New(cfg Config) (*Follower, error) {
 // Run follows the room until ctx ends or the peer fails (a host of another schema table:
 // peer.ErrSchemaMismatch), then writes the final checkpoint of what it saw.
 func (f *Follower) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.stop = cancel
 	err := f.p.Run(ctx)
+	if f.tooBig {
+		return ErrWorldTooLarge
+	}
 	if f.durable != nil {
 		f.durable.Final() // Run has returned: the world is this goroutine's
 	}
@@ -114,8 +134,9 @@ func (f *Follower) Peer() *peer.Peer { return f.p }
 type followApp struct {
 	f       *Follower
 	schemas *schema.Table
-	onEvent func(View, peer.Event)
-	changes uint64 // the replica's change count at the last notice
+	onEvent  func(View, peer.Event)
+	maxWorld int
+	changes  uint64 // the replica's change count at the last notice
 }
 
 func (a *followApp) Schemas() *schema.Table { return a.schemas }
@@ -133,6 +154,11 @@ func (a *followApp) RPC(*peer.World, peer.PeerIndex, uint32, []byte) {}
 func (a *followApp) Tick(w *peer.World, _ time.Duration) {
 	if c := w.Replica().Changes(); c != a.changes {
 		a.changes = c
+		if w.Replica().Size() > a.maxWorld && !a.f.tooBig {
+			a.f.tooBig = true
+			a.f.stop()
+			return
+		}
 		select {
 		case a.f.changes <- struct{}{}:
 		default:

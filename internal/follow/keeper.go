@@ -90,7 +90,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	}
 	k := &Keeper{cfg: cfg, followed: map[signaling.RoomID]*running{}, failed: map[signaling.RoomID]time.Time{},
 		rooms:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "concord_follow_rooms", Help: "Rooms a server-side follower keeps (docs/protocol.md §6 \"Kept rooms\")."}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "concord_follow_refused_total", Help: "Rooms not kept, by reason: max_rooms (over --keep-rooms-max), failed (the follower stopped: its host runs another schema table, the seed did not load)."}, []string{"reason"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "concord_follow_refused_total", Help: "Rooms not kept, by reason: max_rooms (over KeeperConfig.MaxRooms), schema (its host runs another schema table), world_size (its world grew past the follower's bound), failed (the seed did not load, the follower stopped)."}, []string{"reason"}),
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(k.rooms, k.refused)
@@ -203,7 +203,14 @@ func (k *Keeper) start(ctx context.Context, room signaling.RoomID) {
 	log := k.cfg.Logger.With().Str("room", string(room)).Logger()
 	fail := func(err error) {
 		log.Warn().Err(err).Dur("retry", k.cfg.Retry).Msg("room not kept")
-		k.refused.WithLabelValues("failed").Inc()
+		reason := "failed"
+		switch {
+		case errors.Is(err, ErrWorldTooLarge):
+			reason = "world_size"
+		case errors.Is(err, peer.ErrSchemaMismatch):
+			reason = "schema"
+		}
+		k.refused.WithLabelValues(reason).Inc()
 		k.mu.Lock()
 		k.failed[room] = time.Now()
 		k.mu.Unlock()
@@ -234,9 +241,6 @@ func (k *Keeper) start(ctx context.Context, room signaling.RoomID) {
 		if err != nil && fctx.Err() == nil {
 			fail(err)
 			return
-		}
-		if errors.Is(err, peer.ErrSchemaMismatch) {
-			fail(err)
 		}
 		log.Debug().Msg("follower stopped")
 	}()
