@@ -4,46 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
-
-// boxesOf is the LWW state of w's boxes: what a room keeps whoever hosts it (avatars leave with
-// their members).
-func boxesOf(w *peer.World) crdt.StateJSON {
-	var boxes []uint32
-	for _, e := range w.EntitiesOf(arena.SchemaBox) {
-		boxes = append(boxes, uint32(e))
-	}
-	st := w.Replica().StateJSON()
-	st.LWW = slices.DeleteFunc(st.LWW, func(r crdt.LWWJSON) bool { return !slices.Contains(boxes, r.Entity) })
-	st.DeletedEntities, st.Append = nil, nil
-	return st
-}
-
-// newerState reports the first LWW entry of want that got lacks or holds older (the migration
-// invariant: the restoring host may write newer values, e.g. release the locks of members gone).
-func newerState(got, want crdt.StateJSON) error {
-	rows := map[[2]uint32]crdt.LWWJSON{}
-	for _, r := range got.LWW {
-		rows[[2]uint32{r.Entity, r.Component}] = r
-	}
-	for _, w := range want.LWW {
-		g, ok := rows[[2]uint32{w.Entity, w.Component}]
-		if !ok || g.Timestamp < w.Timestamp || g.Timestamp == w.Timestamp && ((g.Data == nil) != (w.Data == nil) || g.Data != nil && *g.Data != *w.Data) {
-			return fmt.Errorf("entity %d component %d: got %+v, want at least %+v", w.Entity, w.Component, g, w)
-		}
-	}
-	return nil
-}
 
 func stateOf(t *testing.T, stream []byte) crdt.StateJSON {
 	t.Helper()
@@ -97,7 +68,7 @@ func TestServeKeepsBrowserRoom(t *testing.T) {
 	runPeer(t, bctx, s1, "bot", signaling.KindBot, arena.New(arena.Config{Bot: &arena.BotConfig{Seed: 7, MoveFor: time.Second}}))
 	var want crdt.StateJSON
 	poll.Until(t, 30*time.Second, "the boxes acknowledged: the room's checkpoint holds them at rest", func() error {
-		if err := tab.Do(tctx, func(w *peer.World) { want = boxesOf(w) }); err != nil {
+		if err := tab.Do(tctx, func(w *peer.World) { want = migrationcheck.BoxesState(w) }); err != nil {
 			return err
 		}
 		if len(want.LWW) == 0 {
@@ -107,7 +78,7 @@ func TestServeKeepsBrowserRoom(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return newerState(stateOf(t, c.Data), want)
+		return migrationcheck.HoldsNewer(stateOf(t, c.Data), want)
 	})
 	if n := testutilGauge(t, s1, "concord_follow_rooms"); n != 1 {
 		t.Fatalf("concord_follow_rooms = %v, want 1", n)
@@ -152,7 +123,7 @@ func TestServeKeepsBrowserRoom(t *testing.T) {
 		if err := bot2.Do(ctx2, func(w *peer.World) { got, boxes = w.Replica().StateJSON(), len(w.EntitiesOf(arena.SchemaBox)) }); err != nil {
 			return err
 		}
-		if err := newerState(got, want); err != nil {
+		if err := migrationcheck.HoldsNewer(got, want); err != nil {
 			return err
 		}
 		if boxes != len(ents) {

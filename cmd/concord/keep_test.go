@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,39 +14,11 @@ import (
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/server"
 )
-
-// boxesOf is the LWW state of w's boxes: what a room keeps whoever hosts it (avatars leave with
-// their members).
-func boxesOf(w *peer.World) crdt.StateJSON {
-	var boxes []uint32
-	for _, e := range w.EntitiesOf(arena.SchemaBox) {
-		boxes = append(boxes, uint32(e))
-	}
-	st := w.Replica().StateJSON()
-	st.LWW = slices.DeleteFunc(st.LWW, func(r crdt.LWWJSON) bool { return !slices.Contains(boxes, r.Entity) })
-	st.DeletedEntities, st.Append = nil, nil
-	return st
-}
-
-// newerState reports the first LWW entry of want that got lacks or holds older (the migration
-// invariant: the restoring host may write newer values, e.g. release the locks of members gone).
-func newerState(got, want crdt.StateJSON) error {
-	rows := map[[2]uint32]crdt.LWWJSON{}
-	for _, r := range got.LWW {
-		rows[[2]uint32{r.Entity, r.Component}] = r
-	}
-	for _, w := range want.LWW {
-		g, ok := rows[[2]uint32{w.Entity, w.Component}]
-		if !ok || g.Timestamp < w.Timestamp || g.Timestamp == w.Timestamp && ((g.Data == nil) != (w.Data == nil) || g.Data != nil && *g.Data != *w.Data) {
-			return fmt.Errorf("entity %d component %d: got %+v, want at least %+v", w.Entity, w.Component, g, w)
-		}
-	}
-	return nil
-}
 
 // hostedBy reports (nil) whether user hosts room, by GET /api/rooms.
 func hostedBy(url, room, user string) error {
@@ -98,11 +69,11 @@ func TestHostProcessKill9Restores(t *testing.T) {
 		if !bot.Status().Synced || time.Since(started) < 2*time.Second {
 			return errors.New("bot not synced or still moving")
 		}
-		if err := bot.Do(bctx, func(w *peer.World) { want = boxesOf(w) }); err != nil {
+		if err := bot.Do(bctx, func(w *peer.World) { want = migrationcheck.BoxesState(w) }); err != nil {
 			return err
 		}
 		// Two reads, a poll apart, agree.
-		moving := len(want.LWW) == 0 || newerState(prev, want) != nil
+		moving := len(want.LWW) == 0 || migrationcheck.HoldsNewer(prev, want) != nil
 		prev = want
 		if moving {
 			return errors.New("boxes still moving")
@@ -124,7 +95,7 @@ func TestHostProcessKill9Restores(t *testing.T) {
 		if _, err := r.MergeStream(seed.Data); err != nil {
 			return err
 		}
-		return newerState(r.StateJSON(), want)
+		return migrationcheck.HoldsNewer(r.StateJSON(), want)
 	})
 
 	host2 := startProcess(t, bin, "host", "--server", s.url, "--room", "arena", "--log-level", "info")
@@ -136,7 +107,7 @@ func TestHostProcessKill9Restores(t *testing.T) {
 		if err := bot2.Do(ctx, func(w *peer.World) { got, boxes = w.Replica().StateJSON(), len(w.EntitiesOf(arena.SchemaBox)) }); err != nil {
 			return err
 		}
-		if err := newerState(got, want); err != nil {
+		if err := migrationcheck.HoldsNewer(got, want); err != nil {
 			return err
 		}
 		if boxes != 8 {

@@ -132,8 +132,8 @@ func (f *Follower) Peer() *peer.Peer { return f.p }
 
 // followApp is the follower's peer.App: it writes nothing and tells of changes.
 type followApp struct {
-	f       *Follower
-	schemas *schema.Table
+	f        *Follower
+	schemas  *schema.Table
 	onEvent  func(View, peer.Event)
 	maxWorld int
 	changes  uint64 // the replica's change count at the last notice
