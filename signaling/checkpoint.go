@@ -18,6 +18,19 @@ type CheckpointSource interface {
 // ErrNoCheckpoint is what a CheckpointSource returns (wrapped) for a room without a checkpoint.
 var ErrNoCheckpoint = errors.New("signaling: no checkpoint")
 
+// Values of the Concord-Checkpoint header of a 204 from GET /api/rooms/{room}/checkpoint: why
+// there is nothing to restore. (Not a 404 or 409: a page asks on every join, and a browser logs
+// every 4xx as a console error.)
+const (
+	CheckpointNone = "none" // the room has no checkpoint, or the server keeps no rooms
+	CheckpointLive = "live" // the room has a host: its world lives there, a joiner syncs from it
+)
+
+func noCheckpoint(w http.ResponseWriter, why string) {
+	w.Header().Set("Concord-Checkpoint", why)
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // maxCheckpointLoads bounds the checkpoint loads that run at once over every room: each reads up
 // to 8 MiB from the store, so a token holder asking in a loop costs the server at most this many
 // loads at a time; more get 503 server_busy.
@@ -25,7 +38,7 @@ const maxCheckpointLoads = 4
 
 // serveCheckpoint answers GET /api/rooms/{room}/checkpoint: the bytes the first host of a room
 // merges before its game starts (docs/protocol.md §6 "Kept rooms"). Only while the room has no
-// host: once one runs, the world lives there and a joiner syncs from it (409 room_live). With a
+// host: once one runs, the world lives there and a joiner syncs from it (204, live). With a
 // secret it needs a join token for the room that may host (a member that may not host never
 // needs the world from here) or the admin key.
 func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +56,7 @@ func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if s.cfg.Checkpoints == nil {
-		http.Error(w, "no checkpoint: this server keeps no rooms", http.StatusNotFound)
+		noCheckpoint(w, CheckpointNone)
 		return
 	}
 	rooms, err := s.Rooms(r.Context())
@@ -53,7 +66,7 @@ func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, ri := range rooms {
 		if ri.Room == room && ri.Host != 0 {
-			http.Error(w, "room_live: the room has a host; a joiner syncs from it", http.StatusConflict)
+			noCheckpoint(w, CheckpointLive)
 			return
 		}
 	}
@@ -70,7 +83,7 @@ func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	data, clock, err := s.cfg.Checkpoints.LoadSeed(ctx, room)
 	switch {
 	case errors.Is(err, ErrNoCheckpoint):
-		http.Error(w, "no checkpoint", http.StatusNotFound)
+		noCheckpoint(w, CheckpointNone)
 		return
 	case err != nil:
 		s.cfg.Logger.Error().Err(err).Str("room", string(room)).Msg("checkpoint not served")

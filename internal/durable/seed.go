@@ -94,10 +94,13 @@ func FetchSeed(ctx context.Context, client *http.Client, server string, room sig
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-	case http.StatusNotFound:
+	case http.StatusNoContent:
+		if resp.Header.Get("Concord-Checkpoint") == signaling.CheckpointLive {
+			return Seed{}, ErrRoomLive
+		}
 		return Seed{}, ErrNoCheckpoint
-	case http.StatusConflict:
-		return Seed{}, ErrRoomLive
+	case http.StatusNotFound: // a server that predates kept rooms
+		return Seed{}, ErrNoCheckpoint
 	default:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return Seed{}, fmt.Errorf("durable: checkpoint of %q: %s: %s", room, resp.Status, strings.TrimSpace(string(b)))

@@ -69,19 +69,20 @@ test('a malformed checkpoint merges nothing and the room opens', () => {
   assert.throws(() => mergeCheckpoint(p.w, { data: bad, clock: 0 }));
 });
 
-test('fetchCheckpoint: 200 gives the stream and clock, 404 and 409 give null, other statuses throw', async () => {
+test('fetchCheckpoint: 200 gives the stream and clock, 204 (and an old server\'s 404) give null, other statuses throw', async () => {
   const calls = [];
   const answer = (status, body = new Uint8Array(0), clock = '') => async (url, init) => {
     calls.push({ url, auth: init.headers.Authorization });
-    return new Response(status === 200 ? body : 'x', { status, headers: clock ? { 'Concord-Clock': clock } : {} });
+    return new Response(status === 200 ? body : status === 204 ? null : 'x', { status, headers: clock ? { 'Concord-Clock': clock } : {} });
   };
   const c = await fetchCheckpoint('a b', { credential: 'tok', fetch: answer(200, new Uint8Array([9, 8]), '77') });
   assert.deepEqual([...c.data], [9, 8]);
   assert.equal(c.clock, 77);
   assert.equal(calls[0].url, '/api/rooms/a%20b/checkpoint');
   assert.equal(calls[0].auth, 'Bearer tok');
+  assert.equal(await fetchCheckpoint('r', { fetch: answer(204) }), null);
   assert.equal(await fetchCheckpoint('r', { fetch: answer(404) }), null);
-  assert.equal(await fetchCheckpoint('r', { fetch: answer(409) }), null);
+  await assert.rejects(fetchCheckpoint('r', { fetch: answer(409) }));
   await assert.rejects(fetchCheckpoint('r', { fetch: answer(503) }));
   await assert.rejects(fetchCheckpoint('r', { fetch: answer(200, new Uint8Array(0), 'x') }));
 });

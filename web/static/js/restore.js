@@ -14,7 +14,7 @@ import { readStream } from './crdt.js';
 /**
  * Fetches room's checkpoint from the server (GET /api/rooms/{room}/checkpoint), for the Peer
  * option restore. It answers null when the room has none, or has a host (the world lives there:
- * this tab syncs from it), or the server keeps no rooms. credential is the page's join token
+ * this tab syncs from it), or the server keeps no rooms (204). credential is the page's join token
  * ('' on an open server). Other failures throw: the caller decides whether to open the room
  * without its world (better not: the follower then refuses to checkpoint it).
  * @param {string} room
@@ -27,7 +27,9 @@ export async function fetchCheckpoint(room, opts = {}) {
   const headers = {};
   if (opts.credential) headers.Authorization = `Bearer ${opts.credential}`;
   const res = await f(`${opts.base || ''}/api/rooms/${encodeURIComponent(room)}/checkpoint`, { cache: 'no-store', headers });
-  if (res.status === 404 || res.status === 409) return null;
+  // 204: nothing to restore (Concord-Checkpoint: none, or live: the room has a host); 404: a
+  // server that predates kept rooms.
+  if (res.status === 204 || res.status === 404) return null;
   if (!res.ok) throw new Error(`GET checkpoint of ${room}: HTTP ${res.status}`);
   const clock = Number(res.headers.get('Concord-Clock'));
   if (!Number.isInteger(clock) || clock < 0 || clock > 0xffffffff) throw new Error(`GET checkpoint of ${room}: bad Concord-Clock`);
