@@ -21,7 +21,7 @@
 //
 // What a follower writes is what it saw: a hostile host can feed it garbage, bounded by the
 // member's snapshot limits and the world limits (peer.WorldLimits) and at most
-// durable.MaxCheckpoint a checkpoint (docs/security.md "Kept rooms").
+// durable.MaxCheckpoint a checkpoint (Config.MaxWorld; docs/security.md §8).
 //
 // Goroutines: a Follower's state is its peer's loop's; View is valid only inside Do (or
 // Config.OnEvent), which run on that loop. Changes, Synced and Done may be called from any
