@@ -19,9 +19,12 @@
 //	<-f.Changes()                 // the world changed (coalesced: one value for many ticks)
 //	f.Do(ctx, func(v follow.View) { pos, _ := v.Get(avatar, 0) })
 //
-// What a follower writes is what it saw: a hostile host can feed it garbage, bounded by the
-// member's snapshot limits and the world limits (peer.WorldLimits) and at most
-// durable.MaxCheckpoint a checkpoint (Config.MaxWorld; docs/security.md §8).
+// What a follower writes is what it saw: a hostile host can feed it garbage, bounded by a
+// member's snapshot limits (docs/protocol.md §5), by Config.MaxWorld (default
+// durable.MaxCheckpoint: past it the follower leaves), by the writer's size refusal and, when the
+// checkpoint is read back, by the restore bounds (docs/security.md §8). At its first sync it checks
+// that the room's world holds the stored checkpoint (durable.Descends) and writes nothing if not,
+// so a room whose first host did not restore it keeps its stored world.
 //
 // Goroutines: a Follower's state is its peer's loop's; View is valid only inside Do (or
 // Config.OnEvent), which run on that loop. Changes, Synced and Done may be called from any
