@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/follow"
@@ -129,4 +131,38 @@ func (s *Server) startKeeper(ctx context.Context, o Options, addr *net.TCPAddr, 
 		_ = k.Run(kctx)
 	}()
 	return nil
+}
+
+// RestoreConfig says where a host that the server does not run fetches its room's checkpoint
+// (Restore).
+type RestoreConfig struct {
+	// Server is the server's http(s) URL and Room the room. Required.
+	Server, Room string
+	// Token is the host's join token ("" on an open server).
+	Token string
+	// Client makes the request (nil: http.DefaultClient).
+	Client *http.Client
+	// Logger hears of the restore ("room restored"); the zero value discards.
+	Logger zerolog.Logger
+}
+
+// Restore is how a host that the server does not run — a game's own Go program, `concord host`
+// — opts in to kept rooms (docs/protocol.md §6 "Kept rooms"): it asks the server for the room's
+// checkpoint and returns app wrapped so that the checkpoint is merged into the world before
+// app's first HostStart (reported as true). A room without a checkpoint, or with a host already,
+// gives app itself. The server's follower writes the checkpoints: the host needs no access to the
+// store. On an error app is returned too: the host may start without the checkpoint, and the
+// server then keeps the room's stored world rather than checkpoint a new one.
+//
+//	app, _, err := server.Restore(ctx, server.RestoreConfig{Server: url, Room: "lobby", Token: token}, game)
+//	p, err := peer.New(peer.Config{Server: url, Room: "lobby", Token: token, App: app})
+func Restore(ctx context.Context, cfg RestoreConfig, app peer.App) (peer.App, bool, error) {
+	seed, err := durable.FetchSeed(ctx, cfg.Client, cfg.Server, signaling.RoomID(cfg.Room), cfg.Token)
+	switch {
+	case errors.Is(err, durable.ErrNoCheckpoint), errors.Is(err, durable.ErrRoomLive):
+		return app, false, nil
+	case err != nil:
+		return app, false, err
+	}
+	return durable.NewApp(app, durable.AppConfig{Room: signaling.RoomID(cfg.Room), Seed: seed.Data, SeedClock: seed.Clock, Logger: cfg.Logger}), true, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
@@ -104,14 +103,17 @@ func TestServeKeepsBrowserRoom(t *testing.T) {
 	}
 
 	s2 := startTestServer(t, opts)
-	seed, err := durable.FetchSeed(ctx, nil, s2.URL(), "lobby", "")
-	if err != nil {
-		t.Fatal(err)
+	app, fetched, err := Restore(ctx, RestoreConfig{Server: s2.URL(), Room: "lobby"}, arena.New(arena.Config{}))
+	if err != nil || !fetched {
+		t.Fatalf("Restore: %v, fetched %v", err, fetched)
 	}
 	ctx2, cancel2 := context.WithCancel(ctx)
 	defer cancel2()
-	tab2 := runPeer(t, ctx2, s2, "tab2", signaling.KindBrowser, durable.NewApp(arena.New(arena.Config{}), durable.AppConfig{Room: "lobby", Seed: seed.Data, SeedClock: seed.Clock}))
+	tab2 := runPeer(t, ctx2, s2, "tab2", signaling.KindBrowser, app)
 	waitHost(t, tab2)
+	if _, fetched, err := Restore(ctx, RestoreConfig{Server: s2.URL(), Room: "lobby"}, arena.New(arena.Config{})); err != nil || fetched {
+		t.Fatalf("Restore of a room with a host: %v, fetched %v; want nothing", err, fetched)
+	}
 	bot2 := runPeer(t, ctx2, s2, "bot2", signaling.KindBot, arena.New(arena.Config{}))
 	ents := map[uint32]bool{}
 	for _, r := range want.LWW {

@@ -15,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -35,15 +35,11 @@ func newPeer(cfg peer.Config, nw peerNet) (*peer.Peer, error) {
 // HostStart (docs/protocol.md §6 "Kept rooms").
 func runHost(ctx context.Context, log zerolog.Logger, nw peerNet, server, room, device, token string) error {
 	hl := log.With().Str("component", "host").Logger()
-	var app peer.App = arena.New(arena.Config{})
-	seed, err := fetchSeed(ctx, nw, server, room, token)
-	switch {
-	case err == nil:
-		app = durable.NewApp(app, durable.AppConfig{Room: signaling.RoomID(room), Seed: seed.Data, SeedClock: seed.Clock, Logger: hl})
-		hl.Info().Int("bytes", len(seed.Data)).Uint32("clock", uint32(seed.Clock)).Msg("the room's checkpoint fetched: it is restored if this host is the room's first")
-	case errors.Is(err, durable.ErrNoCheckpoint), errors.Is(err, durable.ErrRoomLive):
-	default:
+	app, fetched, err := restore(ctx, hl, nw, server, room, token, arena.New(arena.Config{}))
+	if err != nil {
 		hl.Warn().Err(err).Msg("the room's checkpoint was not fetched: if this host is the room's first, the room starts afresh and the server does not checkpoint it")
+	} else if fetched {
+		hl.Info().Msg("the room's checkpoint fetched: it is restored if this host is the room's first")
 	}
 	p, err := newPeer(peer.Config{Server: server, Room: room, User: dedicatedHostUser, Device: device, Kind: signaling.KindHost,
 		Token: token, App: app, Logger: hl}, nw)
@@ -53,19 +49,19 @@ func runHost(ctx context.Context, log zerolog.Logger, nw peerNet, server, room, 
 	return p.Run(ctx)
 }
 
-// fetchSeed asks the first server of the list for room's checkpoint (durable.FetchSeed), trusting
-// --ca besides the system's roots.
-func fetchSeed(ctx context.Context, nw peerNet, servers, room, token string) (durable.Seed, error) {
+// restore asks the first server of the list for room's checkpoint (server.Restore), trusting --ca
+// besides the system's roots.
+func restore(ctx context.Context, log zerolog.Logger, nw peerNet, servers, room, token string, app peer.App) (peer.App, bool, error) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	if nw.ca != "" {
 		d, err := signalingDialer(nw.ca)
 		if err != nil {
-			return durable.Seed{}, err
+			return app, false, err
 		}
 		client.Transport = &http.Transport{TLSClientConfig: d.TLSClientConfig}
 	}
-	server, _, _ := strings.Cut(servers, ",")
-	return durable.FetchSeed(ctx, client, strings.TrimSpace(server), signaling.RoomID(room), token)
+	first, _, _ := strings.Cut(servers, ",")
+	return server.Restore(ctx, server.RestoreConfig{Server: strings.TrimSpace(first), Room: room, Token: token, Client: client, Logger: log}, app)
 }
 
 func cmdHost(ctx context.Context, args []string, stderr io.Writer) error {
