@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -116,6 +117,15 @@ type Options struct {
 	// CheckpointInterval is the least time between two checkpoints of a changing room
 	// (--checkpoint-interval; 0: durable's default).
 	CheckpointInterval time.Duration
+	// KeepRooms says which rooms keep their world with Data (--keep-rooms, docs/protocol.md §6
+	// "Kept rooms"): KeepAll (every room: a server-side follower checkpoints the rooms with no
+	// dedicated host here, hosted by a browser tab or a host process of their own, and their first
+	// host restores over GET /api/rooms/{room}/checkpoint), KeepDedicated (only the rooms of
+	// this server's dedicated hosts) or KeepNone (no checkpoints). "": KeepDedicated.
+	KeepRooms string
+	// KeepSchemas is the schema table of the game the followers of KeepAll decode (a room whose
+	// host runs another table refuses its follower; it is not kept). nil: the arena demo's.
+	KeepSchemas *schema.Table
 	// RoomTTL: a room's counters leave the durable store this long after their last change
 	// (--room-ttl; 0: durable's default).
 	RoomTTL time.Duration

@@ -74,6 +74,7 @@ type Server struct {
 	turnOpen bool               // TURN without a Secret: an open relay (concord_turn_open)
 	http     *http.Server
 	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
+	innerAt  string       // the URL the server's own peers dial (innerURL)
 	host     *peer.Peer   // the dedicated host of Room; nil without one
 	hosts    []*dedicated
 	stopHost context.CancelFunc
@@ -90,6 +91,7 @@ type Server struct {
 	banDone chan struct{}
 
 	restoreRefused *prometheus.CounterVec // concord_restore_refused_total{reason}
+	keep           keeper                 // KeepAll: the followers (keep.go)
 
 	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
 	hostServer         string // the URL the dedicated hosts dial
@@ -206,7 +208,9 @@ func (s *Server) start(ctx context.Context) error {
 		if s.store, err = durable.OpenContext(ctx, dc); err != nil {
 			return err
 		}
-		s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+		if o.KeepRooms != KeepNone {
+			s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+		}
 	}
 	var ownPorts []int
 	for i, room := range hosted {
@@ -271,6 +275,7 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	if s.store != nil {
 		cfg.Store = s.store
+		cfg.Checkpoints = s.checkpoints(o)
 	}
 	switch {
 	case o.clustered():
@@ -386,6 +391,9 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.startHosts(ctx, o, addr, tlsCfg != nil, sh); err != nil {
 		return err
 	}
+	if err := s.startKeeper(ctx, o, addr, tlsCfg != nil, sh, hosted); err != nil {
+		return err
+	}
 	served = true
 	s.serve(s.http, ln)
 	log.Info().Str("url", s.url).Str("room", o.Room).Bool("dedicatedHost", o.DedicatedHost).
@@ -457,17 +465,9 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 	if len(s.hosts) == 0 {
 		return nil
 	}
-	server := s.url
-	if tlsOn || addr.IP.IsUnspecified() {
-		iln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		imux := http.NewServeMux()
-		imux.Handle("/ws", sh)
-		s.inner = newHTTPServer(imux, o.HTTP)
-		s.serve(s.inner, iln)
-		server = "http://" + iln.Addr().String()
+	server, err := s.innerURL(o, addr, tlsOn, sh)
+	if err != nil {
+		return err
 	}
 	if s.node != nil {
 		s.hostServer, s.secret = server, o.Secret
@@ -519,6 +519,28 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 		}()
 	}
 	return nil
+}
+
+// innerURL is the URL the server's own peers (dedicated hosts, followers) dial: the public
+// listener, or, when that is TLS (whose certificate names the public host) or listens on every
+// interface, a loopback listener of their own that serves only signaling (made once).
+func (s *Server) innerURL(o Options, addr *net.TCPAddr, tlsOn bool, sh http.Handler) (string, error) {
+	if s.innerAt != "" {
+		return s.innerAt, nil
+	}
+	s.innerAt = s.url
+	if tlsOn || addr.IP.IsUnspecified() {
+		iln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		imux := http.NewServeMux()
+		imux.Handle("/ws", sh)
+		s.inner = newHTTPServer(imux, o.HTTP)
+		s.serve(s.inner, iln)
+		s.innerAt = "http://" + iln.Addr().String()
+	}
+	return s.innerAt, nil
 }
 
 // hostedRooms lists the rooms the server runs a dedicated host for: Room (with DedicatedHost),
@@ -642,6 +664,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 		<-s.placeDone
 		s.placeStop = nil
 	}
+	s.keep.stop() // each follower hands its last checkpoint to the writer
 	if s.stopHost != nil {
 		s.stopHost()
 		s.hostsRun.Wait()

@@ -51,6 +51,9 @@ func (o Options) validate() error {
 	if err := o.validateTURN(); err != nil {
 		return err
 	}
+	if err := o.checkKeepRooms(); err != nil {
+		return err
+	}
 	if o.clustered() && o.Data == "" && o.NATS == "" {
 		return optionError(errors.New("a cluster keeps its rooms in JetStream: --cluster-name needs --data"))
 	}

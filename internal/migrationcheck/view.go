@@ -154,3 +154,34 @@ func HoldsState(got, want crdt.StateJSON) error {
 	}
 	return nil
 }
+
+// HoldsNewer reports the first LWW entry of want that got lacks or holds older, or holds at the
+// same timestamp with other data: the migration invariant, for a world that may have written
+// newer values since (a restoring host releases the locks of members gone). Deletions and append
+// sets are not compared.
+func HoldsNewer(got, want crdt.StateJSON) error {
+	rows := map[[2]uint32]crdt.LWWJSON{}
+	for _, r := range got.LWW {
+		rows[[2]uint32{r.Entity, r.Component}] = r
+	}
+	for _, w := range want.LWW {
+		g, ok := rows[[2]uint32{w.Entity, w.Component}]
+		if !ok || g.Timestamp < w.Timestamp || g.Timestamp == w.Timestamp && ((g.Data == nil) != (w.Data == nil) || g.Data != nil && *g.Data != *w.Data) {
+			return fmt.Errorf("entity %d component %d: got %+v, want at least %+v", w.Entity, w.Component, g, w)
+		}
+	}
+	return nil
+}
+
+// BoxesState is the LWW state of the arena boxes of w: what a room keeps whoever hosts it
+// (avatars leave with their members).
+func BoxesState(w *peer.World) crdt.StateJSON {
+	var boxes []uint32
+	for _, e := range w.EntitiesOf(arena.SchemaBox) {
+		boxes = append(boxes, uint32(e))
+	}
+	st := w.Replica().StateJSON()
+	st.LWW = slices.DeleteFunc(st.LWW, func(r crdt.LWWJSON) bool { return !slices.Contains(boxes, r.Entity) })
+	st.DeletedEntities, st.Append = nil, nil
+	return st
+}

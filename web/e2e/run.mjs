@@ -320,6 +320,47 @@ scenario('browser-hosts-go-bots', async (env) => {
   return `browser host ${st.self} term ${r.term}, 5 replicas at ${st.hash}; after walking and dragging box ${box}: ${r2.members[0].replica.hash}; bots left, avatars despawned`;
 });
 
+scenario('kept-browser-room', async (env) => {
+  // A room a browser hosts is kept by the server's follower (serve --keep-rooms all, the default):
+  // after every member left and serve restarted, the next browser host restores its world.
+  const data = mkdtempSync(join(tmpdir(), 'concord-e2e-data-'));
+  const args = ['--dedicated-host=false', '--data', data, '--checkpoint-interval', '300ms'];
+  try {
+    await env.serve(args);
+    const page = await env.page('alice', 'kept');
+    await waitFor('the browser to become host', 10000, async () => (await status(page)).isHost);
+    const bots = env.proc('bots-kept', ['bot', '--server', env.url, '--room', 'kept', '-n', '2', '--move-for', '2s', '--name', 'bot', '--log-level', 'info']);
+    // The host drags a box away from where a new world would spawn it.
+    const box = await quietBox(page);
+    check(box, 'no free box to drag');
+    const drag = await dragBox(page, box, 0, 2000);
+    check(drag.to.y - drag.from.y > 1500, `the box did not follow the mouse: ${JSON.stringify(drag)}`);
+    // The browser, two bots and the server's follower, at rest with equal hashes.
+    const r = await env.converged(4, 40000, 'kept');
+    check(r.members.some((m) => m.peerId.startsWith('concord-follow/')), 'no follower in the room');
+    const boxes = (p) => p.evaluate(() => {
+      const c = window.concord;
+      return c.peer.world.entitiesOf(2).map((e) => ({ e, pos: c.debug.boxPos(e) }));
+    });
+    const before = await boxes(page);
+    check(before.length === 8, `${before.length} boxes, want 8`);
+    await bots.kill('SIGTERM');
+    await page.close();
+    await waitFor('the room to close (its follower leaves last)', 15000, async () => !(await env.room('kept')));
+    await env.server.kill('SIGTERM');
+    env.server = env.proc('serve-restarted', ['serve', '--addr', `127.0.0.1:${env.port}`, ...args]);
+    await waitFor('the restarted server to answer /healthz', 10000, async () => (await fetch(`${env.url}/healthz`).catch(() => ({ ok: false }))).ok);
+    const page2 = await env.page('bob', 'kept');
+    await waitFor('the new browser to become host', 10000, async () => (await status(page2)).isHost);
+    const after = await boxes(page2);
+    check(JSON.stringify(after) === JSON.stringify(before), `boxes not restored: ${JSON.stringify(before)} → ${JSON.stringify(after)}`);
+    const moved = after.find((b) => b.e === box);
+    return `8 boxes kept across every tab leaving and a serve restart, box ${box} still where it was dragged: ${JSON.stringify(moved.pos)}`;
+  } finally {
+    rmSync(data, { recursive: true, force: true });
+  }
+});
+
 /**
  * Checks a migration kept what the browser saw before it: the same box and avatar ids, and no key
  * with an older timestamp than before. before and after are {ents, entries} read from the page.

@@ -33,6 +33,7 @@ export {
 } from './authority.js';
 export { ProtocolError } from './netmsg.js';
 export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
+export { fetchCheckpoint, mergeCheckpoint } from './restore.js';
 
 /** @typedef {import('./peer.js').PeerOptions} PeerOptions */
 /** @typedef {import('./peer.js').App} App */

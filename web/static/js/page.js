@@ -13,6 +13,7 @@ import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
 import { takeCredentials } from './urlcred.js';
+import { fetchCheckpoint } from './restore.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
   AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, u32, avatarName,
@@ -115,8 +116,16 @@ async function join(room, user, token) {
     device = sessionStorage.getItem('concord.device') || randomDevice();
     sessionStorage.setItem('concord.device', device);
   }
+  // A kept room that no one hosts comes back with its world if this tab becomes its first host
+  // (docs/protocol.md §6 "Kept rooms"); a live room answers null (its host has the world).
+  let restore = null;
+  try {
+    restore = await fetchCheckpoint(room, { credential: token });
+  } catch (err) {
+    console.warn(`concord: the room's checkpoint was not fetched: ${err instanceof Error ? err.message : String(err)}`);
+  }
   const peer = new Peer({
-    room, user, device, token, kind: 'browser', app: game,
+    room, user, device, token, kind: 'browser', app: game, restore,
     log: (level, msg, fields) => {
       const f = fields ? ' ' + JSON.stringify(fields) : '';
       const out = { warn: console.warn, error: console.error, debug: console.debug }[level] || console.info;
