@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/follow"
 	"github.com/concordrtc/concord/peer"

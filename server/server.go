@@ -22,7 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
-	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/cluster"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/turnserver"

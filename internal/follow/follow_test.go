@@ -16,7 +16,7 @@ import (
 	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/follow"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"

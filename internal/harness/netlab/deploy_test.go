@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/netlab"
-	"github.com/concordrtc/concord/internal/testcert"
+	"github.com/concordrtc/concord/internal/harness/netlab"
+	"github.com/concordrtc/concord/internal/testkit/testcert"
 	"github.com/concordrtc/concord/signaling"
 )
 

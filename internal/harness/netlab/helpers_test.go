@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/netlab"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/harness/netlab"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 )
 
 // The server every scenario starts, with the flags of README's "Deploy".

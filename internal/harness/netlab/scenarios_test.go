@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/harness/netlab"
 )
 
 // arenaEntities is what every replica of the arena holds: the room entity, 8 boxes and one

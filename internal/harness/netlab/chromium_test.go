@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/harness/netlab"
 )
 
 // pageStatus is the part of window.concord.status() the scenarios read.
@@ -74,7 +74,7 @@ func startBrowserOf(t *testing.T, ns netlab.NS, user, browser string) *proc {
 	if err != nil {
 		t.Skip("skipping: no node (apt-get install nodejs)")
 	}
-	e2e, err := filepath.Abs("../../web/e2e")
+	e2e, err := filepath.Abs("../../../web/e2e")
 	if err != nil {
 		t.Fatal(err)
 	}

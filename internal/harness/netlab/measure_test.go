@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/demo/arena"
+	"github.com/concordrtc/concord/internal/harness/netlab"
 	"github.com/concordrtc/concord/peer"
 )
 

@@ -24,10 +24,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
-	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/durable"
-	"github.com/concordrtc/concord/internal/migrationcheck"
-	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/harness/migrationcheck"
+	"github.com/concordrtc/concord/internal/harness/netlab"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -55,7 +55,7 @@ var clusterFlags = []string{"node-name", "cluster-name", "cluster", "routes", "s
 
 // sceneFile is the Decentraland scene every room of the scenarios is seeded from (its dedicated
 // host, placed on the room's owner node, writes its checkpoints).
-var sceneFile, _ = filepath.Abs("../../crdt/testdata/dcl/example-scene.crdt")
+var sceneFile, _ = filepath.Abs("../../../crdt/testdata/dcl/example-scene.crdt")
 
 // clusterReady returns the concord binary, or skips t naming the serve flags it lacks (the cluster
 // is built on branch cluster; these scenarios wait for it).

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/migrationcheck"
-	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/demo/arena"
+	"github.com/concordrtc/concord/internal/harness/migrationcheck"
+	"github.com/concordrtc/concord/internal/harness/netlab"
 	"github.com/concordrtc/concord/peer"
 )
 

@@ -2,15 +2,18 @@ package arena_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/demo/arena"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -210,5 +213,25 @@ func TestCompactValues(t *testing.T) {
 	}
 	if arena.ParseVel([]byte{0x80, 0}) != (arena.Vec{}) || arena.ParseVel([]byte{2, 2, 2}) != (arena.Vec{}) {
 		t.Error("ParseVel accepted a malformed value")
+	}
+}
+
+// TestSchemasMatchVectors ties the arena's table to testdata/schema/arena.json, the vector file
+// the JavaScript arena is checked against (crdt/schema's TestCrossLanguageVectors writes it from a
+// copy of this table, so that crdt/schema does not import the demo): a change to Schemas that is
+// not made to the copy, and so not to the JavaScript, fails here.
+func TestSchemasMatchVectors(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "schema", "arena.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Fingerprint string `json:"fingerprint"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%016x", arena.Schemas().Fingerprint()); got != v.Fingerprint {
+		t.Fatalf("arena.Schemas fingerprint %s, testdata/schema/arena.json says %s: change crdt/schema's gameTable too and run go test ./crdt/schema -run TestCrossLanguageVectors -update", got, v.Fingerprint)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/harness/netlab"
 )
 
 func TestMain(m *testing.M) { os.Exit(netlab.Main(m)) }

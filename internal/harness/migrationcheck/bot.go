@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/peer"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/migrationcheck"
-	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/demo/arena"
+	"github.com/concordrtc/concord/internal/harness/migrationcheck"
+	"github.com/concordrtc/concord/internal/harness/netlab"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -94,7 +94,7 @@ func readViews(ctx context.Context, bots []*labBot) ([]*migrationcheck.View, err
 // TestLab5MigrationAcrossNATs is scenario 5: `concord host` behind NAT A hosts bots of this
 // process behind NAT B (the first to join), NAT A and the UDP-dropping NAT C; it is SIGKILLed
 // while they move. The bot behind NAT B becomes host, the others reach it through the relay
-// (they are behind other NATs), and the migration invariant holds (internal/migrationcheck):
+// (they are behind other NATs), and the migration invariant holds (internal/harness/migrationcheck):
 // no key older than a survivor held at the kill, nothing lost, every avatar where its bot last
 // put it.
 func TestLab5MigrationAcrossNATs(t *testing.T) {

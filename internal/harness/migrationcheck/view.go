@@ -8,7 +8,7 @@ import (
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
-	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/peer"
 )
 

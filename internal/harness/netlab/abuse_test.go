@@ -13,7 +13,7 @@ import (
 
 	"github.com/pion/turn/v5"
 
-	"github.com/concordrtc/concord/internal/netlab"
+	"github.com/concordrtc/concord/internal/harness/netlab"
 	"github.com/concordrtc/concord/internal/turnserver"
 )
 
