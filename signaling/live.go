@@ -45,7 +45,9 @@ func (s *Server) IsMember(room RoomID, id Identity) bool {
 // MemberIndex returns the peer index of member id of room on this server now, and false when id
 // is not a member. The voice forwarder uses it to find a member's avatar in the room's world
 // (docs/protocol.md §10). Any goroutine may call it; it does not wait for the hub.
-func (s *Server) MemberIndex(room RoomID, id Identity) (PeerIndex, bool) { return s.live.index(room, id) }
+func (s *Server) MemberIndex(room RoomID, id Identity) (PeerIndex, bool) {
+	return s.live.index(room, id)
+}
 
 // evICERefresh: time to hand every member fresh ICE servers (Config.ICERefresh).
 type evICERefresh struct{}

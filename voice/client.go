@@ -70,8 +70,8 @@ type SlotStats struct {
 	LastSeq   uint16
 	// Jitter is RFC 3550's interarrival jitter, in seconds.
 	Jitter float64
-	lastTS  uint32
-	lastAt  time.Time
+	lastTS uint32
+	lastAt time.Time
 }
 
 // Client is a Go member's voice session.

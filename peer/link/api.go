@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
-	"github.com/pion/transport/v5"
 	"github.com/pion/interceptor"
+	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 	"github.com/rs/zerolog"
 
@@ -129,8 +129,8 @@ type API struct {
 	log     zerolog.Logger
 	pion    *webrtc.API
 	se      webrtc.SettingEngine // what pion was built with, for MediaAPI
-	mux     *ice.UDPMuxDefault // nil when DisableUDPMux
-	batch   *batchConn         // the shared socket's batching, nil when not batched
+	mux     *ice.UDPMuxDefault   // nil when DisableUDPMux
+	batch   *batchConn           // the shared socket's batching, nil when not batched
 	muxAddr net.Addr
 	dropAt  uint64
 	highAt  uint64
