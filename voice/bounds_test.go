@@ -1,9 +1,12 @@
 package voice
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,5 +175,76 @@ func TestMuteAndSlotChange(t *testing.T) {
 		if st.SeqBreaks != 0 {
 			t.Fatalf("slot %s: %d sequence breaks across the change of speaker (%d packets)", mid, st.SeqBreaks, st.Packets)
 		}
+	}
+}
+
+// lockedMembers is a member table a test changes while the forwarder reads it.
+type lockedMembers struct {
+	mu sync.Mutex
+	m  memberSet
+}
+
+func (l *lockedMembers) MemberIndex(room signaling.RoomID, id signaling.Identity) (signaling.PeerIndex, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.MemberIndex(room, id)
+}
+
+// TestMessageBounds: a data-channel message over 1024 bytes ends the session (bye "protocol");
+// one that is not a mute is ignored and counted.
+func TestMessageBounds(t *testing.T) {
+	members := memberSet{"r": {"a/1": 1, "b/1": 2}}
+	fx := newFixture(t, Config{Members: members})
+	a := fx.dial("r", "a/1", false, 1)
+	b := fx.dial("r", "b/1", false, 1)
+	send := func(c *Client, msg []byte) {
+		poll.Until(t, 5*time.Second, "voice channel open", func() error {
+			c.mu.Lock()
+			rw := c.rw
+			c.mu.Unlock()
+			if rw == nil {
+				return errors.New("not open")
+			}
+			_, err := rw.WriteDataChannel(msg, true)
+			return err
+		})
+	}
+	send(b, []byte(`{"t":"shout"}`))
+	send(a, bytes.Repeat([]byte("x"), maxMessage+1))
+	poll.Until(t, 5*time.Second, "a's session ended, b's message counted", func() error {
+		if a.Bye() != ByeProtocol || fx.f.Stats().MessagesDropped != 1 {
+			return fmt.Errorf("a's bye %q, %d messages dropped", a.Bye(), fx.f.Stats().MessagesDropped)
+		}
+		return nil
+	})
+	if b.Bye() != "" {
+		t.Fatalf("b's session ended: %q", b.Bye())
+	}
+}
+
+// TestLeavingTheRoomEndsVoice: a member that leaves the room (signaling's table) loses its
+// session within a tick (bye "left").
+func TestLeavingTheRoomEndsVoice(t *testing.T) {
+	lm := &lockedMembers{m: memberSet{"r": {"a/1": 1, "b/1": 2}}}
+	fx := newFixture(t, Config{Members: lm, Interval: 20 * time.Millisecond})
+	a := fx.dial("r", "a/1", false, 1)
+	b := fx.dial("r", "b/1", false, 1)
+	poll.Until(t, 5*time.Second, "both sessions open", func() error {
+		if fx.f.Stats().Sessions != 2 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	lm.mu.Lock()
+	delete(lm.m["r"], "a/1")
+	lm.mu.Unlock()
+	poll.Until(t, 5*time.Second, "a's session ended", func() error {
+		if a.Bye() != ByeLeft || fx.f.Stats().Sessions != 1 {
+			return fmt.Errorf("a's bye %q, %d sessions", a.Bye(), fx.f.Stats().Sessions)
+		}
+		return nil
+	})
+	if b.Bye() != "" {
+		t.Fatalf("b's session ended: %q", b.Bye())
 	}
 }
