@@ -156,7 +156,7 @@ func TestProximityFromWorld(t *testing.T) {
 		return nil
 	})
 	if n := heard(va, "c") + heard(vb, "c") + len(vc.Speakers()); n != 0 {
-		t.Fatalf("out of range: a heard %d of c, b %d of c, c heard %v", heard(va, "c"), heard(vb, "c"), vc.Speakers())
+		t.Fatalf("out of range: a heard %d of c, b %d of c, c heard %d of a and %d of b", heard(va, "c"), heard(vb, "c"), heard(vc, "a"), heard(vc, "b"))
 	}
 
 	place(t, c, 2500, 2000) // within 3 m of both
