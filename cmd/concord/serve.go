@@ -408,7 +408,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		mux.Handle("/debug/pprof/symbol", admin(http.HandlerFunc(pprof.Symbol)))
 		mux.Handle("/debug/pprof/trace", admin(http.HandlerFunc(pprof.Trace)))
 	}
-	vh, err := s.voice.start(s, o, scheme(tlsCfg != nil)+"://"+addr.String(), addr, voice.Config{Members: s.sig, Secret: cfg.Secret,
+	vh, err := s.voice.start(s, o, scheme(tlsCfg != nil)+"://"+loopbackIfAny(addr), addr, voice.Config{Members: s.sig, Secret: cfg.Secret,
 		Registerer: reg, Logger: log.With().Str("component", "voice").Logger()})
 	if err != nil {
 		return fail(err)
@@ -487,8 +487,9 @@ func (s *server) startHosts(ctx context.Context, o serveOptions, addr *net.TCPAd
 		go func() { s.served <- s.inner.Serve(iln) }()
 		server = "http://" + iln.Addr().String()
 	}
+	s.hostServer = server
 	if s.node != nil {
-		s.hostServer, s.secret = server, o.secret
+		s.secret = o.secret
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		s.placeStop, s.placeDone = cancel, make(chan struct{})
 		go s.place(pctx)

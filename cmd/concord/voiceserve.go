@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/pionlog"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -50,10 +51,11 @@ func openVoiceSocket(o serveOptions, log zerolog.Logger, addr *net.TCPAddr) (*vo
 	if h, _, err := net.SplitHostPort(o.net.udp); err == nil {
 		vo.net.udp = net.JoinHostPort(h, "0") // --udp's port is the first host's
 	}
-	cfg, err := dedicatedHostConfig(log.With().Str("component", "voice").Logger(), vo, signaling.RoomID(o.room), addr)
+	cfg, err := dedicatedHostConfig(log, vo, signaling.RoomID(o.room), addr)
 	if err != nil {
 		return nil, 0, err
 	}
+	cfg.Link.Logger = pionlog.Level(log.With().Str("component", "voice").Logger())
 	api, err := peer.LinkAPI(cfg)
 	if err != nil {
 		return nil, 0, err
@@ -91,7 +93,15 @@ func (v *voiceServer) start(s *server, o serveOptions, url string, addr *net.TCP
 			if err != nil {
 				return peer.Config{}, false
 			}
-			pc.Server, pc.User, pc.Device, pc.Kind = url, voice.FollowerUser, "forwarder", signaling.KindBot
+			// The door the dedicated hosts use (a loopback one under TLS or on a wildcard
+			// address), else the public one. Under TLS without dedicated hosts the follower
+			// verifies the server's certificate against 127.0.0.1's name, which fails: such
+			// rooms get no positions (docs/protocol.md §10).
+			pc.Server = s.hostServer
+			if pc.Server == "" {
+				pc.Server = url
+			}
+			pc.User, pc.Device, pc.Kind = voice.FollowerUser, "forwarder", signaling.KindBot
 			pc.App, pc.Interest = arena.New(arena.Config{}), nil
 			if o.secret != "" {
 				now := time.Now()
@@ -135,4 +145,12 @@ func scheme(tlsOn bool) string {
 		return "https"
 	}
 	return "http"
+}
+
+// loopbackIfAny is addr, with 127.0.0.1 for a wildcard IP: an address this process can dial.
+func loopbackIfAny(addr *net.TCPAddr) string {
+	if addr.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", fmt.Sprint(addr.Port))
+	}
+	return addr.String()
 }
