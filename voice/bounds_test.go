@@ -116,6 +116,12 @@ func TestSessionBounds(t *testing.T) {
 	if _, st := fx.dialErr(DialConfig{Room: "r", Member: "c/1"}); st != http.StatusTooManyRequests {
 		t.Fatalf("third session: %d, want 429", st)
 	}
+	poll.Until(t, 5*time.Second, "a's channel open", func() error {
+		if !a.Ready() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 	fx.dial("r", "a/1", false, 1)
 	poll.Until(t, 5*time.Second, "a's first session replaced", func() error {
 		if a.Bye() != ByeReplaced {
@@ -230,7 +236,7 @@ func TestLeavingTheRoomEndsVoice(t *testing.T) {
 	a := fx.dial("r", "a/1", false, 1)
 	b := fx.dial("r", "b/1", false, 1)
 	poll.Until(t, 5*time.Second, "both sessions open", func() error {
-		if fx.f.Stats().Sessions != 2 {
+		if fx.f.Stats().Sessions != 2 || !a.Ready() || !b.Ready() {
 			return errors.New("not yet")
 		}
 		return nil

@@ -94,6 +94,7 @@ type Client struct {
 	perSlot  map[string]*SlotStats
 	levels   map[string]uint8
 	bye      string
+	ready    bool // the first slots message arrived
 	sent     int
 	unknown  int
 }
@@ -411,6 +412,7 @@ func (c *Client) readChannel(rw datachannel.ReadWriteCloser) {
 		c.mu.Lock()
 		switch m.T {
 		case msgSlots:
+			c.ready = true
 			for mid, who := range m.Slots {
 				if who == nil {
 					delete(c.slots, mid)
@@ -426,6 +428,10 @@ func (c *Client) readChannel(rw datachannel.ReadWriteCloser) {
 			c.bye = m.Reason
 		}
 		c.mu.Unlock()
+		if m.T == msgBye {
+			_ = rw.Close() // the forwarder closes the connection once the channel is closed
+			return
+		}
 	}
 }
 
@@ -494,6 +500,14 @@ func (c *Client) Sent() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sent
+}
+
+// Ready reports whether the session's voice channel is open and the forwarder has sent its
+// first slot mapping.
+func (c *Client) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready
 }
 
 // Bye is the reason of the forwarder's bye, "" before one.

@@ -30,6 +30,7 @@ type session struct {
 	rw           datachannel.ReadWriteCloser // set when the voice channel opens
 	slotsPending bool
 	ended        bool
+	chanDone     chan struct{} // closed when readChannel returns (the client closed the channel)
 }
 
 // open makes a session for member of room from offer: the PeerConnection, its answer, and the
@@ -45,7 +46,7 @@ func (f *Forwarder) open(ctx context.Context, room signaling.RoomID, member sign
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrServer, err)
 	}
-	s := &session{id: newSessionID(), room: room, member: member, index: idx, listen: listen, pc: pc}
+	s := &session{id: newSessionID(), room: room, member: member, index: idx, listen: listen, pc: pc, chanDone: make(chan struct{})}
 	answer, err := f.negotiate(ctx, s, shape, offer)
 	if err != nil {
 		_ = pc.Close()
@@ -229,15 +230,25 @@ func (f *Forwarder) readTrack(track *webrtc.TrackRemote, p *publisher) {
 // readChannel reads the client's messages on the voice channel.
 func (f *Forwarder) readChannel(s *session, rw datachannel.ReadWriteCloser) {
 	defer f.wg.Done()
+	defer close(s.chanDone)
 	buf := make([]byte, maxMessage+1)
+	broken := false
 	for {
 		n, _, err := rw.ReadDataChannel(buf)
 		if errors.Is(err, io.ErrShortBuffer) || (err == nil && n > maxMessage) {
-			f.post(func() { f.end(s, ByeProtocol) })
-			return
+			// The session ends (bye "protocol"); reading on lets the client's close after the
+			// bye end this loop, which tells the closer the bye arrived.
+			if !broken {
+				broken = true
+				f.post(func() { f.end(s, ByeProtocol) })
+			}
+			continue
 		}
 		if err != nil {
 			return
+		}
+		if broken {
+			continue
 		}
 		muted, err := parseClient(buf[:n])
 		if err != nil {
