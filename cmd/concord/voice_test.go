@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -20,10 +19,10 @@ import (
 func TestServeVoice(t *testing.T) {
 	s := startTestServer(t, serveOptions{dedicatedHost: true, voice: voiceOptions{on: true, radius: 6000, maxSlots: 8, maxBitrate: 64000, maxSessions: 64}})
 	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
+	var out syncBuffer
 	bots := make(chan error, 1)
 	go func() {
-		bots <- cmdBot(ctx, []string{"--server", s.url, "-n", "3", "--voice", "../../testdata/voice/silence.ogg", "--log-level", "error"}, &lockedWriter{w: &out}, io.Discard)
+		bots <- cmdBot(ctx, []string{"--server", s.url, "-n", "3", "--voice", "../../testdata/voice/silence.ogg", "--log-level", "error"}, &out, io.Discard)
 	}()
 	defer func() {
 		cancel()
@@ -70,3 +69,4 @@ func grepLines(s, sub string) string {
 	}
 	return b.String()
 }
+
