@@ -69,4 +69,3 @@ func grepLines(s, sub string) string {
 	}
 	return b.String()
 }
-
