@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/server"
 )
 
 // TestServeVoice: `concord serve` with voice on and `concord bot --voice`: every bot hears the
 // others through the forwarder (positions from the dedicated host's world), counted in /metrics.
 func TestServeVoice(t *testing.T) {
-	s := startTestServer(t, serveOptions{dedicatedHost: true, voice: voiceOptions{on: true, radius: 6000, maxSlots: 8, maxBitrate: 64000, maxSessions: 64}})
+	s := startTestServer(t, server.Options{DedicatedHost: true, Voice: server.Voice{On: true, Radius: 6000}})
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	bots := make(chan error, 1)
@@ -49,7 +50,7 @@ func TestServeVoice(t *testing.T) {
 
 // TestServeVoiceOff: --voice=false answers 503.
 func TestServeVoiceOff(t *testing.T) {
-	s := startTestServer(t, serveOptions{})
+	s := startTestServer(t, server.Options{})
 	resp, err := http.Post(s.url+"/voice/arena?member=a/b", "application/sdp", strings.NewReader("v=0"))
 	if err != nil {
 		t.Fatal(err)

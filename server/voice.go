@@ -1,7 +1,6 @@
-package main
+package server
 
 import (
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,21 +16,20 @@ import (
 	"github.com/concordrtc/concord/voice"
 )
 
-// voiceOptions are serve's voice flags (docs/protocol.md §10).
-type voiceOptions struct {
-	on          bool
-	radius      float64
-	maxSlots    int
-	maxBitrate  int
-	maxSessions int
-}
-
-func (v *voiceOptions) addFlags(fs *flag.FlagSet) {
-	fs.BoolVar(&v.on, "voice", true, "proximity voice: a forwarder at POST /voice/{room} (docs/protocol.md §10)")
-	fs.Float64Var(&v.radius, "voice-radius", voice.DefaultRadius, "voice range around a member's avatar, mm (0: everyone hears everyone)")
-	fs.IntVar(&v.maxSlots, "voice-max-subscriptions", voice.DefaultMaxSlots, "most speakers one member hears at once (its slots)")
-	fs.IntVar(&v.maxBitrate, "voice-max-bitrate", voice.DefaultMaxBitrate, "most bit/s of RTP one member may send; beyond it packets are dropped")
-	fs.IntVar(&v.maxSessions, "voice-max-sessions", voice.DefaultMaxSessions, "most voice sessions in one room")
+// Voice configures the voice forwarder (docs/protocol.md §10). The zero value is off.
+type Voice struct {
+	// On serves POST /voice/{room} (--voice); off, it answers 503.
+	On bool
+	// Radius is the range around a member's avatar, mm (--voice-radius; 0: everyone hears
+	// everyone).
+	Radius float64
+	// MaxSubscriptions bounds a member's slots (--voice-max-subscriptions; 0: voice's default, 8).
+	MaxSubscriptions int
+	// MaxBitrate bounds a publisher's RTP, bit/s (--voice-max-bitrate; 0: voice's default,
+	// 64000; negative: unbounded).
+	MaxBitrate int
+	// MaxSessions bounds the sessions of a room (--voice-max-sessions; 0: voice's default, 64).
+	MaxSessions int
 }
 
 // voiceServer is serve's forwarder with its socket and its followers.
@@ -43,15 +41,15 @@ type voiceServer struct {
 
 // openVoiceSocket opens the forwarder's UDP socket with the dedicated hosts' network settings,
 // before TURN starts (so the relay knows its port). nil when voice is off.
-func openVoiceSocket(o serveOptions, log zerolog.Logger, addr *net.TCPAddr) (*voiceServer, int, error) {
-	if !o.voice.on {
+func openVoiceSocket(o Options, log zerolog.Logger, addr *net.TCPAddr) (*voiceServer, int, error) {
+	if !o.Voice.On {
 		return nil, 0, nil
 	}
 	vo := o
-	if h, _, err := net.SplitHostPort(o.net.udp); err == nil {
-		vo.net.udp = net.JoinHostPort(h, "0") // --udp's port is the first host's
+	if h, _, err := net.SplitHostPort(o.Network.UDP); err == nil {
+		vo.Network.UDP = net.JoinHostPort(h, "0") // --udp's port is the first host's
 	}
-	cfg, err := dedicatedHostConfig(log, vo, signaling.RoomID(o.room), addr)
+	cfg, err := dedicatedHostConfig(log, vo, signaling.RoomID(o.Room), addr)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -69,7 +67,7 @@ func openVoiceSocket(o serveOptions, log zerolog.Logger, addr *net.TCPAddr) (*vo
 
 // start runs the forwarder over signaling sig; rooms hosted here are read from their dedicated
 // host, the others through a follower that dials the server at url.
-func (v *voiceServer) start(s *server, o serveOptions, url string, addr *net.TCPAddr, cfg voice.Config) (http.Handler, error) {
+func (v *voiceServer) start(s *Server, o Options, url string, addr *net.TCPAddr, cfg voice.Config) (http.Handler, error) {
 	if v == nil {
 		return (*voice.Forwarder)(nil).Handler(), nil
 	}
@@ -103,9 +101,9 @@ func (v *voiceServer) start(s *server, o serveOptions, url string, addr *net.TCP
 			}
 			pc.User, pc.Device, pc.Kind = voice.FollowerUser, "forwarder", signaling.KindBot
 			pc.App, pc.Interest = arena.New(arena.Config{}), nil
-			if o.secret != "" {
-				now := time.Now()
-				if pc.Token, err = signaling.IssueToken([]byte(o.secret), signaling.Claims{Room: room, User: pc.User, Device: pc.Device,
+			if o.Secret != "" {
+				now := o.Now()
+				if pc.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{Room: room, User: pc.User, Device: pc.Device,
 					Kind: signaling.KindBot, IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
 					return peer.Config{}, false
 				}
@@ -113,13 +111,7 @@ func (v *voiceServer) start(s *server, o serveOptions, url string, addr *net.TCP
 			return pc, true
 		}}
 	cfg.API, cfg.Flush, cfg.Positions = mapi, v.api.Flush, v.pos
-	cfg.Radius, cfg.MaxSlots, cfg.MaxBitrate, cfg.MaxSessions = o.voice.radius, o.voice.maxSlots, o.voice.maxBitrate, o.voice.maxSessions
-	if o.voice.maxBitrate == 0 {
-		cfg.MaxBitrate = -1
-	}
-	if o.voice.radius < 0 || o.voice.maxSlots < 1 || o.voice.maxSessions < 1 || o.voice.maxBitrate < 0 {
-		return nil, usageError{fmt.Errorf("--voice-radius ≥ 0, --voice-max-subscriptions ≥ 1, --voice-max-sessions ≥ 1, --voice-max-bitrate ≥ 0")}
-	}
+	cfg.Radius, cfg.MaxSlots, cfg.MaxBitrate, cfg.MaxSessions = o.Voice.Radius, o.Voice.MaxSubscriptions, o.Voice.MaxBitrate, o.Voice.MaxSessions
 	if v.f, err = voice.New(cfg); err != nil {
 		return nil, err
 	}
@@ -145,6 +137,14 @@ func scheme(tlsOn bool) string {
 		return "https"
 	}
 	return "http"
+}
+
+// checkVoice checks the voice options (New).
+func checkVoice(v Voice) error {
+	if v.Radius < 0 || v.MaxSubscriptions < 0 || v.MaxSessions < 0 {
+		return optionError(fmt.Errorf("--voice-radius, --voice-max-subscriptions and --voice-max-sessions must not be negative"))
+	}
+	return nil
 }
 
 // loopbackIfAny is addr, with 127.0.0.1 for a wildcard IP: an address this process can dial.
