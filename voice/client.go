@@ -81,7 +81,6 @@ type Client struct {
 	own      *link.API
 	location string
 	mic      *webrtc.TrackLocalStaticRTP
-	micLevel uint8
 	rw       datachannel.ReadWriteCloser
 	wg       sync.WaitGroup
 	done     chan struct{}
