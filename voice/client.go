@@ -46,6 +46,9 @@ type DialConfig struct {
 	Slots int
 	// API is the pion API; default: loopback with a socket per connection, closed with the client.
 	API *webrtc.API
+	// ICEServers are the STUN/TURN servers the connection gathers with (the member's from
+	// signaling, for a client behind a NAT). Default none: host candidates only.
+	ICEServers []webrtc.ICEServer
 	// HTTP client; default http.DefaultClient.
 	HTTP *http.Client
 	// Logger, default disabled.
@@ -130,7 +133,7 @@ func Dial(ctx context.Context, cfg DialConfig) (*Client, error) {
 		}
 		c.own = own
 	}
-	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers})
 	if err != nil {
 		c.closeAPI()
 		return nil, err

@@ -30,6 +30,7 @@ type session struct {
 	rw           datachannel.ReadWriteCloser // set when the voice channel opens
 	slotsPending bool
 	ended        bool
+	muted        bool          // the client's last mute, kept for a microphone track that arrives later
 	chanDone     chan struct{} // closed when readChannel returns (the client closed the channel)
 }
 
@@ -164,6 +165,7 @@ func (f *Forwarder) handlers(s *session) {
 				return
 			}
 			s.pub = p
+			p.muted.Store(s.muted)
 			if r := f.rooms[s.room]; r != nil {
 				f.reselect(r)
 			}
@@ -256,6 +258,7 @@ func (f *Forwarder) readChannel(s *session, rw datachannel.ReadWriteCloser) {
 			continue
 		}
 		f.post(func() {
+			s.muted = muted
 			if s.pub == nil || s.ended {
 				return
 			}
