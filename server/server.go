@@ -385,7 +385,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mux.Handle("/voice/", vh)
+	mux.Handle("/voice/", voiceCORS(origins, vh))
 	if err := pageRoutes(mux, o, origins, log); err != nil {
 		return err
 	}

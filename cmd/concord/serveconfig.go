@@ -48,7 +48,8 @@ var serveGroups = []serveGroup{
 	{"Moderation and the operator (admin routes, logs, this configuration)", []string{
 		"max-bans-per-room", "metrics", "pprof", "log-level", "config", "print-config"}},
 	{"Demo and pages (the arena's dedicated host, a game's own page)", []string{
-		"room", "dedicated-host", "interest-radius", "deltas", "static", "static-csp"}},	{"Voice (the proximity voice forwarder, docs/protocol.md §10)", []string{
+		"room", "dedicated-host", "interest-radius", "deltas", "static", "static-csp"}},
+	{"Voice (the proximity voice forwarder, docs/protocol.md §10)", []string{
 		"voice", "voice-radius", "voice-max-subscriptions", "voice-max-bitrate", "voice-max-sessions"}},
 }
 
