@@ -5,7 +5,8 @@
 // the dedicated hosts of its rooms in the same process — the arena demo's, and the embedding
 // program's own games (Options.Apps) — and optionally keeps rooms durable (Options.Data, an
 // embedded NATS JetStream), joins a cluster (Options.ClusterName, docs/protocol.md §7) and runs
-// a TURN relay (Options.TURN).
+// a TURN relay (Options.TURN) and the proximity voice forwarder at /voice/ (Options.Voice,
+// package voice, docs/protocol.md §10).
 //
 // # Embedding
 //

@@ -167,6 +167,8 @@ type Options struct {
 	// StaticCSP is the Static pages' Content-Security-Policy (--static-csp; "":
 	// web.StaticContentSecurityPolicy).
 	StaticCSP string
+	// Voice is the proximity voice forwarder (--voice, docs/protocol.md §10; zero: off).
+	Voice Voice
 }
 
 // Network is how the dedicated hosts reach the network.

@@ -22,13 +22,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
-	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/cluster"
+	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/turnserver"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/voice"
 )
 
 // maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB).
@@ -100,6 +101,8 @@ type Server struct {
 	placeStop          context.CancelFunc
 	placeDone          chan struct{}
 	hostMu             sync.Mutex // guards, in cluster mode, each dedicated.peer
+
+	voice *voiceServer // nil without Voice.On
 }
 
 // dedicated is a room's dedicated host in this process.
@@ -124,6 +127,9 @@ type dedicated struct {
 func New(o Options) (*Server, error) {
 	o = o.withDefaults()
 	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkVoice(o.Voice); err != nil {
 		return nil, err
 	}
 	s := &Server{o: o, log: o.Logger, reg: o.Registry, failed: make(chan error, 1), checkpointInterval: o.CheckpointInterval}
@@ -248,6 +254,13 @@ func (s *Server) start(ctx context.Context) error {
 			ownPorts = append(ownPorts, ua.Port)
 		}
 	}
+	vs, vport, err := openVoiceSocket(o, log, addr)
+	if err != nil {
+		return err
+	}
+	if s.voice = vs; vs != nil {
+		ownPorts = append(ownPorts, vport)
+	}
 	// TURN credentials live as long as their member: the relay asks signaling, which starts
 	// below (until then no one is a member).
 	var sigRef atomic.Pointer[signaling.Server]
@@ -304,6 +317,7 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	cfg.CheckOrigin = origins.allowed
 	cfg.Registerer = reg
+	cfg.Followers = append(cfg.Followers, voice.FollowerUser)
 	if o.Secret != "" {
 		cfg.Secret = []byte(o.Secret)
 	}
@@ -371,6 +385,12 @@ func (s *Server) start(ctx context.Context) error {
 		mux.Handle("/debug/pprof/symbol", admin(http.HandlerFunc(pprof.Symbol)))
 		mux.Handle("/debug/pprof/trace", admin(http.HandlerFunc(pprof.Trace)))
 	}
+	vh, err := s.voice.start(s, o, scheme(tlsCfg != nil)+"://"+loopbackIfAny(addr), addr, voice.Config{Members: s.sig, Secret: cfg.Secret,
+		Registerer: reg, Logger: log.With().Str("component", "voice").Logger()})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/voice/", voiceCORS(origins, vh))
 	if err := pageRoutes(mux, o, origins, log); err != nil {
 		return err
 	}
@@ -469,8 +489,9 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 	if err != nil {
 		return err
 	}
+	s.hostServer = server // the voice forwarder's followers dial it too
 	if s.node != nil {
-		s.hostServer, s.secret = server, o.Secret
+		s.secret = o.Secret
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		s.placeStop, s.placeDone = cancel, make(chan struct{})
 		go func() {
@@ -692,6 +713,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 		}
 	}
 	s.goes.Wait() // the serving goroutines, whose Serve the Shutdown (or Close) ended
+	s.voice.close()
 	if s.turn != nil {
 		_ = s.turn.Close()
 	}

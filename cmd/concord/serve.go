@@ -135,6 +135,7 @@ func serveFlags(fs *flag.FlagSet, o *server.Options) (finish func() error, logLe
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.Var(&origins, "origin", "ORIGIN[,ORIGIN…]: web origins (https://game.example.com, or a bare host) allowed to open /ws besides the server's own host; * allows any")
 	fs.BoolVar(&o.Pprof, "pprof", false, "serve /debug/pprof (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
+	voiceFlags(fs, &o.Voice)
 	fs.BoolVar(&o.Metrics, "metrics", true, "serve Prometheus metrics at /metrics (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
 	fs.DurationVar(&o.HSTSMaxAge, "hsts-max-age", server.DefaultHSTSMaxAge, "with --tls-cert: Strict-Transport-Security max-age of every HTTPS response (0: no header)")
 	fs.StringVar(&o.Static, "static", "", "serve this directory (a game's page and assets) at / instead of the arena demo; the client stays at /concord/js/; implies --dedicated-host=false unless given")
