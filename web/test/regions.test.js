@@ -1,0 +1,139 @@
+// The pure parts of the world client (regions.js): region math, the directory's checks, the
+// follow plan, the merge of avatars (one per owner, the resident region's copy preferred) and the
+// replay queue.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  regionAt, regionsInView, roomName, parseRoomName, parseDirectory, followPlan, mergeAvatars,
+  ReplayQueue, regionOrigin, cellKey,
+} from '../static/js/regions.js';
+
+const tiles = { cols: 8, rows: 8, regionSize: 16000 };
+
+test('regionAt: the region a position lies in, borders belong to the region after them', () => {
+  assert.deepEqual(regionAt(tiles, { x: 0, y: 0 }), { x: 0, y: 0 });
+  assert.deepEqual(regionAt(tiles, { x: 15999, y: 15999 }), { x: 0, y: 0 });
+  assert.deepEqual(regionAt(tiles, { x: 16000, y: 15999 }), { x: 1, y: 0 });
+  assert.deepEqual(regionAt(tiles, { x: 16000, y: 16000 }), { x: 1, y: 1 });
+  assert.deepEqual(regionAt(tiles, { x: 127999, y: 127999 }), { x: 7, y: 7 });
+  assert.equal(regionAt(tiles, { x: 128000, y: 0 }), null);
+  assert.equal(regionAt(tiles, { x: -1, y: 0 }), null);
+  assert.equal(regionAt(tiles, { x: 0, y: -1 }), null);
+  assert.equal(regionAt(tiles, { x: NaN, y: 0 }), null);
+  assert.deepEqual(regionOrigin(tiles, { x: 3, y: 5 }), { x: 48000, y: 80000 });
+});
+
+test('regionsInView: the square of view distance around a region, clipped, own region first', () => {
+  const mid = regionsInView(tiles, { x: 3, y: 3 }, 1);
+  assert.equal(mid.length, 9);
+  assert.deepEqual(mid[0], { x: 3, y: 3 });
+  assert.deepEqual(new Set(mid.map(cellKey)), new Set(['2,2', '3,2', '4,2', '2,3', '3,3', '4,3', '2,4', '3,4', '4,4']));
+  const corner = regionsInView(tiles, { x: 0, y: 0 }, 1);
+  assert.deepEqual(corner, [{ x: 0, y: 0 }, { x: 1, y: 0 }, { x: 0, y: 1 }, { x: 1, y: 1 }]);
+  assert.deepEqual(regionsInView(tiles, { x: 7, y: 7 }, 0), [{ x: 7, y: 7 }]);
+  assert.equal(regionsInView(tiles, { x: 4, y: 4 }, 2).length, 25);
+  // The distance is bounded whatever a directory says.
+  assert.equal(regionsInView({ cols: 100, rows: 100 }, { x: 50, y: 50 }, 1000).length, 81);
+  // Sorted by distance: the eight neighbours before the ring at distance 2.
+  const two = regionsInView(tiles, { x: 4, y: 4 }, 2);
+  for (let i = 1; i < 9; i++) assert.ok(Math.max(Math.abs(two[i].x - 4), Math.abs(two[i].y - 4)) === 1);
+});
+
+test('followPlan: join the regions that came into view, leave those out of it', () => {
+  const have = regionsInView(tiles, { x: 2, y: 2 }, 1).map(cellKey);
+  const p = followPlan(tiles, { x: 3, y: 2 }, 1, have);
+  assert.deepEqual(p.join.map(cellKey).sort(), ['4,1', '4,2', '4,3']);
+  assert.deepEqual(p.leave.sort(), ['1,1', '1,2', '1,3']);
+  assert.equal(p.want.length, 9);
+  const same = followPlan(tiles, { x: 2, y: 2 }, 1, have);
+  assert.deepEqual([same.join, same.leave], [[], []]);
+});
+
+test('room names: W.x.y both ways', () => {
+  assert.equal(roomName('tiles', 3, 7), 'tiles.3.7');
+  assert.deepEqual(parseRoomName('tiles', 'tiles.3.7'), { x: 3, y: 7 });
+  assert.deepEqual(parseRoomName('a.b', 'a.b.0.12'), { x: 0, y: 12 });
+  for (const bad of ['tiles', 'tiles.3', 'tiles.3.7.1', 'other.3.7', 'tiles.-1.2', 'tiles.x.2', 'tilesX3.7']) {
+    assert.equal(parseRoomName('tiles', bad), null, bad);
+  }
+});
+
+test('parseDirectory: checks the shape and fills what may be left out', () => {
+  const d = parseDirectory({
+    world: 'tiles', cols: 8, rows: 8, regionSize: 16000,
+    regions: [{ x: 1, y: 2, room: 'tiles.1.2', node: 'n1', loaded: true }, { x: 0, y: 0 }],
+  });
+  assert.equal(d.view, 1);
+  assert.deepEqual(d.regions[0], { x: 1, y: 2, room: 'tiles.1.2', node: 'n1', loaded: true });
+  assert.deepEqual(d.regions[1], { x: 0, y: 0, room: 'tiles.0.0', node: '', loaded: false });
+  const base = { world: 'tiles', cols: 8, rows: 8, regionSize: 16000, view: 1, regions: [] };
+  for (const [what, bad] of /** @type {[string, any][]} */ ([
+    ['null', null],
+    ['no world', { ...base, world: '' }],
+    ['zero cols', { ...base, cols: 0 }],
+    ['huge grid', { ...base, cols: 1 << 20 }],
+    ['fractional size', { ...base, regionSize: 1.5 }],
+    ['past int32', { ...base, cols: 1000, regionSize: 1 << 22 }],
+    ['view too far', { ...base, view: 99 }],
+    ['regions not a list', { ...base, regions: {} }],
+    ['region outside', { ...base, regions: [{ x: 8, y: 0 }] }],
+    ['region negative', { ...base, regions: [{ x: 0, y: -1 }] }],
+  ])) {
+    assert.throws(() => parseDirectory(bad), TypeError, what);
+  }
+});
+
+test('mergeAvatars: one avatar per owner, the resident region\'s copy first, then the newest', () => {
+  const c = (/** @type {string} */ region, /** @type {number} */ entity, /** @type {string} */ owner, /** @type {boolean} */ resident, /** @type {number} */ seen) => ({ region, entity, owner, resident, seen });
+  // During a handover both regions hold ann: the destination (resident) wins, whichever came first.
+  let m = mergeAvatars([c('0,0', 600, 'ann/a', false, 1), c('1,0', 512, 'ann/a', true, 2), c('0,0', 601, 'bob/b', true, 1)]);
+  assert.deepEqual(m.map((x) => [x.owner, x.region, x.entity]), [['ann/a', '1,0', 512], ['bob/b', '0,0', 601]]);
+  m = mergeAvatars([c('1,0', 512, 'ann/a', true, 2), c('0,0', 600, 'ann/a', false, 9)]);
+  assert.deepEqual(m.map((x) => x.region), ['1,0']);
+  // Neither copy is resident (the client has not heard the new authority yet): the newer one, the
+  // destination's, which appears before the source's copy goes.
+  m = mergeAvatars([c('0,0', 600, 'ann/a', false, 1), c('1,0', 512, 'ann/a', false, 5)]);
+  assert.deepEqual(m.map((x) => x.region), ['1,0']);
+  // Equal in everything: the lower region key, whatever the order they come in.
+  const a = mergeAvatars([c('1,0', 1, 'x', false, 1), c('0,1', 2, 'x', false, 1)]);
+  const b = mergeAvatars([c('0,1', 2, 'x', false, 1), c('1,0', 1, 'x', false, 1)]);
+  assert.deepEqual(a, b);
+  assert.equal(a[0].region, '0,1');
+  // Copies without an owner stay apart.
+  assert.equal(mergeAvatars([c('0,0', 1, '', false, 1), c('0,0', 2, '', false, 1), c('1,0', 1, '', false, 1)]).length, 3);
+  // Never two for an owner, never none, whatever the copies.
+  for (let seed = 1; seed < 200; seed++) {
+    const owners = ['a', 'b', 'c'];
+    const copies = [];
+    for (let i = 0; i < (seed % 7) + 1; i++) copies.push(c(`${i % 3},0`, i, owners[(seed * (i + 1)) % 3], ((seed >> i) & 1) === 1, (seed * 31 + i) % 5));
+    const out = mergeAvatars(copies);
+    assert.deepEqual(out.map((x) => x.owner), [...new Set(copies.map((x) => x.owner))].sort());
+    for (const o of out) {
+      const mine = copies.filter((x) => x.owner === o.owner);
+      if (mine.some((x) => x.resident)) assert.ok(o.resident, `seed ${seed}: a resident copy existed`);
+    }
+  }
+});
+
+test('ReplayQueue: numbers inputs, acks drop the prefix, pending replays the rest in order', () => {
+  /** @type {ReplayQueue<string>} */
+  const q = new ReplayQueue(4);
+  assert.equal(q.push('a'), 1);
+  assert.equal(q.push('b'), 2);
+  assert.equal(q.push('c'), 3);
+  q.ack(1);
+  assert.deepEqual(q.pending().map((p) => p.input), ['b', 'c']);
+  q.ack(1); // again: nothing
+  q.ack(0);
+  assert.equal(q.size, 2);
+  q.ack(99); // past what was sent: everything sent so far, not inputs still to come
+  assert.equal(q.size, 0);
+  assert.equal(q.push('d'), 4);
+  assert.deepEqual(q.pending(), [{ seq: 4, input: 'd' }]);
+  // Bounded: the oldest go first.
+  for (const s of ['e', 'f', 'g', 'h', 'i']) q.push(s);
+  assert.deepEqual(q.pending().map((p) => p.input), ['f', 'g', 'h', 'i']);
+  assert.equal(q.dropped, 2);
+  q.ack(7);
+  assert.deepEqual(q.pending().map((p) => p.seq), [8, 9]);
+});
