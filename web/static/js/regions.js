@@ -78,7 +78,13 @@ export const cellKey = (c) => `${c.x},${c.y}`;
 export function parseDirectory(v) {
   if (!v || typeof v !== 'object') throw new TypeError('directory: not an object');
   const d = /** @type {Record<string, unknown>} */ (v);
-  const int = (/** @type {string} */ name, /** @type {number} */ lo, /** @type {number} */ hi, /** @type {number=} */ dflt) => {
+  /**
+   * @param {string} name
+   * @param {number} lo
+   * @param {number} hi
+   * @param {number} [dflt]
+   */
+  const int = (name, lo, hi, dflt) => {
     const x = d[name] === undefined ? dflt : d[name];
     if (typeof x !== 'number' || !Number.isInteger(x) || x < lo || x > hi) throw new TypeError(`directory: ${name} is ${JSON.stringify(x)}, want an integer in [${lo}, ${hi}]`);
     return x;
