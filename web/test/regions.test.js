@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   regionAt, regionsInView, roomName, parseRoomName, parseDirectory, followPlan, mergeAvatars,
-  ReplayQueue, regionOrigin, cellKey,
+  ReplayQueue, regionOrigin, cellKey, generationOf, parseResident, encodeResident, parseAck, encodeInput,
+  MSG_RESIDENT, MSG_ACK, ACTION_INPUT, MAX_PENDING_INPUTS,
 } from '../static/js/regions.js';
 
 const tiles = { cols: 8, rows: 8, regionSize: 16000 };
@@ -83,39 +84,36 @@ test('parseDirectory: checks the shape and fills what may be left out', () => {
   }
 });
 
-test('mergeAvatars: one avatar per owner, the resident region\'s copy first, then the newest', () => {
-  const c = (/** @type {string} */ region, /** @type {number} */ entity, /** @type {string} */ owner, /** @type {boolean} */ resident, /** @type {number} */ seen) => ({ region, entity, owner, resident, seen });
-  // During a handover both regions hold ann: the destination (resident) wins, whichever came first.
-  let m = mergeAvatars([c('0,0', 600, 'ann/a', false, 1), c('1,0', 512, 'ann/a', true, 2), c('0,0', 601, 'bob/b', true, 1)]);
-  assert.deepEqual(m.map((x) => [x.owner, x.region, x.entity]), [['ann/a', '1,0', 512], ['bob/b', '0,0', 601]]);
-  m = mergeAvatars([c('1,0', 512, 'ann/a', true, 2), c('0,0', 600, 'ann/a', false, 9)]);
-  assert.deepEqual(m.map((x) => x.region), ['1,0']);
-  // Neither copy is resident (the client has not heard the new authority yet): the newer one, the
-  // destination's, which appears before the source's copy goes.
-  m = mergeAvatars([c('0,0', 600, 'ann/a', false, 1), c('1,0', 512, 'ann/a', false, 5)]);
-  assert.deepEqual(m.map((x) => x.region), ['1,0']);
-  // Equal in everything: the lower region key, whatever the order they come in.
-  const a = mergeAvatars([c('1,0', 1, 'x', false, 1), c('0,1', 2, 'x', false, 1)]);
-  const b = mergeAvatars([c('0,1', 2, 'x', false, 1), c('1,0', 1, 'x', false, 1)]);
+test('mergeAvatars: one avatar per owner, the resident region\'s copy (highest generation) first', () => {
+  const c = (/** @type {string} */ room, /** @type {number} */ entity, /** @type {string} */ owner, /** @type {number} */ gen) => ({ room, entity, owner, gen });
+  // During a handover both regions hold ann: the destination's copy (generation + 1) wins,
+  // whichever order the copies come in.
+  let m = mergeAvatars([c('tiles.0.0', 600, 'ann/a', 3), c('tiles.1.0', 512, 'ann/a', 4), c('tiles.0.0', 601, 'bob/b', 1)]);
+  assert.deepEqual(m.map((x) => [x.owner, x.room, x.entity]), [['ann/a', 'tiles.1.0', 512], ['bob/b', 'tiles.0.0', 601]]);
+  m = mergeAvatars([c('tiles.1.0', 512, 'ann/a', 4), c('tiles.0.0', 600, 'ann/a', 3)]);
+  assert.deepEqual(m.map((x) => x.room), ['tiles.1.0']);
+  // Equal generations (never from honest hosts): the lowest room name, whatever the order.
+  const a = mergeAvatars([c('tiles.1.0', 1, 'x', 2), c('tiles.0.1', 2, 'x', 2)]);
+  const b = mergeAvatars([c('tiles.0.1', 2, 'x', 2), c('tiles.1.0', 1, 'x', 2)]);
   assert.deepEqual(a, b);
-  assert.equal(a[0].region, '0,1');
+  assert.equal(a[0].room, 'tiles.0.1');
   // Copies without an owner stay apart.
-  assert.equal(mergeAvatars([c('0,0', 1, '', false, 1), c('0,0', 2, '', false, 1), c('1,0', 1, '', false, 1)]).length, 3);
-  // Never two for an owner, never none, whatever the copies.
+  assert.equal(mergeAvatars([c('r', 1, '', 1), c('r', 2, '', 1), c('s', 1, '', 1)]).length, 3);
+  // Never two for an owner, never none, and always one of the highest generation.
   for (let seed = 1; seed < 200; seed++) {
     const owners = ['a', 'b', 'c'];
     const copies = [];
-    for (let i = 0; i < (seed % 7) + 1; i++) copies.push(c(`${i % 3},0`, i, owners[(seed * (i + 1)) % 3], ((seed >> i) & 1) === 1, (seed * 31 + i) % 5));
+    for (let i = 0; i < (seed % 7) + 1; i++) copies.push(c(`w.${i % 3}.0`, i, owners[(seed * (i + 1)) % 3], (seed * 31 + i) % 5));
     const out = mergeAvatars(copies);
     assert.deepEqual(out.map((x) => x.owner), [...new Set(copies.map((x) => x.owner))].sort());
-    for (const o of out) {
-      const mine = copies.filter((x) => x.owner === o.owner);
-      if (mine.some((x) => x.resident)) assert.ok(o.resident, `seed ${seed}: a resident copy existed`);
-    }
+    for (const o of out) assert.equal(o.gen, Math.max(...copies.filter((x) => x.owner === o.owner).map((x) => x.gen)), `seed ${seed}`);
   }
+  assert.equal(generationOf(new Uint8Array([4, 1, 0, 0])), 260);
+  assert.equal(generationOf(new Uint8Array(0)), 0);
+  assert.equal(generationOf(undefined), 0);
 });
 
-test('ReplayQueue: numbers inputs, acks drop the prefix, pending replays the rest in order', () => {
+test('ReplayQueue: numbers inputs, acks drop the prefix, above lists the rest in order, full refuses', () => {
   /** @type {ReplayQueue<string>} */
   const q = new ReplayQueue(4);
   assert.equal(q.push('a'), 1);
@@ -123,6 +121,7 @@ test('ReplayQueue: numbers inputs, acks drop the prefix, pending replays the res
   assert.equal(q.push('c'), 3);
   q.ack(1);
   assert.deepEqual(q.pending().map((p) => p.input), ['b', 'c']);
+  assert.deepEqual(q.above(2).map((p) => p.input), ['c']);
   q.ack(1); // again: nothing
   q.ack(0);
   assert.equal(q.size, 2);
@@ -130,10 +129,24 @@ test('ReplayQueue: numbers inputs, acks drop the prefix, pending replays the res
   assert.equal(q.size, 0);
   assert.equal(q.push('d'), 4);
   assert.deepEqual(q.pending(), [{ seq: 4, input: 'd' }]);
-  // Bounded: the oldest go first.
-  for (const s of ['e', 'f', 'g', 'h', 'i']) q.push(s);
-  assert.deepEqual(q.pending().map((p) => p.input), ['f', 'g', 'h', 'i']);
-  assert.equal(q.dropped, 2);
-  q.ack(7);
-  assert.deepEqual(q.pending().map((p) => p.seq), [8, 9]);
+  // Bounded: past max unacknowledged inputs the next is refused, and numbers stay dense.
+  for (const s of ['e', 'f', 'g']) assert.ok(q.push(s) > 0);
+  assert.equal(q.push('h'), 0);
+  assert.equal(q.refused, 1);
+  q.ack(5);
+  assert.equal(q.push('i'), 8);
+  assert.deepEqual(q.pending().map((p) => p.seq), [6, 7, 8]);
+  assert.equal(new ReplayQueue().max, MAX_PENDING_INPUTS);
+});
+
+test('world messages: resident, ack and input payloads', () => {
+  const r = { x: 7, y: 3, gen: 0x01020304, ack: 0xfffffffe };
+  assert.deepEqual(parseResident(encodeResident(r)), r);
+  assert.deepEqual([...encodeResident({ x: 1, y: 2, gen: 3, ack: 4 })], [1, 0, 2, 0, 3, 0, 0, 0, 4, 0, 0, 0]);
+  assert.equal(parseResident(new Uint8Array(11)), null);
+  assert.equal(parseResident(new Uint8Array(13)), null);
+  assert.equal(parseAck(new Uint8Array([5, 0, 0, 1])), 0x01000005);
+  assert.equal(parseAck(new Uint8Array(3)), null);
+  assert.deepEqual([...encodeInput(258, new Uint8Array([1, 9]))], [2, 1, 0, 0, 1, 9]);
+  assert.deepEqual([MSG_RESIDENT, MSG_ACK, ACTION_INPUT], [250, 251, 0x7f000001]);
 });

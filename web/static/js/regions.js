@@ -179,25 +179,91 @@ export function followPlan(g, c, view, followed) {
   };
 }
 
+/** The world's application messages (docs/protocol.md §11 "World messages"). */
+export const MSG_RESIDENT = 250;
+export const MSG_ACK = 251;
+/** The TRNP Action type of a player's input: seq u32 LE | the app's data. */
+export const ACTION_INPUT = 0x7f000001;
+/** The most inputs a client keeps unacknowledged; one more is refused locally. */
+export const MAX_PENDING_INPUTS = 256;
+/** The largest app data of an input (MaxAction − 4). */
+export const MAX_INPUT_DATA = (4 << 10) - 4;
+
 /**
- * One region's copy of an avatar, as the merge sees it: the region (cell key) and entity, the
- * player it belongs to (its `owner` property), whether the player is resident in that region (the
- * copy is the one it writes), and when this client first saw the copy (a handover shows the
- * destination's copy before the source deletes its own, so the newer copy is the destination's).
+ * A `resident` message: the player is resident in region (x, y) with avatar generation gen, and its
+ * inputs up to ack are applied. null for a malformed payload.
+ * @param {Uint8Array} b
+ * @returns {{x: number, y: number, gen: number, ack: number} | null}
+ */
+export function parseResident(b) {
+  if (b.length !== 12) return null;
+  const dv = new DataView(b.buffer, b.byteOffset, b.length);
+  return { x: dv.getUint16(0, true), y: dv.getUint16(2, true), gen: dv.getUint32(4, true), ack: dv.getUint32(8, true) };
+}
+
+/**
+ * Encodes a `resident` message (for tests and tools).
+ * @param {{x: number, y: number, gen: number, ack: number}} m
+ */
+export function encodeResident(m) {
+  const b = new Uint8Array(12);
+  const dv = new DataView(b.buffer);
+  dv.setUint16(0, m.x, true);
+  dv.setUint16(2, m.y, true);
+  dv.setUint32(4, m.gen >>> 0, true);
+  dv.setUint32(8, m.ack >>> 0, true);
+  return b;
+}
+
+/**
+ * An `ack` message's sequence number, or null for a malformed payload.
+ * @param {Uint8Array} b
+ */
+export function parseAck(b) {
+  if (b.length !== 4) return null;
+  return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
+}
+
+/**
+ * An input Action's data: seq u32 LE, then the app's data.
+ * @param {number} seq
+ * @param {Uint8Array} data
+ */
+export function encodeInput(seq, data) {
+  const b = new Uint8Array(4 + data.length);
+  new DataView(b.buffer).setUint32(0, seq >>> 0, true);
+  b.set(data, 4);
+  return b;
+}
+
+/**
+ * An avatar's handover generation: its creation data, a u32 LE (0 when it is not one).
+ * @param {Uint8Array | undefined} creation
+ */
+export function generationOf(creation) {
+  if (!creation || creation.length !== 4) return 0;
+  return new DataView(creation.buffer, creation.byteOffset, 4).getUint32(0, true);
+}
+
+/**
+ * One region's copy of an avatar, as the merge sees it: the room that holds it and the entity, the
+ * player it belongs to (its `owner` property) and its handover generation (one more at each
+ * handover: the copy of the region the player is resident in has the highest).
  * @template T
  * @typedef {object} AvatarCopy
- * @property {string} region
+ * @property {string} room
  * @property {number} entity
  * @property {string} owner
- * @property {boolean} resident
- * @property {number} seen
+ * @property {number} gen
  * @property {T} [value]
  */
 
 /**
- * Merges the avatar copies of several regions into one per owner: the copy of the region the
- * owner is resident in, else the newest, else (equal) the lowest region key. Copies without an
- * owner are kept each on its own (keyed by region and entity). The result is sorted by owner.
+ * Merges the avatar copies of several regions into one per owner: the copy with the highest
+ * generation — the region the player is resident in, which holds its copy before the source of a
+ * handover lets go of its own — and for equal generations (which honest hosts never produce) the
+ * one of the lowest room name. Copies without an owner are kept each on its own. The result is
+ * sorted by owner.
  * @template T
  * @param {Iterable<AvatarCopy<T>>} copies
  * @returns {AvatarCopy<T>[]}
@@ -206,60 +272,49 @@ export function mergeAvatars(copies) {
   /** @type {Map<string, AvatarCopy<T>>} */
   const best = new Map();
   for (const c of copies) {
-    const key = c.owner || `\u0000${c.region}#${c.entity}`;
+    const key = c.owner || `\u0000${c.room}#${c.entity}`;
     const cur = best.get(key);
-    if (!cur || better(c, cur)) best.set(key, c);
+    if (!cur || c.gen > cur.gen || (c.gen === cur.gen && (c.room < cur.room || (c.room === cur.room && c.entity < cur.entity)))) best.set(key, c);
   }
   return [...best.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((e) => e[1]);
 }
 
 /**
- * @template T
- * @param {AvatarCopy<T>} a
- * @param {AvatarCopy<T>} b
- */
-function better(a, b) {
-  if (a.resident !== b.resident) return a.resident;
-  if (a.seen !== b.seen) return a.seen > b.seen;
-  return a.region < b.region;
-}
-
-/**
- * ReplayQueue keeps a player's inputs until the region that holds its avatar acknowledges them, so
- * that a border crossing can replay the rest to the new region: push() numbers an input, ack(seq)
- * drops it and every earlier one, pending() lists the rest, oldest first. It holds at most max
- * inputs: past that the oldest are dropped (counted in dropped) — a player cut off for that long
- * has its newest intent kept, not its oldest.
+ * ReplayQueue keeps a player's inputs until the region it is resident in acknowledges them, so
+ * that after a handover the rest can be sent again to the new region: push() numbers an input
+ * (1, 2, …), ack(seq) drops it and every earlier one, above(seq) lists the ones after seq, oldest
+ * first. It holds at most max inputs: one more is refused (push returns 0) — the host has not
+ * acknowledged anything for that long, and the player's intent must not pile up.
  * @template T
  */
 export class ReplayQueue {
   /** @param {number} [max] */
-  constructor(max = 256) {
+  constructor(max = MAX_PENDING_INPUTS) {
     this.max = Math.max(1, max);
     /** @type {{seq: number, input: T}[]} */
     this.q = [];
     this.next = 1;
     this.acked = 0;
-    this.dropped = 0;
+    this.refused = 0;
   }
 
   /**
-   * Queues input and returns its sequence number (1, 2, …).
+   * Queues input and returns its sequence number, or 0 when the queue is full.
    * @param {T} input
    */
   push(input) {
+    if (this.q.length >= this.max) {
+      this.refused++;
+      return 0;
+    }
     const seq = this.next++;
     this.q.push({ seq, input });
-    if (this.q.length > this.max) {
-      const n = this.q.length - this.max;
-      this.q.splice(0, n);
-      this.dropped += n;
-    }
     return seq;
   }
 
   /**
-   * Acknowledges every input up to seq; an old or unknown seq changes nothing.
+   * Acknowledges every input up to seq; an old seq changes nothing, one past the last input
+   * acknowledges what there is (a host never acknowledges inputs it was not sent).
    * @param {number} seq
    */
   ack(seq) {
@@ -270,7 +325,13 @@ export class ReplayQueue {
     if (i > 0) this.q.splice(0, i);
   }
 
-  /** The inputs not yet acknowledged, oldest first. */
+  /**
+   * The unacknowledged inputs after seq, oldest first.
+   * @param {number} seq
+   */
+  above(seq) { return this.q.filter((it) => it.seq > seq); }
+
+  /** The unacknowledged inputs, oldest first. */
   pending() { return this.q.slice(); }
 
   get size() { return this.q.length; }
