@@ -668,6 +668,115 @@ scenario('cross-origin-refused', async (env) => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// A world of regions (docs/protocol.md §11): the demo world `tiles` of `serve --world tiles`.
+
+/** Opens the world page as user, first joining region (x, y), and waits until a host says where it is resident. */
+async function worldPage(env, user, x, y) {
+  const page = await env.tab(user);
+  await page.goto(`${env.url}/world.html?world=tiles&user=${encodeURIComponent(user)}&x=${x}&y=${y}`);
+  await waitFor(`${user} to be resident somewhere`, 20000, () => page.evaluate(() => !!window.concord && !!window.concord.status().resident));
+  return page;
+}
+
+/** What a world page sees: its status, and per owner how many avatars it draws and where. */
+const worldView = (page) => page.evaluate(() => {
+  const c = window.concord;
+  const count = {};
+  const at = {};
+  for (const p of c.players()) {
+    count[p.owner] = (count[p.owner] || 0) + 1;
+    at[p.owner] = { room: p.room, gen: p.gen, x: p.pos.x, y: p.pos.y };
+  }
+  const rooms = {};
+  for (const k of c.copies()) (rooms[k.owner] ||= new Set()).add(k.room);
+  const twice = Object.entries(rooms).filter(([, s]) => s.size > 1).map(([o]) => o);
+  return { st: c.status(), count, at, twice };
+});
+
+scenario('world-tiles', async (env) => {
+  await env.serve(['--world', 'tiles']);
+  // ann starts in (3, 3), bob in (4, 3): a first arrival stands in the middle of its region, 8 m
+  // from the border between them.
+  const ann = await worldPage(env, 'ann', 3, 3);
+  const bob = await worldPage(env, 'bob', 4, 3);
+  const annID = (await worldView(ann)).st.self;
+  const bobID = (await worldView(bob)).st.self;
+  const res = (v) => v.st.resident && `${v.st.resident.x},${v.st.resident.y}`;
+  check(res(await worldView(ann)) === '3,3' && res(await worldView(bob)) === '4,3', 'ann and bob are not resident where they arrived');
+  // Each sees the other across the border, once the neighbour's room is joined.
+  await waitFor('ann and bob to see each other across the border', 20000, async () => {
+    const a = await worldView(ann);
+    const b = await worldView(bob);
+    return a.count[bobID] === 1 && b.count[annID] === 1;
+  }, 100);
+
+  // Both walk across the border at once (ann right, bob left) while both pages are sampled: every
+  // sample shows exactly one avatar of each player.
+  let samples = 0;
+  let handovers = 0; // samples in which some region pair held a player's avatar twice (the merge at work)
+  const bad = [];
+  let walking = true;
+  const sampler = (async () => {
+    while (walking) {
+      for (const [who, page] of [['ann', ann], ['bob', bob]]) {
+        const v = await worldView(page);
+        samples++;
+        if (v.twice.length) handovers++;
+        for (const id of [annID, bobID]) if (v.count[id] !== 1) bad.push(`${who} drew ${v.count[id] || 0} avatars of ${id} (at ${JSON.stringify(v.at[id])})`);
+      }
+    }
+  })();
+  const cross = async (page, key, want) => {
+    await page.locator('#world').focus();
+    await page.keyboard.down(key);
+    try {
+      await waitFor(`a crossing into ${want}`, 20000, async () => res(await worldView(page)) === want, 50);
+      // A little past the border, so that the next check is not a walk back.
+      const x0 = (await worldView(page)).at[(await worldView(page)).st.self].x;
+      await waitFor('a step past the border', 5000, async () => {
+        const v = await worldView(page);
+        return Math.abs(v.at[v.st.self].x - x0) >= 1000;
+      }, 50);
+    } finally {
+      await page.keyboard.up(key);
+    }
+  };
+  try {
+    await Promise.all([cross(ann, 'KeyD', '4,3'), cross(bob, 'KeyA', '3,3')]);
+  } finally {
+    walking = false;
+    await sampler;
+  }
+  check(bad.length === 0, `merged views broke during the crossings (${bad.length} of ${samples} samples): ${bad.slice(0, 3).join('; ')}`);
+  const a = await worldView(ann);
+  const b = await worldView(bob);
+  check(a.st.crossings >= 1 && b.st.crossings >= 1, `crossings: ann ${a.st.crossings}, bob ${b.st.crossings}`);
+  check(a.at[annID].room === 'tiles.4.3' && a.at[annID].gen >= 2, `ann's own avatar: ${JSON.stringify(a.at[annID])}`);
+  check(a.count[bobID] === 1 && b.count[annID] === 1, 'after the crossings ann and bob do not see each other');
+  // Every input reached a host: nothing waits unacknowledged once the walk has stopped.
+  await waitFor('no input to wait for an ack', 5000, async () => (await worldView(ann)).st.pending === 0 && (await worldView(bob)).st.pending === 0, 100);
+
+  // ann places a block next to her on a tile of her region; it is still there after a reload.
+  const me = (await worldView(ann)).at[annID];
+  const tx = Math.max(64, Math.floor(me.x / 1000) + 1);
+  const ty = Math.floor(me.y / 1000);
+  const before = await ann.evaluate(([x, y]) => window.concord.blocks().find((k) => k.x === x && k.y === y), [tx, ty]);
+  const kind = before && before.kind === 5 ? 6 : 5;
+  await ann.evaluate(([x, y, k]) => window.concord.place(x, y, k), [tx, ty, kind]);
+  const hasBlock = (page) => page.evaluate(([x, y, k]) => window.concord.blocks().some((b) => b.x === x && b.y === y && b.kind === k), [tx, ty, kind]);
+  await waitFor(`ann's block on tile ${tx},${ty}`, 10000, () => hasBlock(ann), 100);
+  await waitFor(`bob to see ann's block`, 10000, () => hasBlock(bob), 100);
+  await ann.reload();
+  await waitFor('ann to be back, resident', 20000, () => ann.evaluate(() => !!window.concord && !!window.concord.status().resident));
+  await waitFor(`ann's block after the reload`, 20000, () => hasBlock(ann), 100);
+  const back = await worldView(ann);
+  check(back.st.self === annID, `ann came back as ${back.st.self}, not ${annID}`);
+  return `ann and bob saw each other across the border; crossed it both at once (${a.st.crossings}/${b.st.crossings} crossings), ` +
+    `${samples} samples with one avatar per player (${handovers} during a handover with two copies); ` +
+    `ann's block on ${tx},${ty} was there after a reload (ann back in ${res(back)})`;
+});
+
+// ---------------------------------------------------------------------------------------------
 
 process.exit(await runScenarios(scenarios, (name) => new Env(name), 120000, async (name, env) => {
   if (!env.context) return;
