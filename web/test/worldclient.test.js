@@ -156,7 +156,7 @@ test('WorldClient: follows the view of its resident region, sends inputs there o
   assert.equal(c.crossings, 1);
 });
 
-test('WorldClient: the source naming the destination is a crossing too; a later word of the same generation is not', async (t) => {
+test('WorldClient: the source naming the destination is a crossing too; older words and generation-0 words are not', async (t) => {
   const { c, rooms } = setup(t);
   await c.start();
   const src = rooms.get('tiles.3.3');
@@ -171,6 +171,14 @@ test('WorldClient: the source naming the destination is a crossing too; a later 
   // A neighbour's word of an older generation does not take the player back.
   rooms.get('tiles.2.3').hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 5, ack: 1 }));
   assert.deepEqual(c.resident, { x: 3, y: 4 });
+  // The new region's host told the player, while it was only watching, where it was resident
+  // then (generation 0); that word, repeated after the player arrived, changes nothing.
+  rooms.get('tiles.3.4').hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 0, ack: 0 }));
+  assert.deepEqual(c.resident, { x: 3, y: 4 });
+  // The destination's own word, generation 6 as the source said: acknowledgements only.
+  rooms.get('tiles.3.4').hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 4, gen: 6, ack: 2 }));
+  assert.equal(c.queue.size, 0);
+  assert.equal(c.crossings, 1);
   // Only the host's messages count: a member's relayed message is ignored.
   rooms.get('tiles.3.4').opts.app.message(rooms.get('tiles.3.4').w, 7, MSG_RESIDENT, encodeResident({ x: 0, y: 0, gen: 99, ack: 0 }));
   assert.deepEqual(c.resident, { x: 3, y: 4 });

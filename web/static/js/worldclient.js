@@ -335,13 +335,16 @@ export class WorldClient {
 
   /**
    * A region host says the player is resident in (m.x, m.y) with generation m.gen and inputs up to
-   * m.ack applied. Taken when it is news: a newer generation, or the current resident region's
-   * host naming another (the source of a handover). An older word (the source's periodic message
-   * overtaken by the destination's) is dropped.
-   * @param {FollowedRegion} r
+   * m.ack applied. Before the player is resident anywhere, any host's word is taken (a host where
+   * the player is not resident names the region with generation 0). After that, another region
+   * is taken only with a newer generation: the destination of a handover, or its source naming
+   * the destination (both say generation + 1). An older word — the source's periodic message
+   * overtaken by the destination's, a watched host's generation-0 word sent before the player
+   * arrived there — is dropped.
+   * @param {FollowedRegion} _r the region whose host said it
    * @param {{x: number, y: number, gen: number, ack: number}} m
    */
-  residentSaid(r, m) {
+  residentSaid(_r, m) {
     const to = { x: m.x, y: m.y };
     const toKey = cellKey(to);
     const curKey = this.resident ? cellKey(this.resident) : '';
@@ -352,7 +355,7 @@ export class WorldClient {
       }
       return;
     }
-    if (this.resident && !(m.gen > this.gen || r.key === curKey)) return;
+    if (this.resident && m.gen <= this.gen) return;
     const from = this.resident;
     this.resident = to;
     this.gen = Math.max(this.gen, m.gen);
