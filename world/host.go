@@ -28,6 +28,16 @@ type inhabitant struct {
 	away     time.Time // when it stopped being a member here (zero while it is one)
 }
 
+// telling is a MsgResident a member is told a few times over (a reliable message to a member
+// still joining can be lost with its link).
+type telling struct {
+	m    resident
+	next time.Time
+	left int
+}
+
+const tellTimes, tellEvery = 5, time.Second
+
 // regionApp is a region host's peer.App: the world's rules around the game's (App). It runs on
 // the region host's loop only; the Server reaches it through peer.Peer.Do.
 type regionApp struct {
@@ -42,7 +52,7 @@ type regionApp struct {
 	index   map[string]peer.PeerIndex // owner → member index
 	byOwner map[string]*inhabitant
 	retire  map[peer.Entity]int // avatars handed away, despawned after this many more ticks
-	tell    map[peer.PeerIndex]resident
+	tell    map[peer.PeerIndex]*telling
 	ready   func()
 }
 
@@ -73,6 +83,7 @@ func (a *regionApp) SpawnAvatar(w *peer.World, p peer.PeerInfo) (peer.Entity, er
 	a.members[p.Index] = p.ID
 	a.index[p.ID] = p.Index
 	a.s.memberIn(a.rr, 1)
+	delete(a.tell, p.Index)
 	if in := a.byOwner[p.ID]; in != nil {
 		in.away = time.Time{}
 		in.told = time.Time{} // tell it at the end of this tick
@@ -86,7 +97,7 @@ func (a *regionApp) SpawnAvatar(w *peer.World, p peer.PeerInfo) (peer.Entity, er
 		go a.s.transfer(a.r, dest, *h, nil)
 		fallthrough
 	default:
-		a.tell[p.Index] = resident{X: uint16(dest.X), Y: uint16(dest.Y)}
+		a.tell[p.Index] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y)}, left: tellTimes}
 	}
 	_ = transfer
 	return 0, nil
@@ -177,7 +188,7 @@ func (a *regionApp) handedAway(w *peer.World, owner string, dest Region, ok bool
 	delete(a.byOwner, owner)
 	a.retire[in.e] = 1
 	if idx, member := a.index[owner]; member {
-		a.tell[idx] = resident{X: uint16(dest.X), Y: uint16(dest.Y), Gen: in.gen + 1, Ack: in.ack}
+		a.tell[idx] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y), Gen: in.gen + 1, Ack: in.ack}, left: tellTimes}
 	}
 }
 
@@ -242,9 +253,15 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 			}
 		}
 	}
-	for idx, m := range a.tell {
-		if w.SendMessage(idx, MsgResident, appendResident(nil, m), true) == nil {
-			delete(a.tell, idx)
+	for idx, t := range a.tell {
+		if now.Before(t.next) {
+			continue
+		}
+		if w.SendMessage(idx, MsgResident, appendResident(nil, t.m), true) == nil {
+			t.next = now.Add(tellEvery)
+			if t.left--; t.left <= 0 {
+				delete(a.tell, idx)
+			}
 		}
 	}
 }

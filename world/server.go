@@ -265,7 +265,7 @@ func (s *Server) start(ctx context.Context, rg *regionRun) error {
 	ready := make(chan struct{})
 	app := &regionApp{s: s, rr: rg, r: rg.r, app: s.def.App, av: s.def.App.Avatar(), fresh: seed == nil,
 		members: map[peer.PeerIndex]string{}, index: map[string]peer.PeerIndex{}, byOwner: map[string]*inhabitant{},
-		retire: map[peer.Entity]int{}, tell: map[peer.PeerIndex]resident{}, ready: func() { close(ready) }}
+		retire: map[peer.Entity]int{}, tell: map[peer.PeerIndex]*telling{}, ready: func() { close(ready) }}
 	cfg.Server, cfg.Room, cfg.User, cfg.Device, cfg.Kind = s.cfg.URL, string(room), hostUser, "serve", signaling.KindHost
 	cfg.App = app
 	var dur *durable.App
