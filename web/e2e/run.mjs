@@ -771,6 +771,7 @@ scenario('world-tiles', async (env) => {
   await waitFor(`ann's block after the reload`, 20000, () => hasBlock(ann), 100);
   const back = await worldView(ann);
   check(back.st.self === annID, `ann came back as ${back.st.self}, not ${annID}`);
+  await ann.screenshot({ path: join(artifacts, 'world.png') });
   return `ann and bob saw each other across the border; crossed it both at once (${a.st.crossings}/${b.st.crossings} crossings), ` +
     `${samples} samples with one avatar per player (${handovers} during a handover with two copies); ` +
     `ann's block on ${tx},${ty} was there after a reload (ann back in ${res(back)})`;

@@ -122,7 +122,7 @@ export function draw(ctx, s, cam, px, pos = (p) => p.pos) {
   // Regions: followed ones lit, the resident one lighter still; the rest dim.
   for (const r of s.regions) {
     const o = regionOrigin(d, r);
-    if (X(o.x + S) < 0 || Y(o.y + S) < 0 || X(o.x) > px || Y(o.y) > px) continue;
+    if (X(o.x + S) <= 0 || Y(o.y + S) <= 0 || X(o.x) >= px || Y(o.y) >= px) continue;
     ctx.fillStyle = r.role === 'resident' ? '#fbfbf8' : r.role === 'watching' ? '#f1f3ee' : '#dfe3e8';
     ctx.fillRect(X(o.x), Y(o.y), L(S), L(S));
   }
@@ -159,11 +159,21 @@ export function draw(ctx, s, cam, px, pos = (p) => p.pos) {
   ctx.textBaseline = 'top';
   for (const r of s.regions) {
     const o = regionOrigin(d, r);
-    if (X(o.x + S) < 0 || Y(o.y + S) < 0 || X(o.x) > px || Y(o.y) > px) continue;
+    // The label goes in the visible part of its region, clipped to it.
+    const x0 = Math.max(0, X(o.x));
+    const y0 = Math.max(0, Y(o.y));
+    const x1 = Math.min(px, X(o.x + S));
+    const y1 = Math.min(px, Y(o.y + S));
+    if (x1 - x0 < 24 || y1 - y0 < 16) continue;
     const host = r.loaded ? (r.node ? `node ${r.node}` : 'hosted') : 'not loaded';
     const label = `${r.room} · ${host}${r.role ? ` · ${r.role}` : ''}`;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(x0, y0, x1 - x0, y1 - y0);
+    ctx.clip();
     ctx.fillStyle = r.role === 'resident' ? '#1d2330' : 'rgba(29,35,48,0.6)';
-    ctx.fillText(label, Math.max(4, X(o.x) + 6), Math.max(4, Y(o.y) + 6));
+    ctx.fillText(label, x0 + 6, y0 + 6);
+    ctx.restore();
   }
 
   // Players.
