@@ -12,7 +12,7 @@ import { WorldClient, fetchDirectory } from './worldclient.js';
 import { randomDevice, SignalingError } from './signaling.js';
 import { takeCredentials } from './urlcred.js';
 import { Interpolator } from './interpolate.js';
-import { cellKey } from './regions.js';
+import { cellKey, regionAt } from './regions.js';
 import * as tiles from './tiles.js';
 import { scene, camera, draw } from './tilesview.js';
 
@@ -57,6 +57,11 @@ const keys = { up: false, down: false, left: false, right: false };
 let lastWalk = '0,0';
 /** @type {Interpolator<string>} */
 const interp = new Interpolator({ delay: 100, snapDistance: 3000 });
+
+/** @param {string} text */
+function say(text) {
+  $('say').textContent = text;
+}
 
 /** @param {string} text */
 function showError(text) {
@@ -120,6 +125,21 @@ function setupInput() {
       y: cam.y0 + ((ev.clientY - rect.top) / rect.height) * cam.side,
     };
     const t = tiles.tileAt(p);
+    // The resident region's host places and removes blocks on its own tiles near the player
+    // only: say so rather than send an input it drops.
+    const me = scene(client, dir).me;
+    const owner = regionAt(dir, { x: t.x * tiles.TILE, y: t.y * tiles.TILE });
+    const res = client.resident;
+    if (!me || !res) return;
+    if (!owner || owner.x !== res.x || owner.y !== res.y) {
+      say(`That tile is in another region: you change blocks in ${world}.${res.x}.${res.y}, where you are.`);
+      return;
+    }
+    if (!tiles.inReach(me.pos, t)) {
+      say(`Too far: blocks within ${tiles.REACH_TILES} tiles of you.`);
+      return;
+    }
+    say('');
     if (ev.button === 2 || ev.shiftKey) client.input(tiles.removeInput(t.x, t.y));
     else if (ev.button === 0) client.input(tiles.placeInput(t.x, t.y, kind));
   });
