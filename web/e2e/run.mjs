@@ -762,8 +762,15 @@ scenario('world-tiles', async (env) => {
   const ty = Math.floor(me.y / 1000);
   const before = await ann.evaluate(([x, y]) => window.concord.blocks().find((k) => k.x === x && k.y === y), [tx, ty]);
   const kind = before && before.kind === 5 ? 6 : 5;
-  await ann.evaluate(([x, y, k]) => window.concord.place(x, y, k), [tx, ty, kind]);
-  const hasBlock = (page) => page.evaluate(([x, y, k]) => window.concord.blocks().some((b) => b.x === x && b.y === y && b.kind === k), [tx, ty, kind]);
+  // Clicks on the canvas: the page picks the block with the number keys.
+  const click = async (page, button) => {
+    const at = await page.evaluate(([x, y]) => window.concord.tileOnScreen(x, y), [tx, ty]);
+    await page.mouse.click(at.x, at.y, { button });
+  };
+  await ann.locator('#world').focus();
+  await ann.keyboard.press(`Digit${kind}`);
+  await click(ann, 'left');
+  const hasBlock = (page, k = kind) => page.evaluate(([x, y, kk]) => window.concord.blocks().some((b) => b.x === x && b.y === y && (kk === 0 || b.kind === kk)), [tx, ty, k]);
   await waitFor(`ann's block on tile ${tx},${ty}`, 10000, () => hasBlock(ann), 100);
   await waitFor(`bob to see ann's block`, 10000, () => hasBlock(bob), 100);
   await ann.reload();
@@ -772,9 +779,13 @@ scenario('world-tiles', async (env) => {
   const back = await worldView(ann);
   check(back.st.self === annID, `ann came back as ${back.st.self}, not ${annID}`);
   await ann.screenshot({ path: join(artifacts, 'world.png') });
+  // A right-click removes it, for bob too.
+  await waitFor('ann to see her avatar again', 10000, async () => (await worldView(ann)).count[annID] === 1, 100);
+  await click(ann, 'right');
+  await waitFor(`the block on tile ${tx},${ty} to go`, 10000, async () => !(await hasBlock(ann, 0)) && !(await hasBlock(bob, 0)), 100);
   return `ann and bob saw each other across the border; crossed it both at once (${a.st.crossings}/${b.st.crossings} crossings), ` +
     `${samples} samples with one avatar per player (${handovers} during a handover with two copies); ` +
-    `ann's block on ${tx},${ty} was there after a reload (ann back in ${res(back)})`;
+    `ann's block (a click) on ${tx},${ty} was there after a reload (ann back in ${res(back)}) and went with a right-click`;
 });
 
 // ---------------------------------------------------------------------------------------------

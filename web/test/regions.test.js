@@ -150,3 +150,26 @@ test('world messages: resident, ack and input payloads', () => {
   assert.deepEqual([...encodeInput(258, new Uint8Array([1, 9]))], [2, 1, 0, 0, 1, 9]);
   assert.deepEqual([MSG_RESIDENT, MSG_ACK, ACTION_INPUT], [250, 251, 0x7f000001]);
 });
+
+test('ReplayQueue.rebase: a host that applied more than this queue numbered continues the numbering', () => {
+  /** @type {ReplayQueue<string>} */
+  const q = new ReplayQueue();
+  q.push('a');
+  q.push('b');
+  assert.equal(q.rebase(1), false); // within what this queue numbered: an ordinary ack's business
+  assert.equal(q.rebase(40), true); // the player's earlier tab sent 1–40
+  assert.deepEqual(q.pending(), [{ seq: 41, input: 'a' }, { seq: 42, input: 'b' }]);
+  assert.equal(q.push('c'), 43);
+  q.ack(42);
+  assert.deepEqual(q.pending().map((p) => p.input), ['c']);
+  assert.equal(q.rebase(43), false);
+  // c (43) was never sent: numbered again after the host's 44.
+  assert.equal(q.rebase(44, 42), true);
+  assert.deepEqual(q.pending(), [{ seq: 45, input: 'c' }]);
+  // Sent (up to 45) and the host past it: taken as applied, never sent twice.
+  q.push('d');
+  assert.equal(q.rebase(50, 45), true);
+  assert.deepEqual(q.pending(), [{ seq: 51, input: 'd' }]);
+  assert.equal(q.push('e'), 52);
+});
+

@@ -207,3 +207,22 @@ test('WorldClient: inputs wait while the link is down and are sent again when un
   assert.equal(c.input(tiles.walkInput({ x: 0, y: 0 })), 0);
   assert.throws(() => c.input(new Uint8Array(5000)), RangeError);
 });
+
+test('WorldClient: a reloaded tab whose avatar stayed resident numbers its inputs after the host\'s ack', async (t) => {
+  const { c, rooms } = setup(t);
+  await c.start();
+  const r = rooms.get('tiles.3.3');
+  c.input(tiles.walkInput({ x: 1, y: 0 })); // before the host's word: waits
+  // The host still holds the player from the tab before the reload: 17 inputs applied.
+  r.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 4, ack: 17 }));
+  assert.deepEqual(r.inputs.map((i) => i.seq), [18]);
+  c.input(tiles.walkInput({ x: 2, y: 0 }));
+  assert.deepEqual(r.inputs.map((i) => i.seq), [18, 19]);
+  r.hostSays(MSG_ACK, u32(19));
+  assert.equal(c.queue.size, 0);
+  // The same from an ack message.
+  r.hostSays(MSG_ACK, u32(30));
+  c.input(tiles.walkInput({ x: 3, y: 0 }));
+  assert.deepEqual(r.inputs.map((i) => i.seq), [18, 19, 31]);
+});
+

@@ -326,6 +326,24 @@ export class ReplayQueue {
   }
 
   /**
+   * Continues the numbering after seq when a host has applied inputs up to seq that this queue
+   * never numbered: the player's earlier client (a tab before its reload) sent them, and the host
+   * applies only the next number. The inputs this queue sent (up to sent) are taken as applied —
+   * never twice —, the ones it did not are numbered again from seq + 1, in order. Returns whether
+   * anything changed.
+   * @param {number} seq
+   * @param {number} [sent]
+   */
+  rebase(seq, sent = 0) {
+    if (seq < this.next) return false;
+    this.q = this.q.filter((it) => it.seq > sent);
+    this.acked = seq;
+    this.next = seq + 1;
+    for (const it of this.q) it.seq = this.next++;
+    return true;
+  }
+
+  /**
    * The unacknowledged inputs after seq, oldest first.
    * @param {number} seq
    */

@@ -324,7 +324,7 @@ export class WorldClient {
   hostMessage(r, type, data) {
     if (type === MSG_ACK) {
       const seq = parseAck(data);
-      if (seq !== null && this.resident && cellKey(this.resident) === r.key) this.queue.ack(seq);
+      if (seq !== null && this.resident && cellKey(this.resident) === r.key) this.takeAck(seq);
       return;
     }
     if (type !== MSG_RESIDENT) return;
@@ -351,7 +351,8 @@ export class WorldClient {
     if (toKey === curKey) {
       if (m.gen >= this.gen) {
         this.gen = m.gen;
-        this.queue.ack(m.ack);
+        this.takeAck(m.ack);
+        this.flush();
       }
       return;
     }
@@ -359,7 +360,7 @@ export class WorldClient {
     const from = this.resident;
     this.resident = to;
     this.gen = Math.max(this.gen, m.gen);
-    this.queue.ack(m.ack);
+    this.takeAck(m.ack);
     // What the destination has applied is what the source handed over: everything above it
     // goes to the destination.
     this.sentUpTo = this.queue.acked;
@@ -373,6 +374,17 @@ export class WorldClient {
       this.onResidentOnce();
       this.onResidentOnce = null;
     }
+  }
+
+  /**
+   * Takes a host's acknowledgement: drops the inputs up to ack, or, when the host has applied more
+   * than this client ever numbered (the player's tab reloaded while its avatar stayed resident),
+   * numbers the waiting inputs after it, so that the host applies them (it applies only ack + 1).
+   * @param {number} ack
+   */
+  takeAck(ack) {
+    if (this.queue.rebase(ack, this.sentUpTo)) this.sentUpTo = ack;
+    else this.queue.ack(ack);
   }
 
   /**

@@ -244,6 +244,20 @@ function makeAPI() {
       return out;
     },
     blocks: () => (dir ? sc().blocks : []),
+    /**
+     * Where the middle of tile (tx, ty) is on the screen (client pixels), for clicks.
+     * @param {number} tx
+     * @param {number} ty
+     */
+    tileOnScreen: (tx, ty) => {
+      const canvas = $('world');
+      const cam = currentCamera(canvas.width);
+      const rect = canvas.getBoundingClientRect();
+      return {
+        x: rect.left + (((tx + 0.5) * tiles.TILE - cam.x0) / cam.side) * rect.width,
+        y: rect.top + (((ty + 0.5) * tiles.TILE - cam.y0) / cam.side) * rect.height,
+      };
+    },
     /** @param {number} vx @param {number} vy */
     walk: (vx, vy) => client.input(tiles.walkInput({ x: vx, y: vy })),
     /** @param {number} tx @param {number} ty @param {number} k */
