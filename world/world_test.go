@@ -45,13 +45,23 @@ func (r *recorder) applied(owner string) [][]byte {
 type testWorld struct {
 	url string
 	srv *world.Server
-	app *recorder
+	app inputRecorder
 }
 
 // startWorld serves signaling and a tiles world (region hosts on pion over loopback).
-func startWorld(t *testing.T, cfg world.ServerConfig) *testWorld {
+func startWorld(t testing.TB, cfg world.ServerConfig) *testWorld {
 	t.Helper()
-	app := newRecorder()
+	return startWorldApp(t, cfg, newRecorder())
+}
+
+// inputRecorder is an App that records the inputs it applies.
+type inputRecorder interface {
+	world.App
+	applied(owner string) [][]byte
+}
+
+func startWorldApp(t testing.TB, cfg world.ServerConfig, app inputRecorder) *testWorld {
+	t.Helper()
 	def := tiles.Def()
 	def.App = app
 	rooms := map[signaling.RoomID]signaling.RoomConfig{}
@@ -76,7 +86,7 @@ func startWorld(t *testing.T, cfg world.ServerConfig) *testWorld {
 	return &testWorld{url: hs.URL, srv: srv, app: app}
 }
 
-func (tw *testWorld) join(t *testing.T, ctx context.Context, user string, start [2]int) *world.Client {
+func (tw *testWorld) join(t testing.TB, ctx context.Context, user string, start [2]int) *world.Client {
 	t.Helper()
 	c, err := world.Join(ctx, world.Config{Server: tw.url, World: tiles.Name, App: tw.app, User: user, Device: "d", Start: start})
 	if err != nil {
@@ -86,7 +96,7 @@ func (tw *testWorld) join(t *testing.T, ctx context.Context, user string, start 
 	return c
 }
 
-func waitResident(t *testing.T, c *world.Client, x, y int) {
+func waitResident(t testing.TB, c *world.Client, x, y int) {
 	t.Helper()
 	poll.Until(t, 20*time.Second, c.Self()+" resident", func() error {
 		r, _, ok := c.Resident()
