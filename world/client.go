@@ -382,8 +382,6 @@ func (c *Client) run(ctx context.Context) {
 		gen      uint32
 		hinted   bool
 	)
-	t := time.NewTicker(pumpEvery)
-	defer t.Stop()
 	acked := func(a uint32) {
 		if a <= ack {
 			return
@@ -400,6 +398,47 @@ func (c *Client) run(ctx context.Context) {
 		c.pending = len(pending)
 		c.mu.Unlock()
 	}
+	// pump sends the resident region the inputs above sentUpTo, and starts over from the
+	// acknowledged one when an acknowledgement is overdue.
+	pump := func(now time.Time) {
+		if gen == 0 || len(pending) == 0 {
+			return
+		}
+		if sentUpTo > ack && now.Sub(sentAt) > resendAfter {
+			sentUpTo = ack // lost on the way (or sent before the host admitted us): again
+		}
+		c.mu.Lock()
+		f := c.follows[res.Room()]
+		c.mu.Unlock()
+		if f == nil {
+			return
+		}
+		var batch []input
+		for _, in := range pending {
+			if in.seq > sentUpTo {
+				batch = append(batch, in)
+			}
+		}
+		if len(batch) == 0 {
+			return
+		}
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		sent := sentUpTo
+		_ = f.p.Do(dctx, func(w *peer.World) {
+			for _, in := range batch {
+				if w.SendAction(ActionInput, appendInput(nil, in.seq, in.data)) != nil {
+					return
+				}
+				sent = in.seq
+			}
+		})
+		if sent > sentUpTo {
+			sentUpTo, sentAt = sent, now
+		}
+	}
+	t := time.NewTicker(pumpEvery)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -430,26 +469,27 @@ func (c *Client) run(ctx context.Context) {
 				if rm.Gen < gen || rm.Gen == gen && r != res {
 					continue
 				}
-				if rm.Gen > gen {
-					from := res
-					res, gen = r, rm.Gen
-					// The new region applied inputs up to rm.Ack: send it the rest (again).
+				if rm.Gen == gen {
 					acked(rm.Ack)
-					sentUpTo, sentAt = ack, time.Time{}
-					c.mu.Lock()
-					c.resident, c.gen = res, gen
-					c.mu.Unlock()
+					continue
+				}
+				from := res
+				res, gen = r, rm.Gen
+				// The new region applied inputs up to rm.Ack: send it the rest (again), now.
+				acked(rm.Ack)
+				sentUpTo, sentAt = ack, time.Time{}
+				c.mu.Lock()
+				c.resident, c.gen = res, gen
+				c.mu.Unlock()
+				if from != r {
 					ev := Event{Kind: EventCrossing, From: from, To: r, Gen: gen}
 					if from.World == "" {
 						ev.Kind = EventResident
 					}
-					if from != r {
-						c.emit(ev)
-					}
-					c.want(ctx, r)
-				} else {
-					acked(rm.Ack)
+					c.emit(ev)
 				}
+				c.want(ctx, r)
+				pump(time.Now())
 			case MsgAck:
 				if m.room == res.Room() && len(m.data) == 4 {
 					acked(binary.LittleEndian.Uint32(m.data))
@@ -457,41 +497,7 @@ func (c *Client) run(ctx context.Context) {
 			}
 		case now := <-t.C:
 			c.expire(now)
-			if gen == 0 || len(pending) == 0 {
-				continue
-			}
-			if sentUpTo > ack && now.Sub(sentAt) > resendAfter {
-				sentUpTo = ack // lost on the way (or sent before the host admitted us): again
-			}
-			c.mu.Lock()
-			f := c.follows[res.Room()]
-			c.mu.Unlock()
-			if f == nil {
-				continue
-			}
-			var batch []input
-			for _, in := range pending {
-				if in.seq > sentUpTo {
-					batch = append(batch, in)
-				}
-			}
-			if len(batch) == 0 {
-				continue
-			}
-			dctx, cancel := context.WithTimeout(ctx, time.Second)
-			sent := sentUpTo
-			_ = f.p.Do(dctx, func(w *peer.World) {
-				for _, in := range batch {
-					if w.SendAction(ActionInput, appendInput(nil, in.seq, in.data)) != nil {
-						return
-					}
-					sent = in.seq
-				}
-			})
-			cancel()
-			if sent > sentUpTo {
-				sentUpTo, sentAt = sent, now
-			}
+			pump(now)
 		}
 	}
 }

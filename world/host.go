@@ -157,9 +157,16 @@ func (a *regionApp) accept(w *peer.World, h handoff) bool {
 		a.s.log.Warn().Err(err).Str("room", string(a.r.Room())).Str("owner", h.owner).Msg("world: avatar not spawned")
 		return false
 	}
-	a.byOwner[h.owner] = &inhabitant{owner: h.owner, e: e, gen: h.gen, ack: h.ack, ackSent: h.ack}
-	if _, member := a.index[h.owner]; !member {
-		a.byOwner[h.owner].away = a.s.now()
+	in := &inhabitant{owner: h.owner, e: e, gen: h.gen, ack: h.ack, ackSent: h.ack}
+	a.byOwner[h.owner] = in
+	if idx, member := a.index[h.owner]; member {
+		// Now, not at the next tick: the player's inputs wait for it.
+		m := resident{X: uint16(a.r.X), Y: uint16(a.r.Y), Gen: in.gen, Ack: in.ack}
+		if w.SendMessage(idx, MsgResident, appendResident(nil, m), true) == nil {
+			in.told = a.s.now()
+		}
+	} else {
+		in.away = a.s.now()
 	}
 	if !h.start.IsZero() {
 		a.s.handedOver(a.s.now().Sub(h.start))
@@ -188,7 +195,19 @@ func (a *regionApp) handedAway(w *peer.World, owner string, dest Region, ok bool
 	delete(a.byOwner, owner)
 	a.retire[in.e] = 1
 	if idx, member := a.index[owner]; member {
-		a.tell[idx] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y), Gen: in.gen + 1, Ack: in.ack}, left: tellTimes}
+		t := &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y), Gen: in.gen + 1, Ack: in.ack}, left: tellTimes}
+		a.tell[idx] = t
+		a.sendTell(w, idx, t, a.s.now()) // now, not at the next tick: the player waits for it
+	}
+}
+
+// sendTell sends t to member idx and schedules the next time.
+func (a *regionApp) sendTell(w *peer.World, idx peer.PeerIndex, t *telling, now time.Time) {
+	if w.SendMessage(idx, MsgResident, appendResident(nil, t.m), true) == nil {
+		t.next = now.Add(tellEvery)
+		if t.left--; t.left <= 0 {
+			delete(a.tell, idx)
+		}
 	}
 }
 
@@ -257,12 +276,7 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 		if now.Before(t.next) {
 			continue
 		}
-		if w.SendMessage(idx, MsgResident, appendResident(nil, t.m), true) == nil {
-			t.next = now.Add(tellEvery)
-			if t.left--; t.left <= 0 {
-				delete(a.tell, idx)
-			}
-		}
+		a.sendTell(w, idx, t, now)
 	}
 }
 

@@ -45,13 +45,23 @@ func (r *recorder) applied(owner string) [][]byte {
 type testWorld struct {
 	url string
 	srv *world.Server
-	app *recorder
+	app inputRecorder
 }
 
 // startWorld serves signaling and a tiles world (region hosts on pion over loopback).
-func startWorld(t *testing.T, cfg world.ServerConfig) *testWorld {
+func startWorld(t testing.TB, cfg world.ServerConfig) *testWorld {
 	t.Helper()
-	app := newRecorder()
+	return startWorldApp(t, cfg, newRecorder())
+}
+
+// inputRecorder is an App that records the inputs it applies.
+type inputRecorder interface {
+	world.App
+	applied(owner string) [][]byte
+}
+
+func startWorldApp(t testing.TB, cfg world.ServerConfig, app inputRecorder) *testWorld {
+	t.Helper()
 	def := tiles.Def()
 	def.App = app
 	rooms := map[signaling.RoomID]signaling.RoomConfig{}
@@ -76,7 +86,7 @@ func startWorld(t *testing.T, cfg world.ServerConfig) *testWorld {
 	return &testWorld{url: hs.URL, srv: srv, app: app}
 }
 
-func (tw *testWorld) join(t *testing.T, ctx context.Context, user string, start [2]int) *world.Client {
+func (tw *testWorld) join(t testing.TB, ctx context.Context, user string, start [2]int) *world.Client {
 	t.Helper()
 	c, err := world.Join(ctx, world.Config{Server: tw.url, World: tiles.Name, App: tw.app, User: user, Device: "d", Start: start})
 	if err != nil {
@@ -86,7 +96,7 @@ func (tw *testWorld) join(t *testing.T, ctx context.Context, user string, start 
 	return c
 }
 
-func waitResident(t *testing.T, c *world.Client, x, y int) {
+func waitResident(t testing.TB, c *world.Client, x, y int) {
 	t.Helper()
 	poll.Until(t, 20*time.Second, c.Self()+" resident", func() error {
 		r, _, ok := c.Resident()
@@ -213,4 +223,99 @@ func TestWorldCrossing(t *testing.T) {
 		t.Fatalf("the observer never saw the handed-over avatar (generation %d)", gen)
 	}
 	t.Logf("%d observations, handover pauses %v", len(looks), tw.srv.HandoverPauses())
+}
+
+// blocks returns the blocks of region r in a view, as "x,y=kind".
+func blocks(v []world.Entity, x, y int) []string {
+	var out []string
+	for _, e := range v {
+		if e.Schema == tiles.SchemaBlock && e.Region.X == x && e.Region.Y == y {
+			out = append(out, fmt.Sprintf("%d,%d=%d", tiles.ParseI32(e.Values[tiles.BlockX]), tiles.ParseI32(e.Values[tiles.BlockY]), e.Values[tiles.BlockKind][0]))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ownPos(t *testing.T, ctx context.Context, c *world.Client) world.Vec {
+	t.Helper()
+	var p world.Vec
+	poll.Until(t, 10*time.Second, "own avatar", func() error {
+		n, e := avatarOf(c.View(ctx), c.Self())
+		if n != 1 {
+			return fmt.Errorf("%d avatars", n)
+		}
+		var ok bool
+		if p, ok = world.ParseVec(e.Values[tiles.PlayerPos]); !ok {
+			return fmt.Errorf("no position")
+		}
+		return nil
+	})
+	return p
+}
+
+// A player edits its region and leaves; the region unloads once nobody is in it (checkpointed in
+// memory); the player returns through another region: it is resident where it left, at its
+// position, and the region comes back with the generated blocks and its edit.
+func TestWorldUnloadKeepsEdits(t *testing.T) {
+	tw := startWorld(t, world.ServerConfig{Grace: 300 * time.Millisecond, LeaveGrace: 300 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pl := tw.join(t, ctx, "builder", [2]int{2, 2})
+	waitResident(t, pl, 2, 2)
+	for range 5 {
+		if err := pl.Input(tiles.Walk(2000, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pl.Input(tiles.Walk(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "inputs acknowledged", func() error {
+		if n := pl.Pending(); n > 0 {
+			return fmt.Errorf("%d pending", n)
+		}
+		return nil
+	})
+	p := ownPos(t, ctx, pl)
+	tx, ty := p.X/tiles.Tile+1, p.Y/tiles.Tile
+	if err := pl.Input(tiles.Place(tx, ty, 5)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d,%d=5", tx, ty)
+	var before []string
+	poll.Until(t, 10*time.Second, "the block placed", func() error {
+		before = blocks(pl.View(ctx), 2, 2)
+		if !slices.Contains(before, want) {
+			return fmt.Errorf("blocks %v", before)
+		}
+		return nil
+	})
+	p = ownPos(t, ctx, pl)
+	pl.Close()
+	poll.Until(t, 20*time.Second, "every region unloaded", func() error {
+		if l := tw.srv.Loaded(); len(l) > 0 {
+			return fmt.Errorf("loaded %v", l)
+		}
+		return nil
+	})
+	if _, resident, saved := tw.srv.Player(pl.Self()); resident || saved == nil {
+		t.Fatalf("player data: resident %v, saved %v", resident, saved)
+	}
+
+	back, err := world.Join(ctx, world.Config{Server: tw.url, World: tiles.Name, App: tw.app, User: "builder", Device: "d", Start: [2]int{0, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	waitResident(t, back, 2, 2)
+	if q := ownPos(t, ctx, back); q != p {
+		t.Fatalf("returned at %v, left at %v", q, p)
+	}
+	poll.Until(t, 10*time.Second, "the region as it was", func() error {
+		if after := blocks(back.View(ctx), 2, 2); !slices.Equal(after, before) {
+			return fmt.Errorf("blocks %v, before %v", after, before)
+		}
+		return nil
+	})
 }

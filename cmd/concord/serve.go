@@ -33,6 +33,7 @@ import (
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/world"
 )
 
 // dedicatedHostUser is the identity user of dedicated hosts; serve pins it as the host of its
@@ -104,6 +105,8 @@ type serveOptions struct {
 	world peer.WorldLimits
 	// http bounds the HTTP server's connections (zero fields: defaultHTTPTimeouts).
 	http httpTimeouts
+	// worlds: --world, --world-grace (worlds.go).
+	worlds worldsOptions
 }
 
 // httpTimeouts are the http.Server's bounds on a connection before and between requests; a
@@ -169,6 +172,9 @@ type server struct {
 	placeDone          chan struct{}
 	hostMu             sync.Mutex                // guards hostsOn
 	hostsOn            map[signaling.RoomID]bool // rooms whose dedicated host runs here
+
+	world      *world.Server // --world (worlds.go); nil without
+	worldInner *http.Server  // its hosts' loopback door, when the public one cannot serve them
 }
 
 // clustered reports whether o makes serve a node of a cluster.
@@ -306,6 +312,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	for _, room := range hosted {
 		cfg.Rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{dedicatedHostUser}}
 	}
+	pinWorldRooms(o, cfg.Rooms)
 	if s.store != nil {
 		cfg.Store = s.store
 	}
@@ -413,6 +420,9 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	// Before Serve, so that the metrics collector never sees s.host change. The hosts' dials
 	// wait in the listen backlog until Serve accepts them.
 	if err := s.startHosts(ctx, o, addr, tlsCfg != nil, sh); err != nil {
+		return fail(err)
+	}
+	if err := s.startWorld(o, addr, tlsCfg != nil, sh, mux, reg); err != nil {
 		return fail(err)
 	}
 	go func() { s.served <- s.http.Serve(ln) }()
@@ -638,6 +648,7 @@ func (s *server) closeAll() {
 			_ = d.api.Close()
 		}
 	}
+	s.stopWorld(context.Background())
 	if s.sig != nil {
 		_ = s.sig.Close()
 	}
