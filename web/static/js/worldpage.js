@@ -9,7 +9,7 @@
 // blocks(), walk(), place(), remove().
 
 import { WorldClient, fetchDirectory } from './worldclient.js';
-import { randomDevice, SignalingError } from './signaling.js';
+import { randomDevice, randomName, SignalingError } from './signaling.js';
 import { takeCredentials } from './urlcred.js';
 import { Interpolator } from './interpolate.js';
 import { cellKey, regionAt } from './regions.js';
@@ -24,13 +24,6 @@ const $ = (id) => document.getElementById(id);
 const { params, token } = takeCredentials(location, history);
 
 const world = params.get('world') || tiles.WORLD;
-const ADJ = ['brisk', 'calm', 'eager', 'jolly', 'lucky', 'merry', 'nimble', 'quiet', 'sunny', 'witty'];
-const NOUN = ['otter', 'heron', 'lynx', 'panda', 'fox', 'robin', 'koala', 'ibis', 'marten', 'wren'];
-function randomName() {
-  const r = new Uint8Array(2);
-  crypto.getRandomValues(r);
-  return `${ADJ[r[0] % ADJ.length]}-${NOUN[r[1] % NOUN.length]}`;
-}
 // A token names its user; otherwise the URL or this browser's remembered name. The device is this
 // tab's, kept across reloads, so that a reload is the same player (it comes back where it left).
 const user = params.get('user') || (token ? '' : localStorage.getItem('concord.user') || randomName());
