@@ -146,7 +146,7 @@ func Join(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.HTTP = &http.Client{Timeout: 15 * time.Second}
 	}
 	var dir Directory
-	if err := getJSON(ctx, cfg.HTTP, http.MethodGet, strings.TrimRight(cfg.Server, "/")+"/api/worlds/"+url.PathEscape(cfg.World), &dir); err != nil {
+	if err := getJSON(ctx, cfg.HTTP, http.MethodGet, apiBase(cfg.Server)+"/api/worlds/"+url.PathEscape(cfg.World), &dir); err != nil {
 		return nil, err
 	}
 	def := Def{Name: dir.World, Cols: dir.Cols, Rows: dir.Rows, RegionSize: dir.RegionSize, View: dir.View, App: cfg.App}
@@ -305,8 +305,7 @@ func Merge(all []Entity, avatar schema.ID) []Entity {
 
 // follow joins region r's room (loading the region first).
 func (c *Client) follow(ctx context.Context, r Region) error {
-	base := strings.TrimRight(c.cfg.Server, "/")
-	u := base + "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
+	u := apiBase(c.cfg.Server) + "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
 	if err := getJSON(ctx, c.cfg.HTTP, http.MethodPost, u, &RegionEntry{}); err != nil {
 		return err
 	}
@@ -599,6 +598,12 @@ func (a *followApp) Message(w *peer.World, from peer.PeerIndex, typ uint8, data 
 	case a.c.msgs <- regionMsg{room: a.room, typ: typ, data: append([]byte(nil), data...)}:
 	default: // full: resident is sent again every second, and a later ack covers this one
 	}
+}
+
+// apiBase is the URL of the directory requests: the first of Server's (a cluster's nodes).
+func apiBase(server string) string {
+	first, _, _ := strings.Cut(server, ",")
+	return strings.TrimRight(strings.TrimSpace(first), "/")
 }
 
 func getJSON(ctx context.Context, hc *http.Client, method, u string, v any) error {

@@ -2,14 +2,19 @@ package world_test
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/poll"
@@ -318,4 +323,116 @@ func TestWorldUnloadKeepsEdits(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Only a resident's inputs apply: the player's inputs sent to a region it only watches are
+// dropped and counted, and so is an input out of sequence in its own region.
+func TestWorldWatcherInputsDropped(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	tw := startWorld(t, world.ServerConfig{Registerer: reg})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pl := tw.join(t, ctx, "walker", [2]int{0, 0})
+	waitResident(t, pl, 0, 0)
+	var watched *peer.Peer
+	poll.Until(t, 20*time.Second, "the neighbour followed", func() error {
+		if watched = pl.PeerOf(world.RoomName(tiles.Name, 1, 0)); watched == nil {
+			return fmt.Errorf("not followed")
+		}
+		return nil
+	})
+	send := func(pp *peer.Peer, seq uint32, data []byte) {
+		_ = pp.Do(ctx, func(w *peer.World) {
+			_ = w.SendAction(world.ActionInput, append(binary.LittleEndian.AppendUint32(nil, seq), data...))
+		})
+	}
+	refused := func(reason string) float64 {
+		return counter(reg, "concord_world_refused_total", reason)
+	}
+	poll.Until(t, 20*time.Second, "a watcher's input refused", func() error {
+		send(watched, 1, tiles.Walk(4000, 0))
+		if refused("input_not_resident") == 0 {
+			return fmt.Errorf("not refused yet")
+		}
+		return nil
+	})
+	send(pl.PeerOf(world.RoomName(tiles.Name, 0, 0)), 7, tiles.Walk(-4000, 0))
+	poll.Until(t, 10*time.Second, "an input out of sequence refused", func() error {
+		if refused("input_out_of_order") == 0 {
+			return fmt.Errorf("not refused yet")
+		}
+		return nil
+	})
+	if err := pl.Input(tiles.Walk(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the resident's input applied", func() error {
+		if got := tw.app.applied(pl.Self()); len(got) != 1 || string(got[0]) != string(tiles.Walk(0, 100)) {
+			return fmt.Errorf("applied %x", got)
+		}
+		return nil
+	})
+}
+
+// counter reads the value of counter name{reason} in reg (0 when absent).
+func counter(reg *prometheus.Registry, name, reason string) float64 {
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// The directory lists every region; a load outside the grid or of another world is refused.
+func TestWorldDirectory(t *testing.T) {
+	tw := startWorld(t, world.ServerConfig{})
+	get := func(method, path string) (int, string) {
+		req, _ := http.NewRequest(method, tw.url+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var d world.Directory
+	code, body := get(http.MethodGet, "/api/worlds/tiles")
+	if err := json.Unmarshal([]byte(body), &d); code != 200 || err != nil {
+		t.Fatalf("GET: %d %s", code, body)
+	}
+	if len(d.Regions) != 64 || d.Regions[9].Room != "tiles.1.1" || d.RegionSize != 16000 || d.View != 1 || d.Regions[9].Loaded {
+		t.Fatalf("directory %+v", d)
+	}
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodPost, "/api/worlds/tiles/load?x=8&y=0", 404},
+		{http.MethodPost, "/api/worlds/tiles/load?x=-1&y=0", 404},
+		{http.MethodPost, "/api/worlds/tiles/load?x=a&y=0", 404},
+		{http.MethodPost, "/api/worlds/other/load?x=0&y=0", 404},
+		{http.MethodGet, "/api/worlds/other", 404},
+		{http.MethodGet, "/api/worlds/tiles/load?x=0&y=0", 405},
+		{http.MethodPost, "/api/worlds/tiles", 405},
+	} {
+		if code, body := get(c.method, c.path); code != c.code {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, code, body, c.code)
+		}
+	}
+	if code, body := get(http.MethodPost, "/api/worlds/tiles/load?x=1&y=1"); code != 200 || !strings.Contains(body, `"loaded":true`) {
+		t.Fatalf("load: %d %s", code, body)
+	}
+	if l := tw.srv.Loaded(); len(l) != 1 || l[0] != "tiles.1.1" {
+		t.Fatalf("loaded %v", l)
+	}
 }

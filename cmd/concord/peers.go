@@ -71,6 +71,7 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	standby := fs.Bool("standby", false, "keep an idle standby link to the next host, so that a migration needs no new WebRTC handshake (peer.Config.Standby)")
 	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token of one user for all the bots, when the server requires one (env CONCORD_TOKEN; without a device claim it admits up to serve's --max-devices-per-token bots)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	worldName := fs.String("world", "", "wander a world of regions instead of a room (tiles; docs/protocol.md §11): the bots cross region borders and place and remove blocks")
 	var nw peerNet
 	nw.addICEFlag(fs)
 	nw.addCAFlag(fs)
@@ -83,6 +84,9 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
+	}
+	if *worldName != "" {
+		return runWorldBots(ctx, *worldName, *server, *name, os.Getenv("CONCORD_SECRET"), *n, nw, stdout, log)
 	}
 	ids, err := botIdentities(*n, *name, *room, fmt.Sprintf("p%d", os.Getpid()), *token, os.Getenv("CONCORD_SECRET"), time.Now())
 	if err != nil {
