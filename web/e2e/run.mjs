@@ -788,6 +788,50 @@ scenario('world-tiles', async (env) => {
     `ann's block (a click) on ${tx},${ty} was there after a reload (ann back in ${res(back)}) and went with a right-click`;
 });
 
+scenario('world-bots', async (env) => {
+  await env.serve(['--world', 'tiles']);
+  // A tab watches from (1, 0); three bots start in (0, 0), (1, 0), (2, 0) — all in its view — and
+  // wander across region borders, placing and removing blocks.
+  const page = await worldPage(env, 'watcher', 1, 0);
+  env.proc('bots-world', ['bot', '--server', env.url, '--world', 'tiles', '-n', '3', '--name', 'bot', '--log-level', 'info']);
+  // Sampled until the page has seen bots cross borders in its view: never two avatars of one
+  // player; never none of a bot that stood well inside the followed area one sample before.
+  const area = () => page.evaluate(() => {
+    const c = window.concord.client;
+    const S = c.dir.regionSize;
+    const rs = [...c.regions.values()];
+    if (!rs.length || rs.some((r) => r.state !== 'joined')) return null;
+    return { x0: Math.min(...rs.map((r) => r.cell.x)) * S, y0: Math.min(...rs.map((r) => r.cell.y)) * S, x1: (Math.max(...rs.map((r) => r.cell.x)) + 1) * S, y1: (Math.max(...rs.map((r) => r.cell.y)) + 1) * S };
+  });
+  let prev = null;
+  let samples = 0;
+  let handovers = 0;
+  const crossings = new Set();
+  const bad = [];
+  const deadline = Date.now() + 60000;
+  while (crossings.size < 3) {
+    check(Date.now() < deadline, `the page saw ${crossings.size} bot crossings in 60 s (want 3)`);
+    const a = await area();
+    const v = await worldView(page);
+    const t = Date.now();
+    samples++;
+    if (v.twice.length) handovers++;
+    for (const [owner, n] of Object.entries(v.count)) if (n !== 1) bad.push(`${n} avatars of ${owner}`);
+    if (prev && a && t - prev.t < 300) {
+      for (const [owner, p] of Object.entries(prev.at)) {
+        if (owner === v.st.self) continue;
+        const inside = p.x >= a.x0 + 2000 && p.x < a.x1 - 2000 && p.y >= a.y0 + 2000 && p.y < a.y1 - 2000;
+        if (inside && !v.count[owner]) bad.push(`${owner} vanished at ${p.x},${p.y} (${p.room})`);
+        if (v.at[owner] && v.at[owner].room !== p.room) crossings.add(`${owner} ${p.room}→${v.at[owner].room}`);
+      }
+    }
+    prev = { t, at: v.at };
+    check(bad.length === 0, `after ${samples} samples: ${bad.slice(0, 3).join('; ')}`);
+  }
+  return `${samples} samples, one avatar per player in each (${handovers} during a handover with two copies); ` +
+    `bot crossings seen: ${[...crossings].join(', ')}`;
+});
+
 // ---------------------------------------------------------------------------------------------
 
 process.exit(await runScenarios(scenarios, (name) => new Env(name), 120000, async (name, env) => {
