@@ -64,10 +64,11 @@ class FakeRoom {
   }
 }
 
-function setup(t) {
+function setup(t, extra = {}) {
   /** @type {Map<string, FakeRoom>} */
   const rooms = new Map();
   const loads = [];
+  let failLoads = extra.failLoads || new Set();
   const fetchDir = async (url) => {
     assert.equal(url, '/api/worlds/tiles');
     return { ok: true, status: 200, json: async () => ({ world: 'tiles', cols: 8, rows: 8, regionSize: 16000, view: 1, regions: [] }) };
@@ -76,7 +77,14 @@ function setup(t) {
     world: 'tiles', schemas: tiles.schemas(), avatar: { schema: tiles.SCHEMA_PLAYER, owner: tiles.PLAYER_OWNER },
     user: 'ann', device: 'tab-1', start: { x: 3, y: 3 }, pollMs: 5,
     fetch: /** @type {any} */ (fetchDir),
-    load: async (cell) => { loads.push(cellKey(cell)); },
+    load: async (cell) => {
+      loads.push(cellKey(cell));
+      if (failLoads.has(cellKey(cell))) {
+        failLoads.delete(cellKey(cell));
+        throw new Error('HTTP 503 load timed out');
+      }
+    },
+    ...(extra.opts || {}),
     makePeer: (opts) => {
       const r = new FakeRoom(opts);
       rooms.set(opts.room, r);
@@ -224,5 +232,49 @@ test('WorldClient: a reloaded tab whose avatar stayed resident numbers its input
   r.hostSays(MSG_ACK, u32(30));
   c.input(tiles.walkInput({ x: 3, y: 0 }));
   assert.deepEqual(r.inputs.map((i) => i.seq), [18, 19, 31]);
+});
+
+test('WorldClient: a region that comes back into view within the grace is kept; one whose load failed is tried again', async (t) => {
+  const { c, rooms, loads } = setup(t, { failLoads: new Set(['4,4']), opts: { leaveGraceMs: 300, retryMs: 100 } });
+  /** @type {any[]} */
+  const errors = [];
+  c.on((ev) => { if (ev.kind === 'error') errors.push(ev); });
+  await c.start();
+  const r33 = rooms.get('tiles.3.3');
+  r33.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 1, ack: 0 }));
+  await until('(4, 4) failed', () => errors.length === 1);
+  assert.deepEqual(errors[0].region, { x: 4, y: 4 });
+  await until('(4, 4) joined on a second try', () => c.regions.get('4,4')?.state === 'joined');
+  assert.equal(loads.filter((k) => k === '4,4').length, 2);
+  const west = rooms.get('tiles.2.3');
+  // Across to (4, 3) and back within the grace: (2, 3) stays followed by the same room client.
+  rooms.get('tiles.4.3').hostSays(MSG_RESIDENT, encodeResident({ x: 4, y: 3, gen: 2, ack: 0 }));
+  assert.ok(c.leaving.has('2,3'));
+  rooms.get('tiles.3.3').hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 3, ack: 0 }));
+  assert.deepEqual([...c.leaving.keys()].sort(), ['5,2', '5,3', '5,4']);
+  await new Promise((r) => setTimeout(r, 400)); // past the grace the first crossing began
+  assert.equal(c.regions.get('2,3')?.peer, west);
+  assert.ok(!west.stopped);
+  // The (5, y) column joined on the way is out of view now, and goes after the grace.
+  await until('(5, y) left', () => !c.regions.has('5,3'));
+  assert.ok(rooms.get('tiles.5.3').stopped);
+  assert.equal(c.regions.size, 9);
+});
+
+test('WorldClient: an input unacknowledged past resendMs is sent again (the host drops a number it applied)', async (t) => {
+  const { c, rooms } = setup(t, { opts: { resendMs: 100 } });
+  await c.start();
+  const r = rooms.get('tiles.3.3');
+  r.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 1, ack: 0 }));
+  c.input(tiles.walkInput({ x: 1, y: 0 }));
+  c.input(tiles.walkInput({ x: 2, y: 0 }));
+  assert.deepEqual(r.inputs.map((i) => i.seq), [1, 2]);
+  r.hostSays(MSG_ACK, u32(1));
+  await until('input 2 sent again', () => r.inputs.length >= 3);
+  assert.deepEqual(r.inputs.slice(0, 3).map((i) => i.seq), [1, 2, 2]);
+  r.hostSays(MSG_ACK, u32(2));
+  const n = r.inputs.length;
+  await new Promise((res) => setTimeout(res, 250));
+  assert.equal(r.inputs.length, n, 'sent again after its ack');
 });
 

@@ -73,6 +73,9 @@ export const RETRY_MS = 3000;
  * @property {Cell} [start]
  * @property {number} [view] overrides the directory's view distance (at most regions.js MAX_VIEW)
  * @property {number} [pollMs] how often the client sends waiting inputs and retries (default 50)
+ * @property {number} [leaveGraceMs] default LEAVE_GRACE_MS
+ * @property {number} [resendMs] default RESEND_MS
+ * @property {number} [retryMs] default RETRY_MS
  * @property {typeof fetch} [fetch]
  * @property {import('./peer.js').LogFunc} [log]
  * @property {(opts: import('./peer.js').PeerOptions) => RoomPeer} [makePeer]
@@ -411,7 +414,7 @@ export class WorldClient {
         if (r.peer) r.peer.stop();
         this.regions.delete(k);
         this.emit({ kind: 'follow', join: [], leave: [r.cell] });
-      }, LEAVE_GRACE_MS));
+      }, this.opts.leaveGraceMs ?? LEAVE_GRACE_MS));
     }
     for (const c of plan.join) this.follow(c);
     const rk = cellKey(this.resident);
@@ -461,12 +464,12 @@ export class WorldClient {
   poll() {
     if (this.stopped) return;
     const first = this.queue.pending()[0];
-    if (first && first.input.sentAt > 0 && now() - first.input.sentAt > RESEND_MS) {
+    if (first && first.input.sentAt > 0 && now() - first.input.sentAt > (this.opts.resendMs ?? RESEND_MS)) {
       this.sentUpTo = this.queue.acked; // the host drops what it applied already
     }
     this.flush();
     for (const r of this.regions.values()) {
-      if (r.state === 'failed' && now() - r.failedAt > RETRY_MS && !this.leaving.has(r.key)) {
+      if (r.state === 'failed' && now() - r.failedAt > (this.opts.retryMs ?? RETRY_MS) && !this.leaving.has(r.key)) {
         r.state = 'loading';
         this.joins.set(r, this.enter(r));
       }
