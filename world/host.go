@@ -89,17 +89,11 @@ func (a *regionApp) SpawnAvatar(w *peer.World, p peer.PeerInfo) (peer.Entity, er
 		in.told = time.Time{} // tell it at the end of this tick
 		return 0, nil
 	}
-	dest, h, transfer := a.s.arrive(a.r, p.ID)
-	switch {
-	case h != nil && dest == a.r:
-		a.accept(w, *h)
-	case h != nil:
-		go a.s.transfer(a.r, dest, *h, nil)
-		fallthrough
-	default:
-		a.tell[p.Index] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y)}, left: tellTimes}
-	}
-	_ = transfer
+	a.s.wg.Add(1)
+	go func() {
+		defer a.s.wg.Done()
+		a.s.arrival(a.rr, a.r, p.ID, p.Index)
+	}()
 	return 0, nil
 }
 
@@ -122,7 +116,10 @@ func (a *regionApp) OnEvent(w *peer.World, ev peer.Event) {
 	}
 }
 
-func (a *regionApp) RPC(*peer.World, peer.PeerIndex, uint32, []byte) {}
+// RPC takes the inputs when a wrapper of the app (durable.App) hands Actions on as RPCs.
+func (a *regionApp) RPC(w *peer.World, from peer.PeerIndex, typ uint32, data []byte) {
+	a.Action(w, from, typ, data)
+}
 
 // Action applies a resident's input: exactly the next one in its sequence, else dropped (the
 // client sends again what is not acknowledged).
@@ -254,7 +251,11 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 		}
 		in.handing = true
 		h := handoff{owner: owner, values: a.values(w, in.e), gen: in.gen + 1, ack: in.ack, start: now}
-		go a.s.transfer(a.r, dest, h, a.rr)
+		a.s.wg.Add(1)
+		go func() {
+			defer a.s.wg.Done()
+			a.s.transfer(a.r, dest, h, a.rr)
+		}()
 	}
 	for owner, in := range a.byOwner {
 		idx, member := a.index[owner]

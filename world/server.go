@@ -72,6 +72,8 @@ type Server struct {
 	players map[string]*playerRec
 	pauses  []time.Duration // handover pauses, for HandoverPauses (bounded)
 
+	kv *playerKV // nil without a Store
+
 	mHandovers *prometheus.CounterVec
 	mLoaded    prometheus.GaugeFunc
 	mRefused   *prometheus.CounterVec
@@ -133,6 +135,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	s.metrics(cfg.Registerer)
+	if cfg.Store != nil {
+		kv, err := openPlayerKV(context.Background(), cfg.Store, s.def.Name)
+		if err != nil {
+			return nil, err
+		}
+		s.kv = kv
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.janitor()
@@ -310,7 +319,16 @@ func (s *Server) unload(rg *regionRun) {
 	defer cancel()
 	var data []byte
 	var clock crdt.Timestamp
-	if err := rg.peer.Do(ctx, func(w *peer.World) { data, clock = w.Checkpoint() }); err != nil {
+	app := rg.app
+	if err := rg.peer.Do(ctx, func(w *peer.World) {
+		// Residents still here (a server stopping) keep their data as if they had left.
+		for owner, in := range app.byOwner {
+			if !in.handing {
+				s.left(owner, app.values(w, in.e), in.gen)
+			}
+		}
+		data, clock = w.Checkpoint()
+	}); err != nil {
 		s.log.Warn().Err(err).Str("room", string(rg.r.Room())).Msg("world: region state not read before unloading")
 	}
 	rg.cancel()
@@ -387,10 +405,82 @@ func (s *Server) memberIn(rg *regionRun, d int) {
 	}
 }
 
-// arrive decides where player owner, arriving in region r's room, is resident. When it is not
-// in the world yet, it gets a handoff (its saved data, else the app's new player) for the region
-// that holds its position; otherwise h is nil and dest is where it is.
-func (s *Server) arrive(r Region, owner string) (dest Region, h *handoff, first bool) {
+// arrival handles member idx, player owner, arriving in rg's room without being resident there:
+// it reads the player's saved data (this process's, else the store's), decides where the player
+// is resident when it is not in the world yet (and hands its avatar there), and tells the
+// member. It runs on a goroutine of its own: the store may be slow.
+func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerIndex) {
+	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
+	defer cancel()
+	s.loadPlayer(ctx, owner)
+	dest, h := s.arrive(r, owner)
+	if h != nil {
+		s.transfer(Region{}, dest, *h, nil)
+	}
+	if dest == r {
+		return // accept told it
+	}
+	s.mu.Lock()
+	p, a := rg.peer, rg.app
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = p.Do(ctx, func(*peer.World) {
+		if a.members[idx] == owner && a.byOwner[owner] == nil {
+			a.tell[idx] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y)}, left: tellTimes}
+		}
+	})
+}
+
+// loadPlayer reads owner's saved data from the store when this process holds none.
+func (s *Server) loadPlayer(ctx context.Context, owner string) {
+	s.mu.Lock()
+	p := s.players[owner]
+	known := p != nil && (p.saved != nil || p.region.World != "")
+	s.mu.Unlock()
+	if known || s.kv == nil {
+		return
+	}
+	values, gen, err := s.kv.load(ctx, owner)
+	if err != nil {
+		s.log.Warn().Err(err).Str("owner", owner).Msg("world: player data not read; the player starts anew")
+		return
+	}
+	if values == nil || s.checkValues(values) != nil {
+		return
+	}
+	s.mu.Lock()
+	if p = s.players[owner]; p == nil {
+		p = &playerRec{}
+		s.players[owner] = p
+	}
+	if p.saved == nil && p.region.World == "" {
+		p.saved, p.gen = values, gen
+	}
+	s.mu.Unlock()
+}
+
+// checkValues checks saved avatar values against the avatar schema.
+func (s *Server) checkValues(values [][]byte) error {
+	sc, ok := s.def.App.Schemas().Lookup(s.def.App.Avatar().ID)
+	if !ok || len(values) > len(sc.Properties) {
+		return errShort
+	}
+	for i, v := range values {
+		if v != nil {
+			if err := sc.CheckValue(i, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// arrive decides where player owner is resident. When it is not in the world yet, it gets a
+// handoff (its saved data, else the app's new player, arriving in r) for the region that holds
+// its position; otherwise h is nil and dest is where it is.
+func (s *Server) arrive(r Region, owner string) (dest Region, h *handoff) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.players[owner]
@@ -399,7 +489,7 @@ func (s *Server) arrive(r Region, owner string) (dest Region, h *handoff, first 
 		s.players[owner] = p
 	}
 	if p.region.World != "" {
-		return p.region, nil, false
+		return p.region, nil
 	}
 	values := p.saved
 	if values == nil {
@@ -414,10 +504,10 @@ func (s *Server) arrive(r Region, owner string) (dest Region, h *handoff, first 
 	}
 	dest = s.def.RegionAt(pos)
 	p.region = dest
-	return dest, &handoff{owner: owner, values: values, gen: p.gen + 1}, true
+	return dest, &handoff{owner: owner, values: values, gen: p.gen + 1}
 }
 
-// left saves the data of a player gone from its region.
+// left saves the data of a player gone from its region (in the store too).
 func (s *Server) left(owner string, values [][]byte, gen uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -426,6 +516,17 @@ func (s *Server) left(owner string, values [][]byte, gen uint32) {
 		return
 	}
 	p.region, p.saved, p.gen = Region{}, values, gen
+	if s.kv != nil && s.ctx.Err() == nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.kv.save(ctx, owner, values, gen); err != nil {
+				s.log.Warn().Err(err).Str("owner", owner).Msg("world: player data not saved in the store")
+			}
+		}()
+	}
 }
 
 // Player returns what is kept of a player: its resident region (ok false when it is not in the

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -435,4 +436,75 @@ func TestWorldDirectory(t *testing.T) {
 	if l := tw.srv.Loaded(); len(l) != 1 || l[0] != "tiles.1.1" {
 		t.Fatalf("loaded %v", l)
 	}
+}
+
+// With a store (JetStream on a data directory) a region's edits and a player's data outlive the
+// whole server: it stops with the player in the world, starts again on the same directory, and
+// the player returns where it was, to the region as it was.
+func TestWorldRestartKeepsEdits(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*durable.Store, *durable.Writer) {
+		st, err := durable.Open(durable.Config{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, durable.NewWriter(st, durable.WriterConfig{})
+	}
+	st, wr := open()
+	tw := startWorld(t, world.ServerConfig{Store: st, Writer: wr})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pl := tw.join(t, ctx, "mason", [2]int{4, 4})
+	waitResident(t, pl, 4, 4)
+	if err := pl.Input(tiles.Walk(3000, -2000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.Input(tiles.Walk(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "inputs acknowledged", func() error {
+		if n := pl.Pending(); n > 0 {
+			return fmt.Errorf("%d pending", n)
+		}
+		return nil
+	})
+	p := ownPos(t, ctx, pl)
+	tx, ty := p.X/tiles.Tile, p.Y/tiles.Tile-1
+	if err := pl.Input(tiles.Place(tx, ty, 3)); err != nil {
+		t.Fatal(err)
+	}
+	var before []string
+	poll.Until(t, 10*time.Second, "the block placed", func() error {
+		before = blocks(pl.View(ctx), 4, 4)
+		if !slices.Contains(before, fmt.Sprintf("%d,%d=3", tx, ty)) {
+			return fmt.Errorf("blocks %v", before)
+		}
+		return nil
+	})
+	p = ownPos(t, ctx, pl)
+	// The whole server stops: region hosts checkpoint, the writer flushes, the store closes.
+	pl.Close()
+	tw.srv.Close()
+	wr.Close()
+	st.Close()
+
+	st2, wr2 := open()
+	defer st2.Close()
+	defer wr2.Close()
+	tw2 := startWorld(t, world.ServerConfig{Store: st2, Writer: wr2})
+	back, err := world.Join(ctx, world.Config{Server: tw2.url, World: tiles.Name, App: tw2.app, User: "mason", Device: "d", Start: [2]int{0, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	waitResident(t, back, int(p.X/16000), int(p.Y/16000))
+	if q := ownPos(t, ctx, back); q != p {
+		t.Fatalf("returned at %v, left at %v", q, p)
+	}
+	poll.Until(t, 10*time.Second, "the region as it was", func() error {
+		if after := blocks(back.View(ctx), 4, 4); !slices.Equal(after, before) {
+			return fmt.Errorf("blocks %v, before %v", after, before)
+		}
+		return nil
+	})
 }
