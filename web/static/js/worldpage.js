@@ -138,13 +138,32 @@ function setupInput() {
   });
 }
 
+/**
+ * The camera of the last frame drawn: clicks land where the player saw them.
+ * @type {{x0: number, y0: number, side: number, scale: number} | null}
+ */
+let lastCam = null;
+
 /** @param {number} px */
 function currentCamera(px) {
+  if (lastCam) return lastCam;
   const d = /** @type {import('./regions.js').Directory} */ (dir);
-  const s = scene(client, d);
-  let center = s.me ? s.me.pos : null;
-  if (!center && client.resident) center = { x: (client.resident.x + 0.5) * d.regionSize, y: (client.resident.y + 0.5) * d.regionSize };
-  return camera(d, center, px, client.view);
+  return camera(d, centre(scene(client, d), performance.now()), px, client.view);
+}
+
+/**
+ * Where the camera looks: this player's avatar as drawn (interpolated, so that the view glides
+ * with it), else the middle of the resident region.
+ * @param {import('./tilesview.js').Scene} s
+ * @param {number} t
+ */
+function centre(s, t) {
+  if (s.me) {
+    const v = interp.at(s.me.owner, t);
+    return v ? { x: v[0], y: v[1] } : s.me.pos;
+  }
+  const d = s.dir;
+  return client.resident ? { x: (client.resident.x + 0.5) * d.regionSize, y: (client.resident.y + 0.5) * d.regionSize } : null;
 }
 
 function frame() {
@@ -167,9 +186,8 @@ function frame() {
       interp.push(p.owner, t, [p.pos.x, p.pos.y]);
     }
     interp.retain(seen);
-    let center = s.me ? s.me.pos : null;
-    if (!center && client.resident) center = { x: (client.resident.x + 0.5) * dir.regionSize, y: (client.resident.y + 0.5) * dir.regionSize };
-    draw(ctx, s, camera(dir, center, px, client.view), px, (p) => {
+    lastCam = camera(dir, centre(s, t), px, client.view);
+    draw(ctx, s, lastCam, px, (p) => {
       const v = interp.at(p.owner, t);
       return v ? { x: v[0], y: v[1] } : p.pos;
     });
