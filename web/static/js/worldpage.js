@@ -77,8 +77,8 @@ function walkKeys() {
   const v = tiles.keysVelocity(keys);
   const k = `${v.x},${v.y}`;
   if (k === lastWalk) return;
-  lastWalk = k;
-  client.input(tiles.walkInput(v));
+  // Refused (too many inputs unacknowledged): the next key event tries again.
+  if (client.input(tiles.walkInput(v)) > 0) lastWalk = k;
 }
 
 /** @type {Record<string, 'up' | 'down' | 'left' | 'right'>} */
