@@ -474,6 +474,16 @@ func (c *Client) run(ctx context.Context) {
 				}
 				from := res
 				res, gen = r, rm.Gen
+				if rm.Ack < ack {
+					// The world forgot the player's sequence (it restarted and restored the
+					// player from its saved data): number the unacknowledged inputs anew from
+					// its ack, in order.
+					ack = rm.Ack
+					for i := range pending {
+						pending[i].seq = ack + 1 + uint32(i)
+					}
+					seq = ack + uint32(len(pending))
+				}
 				// The new region applied inputs up to rm.Ack: send it the rest (again), now.
 				acked(rm.Ack)
 				sentUpTo, sentAt = ack, time.Time{}
@@ -493,6 +503,8 @@ func (c *Client) run(ctx context.Context) {
 				if m.room == res.Room() && len(m.data) == 4 {
 					acked(binary.LittleEndian.Uint32(m.data))
 				}
+			case msgHostLost:
+				c.reload(ctx, m.room)
 			}
 		case now := <-t.C:
 			c.expire(now)
@@ -520,6 +532,52 @@ func (c *Client) want(ctx context.Context, r Region) {
 			}
 		}
 	}
+}
+
+// msgHostLost is the Client's own: a followed region's room lost its host.
+const msgHostLost uint8 = 0
+
+// reloadTries bounds how long a client asks for a region whose host went away: once a second.
+const reloadTries = 60
+
+// reload asks the server to load room's region again, once a second until it answers (a
+// restarting server, a cluster moving the region), on a goroutine of its own, once at a time.
+func (c *Client) reload(ctx context.Context, room signaling.RoomID) {
+	_, x, y, ok := ParseRoom(room)
+	r, ok2 := c.def.Region(x, y)
+	if !ok || !ok2 {
+		return
+	}
+	key := "reload:" + room
+	c.mu.Lock()
+	if c.joining[key] || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.joining[key] = true
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.joining, key)
+			c.mu.Unlock()
+		}()
+		u := apiBase(c.cfg.Server) + "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
+		for range reloadTries {
+			if getJSON(ctx, c.cfg.HTTP, http.MethodPost, u, &RegionEntry{}) == nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.quit:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
 }
 
 // followAsync follows g on a goroutine of its own (a load can take a while), once at a time.
@@ -587,6 +645,18 @@ func (a *followApp) SpawnAvatar(*peer.World, peer.PeerInfo) (peer.Entity, error)
 func (a *followApp) Tick(*peer.World, time.Duration)                    {}
 func (a *followApp) RPC(*peer.World, peer.PeerIndex, uint32, []byte)    {}
 func (a *followApp) Action(*peer.World, peer.PeerIndex, uint32, []byte) {}
+
+// OnEvent asks the Client to load the region again when its host went away (the server
+// restarted, or its node failed): the region's room keeps its members, and the load brings a
+// region host back, which takes the room over from its checkpoint and the members' replicas.
+func (a *followApp) OnEvent(w *peer.World, ev peer.Event) {
+	if ev.Kind == peer.EventMigrating || ev.Kind == peer.EventHostChanged && w.IsHost() {
+		select {
+		case a.c.msgs <- regionMsg{room: a.room, typ: msgHostLost}:
+		default:
+		}
+	}
+}
 
 // Message passes the host's world messages to the Client (the host's only: a member cannot
 // tell another where it is resident).

@@ -54,6 +54,8 @@ type regionApp struct {
 	retire  map[peer.Entity]int // avatars handed away, despawned after this many more ticks
 	tell    map[peer.PeerIndex]*telling
 	ready   func()
+	swept   time.Time // the last sweep
+	saved   time.Time // the last save of the residents' data
 }
 
 func (a *regionApp) Schemas() *schema.Table { return a.app.Schemas() }
@@ -80,9 +82,14 @@ func (a *regionApp) SpawnAvatar(w *peer.World, p peer.PeerInfo) (peer.Entity, er
 	if p.Kind == "host" {
 		return 0, nil
 	}
+	if a.members[p.Index] == p.ID {
+		return 0, nil // asked again (the peer asks for every member without an avatar)
+	}
+	if _, known := a.members[p.Index]; !known {
+		a.s.memberIn(a.rr, 1)
+	}
 	a.members[p.Index] = p.ID
 	a.index[p.ID] = p.Index
-	a.s.memberIn(a.rr, 1)
 	delete(a.tell, p.Index)
 	if in := a.byOwner[p.ID]; in != nil {
 		in.away = time.Time{}
@@ -225,6 +232,10 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 			a.retire[e] = n
 		}
 	}
+	if now.Sub(a.swept) >= time.Second {
+		a.swept = now
+		a.sweep(w, now)
+	}
 	def := &a.s.def
 	for owner, in := range a.byOwner {
 		if in.handing {
@@ -279,6 +290,32 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 		}
 		a.sendTell(w, idx, t, now)
 	}
+}
+
+// sweep despawns avatars no resident owns (a member's replica merged back after the host
+// restarted holds the avatars of before), and every SaveEvery saves the residents' data, so that
+// a crash loses at most that much of where the players were.
+func (a *regionApp) sweep(w *peer.World, now time.Time) {
+	owned := map[peer.Entity]bool{}
+	for _, in := range a.byOwner {
+		owned[in.e] = true
+	}
+	for _, e := range w.EntitiesOf(a.av.ID) {
+		if _, retiring := a.retire[e]; !owned[e] && !retiring {
+			_ = w.Despawn(e)
+		}
+	}
+	if a.s.kv == nil || now.Sub(a.saved) < SaveEvery || len(a.byOwner) == 0 {
+		return
+	}
+	a.saved = now
+	batch := make([]savedPlayer, 0, len(a.byOwner))
+	for owner, in := range a.byOwner {
+		if !in.handing {
+			batch = append(batch, savedPlayer{owner, a.values(w, in.e), in.gen})
+		}
+	}
+	a.s.savePlayers(batch)
 }
 
 // values copies e's property values in schema order.

@@ -529,6 +529,36 @@ func (s *Server) left(owner string, values [][]byte, gen uint32) {
 	}
 }
 
+// SaveEvery is how often a region saves its residents' data in the store.
+const SaveEvery = 5 * time.Second
+
+type savedPlayer struct {
+	owner  string
+	values [][]byte
+	gen    uint32
+}
+
+// savePlayers writes batch to the store on a goroutine of its own (a region's residents, every
+// SaveEvery: one write each, in sequence).
+func (s *Server) savePlayers(batch []savedPlayer) {
+	if s.kv == nil || s.ctx.Err() != nil {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for _, p := range batch {
+			ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+			err := s.kv.save(ctx, p.owner, p.values, p.gen)
+			cancel()
+			if err != nil {
+				s.log.Warn().Err(err).Str("owner", p.owner).Msg("world: player data not saved in the store")
+				return
+			}
+		}
+	}()
+}
+
 // Player returns what is kept of a player: its resident region (ok false when it is not in the
 // world) and its saved avatar values.
 func (s *Server) Player(owner string) (r Region, resident bool, saved [][]byte) {
