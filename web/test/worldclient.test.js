@@ -278,3 +278,56 @@ test('WorldClient: an input unacknowledged past resendMs is sent again (the host
   assert.equal(r.inputs.length, n, 'sent again after its ack');
 });
 
+test('WorldClient: when the resident host forgets the input sequence (a restart), the waiting inputs are numbered anew; a late word of a handover\'s source is not that', async (t) => {
+  const { c, rooms } = setup(t);
+  await c.start();
+  const r = rooms.get('tiles.3.3');
+  r.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 1, ack: 0 }));
+  await until('the view joined', () => [...c.regions.values()].filter((x) => x.state === 'joined').length === 9);
+  for (let i = 0; i < 4; i++) c.input(tiles.walkInput({ x: i, y: 0 }));
+  r.hostSays(MSG_ACK, u32(2));
+  // A handover to (4, 3) with inputs up to 2 applied; the destination applies 3.
+  const dst = rooms.get('tiles.4.3');
+  dst.hostSays(MSG_RESIDENT, encodeResident({ x: 4, y: 3, gen: 2, ack: 2 }));
+  assert.deepEqual(dst.inputs.map((i) => i.seq), [3, 4]);
+  dst.hostSays(MSG_ACK, u32(3));
+  // The source repeats its word (generation 2, ack 2): only an old ack, nothing renumbered.
+  r.hostSays(MSG_RESIDENT, encodeResident({ x: 4, y: 3, gen: 2, ack: 2 }));
+  assert.deepEqual(c.queue.pending().map((p) => p.seq), [4]);
+  // The world restarts and restores ann in (4, 3) with a fresh sequence: input 4 goes again as 1.
+  dst.hostSays(MSG_RESIDENT, encodeResident({ x: 4, y: 3, gen: 2, ack: 0 }));
+  assert.deepEqual(c.queue.pending().map((p) => p.seq), [1]);
+  assert.deepEqual(dst.inputs.map((i) => i.seq), [3, 4, 1]);
+  assert.deepEqual(dst.inputs[2].data, dst.inputs[1].data);
+  c.input(tiles.walkInput({ x: 9, y: 9 }));
+  assert.deepEqual(dst.inputs.map((i) => i.seq), [3, 4, 1, 2]);
+});
+
+test('WorldClient: a region whose host went away is loaded again until the server answers', async (t) => {
+  const { c, rooms, loads } = setup(t, { opts: { reloadEveryMs: 20 } });
+  await c.start();
+  const r = rooms.get('tiles.3.3');
+  r.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 1, ack: 0 }));
+  const n = loads.filter((k) => k === '3,3').length;
+  // The first two asks fail (the server is restarting).
+  let fails = 2;
+  const load = c.opts.load;
+  c.opts.load = async (cell) => {
+    await load(cell);
+    if (fails-- > 0) throw new Error('unavailable');
+  };
+  r.opts.app.onEvent(r.w, { kind: 'migrating' });
+  r.opts.app.onEvent(r.w, { kind: 'migrating' }); // once at a time
+  await until('the region loaded again', () => c.reloads === 1);
+  assert.equal(loads.filter((k) => k === '3,3').length, n + 3);
+  // This tab elected host of the room (nobody else was there): the same.
+  r.w.isHost = true;
+  r.opts.app.onEvent(r.w, { kind: 'host-changed' });
+  await until('loaded again', () => c.reloads === 2);
+  // A host change to another peer is not a loss.
+  r.w.isHost = false;
+  r.opts.app.onEvent(r.w, { kind: 'host-changed' });
+  await new Promise((res) => setTimeout(res, 60));
+  assert.equal(c.reloads, 2);
+});
+

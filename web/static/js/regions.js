@@ -337,10 +337,20 @@ export class ReplayQueue {
   rebase(seq, sent = 0) {
     if (seq < this.next) return false;
     this.q = this.q.filter((it) => it.seq > sent);
+    this.renumber(seq);
+    return true;
+  }
+
+  /**
+   * Numbers every waiting input anew from seq + 1, in order, when the host forgot the sequence
+   * (the world restarted and restored the player from its saved data, acknowledging less than it
+   * had): what it had not acknowledged, it may not have applied.
+   * @param {number} seq
+   */
+  renumber(seq) {
     this.acked = seq;
     this.next = seq + 1;
     for (const it of this.q) it.seq = this.next++;
-    return true;
   }
 
   /**

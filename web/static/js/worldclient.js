@@ -33,8 +33,14 @@ import {
 
 /** How long a region out of view stays followed (walking along a border does not churn joins). */
 export const LEAVE_GRACE_MS = 2000;
-/** An input unacknowledged this long is sent again (a link to the host was made anew). */
-export const RESEND_MS = 2000;
+/**
+ * An input unacknowledged this long is sent again from the host's ack + 1 (docs/protocol.md §11:
+ * an Action sent before the host admitted the member is dropped, and so is every one after it).
+ */
+export const RESEND_MS = 500;
+/** How often, and how many times, the client asks the server to load a region whose host went away. */
+export const RELOAD_EVERY_MS = 1000;
+export const RELOAD_TRIES = 60;
 /** How long a region whose load or join failed waits before the client tries it again. */
 export const RETRY_MS = 3000;
 
@@ -76,6 +82,7 @@ export const RETRY_MS = 3000;
  * @property {number} [leaveGraceMs] default LEAVE_GRACE_MS
  * @property {number} [resendMs] default RESEND_MS
  * @property {number} [retryMs] default RETRY_MS
+ * @property {number} [reloadEveryMs] default RELOAD_EVERY_MS
  * @property {typeof fetch} [fetch]
  * @property {import('./peer.js').LogFunc} [log]
  * @property {(opts: import('./peer.js').PeerOptions) => RoomPeer} [makePeer]
@@ -190,6 +197,10 @@ export class WorldClient {
     this.ready = new Promise((resolve) => {
       this.onResidentOnce = () => { if (this.resident) resolve(this.resident); };
     });
+    /** @type {Set<string>} regions whose load is asked again (reload) */
+    this.reloading = new Set();
+    /** Regions loaded again after their host went away. */
+    this.reloads = 0;
     /** @type {Map<FollowedRegion, Promise<void>>} loads and joins under way */
     this.joins = new Map();
     /** @type {import('./peer.js').LogFunc} */
@@ -313,9 +324,40 @@ export class WorldClient {
         message: (w, from, type, data) => {
           if (from === w.host && this.regions.get(r.key) === r) this.hostMessage(r, type, data);
         },
+        // The region's host went away (the server restarted, its node failed): the room keeps its
+        // members, and a load brings a region host back, which takes the room over.
+        onEvent: (w, ev) => {
+          if (ev.kind === Ev.Migrating || (ev.kind === Ev.HostChanged && w.isHost)) this.reload(r);
+        },
       },
     };
     return o.makePeer ? o.makePeer(popts) : new Peer(popts);
+  }
+
+  /**
+   * Asks the server to load region r again, every RELOAD_EVERY_MS until it answers (at most
+   * RELOAD_TRIES times), once at a time per region.
+   * @param {FollowedRegion} r
+   */
+  reload(r) {
+    if (this.reloading.has(r.key) || this.stopped) return;
+    this.reloading.add(r.key);
+    const o = this.opts;
+    const every = o.reloadEveryMs ?? RELOAD_EVERY_MS;
+    this.log('info', 'region host gone; loading the region again', { room: r.room });
+    const attempt = async () => {
+      for (let i = 0; i < RELOAD_TRIES && !this.stopped && this.regions.get(r.key) === r; i++) {
+        try {
+          if (o.load) await o.load(r.cell);
+          else await loadRegion(this.world, r.cell, { base: o.base, fetch: o.fetch, credential: o.token });
+          this.reloads++;
+          return;
+        } catch {
+          await new Promise((res) => setTimeout(res, every));
+        }
+      }
+    };
+    attempt().finally(() => this.reloading.delete(r.key));
   }
 
   /**
@@ -344,17 +386,26 @@ export class WorldClient {
    * the destination (both say generation + 1). An older word — the source's periodic message
    * overtaken by the destination's, a watched host's generation-0 word sent before the player
    * arrived there — is dropped.
-   * @param {FollowedRegion} _r the region whose host said it
+   * @param {FollowedRegion} r the region whose host said it
    * @param {{x: number, y: number, gen: number, ack: number}} m
    */
-  residentSaid(_r, m) {
+  residentSaid(r, m) {
     const to = { x: m.x, y: m.y };
     const toKey = cellKey(to);
     const curKey = this.resident ? cellKey(this.resident) : '';
     if (toKey === curKey) {
       if (m.gen >= this.gen) {
         this.gen = m.gen;
-        this.takeAck(m.ack);
+        if (r.key === curKey && m.ack < this.queue.acked) {
+          // The resident region's own host acknowledges less than it did: the world forgot the
+          // sequence (a restart restored the player from its saved data). Number the waiting
+          // inputs from its ack, as the host applies only ack + 1.
+          this.queue.renumber(m.ack);
+          this.sentUpTo = m.ack;
+          this.log('info', 'the world forgot the input sequence; numbering anew', { room: r.room, ack: m.ack });
+        } else {
+          this.takeAck(m.ack);
+        }
         this.flush();
       }
       return;
