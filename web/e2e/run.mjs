@@ -177,6 +177,7 @@ class Env {
     if (this.server) await this.server.kill('SIGTERM');
     if (this.pageHost) await new Promise((r) => this.pageHost.close(r));
     if (this.tmp) rmSync(this.tmp, { recursive: true, force: true });
+    if (this.tmpData) rmSync(this.tmpData, { recursive: true, force: true });
   }
 }
 
@@ -671,8 +672,8 @@ scenario('cross-origin-refused', async (env) => {
 // A world of regions (docs/protocol.md §11): the demo world `tiles` of `serve --world tiles`.
 
 /** Opens the world page as user, first joining region (x, y), and waits until a host says where it is resident. */
-async function worldPage(env, user, x, y) {
-  const page = await env.tab(user);
+async function worldPage(env, user, x, y, opts = {}) {
+  const page = await env.tab(user, opts);
   await page.goto(`${env.url}/world.html?world=tiles&user=${encodeURIComponent(user)}&x=${x}&y=${y}`);
   await waitFor(`${user} to be resident somewhere`, 20000, () => page.evaluate(() => !!window.concord && !!window.concord.status().resident));
   return page;
@@ -830,6 +831,43 @@ scenario('world-bots', async (env) => {
   }
   return `${samples} samples, one avatar per player in each (${handovers} during a handover with two copies); ` +
     `bot crossings seen: ${[...crossings].join(', ')}`;
+});
+
+scenario('world-restart', async (env) => {
+  env.tmpData = mkdtempSync(join(tmpdir(), 'concord-e2e-world-'));
+  const args = ['--world', 'tiles', '--data', env.tmpData, '--checkpoint-interval', '300ms'];
+  await env.serve(args);
+  // While the server is away the page's directory reads fail in its console: expected.
+  const ann = await worldPage(env, 'ann', 3, 3, { expectErrors: true });
+  const annID = (await worldView(ann)).st.self;
+  await waitFor('ann to see her avatar', 20000, async () => (await worldView(ann)).count[annID] === 1, 100);
+  const me = (await worldView(ann)).at[annID];
+  const tx = Math.floor(me.x / 1000) + 1;
+  const ty = Math.floor(me.y / 1000);
+  const kindBefore = await ann.evaluate(([x, y]) => (window.concord.blocks().find((k) => k.x === x && k.y === y) || { kind: 0 }).kind, [tx, ty]);
+  const kind = kindBefore === 4 ? 2 : 4;
+  await ann.evaluate(([x, y, k]) => window.concord.place(x, y, k), [tx, ty, kind]);
+  const hasBlock = () => ann.evaluate(([x, y, k]) => window.concord.blocks().some((b) => b.x === x && b.y === y && b.kind === k), [tx, ty, kind]);
+  await waitFor(`ann's block on ${tx},${ty}`, 10000, hasBlock, 100);
+  // The whole server goes and comes back on the same data directory, the tab staying open.
+  await env.server.kill('SIGTERM');
+  await env.serve(args);
+  // The tab's rooms redial and resume, the client loads its regions again, and the region hosts
+  // take the rooms over from their checkpoints: ann's avatar and block are there, and her inputs
+  // apply again (a walk moves her, every input acknowledged).
+  await waitFor('ann back with one avatar and her block', 30000, async () => (await worldView(ann)).count[annID] === 1 && await hasBlock(), 200);
+  const p0 = (await worldView(ann)).at[annID];
+  await ann.evaluate(() => window.concord.walk(0, 3000));
+  await waitFor('ann to walk after the restart', 15000, async () => {
+    const v = await worldView(ann);
+    return v.at[annID] && v.at[annID].y > p0.y + 1000;
+  }, 100);
+  await ann.evaluate(() => window.concord.walk(0, 0));
+  await waitFor('no input waiting', 10000, async () => (await worldView(ann)).st.pending === 0, 100);
+  const v = await worldView(ann);
+  check(v.count[annID] === 1, `${v.count[annID]} avatars of ann`);
+  return `the server restarted under an open tab: ann came back with one avatar (${v.st.resident.x},${v.st.resident.y}, gen ${v.st.gen}), ` +
+    `her block on ${tx},${ty} kept, and walked again with every input acknowledged`;
 });
 
 // ---------------------------------------------------------------------------------------------
