@@ -107,7 +107,8 @@ type Client struct {
 	resident Region
 	gen      uint32
 	pending  int
-	dropped  int // events dropped: the channel was full
+	ack      uint32 // the last acknowledged input
+	dropped  int    // events dropped: the channel was full
 }
 
 type follow struct {
@@ -380,6 +381,7 @@ func (c *Client) run(ctx context.Context) {
 		res      Region
 		gen      uint32
 		hinted   bool
+		wanted   time.Time // the last check that every region in view is followed
 	)
 	acked := func(a uint32) {
 		if a <= ack {
@@ -394,7 +396,7 @@ func (c *Client) run(ctx context.Context) {
 		sentUpTo = max(sentUpTo, ack)
 		sentAt = time.Now()
 		c.mu.Lock()
-		c.pending = len(pending)
+		c.pending, c.ack = len(pending), ack
 		c.mu.Unlock()
 	}
 	// pump sends the resident region the inputs above sentUpTo, and starts over from the
@@ -508,6 +510,11 @@ func (c *Client) run(ctx context.Context) {
 			}
 		case now := <-t.C:
 			c.expire(now)
+			if gen > 0 && now.Sub(wanted) >= time.Second {
+				// A follow that failed (a load refused under load) is tried again.
+				wanted = now
+				c.want(ctx, res)
+			}
 			pump(now)
 		}
 	}

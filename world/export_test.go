@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -30,4 +31,46 @@ func (s *Server) Inspect(ctx context.Context, x, y int, fn func(w *peer.World)) 
 		return ErrUnknownRegion
 	}
 	return p.Do(ctx, fn)
+}
+
+// Debug describes the client's state for a failing test.
+func (c *Client) Debug() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var rooms []signaling.RoomID
+	for r := range c.follows {
+		rooms = append(rooms, r)
+	}
+	return fmt.Sprintf("resident %s gen %d ack %d pending %d follows %v", c.resident.Room(), c.gen, c.ack, c.pending, rooms)
+}
+
+// DebugPlayer describes what the server and the region hosts hold of owner.
+func (s *Server) DebugPlayer(ctx context.Context, owner string) string {
+	s.mu.Lock()
+	p := s.players[owner]
+	var out string
+	if p != nil {
+		out = fmt.Sprintf("record: region %s gen %d; ", p.region.Room(), p.gen)
+	}
+	type rp struct {
+		room signaling.RoomID
+		p    *peer.Peer
+		a    *regionApp
+	}
+	var rs []rp
+	for room, rg := range s.regions {
+		if rg.state == loaded {
+			rs = append(rs, rp{room, rg.peer, rg.app})
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range rs {
+		_ = r.p.Do(ctx, func(w *peer.World) {
+			if in := r.a.byOwner[owner]; in != nil {
+				idx, member := r.a.index[owner]
+				out += fmt.Sprintf("%s: gen %d ack %d handing %v member %v/%d away %v; ", r.room, in.gen, in.ack, in.handing, member, idx, !in.away.IsZero())
+			}
+		})
+	}
+	return out
 }

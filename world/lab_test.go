@@ -164,7 +164,7 @@ func TestWorldLab(t *testing.T) {
 	for _, c := range clients {
 		poll.Until(t, 60*time.Second, c.Self()+"'s inputs acknowledged", func() error {
 			if n := c.Pending(); n > 0 {
-				return fmt.Errorf("%d pending", n)
+				return fmt.Errorf("%d pending: client %s; server %s", n, c.Debug(), srv.DebugPlayer(ctx, c.Self()))
 			}
 			return nil
 		})
