@@ -301,6 +301,14 @@ test('WorldClient: when the resident host forgets the input sequence (a restart)
   assert.deepEqual(dst.inputs[2].data, dst.inputs[1].data);
   c.input(tiles.walkInput({ x: 9, y: 9 }));
   assert.deepEqual(dst.inputs.map((i) => i.seq), [3, 4, 1, 2]);
+  dst.hostSays(MSG_ACK, u32(1));
+  // Restarted again, the player restored in another region from older saved data (a higher
+  // generation, ack 0): it goes there, and its waiting input is numbered 1 there.
+  const south = rooms.get('tiles.4.4');
+  south.hostSays(MSG_RESIDENT, encodeResident({ x: 4, y: 4, gen: 3, ack: 0 }));
+  assert.deepEqual(c.resident, { x: 4, y: 4 });
+  assert.deepEqual(south.inputs.map((i) => i.seq), [1]);
+  assert.deepEqual(south.inputs[0].data, [...tiles.walkInput({ x: 9, y: 9 })]);
 });
 
 test('WorldClient: a region whose host went away is loaded again until the server answers', async (t) => {

@@ -396,16 +396,7 @@ export class WorldClient {
     if (toKey === curKey) {
       if (m.gen >= this.gen) {
         this.gen = m.gen;
-        if (r.key === curKey && m.ack < this.queue.acked) {
-          // The resident region's own host acknowledges less than it did: the world forgot the
-          // sequence (a restart restored the player from its saved data). Number the waiting
-          // inputs from its ack, as the host applies only ack + 1.
-          this.queue.renumber(m.ack);
-          this.sentUpTo = m.ack;
-          this.log('info', 'the world forgot the input sequence; numbering anew', { room: r.room, ack: m.ack });
-        } else {
-          this.takeAck(m.ack);
-        }
+        this.takeResidentAck(r, toKey, m.ack);
         this.flush();
       }
       return;
@@ -414,9 +405,9 @@ export class WorldClient {
     const from = this.resident;
     this.resident = to;
     this.gen = Math.max(this.gen, m.gen);
-    this.takeAck(m.ack);
     // What the destination has applied is what the source handed over: everything above it
     // goes to the destination.
+    this.takeResidentAck(r, toKey, m.ack);
     this.sentUpTo = this.queue.acked;
     if (from) this.crossings++;
     this.refollow();
@@ -429,6 +420,27 @@ export class WorldClient {
       this.onResidentOnce = null;
     }
   }
+
+  /**
+   * Takes the ack of a `resident` word that region r's host said about region toKey. When the
+   * region's own host acknowledges less than this client had acknowledged, the world forgot the
+   * sequence (a restart restored the player from its saved data with ack 0): the waiting inputs
+   * are numbered from its ack, as the host applies only ack + 1. (Another host's word — a
+   * handover's source repeating itself — may carry an older ack: that is only old.)
+   * @param {FollowedRegion} r
+   * @param {string} toKey
+   * @param {number} ack
+   */
+  takeResidentAck(r, toKey, ack) {
+    if (r.key === toKey && ack < this.queue.acked) {
+      this.queue.renumber(ack);
+      this.sentUpTo = ack;
+      this.log('info', 'the world forgot the input sequence; numbering anew', { room: r.room, ack });
+      return;
+    }
+    this.takeAck(ack);
+  }
+
 
   /**
    * Takes a host's acknowledgement: drops the inputs up to ack, or, when the host has applied more
