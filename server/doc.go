@@ -40,8 +40,9 @@
 //
 // # Options and flags
 //
-// Every option is a `concord serve` flag of the same meaning, and a key of its config file
-// (`concord serve --config`, docs/config.toml); each field's comment names its flag. A zero
+// Every option but the program's own (Logger, Now, Registry, Apps) and the environment's (Secret)
+// is a `concord serve` flag of the same meaning, and a key of its config file (`concord serve
+// --config`, docs/serve.toml); each field's comment names its flag. A zero
 // field keeps a default suited to a program (no /metrics route, no HSTS, rooms in memory);
 // the flags' defaults suit a deployment. Nothing is read from the environment: `concord serve`
 // takes CONCORD_SECRET into Options.Secret, CONCORD_ADMIN_KEY into Options.Limits.AdminKey and
