@@ -76,7 +76,7 @@ type Server struct {
 	http     *http.Server
 	inner    *http.Server // the hosts' loopback door, when the public one cannot serve them (hostDoor)
 	innerURL string
-	host     *peer.Peer   // the dedicated host of Room; nil without one
+	host     *peer.Peer // the dedicated host of Room; nil without one
 	hosts    []*dedicated
 	stopHost context.CancelFunc
 	store    *durable.Store  // nil without Data
