@@ -95,7 +95,7 @@ type Client struct {
 	def    Def
 	self   string
 	events chan Event
-	msgs   chan regionMsg
+	wake   chan struct{} // capacity 1: inbox has news
 	inputs chan []byte
 	quit   chan struct{}
 	wg     sync.WaitGroup
@@ -104,6 +104,7 @@ type Client struct {
 	follows  map[signaling.RoomID]*follow
 	joining  map[signaling.RoomID]bool
 	closed   bool // run has ended: no more follows
+	inbox    map[signaling.RoomID]*roomNews
 	resident Region
 	gen      uint32
 	pending  int
@@ -159,7 +160,7 @@ func Join(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w: start (%d, %d)", ErrUnknownRegion, cfg.Start[0], cfg.Start[1])
 	}
 	c := &Client{cfg: cfg, def: def, self: string(signaling.NewIdentity(cfg.User, cfg.Device)),
-		events: make(chan Event, 256), msgs: make(chan regionMsg, 1024), inputs: make(chan []byte, MaxPending),
+		events: make(chan Event, 256), wake: make(chan struct{}, 1), inbox: map[signaling.RoomID]*roomNews{}, inputs: make(chan []byte, MaxPending),
 		quit: make(chan struct{}), follows: map[signaling.RoomID]*follow{}, joining: map[signaling.RoomID]bool{}}
 	if err := c.follow(ctx, start); err != nil {
 		return nil, err
@@ -438,6 +439,66 @@ func (c *Client) run(ctx context.Context) {
 			sentUpTo, sentAt = sent, now
 		}
 	}
+	handle := func(m regionMsg) {
+		switch m.typ {
+		case MsgResident:
+			rm, err := consumeResident(m.data)
+			if err != nil {
+				return
+			}
+			r, ok := c.def.Region(int(rm.X), int(rm.Y))
+			if !ok {
+				return
+			}
+			if rm.Gen == 0 {
+				if gen == 0 && !hinted { // where to go: the region host decided
+					hinted = true
+					c.want(ctx, r)
+				}
+				return
+			}
+			if rm.Gen < gen || rm.Gen == gen && r != res {
+				return
+			}
+			if rm.Gen == gen {
+				acked(rm.Ack)
+				return
+			}
+			from := res
+			res, gen = r, rm.Gen
+			if rm.Ack < ack {
+				// The world forgot the player's sequence (it restarted and restored the
+				// player from its saved data): number the unacknowledged inputs anew from
+				// its ack, in order.
+				ack = rm.Ack
+				for i := range pending {
+					pending[i].seq = ack + 1 + uint32(i)
+				}
+				seq = ack + uint32(len(pending))
+			}
+			// The new region applied inputs up to rm.Ack: send it the rest (again), now.
+			acked(rm.Ack)
+			sentUpTo, sentAt = ack, time.Time{}
+			c.mu.Lock()
+			c.resident, c.gen = res, gen
+			c.mu.Unlock()
+			if from != r {
+				ev := Event{Kind: EventCrossing, From: from, To: r, Gen: gen}
+				if from.World == "" {
+					ev.Kind = EventResident
+				}
+				c.emit(ev)
+			}
+			c.want(ctx, r)
+			pump(time.Now())
+		case MsgAck:
+			if m.room == res.Room() && len(m.data) == 4 {
+				acked(binary.LittleEndian.Uint32(m.data))
+			}
+		case msgHostLost:
+			c.reload(ctx, m.room)
+		}
+	}
 	t := time.NewTicker(pumpEvery)
 	defer t.Stop()
 	for {
@@ -449,64 +510,21 @@ func (c *Client) run(ctx context.Context) {
 		case d := <-c.inputs:
 			seq++
 			pending = append(pending, input{seq: seq, data: d})
-		case m := <-c.msgs:
-			switch m.typ {
-			case MsgResident:
-				rm, err := consumeResident(m.data)
-				if err != nil {
-					continue
+		case <-c.wake:
+			c.mu.Lock()
+			news := c.inbox
+			c.inbox = map[signaling.RoomID]*roomNews{}
+			c.mu.Unlock()
+			for room, n := range news {
+				if n.hostLost {
+					handle(regionMsg{room: room, typ: msgHostLost})
 				}
-				r, ok := c.def.Region(int(rm.X), int(rm.Y))
-				if !ok {
-					continue
+				if n.resident != nil {
+					handle(regionMsg{room: room, typ: MsgResident, data: n.resident})
 				}
-				if rm.Gen == 0 {
-					if gen == 0 && !hinted { // where to go: the region host decided
-						hinted = true
-						c.want(ctx, r)
-					}
-					continue
+				if n.ack != nil {
+					handle(regionMsg{room: room, typ: MsgAck, data: n.ack})
 				}
-				if rm.Gen < gen || rm.Gen == gen && r != res {
-					continue
-				}
-				if rm.Gen == gen {
-					acked(rm.Ack)
-					continue
-				}
-				from := res
-				res, gen = r, rm.Gen
-				if rm.Ack < ack {
-					// The world forgot the player's sequence (it restarted and restored the
-					// player from its saved data): number the unacknowledged inputs anew from
-					// its ack, in order.
-					ack = rm.Ack
-					for i := range pending {
-						pending[i].seq = ack + 1 + uint32(i)
-					}
-					seq = ack + uint32(len(pending))
-				}
-				// The new region applied inputs up to rm.Ack: send it the rest (again), now.
-				acked(rm.Ack)
-				sentUpTo, sentAt = ack, time.Time{}
-				c.mu.Lock()
-				c.resident, c.gen = res, gen
-				c.mu.Unlock()
-				if from != r {
-					ev := Event{Kind: EventCrossing, From: from, To: r, Gen: gen}
-					if from.World == "" {
-						ev.Kind = EventResident
-					}
-					c.emit(ev)
-				}
-				c.want(ctx, r)
-				pump(time.Now())
-			case MsgAck:
-				if m.room == res.Room() && len(m.data) == 4 {
-					acked(binary.LittleEndian.Uint32(m.data))
-				}
-			case msgHostLost:
-				c.reload(ctx, m.room)
 			}
 		case now := <-t.C:
 			c.expire(now)
@@ -658,10 +676,7 @@ func (a *followApp) Action(*peer.World, peer.PeerIndex, uint32, []byte) {}
 // region host back, which takes the room over from its checkpoint and the members' replicas.
 func (a *followApp) OnEvent(w *peer.World, ev peer.Event) {
 	if ev.Kind == peer.EventMigrating || ev.Kind == peer.EventHostChanged && w.IsHost() {
-		select {
-		case a.c.msgs <- regionMsg{room: a.room, typ: msgHostLost}:
-		default:
-		}
+		a.c.post(a.room, func(n *roomNews) { n.hostLost = true })
 	}
 }
 
@@ -671,9 +686,36 @@ func (a *followApp) Message(w *peer.World, from peer.PeerIndex, typ uint8, data 
 	if from != w.Host() || (typ != MsgResident && typ != MsgAck) {
 		return
 	}
+	d := append([]byte(nil), data...)
+	a.c.post(a.room, func(n *roomNews) {
+		if typ == MsgResident {
+			n.resident = d
+		} else {
+			n.ack = d
+		}
+	})
+}
+
+// roomNews is what a region room's host said since the client last looked: the latest of each
+// kind, so that a busy client loses no news (a later resident or ack supersedes an earlier one).
+type roomNews struct {
+	resident, ack []byte
+	hostLost      bool
+}
+
+// post records news of room and wakes the client's loop.
+func (c *Client) post(room signaling.RoomID, fn func(*roomNews)) {
+	c.mu.Lock()
+	n := c.inbox[room]
+	if n == nil {
+		n = &roomNews{}
+		c.inbox[room] = n
+	}
+	fn(n)
+	c.mu.Unlock()
 	select {
-	case a.c.msgs <- regionMsg{room: a.room, typ: typ, data: append([]byte(nil), data...)}:
-	default: // full: resident is sent again every second, and a later ack covers this one
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 

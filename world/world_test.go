@@ -314,7 +314,13 @@ func TestWorldUnloadKeepsEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer back.Close()
-	waitResident(t, back, 2, 2)
+	poll.Until(t, 20*time.Second, "back resident", func() error {
+		r, _, ok := back.Resident()
+		if !ok || r.X != 2 || r.Y != 2 {
+			return fmt.Errorf("client %s; server %s", back.Debug(), tw.srv.DebugPlayer(ctx, back.Self()))
+		}
+		return nil
+	})
 	if q := ownPos(t, ctx, back); q != p {
 		t.Fatalf("returned at %v, left at %v", q, p)
 	}
