@@ -12,6 +12,7 @@ import (
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/world"
 )
 
 // DefaultAddr is where a server listens when Options.Addr is "": loopback only, the port
@@ -75,6 +76,13 @@ type Options struct {
 	// World bounds the dedicated hosts' worlds (--max-append-sets, --max-member-world-bytes,
 	// --max-world-bytes; zero fields: the peer defaults).
 	World peer.WorldLimits
+
+	// Worlds are worlds of regions the server runs (--world; docs/protocol.md §11): region hosts
+	// on demand, their directory at /api/worlds/{W}. A single server only (not clustered yet).
+	Worlds []world.Def
+	// WorldGrace: a region nobody is in or watches is checkpointed and unloaded after this
+	// (--world-grace; 0: world.DefaultGrace).
+	WorldGrace time.Duration
 
 	// Network is the dedicated hosts' WebRTC (--ice, --udp, --public-ip, --relay-only).
 	Network Network

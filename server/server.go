@@ -30,6 +30,7 @@ import (
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/voice"
+	"github.com/concordrtc/concord/world"
 )
 
 // maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB).
@@ -102,7 +103,8 @@ type Server struct {
 	placeDone          chan struct{}
 	hostMu             sync.Mutex // guards, in cluster mode, each dedicated.peer
 
-	voice *voiceServer // nil without Voice.On
+	voice  *voiceServer    // nil without Voice.On
+	worlds []*world.Server // Options.Worlds (world.go)
 }
 
 // dedicated is a room's dedicated host in this process.
@@ -286,6 +288,7 @@ func (s *Server) start(ctx context.Context) error {
 	for _, room := range hosted {
 		cfg.Rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{DedicatedHostUser}}
 	}
+	pinWorldRooms(o, cfg.Rooms)
 	if s.store != nil {
 		cfg.Store = s.store
 		cfg.Checkpoints = s.checkpoints(o)
@@ -414,6 +417,9 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.startKeeper(ctx, o, addr, tlsCfg != nil, sh, hosted); err != nil {
 		return err
 	}
+	if err := s.startWorlds(o, addr, tlsCfg != nil, sh, mux); err != nil {
+		return err
+	}
 	served = true
 	s.serve(s.http, ln)
 	log.Info().Str("url", s.url).Str("room", o.Room).Bool("dedicatedHost", o.DedicatedHost).
@@ -478,6 +484,17 @@ func newApp(o Options, room signaling.RoomID) peer.App {
 	return arena.New(arena.Config{})
 }
 
+// hostToken is the join token of a host of this process for room ("" without a Secret).
+func hostToken(o Options, room signaling.RoomID) (string, error) {
+	if o.Secret == "" {
+		return "", nil
+	}
+	return signaling.IssueToken([]byte(o.Secret), signaling.Claims{
+		Room: room, User: DedicatedHostUser, Device: "serve", MayHost: true,
+		Kind: signaling.KindHost, ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
+	})
+}
+
 // startHosts runs the dedicated hosts (each cfg with its transport) in this process. They dial
 // the public listener, or, when that is TLS (whose certificate names the public host) or listens
 // on every interface, a loopback listener of their own that serves only signaling.
@@ -506,15 +523,8 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 	for _, d := range s.hosts {
 		cfg := d.cfg
 		cfg.Server = server
-		if o.Secret != "" {
-			var err error
-			cfg.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{
-				Room: d.room, User: DedicatedHostUser, Device: "serve", MayHost: true,
-				Kind: signaling.KindHost, ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
-			})
-			if err != nil {
-				return err
-			}
+		if cfg.Token, err = hostToken(o, d.room); err != nil {
+			return err
 		}
 		p, err := peer.New(cfg)
 		if err != nil {
@@ -696,6 +706,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 			_ = d.api.Close()
 		}
 	}
+	s.stopWorlds()
 	if s.sig != nil {
 		_ = s.sig.Close()
 	}

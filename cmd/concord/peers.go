@@ -100,6 +100,7 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	voiceFile := fs.String("voice", "", "Ogg Opus `FILE` (one packet per page) every bot publishes, looped, in a voice session of its own (docs/protocol.md §10)")
 	voiceListen := fs.Bool("voice-listen", false, "open a listen-only voice session per bot (no --voice file)")
+	worldName := fs.String("world", "", "wander a world of regions instead of a room (tiles; docs/protocol.md §11): the bots cross region borders and place and remove blocks")
 	var nw peerNet
 	nw.addICEFlag(fs)
 	nw.addCAFlag(fs)
@@ -123,6 +124,9 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
+	}
+	if *worldName != "" {
+		return runWorldBots(ctx, *worldName, *server, *name, os.Getenv("CONCORD_SECRET"), *n, nw, stdout, log)
 	}
 	ids, err := botIdentities(*n, *name, *room, fmt.Sprintf("p%d", os.Getpid()), *token, os.Getenv("CONCORD_SECRET"), time.Now())
 	if err != nil {

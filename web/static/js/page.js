@@ -8,7 +8,7 @@
 // runner injects them (web/e2e/debug.mjs).
 
 import { Peer } from './peer.js';
-import { randomDevice, SignalingError, REMOVED_CODES, fetchRooms } from './signaling.js';
+import { randomDevice, randomName, SignalingError, REMOVED_CODES, fetchRooms } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
@@ -27,14 +27,6 @@ import {
 const $ = (id) => document.getElementById(id);
 // ?token= and ?key= leave the address bar as soon as they are read (urlcred.js).
 const { params, token: urlToken, key: urlKey } = takeCredentials(location, history);
-
-const ADJ = ['brisk', 'calm', 'eager', 'jolly', 'lucky', 'merry', 'nimble', 'quiet', 'sunny', 'witty'];
-const NOUN = ['otter', 'heron', 'lynx', 'panda', 'fox', 'robin', 'koala', 'ibis', 'marten', 'wren'];
-function randomName() {
-  const r = new Uint8Array(2);
-  crypto.getRandomValues(r);
-  return `${ADJ[r[0] % ADJ.length]}-${NOUN[r[1] % NOUN.length]}`;
-}
 
 /**
  * @param {number} n
