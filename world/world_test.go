@@ -321,15 +321,7 @@ func TestWorldUnloadKeepsEdits(t *testing.T) {
 		}
 		return nil
 	})
-	if q := ownPos(t, ctx, back); q != p {
-		t.Fatalf("returned at %v, left at %v", q, p)
-	}
-	poll.Until(t, 10*time.Second, "the region as it was", func() error {
-		if after := blocks(back.View(ctx), 2, 2); !slices.Equal(after, before) {
-			return fmt.Errorf("blocks %v, before %v", after, before)
-		}
-		return nil
-	})
+	checkReturned(t, ctx, back, p, 2, 2, before)
 }
 
 // Only a resident's inputs apply: the player's inputs sent to a region it only watches are
@@ -504,11 +496,18 @@ func TestWorldRestartKeepsEdits(t *testing.T) {
 	}
 	defer back.Close()
 	waitResident(t, back, int(p.X/16000), int(p.Y/16000))
-	if q := ownPos(t, ctx, back); q != p {
+	checkReturned(t, ctx, back, p, 4, 4, before)
+}
+
+// checkReturned checks that a returning player stands where it left (p) and that region (x, y)
+// holds the blocks it held before.
+func checkReturned(t *testing.T, ctx context.Context, c *world.Client, p world.Vec, x, y int, before []string) {
+	t.Helper()
+	if q := ownPos(t, ctx, c); q != p {
 		t.Fatalf("returned at %v, left at %v", q, p)
 	}
 	poll.Until(t, 10*time.Second, "the region as it was", func() error {
-		if after := blocks(back.View(ctx), 4, 4); !slices.Equal(after, before) {
+		if after := blocks(c.View(ctx), x, y); !slices.Equal(after, before) {
 			return fmt.Errorf("blocks %v, before %v", after, before)
 		}
 		return nil
