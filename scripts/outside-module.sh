@@ -11,6 +11,8 @@
 # program that embeds the server (package server) with the orbs game as its room's dedicated
 # host, in place of serve and the host process. It needs the module proxy (go mod tidy).
 set -euo pipefail
+# Everything it starts keeps WebRTC on 127.0.0.1, also when run by hand (scripts/test.sh exports it too).
+export CONCORD_LOOPBACK_ONLY=1
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
 pids=()
@@ -160,6 +162,13 @@ play() {
   "$tmp/bin/bot" --server "$1" --room orbs --user bot --for 120s --stop-after 2 >"$2" 2>&1 &
   local bot=$!
   pids+=("$bot")
+  # The bot stands still once it has taken its orbs; only then can the room come to rest.
+  for _ in $(seq 1 600); do
+    grep -q 'standing still' "$2" && break
+    kill -0 "$bot" 2>/dev/null || fail "the bot of $3 exited early"
+    sleep 0.1
+  done
+  grep -q 'standing still' "$2" || fail "the bot of $3 did not take 2 orbs within 60 s"
   "$tmp/bin/converged" --url "$1" --room orbs --members 2 --timeout 60s || fail "$3 and the bot did not converge"
   kill -INT "$bot"
   wait "$bot" || fail "the bot of $3 exited with an error"

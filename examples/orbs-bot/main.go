@@ -54,8 +54,13 @@ func main() {
 	app := NewBot()
 	if *stopAfter > 0 {
 		steer := app.Steer
+		still := false
 		app.Steer = func(w *peer.World, self peer.Entity) orbs.Pos {
 			if orbs.Points(w, w.Self()) >= uint32(*stopAfter) {
+				if !still {
+					still = true
+					log.Info().Uint32("orbs", orbs.Points(w, w.Self())).Msg("standing still")
+				}
 				v, _ := w.Get(self, orbs.PlayerPos)
 				return orbs.DecodePos(v) // where it is
 			}
