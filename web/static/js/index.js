@@ -33,6 +33,10 @@ export {
 } from './authority.js';
 export { ProtocolError } from './netmsg.js';
 export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
+export {
+  VoiceClient, VoiceError, SlotTable, parseVoiceMessage, answerDirections, falloff, spatial, rmsToLevel, speaking,
+  voiceURL, DEFAULT_SLOTS, DEFAULT_RADIUS, SILENCE, SPEAKING_LEVEL,
+} from './voice.js';
 
 /** @typedef {import('./peer.js').PeerOptions} PeerOptions */
 /** @typedef {import('./peer.js').App} App */
@@ -48,3 +52,6 @@ export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
 /** @typedef {import('./schema.js').EncodingSpec} EncodingSpec */
 /** @typedef {import('./authority.js').AuthorityRecord} AuthorityRecord */
 /** @typedef {import('./interpolate.js').InterpolatorOptions} InterpolatorOptions */
+/** @typedef {import('./voice.js').VoiceOptions} VoiceOptions */
+/** @typedef {import('./voice.js').VoiceMessage} VoiceMessage */
+/** @typedef {import('./voice.js').SlotChange} SlotChange */
