@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 
 import {
   parseVoiceMessage, SlotTable, answerDirections, falloff, spatial, rmsToLevel, speaking, voiceURL,
-  VoiceClient, VoiceError, SILENCE, MAX_MESSAGE, DEFAULT_SLOTS,
+  VoiceClient, VoiceError, voiceClaim, SILENCE, MAX_MESSAGE, DEFAULT_SLOTS,
 } from '../static/js/voice.js';
 import * as index from '../static/js/index.js';
 
@@ -327,4 +327,14 @@ test('bye ends the session with its reason', async () => {
   assert.equal(closed, 'member left the room');
   assert.equal(v.state, 'closed');
   assert.equal(made[0].closed, true);
+});
+
+test('voiceClaim reads a token\'s voice claim without verifying it; publish when absent or unreadable', () => {
+  const tok = (claims) => `eyJhbGciOiJIUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+  assert.equal(voiceClaim(tok({ room: 'r', user: 'ü', voice: 'listen' })), 'listen');
+  assert.equal(voiceClaim(tok({ room: 'r', voice: 'none' })), 'none');
+  assert.equal(voiceClaim(tok({ room: 'r' })), 'publish');
+  assert.equal(voiceClaim(tok({ room: 'r', voice: 'shout' })), 'publish');
+  assert.equal(voiceClaim(''), 'publish');
+  assert.equal(voiceClaim('a.%%%.c'), 'publish');
 });

@@ -34,7 +34,7 @@ export {
 export { ProtocolError } from './netmsg.js';
 export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
 export {
-  VoiceClient, VoiceError, SlotTable, parseVoiceMessage, answerDirections, falloff, spatial, rmsToLevel, speaking,
+  VoiceClient, VoiceMixer, VoiceError, SlotTable, voiceClaim, parseVoiceMessage, answerDirections, falloff, spatial, rmsToLevel, speaking,
   voiceURL, DEFAULT_SLOTS, DEFAULT_RADIUS, SILENCE, SPEAKING_LEVEL,
 } from './voice.js';
 

@@ -286,13 +286,32 @@ export function voiceURL(base, room, member) {
 }
 
 /**
+ * The `voice` claim of a join token (docs/protocol.md §10): 'publish' (also when absent, or
+ * without a token), 'listen' or 'none'. The token is only read, not verified — the forwarder
+ * decides; the page uses this to ask for no microphone it could not use, and to say why.
+ * @param {string} token
+ * @returns {'publish' | 'listen' | 'none'}
+ */
+export function voiceClaim(token) {
+  const part = (token || '').split('.')[1];
+  if (!part) return 'publish';
+  try {
+    const b64 = part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '=');
+    const claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))));
+    return claims && (claims.voice === 'listen' || claims.voice === 'none') ? claims.voice : 'publish';
+  } catch {
+    return 'publish';
+  }
+}
+
+/**
  * A slot's receiving statistics (RTCInboundRtpStreamStats of its receiver).
  * @typedef {{mid: string, member: string, packetsReceived: number, bytesReceived: number, audioLevel: number}} SlotStats
  */
 
 /**
  * What a VoiceClient is made with. room and member name the session (member: this tab's
- * signaling member id); token is the join token (or a function returning a fresh one) — '' on a
+ * signaling identity, its peerId `user/device`); token is the join token (or a function returning a fresh one) — '' on a
  * server without a secret. url is the forwarder's base ('' = the page's origin). iceServers
  * returns the STUN/TURN servers to use now (the ones signaling handed the data links, refreshed
  * by `ice-servers`). listen: ask for no microphone. slots: K. The callbacks report slot changes,
@@ -585,6 +604,119 @@ export class VoiceClient {
       } catch { /* closed meanwhile */ }
     }
     return { slots, packetsSent };
+  }
+}
+
+/**
+ * VoiceMixer plays the slots through Web Audio: each slot's track → a GainNode (falloff × the
+ * listener's volume for that speaker) → a PannerNode (equalpower, no attenuation of its own) →
+ * the speakers. place() moves a slot's speaker; the microphone's own level is read from an
+ * AnalyserNode (the speaking indicator for self, which needs no round trip).
+ */
+export class VoiceMixer {
+  /**
+   * @param {{radius?: number, model?: 'linear' | 'inverse', context?: AudioContext}} [opts]
+   */
+  constructor(opts = {}) {
+    this.radius = opts.radius ?? DEFAULT_RADIUS;
+    this.model = opts.model || 'linear';
+    this.ctx = opts.context || new AudioContext();
+    /** @type {Map<string, {source: MediaStreamAudioSourceNode, gain: GainNode, panner: PannerNode, element: HTMLAudioElement | null}>} */
+    this.slots = new Map();
+    /** @type {AnalyserNode | null} */
+    this.analyser = null;
+    /** @type {Float32Array<ArrayBuffer> | null} */
+    this.samples = null;
+  }
+
+  /** Starts the audio context (browsers start one suspended until a user gesture). */
+  resume() {
+    return this.ctx.resume();
+  }
+
+  /**
+   * Plays track on slot mid (replacing what it played).
+   * @param {string} mid
+   * @param {MediaStreamTrack} track
+   */
+  attach(mid, track) {
+    this.detach(mid);
+    const stream = new MediaStream([track]);
+    // Chromium feeds a remote WebRTC track into Web Audio only while a media element plays it too
+    // (muted here: the graph is what is heard).
+    /** @type {HTMLAudioElement | null} */
+    let element = null;
+    if (typeof Audio === 'function') {
+      element = new Audio();
+      element.muted = true;
+      element.srcObject = stream;
+      element.play().catch(() => {});
+    }
+    const source = this.ctx.createMediaStreamSource(stream);
+    const gain = this.ctx.createGain();
+    gain.gain.value = 0; // silent until placed
+    const panner = new PannerNode(this.ctx, { panningModel: 'equalpower', distanceModel: 'linear', rolloffFactor: 0 });
+    source.connect(gain).connect(panner).connect(this.ctx.destination);
+    this.slots.set(mid, { source, gain, panner, element });
+  }
+
+  /**
+   * Places slot mid's speaker relative to the listener and sets its gain (volume: the listener's
+   * own setting for that speaker, 0..2). Changes glide over 50 ms (no clicks).
+   * @param {string} mid
+   * @param {{x: number, y: number} | null} listener mm, null when unknown (then: centred, full falloff gain)
+   * @param {{x: number, y: number} | null} speaker mm
+   * @param {number} volume
+   */
+  place(mid, listener, speaker, volume) {
+    const s = this.slots.get(mid);
+    if (!s) return;
+    const p = listener && speaker ? spatial(listener, speaker, { radius: this.radius, model: this.model }) : { x: 0, y: 0, z: -1, gain: 1 };
+    const t = this.ctx.currentTime;
+    s.panner.positionX.setTargetAtTime(p.x, t, 0.05);
+    s.panner.positionY.setTargetAtTime(p.y, t, 0.05);
+    s.panner.positionZ.setTargetAtTime(p.z, t, 0.05);
+    s.gain.gain.setTargetAtTime(p.gain * volume, t, 0.05);
+  }
+
+  /**
+   * Stops playing slot mid.
+   * @param {string} mid
+   */
+  detach(mid) {
+    const s = this.slots.get(mid);
+    if (!s) return;
+    this.slots.delete(mid);
+    s.source.disconnect();
+    s.gain.disconnect();
+    s.panner.disconnect();
+    if (s.element) s.element.srcObject = null;
+  }
+
+  /**
+   * Reads the microphone's level from now on (micLevel).
+   * @param {MediaStream} mic
+   */
+  watchMic(mic) {
+    if (this.analyser) return;
+    this.analyser = this.ctx.createAnalyser();
+    this.analyser.fftSize = 1024;
+    this.samples = new Float32Array(this.analyser.fftSize);
+    this.ctx.createMediaStreamSource(mic).connect(this.analyser); // not to the speakers: no echo of oneself
+  }
+
+  /** The microphone's RFC 6464 level now (SILENCE when not watched). */
+  micLevel() {
+    if (!this.analyser || !this.samples) return SILENCE;
+    this.analyser.getFloatTimeDomainData(this.samples);
+    let sum = 0;
+    for (const v of this.samples) sum += v * v;
+    return rmsToLevel(Math.sqrt(sum / this.samples.length));
+  }
+
+  close() {
+    for (const mid of [...this.slots.keys()]) this.detach(mid);
+    this.ctx.close().catch(() => {});
   }
 }
 
