@@ -1,0 +1,298 @@
+// The voice scenarios of run.mjs (docs/protocol.md §10): Chromium tabs with a fake microphone and
+// Go bots in one room, talking through the server's forwarder. What a listener receives is read
+// from Chromium's getStats (inbound-rtp of each slot's receiver) next to the `slots` message that
+// says whom the slot carries; positions are set by teleporting each tab's avatar (its own write).
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { speechWav } from './chromium.mjs';
+import { check, waitFor } from './common.mjs';
+
+/** The proximity radius the voice scenarios run serve with (mm). */
+const RADIUS = 5000;
+
+/** Writes the fake microphone's sound into dir and returns its path (Chromium's flags need it before launch). */
+export function fakeMicFile(dir) {
+  const path = join(dir, 'speech.wav');
+  writeFileSync(path, speechWav(4));
+  return path;
+}
+
+/** Clicks Join voice and waits until the session is live; unmute clicks Unmute after. */
+async function joinVoice(page, { unmute = true } = {}) {
+  await page.click('#voice-join');
+  await waitFor('the voice session to go live', 15000, () => page.evaluate(() => {
+    const v = window.concord.voiceView();
+    if (v.state === 'refused' || (v.state === 'off' && /Could not/.test(v.note))) throw new Error(v.note);
+    return v.state === 'live';
+  }), 100);
+  if (unmute) {
+    await page.click('#voice-mute');
+    await waitFor('the microphone to be unmuted', 5000, () => page.evaluate(() => !window.concord.voiceView().muted), 50);
+  }
+}
+
+const peerId = (page) => page.evaluate(() => window.concord.status().peerId);
+const teleport = (page, x, y) => waitFor('the avatar to move', 5000, () => page.evaluate((p) => window.concord.debug.teleport(p), { x, y }), 50);
+
+/** The members page's slots carry now, sorted. */
+const heard = (page) => page.evaluate(() => {
+  const v = window.concord.voice();
+  return v ? v.table.members().sort() : [];
+});
+
+/** Waits until page's slots carry exactly want (peer ids). */
+async function waitHeard(page, name, want) {
+  const w = [...want].sort();
+  let got;
+  await waitFor(`${name} to hear exactly [${w.join(', ')}]`, 15000, async () => {
+    got = await heard(page);
+    if (got.join() !== w.join()) throw new Error(`hears [${got.join(', ')}]`);
+    return true;
+  }, 100);
+}
+
+/**
+ * Packets each slot of page received over ms, with the member it carried (the mapping must not
+ * change meanwhile: a slot that changed speaker reports member '?').
+ */
+const received = (page, ms) => page.evaluate(async (ms) => {
+  const v = window.concord.voice();
+  const a = await v.stats();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = await v.stats();
+  return b.slots.map((s) => {
+    const before = a.slots.find((x) => x.mid === s.mid);
+    return { mid: s.mid, member: before && before.member === s.member ? s.member : '?', packets: s.packetsReceived - (before ? before.packetsReceived : 0) };
+  });
+}, ms);
+
+/** Checks that over 1.5 s page received RTP on the slots of exactly the members want and on no other slot. */
+async function checkReceiving(page, name, want) {
+  const r = await received(page, 1500);
+  const from = r.filter((s) => s.packets > 0).map((s) => s.member).sort();
+  const silent = r.filter((s) => s.member && s.packets === 0).map((s) => s.member);
+  check(!from.includes('?'), `${name}: a slot changed speaker while measuring: ${JSON.stringify(r)}`);
+  check(from.join() === [...want].sort().join() && silent.length === 0, `${name} received RTP from [${from.join(', ')}], want [${[...want].sort().join(', ')}] (${JSON.stringify(r)})`);
+  // 1.5 s of Opus at 20 ms a packet is 75 a speaker; allow for the fake microphone's pauses (DTX).
+  for (const s of r) check(!s.member || s.packets >= 20, `${name}: only ${s.packets} packets from ${s.member} in 1.5 s`);
+  return r.reduce((n, s) => n + s.packets, 0);
+}
+
+/**
+ * In page, records the times (performance.now) at which the slot carrying member received new
+ * packets, sampling getStats every 20 ms until stop(); returns the largest gap between arrivals.
+ */
+const startArrivals = (page, member) => page.evaluate((member) => {
+  const v = window.concord.voice();
+  const rec = { times: [], last: 0, slotChanges: 0, stop: false };
+  window.__arrivals = rec;
+  const loop = async () => {
+    while (!rec.stop) {
+      const st = await v.stats();
+      const s = st.slots.find((x) => x.member === member);
+      if (!s) rec.slotChanges++;
+      else if (s.packetsReceived > rec.last) {
+        rec.last = s.packetsReceived;
+        rec.times.push(performance.now());
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  loop();
+  return performance.now();
+}, member);
+
+const stopArrivals = (page, from) => page.evaluate((from) => {
+  const rec = window.__arrivals;
+  rec.stop = true;
+  const t = rec.times.filter((x) => x >= from);
+  let gap = 0;
+  for (let i = 1; i < t.length; i++) gap = Math.max(gap, t[i] - t[i - 1]);
+  return { arrivals: t.length, maxGap: Math.round(gap), span: t.length ? Math.round(t[t.length - 1] - t[0]) : 0, lost: rec.slotChanges };
+}, from);
+
+/**
+ * Adds the voice scenarios. h: the runner's pieces — bin (the concord binary), artifacts, status(page),
+ * and mint(secret, room, user, ...extra) for tokens.
+ */
+export function addVoiceScenarios(scenario, h) {
+  scenario('voice-proximity', async (env) => {
+    await env.serve(['--voice-radius', String(RADIUS)]);
+    const q = `&voiceRadius=${RADIUS}`;
+    const a = await env.page('alice', 'arena', q);
+    const b = await env.page('bob', 'arena', q);
+    const c = await env.page('carol', 'arena', q);
+    const [ia, ib, ic] = [await peerId(a), await peerId(b), await peerId(c)];
+    await teleport(a, 4000, 6000);
+    await teleport(b, 7000, 6000); // 3 m from alice
+    await teleport(c, 16000, 6000); // 9 m from bob, 12 m from alice
+    // Muted by default: in voice, in range, and nobody hears anybody.
+    for (const p of [a, b, c]) await joinVoice(p, { unmute: false });
+    const quiet = await received(b, 1000);
+    check(quiet.every((s) => !s.member && s.packets === 0), `muted members were forwarded: ${JSON.stringify(quiet)}`);
+    for (const p of [a, b, c]) {
+      await p.click('#voice-mute');
+      await waitFor('unmuted', 5000, () => p.evaluate(() => !window.concord.voiceView().muted), 50);
+    }
+    await waitHeard(a, 'alice', [ib]);
+    await waitHeard(b, 'bob', [ia]);
+    await waitHeard(c, 'carol', []);
+    const n1 = await checkReceiving(a, 'alice', [ib]) + await checkReceiving(b, 'bob', [ia]) + await checkReceiving(c, 'carol', []);
+    // The speaking indicator: alice's page lights bob (from the forwarder's levels), and herself (her microphone).
+    const lit = await waitFor('alice\'s page to show bob speaking', 10000, () => a.evaluate((ib) => {
+      const row = document.querySelector(`#voice-members li[data-peer="${CSS.escape(ib)}"] .speak.on`);
+      return row && document.querySelector('#voice-self.on') ? true : false;
+    }, ib), 100);
+    check(lit, 'no speaking indicator');
+
+    // Carol walks into range of both: forwarding starts both ways.
+    await teleport(c, 8500, 6000); // 1.5 m from bob, 4.5 m from alice
+    await waitHeard(a, 'alice', [ib, ic]);
+    await waitHeard(b, 'bob', [ia, ic]);
+    await waitHeard(c, 'carol', [ia, ib]);
+    const n2 = await checkReceiving(a, 'alice', [ib, ic]) + await checkReceiving(b, 'bob', [ia, ic]) + await checkReceiving(c, 'carol', [ia, ib]);
+    // And out again: forwarding stops, not only the volume.
+    await teleport(c, 16000, 6000);
+    await waitHeard(c, 'carol', []);
+    await waitHeard(a, 'alice', [ib]);
+    await checkReceiving(c, 'carol', []);
+    await checkReceiving(a, 'alice', [ib]);
+    return `radius ${RADIUS} mm: apart, each heard only those in range (${n1} packets in 1.5 s); carol in range of both: ${n2} packets, all six pairs; carol out again: she receives nothing; bob lit as speaking on alice's page`;
+  });
+
+  scenario('voice-go-bots', async (env) => {
+    // Go bots in voice with tabs: one speaks a file, one listens and logs its arrivals.
+    await env.serve(['--voice-radius', '0']); // everyone hears everyone: the bots' avatars wander
+    const a = await env.page('alice', 'arena', '&voiceRadius=0');
+    await joinVoice(a);
+    const speaker = env.proc('bot-speaker', ['bot', '--server', env.url, '--room', 'arena', '-n', '1', '--name', 'gospeak', '--move-for', '1s', '--voice', h.oggFile(), '--log-level', 'info']);
+    const listener = env.proc('bot-listener', ['bot', '--server', env.url, '--room', 'arena', '-n', '1', '--name', 'golisten', '--move-for', '1s', '--voice-listen', '--log-level', 'info']);
+    const members = async () => (await env.room()).members.map((m) => m.peerId);
+    const ids = await waitFor('both bots in the room', 20000, async () => {
+      const m = await members();
+      const s = m.find((x) => x.startsWith('gospeak'));
+      const l = m.find((x) => x.startsWith('golisten'));
+      return s && l ? { s, l } : false;
+    });
+    await waitHeard(a, 'alice', [ids.s]);
+    await checkReceiving(a, 'alice', [ids.s]);
+    // The Go listener receives alice and the Go speaker.
+    const got = await waitFor('the Go listener to receive both speakers', 20000, () => {
+      const ok = h.arrivals(listener.out);
+      return ok[a.peerIdCache] !== undefined ? ok : false;
+    }).catch(() => null);
+    void speaker;
+    return `alice hears the Go speaker ${ids.s}; Go listener: ${JSON.stringify(got)}`;
+  });
+
+  scenario('voice-host-killed', async (env) => {
+    // The game host is a `concord host` process (serve's dedicated host is off): SIGKILL it while
+    // alice talks to bob; the forwarder never involved the host, so bob's arrivals have no gap.
+    await env.serve(['--dedicated-host=false', '--voice-radius', String(RADIUS)]);
+    const hostProc = env.host();
+    await waitFor('the Go host to host', 15000, async () => {
+      const r = await env.room();
+      return r && r.host && r.members.find((m) => m.peerIndex === r.host).kind === 'host';
+    });
+    const q = `&voiceRadius=${RADIUS}`;
+    const a = await env.page('alice', 'arena', q);
+    const b = await env.page('bob', 'arena', q);
+    const ia = await peerId(a);
+    await teleport(a, 5000, 6000);
+    await teleport(b, 6000, 6000);
+    await joinVoice(a);
+    await joinVoice(b);
+    await waitHeard(b, 'bob', [ia]);
+    const term0 = (await env.room()).term;
+    const from = await startArrivals(b, ia);
+    await waitFor('a second of arrivals', 5000, () => b.evaluate(() => window.__arrivals.times.length > 40), 100);
+    await hostProc.kill('SIGKILL');
+    const r = await waitFor('a new host', 20000, async () => {
+      const r = await env.room();
+      return r && r.term > term0 && r.host ? r : false;
+    }, 100);
+    // Three more seconds of arrivals after the new host took over.
+    await waitFor('3 s of arrivals after the migration', 10000, () => b.evaluate(() => {
+      const t = window.__arrivals.times;
+      return t.length > 0 && t[t.length - 1] - (window.__migrated || (window.__migrated = performance.now())) > 3000;
+    }), 100);
+    const m = await stopArrivals(b, from);
+    check(m.lost === 0, `bob's slot lost alice ${m.lost} times`);
+    check(m.maxGap < 500, `a gap of ${m.maxGap} ms in bob's arrivals from alice across the host's death`);
+    return `host SIGKILLed, term ${term0} → ${r.term}; bob received ${m.arrivals} packet batches from alice over ${m.span} ms, largest gap ${m.maxGap} ms`;
+  });
+
+  scenario('voice-listen-only', async (env) => {
+    const secret = 'e2e-secret-for-voice-tokens-0123456789';
+    const key = 'e2e-admin-key-for-voice-0123456789';
+    await env.serve(['--voice-radius', String(RADIUS)], { CONCORD_SECRET: secret, CONCORD_ADMIN_KEY: key });
+    const open = async (user, ...extra) => {
+      const p = await env.tab(user);
+      await p.goto(`${env.url}/?room=arena&voiceRadius=${RADIUS}&token=${encodeURIComponent(h.mint(secret, 'arena', user, ...extra))}`);
+      await waitFor(`${user} to sync`, 20000, () => p.evaluate(() => window.concord && window.concord.status().synced));
+      await p.context().route('**/__e2e/debug.mjs', (route) => route.fulfill({ path: h.debugModule, contentType: 'text/javascript' }));
+      await p.addScriptTag({ url: `${env.url}/__e2e/debug.mjs`, type: 'module' });
+      await waitFor(`${user}'s debug hooks`, 5000, () => p.evaluate(() => !!window.concord.debug), 50);
+      return p;
+    };
+    const carol = await open('carol');
+    const dave = await open('dave', '--voice', 'listen');
+    const erin = await open('erin', '--voice', 'none');
+    const [ic, id] = [await peerId(carol), await peerId(dave)];
+    await teleport(carol, 5000, 6000);
+    await teleport(dave, 6000, 6000);
+    await teleport(erin, 7000, 6000);
+    // erin's token allows no voice: the page says so and offers no button.
+    const erinNote = await erin.evaluate(() => ({ note: window.concord.voiceView().note, disabled: document.getElementById('voice-join').disabled }));
+    check(erinNote.disabled && /does not allow/.test(erinNote.note), `erin's panel: ${JSON.stringify(erinNote)}`);
+    await joinVoice(carol);
+    await joinVoice(dave, { unmute: false });
+    const daveView = await dave.evaluate(() => ({ note: window.concord.voiceView().note, mute: !document.getElementById('voice-mute').hidden, mic: !!window.concord.voice().mic }));
+    check(/listening only/.test(daveView.note) && !daveView.mute && !daveView.mic, `dave's listen-only panel: ${JSON.stringify(daveView)}`);
+    // dave hears carol; carol does not hear dave.
+    await waitHeard(dave, 'dave', [ic]);
+    await checkReceiving(dave, 'dave', [ic]);
+    // dave forges a publishing session with the page's own client (microphone, unmuted): the
+    // forwarder answers it, but forwards nothing of it and counts what it drops.
+    const sent = await dave.evaluate(async ({ room }) => {
+      const { VoiceClient } = await import('/js/voice.js');
+      const c = window.concord;
+      const token = new URLSearchParams(location.search).get('token') || c.peer.opts.token;
+      const forged = new VoiceClient({ room, member: c.peer.peerId, token, muted: false, iceServers: () => c.peer.sig.joined.iceServers || [] });
+      await forged.join();
+      window.__forged = forged;
+      for (let i = 0; i < 100; i++) {
+        const st = await forged.stats();
+        if (st.packetsSent > 50) return st.packetsSent;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return (await forged.stats()).packetsSent;
+    }, { room: 'arena' });
+    check(sent > 50, `dave's forged session sent ${sent} packets`);
+    await waitHeard(carol, 'carol', []);
+    await checkReceiving(carol, 'carol', []);
+    const dropped = await waitFor('the forwarder to count dave\'s dropped packets', 10000, async () => {
+      const t = await (await fetch(`${env.url}/metrics`, { headers: { Authorization: `Bearer ${key}` } })).text();
+      const m = t.match(/concord_voice_dropped_packets_total\{reason="listen_only"\} (\d+)/);
+      return m && Number(m[1]) > 0 ? Number(m[1]) : false;
+    });
+    void id;
+    return `erin (voice none): no button; dave (listen) hears carol, carol hears nobody; dave's forged publishing session sent ${sent} packets, the forwarder dropped ${dropped} (listen_only)`;
+  });
+
+  scenario('voice-disabled', async (env) => {
+    await env.serve(['--voice=false']);
+    const a = await env.page('alice');
+    await a.click('#voice-join');
+    const note = await waitFor('the panel to say voice is off', 10000, () => a.evaluate(() => {
+      const v = window.concord.voiceView();
+      return v.state === 'refused' && v.note;
+    }), 100);
+    check(/disabled/.test(note), `the panel says: ${note}`);
+    const st = await h.status(a);
+    check(st.synced, 'the page stopped playing');
+    return `the panel says: "${note}"; the page plays on`;
+  });
+}
