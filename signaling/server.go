@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -441,7 +442,7 @@ func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
 			kind = KindBrowser
 		}
 		// Open mode: the power level never comes from the client.
-		return joinRequest{room: m.Room, user: m.User, device: m.Device, kind: kind, power: s.cfg.DefaultPowerLevel, mayHost: true}, nil
+		return joinRequest{room: m.Room, user: m.User, device: m.Device, kind: kind, power: s.cfg.DefaultPowerLevel, mayHost: !slices.Contains(s.cfg.Followers, m.User)}, nil
 	}
 	if m.Token == "" {
 		return joinRequest{}, fmt.Errorf("%w: this server needs a token to join %q", ErrTokenRequired, m.Room)

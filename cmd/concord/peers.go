@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,6 +17,7 @@ import (
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/voice"
 )
 
 // newPeer makes the peer cfg describes, with its own pion transport as nw says: by default this
@@ -71,11 +73,24 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	standby := fs.Bool("standby", false, "keep an idle standby link to the next host, so that a migration needs no new WebRTC handshake (peer.Config.Standby)")
 	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token of one user for all the bots, when the server requires one (env CONCORD_TOKEN; without a device claim it admits up to serve's --max-devices-per-token bots)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	voiceFile := fs.String("voice", "", "Ogg Opus `FILE` (one packet per page) every bot publishes, looped, in a voice session of its own (docs/protocol.md §10)")
+	voiceListen := fs.Bool("voice-listen", false, "open a listen-only voice session per bot (no --voice file)")
 	var nw peerNet
 	nw.addICEFlag(fs)
 	nw.addCAFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *voiceFile != "" {
+		f, err := os.Open(*voiceFile)
+		if err != nil {
+			return usageError{fmt.Errorf("--voice: %w", err)}
+		}
+		err = voice.CheckOgg(f)
+		_ = f.Close()
+		if err != nil {
+			return usageError{fmt.Errorf("--voice %s: %w", *voiceFile, err)}
+		}
 	}
 	if *n < 1 || *n > 1024 {
 		return usageError{fmt.Errorf("-n %d: want 1..1024", *n)}
@@ -93,16 +108,26 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	peers := make([]*peer.Peer, 0, *n)
 	errs := make(chan error, *n)
 	seed := uint64(time.Now().UnixNano())
+	var voices []*botVoice
+	var voiceWG sync.WaitGroup
+	defer func() { cancel(); voiceWG.Wait() }()
 	for i, id := range ids {
 		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed + uint64(i), MoveFor: *moveFor}})
-		p, err := newPeer(peer.Config{Server: *server, Room: *room, User: id.user, Device: id.device, Kind: signaling.KindBot,
-			Token: id.token, App: app, Logger: log.With().Str("bot", id.label).Logger(), Standby: *standby}, nw)
+		pc := peer.Config{Server: *server, Room: *room, User: id.user, Device: id.device, Kind: signaling.KindBot,
+			Token: id.token, App: app, Logger: log.With().Str("bot", id.label).Logger(), Standby: *standby}
+		p, err := newPeer(pc, nw)
 		if err != nil {
 			cancel()
 			return err
 		}
 		peers = append(peers, p)
 		go func() { errs <- p.Run(ctx) }()
+		if *voiceFile != "" || *voiceListen {
+			bv := &botVoice{}
+			voices = append(voices, bv)
+			voiceWG.Add(1)
+			go func() { defer voiceWG.Done(); runBotVoice(ctx, bv, p, pc, nw, *voiceFile, pc.Logger) }()
+		}
 	}
 	summary := time.NewTicker(time.Second)
 	defer summary.Stop()
@@ -118,6 +143,9 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		case <-summary.C:
 			fmt.Fprintln(stdout, summarize(peers))
+			if voices != nil {
+				fmt.Fprintln(stdout, summarizeVoice(voices))
+			}
 		case <-ctx.Done():
 			for running > 0 {
 				<-errs

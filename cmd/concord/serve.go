@@ -33,6 +33,7 @@ import (
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/voice"
 )
 
 // dedicatedHostUser is the identity user of dedicated hosts; serve pins it as the host of its
@@ -40,6 +41,7 @@ import (
 const dedicatedHostUser = "host"
 
 type serveOptions struct {
+	voice         voiceOptions
 	addr          string
 	room          string
 	dedicatedHost bool
@@ -145,6 +147,7 @@ type server struct {
 	served   chan error
 	host     *peer.Peer // the dedicated host of --room; nil without one
 	hosts    []*dedicated
+	voice    *voiceServer // nil with --voice=false
 	hostDone chan error // receives the result of each dedicated host
 	running  int        // dedicated hosts whose result hostDone has not given yet
 	stopHost context.CancelFunc
@@ -286,6 +289,13 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 			ownPorts = append(ownPorts, ua.Port)
 		}
 	}
+	vs, vport, err := openVoiceSocket(o, log, addr)
+	if err != nil {
+		return fail(err)
+	}
+	if s.voice = vs; vs != nil {
+		ownPorts = append(ownPorts, vport)
+	}
 	// TURN credentials live as long as their member: the relay asks signaling, which starts
 	// below (until then no one is a member).
 	var sigRef atomic.Pointer[signaling.Server]
@@ -333,6 +343,7 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 	}
 	cfg.CheckOrigin = origins.allowed
 	cfg.Registerer = reg
+	cfg.Followers = []string{voice.FollowerUser}
 	if o.secret != "" {
 		cfg.Secret = []byte(o.secret)
 	}
@@ -396,6 +407,12 @@ func startServer(ctx context.Context, o serveOptions, log zerolog.Logger) (*serv
 		mux.Handle("/debug/pprof/symbol", admin(http.HandlerFunc(pprof.Symbol)))
 		mux.Handle("/debug/pprof/trace", admin(http.HandlerFunc(pprof.Trace)))
 	}
+	vh, err := s.voice.start(s, o, scheme(tlsCfg != nil)+"://"+addr.String(), addr, voice.Config{Members: s.sig, Secret: cfg.Secret,
+		Registerer: reg, Logger: log.With().Str("component", "voice").Logger()})
+	if err != nil {
+		return fail(err)
+	}
+	mux.Handle("/voice/", vh)
 	if err := pageRoutes(mux, o, origins, log); err != nil {
 		return fail(err)
 	}
@@ -652,6 +669,7 @@ func (s *server) closeAll() {
 	if s.inner != nil {
 		_ = s.inner.Shutdown(sctx)
 	}
+	s.voice.close()
 	if s.turn != nil {
 		_ = s.turn.Close()
 	}
@@ -762,6 +780,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.Var(&origins, "origin", "ORIGIN[,ORIGIN…]: web origins (https://game.example.com, or a bare host) allowed to open /ws besides the server's own host; * allows any")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
+	o.voice.addFlags(fs)
 	fs.BoolVar(&o.metricsRoute, "metrics", true, "serve Prometheus metrics at /metrics (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
 	fs.DurationVar(&o.hstsMaxAge, "hsts-max-age", defaultHSTSMaxAge, "with --tls-cert: Strict-Transport-Security max-age of every HTTPS response (0: no header)")
 	fs.StringVar(&o.static, "static", "", "serve this directory (a game's page and assets) at / instead of the arena demo; the client stays at /concord/js/; implies --dedicated-host=false unless given")
