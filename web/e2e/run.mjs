@@ -674,6 +674,7 @@ scenario('cross-origin-refused', async (env) => {
 
 addVoiceScenarios(scenario, {
   status,
+  ogg: resolve(here, '..', '..', 'testdata', 'voice', 'silence.ogg'),
   debugModule: join(here, 'debug.mjs'),
   mint: (secret, room, user, ...extra) => {
     const r = spawnSync(bin, ['token', '--room', room, '--user', user, ...extra], { env: { ...process.env, CONCORD_SECRET: secret }, encoding: 'utf8' });
