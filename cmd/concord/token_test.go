@@ -100,6 +100,7 @@ func TestTokenFlags(t *testing.T) {
 		{"--room", "arena"},
 		{"--room", "arena", "--user", "alice", "--ttl", "0s"},
 		{"--room", "arena", "--user", "alice", "extra"},
+		{"--room", "arena", "--user", "alice", "--voice", "shout"},
 	} {
 		t.Setenv("CONCORD_SECRET", testSecret)
 		var ue usageError
@@ -114,5 +115,13 @@ func TestTokenFlags(t *testing.T) {
 	t.Setenv("CONCORD_SECRET", testSecret)
 	if err := cmdToken([]string{"--room", "arena", "--user", "alice", "--kind", "robot"}, io.Discard, io.Discard, func() time.Time { return now }); err == nil {
 		t.Error("--kind robot: minted a token the server would refuse")
+	}
+	// --voice is the token's voice claim (docs/protocol.md §10), what the forwarder checks.
+	var out strings.Builder
+	if err := cmdToken([]string{"--room", "arena", "--user", "alice", "--voice", "listen"}, &out, io.Discard, func() time.Time { return now }); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := signaling.ParseToken([]byte(testSecret), strings.TrimSpace(out.String()), now); err != nil || c.Voice != "listen" {
+		t.Errorf("--voice listen: claims %+v (%v), want voice listen", c, err)
 	}
 }

@@ -121,8 +121,8 @@ class Env {
   }
 
   /** Opens the page in a new tab (query: more of its URL's parameters) and waits until it has joined the room. */
-  async page(user = 'alice', room = 'arena', query = '') {
-    const page = await this.tab(user);
+  async page(user = 'alice', room = 'arena', query = '', { expectErrors = false } = {}) {
+    const page = await this.tab(user, { expectErrors });
     await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}${query}`);
     await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
     // The hooks that read the world and forge messages are test-only: injected, never served.
