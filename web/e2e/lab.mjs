@@ -76,7 +76,9 @@ try {
     if (opt.voice) {
       const wav = join(tmp, 'speech.wav');
       writeFileSync(wav, speechWav(4));
-      args = [...CHROMIUM_ARGS, ...voiceArgs(wav)];
+      // The lab's server is plain http on a lab address: not a secure context, where Chromium
+      // offers no microphone at all. The test says this origin is secure (never the shipped page's setting).
+      args = [...CHROMIUM_ARGS, ...voiceArgs(wav), `--unsafely-treat-insecure-origin-as-secure=${new URL(opt.server).origin}`];
     }
     context = await chromium.launchPersistentContext(tmp, {
       executablePath: process.env.CHROMIUM || '/usr/bin/chromium',

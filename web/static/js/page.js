@@ -567,11 +567,15 @@ function setupVoice(peer, room, token) {
         stopVoice();
       },
     });
-    let client = make(claim === 'listen');
+    // Browsers offer the microphone only to a secure page (https://, or http://localhost): on
+    // plain http from another address there is none to ask for, so listen.
+    const noMic = !navigator.mediaDevices || !navigator.mediaDevices.getUserMedia;
+    let client = make(claim === 'listen' || noMic);
     voice.client = client;
     try {
       try {
         await client.join();
+        if (noMic && claim !== 'listen') voiceNote('No microphone: browsers allow it only on https:// pages (or http://localhost); you are listening only.');
       } catch (err) {
         // The microphone refused (by the user or the browser): listen anyway.
         if (!(err instanceof DOMException)) throw err;
