@@ -81,36 +81,55 @@ async function checkReceiving(page, name, want) {
 }
 
 /**
- * In page, records the times (performance.now) at which the slot carrying member received new
- * packets, sampling getStats every 20 ms until stop(); returns the largest gap between arrivals.
+ * In page, records when the slot carrying member delivered new audio: every 10 ms it reads the
+ * slot receiver's synchronization source (its rtpTimestamp moves with each packet played; not
+ * cached, unlike getStats), and every 20 ms getStats' packetsReceived, until stopArrivals.
  */
 const startArrivals = (page, member) => page.evaluate((member) => {
   const v = window.concord.voice();
-  const rec = { times: [], last: 0, slotChanges: 0, stop: false };
+  const rec = { rtp: [], stats: [], lastTs: -1, lastPackets: 0, slotChanges: 0, stop: false, timer: 0 };
   window.__arrivals = rec;
-  const loop = async () => {
+  const receiver = () => {
+    const mid = v.table.slotOf(member);
+    const t = mid && v.slotTransceivers.find((x) => x.mid === mid);
+    return t ? t.receiver : null;
+  };
+  rec.timer = setInterval(() => {
+    const r = receiver();
+    if (!r) { rec.slotChanges++; return; }
+    const src = r.getSynchronizationSources()[0];
+    if (src && src.rtpTimestamp !== rec.lastTs) {
+      rec.lastTs = src.rtpTimestamp;
+      rec.rtp.push(performance.now());
+    }
+  }, 10);
+  (async () => {
     while (!rec.stop) {
       const st = await v.stats();
       const s = st.slots.find((x) => x.member === member);
-      if (!s) rec.slotChanges++;
-      else if (s.packetsReceived > rec.last) {
-        rec.last = s.packetsReceived;
-        rec.times.push(performance.now());
+      if (s && s.packetsReceived > rec.lastPackets) {
+        rec.lastPackets = s.packetsReceived;
+        rec.stats.push(performance.now());
       }
       await new Promise((r) => setTimeout(r, 20));
     }
-  };
-  loop();
+  })();
   return performance.now();
 }, member);
 
+/** Stops the recording; the largest gaps between deliveries since from (ms), by both measures. */
 const stopArrivals = (page, from) => page.evaluate((from) => {
   const rec = window.__arrivals;
   rec.stop = true;
-  const t = rec.times.filter((x) => x >= from);
-  let gap = 0;
-  for (let i = 1; i < t.length; i++) gap = Math.max(gap, t[i] - t[i - 1]);
-  return { arrivals: t.length, maxGap: Math.round(gap), span: t.length ? Math.round(t[t.length - 1] - t[0]) : 0, lost: rec.slotChanges };
+  clearInterval(rec.timer);
+  const gap = (times) => {
+    const t = times.filter((x) => x >= from);
+    let g = 0;
+    let at = 0;
+    for (let i = 1; i < t.length; i++) if (t[i] - t[i - 1] > g) { g = t[i] - t[i - 1]; at = t[i - 1]; }
+    return { n: t.length, maxGap: Math.round(g), at: Math.round(at - from), span: t.length ? Math.round(t[t.length - 1] - t[0]) : 0 };
+  };
+  return { rtp: gap(rec.rtp), stats: gap(rec.stats), lost: rec.slotChanges };
 }, from);
 
 /**
@@ -217,21 +236,26 @@ export function addVoiceScenarios(scenario, h) {
     await waitHeard(b, 'bob', [ia]);
     const term0 = (await env.room()).term;
     const from = await startArrivals(b, ia);
-    await waitFor('a second of arrivals', 5000, () => b.evaluate(() => window.__arrivals.times.length > 40), 100);
+    await waitFor('a second of arrivals', 5000, () => b.evaluate(() => window.__arrivals.rtp.length > 40), 100);
+    const killedAt = await b.evaluate(() => performance.now());
     await hostProc.kill('SIGKILL');
     const r = await waitFor('a new host', 20000, async () => {
       const r = await env.room();
       return r && r.term > term0 && r.host ? r : false;
     }, 100);
+    const migrated = await b.evaluate(() => performance.now());
     // Three more seconds of arrivals after the new host took over.
-    await waitFor('3 s of arrivals after the migration', 10000, () => b.evaluate(() => {
-      const t = window.__arrivals.times;
-      return t.length > 0 && t[t.length - 1] - (window.__migrated || (window.__migrated = performance.now())) > 3000;
-    }), 100);
+    await waitFor('3 s of arrivals after the migration', 10000, () => b.evaluate((t0) => {
+      const t = window.__arrivals.rtp;
+      return t.length > 0 && t[t.length - 1] - t0 > 3000;
+    }, migrated), 100);
     const m = await stopArrivals(b, from);
     check(m.lost === 0, `bob's slot lost alice ${m.lost} times`);
-    check(m.maxGap < 500, `a gap of ${m.maxGap} ms in bob's arrivals from alice across the host's death`);
-    return `host SIGKILLed, term ${term0} → ${r.term}; bob received ${m.arrivals} packet batches from alice over ${m.span} ms, largest gap ${m.maxGap} ms`;
+    // The bound is on packets played (the synchronization source's RTP timestamp, read every
+    // 10 ms); getStats' packetsReceived is a coarser check (Chromium caches stats; the sampling
+    // loop itself stalls behind page.evaluate), held to 1 s.
+    check(m.rtp.maxGap < 500 && m.stats.maxGap < 1000, `a gap in bob's arrivals from alice across the host's death (killed ${Math.round(killedAt - from)} ms in): ${JSON.stringify(m)}`);
+    return `host SIGKILLed ${Math.round(killedAt - from)} ms in, term ${term0} → ${r.term} ${Math.round(migrated - killedAt)} ms later; bob's audio from alice over ${m.rtp.span} ms: largest gap ${m.rtp.maxGap} ms between packets played (${m.rtp.n}, at ${m.rtp.at} ms), ${m.stats.maxGap} ms between getStats increases (${m.stats.n})`;
   });
 
   scenario('voice-listen-only', async (env) => {
