@@ -42,7 +42,7 @@ type DialConfig struct {
 	Stamp bool
 	// Level is the RFC 6464 level sent with every packet. Default 30 (speaking).
 	Level uint8
-	// Slots is the K of the offer. Default 8.
+	// Slots is the K of the offer. Default 8; negative: none (a publisher that hears nobody).
 	Slots int
 	// API is the pion API; default: loopback with a socket per connection, closed with the client.
 	API *webrtc.API
@@ -104,8 +104,11 @@ var ErrRefused = errors.New("voice: session refused")
 
 // Dial opens a voice session.
 func Dial(ctx context.Context, cfg DialConfig) (*Client, error) {
-	if cfg.Slots <= 0 {
+	switch {
+	case cfg.Slots == 0:
 		cfg.Slots = DefaultMaxSlots
+	case cfg.Slots < 0:
+		cfg.Slots = 0
 	}
 	if cfg.Level == 0 {
 		cfg.Level = 30

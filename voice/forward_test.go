@@ -31,8 +31,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
-	if cfg.Logger.GetLevel() == zerolog.TraceLevel {
-		cfg.Logger = zerolog.Nop()
+	if testing.Verbose() {
+		cfg.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 	}
 	f, err := New(cfg)
 	if err != nil {

@@ -177,7 +177,8 @@ func (f *Forwarder) add(s *session) error {
 
 // end closes session s (loop): bye with reason, its slots emptied, its PeerConnection closed.
 func (f *Forwarder) end(s *session, reason string) {
-	if s.ended {
+	if s.ended || f.byID[s.id] != s { // ended, or refused before it was added (open closes it)
+		s.ended = true
 		return
 	}
 	s.ended = true
@@ -207,7 +208,12 @@ func (f *Forwarder) end(s *session, reason string) {
 	go func() {
 		defer f.wg.Done()
 		if s.rw != nil {
+			// Give the bye a moment to leave: closing at once would abort it in the SCTP queue.
+			for deadline := time.Now().Add(byeLinger); s.dc.BufferedAmount() > 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
 			_ = s.rw.Close()
+			time.Sleep(byeLinger / 4)
 		}
 		_ = s.pc.Close()
 	}()
@@ -330,6 +336,9 @@ func (f *Forwarder) sendLevels(r *room) {
 		}
 	}
 }
+
+// byeLinger bounds how long a closing session waits for its bye to leave.
+const byeLinger = 200 * time.Millisecond
 
 // maxBuffered: levels are not sent to a client whose channel holds more than this unsent.
 const maxBuffered = 64 << 10

@@ -23,7 +23,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if len(args) == 0 {
-		return usageError{errors.New("want a benchmark: fanout, migration or joins")}
+		return usageError{errors.New("want a benchmark: fanout, migration, joins or voice")}
 	}
 	switch args[0] {
 	case "fanout":
@@ -32,11 +32,13 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdBenchMigration(ctx, args[1:], stdout, stderr)
 	case "joins":
 		return cmdBenchJoins(ctx, args[1:], stdout, stderr)
+	case "voice":
+		return cmdBenchVoice(ctx, args[1:], stdout, stderr)
 	}
 	if isHelpArg(args[0]) {
 		return groupHelp(stderr, "bench")
 	}
-	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration or joins", args[0])}
+	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, joins or voice", args[0])}
 }
 
 func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer) error {

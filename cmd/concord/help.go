@@ -54,11 +54,17 @@ A server with a self-signed certificate: --ca cert.pem.
 Environment:
   CONCORD_TOKEN   default of --token.
   CONCORD_SECRET  the HS256 key to mint the bots' tokens with, when --token is not given.`},
-	"bench": {"concord bench fanout|migration|joins [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
+	"bench": {"concord bench fanout|migration|joins|voice [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
   joins      N bots join one dedicated host (concord serve) at once: time until all are synced
-Run "concord help bench fanout", "concord help bench migration" or "concord help bench joins" for their flags.`},
+  voice      P speakers × L listeners through the voice forwarder, then a raw pion relay: CPU per stream
+Run "concord help bench fanout", "concord help bench migration", "concord help bench joins" or "concord help bench voice" for their flags.`},
+	"bench voice": {"concord bench voice [flags]", `-publishers speakers publish 50 Opus packets a second, each heard by -listeners listeners, through a
+forwarder in a process of its own (concord bench-voice-server) whose CPU is measured: a raw pion track relay
+(the floor), the voice forwarder with proximity off, and with proximity on. Prints CPU per forwarded stream
+and packet, loss, jitter and mouth-to-ear delay (docs/protocol.md §10).`},
+	"bench-voice-server": {"concord bench-voice-server [flags]", `The forwarder process that "concord bench voice" measures: -mode raw or concord.`},
 	"bench joins": {"concord bench joins [flags]", `Starts "concord serve" (its dedicated host, --max-members N+8) on a free loopback port, then -n
 passive bots at once in this process, and prints the time until every bot is synced (p50, p90),
 the room's term at the end (term changes: term - 1) and serve's RSS.`},

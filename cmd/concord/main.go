@@ -72,6 +72,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "bench-host": // hidden: the host process `bench migration` kills
 		err = cmdBenchHost(ctx, args[1:], stdin, stdout, stderr)
+	case "bench-voice-server": // hidden: the forwarder process `bench voice` measures
+		err = cmdBenchVoiceServer(ctx, args[1:], stdin, stdout, stderr)
 	case "help":
 		if len(args) > 1 {
 			// `help serve` is `serve -h` with the help on stdout.

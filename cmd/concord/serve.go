@@ -147,7 +147,6 @@ type server struct {
 	served   chan error
 	host     *peer.Peer // the dedicated host of --room; nil without one
 	hosts    []*dedicated
-	voice    *voiceServer // nil with --voice=false
 	hostDone chan error // receives the result of each dedicated host
 	running  int        // dedicated hosts whose result hostDone has not given yet
 	stopHost context.CancelFunc
@@ -172,6 +171,8 @@ type server struct {
 	placeDone          chan struct{}
 	hostMu             sync.Mutex                // guards hostsOn
 	hostsOn            map[signaling.RoomID]bool // rooms whose dedicated host runs here
+
+	voice *voiceServer // nil with --voice=false
 }
 
 // clustered reports whether o makes serve a node of a cluster.
