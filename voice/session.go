@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v4"
@@ -30,6 +31,10 @@ type session struct {
 	rw           datachannel.ReadWriteCloser // set when the voice channel opens
 	slotsPending bool
 	ended        bool
+
+	// muted is what the client last said (mute), kept for a publisher that arrives after it: a
+	// browser joins muted and says so before its first packet. Written by the channel's reader.
+	muted atomic.Bool
 }
 
 // open makes a session for member of room from offer: the PeerConnection, its answer, and the
@@ -158,10 +163,12 @@ func (f *Forwarder) handlers(s *session) {
 			return
 		}
 		p := newPublisher(s, audioLevelID(recv.GetParameters().HeaderExtensions), s.listen, f.cfg.MaxBitrate, f.cfg.Now())
+		p.muted.Store(s.muted.Load())
 		if !f.post(func() {
 			if s.ended || s.pub != nil {
 				return
 			}
+			p.muted.Store(s.muted.Load()) // a mute read since, which found no publisher
 			s.pub = p
 			if r := f.rooms[s.room]; r != nil {
 				f.reselect(r)
@@ -244,6 +251,7 @@ func (f *Forwarder) readChannel(s *session, rw datachannel.ReadWriteCloser) {
 			f.c.msgDrop.Add(1)
 			continue
 		}
+		s.muted.Store(muted)
 		f.post(func() {
 			if s.pub == nil || s.ended {
 				return

@@ -674,6 +674,7 @@ scenario('cross-origin-refused', async (env) => {
 
 addVoiceScenarios(scenario, {
   status,
+  artifacts,
   ogg: resolve(here, '..', '..', 'testdata', 'voice', 'silence.ogg'),
   debugModule: join(here, 'debug.mjs'),
   mint: (secret, room, user, ...extra) => {

@@ -165,6 +165,7 @@ export function addVoiceScenarios(scenario, h) {
       return row && document.querySelector('#voice-self.on') ? true : false;
     }, ib), 100);
     check(lit, 'no speaking indicator');
+    await a.screenshot({ path: join(h.artifacts, 'voice.png') });
 
     // Carol walks into range of both: forwarding starts both ways.
     await teleport(c, 8500, 6000); // 1.5 m from bob, 4.5 m from alice
