@@ -19,9 +19,20 @@ export function fakeMicFile(dir) {
   return path;
 }
 
+/** The last voice summary line of `concord bot` output (printed every second), or null. */
+export function botVoice(out) {
+  const m = [...out.matchAll(/voice: (\d+)\/(\d+) sessions, (\d+) packets sent, (\d+) heard from (\d+) speakers/g)].pop();
+  return m ? { sessions: +m[1], sent: +m[3], heard: +m[4], speakers: +m[5] } : null;
+}
+
 /** Clicks Join voice and waits until the session is live; unmute clicks Unmute after. */
-async function joinVoice(page, { unmute = true } = {}) {
-  await page.click('#voice-join');
+export async function joinVoice(page, { unmute = true } = {}) {
+  // Click until the panel reacts (a click that lands while the page is still laying out is lost).
+  await waitFor('Join voice to react', 10000, async () => {
+    if (await page.evaluate(() => window.concord.voiceView().state !== 'off')) return true;
+    await page.click('#voice-join');
+    return page.evaluate(() => window.concord.voiceView().state !== 'off');
+  }, 500);
   await waitFor('the voice session to go live', 15000, () => page.evaluate(() => {
     const v = window.concord.voiceView();
     if (v.state === 'refused' || (v.state === 'off' && /Could not/.test(v.note))) throw new Error(v.note);
@@ -201,10 +212,7 @@ export function addVoiceScenarios(scenario, h) {
     await waitHeard(a, 'alice', [ids.s]);
     await checkReceiving(a, 'alice', [ids.s]);
     // The Go listener hears alice and the Go speaker; the Go speaker hears alice (the bots' summary line).
-    const summary = (p) => {
-      const m = [...p.out.matchAll(/voice: (\d+)\/(\d+) sessions, (\d+) packets sent, (\d+) heard from (\d+) speakers/g)].pop();
-      return m ? { sessions: +m[1], sent: +m[3], heard: +m[4], speakers: +m[5] } : null;
-    };
+    const summary = (p) => botVoice(p.out);
     const heardL = await waitFor('the Go listener to hear alice and the Go speaker', 20000, () => {
       const x = summary(listener);
       return x && x.sessions === 1 && x.speakers === 2 && x.heard > 100 ? x : false;
