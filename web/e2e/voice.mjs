@@ -225,6 +225,37 @@ export function addVoiceScenarios(scenario, h) {
     return `alice (${ia}) hears the Go speaker; the Go listener heard ${heardL.heard} packets from 2 speakers; the Go speaker sent ${heardS.sent} and heard ${heardS.heard} from alice`;
   });
 
+  scenario('voice-rejoin', async (env) => {
+    // alice's voice connection is lost (as when it fails): the page rejoins by itself, unmuted as
+    // she was, and bob hears her again; Leave voice is final.
+    await env.serve(['--voice-radius', String(RADIUS)]);
+    const q = `&voiceRadius=${RADIUS}`;
+    const a = await env.page('alice', 'arena', q);
+    const b = await env.page('bob', 'arena', q);
+    const ia = await peerId(a);
+    await teleport(a, 5000, 6000);
+    await teleport(b, 6000, 6000);
+    await joinVoice(a);
+    await joinVoice(b);
+    await waitHeard(b, 'bob', [ia]);
+    const first = await a.evaluate(() => window.concord.voice().location);
+    await a.evaluate(() => window.concord.voice().end('connection failed'));
+    const note = await waitFor('alice\'s page to say it rejoins', 5000, () => a.evaluate(() => {
+      const n = window.concord.voiceView().note;
+      return /rejoining/.test(n) && n;
+    }), 50);
+    await waitFor('alice back in voice', 15000, () => a.evaluate(() => window.concord.voiceView().state === 'live' && !window.concord.voiceView().muted), 100);
+    const second = await a.evaluate(() => window.concord.voice().location);
+    check(second && second !== first, `the same session location after rejoining: ${first}`);
+    await waitHeard(b, 'bob', [ia]);
+    await checkReceiving(b, 'bob', [ia]);
+    await a.click('#voice-leave');
+    await waitHeard(b, 'bob', []);
+    const after = await a.evaluate(() => window.concord.voiceView());
+    check(after.state === 'off' && /You left voice/.test(after.note), `after Leave voice: ${JSON.stringify(after)}`);
+    return `"${note}"; back live unmuted on a new session, bob hears alice again; Leave voice ends it for good`;
+  });
+
   scenario('voice-host-killed', async (env) => {
     // The game host is a `concord host` process (serve's dedicated host is off): SIGKILL it while
     // alice talks to bob; the forwarder never involved the host, so bob's arrivals have no gap.

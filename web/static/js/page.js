@@ -495,6 +495,8 @@ function updatePanel(peer) {
 
 /** How long a speaking indicator stays lit after the last loud level (levels come at ~5 Hz), ms. */
 const SPEAKING_HOLD_MS = 400;
+/** How many times a lost voice session is rejoined (after 1, 2, 4, 8, 16 s) before the page gives up. */
+const VOICE_RETRIES = 5;
 
 const voice = {
   /** @type {VoiceClient | null} */
@@ -502,6 +504,8 @@ const voice = {
   /** @type {VoiceMixer | null} */
   mixer: null,
   state: 'off', // off → joining → live; refused (this page cannot have voice)
+  userLeft: false, // the player clicked Leave voice (or the page is going): do not rejoin
+  retries: 0, // rejoins since the session was last live
   radius: Number(params.get('voiceRadius') ?? DEFAULT_RADIUS),
   /** @type {Map<number, number>} peer index → when it last spoke (performance.now()) */
   spoke: new Map(),
@@ -546,8 +550,26 @@ function setupVoice(peer, room, token) {
     for (const m of peer.members.values()) if (m.peerId === peerId) return m.peerIndex;
     return peerId === peer.peerId ? peer.world.self : 0;
   };
+  const rejoin = async () => {
+    const client = voice.client;
+    if (!client || voice.userLeft) return;
+    try {
+      await client.join();
+    } catch (err) {
+      // Refused now (the member left the room, voice was turned off): say why, stop.
+      voice.state = 'off';
+      voiceNote(`Voice lost: ${err instanceof VoiceError ? err.reason : err instanceof Error ? err.message : String(err)}.`);
+      stopVoice();
+      return;
+    }
+    voice.retries = 0;
+    voice.state = 'live';
+    voiceNote(client.muted ? 'Back in voice, muted.' : 'Back in voice: the players near you hear you.');
+  };
   const join = async () => {
     $('voice-join').disabled = true;
+    voice.userLeft = false;
+    voice.retries = 0;
     voice.state = 'joining';
     voiceNote('Joining voice…');
     const mixer = new VoiceMixer({ radius: voice.radius });
@@ -562,8 +584,19 @@ function setupVoice(peer, room, token) {
         for (const [who, l] of levels) if (speaking(l)) voice.spoke.set(indexOf(who), t);
       },
       onClose: (reason) => {
+        // Lost rather than left (the connection failed, the server restarted, signaling
+        // dropped this member for a moment): rejoin with the same microphone and mute state,
+        // backing off; another tab of this member taking over voice is final.
+        if (!voice.userLeft && reason !== 'replaced' && voice.retries < VOICE_RETRIES) {
+          const delay = 1000 * 2 ** voice.retries++;
+          voice.state = 'joining';
+          voiceNote(`Voice lost (${reason}); rejoining in ${delay / 1000} s…`);
+          for (const mid of [...mixer.slots.keys()]) mixer.detach(mid);
+          setTimeout(() => rejoin(), delay);
+          return;
+        }
         voice.state = 'off';
-        voiceNote(reason === 'left' ? 'You left voice.' : `Voice ended: ${reason === 'replaced' ? 'this member joined voice from another tab' : reason}.`);
+        voiceNote(voice.userLeft ? 'You left voice.' : `Voice ended: ${reason === 'replaced' ? 'this member joined voice from another tab' : reason}.`);
         stopVoice();
       },
     });
@@ -634,8 +667,14 @@ function setupVoice(peer, room, token) {
     showMute(c.muted);
     voiceNote(c.muted ? 'Muted: nobody hears you.' : 'Live: the players near you hear you.');
   });
-  $('voice-leave').addEventListener('click', () => { if (voice.client) voice.client.leave({ release: true }); });
-  window.addEventListener('pagehide', () => { if (voice.client) voice.client.leave({ release: true }); });
+  $('voice-leave').addEventListener('click', () => {
+    voice.userLeft = true;
+    if (voice.client) voice.client.leave({ release: true });
+  });
+  window.addEventListener('pagehide', () => {
+    voice.userLeft = true;
+    if (voice.client) voice.client.leave({ release: true });
+  });
   const place = () => {
     if (voice.state === 'live') placeSpeakers(peer, indexOf);
     requestAnimationFrame(place);
