@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,6 +117,12 @@ func TestSessionBounds(t *testing.T) {
 	if _, st := fx.dialErr(DialConfig{Room: "r", Member: "c/1"}); st != http.StatusTooManyRequests {
 		t.Fatalf("third session: %d, want 429", st)
 	}
+	poll.Until(t, 5*time.Second, "a's channel open", func() error {
+		if !a.Ready() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 	fx.dial("r", "a/1", false, 1)
 	poll.Until(t, 5*time.Second, "a's first session replaced", func() error {
 		if a.Bye() != ByeReplaced {
@@ -230,7 +237,7 @@ func TestLeavingTheRoomEndsVoice(t *testing.T) {
 	a := fx.dial("r", "a/1", false, 1)
 	b := fx.dial("r", "b/1", false, 1)
 	poll.Until(t, 5*time.Second, "both sessions open", func() error {
-		if fx.f.Stats().Sessions != 2 {
+		if fx.f.Stats().Sessions != 2 || !a.Ready() || !b.Ready() {
 			return errors.New("not yet")
 		}
 		return nil
@@ -247,4 +254,35 @@ func TestLeavingTheRoomEndsVoice(t *testing.T) {
 	if b.Bye() != "" {
 		t.Fatalf("b's session ended: %q", b.Bye())
 	}
+}
+
+// TestDelete: DELETE of the session's Location ends it (204); another id is 404.
+func TestDelete(t *testing.T) {
+	members := memberSet{"r": {"a/1": 1}}
+	fx := newFixture(t, Config{Members: members})
+	a := fx.dial("r", "a/1", false, 1)
+	del := func(url string) int {
+		req, _ := http.NewRequest(http.MethodDelete, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := del(fx.srv.URL + "/voice/r/00000000000000000000000000000000"); st != http.StatusNotFound {
+		t.Fatalf("a made-up session: %d, want 404", st)
+	}
+	if st := del(strings.Replace(a.location, "/voice/r/", "/voice/s/", 1)); st != http.StatusNotFound {
+		t.Fatalf("the session under another room: %d, want 404", st)
+	}
+	if st := del(a.location); st != http.StatusNoContent {
+		t.Fatalf("the session: %d, want 204", st)
+	}
+	poll.Until(t, 5*time.Second, "session gone", func() error {
+		if fx.f.Stats().Sessions != 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 }

@@ -46,6 +46,9 @@ type DialConfig struct {
 	Slots int
 	// API is the pion API; default: loopback with a socket per connection, closed with the client.
 	API *webrtc.API
+	// ICEServers are the STUN/TURN servers the connection gathers with (the member's from
+	// signaling, for a client behind a NAT). Default none: host candidates only.
+	ICEServers []webrtc.ICEServer
 	// HTTP client; default http.DefaultClient.
 	HTTP *http.Client
 	// Logger, default disabled.
@@ -81,7 +84,6 @@ type Client struct {
 	own      *link.API
 	location string
 	mic      *webrtc.TrackLocalStaticRTP
-	micLevel uint8
 	rw       datachannel.ReadWriteCloser
 	wg       sync.WaitGroup
 	done     chan struct{}
@@ -94,6 +96,7 @@ type Client struct {
 	perSlot  map[string]*SlotStats
 	levels   map[string]uint8
 	bye      string
+	ready    bool // the first slots message arrived
 	sent     int
 	unknown  int
 }
@@ -130,7 +133,7 @@ func Dial(ctx context.Context, cfg DialConfig) (*Client, error) {
 		}
 		c.own = own
 	}
-	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers})
 	if err != nil {
 		c.closeAPI()
 		return nil, err
@@ -411,6 +414,7 @@ func (c *Client) readChannel(rw datachannel.ReadWriteCloser) {
 		c.mu.Lock()
 		switch m.T {
 		case msgSlots:
+			c.ready = true
 			for mid, who := range m.Slots {
 				if who == nil {
 					delete(c.slots, mid)
@@ -426,6 +430,10 @@ func (c *Client) readChannel(rw datachannel.ReadWriteCloser) {
 			c.bye = m.Reason
 		}
 		c.mu.Unlock()
+		if m.T == msgBye {
+			_ = rw.Close() // the forwarder closes the connection once the channel is closed
+			return
+		}
 	}
 }
 
@@ -494,6 +502,14 @@ func (c *Client) Sent() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sent
+}
+
+// Ready reports whether the session's voice channel is open and the forwarder has sent its
+// first slot mapping.
+func (c *Client) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready
 }
 
 // Bye is the reason of the forwarder's bye, "" before one.

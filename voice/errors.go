@@ -32,43 +32,41 @@ type RefusalError struct {
 func (e *RefusalError) Error() string { return e.Err.Error() }
 func (e *RefusalError) Unwrap() error { return e.Err }
 
-// refusal maps a sentinel to its status (docs/protocol.md §10 "Voice: opening a session").
+// refusals maps each sentinel to its HTTP status and metric label (docs/protocol.md §10 "Voice:
+// opening a session"); anything else is a 500, "error".
+var refusals = []struct {
+	err    error
+	status int
+	reason string
+}{
+	{ErrDisabled, http.StatusServiceUnavailable, "disabled"},
+	{ErrClosed, http.StatusServiceUnavailable, "disabled"},
+	{ErrNoToken, http.StatusUnauthorized, "token_required"},
+	{ErrBadToken, http.StatusUnauthorized, "bad_token"},
+	{ErrForbidden, http.StatusForbidden, "forbidden"},
+	{ErrNotMember, http.StatusNotFound, "not_member"},
+	{ErrNoSession, http.StatusNotFound, "not_member"},
+	{ErrTooMany, http.StatusTooManyRequests, "too_many"},
+	{ErrBadOffer, http.StatusBadRequest, "bad_offer"},
+}
+
+// refusal wraps err with its status.
 func refusal(err error) *RefusalError {
-	status := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, ErrDisabled), errors.Is(err, ErrClosed):
-		status = http.StatusServiceUnavailable
-	case errors.Is(err, ErrNoToken), errors.Is(err, ErrBadToken):
-		status = http.StatusUnauthorized
-	case errors.Is(err, ErrForbidden):
-		status = http.StatusForbidden
-	case errors.Is(err, ErrNotMember), errors.Is(err, ErrNoSession):
-		status = http.StatusNotFound
-	case errors.Is(err, ErrTooMany):
-		status = http.StatusTooManyRequests
-	case errors.Is(err, ErrBadOffer):
-		status = http.StatusBadRequest
-	}
+	status, _ := classify(err)
 	return &RefusalError{Status: status, Err: err}
 }
 
 // refusalReason is the metric label of a refusal.
 func refusalReason(err error) string {
-	switch {
-	case errors.Is(err, ErrDisabled), errors.Is(err, ErrClosed):
-		return "disabled"
-	case errors.Is(err, ErrNoToken):
-		return "token_required"
-	case errors.Is(err, ErrBadToken):
-		return "bad_token"
-	case errors.Is(err, ErrForbidden):
-		return "forbidden"
-	case errors.Is(err, ErrNotMember):
-		return "not_member"
-	case errors.Is(err, ErrTooMany):
-		return "too_many"
-	case errors.Is(err, ErrBadOffer):
-		return "bad_offer"
+	_, reason := classify(err)
+	return reason
+}
+
+func classify(err error) (int, string) {
+	for _, r := range refusals {
+		if errors.Is(err, r.err) {
+			return r.status, r.reason
+		}
 	}
-	return "error"
+	return http.StatusInternalServerError, "error"
 }

@@ -59,6 +59,8 @@ func (fx *fixture) dial(room, member string, publish bool, slots int) *Client {
 	return c
 }
 
+// TestForwardEveryoneHearsEveryone: with radius 0 every member hears every other, never itself,
+// and the levels message reports each speaker's RFC 6464 level (what its packets carry).
 func TestForwardEveryoneHearsEveryone(t *testing.T) {
 	members := memberSet{"r": {"a/1": 1, "b/1": 2, "c/1": 3}}
 	fx := newFixture(t, Config{Members: members})
@@ -80,6 +82,13 @@ func TestForwardEveryoneHearsEveryone(t *testing.T) {
 					return fmt.Errorf("%d heard %d packets of %s", i, sp[m].Packets, m)
 				}
 			}
+		}
+		return nil
+	})
+	poll.Until(t, 5*time.Second, "levels of the speakers", func() error {
+		lv := cs[0].Levels()
+		if lv["b/1"] != 30 || lv["c/1"] != 30 || lv["a/1"] != 30 {
+			return fmt.Errorf("levels %v, want 30 for a, b and c", lv)
 		}
 		return nil
 	})

@@ -208,12 +208,15 @@ func (f *Forwarder) end(s *session, reason string) {
 	go func() {
 		defer f.wg.Done()
 		if s.rw != nil {
-			// Give the bye a moment to leave: closing at once would abort it in the SCTP queue.
-			for deadline := time.Now().Add(byeLinger); s.dc.BufferedAmount() > 0 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
+			// The bye must arrive before the connection ends: the client closes its channel when
+			// it reads it (ending readChannel), or byeLinger passes.
+			t := time.NewTimer(byeLinger)
+			select {
+			case <-s.chanDone:
+			case <-t.C:
 			}
+			t.Stop()
 			_ = s.rw.Close()
-			time.Sleep(byeLinger / 4)
 		}
 		_ = s.pc.Close()
 	}()
@@ -337,8 +340,8 @@ func (f *Forwarder) sendLevels(r *room) {
 	}
 }
 
-// byeLinger bounds how long a closing session waits for its bye to leave.
-const byeLinger = 200 * time.Millisecond
+// byeLinger bounds how long a closing session waits for the client to close after its bye.
+const byeLinger = 2 * time.Second
 
 // maxBuffered: levels are not sent to a client whose channel holds more than this unsent.
 const maxBuffered = 64 << 10

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v4"
@@ -31,10 +30,8 @@ type session struct {
 	rw           datachannel.ReadWriteCloser // set when the voice channel opens
 	slotsPending bool
 	ended        bool
-
-	// muted is what the client last said (mute), kept for a publisher that arrives after it: a
-	// browser joins muted and says so before its first packet. Written by the channel's reader.
-	muted atomic.Bool
+	muted        bool          // the client's last mute, kept for a microphone track that arrives later
+	chanDone     chan struct{} // closed when readChannel returns (the client closed the channel)
 }
 
 // open makes a session for member of room from offer: the PeerConnection, its answer, and the
@@ -50,7 +47,7 @@ func (f *Forwarder) open(ctx context.Context, room signaling.RoomID, member sign
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrServer, err)
 	}
-	s := &session{id: newSessionID(), room: room, member: member, index: idx, listen: listen, pc: pc}
+	s := &session{id: newSessionID(), room: room, member: member, index: idx, listen: listen, pc: pc, chanDone: make(chan struct{})}
 	answer, err := f.negotiate(ctx, s, shape, offer)
 	if err != nil {
 		_ = pc.Close()
@@ -163,13 +160,12 @@ func (f *Forwarder) handlers(s *session) {
 			return
 		}
 		p := newPublisher(s, audioLevelID(recv.GetParameters().HeaderExtensions), s.listen, f.cfg.MaxBitrate, f.cfg.Now())
-		p.muted.Store(s.muted.Load())
 		if !f.post(func() {
 			if s.ended || s.pub != nil {
 				return
 			}
-			p.muted.Store(s.muted.Load()) // a mute read since, which found no publisher
 			s.pub = p
+			p.muted.Store(s.muted)
 			if r := f.rooms[s.room]; r != nil {
 				f.reselect(r)
 			}
@@ -236,23 +232,33 @@ func (f *Forwarder) readTrack(track *webrtc.TrackRemote, p *publisher) {
 // readChannel reads the client's messages on the voice channel.
 func (f *Forwarder) readChannel(s *session, rw datachannel.ReadWriteCloser) {
 	defer f.wg.Done()
+	defer close(s.chanDone)
 	buf := make([]byte, maxMessage+1)
+	broken := false
 	for {
 		n, _, err := rw.ReadDataChannel(buf)
 		if errors.Is(err, io.ErrShortBuffer) || (err == nil && n > maxMessage) {
-			f.post(func() { f.end(s, ByeProtocol) })
-			return
+			// The session ends (bye "protocol"); reading on lets the client's close after the
+			// bye end this loop, which tells the closer the bye arrived.
+			if !broken {
+				broken = true
+				f.post(func() { f.end(s, ByeProtocol) })
+			}
+			continue
 		}
 		if err != nil {
 			return
+		}
+		if broken {
+			continue
 		}
 		muted, err := parseClient(buf[:n])
 		if err != nil {
 			f.c.msgDrop.Add(1)
 			continue
 		}
-		s.muted.Store(muted)
 		f.post(func() {
+			s.muted = muted
 			if s.pub == nil || s.ended {
 				return
 			}

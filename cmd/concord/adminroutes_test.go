@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/concordrtc/concord/internal/testcert"
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -33,8 +34,8 @@ func getAuth(t *testing.T, client *http.Client, url, bearer string) int {
 // admin key: anonymous requests get 401 and a member's join token 403 (docs/security.md §9).
 func TestServeOperatorRoutesNeedAdminKey(t *testing.T) {
 	const secret, adminKey = "0123456789abcdef0123456789abcdef", "operator-key"
-	o := serveOptions{secret: secret, pprof: true}
-	o.limits.AdminKey = adminKey
+	o := server.Options{Secret: secret, Pprof: true}
+	o.Limits.AdminKey = adminKey
 	s := startTestServer(t, o)
 	tok, err := signaling.IssueToken([]byte(secret), signaling.Claims{Room: "arena", User: "alice", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
@@ -59,7 +60,7 @@ func TestServeOperatorRoutesNeedAdminKey(t *testing.T) {
 
 // An open server (no secret) serves /metrics to anyone, as before: it shows every room to anyone.
 func TestServeOperatorRoutesOpenServer(t *testing.T) {
-	s := startTestServer(t, serveOptions{pprof: true})
+	s := startTestServer(t, server.Options{Pprof: true})
 	for _, route := range []string{"/metrics", "/debug/pprof/"} {
 		if code := getAuth(t, http.DefaultClient, s.url+route, ""); code != http.StatusOK {
 			t.Errorf("GET %s on an open server: %d, want 200", route, code)
@@ -70,7 +71,7 @@ func TestServeOperatorRoutesOpenServer(t *testing.T) {
 // Over TLS every response carries Strict-Transport-Security (--hsts-max-age); plain HTTP none.
 func TestServeHSTS(t *testing.T) {
 	certFile, keyFile, pool := testcert.Write(t, net.ParseIP("127.0.0.1"))
-	s := startTestServer(t, serveOptions{tlsCert: certFile, tlsKey: keyFile, hstsMaxAge: 48 * time.Hour})
+	s := startTestServer(t, server.Options{TLSCert: certFile, TLSKey: keyFile, HSTSMaxAge: 48 * time.Hour})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	for _, route := range []string{"/", "/healthz", "/api/rooms", "/no-such-page"} {
 		resp, err := client.Get(s.url + route)
@@ -82,7 +83,7 @@ func TestServeHSTS(t *testing.T) {
 			t.Errorf("GET %s over TLS: Strict-Transport-Security %q, want max-age=172800", route, got)
 		}
 	}
-	plain := startTestServer(t, serveOptions{hstsMaxAge: 48 * time.Hour})
+	plain := startTestServer(t, server.Options{HSTSMaxAge: 48 * time.Hour})
 	resp, err := http.Get(plain.url + "/")
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ func cmdBenchVoice(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time of each phase")
 	fs.DurationVar(&o.Warmup, "warmup", 3*time.Second, "time each phase runs before it is measured")
 	fs.BoolVar(&o.NoRaw, "no-raw", false, "skip the raw pion relay phase")
+	fs.StringVar(&o.ServerProfile, "server-cpuprofile", "", "`PREFIX` of CPU profiles of each phase's server process (PREFIX-MODE-RADIUS.pprof)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -56,6 +57,7 @@ func cmdBenchVoiceServer(ctx context.Context, args []string, stdin io.Reader, st
 	fs.StringVar(&o.Mode, "mode", "concord", "raw (a pion track relay) or concord (the forwarder)")
 	fs.IntVar(&o.Publishers, "publishers", 8, "speakers")
 	fs.Float64Var(&o.Radius, "radius", 0, "proximity radius, mm (0: off)")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process to this `FILE` when it stops")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -29,6 +29,7 @@ import (
 	"github.com/concordrtc/concord/internal/migrationcheck"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -101,8 +102,8 @@ func TestServeSceneAndExport(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, data: dir,
-		scenes: map[signaling.RoomID]string{"arena": "../../crdt/testdata/dcl/example-scene.crdt"}, checkpointInterval: time.Hour, metricsRoute: true}, log)
+	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", DedicatedHost: true, Data: dir,
+		Scenes: map[signaling.RoomID]string{"arena": "../../crdt/testdata/dcl/example-scene.crdt"}, CheckpointInterval: time.Hour, Metrics: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +227,8 @@ func TestServeBadScene(t *testing.T) {
 	defer cancel()
 	var logs syncBuffer
 	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, data: dir,
-		scenes: map[signaling.RoomID]string{"broken": bad, "good": good, "stale": good}}, log)
+	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", DedicatedHost: true, Data: dir,
+		Scenes: map[signaling.RoomID]string{"broken": bad, "good": good, "stale": good}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +516,7 @@ func TestServePoisonedCheckpointRestores(t *testing.T) {
 	st.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, data: dir, checkpointInterval: time.Hour, metricsRoute: true},
+	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", DedicatedHost: true, Data: dir, CheckpointInterval: time.Hour, Metrics: true},
 		zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
 	if err != nil {
 		t.Fatal(err)

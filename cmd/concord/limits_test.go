@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -23,8 +24,8 @@ func TestServeHTTPTimeouts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena",
-		http: httpTimeouts{readHeader: 300 * time.Millisecond, read: time.Second, idle: 300 * time.Millisecond}}, log)
+	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena",
+		HTTP: server.HTTPTimeouts{ReadHeader: 300 * time.Millisecond, Read: time.Second, Idle: 300 * time.Millisecond}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +92,14 @@ func TestServeHTTPTimeouts(t *testing.T) {
 // defaults.
 func TestServeLimitFlags(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var o serveOptions
+	var o server.Options
 	limitFlags(fs, &o)
 	if err := fs.Parse([]string{"--max-members", "512", "--signal-rate", "80", "--ping-interval", "10s", "--max-conns-per-addr", "7", "--http-idle-timeout", "1m"}); err != nil {
 		t.Fatal(err)
 	}
-	l := o.limits
-	if l.MaxMembers != 512 || l.SignalRate != 80 || l.PingInterval != 10*time.Second || l.MaxConnsPerAddr != 7 || o.http.idle != time.Minute {
-		t.Fatalf("limits %+v http %+v", l, o.http)
+	l := o.Limits
+	if l.MaxMembers != 512 || l.SignalRate != 80 || l.PingInterval != 10*time.Second || l.MaxConnsPerAddr != 7 || o.HTTP.Idle != time.Minute {
+		t.Fatalf("limits %+v http %+v", l, o.HTTP)
 	}
 	if l.SignalBurst != signaling.DefaultSignalBurst || l.MaxRooms != signaling.DefaultMaxRooms || l.PongWait != signaling.DefaultPongWait {
 		t.Fatalf("unset flags changed defaults: %+v", l)

@@ -18,6 +18,7 @@ import (
 	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/server"
 )
 
 // labelled reads the sample of name whose labels include every one of labels (`key="value"`)
@@ -68,7 +69,7 @@ next:
 // the host's clock (the stamp freeze of docs/security.md §2); the host refuses it, and /metrics shows the
 // refusal under its reason, then the member dropped as an offender once it insists.
 func TestServeMetricsRefusals(t *testing.T) {
-	s := startTestServer(t, serveOptions{dedicatedHost: true})
+	s := startTestServer(t, server.Options{DedicatedHost: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()

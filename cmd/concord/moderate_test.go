@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -20,7 +21,7 @@ func TestModerationCLI(t *testing.T) {
 	t.Setenv("CONCORD_SECRET", testSecret)
 	t.Setenv("CONCORD_ADMIN_KEY", "")
 	dir := t.TempDir()
-	s := startTestServer(t, serveOptions{secret: testSecret, data: dir})
+	s := startTestServer(t, server.Options{Secret: testSecret, Data: dir})
 	now := time.Now()
 	modTok := mint(t, now, "--room", "lobby", "--user", "mod", "--mod")
 	plainTok := mint(t, now, "--room", "lobby", "--user", "eve")
@@ -63,7 +64,7 @@ func TestModerationCLI(t *testing.T) {
 	}
 	// serve restarts on the same data directory: the ban holds.
 	s.stop()
-	s = startTestServer(t, serveOptions{secret: testSecret, data: dir})
+	s = startTestServer(t, server.Options{Secret: testSecret, Data: dir})
 	if _, err := dial(); !errors.Is(err, signaling.ErrBanned) {
 		t.Fatalf("after a restart banned bob's join: %v", err)
 	}

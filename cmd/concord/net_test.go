@@ -18,19 +18,20 @@ import (
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/internal/testcert"
 	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
 
 // startTestServer runs startServer with o and stops it when the test ends.
-func startTestServer(t *testing.T, o serveOptions) *server {
+func startTestServer(t *testing.T, o server.Options) *testServer {
 	t.Helper()
-	if o.addr == "" {
-		o.addr = "127.0.0.1:0"
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
 	}
-	if o.room == "" {
-		o.room = "arena"
+	if o.Room == "" {
+		o.Room = "arena"
 	}
-	o.metricsRoute = true
+	o.Metrics = true
 	ctx, cancel := context.WithCancel(context.Background())
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	s, err := startServer(ctx, o, log)
@@ -62,7 +63,7 @@ func get(client *http.Client, url string) (int, string, error) {
 // A websocket from an origin that is not the server's own host nor in --origin is refused
 // with a close frame that says why; the server's own host and listed origins join.
 func TestServeOriginAllowList(t *testing.T) {
-	s := startTestServer(t, serveOptions{origins: []string{"https://game.example.com"}})
+	s := startTestServer(t, server.Options{Origins: []string{"https://game.example.com"}})
 	wsURL := "ws" + strings.TrimPrefix(s.url, "http") + "/ws"
 	dial := func(origin string) (*websocket.Conn, error) {
 		h := http.Header{}
@@ -107,7 +108,7 @@ func asCloseError(err error, ce **websocket.CloseError) bool {
 // (which dials its own loopback door) hosts the room.
 func TestServeTLS(t *testing.T) {
 	certFile, keyFile, pool := testcert.Write(t, net.ParseIP("127.0.0.1"))
-	s := startTestServer(t, serveOptions{tlsCert: certFile, tlsKey: keyFile, dedicatedHost: true})
+	s := startTestServer(t, server.Options{TLSCert: certFile, TLSKey: keyFile, DedicatedHost: true})
 	if !strings.HasPrefix(s.url, "https://") {
 		t.Fatalf("url %s", s.url)
 	}
@@ -137,10 +138,10 @@ func TestServeTLS(t *testing.T) {
 // relay-only, converge through it; /api/rooms shows the bot's link as relay/relay, and
 // /metrics shows the allocations, relayed bytes and members by candidate type.
 func TestServeThroughEmbeddedTURN(t *testing.T) {
-	s := startTestServer(t, serveOptions{
-		dedicatedHost: true, turnAddr: "127.0.0.1:0", turnPorts: "49152-65535",
-		turnAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		net:       peerNet{relayOnly: true},
+	s := startTestServer(t, server.Options{
+		DedicatedHost: true, TURN: "127.0.0.1:0", TURNPorts: "49152-65535",
+		TURNAllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Network:          server.Network{RelayOnly: true},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	bots := make(chan error, 1)
@@ -230,44 +231,16 @@ func TestICEModeFollowsSignaling(t *testing.T) {
 	}
 }
 
-func TestParseICEServers(t *testing.T) {
-	got, err := parseICEServers([]string{"stun:stun.example.com:3478", "turn:u%40x:p:w@turn.example.com:3478?transport=tcp", "turns:turn.example.com:5349"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []externalServer{
-		{url: "stun:stun.example.com:3478"},
-		{url: "turn:turn.example.com:3478?transport=tcp", username: "u@x", credential: "p:w", turn: true},
-		{url: "turns:turn.example.com:5349", turn: true},
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-	for _, bad := range []string{"stun:u:p@stun.example.com", "http://x", "nonsense", "turn:"} {
-		if _, err := parseICEServers([]string{bad}); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	f := iceServersFunc(nil, got, "s3cret")
-	servers := f("arena", "alice/p1")
-	if len(servers) != 3 || servers[1].Username != "u@x" || servers[2].Username == "" || !strings.HasSuffix(servers[2].Username, ":alice/p1") {
-		t.Fatalf("servers %+v", servers)
-	}
-	if iceServersFunc(nil, nil, "") != nil {
-		t.Fatal("no servers: want a nil func (nothing in joined)")
-	}
-}
-
 // /debug/pprof is served only with --pprof; /metrics serves the signaling counters.
 func TestServePprofAndMetricsFlags(t *testing.T) {
-	on := startTestServer(t, serveOptions{pprof: true})
+	on := startTestServer(t, server.Options{Pprof: true})
 	if code, body, err := get(http.DefaultClient, on.url+"/debug/pprof/"); err != nil || code != http.StatusOK || !strings.Contains(body, "goroutine") {
 		t.Fatalf("--pprof: /debug/pprof/ answered %d (%v)", code, err)
 	}
 	if code, body, err := get(http.DefaultClient, on.url+"/metrics"); err != nil || code != http.StatusOK || !strings.Contains(body, "concord_signaling_rooms 0") {
 		t.Fatalf("/metrics answered %d (%v)", code, err)
 	}
-	off := startTestServer(t, serveOptions{})
+	off := startTestServer(t, server.Options{})
 	if code, _, err := get(http.DefaultClient, off.url+"/debug/pprof/"); err != nil || code != http.StatusNotFound {
 		t.Fatalf("without --pprof: /debug/pprof/ answered %d (%v)", code, err)
 	}
@@ -277,9 +250,9 @@ func TestServePprofAndMetricsFlags(t *testing.T) {
 // the relay range, which it refuses to other ports): a relay-only bot's link to a dedicated
 // host that is not relay-only ends on the host's own candidate, one relay hop instead of two.
 func TestServeRelayReachesDedicatedHost(t *testing.T) {
-	s := startTestServer(t, serveOptions{
-		dedicatedHost: true, turnAddr: "127.0.0.1:0", turnPorts: "20000-20999", // below the ephemeral range
-		turnAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	s := startTestServer(t, server.Options{
+		DedicatedHost: true, TURN: "127.0.0.1:0", TURNPorts: "20000-20999", // below the ephemeral range
+		TURNAllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	bots := make(chan error, 1)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/poll"
 	"github.com/concordrtc/concord/internal/testcert"
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -27,7 +27,7 @@ import (
 func (s *syncBuffer) String() string { return string(s.bytes()) }
 
 // startResult runs startServer in a goroutine and gives its result.
-func startResult(ctx context.Context, o serveOptions, log zerolog.Logger) <-chan error {
+func startResult(ctx context.Context, o server.Options, log zerolog.Logger) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		s, err := startServer(ctx, o, log)
@@ -63,7 +63,7 @@ func TestServeNATSWithoutJetStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	done := startResult(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", natsURL: ns.ClientURL()}, zerolog.New(zerolog.NewTestWriter(t)))
+	done := startResult(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", NATS: ns.ClientURL()}, zerolog.New(zerolog.NewTestWriter(t)))
 	var err error
 	select {
 	case err = <-done:
@@ -133,8 +133,8 @@ func TestServeStartupInterrupted(t *testing.T) {
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o := serveOptions{addr: "127.0.0.1:0", room: "arena", data: t.TempDir(), nodeName: "n1", clusterName: "c", clusterSecret: "route secret",
-		clusterAddr: freePort(), routes: []string{"nats-route://" + freePort(), "nats-route://" + freePort()}}
+	o := server.Options{Addr: "127.0.0.1:0", Room: "arena", Data: t.TempDir(), NodeName: "n1", ClusterName: "c", ClusterSecret: "route secret",
+		ClusterAddr: freePort(), Routes: []string{"nats-route://" + freePort(), "nats-route://" + freePort()}}
 	done := startResult(ctx, o, log)
 	poll.Until(t, 30*time.Second, "serve waits for JetStream's quorum", func() error {
 		// The embedded server runs and dials its routes: JetStream waits for them.
@@ -239,7 +239,7 @@ func TestBotsWithSecretNoWarnings(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var serveLog syncBuffer
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, secret: secret}, zerolog.New(&serveLog).Level(zerolog.InfoLevel))
+	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", DedicatedHost: true, Secret: secret}, zerolog.New(&serveLog).Level(zerolog.InfoLevel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestBotCA(t *testing.T) {
 	certFile, keyFile, _ := testcert.Write(t, net.ParseIP("127.0.0.1"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, tlsCert: certFile, tlsKey: keyFile},
+	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", DedicatedHost: true, TLSCert: certFile, TLSKey: keyFile},
 		zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
 	if err != nil {
 		t.Fatal(err)
@@ -326,32 +326,6 @@ func TestBotCA(t *testing.T) {
 	}
 }
 
-// TestTURNHost: --turn-host names the turns: URLs members get, instead of the certificate's first
-// DNS name (here none: the relay's IP).
-func TestTURNHost(t *testing.T) {
-	certFile, keyFile, _ := testcert.Write(t, net.ParseIP("127.0.0.1")) // no DNS name: turns: names the public IP
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}}
-	for _, tc := range []struct{ host, want string }{{"", "turns:127.0.0.1:"}, {"relay.internal", "turns:relay.internal:"}} {
-		o := serveOptions{turnAddr: "127.0.0.1:0", turnTLSAddr: "127.0.0.1:0", turnHost: tc.host, tlsCert: certFile, tlsKey: keyFile, turnPorts: "49152-65535"}
-		if err := o.validate(); err != nil {
-			t.Fatal(err)
-		}
-		ts, err := startTURN(o, tlsCfg, nil, zerolog.Nop(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		urls := ts.URLs()
-		_ = ts.Close()
-		if !strings.HasPrefix(urls[len(urls)-1], tc.want) {
-			t.Errorf("--turn-host %q: URLs %v, want the last to start with %s", tc.host, urls, tc.want)
-		}
-	}
-}
-
 // TestBotsShareOneToken: `concord bot -n 3 --token T`, T a token of one user without a device
 // claim: the three bots join as that user on devices of their own, and all sync.
 func TestBotsShareOneToken(t *testing.T) {
@@ -363,7 +337,7 @@ func TestBotsShareOneToken(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", dedicatedHost: true, secret: secret}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", DedicatedHost: true, Secret: secret}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,9 @@ import (
 	"runtime/debug"
 
 	"github.com/rs/zerolog"
-
-	"github.com/concordrtc/concord/internal/durable"
 )
 
-// startupError is what cmdServe returns when startServer failed with err: nil when a signal
+// startupError is what cmdServe returns when the server failed to start with err: nil when a signal
 // (ctx ended) interrupted the startup — the operator asked serve to stop, and it did — else err.
 func startupError(ctx context.Context, err error, log zerolog.Logger) error {
 	if ctx.Err() != nil && errors.Is(err, context.Cause(ctx)) {
@@ -21,16 +19,6 @@ func startupError(ctx context.Context, err error, log zerolog.Logger) error {
 		return nil
 	}
 	return err
-}
-
-// storeField is the log field that says where serve keeps its rooms: "nats" and the external
-// NATS URLs (their passwords redacted) with --nats, else "data" and the data directory ("":
-// in memory).
-func storeField(o serveOptions) (string, string) {
-	if o.natsURL == "" {
-		return "data", o.data
-	}
-	return "nats", durable.RedactURLs(o.natsURL)
 }
 
 // cmdVersion prints the module version of this binary and, when it was built from a VCS

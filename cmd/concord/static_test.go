@@ -15,6 +15,7 @@ import (
 
 	"github.com/concordrtc/concord/internal/pionlog"
 	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/web"
 )
@@ -64,7 +65,7 @@ func TestServeStaticAndCrossOriginClient(t *testing.T) {
 	other := httptest.NewServer(http.HandlerFunc(page))
 	defer other.Close()
 
-	s := startTestServer(t, serveOptions{static: dir, origins: []string{admitted.URL}})
+	s := startTestServer(t, server.Options{Static: dir, Origins: []string{admitted.URL}})
 	entry := s.url + web.ClientPrefix + "index.js"
 
 	// The game's page, its script, and no dot files nor listings.
@@ -121,7 +122,7 @@ func TestServeStaticAndCrossOriginClient(t *testing.T) {
 // Without --static, serve is as before: the arena at "/", its modules at /js/, and the client
 // also at /concord/js/; cross-origin module loads are refused without --origin.
 func TestServeDefaultPagesAndClientPrefix(t *testing.T) {
-	s := startTestServer(t, serveOptions{})
+	s := startTestServer(t, server.Options{})
 	resp, body := request(t, "GET", s.url+"/", "")
 	if resp.StatusCode != 200 || !strings.Contains(body, "Concord arena") || resp.Header.Get("Content-Security-Policy") != web.ContentSecurityPolicy {
 		t.Fatalf("GET /: %d", resp.StatusCode)
@@ -137,7 +138,7 @@ func TestServeDefaultPagesAndClientPrefix(t *testing.T) {
 }
 
 func TestServeStaticBadDir(t *testing.T) {
-	o := serveOptions{addr: "127.0.0.1:0", room: "arena", static: filepath.Join(t.TempDir(), "missing")}
+	o := server.Options{Addr: "127.0.0.1:0", Room: "arena", Static: filepath.Join(t.TempDir(), "missing")}
 	if _, err := startServer(context.Background(), o, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "--static") {
 		t.Fatalf("missing --static dir: %v", err)
 	}

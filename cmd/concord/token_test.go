@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -38,7 +39,7 @@ func TestTokenAdmitsJoin(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	s, err := startServer(ctx, serveOptions{addr: "127.0.0.1:0", room: "arena", secret: testSecret}, log)
+	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", Secret: testSecret}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,21 +6,14 @@ import (
 
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/server"
 )
 
 // worldFlags adds the dedicated hosts' world bounds (docs/protocol.md §5, "Session: limits";
 // docs/security.md §5, "Append sets and world size"); 0 keeps a default.
-func worldFlags(fs *flag.FlagSet, o *serveOptions) {
-	w := &o.world
+func worldFlags(fs *flag.FlagSet, o *server.Options) {
+	w := &o.World
 	fs.IntVar(&w.AppendSets, "max-append-sets", peer.DefaultMaxAppendSets, "append sets (components) one entity may carry in the dedicated hosts' rooms")
 	fs.IntVar(&w.MemberBytes, "max-member-world-bytes", peer.DefaultMaxMemberWorldBytes, "bytes one member's appends and CRDT corrections may add to a dedicated host's world")
 	fs.IntVar(&w.RoomBytes, "max-world-bytes", peer.DefaultMaxWorldBytes, fmt.Sprintf("world size (checkpoint bytes) past which a dedicated host admits no growing write of a member nor append; with --data at most %d (the checkpoint cap)", durable.MaxCheckpoint))
-}
-
-// checkWorldFlags refuses a world bound that would let a durable room outgrow its checkpoint.
-func checkWorldFlags(o serveOptions) error {
-	if (o.data != "" || o.natsURL != "") && o.world.RoomBytes > durable.MaxCheckpoint {
-		return usageError{fmt.Errorf("--max-world-bytes %d: a durable room's world must fit a checkpoint, at most %d bytes", o.world.RoomBytes, durable.MaxCheckpoint)}
-	}
-	return nil
 }

@@ -36,6 +36,9 @@ type VoiceOptions struct {
 	ServerCommand func(args []string) *exec.Cmd
 	// NoRaw skips the raw floor.
 	NoRaw bool
+	// ServerProfile, when not empty, is a file name prefix: each phase's server writes a CPU
+	// profile to PREFIX-MODE-RADIUS.pprof.
+	ServerProfile string
 }
 
 // Validate checks the options.
@@ -96,7 +99,11 @@ func Voice(ctx context.Context, o VoiceOptions, log zerolog.Logger, progress io.
 }
 
 func voicePhase(ctx context.Context, o VoiceOptions, mode string, radius float64, log zerolog.Logger) (VoicePhase, error) {
-	cmd := o.ServerCommand([]string{"-mode", mode, "-publishers", strconv.Itoa(o.Publishers), "-radius", strconv.FormatFloat(radius, 'f', -1, 64)})
+	args := []string{"-mode", mode, "-publishers", strconv.Itoa(o.Publishers), "-radius", strconv.FormatFloat(radius, 'f', -1, 64)}
+	if o.ServerProfile != "" {
+		args = append(args, "-cpuprofile", fmt.Sprintf("%s-%s-%g.pprof", o.ServerProfile, mode, radius))
+	}
+	cmd := o.ServerCommand(args)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return VoicePhase{}, err
@@ -258,6 +265,8 @@ type VoiceServerOptions struct {
 	Mode       string // "raw" or "concord"
 	Publishers int
 	Radius     float64
+	// CPUProfile, when not empty, receives a CPU profile of the process's life.
+	CPUProfile string
 }
 
 // benchMembers admits every member of the bench: "pub-I" is peer index I+1, "lis-J" 1001+J.
@@ -295,6 +304,11 @@ func (benchPositions) Forget(signaling.RoomID) {}
 // RunVoiceServer serves the raw relay or the forwarder on a loopback port, prints its URL on
 // stdout, and runs until ctx ends.
 func RunVoiceServer(ctx context.Context, o VoiceServerOptions, stdout io.Writer, log zerolog.Logger) error {
+	stopProfile, err := startProfile(o.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	api, err := link.NewAPI(link.Config{Logger: log})
 	if err != nil {
 		return err

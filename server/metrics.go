@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // channel; links by candidate pair), and the embedded TURN server's figures. It reads
 // snapshots (Server.Rooms, peer.Status, turnserver.Stats) and holds no state, so it is
 // unchecked (Describe sends nothing).
-type hostCollector struct{ s *server }
+type hostCollector struct{ s *Server }
 
 func (c *hostCollector) Describe(chan<- *prometheus.Desc) {}
 

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"fmt"
@@ -18,22 +18,22 @@ import (
 // modules also at /js/); with --static DIR, "/" is the game's own directory under its own CSP
 // (--static-csp, default web.StaticContentSecurityPolicy) and the arena is not served. Cross-origin
 // module loads are admitted for the origins of --origin (CORS) and refused otherwise.
-func pageRoutes(mux *http.ServeMux, o serveOptions, origins *originPolicy, log zerolog.Logger) error {
+func pageRoutes(mux *http.ServeMux, o Options, origins *originPolicy, log zerolog.Logger) error {
 	c := &corsGate{p: origins, log: log.With().Str("component", "http").Logger()}
 	mux.Handle(web.ClientPrefix, c.wrap(http.StripPrefix(web.ClientPrefix, web.ClientHandler())))
-	if o.static == "" {
+	if o.Static == "" {
 		mux.Handle("/js/", c.wrap(web.Handler()))
 		mux.Handle("/", web.Handler())
 		return nil
 	}
-	st, err := os.Stat(o.static)
+	st, err := os.Stat(o.Static)
 	if err != nil {
-		return usageError{fmt.Errorf("--static %q: %w", o.static, err)}
+		return optionError(fmt.Errorf("--static %q: %w", o.Static, err))
 	}
 	if !st.IsDir() {
-		return usageError{fmt.Errorf("--static %q: not a directory", o.static)}
+		return optionError(fmt.Errorf("--static %q: not a directory", o.Static))
 	}
-	mux.Handle("/", web.StaticHandler(os.DirFS(o.static), o.staticCSP))
+	mux.Handle("/", web.StaticHandler(os.DirFS(o.Static), o.StaticCSP))
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // joinForTURN joins room as user and returns the client and the embedded relay's UDP address
 // and credentials, as the joined message hands them out.
-func joinForTURN(t *testing.T, s *server, room, user string) (*signaling.Client, string, string, string) {
+func joinForTURN(t *testing.T, s *Server, room, user string) (*signaling.Client, string, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -63,7 +63,7 @@ func turnAllocate(t *testing.T, server, user, pass string) (net.PacketConn, erro
 // when it leaves, its allocation ends at once and its credentials are refused. A member still
 // in the room goes on allocating.
 func TestServeTURNCredentialsEndWithMember(t *testing.T) {
-	s := startTestServer(t, serveOptions{turnAddr: "127.0.0.1:0", turnPorts: "20000-20999"})
+	s := startTestServer(t, Options{TURN: "127.0.0.1:0", TURNPorts: "20000-20999"})
 	alice, addr, ua, pa := joinForTURN(t, s, "r", "alice")
 	_, _, ub, pb := joinForTURN(t, s, "r", "bob")
 	if _, err := turnAllocate(t, addr, ua, pa); err != nil {

@@ -1,9 +1,8 @@
-package main
+package server
 
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,63 +19,45 @@ import (
 	"github.com/concordrtc/concord/signaling"
 )
 
-// turnLimits are the embedded TURN relay's bounds on one client address and one token, and its
-// credentials' lifetime (docs/protocol.md §4 "Signaling: ICE servers and TURN").
-type turnLimits struct {
-	allocsPerAddr  int           // --turn-max-allocs-per-addr
-	allocsPerToken int           // --turn-max-allocs-per-token
-	connsPerAddr   int           // --turn-max-conns-per-addr
-	tcpIdle        time.Duration // --turn-tcp-idle-timeout
-	credentialTTL  time.Duration // --turn-credential-ttl
-}
-
-func (l *turnLimits) addFlags(fs *flag.FlagSet) {
-	fs.IntVar(&l.allocsPerAddr, "turn-max-allocs-per-addr", turnserver.DefaultMaxAllocationsPerAddr, "TURN allocations one client IP address may hold at once, whatever its names")
-	fs.IntVar(&l.allocsPerToken, "turn-max-allocs-per-token", turnserver.DefaultMaxAllocationsPerToken, "TURN allocations one user may hold in one room, every device together (what one join token yields)")
-	fs.IntVar(&l.connsPerAddr, "turn-max-conns-per-addr", turnserver.DefaultMaxConnsPerAddr, "TURN TCP/TLS connections from one client IP address")
-	fs.DurationVar(&l.tcpIdle, "turn-tcp-idle-timeout", turnserver.DefaultTCPIdleTimeout, "a TURN TCP/TLS connection without an allocation is closed after this long without a complete message")
-	fs.DurationVar(&l.credentialTTL, "turn-credential-ttl", turnserver.DefaultCredentialTTL, "how long TURN credentials may start allocations; members get fresh ones every half of it while they stay")
-}
-
 // startTURN starts the embedded TURN/STUN server of --turn.
 // ownPorts are ports of this machine a relay may reach besides its relay range: the dedicated
 // host's WebRTC socket. live says whether a credential's member is still in its room.
-func startTURN(o serveOptions, tlsCfg *tls.Config, ownPorts []int, log zerolog.Logger, live func(turnserver.Member) bool) (*turnserver.Server, error) {
-	l := o.turnLimits
-	cfg := turnserver.Config{Logger: log, Addr: o.turnAddr, AllowPeers: o.turnAllow, MaxAllocations: o.turnQuota,
-		MaxBytesPerSecond: o.turnMaxBPS, OwnPorts: ownPorts, Live: live,
-		MaxAllocationsPerAddr: l.allocsPerAddr, MaxAllocationsPerToken: l.allocsPerToken, MaxConnsPerAddr: l.connsPerAddr,
-		TCPIdleTimeout: l.tcpIdle, CredentialTTL: l.credentialTTL}
-	if o.secret != "" {
-		cfg.Key = turnserver.DeriveKey([]byte(o.secret))
+func startTURN(o Options, tlsCfg *tls.Config, ownPorts []int, log zerolog.Logger, live func(turnserver.Member) bool) (*turnserver.Server, error) {
+	l := o.TURNLimits
+	cfg := turnserver.Config{Logger: log, Addr: o.TURN, AllowPeers: o.TURNAllowPrivate, MaxAllocations: o.TURNUserQuota,
+		MaxBytesPerSecond: o.TURNMaxBPS, OwnPorts: ownPorts, Live: live,
+		MaxAllocationsPerAddr: l.AllocsPerAddr, MaxAllocationsPerToken: l.AllocsPerToken, MaxConnsPerAddr: l.ConnsPerAddr,
+		TCPIdleTimeout: l.TCPIdleTimeout, CredentialTTL: l.CredentialTTL}
+	if o.Secret != "" {
+		cfg.Key = turnserver.DeriveKey([]byte(o.Secret))
 	} else {
-		log.Warn().Str("component", "turn").Int("allocs_per_addr", l.allocsPerAddr).Int("conns_per_addr", l.connsPerAddr).
+		log.Warn().Str("component", "turn").Int("allocs_per_addr", l.AllocsPerAddr).Int("conns_per_addr", l.ConnsPerAddr).
 			Msg("TURN: no CONCORD_SECRET: the relay is OPEN, anyone who joins a room under any name gets credentials; " +
 				"only the per-address caps (--turn-max-allocs-per-addr, --turn-max-conns-per-addr) bound one client (concord_turn_open 1)")
 	}
-	if o.net.publicIP != "" {
-		cfg.PublicIP = net.ParseIP(o.net.publicIP)
+	if o.Network.PublicIP != "" {
+		cfg.PublicIP = net.ParseIP(o.Network.PublicIP)
 		if cfg.PublicIP.To4() == nil {
-			return nil, usageError{fmt.Errorf("--public-ip %q: not an IPv4 address", o.net.publicIP)}
+			return nil, optionError(fmt.Errorf("--public-ip %q: not an IPv4 address", o.Network.PublicIP))
 		}
 	}
-	if o.turnTLSAddr != "" {
+	if o.TURNTLS != "" {
 		if tlsCfg == nil {
-			return nil, usageError{fmt.Errorf("--turn-tls needs --tls-cert and --tls-key")}
+			return nil, optionError(fmt.Errorf("--turn-tls needs --tls-cert and --tls-key"))
 		}
-		cfg.TLSAddr, cfg.TLS = o.turnTLSAddr, tlsCfg
+		cfg.TLSAddr, cfg.TLS = o.TURNTLS, tlsCfg
 		// turns: URLs name a host the clients resolve and verify the certificate against:
 		// --turn-host, else the certificate's first name (which may not resolve where the
 		// members are: a certificate for a public name served behind split DNS).
-		cfg.TLSName = o.turnHost
+		cfg.TLSName = o.TURNHost
 		if leaf, err := x509.ParseCertificate(tlsCfg.Certificates[0].Certificate[0]); cfg.TLSName == "" && err == nil && len(leaf.DNSNames) > 0 {
 			cfg.TLSName = leaf.DNSNames[0]
 		}
 	}
-	if o.turnPorts != "" {
-		minP, maxP, err := parsePortRange(o.turnPorts)
+	if o.TURNPorts != "" {
+		minP, maxP, err := parsePortRange(o.TURNPorts)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, optionError(err)
 		}
 		cfg.MinPort, cfg.MaxPort = minP, maxP
 	}

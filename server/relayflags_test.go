@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"net"
@@ -9,9 +9,10 @@ import (
 	"github.com/concordrtc/concord/peer"
 )
 
-// The relay budget flags of serve reach the dedicated hosts' peer.Config.
-func TestDedicatedHostRelayBudgets(t *testing.T) {
-	o := serveOptions{relayRate: 1000, relayBurst: 40000, recvRelayRate: 500, recvRelayBurst: 30000, relayBacklog: 4096}
+// The relay budgets and world limits of Options reach the dedicated hosts' peer.Config.
+func TestDedicatedHostLimits(t *testing.T) {
+	o := Options{RelayRate: 1000, RelayBurst: 40000, RecvRelayRate: 500, RecvRelayBurst: 30000, RelayBacklog: 4096,
+		World: peer.WorldLimits{AppendSets: 4, MemberBytes: 64 << 10}}
 	cfg, err := dedicatedHostConfig(zerolog.Nop(), o, "arena", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -21,5 +22,8 @@ func TestDedicatedHostRelayBudgets(t *testing.T) {
 		cfg.RecvRelayBurst != want.RecvRelayBurst || cfg.RelayBacklog != want.RelayBacklog {
 		t.Fatalf("relay budgets %d/%d %d/%d %d, want %d/%d %d/%d %d", cfg.RelayRate, cfg.RelayBurst, cfg.RecvRelayRate, cfg.RecvRelayBurst, cfg.RelayBacklog,
 			want.RelayRate, want.RelayBurst, want.RecvRelayRate, want.RecvRelayBurst, want.RelayBacklog)
+	}
+	if cfg.WorldLimits != o.World {
+		t.Fatalf("dedicated host's WorldLimits %+v, options %+v", cfg.WorldLimits, o.World)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -25,7 +24,7 @@ import (
 const placeWarmup = 15 * time.Second
 
 // place runs until ctx ends, then stops the hosts it started.
-func (s *server) place(ctx context.Context) {
+func (s *Server) place(ctx context.Context) {
 	defer close(s.placeDone)
 	dir := s.node.Directory()
 	t := time.NewTicker(dir.TTL() / 3)
@@ -46,7 +45,7 @@ func (s *server) place(ctx context.Context) {
 }
 
 // pokePlacement asks the placement loop to look again now.
-func (s *server) pokePlacement() {
+func (s *Server) pokePlacement() {
 	select {
 	case s.poke <- struct{}{}:
 	default:
@@ -54,13 +53,13 @@ func (s *server) pokePlacement() {
 }
 
 // hostRunning reports whether room's dedicated host runs here (its lease is kept).
-func (s *server) hostRunning(room signaling.RoomID) bool {
+func (s *Server) hostRunning(room signaling.RoomID) bool {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
 	return s.hostsOn[room]
 }
 
-func (s *server) placeOnce(ctx context.Context, warm bool) {
+func (s *Server) placeOnce(ctx context.Context, warm bool) {
 	dir := s.node.Directory()
 	now := dir.Now()
 	name := s.node.Name()
@@ -126,7 +125,7 @@ const checkpointWait = 20 * time.Second
 
 // missingCheckpoint reports whether d's room has no checkpoint although it was open before, while
 // checkpointWait has not passed since that was first seen.
-func (s *server) missingCheckpoint(ctx context.Context, d *dedicated) bool {
+func (s *Server) missingCheckpoint(ctx context.Context, d *dedicated) bool {
 	if s.store == nil {
 		return false
 	}
@@ -150,7 +149,7 @@ func (s *server) missingCheckpoint(ctx context.Context, d *dedicated) bool {
 }
 
 // startDedicated starts d's host from the room's checkpoint (or scene) as it is now.
-func (s *server) startDedicated(ctx context.Context, d *dedicated) {
+func (s *Server) startDedicated(ctx context.Context, d *dedicated) {
 	if s.missingCheckpoint(ctx, d) {
 		return
 	}
@@ -173,11 +172,11 @@ func (s *server) startDedicated(ctx context.Context, d *dedicated) {
 		return
 	}
 	cfg := d.cfg
-	cfg.App = arena.New(arena.Config{})
+	cfg.App = newApp(s.o, d.room)
 	cfg.Server = s.hostServer
 	if s.secret != "" {
 		cfg.Token, err = signaling.IssueToken([]byte(s.secret), signaling.Claims{
-			Room: d.room, User: dedicatedHostUser, Device: "serve", MayHost: true,
+			Room: d.room, User: DedicatedHostUser, Device: "serve", MayHost: true,
 			Kind: signaling.KindHost, ExpiresAt: time.Now().Add(365 * 24 * time.Hour),
 		})
 		if err != nil {
@@ -216,7 +215,7 @@ func (s *server) startDedicated(ctx context.Context, d *dedicated) {
 }
 
 // stopDedicated stops d's host, if it runs, and waits for it (its last checkpoint is queued).
-func (s *server) stopDedicated(d *dedicated, why string) {
+func (s *Server) stopDedicated(d *dedicated, why string) {
 	if d.stop == nil {
 		return
 	}
