@@ -3,6 +3,8 @@ package netlab_test
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +35,9 @@ type voiceStatus struct {
 		} `json:"pair"`
 	} `json:"voice"`
 }
+
+// botVoiceLine is `concord bot`'s voice summary (every second): sessions, packets sent, heard, speakers.
+var botVoiceLine = regexp.MustCompile(`voice: (\d+)/\d+ sessions, \d+ packets sent, (\d+) heard from (\d+) speakers`)
 
 // lastVoice is the page's latest voice status.
 func lastVoice(p *proc) (voiceStatus, error) {
@@ -67,13 +72,15 @@ func (st voiceStatus) receivedFrom(member string) (int, bool) {
 // on the arena page (fake microphones, unmuted; radius 0: everyone hears everyone). C's voice
 // connection can only be a relay candidate of the embedded TURN server over TCP; A reaches the
 // forwarder on the server's public address. Each must receive the other's RTP, growing, on the
-// slot the forwarder says carries the other.
+// slot the forwarder says carries the other; a Go listener behind symmetric NAT B hears both.
 func TestLabVoice(t *testing.T) {
 	lab := netlab.Get(t)
 	serve(t, lab, "--voice-radius", "0")
 	begin := time.Now()
 	a := startBrowserOf(t, lab.A.NS, "alice", "chromium", "--voice")
 	c := startBrowserOf(t, lab.C.NS, "carol", "chromium", "--voice")
+	// A Go member behind symmetric NAT B listens to both.
+	bot := start(t, lab.B.NS, "bot", concord(t), "bot", "--server", serverURL, "--room", "arena", "-n", "1", "--move-for", "1s", "--voice-listen")
 	var sa, sc voiceStatus
 	live := func() error {
 		var err error
@@ -119,8 +126,21 @@ func TestLabVoice(t *testing.T) {
 		}
 		return nil
 	})
+	var heard string
+	waitFor(t, 20*time.Second, "the Go listener behind NAT B to hear alice and carol", func() error {
+		m := botVoiceLine.FindAllStringSubmatch(bot.out.String(), -1)
+		if len(m) == 0 {
+			return fmt.Errorf("no voice summary yet: %s", bot.out.tail(2))
+		}
+		last := m[len(m)-1]
+		if n, _ := strconv.Atoi(last[2]); last[3] != "2" || n < 100 {
+			return fmt.Errorf("%s", last[0])
+		}
+		heard = last[0]
+		return nil
+	})
 	na, _ := sa.receivedFrom(sc.PeerID)
 	nc, _ := sc.receivedFrom(sa.PeerID)
-	t.Logf("voice behind NAT A (pair %+v) and the UDP-dropping NAT C (pair %+v) both ways in %v: alice received %d packets from carol, carol %d from alice",
-		sa.Voice.Pair, sc.Voice.Pair, took, na, nc)
+	t.Logf("voice behind NAT A (pair %+v) and the UDP-dropping NAT C (pair %+v) both ways in %v: alice received %d packets from carol, carol %d from alice; the Go listener behind NAT B: %s",
+		sa.Voice.Pair, sc.Voice.Pair, took, na, nc, heard)
 }
