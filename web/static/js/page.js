@@ -700,7 +700,13 @@ function placeSpeakers(peer, indexOf) {
   const me = posOf(w.self);
   for (const [mid, who] of client.table.speakers) {
     if (!who) continue;
-    mixer.place(mid, me, posOf(indexOf(who)), voice.volume.get(who) ?? 1);
+    const them = posOf(indexOf(who));
+    // The server's radius is not on the wire: a speaker forwarded from clearly beyond the page's
+    // (serve runs with a larger --voice-radius, or 0) widens it, so that nobody it forwards is
+    // silenced here. A quarter's margin leaves out what the forwarder's view lags behind.
+    const d = me && them ? Math.hypot(them.x - me.x, them.y - me.y) : 0;
+    if (voice.radius > 0 && d > voice.radius * 1.25) voice.radius = mixer.radius = Math.round(d * 1.1);
+    mixer.place(mid, me, them, voice.volume.get(who) ?? 1);
   }
   if (!client.muted && client.publishing && speaking(mixer.micLevel())) voice.spoke.set(w.self, performance.now());
 }
