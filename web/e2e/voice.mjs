@@ -226,18 +226,25 @@ export function addVoiceScenarios(scenario, h) {
   });
 
   scenario('voice-rejoin', async (env) => {
-    // alice's voice connection is lost (as when it fails): the page rejoins by itself, unmuted as
-    // she was, and bob hears her again; Leave voice is final.
-    await env.serve(['--voice-radius', String(RADIUS)]);
-    const q = `&voiceRadius=${RADIUS}`;
-    const a = await env.page('alice', 'arena', q);
-    const b = await env.page('bob', 'arena', q);
+    // serve's radius (9 m) is wider than the pages' default (6 m): bob, 8 m from alice, hears her
+    // and his page widens its falloff so she is not silenced. Then alice's voice connection is
+    // lost (as when it fails): her page rejoins by itself, unmuted as she was, and bob hears her
+    // again; Leave voice is final.
+    await env.serve(['--voice-radius', '9000']);
+    const a = await env.page('alice');
+    const b = await env.page('bob');
     const ia = await peerId(a);
-    await teleport(a, 5000, 6000);
-    await teleport(b, 6000, 6000);
+    await teleport(a, 3000, 6000);
+    await teleport(b, 11000, 6000);
     await joinVoice(a);
     await joinVoice(b);
     await waitHeard(b, 'bob', [ia]);
+    const wide = await waitFor('bob\'s page to widen its radius and play alice', 10000, () => b.evaluate(() => {
+      const v = window.concord.voiceView();
+      const g = Object.values(v.gains);
+      return v.radius >= 8000 && g.some((x) => x > 0.01) ? { radius: v.radius, gains: g.map((x) => +x.toFixed(3)) } : false;
+    }), 100);
+    await teleport(b, 6000, 6000);
     const first = await a.evaluate(() => window.concord.voice().location);
     await a.evaluate(() => window.concord.voice().end('connection failed'));
     const note = await waitFor('alice\'s page to say it rejoins', 5000, () => a.evaluate(() => {
@@ -253,7 +260,7 @@ export function addVoiceScenarios(scenario, h) {
     await waitHeard(b, 'bob', []);
     const after = await a.evaluate(() => window.concord.voiceView());
     check(after.state === 'off' && /You left voice/.test(after.note), `after Leave voice: ${JSON.stringify(after)}`);
-    return `"${note}"; back live unmuted on a new session, bob hears alice again; Leave voice ends it for good`;
+    return `8 m apart under serve's 9 m: bob's page widened its radius to ${wide.radius} mm, gains ${wide.gains.join(', ')}; "${note}"; back live unmuted on a new session, bob hears alice again; Leave voice ends it for good`;
   });
 
   scenario('voice-host-killed', async (env) => {

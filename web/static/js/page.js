@@ -781,7 +781,12 @@ function makeAPI(peer, game) {
     peer, game,
     /** The voice session (null before Join voice), its state and the speaking indicators. */
     voice: () => voice.client,
-    voiceView: () => ({ state: voice.state, note: $('voice-status').textContent, speaking: [...voice.speakingNow()], muted: voice.client ? voice.client.muted : true }),
+    voiceView: () => ({
+      state: voice.state, note: $('voice-status').textContent, speaking: [...voice.speakingNow()], muted: voice.client ? voice.client.muted : true,
+      radius: voice.radius,
+      /** Each playing slot's gain now (falloff × the listener's volume for its speaker). */
+      gains: Object.fromEntries([...(voice.mixer ? voice.mixer.slots : [])].map(([mid, sl]) => [mid, sl.gain.gain.value])),
+    }),
     status: () => peer.status(),
     /** Live entities: {entity, schema, authority: {kind, peer}}. */
     entities: () => w.entities().map((e) => ({ entity: e, schema: schemaID(e), authority: { ...w.authorityRecord(e) } })),
