@@ -338,3 +338,27 @@ test('voiceClaim reads a token\'s voice claim without verifying it; publish when
   assert.equal(voiceClaim(''), 'publish');
   assert.equal(voiceClaim('a.%%%.c'), 'publish');
 });
+
+test('a session lost and joined again keeps the microphone and the mute state, on a new offer', async () => {
+  const { FakePC, made } = fakePC();
+  const { f, calls } = fakeFetch({});
+  const mic = new FakeStream();
+  let asked = 0;
+  const closed = [];
+  const v = new VoiceClient({ room: 'r', member: 'u/d', RTCPeerConnection: /** @type {any} */ (FakePC), fetch: /** @type {any} */ (f),
+    getUserMedia: async () => { asked++; return /** @type {any} */ (mic); }, onClose: (r) => closed.push(r) });
+  await v.join();
+  made[0].channels[0].open();
+  v.mute(false);
+  v.end('connection failed');
+  assert.deepEqual(closed, ['connection failed']);
+  assert.equal(made[0].closed, true);
+  await v.join();
+  assert.equal(asked, 1, 'the microphone is asked for once');
+  assert.equal(made.length, 2);
+  assert.equal(calls.filter((c) => c.init.method === 'POST').length, 2);
+  assert.equal(mic.tracks[0].enabled, true, 'unmuted as before');
+  made[1].channels[0].open();
+  assert.deepEqual(made[1].channels[0].sent, [{ t: 'mute', muted: false }]);
+  await assert.rejects(v.join(), /already joined/);
+});
