@@ -7,7 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Defaults of Config.
@@ -24,7 +24,7 @@ const (
 	// interval (64 × 1200 B at 20 Hz ≈ 1.5 MB/s); what does not fit stays dirty for the next one.
 	DefaultMaxDatagramsPerFlush = 64
 	// DefaultRedialMin and DefaultRedialMax bound the wait between signaling redials. The max
-	// stays below signaling.DefaultResumeGrace, so that every live peer is back before a
+	// stays below sigclient.DefaultResumeGrace, so that every live peer is back before a
 	// server that waits for a host gives up on it.
 	DefaultRedialMin = 100 * time.Millisecond
 	DefaultRedialMax = time.Second
@@ -53,8 +53,8 @@ type Config struct {
 	Room string
 	// User and Device make the member's identity; User defaults to "anon", Device to "" (none).
 	User, Device string
-	// Kind is what this member is; default signaling.KindBot.
-	Kind signaling.Kind
+	// Kind is what this member is; default sigclient.KindBot.
+	Kind sigclient.Kind
 	// Token is the join token when the server requires one.
 	Token string
 	// App is the game. Required.
@@ -161,7 +161,7 @@ type Config struct {
 	// DefaultSignalingSendQueue here: the loop never waits on a full queue, it drops the message
 	// (a signal, a report), so the queue is sized for a burst of link setups. Its EventQueue
 	// defaults to DefaultSignalingEventQueue.
-	SignalingConfig signaling.ClientConfig
+	SignalingConfig sigclient.ClientConfig
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -174,14 +174,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Server == "" || c.Room == "" {
 		return c, fmt.Errorf("%w: Server and Room are required", ErrConfig)
 	}
-	if _, err := signaling.ParseServers(c.Server); err != nil {
+	if _, err := sigclient.ParseServers(c.Server); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.User == "" {
 		c.User = "anon"
 	}
 	if c.Kind == "" {
-		c.Kind = signaling.KindBot
+		c.Kind = sigclient.KindBot
 	}
 	if c.Now == nil {
 		c.Now = time.Now

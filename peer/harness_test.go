@@ -84,12 +84,14 @@ func (manualTimer) Stop() bool               { return true }
 
 // stepNet is the fake network of a steppable room.
 type stepNet struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *manualClock
 	peers  map[PeerIndex]*stepPeer
 	roster []signaling.Member
 	links  []*fakeLink
 	lose   bool // drop unreliable datagrams
+	// loseTo drops the unreliable datagrams sent to these peers.
+	loseTo map[PeerIndex]bool
 	// hold keeps what is sent to these peers queued (in flight) until it is cleared.
 	hold map[PeerIndex]bool
 	// unacked is the reliable bytes a link to each peer reports as not acknowledged (Stats).
@@ -124,7 +126,7 @@ type stepPeer struct {
 	sig *fakeSig
 }
 
-func newStepNet(t *testing.T) *stepNet {
+func newStepNet(t testing.TB) *stepNet {
 	n := &stepNet{t: t, clock: &manualClock{now: time.Unix(1_000_000, 0)}, peers: map[PeerIndex]*stepPeer{}}
 	t.Cleanup(func() {
 		for _, sp := range n.peers {
@@ -321,7 +323,7 @@ func (l *fakeLink) deliver() bool {
 	l.out = nil
 	for _, m := range out {
 		r := o.peerRemote()
-		if r == nil || (m.ch == link.Unreliable && l.net.lose) {
+		if r == nil || (m.ch == link.Unreliable && (l.net.lose || l.net.loseTo[o.local])) {
 			continue
 		}
 		sp := l.net.peers[o.local]

@@ -8,155 +8,54 @@ import (
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
-// hostRole is the state a peer keeps while it is the host. The loop owns it. Its files:
-// host.go (lifecycle, dispatch), host_members.go (arrivals and departures), host_sync.go
-// (digests, snapshots, corrections), host_restamp.go (rejections and re-stamps), host_send.go
-// (commands and updates out).
+// hostRole is the state a peer keeps while it is the host. The loop owns it, and all of its
+// parts. Each part keeps its own fields and reaches the others only through the pointers it is
+// given in newHostRole:
+//
+//   - members (host_members.go): each member's state over its current link; the evidence that
+//     one has left (sweeps, silence) stays with hostRole, since a departure touches every part;
+//   - gate (host_admit.go, world_limits.go): what a member's inputs may do beyond authority:
+//     stamps, application traffic, world bytes; refusals, strikes and closing a link;
+//   - window (host_window.go): the survivors' correction window after a migration;
+//   - restamper (host_restamp.go): rejected writes and the re-stamps that undo them;
+//   - syncer (host_sync.go): digests in, snapshots out, the buckets' quiet periods;
+//   - interest (host_interest.go): what each member follows;
+//   - relayer (host_relay.go): members' messages to each other, within the relay budgets;
+//   - outbox (host_send.go): the one send path: commands, updates (the shared change list and
+//     each member's own), the host's messages and relayed ones.
+//
+// hostRole itself dispatches what members send (handle), and holds the rules that span parts:
+// corrections and answerDigest (host_sync.go), RPCs and the application API (host_app.go), and
+// the changeSink methods that turn the world's changes into traffic (host_send.go).
 type hostRole struct {
 	roleBase
 	auth    *authority.Table
-	mems    map[PeerIndex]*hostMember
 	stopped bool
-	// hist is the values sent to members that take deltas, shared by them (delta.go).
-	hist deltaHist
 
-	// Changes of the open batch, sent as one payload by flushCommands.
-	spawns    []Entity
-	despawns  []Entity
-	transfers []netmsg.AuthorityTransfer
-	rpcs      []netmsg.RPC
-	actions   []netmsg.Action
-	msgs      []queuedMessage // reliable application messages, sent after the commands
-	entered   []netmsg.PeerInfo
-	exited    []PeerIndex
-	relay     []byte // CRDT messages TRNP cannot carry
-
-	changed   []time.Time // per bucket: when it last changed here
-	rejectLog int
-	reassert  map[Entity]bool         // entities to re-stamp after rejected writes
-	absent    map[uint64]bool         // keys of rejected corrections this host lacks: restamp deletes them
-	restamped map[uint64]restampedKey // keys restamp rewrote, until their author writes again
-	lost      map[Entity]lostAuthority
-
-	// refusedLog counts refused inputs per reason, for rate-limited logs (host_admit.go).
-	refusedLog [NumRefusals]uint64
-	// conducts holds the members' skew budgets and strikes across their links, by identity and
-	// by peer index (bounded: maxConducts, conductMemory).
-	conducts map[string]*conduct
-	// worldUse is the bytes each member's writes added to the world, by identity (or index):
-	// WorldLimits.MemberBytes (world_limits.go).
-	worldUse map[string]int
-	// The survivors' correction window (host_admit.go, docs/protocol.md §5 "Limits"): the
-	// earlier terms signaling had recorded the members synced in when this peer took over (a
-	// member's report of syncing with this host must not erase it), the clock this peer took
-	// over with, and the entities live then (what a previous host could have deleted).
-	survivors   map[PeerIndex]Term
-	present     map[PeerIndex]bool // the roster as this peer took over: members of the earlier term
-	tookOver    crdt.Timestamp
-	heldAtStart map[Entity]bool
-
-	hc    netmsg.HostCommands
-	snap  netmsg.HostSnapshot
-	own   []uint64
-	part  []uint64 // one member's digests when it follows part of the world
-	ownAt uint64   // Replica.Changes() when own was computed
-	arena []byte
-	out   []byte
-	upd   updater
-	// recSize is the length of the last flush's shared recording, the next one's capacity hint.
-	recSize int
-	// dgrams is replay's scratch: the datagrams of a recording, for one call to a link.
-	dgrams [][]byte
-	// relayTo is forwardRelay's scratch: the recipients of one relayed message.
-	relayTo []*hostMember
-	// Interest management (host_interest.go): when the members' interest was last worked out,
-	// scratch for the replica's numbers, and the command payloads for members that follow
-	// everything (cmdAll) and for one that follows part (cmdPart, relayPart).
-	interestAt                 time.Time
-	flushes                    int // updates flushes, for farEvery
-	numbers                    []uint16
-	cmdAll, cmdPart, relayPart []byte
-	// shared is the properties the host wrote since the last flush (entity → property mask),
-	// one change list for every member; hostMember.dirty holds each member's exceptions.
-	shared map[Entity]uint32
-}
-
-// hostMember is what the host knows of one member over its current link. It lives as long as
-// that link: a new link (a new session) starts over.
-type hostMember struct {
-	link         *remote
-	helloed      bool
-	snapshotSent bool
-	// acceptRelayed: the member's next CRDT batch answers its sync snapshot and may carry host
-	// entities it received from the previous host.
-	acceptRelayed bool
-	// answered: the member has answered its sync snapshot (its corrections, if it had any, are
-	// merged), so this host holds its latest writes.
-	answered bool
-	// snapClock and snapAt: the host's clock when it last sent this member a snapshot, and when
-	// (staleDigest).
-	snapClock crdt.Timestamp
-	snapAt    time.Time
-	// refused: the member runs another schema table; it got a Close and is served nothing more.
-	refused bool
-	info    PeerInfo
-	// dirty is what this member lacks beyond hostRole.shared: relayed writes of other members,
-	// and what an earlier flush did not send it (its link was not ready, past
-	// MaxDatagramsPerFlush, or the send failed).
-	dirty map[Entity]uint32
-	// heldTerm is the term of the state the member's greeting says it holds (0: none); the
-	// window opens only when signaling's record vouches for it (survivorWindow).
-	heldTerm Term
-	// buckets is the bucket count of the member's first digest; later digests must keep it.
-	buckets int
-	// conduct is the member's skew budget and strikes, shared with its earlier links.
-	conduct *conduct
-	// visible is the entity numbers the member follows (host_interest.go); nil: everything.
-	visible map[uint16]bool
-	// near is the successor's own interest, sent at the full rate; its other updates wait in
-	// later for every farEvery-th flush (host_interest.go). Nil for the other members.
-	near  map[uint16]bool
-	later map[Entity]uint32
-	// delta is the member's delta state once it asked for DeltaUpdates (its first Ack); nil:
-	// it gets whole values (delta.go).
-	delta *deltaTx
-	// app is the member's application traffic still allowed, in messages (appAllowed).
-	app budget
-	// relayOut is the bytes the member may still have relayed, every copy counted; relayIn
-	// the relayed bytes the host may still forward to it (host_relay.go).
-	relayOut, relayIn budget
+	members
+	gate
+	window
+	restamper
+	syncer
+	interest
+	relayer
+	outbox
 }
 
 func newHostRole(b roleBase) *hostRole {
-	return &hostRole{roleBase: b, mems: make(map[PeerIndex]*hostMember), changed: make([]time.Time, b.cfg.Buckets), shared: make(map[Entity]uint32)}
-}
-
-// memberOf returns the state of the member at the other end of r, made fresh for a new link.
-func (h *hostRole) memberOf(r *remote) *hostMember {
-	if hm := h.mems[r.idx]; hm != nil && hm.link == r {
-		return hm
-	}
-	hm := &hostMember{link: r, conduct: h.conductOf(r.idx)}
-	h.mems[r.idx] = hm
-	return hm
-}
-
-// synced returns the member state of idx if its link is up and synced by a snapshot.
-func (h *hostRole) synced(idx PeerIndex) *hostMember {
-	if hm := h.mems[idx]; hm != nil && hm.snapshotSent {
-		return hm
-	}
-	return nil
-}
-
-// forget drops the state kept for r's member (its link is gone or replaced).
-func (h *hostRole) forget(r *remote) {
-	if hm := h.mems[r.idx]; hm != nil && hm.link == r {
-		delete(h.mems, r.idx)
-	}
+	h := &hostRole{roleBase: b}
+	h.gate = gate{roleBase: b}
+	h.members = members{gate: &h.gate, mems: make(map[PeerIndex]*hostMember)}
+	h.window = window{roleBase: b, gate: &h.gate}
+	h.restamper = restamper{roleBase: b, gate: &h.gate}
+	h.syncer = syncer{roleBase: b, changed: make([]time.Time, b.cfg.Buckets)}
+	h.interest = interest{roleBase: b, members: &h.members, syncer: &h.syncer}
+	h.relayer = relayer{roleBase: b, members: &h.members, gate: &h.gate, outbox: &h.outbox}
+	h.outbox = outbox{roleBase: b, members: &h.members, interest: &h.interest, gate: &h.gate, shared: make(map[Entity]uint32)}
+	return h
 }
 
 // start makes this peer the host: rebuild authority from the replica, let go of members that are
@@ -189,9 +88,9 @@ func (h *hostRole) start() {
 	h.startWindow()
 	h.log.Info().Int("entities", w.Len()).Uint32("clock", uint32(w.r.Clock())).Msg("now hosting")
 	h.app.HostStart(w)
-	if h.cfg.Kind != signaling.KindHost {
+	if h.cfg.Kind != sigclient.KindHost {
 		if _, ok := w.AvatarOf(w.self); !ok {
-			h.spawnAvatar(PeerInfo{Index: w.self, ID: string(signaling.NewIdentity(h.cfg.User, h.cfg.Device)), Kind: string(h.cfg.Kind)})
+			h.spawnAvatar(PeerInfo{Index: w.self, ID: string(sigclient.NewIdentity(h.cfg.User, h.cfg.Device)), Kind: string(h.cfg.Kind)})
 		}
 	}
 	w.events = append(w.events, Event{Kind: EventSynced, Term: w.term, Peer: w.self})

@@ -21,21 +21,22 @@ const (
 	appBurst = 400
 )
 
-// queuedMessage is a reliable application message the host sends after the commands of the
-// same step, so that a message never overtakes the state change that came before it.
+// queuedMessage is an application message on its way out through outbox.deliver: the host's own,
+// or a member's relayed copy. A reliable one waits for the commands of the same step, so that a
+// message never overtakes the state change that came before it.
 type queuedMessage struct {
 	to     PeerIndex // a member, or Everyone
 	except PeerIndex // with Everyone: the member not to send it to (its sender)
 	frame  []byte
 	// relayed: a member's message relayed to member to (whose sender is except), dropped
-	// rather than sent past to's relay backlog (host_relay.go).
+	// rather than sent past to's relay backlog (outbox.sendRelayed).
 	relayed bool
 }
 
 // appAllowed charges hm one unit of application traffic; false means over budget (dropped).
-func (h *hostRole) appAllowed(hm *hostMember) bool {
-	if !hm.app.take(h.env.now(), appRate, appBurst, 1) {
-		h.count.dropped.Add(1)
+func (g *gate) appAllowed(hm *hostMember) bool {
+	if !hm.app.take(g.env.now(), appRate, appBurst, 1) {
+		g.count.dropped.Add(1)
 		return false
 	}
 	return true
@@ -48,45 +49,11 @@ func channelOf(reliable bool) link.Channel {
 	return link.Unreliable
 }
 
-// deliver sends frame to member to (or every synced member but except): reliable frames after
-// this step's commands, unreliable ones at once.
-func (h *hostRole) deliver(to, except PeerIndex, frame []byte, ch link.Channel) {
-	if ch == link.Reliable {
-		h.msgs = append(h.msgs, queuedMessage{to: to, except: except, frame: frame})
-		return
-	}
-	h.sendTo(to, except, ch, frame)
-}
-
-// sendTo sends frame now to member to (or every synced member but except) on ch.
-func (h *hostRole) sendTo(to, except PeerIndex, ch link.Channel, frame []byte) {
-	for idx, hm := range h.mems {
-		if hm.snapshotSent && idx != except && (to == Everyone || to == idx) {
-			h.env.send(hm.link, ch, frame)
-		}
-	}
-}
-
-// flushMessages sends the queued reliable messages; flushCommands calls it after the commands.
-func (h *hostRole) flushMessages() {
-	for _, q := range h.msgs {
-		if q.relayed {
-			if dm := h.synced(q.to); dm != nil {
-				h.sendRelayed(dm, q.except, link.Reliable, q.frame)
-			}
-			continue
-		}
-		h.sendTo(q.to, q.except, link.Reliable, q.frame)
-	}
-	clear(h.msgs)
-	h.msgs = h.msgs[:0]
-}
-
 func (h *hostRole) sendMessage(to PeerIndex, typ uint8, data []byte, reliable bool) error {
 	if to != Everyone && h.synced(to) == nil {
 		return fmt.Errorf("%w: %d", ErrNoPeer, to)
 	}
-	h.deliver(to, 0, netmsg.AppendExt(nil, netmsg.Type(typ), data), channelOf(reliable))
+	h.outbox.deliver(queuedMessage{to: to, frame: netmsg.AppendExt(nil, netmsg.Type(typ), data)}, channelOf(reliable))
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"time"
+
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/hostsnapshot"
@@ -14,25 +16,38 @@ import (
 // which keeps a whole replica so that a migration loses nothing). Everything the host sends a
 // member passes through it: updates, commands, relayed CRDT messages, digests and snapshots.
 
+// interest works out what each member follows (InterestPolicy) and moves members between
+// interests: a Forget for what one stops following, a snapshot (through syncer) of what it
+// starts to. It reads the members through members.
+type interest struct {
+	roleBase
+	members *members
+	syncer  *syncer
+	// at is when the members' interest was last worked out; numbers is scratch for the
+	// replica's entity numbers.
+	at      time.Time
+	numbers []uint16
+}
+
 // policy returns the host's interest policy (Config.Interest, else the app's), if it has one.
-func (h *hostRole) policy() (InterestPolicy, bool) {
-	if h.cfg.Interest != nil {
-		return h.cfg.Interest, true
+func (im *interest) policy() (InterestPolicy, bool) {
+	if im.cfg.Interest != nil {
+		return im.cfg.Interest, true
 	}
-	p, ok := h.app.(InterestPolicy)
+	p, ok := im.app.(InterestPolicy)
 	return p, ok
 }
 
 // follows reports whether member idx follows e: the room entity and what idx writes always, the
 // rest as the policy says.
-func (h *hostRole) follows(pol InterestPolicy, idx PeerIndex, e Entity) bool {
+func (im *interest) follows(pol InterestPolicy, idx PeerIndex, e Entity) bool {
 	if e == RoomEntity {
 		return true
 	}
-	if in := h.w.ents[e]; in != nil && in.auth.Kind != authority.KindHost && in.auth.Peer == idx {
+	if in := im.w.ents[e]; in != nil && in.auth.Kind != authority.KindHost && in.auth.Peer == idx {
 		return true
 	}
-	return pol.Interest(h.w, idx, e)
+	return pol.Interest(im.w, idx, e)
 }
 
 // farEvery paces what the successor follows beyond its own interest: those updates leave every
@@ -43,14 +58,14 @@ const farEvery = 4
 
 // interestOf works out what member idx follows now: nil for everything. The successor follows
 // everything, and near is its own interest, sent at the full rate (nil without a policy).
-func (h *hostRole) interestOf(idx, successor PeerIndex) (vis, near map[uint16]bool) {
-	pol, ok := h.policy()
+func (im *interest) interestOf(idx, successor PeerIndex) (vis, near map[uint16]bool) {
+	pol, ok := im.policy()
 	if !ok {
 		return nil, nil
 	}
 	own := make(map[uint16]bool)
-	for e := range h.w.ents {
-		if h.follows(pol, idx, e) {
+	for e := range im.w.ents {
+		if im.follows(pol, idx, e) {
 			own[e.Number()] = true
 		}
 	}
@@ -73,41 +88,41 @@ func (hm *hostMember) keep() func(uint16) bool {
 
 // updateInterest works out again, every InterestInterval, what each synced member follows, and
 // tells each what changed.
-func (h *hostRole) updateInterest() {
-	if _, ok := h.policy(); !ok {
+func (im *interest) updateInterest() {
+	if _, ok := im.policy(); !ok {
 		return
 	}
-	now := h.env.now()
-	if now.Sub(h.interestAt) < h.cfg.InterestInterval {
+	now := im.env.now()
+	if now.Sub(im.at) < im.cfg.InterestInterval {
 		return
 	}
-	h.interestAt = now
-	succ := h.env.successor()
-	for idx, hm := range h.mems {
+	im.at = now
+	succ := im.env.successor()
+	for idx, hm := range im.members.mems {
 		if hm.snapshotSent && hm.link.ready {
-			vis, near := h.interestOf(idx, succ)
+			vis, near := im.interestOf(idx, succ)
 			hm.near = near
-			h.refollow(hm, vis)
+			im.refollow(hm, vis)
 		}
 	}
 }
 
 // refollow moves member hm to interest vis (nil: everything): a Forget for what it no longer
 // follows, a snapshot of what it newly follows (like a late join: only those buckets).
-func (h *hostRole) refollow(hm *hostMember, vis map[uint16]bool) {
+func (im *interest) refollow(hm *hostMember, vis map[uint16]bool) {
 	old := hm.visible
 	hm.visible = vis
 	if vis == nil {
 		if old != nil {
 			// It follows everything from now on (the successor): send it what it lacks.
-			h.sendSnapshot(hm.link, hostsnapshot.All(hm.buckets), nil)
+			im.syncer.sendSnapshot(hm.link, hostsnapshot.All(hm.buckets), nil)
 		}
 		return
 	}
 	var gone []uint16
 	if old == nil {
-		h.numbers = h.w.r.Numbers(h.numbers[:0])
-		for _, n := range h.numbers {
+		im.numbers = im.w.r.Numbers(im.numbers[:0])
+		for _, n := range im.numbers {
 			if !vis[n] {
 				gone = append(gone, n)
 			}
@@ -119,7 +134,7 @@ func (h *hostRole) refollow(hm *hostMember, vis map[uint16]bool) {
 			}
 		}
 	}
-	h.forgetFor(hm, gone)
+	im.forgetFor(hm, gone)
 	if old == nil {
 		return
 	}
@@ -129,36 +144,36 @@ func (h *hostRole) refollow(hm *hostMember, vis map[uint16]bool) {
 			entered = append(entered, int(n))
 		}
 	}
-	h.enter(hm, entered)
+	im.enter(hm, entered)
 }
 
 // enter sends member hm the state of the entity numbers it newly follows, with the rest of its
 // interest in the same buckets (so that what it holds there is not taken for a difference).
-func (h *hostRole) enter(hm *hostMember, numbers []int) {
+func (im *interest) enter(hm *hostMember, numbers []int) {
 	if len(numbers) == 0 {
 		return
 	}
 	count := hm.buckets
 	if count == 0 {
-		count = h.cfg.Buckets
+		count = im.cfg.Buckets
 	}
 	buckets := make([]int, len(numbers))
 	for i, n := range numbers {
 		buckets[i] = n % count
 	}
-	h.sendSnapshot(hm.link, hostsnapshot.Only(count, buckets...), hm.keep())
+	im.syncer.sendSnapshot(hm.link, hostsnapshot.Only(count, buckets...), hm.keep())
 }
 
 // forgetFor tells member hm to drop entity numbers it no longer follows.
-func (h *hostRole) forgetFor(hm *hostMember, numbers []uint16) {
+func (im *interest) forgetFor(hm *hostMember, numbers []uint16) {
 	if len(numbers) == 0 {
 		return
 	}
 	ids := make([]uint64, 0, len(numbers))
 	for _, n := range numbers {
-		e, ok := h.w.byNumber[n]
+		e, ok := im.w.byNumber[n]
 		if !ok {
-			v, _ := h.w.r.DeletedVersion(n)
+			v, _ := im.w.r.DeletedVersion(n)
 			e = crdt.NewEntity(n, v)
 		}
 		ids = append(ids, uint64(e))
@@ -167,36 +182,36 @@ func (h *hostRole) forgetFor(hm *hostMember, numbers []uint16) {
 			hm.delta.forget(n)
 		}
 	}
-	h.env.send(hm.link, link.Reliable, netmsg.AppendForget(nil, &netmsg.Forget{NetworkIDs: ids}))
+	im.env.send(hm.link, link.Reliable, netmsg.AppendForget(nil, &netmsg.Forget{NetworkIDs: ids}))
 }
 
 // forgetOutside tells a member that answered its sync snapshot to drop whatever it may hold
 // outside its interest: a survivor of a migration holds what an earlier host sent it.
-func (h *hostRole) forgetOutside(hm *hostMember) {
+func (im *interest) forgetOutside(hm *hostMember) {
 	if hm.visible == nil || hm.heldTerm == 0 {
 		return // it holds everything it should, or nothing at all
 	}
 	var gone []uint16
-	h.numbers = h.w.r.Numbers(h.numbers[:0])
-	for _, n := range h.numbers {
+	im.numbers = im.w.r.Numbers(im.numbers[:0])
+	for _, n := range im.numbers {
 		if !hm.visible[n] {
 			gone = append(gone, n)
 		}
 	}
-	h.forgetFor(hm, gone)
+	im.forgetFor(hm, gone)
 }
 
-// widen adds to hm's interest the entities this step spawned that it follows, and those it now
+// widen adds to hm's interest the entities this step spawned (spawns) that it follows, and those it now
 // writes (a grant or lock moved to it): a spawn carries the whole entity, an entity it did not
 // follow before arrives in a snapshot after the commands.
-func (h *hostRole) widen(hm *hostMember, pol InterestPolicy) (entered []int) {
+func (im *interest) widen(hm *hostMember, pol InterestPolicy, spawns []Entity, transfers []netmsg.AuthorityTransfer) (entered []int) {
 	idx := hm.link.idx
-	for _, e := range h.spawns {
-		if h.follows(pol, idx, e) {
+	for _, e := range spawns {
+		if im.follows(pol, idx, e) {
 			hm.visible[e.Number()] = true
 		}
 	}
-	for _, t := range h.transfers {
+	for _, t := range transfers {
 		e := Entity(t.NetworkID)
 		if n := e.Number(); PeerIndex(t.NewAuthorIndex) == idx && !hm.visible[n] {
 			hm.visible[n] = true

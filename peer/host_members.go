@@ -1,13 +1,95 @@
 package peer
 
 import (
+	"time"
+
 	"github.com/concordrtc/concord/authority"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Members arriving and leaving, as the host sees them: signaling's word, the links, and silence.
 // A departure is final (its avatars are deleted everywhere), so the host takes a member as gone
 // only on evidence: listed nowhere and not linked, or silent.
+
+// hostMember is what the host knows of one member over its current link. It lives as long as
+// that link: a new link (a new session) starts over.
+type hostMember struct {
+	link         *remote
+	helloed      bool
+	snapshotSent bool
+	// acceptRelayed: the member's next CRDT batch answers its sync snapshot and may carry host
+	// entities it received from the previous host.
+	acceptRelayed bool
+	// answered: the member has answered its sync snapshot (its corrections, if it had any, are
+	// merged), so this host holds its latest writes.
+	answered bool
+	// snapClock and snapAt: the host's clock when it last sent this member a snapshot, and when
+	// (staleDigest).
+	snapClock crdt.Timestamp
+	snapAt    time.Time
+	// refused: the member runs another schema table; it got a Close and is served nothing more.
+	refused bool
+	info    PeerInfo
+	// dirty is what this member lacks beyond hostRole.shared: relayed writes of other members,
+	// and what an earlier flush did not send it (its link was not ready, past
+	// MaxDatagramsPerFlush, or the send failed).
+	dirty map[Entity]uint32
+	// heldTerm is the term of the state the member's greeting says it holds (0: none); the
+	// window opens only when signaling's record vouches for it (survivorWindow).
+	heldTerm Term
+	// buckets is the bucket count of the member's first digest; later digests must keep it.
+	buckets int
+	// conduct is the member's skew budget and strikes, shared with its earlier links.
+	conduct *conduct
+	// visible is the entity numbers the member follows (host_interest.go); nil: everything.
+	visible map[uint16]bool
+	// near is the successor's own interest, sent at the full rate; its other updates wait in
+	// later for every farEvery-th flush (host_interest.go). Nil for the other members.
+	near  map[uint16]bool
+	later map[Entity]uint32
+	// delta is the member's delta state once it asked for DeltaUpdates (its first Ack); nil:
+	// it gets whole values (delta.go).
+	delta *deltaTx
+	// app is the member's application traffic still allowed, in messages (appAllowed).
+	app budget
+	// relayOut is the bytes the member may still have relayed, every copy counted; relayIn
+	// the relayed bytes the host may still forward to it (host_relay.go).
+	relayOut, relayIn budget
+}
+
+// members is the host's state of each member over its current link (hostMember), by peer index.
+// A member's state lives as long as its link; memberOf starts it over for a new one, with the
+// member's conduct (gate) carried across its links.
+type members struct {
+	gate *gate
+	mems map[PeerIndex]*hostMember
+}
+
+// memberOf returns the state of the member at the other end of r, made fresh for a new link.
+func (ms *members) memberOf(r *remote) *hostMember {
+	if hm := ms.mems[r.idx]; hm != nil && hm.link == r {
+		return hm
+	}
+	hm := &hostMember{link: r, conduct: ms.gate.conductOf(r.idx)}
+	ms.mems[r.idx] = hm
+	return hm
+}
+
+// synced returns the member state of idx if its link is up and synced by a snapshot.
+func (ms *members) synced(idx PeerIndex) *hostMember {
+	if hm := ms.mems[idx]; hm != nil && hm.snapshotSent {
+		return hm
+	}
+	return nil
+}
+
+// forget drops the state kept for r's member (its link is gone or replaced).
+func (ms *members) forget(r *remote) {
+	if hm := ms.mems[r.idx]; hm != nil && hm.link == r {
+		delete(ms.mems, r.idx)
+	}
+}
 
 // sweepGone takes the members that own avatars or locks but are not in the room (as signaling
 // says) and have no open link to this host as gone. Without signaling it does nothing: absence
@@ -119,7 +201,7 @@ func (h *hostRole) linkClosed(r *remote) {
 // avatar by the previous host reached this host late).
 func (h *hostRole) respawnAvatars() {
 	for _, hm := range h.mems {
-		if hm.snapshotSent && hm.info.Kind != string(signaling.KindHost) {
+		if hm.snapshotSent && hm.info.Kind != string(sigclient.KindHost) {
 			if _, ok := h.w.AvatarOf(hm.link.idx); !ok {
 				h.spawnAvatar(hm.info)
 			}

@@ -73,47 +73,38 @@ func (b *budget) take(now time.Time, rate, burst, n int) bool {
 	return true
 }
 
-// forwardRelay forwards frame, a Relay from member hm to (a member, or Everyone), to every synced
-// member it is for, within the budgets above; the host's own app has had its copy.
-func (h *hostRole) forwardRelay(hm *hostMember, to PeerIndex, frame []byte, ch link.Channel) {
-	from := hm.link.idx
-	h.relayTo = h.relayTo[:0]
-	for idx, dm := range h.mems {
-		if dm.snapshotSent && idx != from && (to == Everyone || to == idx) {
-			h.relayTo = append(h.relayTo, dm)
-		}
-	}
-	defer clear(h.relayTo) // no stale members held
-	now, cfg := h.env.now(), h.cfg
-	if cost := len(frame) * len(h.relayTo); !hm.relayOut.take(now, cfg.RelayRate, cfg.RelayBurst, cost) {
-		h.noteRefused(from, RefusedRelayBudget, fmt.Sprintf("relay of %d bytes to %d members over the sender's budget (%d B/s)", len(frame), len(h.relayTo), cfg.RelayRate))
-		return
-	}
-	for _, dm := range h.relayTo {
-		if !dm.relayIn.take(now, cfg.RecvRelayRate, cfg.RecvRelayBurst, len(frame)) {
-			h.noteRefused(from, RefusedRelayInbound, fmt.Sprintf("relay of %d bytes to member %d over its inbound budget (%d B/s)", len(frame), dm.link.idx, cfg.RecvRelayRate))
-			continue
-		}
-		if ch == link.Reliable {
-			h.msgs = append(h.msgs, queuedMessage{to: dm.link.idx, except: from, frame: frame, relayed: true})
-			continue
-		}
-		h.sendRelayed(dm, from, ch, frame)
-	}
+// relayer forwards members' messages to each other within the relay budgets above; the copies
+// leave through outbox, as the host's own messages do.
+type relayer struct {
+	roleBase
+	members *members
+	gate    *gate
+	outbox  *outbox
+	// relayTo is forwardRelay's scratch: the recipients of one relayed message.
+	relayTo []*hostMember
 }
 
-// sendRelayed sends a relayed copy from member from to dm now, unless dm's queue on ch is past
-// its relay backlog: then the copy is dropped and counted.
-func (h *hostRole) sendRelayed(dm *hostMember, from PeerIndex, ch link.Channel, frame []byte) {
-	limit := uint64(h.cfg.RelayBacklog)
-	if ch == link.Unreliable {
-		limit = unreliableRelayBacklog
-	}
-	if dm.link.l != nil {
-		if buffered := dm.link.l.Stats().Channels[ch].Buffered; buffered > limit {
-			h.noteRefused(from, RefusedRelayBacklog, fmt.Sprintf("relay to member %d, whose %s queue holds %d bytes (relay backlog %d)", dm.link.idx, ch, buffered, limit))
-			return
+// forwardRelay forwards frame, a Relay from member hm to (a member, or Everyone), to every synced
+// member it is for, within the budgets above; the host's own app has had its copy.
+func (rl *relayer) forwardRelay(hm *hostMember, to PeerIndex, frame []byte, ch link.Channel) {
+	from := hm.link.idx
+	rl.relayTo = rl.relayTo[:0]
+	for idx, dm := range rl.members.mems {
+		if dm.snapshotSent && idx != from && (to == Everyone || to == idx) {
+			rl.relayTo = append(rl.relayTo, dm)
 		}
 	}
-	h.env.send(dm.link, ch, frame)
+	defer clear(rl.relayTo) // no stale members held
+	now, cfg := rl.env.now(), rl.cfg
+	if cost := len(frame) * len(rl.relayTo); !hm.relayOut.take(now, cfg.RelayRate, cfg.RelayBurst, cost) {
+		rl.gate.noteRefused(from, RefusedRelayBudget, fmt.Sprintf("relay of %d bytes to %d members over the sender's budget (%d B/s)", len(frame), len(rl.relayTo), cfg.RelayRate))
+		return
+	}
+	for _, dm := range rl.relayTo {
+		if !dm.relayIn.take(now, cfg.RecvRelayRate, cfg.RecvRelayBurst, len(frame)) {
+			rl.gate.noteRefused(from, RefusedRelayInbound, fmt.Sprintf("relay of %d bytes to member %d over its inbound budget (%d B/s)", len(frame), dm.link.idx, cfg.RecvRelayRate))
+			continue
+		}
+		rl.outbox.deliver(queuedMessage{to: dm.link.idx, except: from, frame: frame, relayed: true}, ch)
+	}
 }

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -15,47 +16,94 @@ import (
 // What the host sends: the open batch's commands (reliable) after every step, and the members'
 // dirty properties (unreliable) at the network rate. The changeSink methods fill both.
 
-// flushCommands sends the open batch's spawns, despawns, authority transfers, RPCs, membership
-// changes and relayed CRDT messages to every synced member, as one reliable payload.
+// outbox is the host's one send path. It holds the open batch (the changes of this step, sent
+// as one reliable payload by sendCommands, and the reliable application messages after them),
+// the shared change list of the host's own writes and the members' own dirty sets (sent as
+// EntityUpdates by flushUpdates), and the scratch of both. The host's own messages and members'
+// relayed ones leave through deliver. It reads the members through members and what each
+// follows through interest, and counts refused relays through gate.
+type outbox struct {
+	roleBase
+	members  *members
+	interest *interest
+	gate     *gate
+
+	// Changes of the open batch, sent as one payload by sendCommands.
+	spawns    []Entity
+	despawns  []Entity
+	transfers []netmsg.AuthorityTransfer
+	rpcs      []netmsg.RPC
+	actions   []netmsg.Action
+	msgs      []queuedMessage // reliable application messages, sent after the commands
+	entered   []netmsg.PeerInfo
+	exited    []PeerIndex
+	relay     []byte // CRDT messages TRNP cannot carry
+	// shared is the properties the host wrote since the last flush (entity → property mask),
+	// one change list for every member; hostMember.dirty holds each member's exceptions.
+	shared map[Entity]uint32
+	// hist is the values sent to members that take deltas, shared by them (delta.go).
+	hist deltaHist
+
+	hc    netmsg.HostCommands
+	arena []byte
+	upd   updater
+	// recSize is the length of the last flush's shared recording, the next one's capacity hint.
+	recSize int
+	// dgrams is replay's scratch: the datagrams of a recording, for one call to a link.
+	dgrams [][]byte
+	// The command payloads for members that follow everything (cmdAll) and for one that follows
+	// part (cmdPart, relayPart).
+	cmdAll, cmdPart, relayPart []byte
+	flushes                    int // updates flushes, for farEvery
+}
+
+// flushCommands re-stamps what rejected writes left to re-assert (into the relay stream), then
+// sends the open batch.
 func (h *hostRole) flushCommands() {
-	h.restamp()
-	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs)+len(h.actions)+len(h.entered)+len(h.exited)+len(h.relay)+len(h.msgs) == 0 {
+	h.relay = h.restamp(h.relay, h.ownerPending)
+	h.sendCommands()
+}
+
+// sendCommands sends the open batch's spawns, despawns, authority transfers, RPCs, membership
+// changes and relayed CRDT messages to every synced member, as one reliable payload.
+func (o *outbox) sendCommands() {
+	if len(o.spawns)+len(o.despawns)+len(o.transfers)+len(o.rpcs)+len(o.actions)+len(o.entered)+len(o.exited)+len(o.relay)+len(o.msgs) == 0 {
 		return
 	}
-	pol, _ := h.policy()
+	pol, _ := o.interest.policy()
 	built := false
 	// In a crowd the commands of many steps share one reliable message per member until the next
 	// network flush: a burst of joins is a spawn and an entered message per join for every
 	// member, O(members²) messages, each a datagram to encrypt, send, receive and acknowledge.
-	coalesce := len(h.mems) >= coalesceMembers
-	for _, hm := range h.mems {
+	coalesce := len(o.members.mems) >= coalesceMembers
+	for _, hm := range o.members.mems {
 		if !hm.snapshotSent {
 			continue
 		}
 		if hm.visible == nil {
 			// One payload for every member that follows everything, built once.
 			if !built {
-				h.cmdAll, built = h.commandPayload(h.cmdAll[:0], nil), true
+				o.cmdAll, built = o.commandPayload(o.cmdAll[:0], nil), true
 			}
-			if len(h.cmdAll) > 0 {
+			if len(o.cmdAll) > 0 {
 				if coalesce {
-					h.env.queue(hm.link, h.cmdAll)
+					o.env.queue(hm.link, o.cmdAll)
 				} else {
-					h.env.send(hm.link, link.Reliable, h.cmdAll)
+					o.env.send(hm.link, link.Reliable, o.cmdAll)
 				}
 			}
 			continue
 		}
-		entered := h.widen(hm, pol)
-		h.cmdPart = h.commandPayload(h.cmdPart[:0], hm)
-		if len(h.cmdPart) > 0 {
-			h.env.send(hm.link, link.Reliable, h.cmdPart)
+		entered := o.interest.widen(hm, pol, o.spawns, o.transfers)
+		o.cmdPart = o.commandPayload(o.cmdPart[:0], hm)
+		if len(o.cmdPart) > 0 {
+			o.env.send(hm.link, link.Reliable, o.cmdPart)
 		}
-		h.enter(hm, entered)
+		o.interest.enter(hm, entered)
 	}
-	h.flushMessages()
-	h.spawns, h.despawns, h.transfers, h.rpcs, h.actions = h.spawns[:0], h.despawns[:0], h.transfers[:0], nil, nil
-	h.entered, h.exited, h.relay = h.entered[:0], h.exited[:0], h.relay[:0]
+	o.flushMessages()
+	o.spawns, o.despawns, o.transfers, o.rpcs, o.actions = o.spawns[:0], o.despawns[:0], o.transfers[:0], nil, nil
+	o.entered, o.exited, o.relay = o.entered[:0], o.exited[:0], o.relay[:0]
 }
 
 // coalesceMembers is the room size (members with a link to the host) from which the host holds
@@ -66,26 +114,26 @@ const coalesceMembers = 32
 
 // commandPayload appends the open batch's commands, membership changes and relayed CRDT
 // messages, as member hm follows them (nil: everything), to buf.
-func (h *hostRole) commandPayload(buf []byte, hm *hostMember) []byte {
-	w := h.w
-	if len(h.spawns)+len(h.despawns)+len(h.transfers)+len(h.rpcs)+len(h.actions) > 0 {
+func (o *outbox) commandPayload(buf []byte, hm *hostMember) []byte {
+	w := o.w
+	if len(o.spawns)+len(o.despawns)+len(o.transfers)+len(o.rpcs)+len(o.actions) > 0 {
 		stamp := w.stamp
 		if stamp == 0 {
 			stamp = w.r.Clock()
 		}
 		buf = netmsg.AppendStamp(buf, &netmsg.Stamp{Time: uint64(stamp)})
-		buf = netmsg.AppendHostCommands(buf, h.commands(hm))
+		buf = netmsg.AppendHostCommands(buf, o.commands(hm))
 	}
-	for i := range h.entered {
-		buf = netmsg.AppendPeerEntered(buf, &netmsg.PeerEntered{Peer: h.entered[i]})
+	for i := range o.entered {
+		buf = netmsg.AppendPeerEntered(buf, &netmsg.PeerEntered{Peer: o.entered[i]})
 	}
-	for _, idx := range h.exited {
+	for _, idx := range o.exited {
 		buf = netmsg.AppendPeerExited(buf, &netmsg.PeerExited{PeerIndex: uint64(idx)})
 	}
-	relay := h.relay
+	relay := o.relay
 	if hm != nil && len(relay) > 0 {
-		h.relayPart = filterRelay(h.relayPart[:0], relay, hm)
-		relay = h.relayPart
+		o.relayPart = filterRelay(o.relayPart[:0], relay, hm)
+		relay = o.relayPart
 	}
 	if len(relay) > 0 {
 		buf = netmsg.AppendCrdtBatch(buf, &netmsg.CrdtBatch{Term: uint64(w.term), Messages: relay})
@@ -93,17 +141,17 @@ func (h *hostRole) commandPayload(buf []byte, hm *hostMember) []byte {
 	return buf
 }
 
-// commands fills h.hc with the open batch's spawns, despawns, transfers and RPCs, of the entities
+// commands fills o.hc with the open batch's spawns, despawns, transfers and RPCs, of the entities
 // member hm follows (nil: every entity). Each spawned property is read from the replica once.
-func (h *hostRole) commands(hm *hostMember) *netmsg.HostCommands {
-	w := h.w
-	hc := &h.hc
+func (o *outbox) commands(hm *hostMember) *netmsg.HostCommands {
+	w := o.w
+	hc := &o.hc
 	hc.Spawns, hc.Despawns, hc.AuthorityTransfers = hc.Spawns[:0], hc.Despawns[:0], hc.AuthorityTransfers[:0]
-	h.arena = h.arena[:0]
+	o.arena = o.arena[:0]
 	type span struct{ a, b int }
 	var spans []span
 	var vals [32][]byte
-	for _, e := range h.spawns {
+	for _, e := range o.spawns {
 		in := w.ents[e]
 		if in == nil || hm != nil && !hm.sees(e.Number()) {
 			continue
@@ -115,119 +163,115 @@ func (h *hostRole) commands(hm *hostMember) *netmsg.HostCommands {
 				vals[i] = v
 			}
 		}
-		a := len(h.arena)
-		h.arena = hostsnapshot.AppendSpawnUpdate(h.arena, in.schema, mask, func(i int) []byte { return vals[i] })
-		spans = append(spans, span{a, len(h.arena)})
+		a := len(o.arena)
+		o.arena = hostsnapshot.AppendSpawnUpdate(o.arena, in.schema, mask, func(i int) []byte { return vals[i] })
+		spans = append(spans, span{a, len(o.arena)})
 		hc.Spawns = append(hc.Spawns, netmsg.Spawn{NetworkID: uint64(e), SchemaID: uint32(in.schema.ID), CreationData: in.creation})
 	}
 	clear(vals[:])
 	for i := range hc.Spawns {
-		hc.Spawns[i].UpdateData = h.arena[spans[i].a:spans[i].b]
+		hc.Spawns[i].UpdateData = o.arena[spans[i].a:spans[i].b]
 	}
-	for _, e := range h.despawns {
+	for _, e := range o.despawns {
 		if hm == nil || hm.sees(e.Number()) {
 			hc.Despawns = append(hc.Despawns, netmsg.Despawn{NetworkID: uint64(e)})
 		}
 	}
-	for _, t := range h.transfers {
+	for _, t := range o.transfers {
 		if hm == nil || hm.sees(Entity(t.NetworkID).Number()) {
 			hc.AuthorityTransfers = append(hc.AuthorityTransfers, t)
 		}
 	}
-	hc.RPCs, hc.Actions = h.rpcs, h.actions
+	hc.RPCs, hc.Actions = o.rpcs, o.actions
 	return hc
 }
 
 // flushUpdates sends every member its dirty properties as EntityUpdates datagrams.
 //
-// What the host wrote since the last flush is one change list, h.shared, the same for every
+// What the host wrote since the last flush is one change list, o.shared, the same for every
 // member: the host builds its datagrams once, through the first ready member's link, and sends
 // the same bytes to every other ready member. Each member's own dirty set holds only its
 // exceptions (relayed writes of other members, what an earlier flush did not send it), sent
 // through updater.send on their own after the shared datagrams.
-func (h *hostRole) flushUpdates() {
-	h.updateInterest()
-	if len(h.shared) > 0 {
-		h.flushShared()
+func (o *outbox) flushUpdates() {
+	o.interest.updateInterest()
+	if len(o.shared) > 0 {
+		o.flushShared()
 	}
-	if h.flushes++; h.flushes%farEvery == 0 {
-		for _, hm := range h.mems {
+	if o.flushes++; o.flushes%farEvery == 0 {
+		for _, hm := range o.members.mems {
 			if len(hm.later) > 0 {
 				orInto(hm.dirty, hm.later)
 				clear(hm.later)
 			}
 		}
 	}
-	for _, hm := range h.mems {
+	for _, hm := range o.members.mems {
 		if hm.snapshotSent {
-			h.upd.send(h.roleBase, hm.link, hm.dirty, nil, hm.delta)
+			o.upd.send(o.roleBase, hm.link, hm.dirty, nil, hm.delta)
 		}
 	}
 }
 
-// flushShared sends h.shared to every synced member and empties it. A member whose link is not
-// ready, and every member for what the recorded datagrams left (past MaxDatagramsPerFlush), keeps
-// it in its own dirty set.
-func (h *hostRole) flushShared() {
+// flushShared sends o.shared to every synced member and empties it. How a member takes it
+// depends on its kind (shareKind): the members that take whole values share one recording of
+// the datagrams; the others take it into their own dirty sets, or (deltas) their own datagrams.
+// A member keeps what a send left (past MaxDatagramsPerFlush) in its own dirty set.
+func (o *outbox) flushShared() {
 	var lead *hostMember
 	deltas := false
-	for _, hm := range h.mems {
+	for _, hm := range o.members.mems {
 		if !hm.snapshotSent {
 			continue
 		}
-		if hm.visible != nil {
-			// A member that follows part of the world gets its part through its own dirty set.
-			for e, mask := range h.shared {
+		switch hm.shareKind() {
+		case sharePart:
+			// Its part of the world, through its own dirty set.
+			for e, mask := range o.shared {
 				if hm.visible[e.Number()] {
 					hm.dirty[e] |= mask
 				}
 			}
-			continue
-		}
-		if hm.near != nil {
-			// The successor: its own interest now, the rest of the world every farEvery-th flush.
+		case shareNear:
+			// Its own interest now, the rest of the world every farEvery-th flush.
 			if hm.later == nil {
 				hm.later = make(map[Entity]uint32)
 			}
-			for e, mask := range h.shared {
+			for e, mask := range o.shared {
 				if hm.near[e.Number()] {
 					hm.dirty[e] |= mask
 				} else {
 					hm.later[e] |= mask
 				}
 			}
-			continue
-		}
-		switch {
-		case !hm.link.ready:
-			orInto(hm.dirty, h.shared)
-		case hm.delta != nil:
+		case shareNotReady:
+			orInto(hm.dirty, o.shared)
+		case shareDeltas:
 			deltas = true
-		case lead == nil:
-			lead = hm
+		case shareWhole:
+			if lead == nil {
+				lead = hm
+			}
 		}
 	}
 	if lead == nil && !deltas {
-		clear(h.shared)
+		clear(o.shared)
 		return
 	}
 	// The values are read from the replica once, for every member.
-	u := &h.upd
-	u.collect(h.roleBase, h.shared)
+	u := &o.upd
+	u.collect(o.roleBase, o.shared)
 	defer u.release()
 	if lead != nil {
 		// Record the datagrams as (length u16, bytes) frames in a buffer of this flush's own, never
 		// written again once emit returns: every member's link, the lead's too, takes the same
 		// bytes by reference (link.OwnedSender) instead of a copy each; the GC frees the buffer
 		// once they are all done with it.
-		rec := make([]byte, 0, h.recSize+h.recSize/8)
-		n := u.emit(h.roleBase, lead.link, &rec, nil)
-		h.recSize = len(rec)
-		for _, hm := range h.mems {
-			if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil || hm.delta != nil {
-				continue
-			}
-			if !h.replay(hm, rec) {
+		rec := make([]byte, 0, o.recSize+o.recSize/8)
+		n := u.emit(o.roleBase, lead.link, &rec, nil)
+		o.recSize = len(rec)
+		for _, hm := range o.members.mems {
+			if !hm.snapshotSent || hm.shareKind() != shareWhole || !o.replay(hm, rec) {
 				continue
 			}
 			keepItems(hm.dirty, u.items[n:]) // what the send left
@@ -235,15 +279,50 @@ func (h *hostRole) flushShared() {
 	}
 	if deltas {
 		// Members that take deltas: their own datagrams, encoded against what each acknowledged.
-		for _, hm := range h.mems {
-			if !hm.snapshotSent || !hm.link.ready || hm.visible != nil || hm.near != nil || hm.delta == nil {
+		for _, hm := range o.members.mems {
+			if !hm.snapshotSent || hm.shareKind() != shareDeltas {
 				continue
 			}
-			n := u.emit(h.roleBase, hm.link, nil, hm.delta)
+			n := u.emit(o.roleBase, hm.link, nil, hm.delta)
 			keepItems(hm.dirty, u.items[n:])
 		}
 	}
-	clear(h.shared)
+	clear(o.shared)
+}
+
+// shareKind is how a synced member takes the host's shared change list (flushShared).
+type shareKind uint8
+
+const (
+	// sharePart: it follows part of the world (interest), so the change list is filtered into
+	// its own dirty set.
+	sharePart shareKind = iota
+	// shareNear: the successor, which follows everything; its own interest goes into its dirty
+	// set now, the rest into later, sent every farEvery-th flush.
+	shareNear
+	// shareNotReady: its link is not ready; everything waits in its own dirty set.
+	shareNotReady
+	// shareDeltas: it takes deltas, encoded for it against what it acknowledged.
+	shareDeltas
+	// shareWhole: it takes whole values: the datagrams recorded once, replayed to each.
+	shareWhole
+)
+
+// shareKind returns how hm takes the shared change list; the order of the tests is the order of
+// precedence.
+func (hm *hostMember) shareKind() shareKind {
+	switch {
+	case hm.visible != nil:
+		return sharePart
+	case hm.near != nil:
+		return shareNear
+	case !hm.link.ready:
+		return shareNotReady
+	case hm.delta != nil:
+		return shareDeltas
+	default:
+		return shareWhole
+	}
 }
 
 // keepItems adds the properties of items to dirty.
@@ -262,17 +341,69 @@ func orInto(dst, src map[Entity]uint32) {
 
 // replay sends hm the recorded datagrams, owned (rec is flushShared's recording), in one call to
 // its link. False means the send failed (and dropped the link).
-func (h *hostRole) replay(hm *hostMember, rec []byte) bool {
-	dgrams := h.dgrams[:0]
+func (o *outbox) replay(hm *hostMember, rec []byte) bool {
+	dgrams := o.dgrams[:0]
 	for len(rec) >= 2 {
 		n := int(binary.LittleEndian.Uint16(rec))
 		dgrams = append(dgrams, rec[2:2+n:2+n])
 		rec = rec[2+n:]
 	}
-	h.env.sendOwned(hm.link, link.Unreliable, dgrams)
+	o.env.sendOwned(hm.link, link.Unreliable, dgrams)
 	clear(dgrams) // the recording is the links' now; keep no reference to it
-	h.dgrams = dgrams[:0]
+	o.dgrams = dgrams[:0]
 	return !hm.link.closing
+}
+
+// deliver sends q's frame on ch: a reliable frame after this step's commands (flushMessages), so
+// that a message never overtakes the state change before it; an unreliable one at once. The
+// host's own messages and its members' relayed ones leave here alike.
+func (o *outbox) deliver(q queuedMessage, ch link.Channel) {
+	if ch == link.Reliable {
+		o.msgs = append(o.msgs, q)
+		return
+	}
+	o.sendNow(q, ch)
+}
+
+// sendNow sends q's frame on ch to its recipients: a relayed copy to its member within the relay
+// backlog (sendRelayed), the host's own to member q.to (or every synced member but q.except).
+func (o *outbox) sendNow(q queuedMessage, ch link.Channel) {
+	if q.relayed {
+		if dm := o.members.synced(q.to); dm != nil {
+			o.sendRelayed(dm, q.except, ch, q.frame)
+		}
+		return
+	}
+	for idx, hm := range o.members.mems {
+		if hm.snapshotSent && idx != q.except && (q.to == Everyone || q.to == idx) {
+			o.env.send(hm.link, ch, q.frame)
+		}
+	}
+}
+
+// flushMessages sends the queued reliable messages; sendCommands calls it after the commands.
+func (o *outbox) flushMessages() {
+	for _, q := range o.msgs {
+		o.sendNow(q, link.Reliable)
+	}
+	clear(o.msgs)
+	o.msgs = o.msgs[:0]
+}
+
+// sendRelayed sends a relayed copy from member from to dm now, unless dm's queue on ch is past
+// its relay backlog: then the copy is dropped and counted.
+func (o *outbox) sendRelayed(dm *hostMember, from PeerIndex, ch link.Channel, frame []byte) {
+	limit := uint64(o.cfg.RelayBacklog)
+	if ch == link.Unreliable {
+		limit = unreliableRelayBacklog
+	}
+	if dm.link.l != nil {
+		if buffered := dm.link.l.Stats().Channels[ch].Buffered; buffered > limit {
+			o.gate.noteRefused(from, RefusedRelayBacklog, fmt.Sprintf("relay to member %d, whose %s queue holds %d bytes (relay backlog %d)", dm.link.idx, ch, buffered, limit))
+			return
+		}
+	}
+	o.env.send(dm.link, ch, frame)
 }
 
 func (h *hostRole) rpc(hm *hostMember, rpc netmsg.RPC) error {
@@ -327,12 +458,6 @@ func (h *hostRole) broadcastRPC(typ uint32, data []byte) error {
 }
 
 func (h *hostRole) sendRPC(uint32, []byte, bool) error { return ErrNotHost }
-
-func (h *hostRole) touch(e Entity) {
-	if n := len(h.changed); n > 0 {
-		h.changed[int(e.Number())%n] = h.env.stepNow()
-	}
-}
 
 // propChanged marks a property to send: the host's own write in the shared change list, a
 // relayed write in every member's dirty set but its author's.
@@ -391,19 +516,19 @@ func (h *hostRole) otherChanged(m *crdt.Message, origin PeerIndex) {
 }
 
 // relayEntity relays every entry of an entity that arrived as a correction (exact CRDT messages).
-func (h *hostRole) relayEntity(e Entity) {
-	h.w.r.Range(func(en crdt.Entry) bool {
+func (o *outbox) relayEntity(e Entity) {
+	o.w.r.Range(func(en crdt.Entry) bool {
 		if en.Entity == e {
-			h.relay = appendEntry(h.relay, en)
+			o.relay = appendEntry(o.relay, en)
 		}
 		return en.Entity <= e
 	})
 }
 
-func (h *hostRole) relayKey(e Entity, c crdt.ComponentID) {
-	data, ts, ok, deleted := h.w.r.Get(e, c)
+func (o *outbox) relayKey(e Entity, c crdt.ComponentID) {
+	data, ts, ok, deleted := o.w.r.Get(e, c)
 	if ok {
-		h.relay = appendEntry(h.relay, crdt.Entry{Entity: e, Component: c, Timestamp: ts, Deleted: deleted, Data: data})
+		o.relay = appendEntry(o.relay, crdt.Entry{Entity: e, Component: c, Timestamp: ts, Deleted: deleted, Data: data})
 	}
 }
 

@@ -11,10 +11,25 @@ import (
 	"github.com/concordrtc/concord/hostsnapshot"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Syncing members: digests in, snapshots out, corrections back (docs/protocol.md §5, "joining").
+
+// syncer keeps members' replicas equal to the host's: it compares their bucket digests with its
+// own (differ, computed once per change of the replica for every member that follows
+// everything), sends the snapshots that repair them (sendSnapshot), and keeps when each bucket
+// last changed here (touch), so that anti-entropy leaves alone what is still on its way.
+type syncer struct {
+	roleBase
+	// changed is, per bucket, when it last changed here.
+	changed []time.Time
+	snap    netmsg.HostSnapshot
+	own     []uint64
+	part    []uint64 // one member's digests when it follows part of the world
+	ownAt   uint64   // Replica.Changes() when own was computed
+	out     []byte
+}
 
 // answerDigest compares a member's bucket digests with the host's. The first digest of a link
 // gets the HostSnapshot that syncs the member: the buckets that differ, so a member that already
@@ -30,28 +45,8 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 		}
 		hm.visible, hm.near = h.interestOf(hm.link.idx, h.env.successor())
 	}
-	own := h.own
-	if hm.visible != nil {
-		// A member that follows part of the world holds that part only: compare with its digests.
-		h.part = w.r.BucketDigestsOf(n, hm.keep(), h.part[:0])
-		own = h.part
-	} else if h.ownAt != w.r.Changes() || len(h.own) != n {
-		// Between two changes of the replica every member's digest is compared with one computation.
-		h.own = w.r.BucketDigests(n, h.own[:0])
-		h.ownAt = w.r.Changes()
-		own = h.own
-	}
 	now := h.env.now()
-	var differ []int
-	for b := range n {
-		if own[b] == dig.Digests[b] {
-			continue
-		}
-		if hm.snapshotSent && n == len(h.changed) && now.Sub(h.changed[b]) < h.cfg.QuietPeriod {
-			continue
-		}
-		differ = append(differ, b)
-	}
+	differ := h.differ(hm, dig, now)
 	if !first && len(differ) == 0 {
 		return
 	}
@@ -70,6 +65,43 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 	}
 }
 
+// differ returns the buckets in which member hm's digests differ from the host's (of what hm
+// follows). After hm's sync snapshot, a bucket counts only once it has been quiet here for
+// QuietPeriod: a recent write may still be on its way to hm.
+func (s *syncer) differ(hm *hostMember, dig *netmsg.Digest, now time.Time) []int {
+	w := s.w
+	n := len(dig.Digests)
+	own := s.own
+	if hm.visible != nil {
+		// A member that follows part of the world holds that part only: compare with its digests.
+		s.part = w.r.BucketDigestsOf(n, hm.keep(), s.part[:0])
+		own = s.part
+	} else if s.ownAt != w.r.Changes() || len(s.own) != n {
+		// Between two changes of the replica every member's digest is compared with one computation.
+		s.own = w.r.BucketDigests(n, s.own[:0])
+		s.ownAt = w.r.Changes()
+		own = s.own
+	}
+	var differ []int
+	for b := range n {
+		if own[b] == dig.Digests[b] {
+			continue
+		}
+		if hm.snapshotSent && n == len(s.changed) && now.Sub(s.changed[b]) < s.cfg.QuietPeriod {
+			continue
+		}
+		differ = append(differ, b)
+	}
+	return differ
+}
+
+// touch notes that e changed now, for the quiet period of its bucket.
+func (s *syncer) touch(e Entity) {
+	if n := len(s.changed); n > 0 {
+		s.changed[int(e.Number())%n] = s.env.stepNow()
+	}
+}
+
 // staleDigest reports whether a member's digest was computed before the last snapshot this host
 // sent it arrived: its clock is below the snapshot's, and applying a snapshot raises the member's
 // clock to the snapshot's (the host's). Such a digest says nothing about what the snapshot
@@ -82,8 +114,8 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 // A snapshot also counts as on its way while the link holds reliable data the member has not
 // acknowledged yet (the snapshot, or what was queued behind it): a digest stamped above the
 // snapshot's clock may owe that only to updates that overtook it on the unreliable channel.
-func (h *hostRole) staleDigest(hm *hostMember, dig *netmsg.Digest) bool {
-	if h.env.now().Sub(hm.snapAt) >= maxSnapshotWait {
+func (s *syncer) staleDigest(hm *hostMember, dig *netmsg.Digest) bool {
+	if s.env.now().Sub(hm.snapAt) >= maxSnapshotWait {
 		return false
 	}
 	if crdt.Timestamp(dig.Clock) < hm.snapClock {
@@ -98,7 +130,7 @@ const maxSnapshotWait = 10 * time.Second
 
 // ensureAvatar spawns the avatar of a member that has none (a dedicated host gets none).
 func (h *hostRole) ensureAvatar(hm *hostMember) {
-	if hm.info.Kind != string(signaling.KindHost) {
+	if hm.info.Kind != string(sigclient.KindHost) {
 		if _, ok := h.w.AvatarOf(hm.link.idx); !ok {
 			h.spawnAvatar(hm.info)
 		}
@@ -106,18 +138,18 @@ func (h *hostRole) ensureAvatar(hm *hostMember) {
 }
 
 // sendSnapshot sends r a HostSnapshot of the covered buckets, narrowed by keep (nil: everything).
-func (h *hostRole) sendSnapshot(r *remote, cover hostsnapshot.Cover, keep func(uint16) bool) {
-	w := h.w
-	roster := h.env.roster()
+func (s *syncer) sendSnapshot(r *remote, cover hostsnapshot.Cover, keep func(uint16) bool) {
+	w := s.w
+	roster := s.env.roster()
 	peers := make([]netmsg.PeerInfo, 0, len(roster))
 	for _, m := range roster {
 		peers = append(peers, netmsg.PeerInfo{PeerIndex: uint64(m.Index), PeerID: wirePeerID(string(m.ID))})
 	}
-	hostsnapshot.Build(&h.snap, w.r, w.schemas, hostsnapshot.Options{
+	hostsnapshot.Build(&s.snap, w.r, w.schemas, hostsnapshot.Options{
 		Term: uint64(w.term), LocalPeerIndex: uint64(r.idx), HostPeerIndex: uint64(w.self), Peers: peers, Cover: cover, Keep: keep,
 	})
-	h.out = netmsg.AppendHostSnapshot(h.out[:0], &h.snap)
-	h.env.send(r, link.Reliable, h.out)
+	s.out = netmsg.AppendHostSnapshot(s.out[:0], &s.snap)
+	s.env.send(r, link.Reliable, s.out)
 }
 
 // corrections merges a member's CRDT corrections that authority and the limits allow. In the
@@ -227,11 +259,11 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 }
 
 // holds reports whether the replica's entry for m's key is newer than m, or the same value.
-func (h *hostRole) holds(m *crdt.Message) bool {
+func (s *syncer) holds(m *crdt.Message) bool {
 	if m.Type != crdt.PutComponent && m.Type != crdt.DeleteComponent {
 		return false
 	}
-	data, ts, ok, deleted := h.w.r.Get(m.Entity, m.Component)
+	data, ts, ok, deleted := s.w.r.Get(m.Entity, m.Component)
 	if !ok || ts < m.Timestamp {
 		return false
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // ICEMode says which addresses a peer's WebRTC links may use.
@@ -141,7 +141,7 @@ func routeInterface(addr string) (net.IP, error) {
 }
 
 // toPionICEServers converts signaling's iceServers to pion's shape.
-func toPionICEServers(in []signaling.ICEServer) []webrtc.ICEServer {
+func toPionICEServers(in []sigclient.ICEServer) []webrtc.ICEServer {
 	if len(in) == 0 {
 		return nil
 	}
@@ -159,7 +159,7 @@ type pairReporter interface {
 }
 
 // linkTypes returns the candidate types of r's selected pair, or nil.
-func linkTypes(r *remote) *signaling.LinkTypes {
+func linkTypes(r *remote) *sigclient.LinkTypes {
 	if r == nil || r.l == nil {
 		return nil
 	}
@@ -171,7 +171,7 @@ func linkTypes(r *remote) *signaling.LinkTypes {
 	if !ok {
 		return nil
 	}
-	return &signaling.LinkTypes{Local: local, Remote: remote}
+	return &sigclient.LinkTypes{Local: local, Remote: remote}
 }
 
 // notMigrating clears a migration in progress; loop goroutine only.

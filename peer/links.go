@@ -7,7 +7,7 @@ import (
 
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // The link layer: one remote per linked member, its session, readiness and reassembly. The loop
@@ -78,7 +78,7 @@ func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
 		Local: p.w.self, Remote: idx, Session: session, Offerer: offerer,
 		ICEServers: p.iceServers, RelayOnly: p.cfg.RelayOnly,
 		Logger: p.log.With().Uint64("peer", uint64(idx)).Logger(),
-		Signal: func(pl signaling.SignalPayload) error {
+		Signal: func(pl sigclient.SignalPayload) error {
 			h := p.sigNow.Load() // the current client: a resume may have replaced it
 			if h == nil {
 				return errNoSignaling
@@ -110,12 +110,12 @@ func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
 
 // handleSignal routes a WebRTC signal to the link it belongs to, making an answering link for a
 // new offer when this peer is the host.
-func (p *Peer) handleSignal(from PeerIndex, pl signaling.SignalPayload) {
+func (p *Peer) handleSignal(from PeerIndex, pl sigclient.SignalPayload) {
 	r := p.remotes[from]
 	// The host answers members' offers; a member answers standby offers (links that become the
 	// links to it if it is elected next). A member's own link to the host is never replaced.
 	isHostLink := p.member != nil && r != nil && r == p.member.hostLink
-	if pl.Kind == signaling.SignalOffer && (p.host != nil || !isHostLink) && (r == nil || r.session != pl.Session) {
+	if pl.Kind == sigclient.SignalOffer && (p.host != nil || !isHostLink) && (r == nil || r.session != pl.Session) {
 		if r != nil {
 			p.discard(r)
 		}
@@ -313,7 +313,7 @@ func (p *Peer) sendOwned(r *remote, ch link.Channel, payloads [][]byte) {
 
 // queue holds reliable messages for r until the next network flush (flushQueued) or the next
 // reliable send to r, whichever comes first, so that messages of many steps share one
-// data-channel message (a host broadcasting to a crowd: see hostRole.flushCommands). payload is a
+// data-channel message (a host broadcasting to a crowd: see outbox.sendCommands). payload is a
 // whole number of messages; what does not fit in one data-channel message goes at once.
 func (p *Peer) queue(r *remote, payload []byte) {
 	if r == nil || r.l == nil || !r.ready || r.closing {

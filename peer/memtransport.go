@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // MemoryTransport connects members of one process through in-memory pipes (link.Pipe), for
@@ -53,7 +53,7 @@ func (t *MemoryTransport) Connect(cfg LinkConfig) (Link, error) {
 	}
 	if cfg.Offerer {
 		// The host makes its half when this offer reaches it.
-		if err := cfg.Signal(signaling.SignalPayload{Kind: signaling.SignalOffer, SDP: "memory", Session: cfg.Session}); err != nil {
+		if err := cfg.Signal(sigclient.SignalPayload{Kind: sigclient.SignalOffer, SDP: "memory", Session: cfg.Session}); err != nil {
 			return nil, err
 		}
 	}
@@ -137,7 +137,7 @@ func (l *memLink) Close() error {
 
 func (l *memLink) Done() <-chan struct{}                      { return l.done }
 func (l *memLink) Ready() <-chan struct{}                     { return l.ready }
-func (l *memLink) HandleSignal(signaling.SignalPayload) error { return nil }
+func (l *memLink) HandleSignal(sigclient.SignalPayload) error { return nil }
 
 func (l *memLink) Stats() link.Stats {
 	inner, err := l.current()

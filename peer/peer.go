@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 var (
@@ -38,15 +38,15 @@ type Peer struct {
 	sig       sigClient // nil while signaling is down
 	servers   []string  // Config.Server's node URLs, in order
 	server    int       // index in servers of the node sig was dialed on (the loop's)
-	sigEvents <-chan signaling.Event
+	sigEvents <-chan sigclient.Event
 	// sigNow is sig for link goroutines, which signal through whichever client is current.
 	sigNow      atomic.Pointer[sigHolder]
 	resumeToken string                // the server's proof of this peer's index, for a resume
-	iceServers  []signaling.ICEServer // from the latest joined: every new link uses them
+	iceServers  []sigclient.ICEServer // from the latest joined: every new link uses them
 	held        bool                  // the replica has held the room's state (synced or hosted)
 	resumeErr   error                 // why signaling refused to resume this peer, if it did
-	members     map[PeerIndex]signaling.Member
-	pinned      []signaling.Identity
+	members     map[PeerIndex]sigclient.Member
+	pinned      []sigclient.Identity
 
 	// Links (links.go, standby.go).
 	remotes map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
@@ -94,7 +94,7 @@ func New(cfg Config) (*Peer, error) {
 		log:     cfg.Logger.With().Str("room", cfg.Room).Logger(),
 		app:     cfg.App,
 		w:       newWorld(cfg.App.Schemas(), crdt.Config{}),
-		members: make(map[PeerIndex]signaling.Member),
+		members: make(map[PeerIndex]sigclient.Member),
 		remotes: make(map[PeerIndex]*remote),
 		events:  make(chan loopEvent, 4096),
 		calls:   make(chan func()),
@@ -102,7 +102,7 @@ func New(cfg Config) (*Peer, error) {
 		quit:    make(chan struct{}),
 	}
 	p.w.limits = cfg.WorldLimits
-	p.servers, _ = signaling.ParseServers(cfg.Server) // checked by withDefaults
+	p.servers, _ = sigclient.ParseServers(cfg.Server) // checked by withDefaults
 	p.start = p.clock.Now()
 	p.pool.New = func() any { b := make([]byte, 0, 2048); return &b }
 	p.status.Store(&Status{})

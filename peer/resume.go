@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Recovery from a signaling outage (docs/protocol.md §5 "Resume"). Links between members do not
@@ -26,7 +26,7 @@ func (p *Peer) signalingLost(ctx context.Context, cause error) {
 	old := p.sig
 	p.setSig(nil)
 	p.publish()
-	if errors.Is(cause, signaling.ErrKicked) {
+	if errors.Is(cause, sigclient.ErrKicked) {
 		// A moderator removed this member (kicked, or banned: ErrBanned is a kick too). Rejoining
 		// by itself would undo the kick: the session ends, links and all, and Run returns why.
 		p.log.Error().Err(cause).Msg("removed from the room by a moderator; not redialing")
@@ -34,7 +34,7 @@ func (p *Peer) signalingLost(ctx context.Context, cause error) {
 		p.fatal = cause
 		return
 	}
-	if errors.Is(cause, signaling.ErrReplaced) {
+	if errors.Is(cause, sigclient.ErrReplaced) {
 		// Another connection joined with this identity (the same device elsewhere): fighting
 		// it for the index would only take turns at replacing each other.
 		p.log.Error().Err(cause).Msg("signaling connection replaced by another with this identity; not redialing, keeping links")
@@ -49,10 +49,10 @@ func (p *Peer) signalingLost(ctx context.Context, cause error) {
 
 // dialFirst joins through the first node of Config.Server's list that takes the join, trying
 // each once in order; a refusal every node would give alike (permanent) ends the search.
-func (p *Peer) dialFirst(ctx context.Context) (*signaling.Client, error) {
+func (p *Peer) dialFirst(ctx context.Context) (*sigclient.Client, error) {
 	var errs []error
 	for i, s := range p.servers {
-		c, err := signaling.Dial(ctx, s, p.joinOptions(nil), p.cfg.SignalingConfig)
+		c, err := sigclient.Dial(ctx, s, p.joinOptions(nil), p.cfg.SignalingConfig)
 		if err == nil {
 			p.server = i
 			return c, nil
@@ -69,17 +69,17 @@ func (p *Peer) dialFirst(ctx context.Context) (*signaling.Client, error) {
 // resumeClaim is what this peer asks a server to give back: its index, and the term and host it
 // knows, vouched for by the newest resume token it holds (a token vouches for one term, and a
 // claim may run only a few terms past it: docs/protocol.md §4 "Signaling: limits").
-func (p *Peer) resumeClaim() signaling.Resume {
-	return signaling.Resume{
+func (p *Peer) resumeClaim() sigclient.Resume {
+	return sigclient.Resume{
 		Index: p.w.self, Term: p.w.term, Host: p.w.host, Synced: p.held,
-		Room: signaling.RoomID(p.cfg.Room), Token: p.resumeToken,
+		Room: sigclient.RoomID(p.cfg.Room), Token: p.resumeToken,
 	}
 }
 
 // redial runs on its own goroutine, owned by the peer (goTracked): it dials until the server
 // takes the claim, the claim is refused for good, or the peer stops. It only posts its outcome to
 // the loop.
-func (p *Peer) redial(ctx context.Context, old sigClient, claim signaling.Resume, last int) {
+func (p *Peer) redial(ctx context.Context, old sigClient, claim sigclient.Resume, last int) {
 	if old != nil {
 		_ = old.Close() // its goroutines have ended or end now; Close waits for them
 	}
@@ -101,7 +101,7 @@ func (p *Peer) redial(ctx context.Context, old sigClient, claim signaling.Resume
 		// Each attempt goes to the next node of the list: the one just lost may be dead.
 		i := (last + attempt) % len(p.servers)
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		c, err := signaling.Dial(dctx, p.servers[i], p.joinOptions(&claim), p.cfg.SignalingConfig)
+		c, err := sigclient.Dial(dctx, p.servers[i], p.joinOptions(&claim), p.cfg.SignalingConfig)
 		cancel()
 		if err == nil {
 			select {
@@ -136,9 +136,9 @@ func (p *Peer) closeLater(c sigClient) {
 // the claim, or the join itself (a token that expired or does not fit, another protocol).
 func permanent(err error) bool {
 	for _, e := range []error{
-		signaling.ErrResumeRefused, signaling.ErrTokenRequired, signaling.ErrTokenInvalid, signaling.ErrTokenExpired,
-		signaling.ErrTokenMismatch, signaling.ErrWrongRoom, signaling.ErrUnsupportedVersion, signaling.ErrBadMessage,
-		signaling.ErrKicked, // and ErrBanned
+		sigclient.ErrResumeRefused, sigclient.ErrTokenRequired, sigclient.ErrTokenInvalid, sigclient.ErrTokenExpired,
+		sigclient.ErrTokenMismatch, sigclient.ErrWrongRoom, sigclient.ErrUnsupportedVersion, sigclient.ErrBadMessage,
+		sigclient.ErrKicked, // and ErrBanned
 	} {
 		if errors.Is(err, e) {
 			return true
@@ -154,7 +154,7 @@ func (p *Peer) adopt(c sigClient, attempts int) {
 		// Dial checks this; a server that broke the rule would give this peer two indices.
 		p.log.Error().Uint64("self", uint64(j.Self)).Msg("signaling resumed under another peer index; leaving it")
 		p.closeLater(c)
-		p.resumeRefused(signaling.ErrResumeIgnored)
+		p.resumeRefused(sigclient.ErrResumeIgnored)
 		return
 	}
 	p.setSig(c)
@@ -183,7 +183,7 @@ func (p *Peer) adopt(c sigClient, attempts int) {
 // resumeRefused runs on the loop when the server will not give this peer its index back: the
 // room plays on over the links, without signaling (no elections, no new links).
 func (p *Peer) resumeRefused(err error) {
-	if errors.Is(err, signaling.ErrKicked) {
+	if errors.Is(err, sigclient.ErrKicked) {
 		// Banned while away: the session ends, as on a kick.
 		p.log.Error().Err(err).Msg("banned from the room; ending the session")
 		p.fatal = err

@@ -6,7 +6,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // env is what a role sees of its peer: the clock and timers of the loop, the links, and the room
@@ -36,7 +36,7 @@ type env interface {
 	// takeStandby returns the open standby link to idx, which stops being the standby, or nil.
 	takeStandby(idx PeerIndex) *remote
 	// roster is signaling's member list; read-only, and nil-safe to index.
-	roster() map[PeerIndex]signaling.Member
+	roster() map[PeerIndex]sigclient.Member
 	// signalingUp reports a live signaling connection.
 	signalingUp() bool
 	// memberSynced tells the peer that the member role holds the host's world.
@@ -69,7 +69,7 @@ func (p *Peer) stepNow() time.Time {
 	return p.stepAt
 }
 func (p *Peer) linkTo(idx PeerIndex) *remote           { return p.remotes[idx] }
-func (p *Peer) roster() map[PeerIndex]signaling.Member { return p.members }
+func (p *Peer) roster() map[PeerIndex]sigclient.Member { return p.members }
 func (p *Peer) signalingUp() bool                      { return p.sig != nil }
 func (p *Peer) fail(err error) {
 	if p.fatal == nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // The room as signaling tells it: members, pinned hosts, and the host of each term. Peer keeps
@@ -12,13 +12,13 @@ import (
 
 // sigClient is what the peer uses of a signaling connection. Every call the loop makes is
 // non-blocking: a full send queue fails at once (the message is dropped and logged), so a stuck
-// server never holds the loop up. *signaling.Client implements it.
+// server never holds the loop up. *sigclient.Client implements it.
 type sigClient interface {
-	Joined() signaling.Joined
-	Events() <-chan signaling.Event
-	TrySendSignal(to PeerIndex, payload signaling.SignalPayload) error
+	Joined() sigclient.Joined
+	Events() <-chan sigclient.Event
+	TrySendSignal(to PeerIndex, payload sigclient.SignalPayload) error
 	TrySetSynced() error
-	TryReportReplica(r signaling.Report) error
+	TryReportReplica(r sigclient.Report) error
 	Close() error
 }
 
@@ -36,9 +36,9 @@ func (p *Peer) setSig(c sigClient) {
 	p.sigEvents = c.Events()
 }
 
-func (p *Peer) joinOptions(resume *signaling.Resume) signaling.JoinOptions {
-	return signaling.JoinOptions{
-		Room: signaling.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
+func (p *Peer) joinOptions(resume *sigclient.Resume) sigclient.JoinOptions {
+	return sigclient.JoinOptions{
+		Room: sigclient.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
 		Resume: resume,
 	}
 }
@@ -59,33 +59,33 @@ func (p *Peer) joined(sig sigClient) {
 	p.setHost(j.Term, j.Host)
 }
 
-func (p *Peer) handleSignaling(ctx context.Context, ev signaling.Event) {
+func (p *Peer) handleSignaling(ctx context.Context, ev sigclient.Event) {
 	switch ev := ev.(type) {
-	case signaling.MemberJoined:
+	case sigclient.MemberJoined:
 		p.members[ev.Member.Index] = ev.Member
-	case signaling.MemberSynced:
+	case sigclient.MemberSynced:
 		if m, ok := p.members[ev.Index]; ok {
 			m.Synced = true
 			m.SyncedTerm = max(m.SyncedTerm, ev.Term)
 			p.members[ev.Index] = m
 		}
-	case signaling.MemberLeft:
+	case sigclient.MemberLeft:
 		delete(p.members, ev.Index)
 		if p.host != nil {
 			p.host.signalingLeft(ev.Index)
 		}
-	case signaling.HostChanged:
+	case sigclient.HostChanged:
 		if ev.ResumeToken != "" {
 			p.resumeToken = ev.ResumeToken // it vouches for the new term
 		}
 		p.setHost(ev.Term, ev.Host)
-	case signaling.ICEServersUpdated:
+	case sigclient.ICEServersUpdated:
 		p.iceServers = ev.ICEServers // fresh TURN credentials: every new link uses them
-	case signaling.Signal:
+	case sigclient.Signal:
 		p.handleSignal(ev.From, ev.Payload)
-	case signaling.Error:
+	case sigclient.Error:
 		p.log.Warn().Str("code", string(ev.Code)).Str("message", ev.Message).Msg("signaling error")
-	case signaling.Closed:
+	case sigclient.Closed:
 		// Links stay up: the room keeps playing without signaling, and nothing is lost; the
 		// peer redials and resumes its index (resume.go).
 		p.signalingLost(ctx, ev.Err)
@@ -179,7 +179,7 @@ func (p *Peer) report() {
 	if p.sig == nil {
 		return
 	}
-	if err := p.sig.TryReportReplica(signaling.Report{
+	if err := p.sig.TryReportReplica(sigclient.Report{
 		Term: st.Term, Clock: uint64(st.Clock), Entities: uint64(st.Entities), Hash: st.Hash,
 		Link: st.HostLink, RTTMicros: uint64(st.RTT.Microseconds()),
 		Migrations: st.Migrations, PauseMicros: uint64(st.MigrationPause.Microseconds()),

@@ -1,6 +1,6 @@
 package peer
 
-import "github.com/concordrtc/concord/signaling"
+import "github.com/concordrtc/concord/signaling/sigclient"
 
 // updateStandby keeps, for a synced member with Config.Standby, one idle link to the member that
 // signaling would elect if the host went away (docs/design.md §4), computed with the server's own
@@ -27,7 +27,7 @@ func (p *Peer) updateStandby() {
 // electWithout returns the member signaling would elect if member gone left, by the server's own
 // election function over what this peer knows of the room; 0 if none.
 func (p *Peer) electWithout(gone PeerIndex) PeerIndex {
-	cands := make([]signaling.Candidate, 0, len(p.members))
+	cands := make([]sigclient.Candidate, 0, len(p.members))
 	for _, m := range p.members {
 		if m.Index != gone {
 			c := m.Candidate()
@@ -37,7 +37,7 @@ func (p *Peer) electWithout(gone PeerIndex) PeerIndex {
 			cands = append(cands, c)
 		}
 	}
-	next, _ := signaling.Elect(cands, p.pinned)
+	next, _ := sigclient.Elect(cands, p.pinned)
 	return next
 }
 

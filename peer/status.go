@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Status is a snapshot of a peer, safe to read from any goroutine.
@@ -69,13 +69,13 @@ type Status struct {
 	ResumeRefused string
 	// HostLink is the candidate types of the selected pair of this member's link to the host
 	// (pion links only); nil on the host and before the link is up. Reported to signaling.
-	HostLink *signaling.LinkTypes
+	HostLink *sigclient.LinkTypes
 	// Channels sums the counters of every link this peer had, per channel (link.Reliable,
 	// link.Unreliable); Buffered is over the current links only.
 	Channels [link.NumChannels]link.ChannelStats
 	// Pairs counts the current links by the candidate types of their selected pair (pion links
 	// only; a link without a selected pair yet is not counted).
-	Pairs map[signaling.LinkTypes]int
+	Pairs map[sigclient.LinkTypes]int
 	// Migrations counts host changes this member lived through while synced, and
 	// MigrationPause is how long the latest took: from learning of the new host to having
 	// merged its snapshot.
@@ -164,7 +164,7 @@ func (p *Peer) publish() *Status {
 			addChannels(&st.Channels, &ls)
 			if lt := linkTypes(r); lt != nil {
 				if st.Pairs == nil {
-					st.Pairs = make(map[signaling.LinkTypes]int)
+					st.Pairs = make(map[sigclient.LinkTypes]int)
 				}
 				st.Pairs[*lt]++
 			}

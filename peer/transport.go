@@ -5,7 +5,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/peer/link"
-	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Transport makes links to other members. The pion transport makes WebRTC connections; tests may
@@ -23,12 +23,12 @@ type LinkConfig struct {
 	// Offerer is true on the member that starts the connection (the non-host side).
 	Offerer bool
 	// Signal sends a signaling payload to Remote; it may be called from any goroutine.
-	Signal  func(signaling.SignalPayload) error
+	Signal  func(sigclient.SignalPayload) error
 	Handler link.Handler
 	Logger  zerolog.Logger
 	// ICEServers are the STUN/TURN servers signaling handed this member; RelayOnly restricts
 	// ICE to relay candidates.
-	ICEServers []signaling.ICEServer
+	ICEServers []sigclient.ICEServer
 	RelayOnly  bool
 }
 
@@ -36,7 +36,7 @@ type LinkConfig struct {
 type Link interface {
 	link.Link
 	// HandleSignal consumes a signaling payload from the remote end.
-	HandleSignal(signaling.SignalPayload) error
+	HandleSignal(sigclient.SignalPayload) error
 	// Ready is closed when both data channels are open.
 	Ready() <-chan struct{}
 }
@@ -77,21 +77,21 @@ type flusher interface{ Flush() }
 
 type pionLink struct{ *link.Conn }
 
-func (l pionLink) HandleSignal(p signaling.SignalPayload) error {
+func (l pionLink) HandleSignal(p sigclient.SignalPayload) error {
 	return l.Conn.HandleSignal(fromPayload(p))
 }
 
-func toPayload(s link.Signal, session uint64) signaling.SignalPayload {
-	p := signaling.SignalPayload{Kind: signaling.SignalKind(s.Kind), SDP: s.SDP, Session: session}
+func toPayload(s link.Signal, session uint64) sigclient.SignalPayload {
+	p := sigclient.SignalPayload{Kind: sigclient.SignalKind(s.Kind), SDP: s.SDP, Session: session}
 	if c := s.Candidate; c != nil {
-		p.Candidate = &signaling.ICECandidate{
+		p.Candidate = &sigclient.ICECandidate{
 			Candidate: c.Candidate, SDPMid: c.SDPMid, SDPMLineIndex: c.SDPMLineIndex, UsernameFragment: c.UsernameFragment,
 		}
 	}
 	return p
 }
 
-func fromPayload(p signaling.SignalPayload) link.Signal {
+func fromPayload(p sigclient.SignalPayload) link.Signal {
 	s := link.Signal{Kind: string(p.Kind), SDP: p.SDP}
 	if c := p.Candidate; c != nil {
 		s.Candidate = &webrtc.ICECandidateInit{

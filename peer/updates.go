@@ -295,7 +295,7 @@ func (u *updater) encode(s *schema.Schema, idx int, vals [][]byte, dt *deltaTx, 
 }
 
 // sendDatagram sends b unreliably to r; false means the link failed (and is dropped). When rec is
-// not nil it only appends b to *rec as a u16 length and the bytes: hostRole.flushShared sends
+// not nil it only appends b to *rec as a u16 length and the bytes: outbox.flushShared sends
 // that recording to every member, r included, by reference.
 func sendDatagram(b roleBase, r *remote, dgram []byte, rec *[]byte) bool {
 	if rec != nil {

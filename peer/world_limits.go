@@ -90,8 +90,8 @@ func appendBounds(r *crdt.Replica, l WorldLimits, m *crdt.Message) (Refusal, str
 const maxWorldAccounts = 4096
 
 // worldKey names the account of the member linked as idx: its identity, else its index.
-func (h *hostRole) worldKey(idx PeerIndex) string {
-	if id := h.env.roster()[idx].ID; id != "" {
+func (g *gate) worldKey(idx PeerIndex) string {
+	if id := g.env.roster()[idx].ID; id != "" {
 		return "id " + string(id)
 	}
 	return fmt.Sprintf("#%d", idx)
@@ -99,8 +99,8 @@ func (h *hostRole) worldKey(idx PeerIndex) string {
 
 // admitGrowth checks a write of member hm against the world's bounds (admitWorld), with the
 // bytes hm's writes added so far. It returns why and a reason to refuse m, or "".
-func (h *hostRole) admitGrowth(hm *hostMember, m *crdt.Message) (Refusal, string) {
-	return admitWorld(h.w.r, h.w.limits, h.worldUse[h.worldKey(hm.link.idx)], m)
+func (g *gate) admitGrowth(hm *hostMember, m *crdt.Message) (Refusal, string) {
+	return admitWorld(g.w.r, g.w.limits, g.worldUse[g.worldKey(hm.link.idx)], m)
 }
 
 // admitWorld is the admission rule of a member's write m that may grow the world r, whose
@@ -121,23 +121,23 @@ func admitWorld(r *crdt.Replica, l WorldLimits, used int, m *crdt.Message) (Refu
 
 // charge adds to hm's account what its write changed the world's size by since before (less
 // when the write replaced more than it added; never below zero).
-func (h *hostRole) charge(hm *hostMember, before int) {
-	d := h.w.r.Size() - before
+func (g *gate) charge(hm *hostMember, before int) {
+	d := g.w.r.Size() - before
 	if d == 0 {
 		return
 	}
-	k := h.worldKey(hm.link.idx)
-	if h.worldUse == nil {
-		h.worldUse = make(map[string]int)
+	k := g.worldKey(hm.link.idx)
+	if g.worldUse == nil {
+		g.worldUse = make(map[string]int)
 	}
-	if _, ok := h.worldUse[k]; !ok && len(h.worldUse) >= maxWorldAccounts {
+	if _, ok := g.worldUse[k]; !ok && len(g.worldUse) >= maxWorldAccounts {
 		least, lk := 0, ""
-		for k, v := range h.worldUse {
+		for k, v := range g.worldUse {
 			if lk == "" || v < least {
 				least, lk = v, k
 			}
 		}
-		delete(h.worldUse, lk)
+		delete(g.worldUse, lk)
 	}
-	h.worldUse[k] = max(0, h.worldUse[k]+d)
+	g.worldUse[k] = max(0, g.worldUse[k]+d)
 }

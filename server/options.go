@@ -37,8 +37,9 @@ type Options struct {
 	// Now is the clock of the dedicated hosts' token lifetimes (nil: time.Now).
 	Now func() time.Time
 	// Registry is the Prometheus registry the server registers its metrics into, and /metrics
-	// serves (nil: a registry of its own; Server.Registry returns it). One registry holds one
-	// server's metrics: a second server registering into it fails to start.
+	// serves (nil: a registry of its own; Server.Registry returns it). It may hold the program's
+	// own collectors (the Go and process collectors too), but one server's metrics only: do not
+	// pass one registry to two servers.
 	Registry *prometheus.Registry
 
 	// Secret is the HS256 key of join and resume tokens (CONCORD_SECRET). "": an open server,

@@ -385,7 +385,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mux.Handle("/voice/", vh)
+	mux.Handle("/voice/", voiceCORS(origins, vh))
 	if err := pageRoutes(mux, o, origins, log); err != nil {
 		return err
 	}
@@ -629,7 +629,8 @@ func (s *Server) Failed() <-chan error { return s.failed }
 // requests until ctx ends, then close their connections), TURN, the cluster and the store. It
 // returns once every goroutine the server started has ended: ctx's error when the HTTP
 // servers had to be closed before their requests were done, else nil. A server that was never
-// started, or was shut down before, returns nil at once.
+// started, or was shut down before, returns nil at once; one still starting is shut down once
+// StartContext has returned (cancel its ctx to cut the startup short).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.startMu.Lock()
 	defer s.startMu.Unlock()

@@ -154,3 +154,33 @@ func loopbackIfAny(addr *net.TCPAddr) string {
 	}
 	return addr.String()
 }
+
+// voiceCORS admits the page origins of --origin to the voice endpoint: a page on another origin
+// posts its offer with a token and reads the Location of its session, which needs CORS (the
+// request is not a simple one, so the browser asks first with OPTIONS). A request from an origin
+// the policy refuses gets 403; one without Origin (a Go client) passes.
+func voiceCORS(p *originPolicy, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !p.allowed(r) {
+			http.Error(w, refusedOrigin+": "+origin+" (serve --origin)", http.StatusForbidden)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "Location")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "POST, DELETE")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/concordrtc/concord/signaling/sigclient"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -209,16 +210,16 @@ type Config struct {
 const (
 	DefaultMaxMembers         = 64
 	DefaultPingInterval       = 5 * time.Second
-	DefaultPongWait           = 12 * time.Second
-	DefaultWriteWait          = 5 * time.Second
+	DefaultPongWait           = sigclient.DefaultPongWait
+	DefaultWriteWait          = sigclient.DefaultWriteWait
 	DefaultJoinTimeout        = 5 * time.Second
-	DefaultCloseGrace         = time.Second
+	DefaultCloseGrace         = sigclient.DefaultCloseGrace
 	DefaultReadLimit          = 64 << 10
 	DefaultSendQueue          = 256
 	DefaultMembershipLinger   = 50 * time.Millisecond
 	DefaultSignalRate         = 50
 	DefaultSignalBurst        = 200
-	DefaultEventWait          = 3 * time.Second
+	DefaultEventWait          = sigclient.DefaultEventWait
 	DefaultResumeGrace        = 2 * time.Second
 	DefaultRecvSignalRate     = 1000
 	DefaultRecvSignalBurst    = 4000

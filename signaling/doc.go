@@ -1,6 +1,8 @@
 // Package signaling is Concord's "group call": a websocket server that keeps
 // rooms of members, elects each room's host, and relays WebRTC offers,
-// answers and ICE candidates between members; and the Go client for it.
+// answers and ICE candidates between members. The Go client and the wire messages live in
+// package sigclient (which a peer imports without the server's dependencies); the names are
+// re-exported here.
 //
 // The server knows nothing about game state. For each room it owns the
 // membership, the peer indices (issued in join order from 1 and never reused

@@ -1,5 +1,17 @@
 package signaling
 
-// killForTest closes the client's TCP connection without a close frame, as a
-// crashed process or a pulled cable would.
-func (c *Client) killForTest() { _ = c.ws.NetConn().Close() }
+import "github.com/concordrtc/concord/signaling/sigclient"
+
+// The client's wire helpers under their old names, for the tests that drive the server with
+// hand-made messages.
+type serverMessage = sigclient.ServerMessage
+
+var (
+	decodeServerMessage = sigclient.DecodeServerMessage
+	wsURL               = sigclient.WebSocketURL
+)
+
+const (
+	maxICEServers     = sigclient.MaxICEServers
+	maxResumeTokenLen = sigclient.MaxResumeTokenLen
+)

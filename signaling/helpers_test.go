@@ -103,6 +103,8 @@ type testEnv struct {
 	hs   *httptest.Server
 	url  string
 	logs *syncBuffer
+	// conns holds each client's TCP connection (*Client → net.Conn), for kill.
+	conns sync.Map
 }
 
 // newEnv starts a server on 127.0.0.1:0 with test-friendly intervals for the
@@ -160,11 +162,33 @@ func (e *testEnv) dial(opts JoinOptions) *Client {
 func (e *testEnv) dialErr(opts JoinOptions, cfg ClientConfig) (*Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
+	var conn net.Conn
+	if cfg.Dialer == nil {
+		// Keep the client's TCP connection, for kill.
+		cfg.Dialer = &websocket.Dialer{HandshakeTimeout: waitTimeout, NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var err error
+			conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return conn, err
+		}}
+	}
 	c, err := Dial(ctx, e.url, opts, cfg)
 	if err == nil {
 		e.t.Cleanup(func() { _ = c.Close() })
+		if conn != nil {
+			e.conns.Store(c, conn)
+		}
 	}
 	return c, err
+}
+
+// kill closes c's TCP connection without a close frame, as a crashed process or a pulled
+// cable would.
+func (e *testEnv) kill(c *Client) {
+	conn, ok := e.conns.Load(c)
+	if !ok {
+		e.t.Fatal("kill: a client dialed with its own Dialer")
+	}
+	_ = conn.(net.Conn).Close()
 }
 
 // joined dials and consumes the Joined event.

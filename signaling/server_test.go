@@ -168,7 +168,7 @@ func TestHostDiedBeforeAnyoneSynced(t *testing.T) {
 	b, _ := e.joined(JoinOptions{Room: "r", User: "b"})
 	c, _ := e.joined(JoinOptions{Room: "r", User: "c"})
 	next[MemberJoined](t, b)
-	a.killForTest()
+	e.kill(a)
 	for _, cl := range []*Client{b, c} {
 		if got := next[MemberLeft](t, cl); got.Index != 1 || got.Reason != ReasonLost {
 			t.Fatalf("peer %d: %+v", cl.Self(), got)
@@ -195,7 +195,7 @@ func TestHostKilledAbruptly(t *testing.T) {
 	}
 	next[MemberSynced](t, b)
 	start := time.Now()
-	a.killForTest()
+	e.kill(a)
 	if got := next[MemberLeft](t, b); got.Index != 1 || (got.Reason != ReasonLost && got.Reason != ReasonTimeout) {
 		t.Fatalf("left: %+v", got)
 	}

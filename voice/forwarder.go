@@ -349,10 +349,7 @@ const maxBuffered = 64 << 10
 // send writes m on s's data channel if it is open (loop). A full channel skips levels.
 func (f *Forwarder) send(s *session, m serverMsg) {
 	if s.rw == nil {
-		if m.T == msgSlots {
-			s.slotsPending = true
-		}
-		return
+		return // the whole mapping goes out when the channel opens
 	}
 	if m.T == msgLevels && s.dc.BufferedAmount() > maxBuffered {
 		return

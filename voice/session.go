@@ -22,16 +22,15 @@ type session struct {
 	listen bool // listen-only (token claim voice "listen")
 	pc     *webrtc.PeerConnection
 
-	index        signaling.PeerIndex
-	slots        []*slot
-	speakers     []signaling.Identity // slot i's speaker, "" when empty
-	pub          *publisher           // set when its microphone track arrives
-	dc           *webrtc.DataChannel
-	rw           datachannel.ReadWriteCloser // set when the voice channel opens
-	slotsPending bool
-	ended        bool
-	muted        bool          // the client's last mute, kept for a microphone track that arrives later
-	chanDone     chan struct{} // closed when readChannel returns (the client closed the channel)
+	index    signaling.PeerIndex
+	slots    []*slot
+	speakers []signaling.Identity // slot i's speaker, "" when empty
+	pub      *publisher           // set when its microphone track arrives
+	dc       *webrtc.DataChannel
+	rw       datachannel.ReadWriteCloser // set when the voice channel opens
+	ended    bool
+	muted    bool          // the client's last mute, kept for a microphone track that arrives later
+	chanDone chan struct{} // closed when readChannel returns (the client closed the channel)
 }
 
 // open makes a session for member of room from offer: the PeerConnection, its answer, and the

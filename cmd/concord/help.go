@@ -24,6 +24,9 @@ With --turn, also an embedded TURN/STUN server whose time-limited credentials ev
 when it joins; README "Deploy" shows a public setup. The client modules are always at
 /concord/js/ (index.js); --static DIR serves a game's own page at / instead of the demo, and
 --origin also admits other origins' pages to import the client (CORS); docs/guide.md builds a game.
+--config FILE reads the flags from a TOML file whose keys are their names (docs/serve.toml);
+flags on the command line override it, and --print-config prints the settings as such a file.
+A Go program embeds the same server as package server (go doc github.com/concordrtc/concord/server).
 
 Environment:
   CONCORD_SECRET     HS256 key of join tokens (and of the resume tokens peers present after a
@@ -115,6 +118,10 @@ func printHelp(w io.Writer, name string, fs *flag.FlagSet) {
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
 	if n > 0 {
+		if name == "serve" {
+			printGroupedFlags(w, fs, serveGroups)
+			return
+		}
 		fmt.Fprintf(w, "\nFlags:\n")
 		out := fs.Output()
 		fs.SetOutput(w)

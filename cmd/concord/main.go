@@ -17,7 +17,7 @@ import (
 const usage = `concord — WebRTC host-authoritative multiplayer sessions
 
 Usage:
-  concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena] [--data ./concord-data] [--scene ROOM=FILE]…
+  concord serve [--config FILE] [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena] [--data ./concord-data] [--scene ROOM=FILE]…
                 [--public-ip IP] [--udp ADDR] [--turn ADDR] [--turn-tls ADDR --turn-host NAME] [--turn-allow-private CIDR,…]
                 [--ice-server URL]… [--tls-cert FILE --tls-key FILE] [--origin ORIGIN,…] [--nats URL] [--pprof]
   concord host  [--server http://127.0.0.1:7880] [--room arena] [--ice loopback|any] [--udp ADDR] [--public-ip IP] [--ca FILE]
@@ -55,7 +55,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "serve":
-		err = cmdServe(ctx, args[1:], stderr)
+		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "host":
 		err = cmdHost(ctx, args[1:], stderr)
 	case "bot":

@@ -91,7 +91,7 @@ func TestServeNATSLog(t *testing.T) {
 	var logs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0", "--nats", url, "--dedicated-host=false", "--node-name", "n1"}, &logs)
+		done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0", "--nats", url, "--dedicated-host=false", "--node-name", "n1"}, io.Discard, &logs)
 	}()
 	poll.Until(t, 30*time.Second, "serve --nats serving", func() error {
 		select {
@@ -182,7 +182,7 @@ func TestServeFlagsCheckedFirst(t *testing.T) {
 			// Bounded: a serve that starts (its flags passed) stops after 5 s.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			err := cmdServe(ctx, args, io.Discard)
+			err := cmdServe(ctx, args, io.Discard, io.Discard)
 			var ue usageError
 			if err == nil || !strings.Contains(err.Error(), tc.err) || errors.As(err, &ue) != tc.usage {
 				t.Errorf("serve %s: %v, want an error with %q (a usage error: %v)", strings.Join(tc.args, " "), err, tc.err, tc.usage)

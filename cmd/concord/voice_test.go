@@ -70,3 +70,30 @@ func grepLines(s, sub string) string {
 	}
 	return b.String()
 }
+
+// TestServeVoiceCORS: a page on an --origin origin may post its offer (the preflight answers,
+// Location is exposed); another origin gets 403.
+func TestServeVoiceCORS(t *testing.T) {
+	s := startTestServer(t, server.Options{Origins: []string{"https://game.example.com"}, Voice: server.Voice{On: true}})
+	do := func(method, origin string) *http.Response {
+		req, _ := http.NewRequest(method, s.url+"/voice/arena?member=a/b", strings.NewReader("v=0"))
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Content-Type", "application/sdp")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if r := do(http.MethodOptions, "https://game.example.com"); r.StatusCode != http.StatusNoContent ||
+		r.Header.Get("Access-Control-Allow-Origin") != "https://game.example.com" || !strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Fatalf("preflight: %d %v", r.StatusCode, r.Header)
+	}
+	if r := do(http.MethodPost, "https://game.example.com"); r.StatusCode != http.StatusNotFound || r.Header.Get("Access-Control-Expose-Headers") != "Location" {
+		t.Fatalf("post from an allowed origin (not a member): %d %v", r.StatusCode, r.Header)
+	}
+	if r := do(http.MethodPost, "https://evil.example.com"); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("post from another origin: %d", r.StatusCode)
+	}
+}

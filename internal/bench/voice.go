@@ -242,7 +242,7 @@ func voicePhase(ctx context.Context, o VoiceOptions, mode string, radius float64
 func (r *VoiceResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "bench voice: %d publishers × %d listeners at 50 packets/s, %v window; load average at start %s\n",
 		r.Opts.Publishers, r.Opts.Listeners, r.Opts.Duration, r.Load)
-	fmt.Fprintf(w, "%-24s %8s %9s %11s %13s %11s %8s %8s %9s %9s\n", "phase", "streams", "cpu %", "pkts/s", "streams/core", "pkts/core/s", "loss %", "jitter", "delay50", "delay99")
+	fmt.Fprintf(w, "%-24s %8s %9s %11s %13s %11s %8s %8s %8s %9s %9s\n", "phase", "streams", "cpu %", "pkts/s", "streams/core", "pkts/core/s", "µs/pkt", "loss %", "jitter", "delay50", "delay99")
 	for _, p := range r.Phases {
 		secs := p.Window.Seconds()
 		cores := p.CPU.Seconds() / secs
@@ -255,8 +255,12 @@ func (r *VoiceResult) Print(w io.Writer) {
 		if cores > 0 {
 			perCoreStreams, perCorePkts = float64(p.Streams)/cores, pps/cores
 		}
-		fmt.Fprintf(w, "%-24s %8d %9.1f %11.0f %13.0f %11.0f %8.2f %8s %9s %9s\n", p.Name, p.Streams, cores*100, pps, perCoreStreams, perCorePkts,
-			loss, p.Jitter.Round(10*time.Microsecond), p.DelayP50.Round(10*time.Microsecond), p.DelayP99.Round(10*time.Microsecond))
+		usPerPkt := 0.0
+		if pps > 0 {
+			usPerPkt = cores * 1e6 / pps
+		}
+		fmt.Fprintf(w, "%-24s %8d %9.1f %11.0f %13.0f %11.0f %8.2f %8.2f %8s %9s %9s\n", p.Name, p.Streams, cores*100, pps, perCoreStreams, perCorePkts,
+			usPerPkt, loss, p.Jitter.Round(10*time.Microsecond), p.DelayP50.Round(10*time.Microsecond), p.DelayP99.Round(10*time.Microsecond))
 	}
 }
 

@@ -1,7 +1,7 @@
 // The browser host role (peer.js HostRole) after a rejected write, driven directly with no
 // network: a Peer made host by setHost, two members whose links only record what the host sends,
 // and encoded TRNP messages fed through the peer's link handler. It mirrors Go's
-// TestOwnerWriteAfterRestamp (peer/e2e_test.go) and hostRole.restamp/mergeWrite (peer/host.go):
+// TestOwnerWriteAfterRestamp (peer/e2e_test.go) and restamper.restamp/mergeWrite (peer/host_restamp.go):
 // a forged write to a member's avatar makes the host re-stamp the avatar above the forgery; the
 // owner's next write, stamped below the re-stamp but after the value re-stamped, must still win.
 import { test } from 'node:test';
@@ -16,8 +16,8 @@ import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
 import { MAX_STAMP_SKEW, MAX_STRIKES, MAX_CONDUCTS, CLOSE_REFUSED, windowOpen, windowCeiling, windowDeletionOK, windowRecordOK } from '../static/js/restamp.js';
 import { readJSON } from './helpers.js';
 import { HOST_REASSEMBLY_LIMIT, REASSEMBLY_TIMEOUT_MS } from '../static/js/links.js';
-import { COMPONENT_AUTHORITY } from '../static/js/schema.js';
-import { KIND_HOST, KIND_LOCK, encodeRecord } from '../static/js/authority.js';
+import { COMPONENT_AUTHORITY, COMPONENT_META, appendMeta } from '../static/js/schema.js';
+import { KIND_AVATAR, KIND_HOST, KIND_LOCK, encodeRecord } from '../static/js/authority.js';
 
 const HOST = 1;
 const OWNER = 2;
@@ -610,6 +610,60 @@ test('a survivor recorded by signaling relays what it could have seen, and nothi
   for (const e of boxes.slice(0, 2)) assert.equal(p.w.exists(e), false, `the relayed deletion of box ${e}, held at the takeover, is admitted`);
   // 5 records to the accomplice, the score, the late deletion.
   assert.equal(p.status().refused - refused, 7);
+});
+
+// Go: peer/relayed_entity_test.go TestRuleRelayedEntityAdmittedWhole.
+test('a survivor\'s relayed entity the host never saw is admitted whole, by the authority the batch found', () => {
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, warn: true, takeover: true });
+  const p = room.p;
+  const h = p.host;
+  // An avatar of the owner that the previous host spawned after this host stopped hearing it.
+  const avatar = 900;
+  const ts = h.tookOver + 5;
+  const pos = encodeVec({ x: 7, y: 0 });
+  const msgs = [
+    { type: crdt.MessageType.PutComponent, entity: avatar, component: COMPONENT_META, timestamp: ts, networkId: 0, data: appendMeta(SCHEMA_AVATAR) },
+    { type: crdt.MessageType.PutComponent, entity: avatar, component: COMPONENT_AUTHORITY, timestamp: ts, networkId: 0, data: encodeRecord({ kind: KIND_AVATAR, peer: OWNER }) },
+    { type: crdt.MessageType.PutComponent, entity: avatar, component: POS, timestamp: ts, networkId: 0, data: pos },
+  ];
+  const rejected = p.count.rejected;
+  hostile(room, MALLORY, RELIABLE, batchOf(room, msgs));
+  for (const c of [COMPONENT_META, COMPONENT_AUTHORITY, POS]) assert.ok(p.w.r.get(avatar, c), `the host holds component ${c} of the relayed avatar`);
+  assert.deepEqual(p.w.r.get(avatar, POS).data, pos, 'the relayed position, not a re-stamp of nothing');
+  assert.equal(p.count.rejected - rejected, 0, 'no key of the relayed entity is rejected');
+});
+
+// Go: peer/restamp_absent_test.go TestRuleRestampKeyHostLacks.
+test('a rejected correction to a key the host lacks is deleted above it, so the member converges', () => {
+  const room = newRoom({ warn: true });
+  const p = room.p;
+  const box = p.w.entitiesOf(SCHEMA_BOX)[0];
+  assert.equal(p.w.r.get(box, COMPONENT_AUTHORITY), undefined, 'test setup: the host holds no authority record for the box');
+  // Mallory holds a record of the host's box that the host never saw, stamped above its clock.
+  const written = p.w.clock + 10;
+  const rec = { type: crdt.MessageType.PutComponent, entity: box, component: COMPONENT_AUTHORITY, timestamp: written, networkId: 0, data: encodeRecord({ kind: KIND_HOST, peer: 0 }) };
+  const rejected = p.count.rejected;
+  hostile(room, MALLORY, RELIABLE, batchOf(room, [rec]));
+  assert.equal(p.count.rejected - rejected, 1, 'the correction is rejected');
+  const v = p.w.r.get(box, COMPONENT_AUTHORITY);
+  assert.ok(v && v.deleted && v.ts > written, `the host deleted the key above the member's write (${JSON.stringify(v && { deleted: v.deleted, ts: v.ts })}, written ${written})`);
+  const relayed = room.links.get(MALLORY).take().filter(({ m }) => m.type === Type.CrdtBatch).flatMap(({ m }) => [...crdt.readStream(m.messages)]);
+  assert.ok(relayed.some((m) => m.entity === box && m.component === COMPONENT_AUTHORITY && m.type === crdt.MessageType.DeleteComponent && m.timestamp > written), 'the deletion is relayed to the member');
+});
+
+test('a refused authority record (one handing the entity to its sender) is deleted above it too', () => {
+  const room = newRoom({ warn: true });
+  const p = room.p;
+  const box = p.w.entitiesOf(SCHEMA_BOX)[0];
+  const written = p.w.clock + 10;
+  const rec = { type: crdt.MessageType.PutComponent, entity: box, component: COMPONENT_AUTHORITY, timestamp: written, networkId: 0, data: encodeRecord({ kind: KIND_LOCK, peer: MALLORY }) };
+  const refused = p.status().refused;
+  hostile(room, MALLORY, RELIABLE, batchOf(room, [rec]));
+  assert.equal(p.status().refused - refused, 1, 'the record is refused');
+  assert.equal(p.status().refusedBy.correction, 1, 'counted as a refused correction');
+  const v = p.w.r.get(box, COMPONENT_AUTHORITY);
+  assert.ok(v && v.deleted && v.ts > written, 'the host deleted the key above the member\'s record');
+  assert.equal(p.w.authorityRecord(box).kind, KIND_HOST, 'the box is still the host\'s');
 });
 
 test('member-synced carries the term signaling recorded; a later one moves the record, an older one does not', () => {

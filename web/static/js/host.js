@@ -168,6 +168,8 @@ export class HostRole extends HostMethods {
     this.refuseLog = 0;
     this.lost = new Map(); // entity → {peer, at}: who last lost its authority, and when
     this.reassert = new Set();
+    /** @type {Set<bigint>} keys of rejected corrections this host lacks: restamp deletes them (rejectedAbsent) */
+    this.absent = new Set();
     /** @type {Map<bigint, {before: number, after: number}>} keys restamp rewrote, until their author writes again */
     this.restamped = new Map();
     this.own = null; // the host's bucket digests, recomputed after a change
@@ -547,7 +549,7 @@ export class HostRole extends HostMethods {
 
   /**
    * Forwards frame, a Relay from member hm to (a member, or EVERYONE), to every synced member it
-   * is for, within the relay budgets (Go's hostRole.forwardRelay).
+   * is for, within the relay budgets (Go's relayer.forwardRelay).
    * @param {HostMember} hm
    * @param {number} to
    * @param {Uint8Array} frame
@@ -719,7 +721,7 @@ export class HostRole extends HostMethods {
 
   /**
    * Checks a write of member hm against the world's bounds (worldlimits.js admitWorld) with the
-   * bytes its writes added so far (Go's hostRole.admitGrowth).
+   * bytes its writes added so far (Go's gate.admitGrowth).
    * @param {HostMember} hm
    * @param {import('./crdt.js').Message} m
    */
@@ -729,7 +731,7 @@ export class HostRole extends HostMethods {
 
   /**
    * Adds to hm's account what its write changed the world's size by since before (Go's
-   * hostRole.charge): never below zero; at most MAX_WORLD_ACCOUNTS accounts, the smallest going.
+   * gate.charge): never below zero; at most MAX_WORLD_ACCOUNTS accounts, the smallest going.
    * @param {HostMember} hm
    * @param {number} before
    */

@@ -41,7 +41,7 @@ const MAX_RESTAMPED = 1 << 16;
  * until the host's transfer reaches it, one round trip later (Go's raceWindow).
  */
 const RACE_WINDOW_MS = 2000;
-const { PutComponent, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
+const { PutComponent, PutComponentNetwork, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
 
 // The survivors' correction window (docs/protocol.md §5 "Limits"; Go's windowOpen, windowCeiling,
 // windowDeletionOK, windowRecordOK), checked against testdata/peer/survivor_window.json.
@@ -183,7 +183,24 @@ export class HostRestamp {
   }
 
   /**
-   * Re-stamps every entry of the entities queued by rejected and relays them.
+   * Notes a rejected correction m to a key this host does not hold at all (the previous host wrote
+   * it after this one stopped hearing it): re-stamping the entity's entries would leave the key
+   * to its writer for good, so restamp deletes it above the write instead (Go's
+   * restamper.rejectedAbsent).
+   * @this {import('./host.js').HostRole}
+   * @param {import('./crdt.js').Message} m
+   */
+  rejectedAbsent(m) {
+    const e = m.entity >>> 0;
+    if (!this.reassert.has(e) || (m.type !== PutComponent && m.type !== DeleteComponent)) return; // not re-stamped, or not a component's value
+    if (this.w.r.get(e, m.component)) return;
+    if (this.absent.size > MAX_RESTAMPED) this.absent.clear();
+    this.absent.add(entryKey(e, m.component));
+  }
+
+  /**
+   * Re-stamps every entry of the entities queued by rejected and relays them; a rejected key the
+   * host lacks is deleted at that stamp (rejectedAbsent).
    * @this {import('./host.js').HostRole}
    */
   restamp() {
@@ -204,6 +221,13 @@ export class HostRestamp {
       else entries.push({ entity: en.entity, component: en.component, timestamp: en.timestamp, deleted: false, data: en.data.slice() });
       return true;
     });
+    for (const k of this.absent) {
+      const e = Number(k >> 32n);
+      const c = Number(k & 0xffffffffn);
+      if (!due.has(e)) continue; // kept for a later batch, with its entity
+      this.absent.delete(k);
+      if (!w.r.get(e, c) && w.exists(e)) entries.push({ entity: e, component: c, timestamp: 0, deleted: true, data: null });
+    }
     if (entries.length === 0) return;
     const ts = w.batchStamp();
     this.ownStale = true;
@@ -223,7 +247,7 @@ export class HostRestamp {
    * Merges an admitted write from a member. A re-stamp puts the host's value above a rejected
    * write, so the author's next writes, stamped by a clock that has not seen the re-stamp yet,
    * arrive below it although they are newer than the value re-stamped: such a write wins, rewritten
-   * under the host's stamp (as Go's hostRole.mergeWrite).
+   * under the host's stamp (as Go's restamper.mergeWrite).
    * @this {import('./host.js').HostRole}
    * @param {import('./crdt.js').Message} m
    * @param {number} origin
@@ -271,14 +295,22 @@ export class HostRestamp {
     }
     let orphaned = false;
     let count = 0;
+    /** @type {Map<number, {err: Error | null, windowed: boolean}>} */
+    const verdict = new Map();
     for (const m of crdt.readStream(b.messages)) {
       if (++count > MAX_CORRECTION_MESSAGES) {
         this.refuse(hm, `more than ${MAX_CORRECTION_MESSAGES} corrections in one batch; the rest dropped`);
         break;
       }
-      const reason = this.admitCorrection(hm, m, relayed);
-      if (reason !== '') {
-        this.refuse(hm, reason);
+      const refused = this.admitCorrection(hm, m, relayed);
+      if (refused) {
+        this.refuse(hm, refused.reason, refused.why);
+        if (m.component === COMPONENT_AUTHORITY && m.type !== DeleteEntity && m.type !== DeleteEntityNetwork) {
+          // The member keeps the record it sent: re-assert this host's record over it, or delete
+          // it, so that the member converges instead of sending it again forever (as Go's).
+          this.rejected(r, m.entity >>> 0, m.timestamp || 0, new Error(refused.reason), false);
+          this.rejectedAbsent(m);
+        }
         continue;
       }
       if (relayed && (m.type === DeleteEntity || m.type === DeleteEntityNetwork) && !w.r.entityDeleted(m.entity >>> 0)) {
@@ -288,15 +320,26 @@ export class HostRestamp {
         orphaned = true;
         continue;
       }
-      try {
-        this.auth.admitCorrection(r.idx, m.entity >>> 0, relayed);
-        if (relayed && (m.timestamp || 0) > windowCeiling(this.tookOver) && !this.ownsCorrection(r.idx, m.entity >>> 0)) {
-          // A host entity admitted only through the window, stamped above what a survivor saw.
-          const reason = `relayed correction of ${m.entity >>> 0} stamped ${m.timestamp}, above what the room's clock was when this host took over (${this.tookOver} + ${MAX_STAMP_SKEW})`;
-          this.refuse(hm, reason, 'survivor_claim');
-          throw new Error(reason);
-        }
-      } catch (err) {
+      // Admission is decided per entity by the authority the batch found (Go's entityVerdict): a
+      // relayed entity this host lacked brings its own record, which must not refuse the entity's
+      // keys after it.
+      const e = m.entity >>> 0;
+      let v = verdict.get(e);
+      if (!v) {
+        let refusedBy = null;
+        try { this.auth.admitCorrection(r.idx, e, relayed); } catch (x) { refusedBy = x; }
+        // windowed: admitted only because of the window (a host entity the member relays).
+        v = { err: refusedBy, windowed: relayed && refusedBy === null && !this.ownsCorrection(r.idx, e) };
+        verdict.set(e, v);
+      }
+      let err = v.err;
+      if (err === null && v.windowed && (m.timestamp || 0) > windowCeiling(this.tookOver)) {
+        // A host entity admitted only through the window, stamped above what a survivor saw.
+        const reason = `relayed correction of ${e} stamped ${m.timestamp}, above what the room's clock was when this host took over (${this.tookOver} + ${MAX_STAMP_SKEW})`;
+        this.refuse(hm, reason, 'survivor_claim');
+        err = new Error(reason);
+      }
+      if (err !== null) {
         if (this.holds(m)) {
           // This host already has the value or a newer one: the member converges to it without a
           // re-stamp (which would bury any newer write of the entity's owner still on its way).
@@ -305,7 +348,8 @@ export class HostRestamp {
           this.p.count.rejectedRace++;
           continue;
         }
-        this.rejected(r, m.entity >>> 0, m.timestamp || 0, err, false);
+        this.rejected(r, e, m.timestamp || 0, err, false);
+        this.rejectedAbsent(m);
         continue;
       }
       if (!relayed) {
@@ -326,7 +370,7 @@ export class HostRestamp {
 
   /**
    * Checks a member's stamp against the host's clock and the member's skew budget, and charges the
-   * budget for how far the stamp moves the clock (Go's hostRole.stampOK).
+   * budget for how far the stamp moves the clock (Go's gate.stampOK).
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm
    * @param {bigint | number} ts
@@ -347,7 +391,7 @@ export class HostRestamp {
   }
 
   /**
-   * The skew budget and strikes of the member linked as idx (Go's hostRole.conductOf): the record
+   * The skew budget and strikes of the member linked as idx (Go's gate.conductOf): the record
    * of its identity or of its index (the one with more strikes when both exist), else a new one;
    * kept under both keys.
    * @this {import('./host.js').HostRole}
@@ -406,7 +450,7 @@ export class HostRestamp {
 
   /**
    * Counts one offence of hm; at MAX_STRIKES in a burst its link is closed after a Close that says
-   * why (Go's hostRole.strike), by a thrown error that ends the payload.
+   * why (Go's gate.strike), by a thrown error that ends the payload.
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm
    * @param {string} reason
@@ -428,46 +472,48 @@ export class HostRestamp {
   }
 
   /**
-   * The limits of a correction beyond authority (Go's hostRole.admitCorrection): a reason to
-   * refuse m, or ''.
+   * The limits of a correction beyond authority (Go's window.admitCorrection): why and a reason
+   * to refuse m (why is the label status().refusedBy counts, Go's Refusal), or null.
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm
    * @param {import('./crdt.js').Message} m
    * @param {boolean} relayed
+   * @returns {{why: string, reason: string} | null}
    */
   admitCorrection(hm, m, relayed) {
     if (m.type === DeleteEntity || m.type === DeleteEntityNetwork) {
       const num = m.entity & 0xffff;
-      if (num < FIRST_SPAWN_NUMBER) return `deletion of reserved entity ${m.entity >>> 0}`;
+      if (num < FIRST_SPAWN_NUMBER) return { why: 'correction', reason: `deletion of reserved entity ${m.entity >>> 0}` };
       if (relayed && (m.entity >>> 16) > knownVersion(this.w, num) + MAX_VERSION_AHEAD) {
-        return `deletion of ${m.entity >>> 0}, far above any version of number ${num} known here`;
+        return { why: 'correction', reason: `deletion of ${m.entity >>> 0}, far above any version of number ${num} known here` };
       }
       const live = this.w.byNumber.get(num);
       if (relayed && live !== undefined && !windowDeletionOK(live >>> 16, this.heldAtStart.has(live >>> 0), m.entity >>> 16)) {
-        return `relayed deletion of ${live >>> 0}, spawned by this host after it took over`;
+        return { why: 'survivor_claim', reason: `relayed deletion of ${live >>> 0}, spawned by this host after it took over` };
       }
-      return '';
+      return null;
     }
     if (!this.stampOK(hm, m.timestamp)) {
-      return `correction stamped ${m.timestamp}, more than ${MAX_STAMP_SKEW} above the host's clock ${this.w.clock}`;
+      return { why: 'stamp_skew', reason: `correction stamped ${m.timestamp}, more than ${MAX_STAMP_SKEW} above the host's clock ${this.w.clock}` };
     }
-    if (m.component === COMPONENT_AUTHORITY && m.type === PutComponent && m.data) {
+    // A PutComponentNetwork merges as a put (crdt.js): its record is a record all the same.
+    if (m.component === COMPONENT_AUTHORITY && (m.type === PutComponent || m.type === PutComponentNetwork) && m.data) {
       let rec = null;
       try { rec = decodeRecord(m.data); } catch { rec = null; }
       const cur = this.w.authorityRecord(m.entity >>> 0);
       if (rec && rec.kind !== KIND_HOST && !(cur.kind === rec.kind && cur.peer === rec.peer)) {
-        if (rec.peer === hm.r.idx) return `authority record handing ${m.entity >>> 0} to its sender`;
+        if (rec.peer === hm.r.idx) return { why: 'correction', reason: `authority record handing ${m.entity >>> 0} to its sender` };
         if (relayed && !windowRecordOK(rec.peer, this.w.self, this.present.has(rec.peer) || this.survivorTerm(rec.peer) !== 0)) {
-          return `relayed authority record handing ${m.entity >>> 0} to member ${rec.peer}, not a member of an earlier term`;
+          return { why: 'survivor_claim', reason: `relayed authority record handing ${m.entity >>> 0} to member ${rec.peer}, not a member of an earlier term` };
         }
       }
     }
-    return '';
+    return null;
   }
 
   /**
    * Records, as this peer takes over, the earlier terms signaling recorded the members synced in,
-   * the members then in the room, the clock, and the live entities (Go's hostRole.startWindow).
+   * the members then in the room, the clock, and the live entities (Go's window.startWindow).
    * @this {import('./host.js').HostRole}
    */
   startWindow() {
@@ -499,7 +545,7 @@ export class HostRestamp {
 
   /**
    * Whether hm's answer to its sync snapshot may relay host entities: its greeting's term is
-   * covered by signaling's record (Go's hostRole.survivorWindow). A greeting that claims more is
+   * covered by signaling's record (Go's window.survivorWindow). A greeting that claims more is
    * counted (not struck: the member may be honest, its report of syncing late) and opens nothing.
    * @this {import('./host.js').HostRole}
    * @param {import('./host.js').HostMember} hm

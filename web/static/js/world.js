@@ -26,7 +26,7 @@ export const MAX_VERSION_AHEAD = 4;
 
 /**
  * The highest version of entity number n the world knows of: live, deleted, or 0 (Go's
- * hostRole.knownVersion).
+ * World.knownVersion).
  * @param {World} w
  * @param {number} n
  */

@@ -1,4 +1,4 @@
-package signaling
+package sigclient
 
 import "fmt"
 
@@ -20,13 +20,13 @@ type ICEServersFunc func(room RoomID, id Identity) []ICEServer
 
 // Limits on what a client accepts from a server in iceServers.
 const (
-	maxICEServers    = 16
+	MaxICEServers    = 16
 	maxICEServerURLs = 8
 )
 
 func checkICEServers(servers []ICEServer) error {
-	if len(servers) > maxICEServers {
-		return fmt.Errorf("%w: %d ICE servers, the limit is %d", ErrBadMessage, len(servers), maxICEServers)
+	if len(servers) > MaxICEServers {
+		return fmt.Errorf("%w: %d ICE servers, the limit is %d", ErrBadMessage, len(servers), MaxICEServers)
 	}
 	for _, s := range servers {
 		if len(s.URLs) == 0 || len(s.URLs) > maxICEServerURLs {
@@ -62,12 +62,4 @@ func (l *LinkTypes) check() error {
 		}
 	}
 	return nil
-}
-
-// iceServers returns the ICE servers of a joining member; nil without Config.ICEServers.
-func (h *hub) iceServers(room RoomID, id Identity) []ICEServer {
-	if h.cfg.ICEServers == nil {
-		return nil
-	}
-	return h.cfg.ICEServers(room, id)
 }

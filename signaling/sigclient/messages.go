@@ -1,4 +1,4 @@
-package signaling
+package sigclient
 
 import (
 	"encoding/json"
@@ -10,27 +10,27 @@ import (
 // another version rejects the message with unsupported_version.
 const ProtocolVersion = 1
 
-// msgType is the "type" field of a message.
-type msgType string
+// MsgType is the "type" field of a message.
+type MsgType string
 
 // Client to server.
 const (
-	typeJoin   msgType = "join"   // room, user, device, kind, token, optional resume
-	typeSignal msgType = "signal" // to, payload, optional room
-	typeSynced msgType = "synced" // no fields
-	typeReport msgType = "report" // replica
+	TypeJoin   MsgType = "join"   // room, user, device, kind, token, optional resume
+	TypeSignal MsgType = "signal" // to, payload, optional room
+	TypeSynced MsgType = "synced" // no fields
+	TypeReport MsgType = "report" // replica
 )
 
 // Server to client.
 const (
-	typeJoined       msgType = "joined"        // room, self, peerId, term, host, members, pinnedHosts, resumeToken
-	typeMemberJoined msgType = "member-joined" // member
-	typeMemberLeft   msgType = "member-left"   // peerIndex, peerId, reason
-	typeMemberSynced msgType = "member-synced" // peerIndex, term
-	typeHost         msgType = "host"          // term, host
-	typeICEServers   msgType = "ice-servers"   // iceServers: fresh credentials (Config.ICERefresh)
+	TypeJoined       MsgType = "joined"        // room, self, peerId, term, host, members, pinnedHosts, resumeToken
+	TypeMemberJoined MsgType = "member-joined" // member
+	TypeMemberLeft   MsgType = "member-left"   // peerIndex, peerId, reason
+	TypeMemberSynced MsgType = "member-synced" // peerIndex, term
+	TypeHost         MsgType = "host"          // term, host
+	TypeICEServers   MsgType = "ice-servers"   // iceServers: fresh credentials (Config.ICERefresh)
 	// typeSignal is also sent to clients: from, to, payload.
-	typeError msgType = "error" // code, message, optional peerIndex
+	typeError MsgType = "error" // code, message, optional peerIndex
 )
 
 // SignalKind says what a signal payload carries.
@@ -246,11 +246,11 @@ const (
 	ReasonBanned   LeaveReason = "banned"   // a moderator banned the member's identity from the room
 )
 
-// clientMessage is every message a client sends, flattened: fields that do not
+// ClientMessage is every message a client sends, flattened: fields that do not
 // belong to Type are ignored on decode and left empty on encode.
-type clientMessage struct {
+type ClientMessage struct {
 	V    int     `json:"v"`
-	Type msgType `json:"type"`
+	Type MsgType `json:"type"`
 
 	// join; Room is also an optional check on signal.
 	Room   RoomID `json:"room,omitempty"`
@@ -274,11 +274,11 @@ type clientMessage struct {
 	Replica *Report `json:"replica,omitempty"`
 }
 
-// decodeClientMessage decodes and validates one client message into dst,
+// DecodeClientMessage decodes and validates one client message into dst,
 // overwriting every field. It never panics; errors wrap ErrBadMessage,
 // ErrUnsupportedVersion or ErrBadSignal.
-func decodeClientMessage(b []byte, dst *clientMessage) error {
-	*dst = clientMessage{}
+func DecodeClientMessage(b []byte, dst *ClientMessage) error {
+	*dst = ClientMessage{}
 	if err := json.Unmarshal(b, dst); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
@@ -286,30 +286,30 @@ func decodeClientMessage(b []byte, dst *clientMessage) error {
 		return fmt.Errorf("%w: v=%d, this server speaks v=%d", ErrUnsupportedVersion, dst.V, ProtocolVersion)
 	}
 	switch dst.Type {
-	case typeJoin:
-		if err := checkRoom(dst.Room); err != nil {
+	case TypeJoin:
+		if err := CheckRoom(dst.Room); err != nil {
 			return err
 		}
 		if dst.User != "" {
-			if err := checkUser(dst.User); err != nil {
+			if err := CheckUser(dst.User); err != nil {
 				return err
 			}
 		}
-		if err := checkDevice(dst.Device); err != nil {
+		if err := CheckDevice(dst.Device); err != nil {
 			return err
 		}
 		if dst.Kind != "" && !dst.Kind.Valid() {
 			return fmt.Errorf("%w: unknown kind %q", ErrBadMessage, dst.Kind)
 		}
-		if len(dst.Token) > maxTokenLen {
-			return fmt.Errorf("%w: token is %d bytes, the limit is %d", ErrBadMessage, len(dst.Token), maxTokenLen)
+		if len(dst.Token) > MaxTokenLen {
+			return fmt.Errorf("%w: token is %d bytes, the limit is %d", ErrBadMessage, len(dst.Token), MaxTokenLen)
 		}
 		if dst.Resume != nil {
 			if err := dst.Resume.check(); err != nil {
 				return err
 			}
 		}
-	case typeSignal:
+	case TypeSignal:
 		if dst.To == 0 {
 			return fmt.Errorf("%w: signal without \"to\"", ErrBadSignal)
 		}
@@ -320,12 +320,12 @@ func decodeClientMessage(b []byte, dst *clientMessage) error {
 			return err
 		}
 		if dst.Room != "" {
-			if err := checkRoom(dst.Room); err != nil {
+			if err := CheckRoom(dst.Room); err != nil {
 				return err
 			}
 		}
-	case typeSynced:
-	case typeReport:
+	case TypeSynced:
+	case TypeReport:
 		if dst.Replica == nil {
 			return fmt.Errorf("%w: report without replica", ErrBadMessage)
 		}
@@ -341,9 +341,9 @@ func decodeClientMessage(b []byte, dst *clientMessage) error {
 // Server-to-client messages, one struct per type so that every field is
 // always present.
 
-type joinedMsg struct {
+type JoinedMsg struct {
 	V       int        `json:"v"`
-	Type    msgType    `json:"type"`
+	Type    MsgType    `json:"type"`
 	Room    RoomID     `json:"room"`
 	Self    PeerIndex  `json:"self"`
 	PeerID  Identity   `json:"peerId"`
@@ -359,40 +359,40 @@ type joinedMsg struct {
 	ICEServers []ICEServer `json:"iceServers,omitempty"`
 }
 
-type memberJoinedMsg struct {
+type MemberJoinedMsg struct {
 	V      int     `json:"v"`
-	Type   msgType `json:"type"`
+	Type   MsgType `json:"type"`
 	Member Member  `json:"member"`
 }
 
-type memberLeftMsg struct {
+type MemberLeftMsg struct {
 	V         int         `json:"v"`
-	Type      msgType     `json:"type"`
+	Type      MsgType     `json:"type"`
 	PeerIndex PeerIndex   `json:"peerIndex"`
 	PeerID    Identity    `json:"peerId"`
 	Reason    LeaveReason `json:"reason"`
 }
 
-type memberSyncedMsg struct {
+type MemberSyncedMsg struct {
 	V         int       `json:"v"`
-	Type      msgType   `json:"type"`
+	Type      MsgType   `json:"type"`
 	PeerIndex PeerIndex `json:"peerIndex"`
 	// Term is the term the server recorded the member synced in (Member.SyncedTerm).
 	Term Term `json:"term,omitempty"`
 }
 
-type hostMsg struct {
+type HostMsg struct {
 	V    int       `json:"v"`
-	Type msgType   `json:"type"`
+	Type MsgType   `json:"type"`
 	Term Term      `json:"term"`
 	Host PeerIndex `json:"host"`
 	// ResumeToken is the member's resume token for the new term; empty on an open server.
 	ResumeToken string `json:"resumeToken,omitempty"`
 }
 
-type signalMsg struct {
+type SignalMsg struct {
 	V       int           `json:"v"`
-	Type    msgType       `json:"type"`
+	Type    MsgType       `json:"type"`
 	From    PeerIndex     `json:"from"`
 	To      PeerIndex     `json:"to"`
 	Payload SignalPayload `json:"payload"`
@@ -400,15 +400,15 @@ type signalMsg struct {
 
 type errorMsg struct {
 	V         int       `json:"v"`
-	Type      msgType   `json:"type"`
+	Type      MsgType   `json:"type"`
 	Code      ErrorCode `json:"code"`
 	Message   string    `json:"message"`
 	PeerIndex PeerIndex `json:"peerIndex,omitempty"`
 }
 
-// mustMarshal encodes a server message. The structs above hold no values
+// MustMarshal encodes a server message. The structs above hold no values
 // json cannot encode, so a failure is a bug in this package.
-func mustMarshal(v any) []byte {
+func MustMarshal(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("signaling: encoding a server message: " + err.Error())
@@ -416,15 +416,15 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-func encodeError(err error, peer PeerIndex) []byte {
-	return mustMarshal(errorMsg{V: ProtocolVersion, Type: typeError, Code: codeOf(err), Message: err.Error(), PeerIndex: peer})
+func EncodeError(err error, peer PeerIndex) []byte {
+	return MustMarshal(errorMsg{V: ProtocolVersion, Type: typeError, Code: CodeOf(err), Message: err.Error(), PeerIndex: peer})
 }
 
-// serverMessage is every message a server sends, flattened, as the client
+// ServerMessage is every message a server sends, flattened, as the client
 // decodes it.
-type serverMessage struct {
+type ServerMessage struct {
 	V    int     `json:"v"`
-	Type msgType `json:"type"`
+	Type MsgType `json:"type"`
 
 	Room    RoomID      `json:"room"`
 	Self    PeerIndex   `json:"self"`
@@ -448,11 +448,11 @@ type serverMessage struct {
 	Message string    `json:"message"`
 }
 
-// decodeServerMessage decodes one server message into dst, overwriting every
+// DecodeServerMessage decodes one server message into dst, overwriting every
 // field, and converts it to an Event. It returns a nil Event for message types
 // it does not know (a newer server may add some). It never panics.
-func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
-	*dst = serverMessage{}
+func DecodeServerMessage(b []byte, dst *ServerMessage) (Event, error) {
+	*dst = ServerMessage{}
 	if err := json.Unmarshal(b, dst); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
@@ -460,7 +460,7 @@ func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
 		return nil, fmt.Errorf("%w: v=%d, this client speaks v=%d", ErrUnsupportedVersion, dst.V, ProtocolVersion)
 	}
 	switch dst.Type {
-	case typeJoined:
+	case TypeJoined:
 		if dst.Self == 0 {
 			return nil, fmt.Errorf("%w: joined without self", ErrBadMessage)
 		}
@@ -468,29 +468,29 @@ func decodeServerMessage(b []byte, dst *serverMessage) (Event, error) {
 			return nil, err
 		}
 		return Joined{Room: dst.Room, Self: dst.Self, PeerID: dst.PeerID, Term: dst.Term, Host: dst.Host, Members: dst.Members, PinnedHosts: dst.Pinned, ResumeToken: dst.Resume, ICEServers: dst.ICE}, nil
-	case typeMemberJoined:
+	case TypeMemberJoined:
 		if dst.Member == nil || dst.Member.Index == 0 {
 			return nil, fmt.Errorf("%w: member-joined without member", ErrBadMessage)
 		}
 		return MemberJoined{Member: *dst.Member}, nil
-	case typeMemberLeft:
+	case TypeMemberLeft:
 		if dst.PeerIndex == 0 {
 			return nil, fmt.Errorf("%w: member-left without peerIndex", ErrBadMessage)
 		}
 		return MemberLeft{Index: dst.PeerIndex, PeerID: dst.PeerID, Reason: dst.Reason}, nil
-	case typeMemberSynced:
+	case TypeMemberSynced:
 		if dst.PeerIndex == 0 {
 			return nil, fmt.Errorf("%w: member-synced without peerIndex", ErrBadMessage)
 		}
 		return MemberSynced{Index: dst.PeerIndex, Term: dst.Term}, nil
-	case typeHost:
+	case TypeHost:
 		return HostChanged{Term: dst.Term, Host: dst.Host, ResumeToken: dst.Resume}, nil
-	case typeICEServers:
+	case TypeICEServers:
 		if err := checkICEServers(dst.ICE); err != nil {
 			return nil, err
 		}
 		return ICEServersUpdated{ICEServers: dst.ICE}, nil
-	case typeSignal:
+	case TypeSignal:
 		if dst.From == 0 || dst.Payload == nil {
 			return nil, fmt.Errorf("%w: signal without from or payload", ErrBadMessage)
 		}

@@ -1,4 +1,4 @@
-package signaling
+package sigclient
 
 import (
 	"encoding/json"
@@ -63,8 +63,8 @@ func TestDecodeClientMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var m clientMessage
-			err := decodeClientMessage([]byte(tt.in), &m)
+			var m ClientMessage
+			err := DecodeClientMessage([]byte(tt.in), &m)
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("decode: %v", err)
@@ -79,8 +79,8 @@ func TestDecodeClientMessage(t *testing.T) {
 }
 
 func TestDecodeClientMessageFields(t *testing.T) {
-	var m clientMessage
-	if err := decodeClientMessage([]byte(goldenClientMessages[6]), &m); err != nil {
+	var m ClientMessage
+	if err := DecodeClientMessage([]byte(goldenClientMessages[6]), &m); err != nil {
 		t.Fatal(err)
 	}
 	want := Report{Term: 3, Clock: 1234, Entities: 17, Hash: 0x00ff00ff00ff00ff}
@@ -88,13 +88,13 @@ func TestDecodeClientMessageFields(t *testing.T) {
 		t.Fatalf("replica = %+v, want %+v", m.Replica, want)
 	}
 	// Decoding into a used message must not keep old fields.
-	if err := decodeClientMessage([]byte(goldenClientMessages[5]), &m); err != nil {
+	if err := DecodeClientMessage([]byte(goldenClientMessages[5]), &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Replica != nil || m.Type != typeSynced {
+	if m.Replica != nil || m.Type != TypeSynced {
 		t.Fatalf("stale fields after reuse: %+v", m)
 	}
-	if err := decodeClientMessage([]byte(goldenClientMessages[4]), &m); err != nil {
+	if err := DecodeClientMessage([]byte(goldenClientMessages[4]), &m); err != nil {
 		t.Fatal(err)
 	}
 	c := m.Payload.Candidate
@@ -115,30 +115,30 @@ func TestServerMessageGolden(t *testing.T) {
 		msg  any
 		want string
 	}{
-		{"joined", joinedMsg{V: 1, Type: typeJoined, Room: "lobby", Self: 2, PeerID: "bob/~2", Term: 1, Host: 1, Members: []Member{alice, bob}, Pinned: []Identity{"alice"}},
+		{"joined", JoinedMsg{V: 1, Type: TypeJoined, Room: "lobby", Self: 2, PeerID: "bob/~2", Term: 1, Host: 1, Members: []Member{alice, bob}, Pinned: []Identity{"alice"}},
 			`{"v":1,"type":"joined","room":"lobby","self":2,"peerId":"bob/~2","term":1,"host":1,"members":[{"peerIndex":1,"peerId":"alice/tab-1","kind":"browser","power":50,"mayHost":true,"synced":true,"syncedTerm":1},{"peerIndex":2,"peerId":"bob/~2","kind":"bot","power":0,"mayHost":true,"synced":false}],"pinnedHosts":["alice"]}`},
-		{"member-joined", memberJoinedMsg{V: 1, Type: typeMemberJoined, Member: bob},
+		{"member-joined", MemberJoinedMsg{V: 1, Type: TypeMemberJoined, Member: bob},
 			`{"v":1,"type":"member-joined","member":{"peerIndex":2,"peerId":"bob/~2","kind":"bot","power":0,"mayHost":true,"synced":false}}`},
-		{"member-left", memberLeftMsg{V: 1, Type: typeMemberLeft, PeerIndex: 1, PeerID: "alice/tab-1", Reason: ReasonTimeout},
+		{"member-left", MemberLeftMsg{V: 1, Type: TypeMemberLeft, PeerIndex: 1, PeerID: "alice/tab-1", Reason: ReasonTimeout},
 			`{"v":1,"type":"member-left","peerIndex":1,"peerId":"alice/tab-1","reason":"timeout"}`},
-		{"member-synced", memberSyncedMsg{V: 1, Type: typeMemberSynced, PeerIndex: 2, Term: 1},
+		{"member-synced", MemberSyncedMsg{V: 1, Type: TypeMemberSynced, PeerIndex: 2, Term: 1},
 			`{"v":1,"type":"member-synced","peerIndex":2,"term":1}`},
-		{"host", hostMsg{V: 1, Type: typeHost, Term: 2, Host: 2},
+		{"host", HostMsg{V: 1, Type: TypeHost, Term: 2, Host: 2},
 			`{"v":1,"type":"host","term":2,"host":2}`},
-		{"signal", signalMsg{V: 1, Type: typeSignal, From: 1, To: 2, Payload: SignalPayload{Kind: SignalCandidate, Candidate: &ICECandidate{Candidate: "candidate:1 1 udp 2130706431 127.0.0.1 50000 typ host", SDPMid: &mid, SDPMLineIndex: &zero}, Session: 1}},
+		{"signal", SignalMsg{V: 1, Type: TypeSignal, From: 1, To: 2, Payload: SignalPayload{Kind: SignalCandidate, Candidate: &ICECandidate{Candidate: "candidate:1 1 udp 2130706431 127.0.0.1 50000 typ host", SDPMid: &mid, SDPMLineIndex: &zero}, Session: 1}},
 			`{"v":1,"type":"signal","from":1,"to":2,"payload":{"kind":"candidate","candidate":{"candidate":"candidate:1 1 udp 2130706431 127.0.0.1 50000 typ host","sdpMid":"0","sdpMLineIndex":0},"session":1}}`},
 		{"error", errorMsg{V: 1, Type: typeError, Code: CodeUnknownPeer, Message: `signaling: unknown peer: no member with peer index 7 in room "lobby"`, PeerIndex: 7},
 			`{"v":1,"type":"error","code":"unknown_peer","message":"signaling: unknown peer: no member with peer index 7 in room \"lobby\"","peerIndex":7}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := string(mustMarshal(tt.msg))
+			got := string(MustMarshal(tt.msg))
 			if got != tt.want {
 				t.Fatalf("encoded\n got %s\nwant %s", got, tt.want)
 			}
 			// The client decodes what the server encodes.
-			var sm serverMessage
-			ev, err := decodeServerMessage([]byte(got), &sm)
+			var sm ServerMessage
+			ev, err := DecodeServerMessage([]byte(got), &sm)
 			if err != nil || ev == nil {
 				t.Fatalf("client decode: %v, %v", ev, err)
 			}
@@ -147,32 +147,32 @@ func TestServerMessageGolden(t *testing.T) {
 }
 
 func TestDecodeServerMessageEvents(t *testing.T) {
-	var sm serverMessage
-	ev, err := decodeServerMessage([]byte(`{"v":1,"type":"host","term":5,"host":3}`), &sm)
+	var sm ServerMessage
+	ev, err := DecodeServerMessage([]byte(`{"v":1,"type":"host","term":5,"host":3}`), &sm)
 	if err != nil || ev != (HostChanged{Term: 5, Host: 3}) {
 		t.Fatalf("host: %#v, %v", ev, err)
 	}
-	ev, err = decodeServerMessage([]byte(`{"v":1,"type":"member-synced","peerIndex":2,"term":4}`), &sm)
+	ev, err = DecodeServerMessage([]byte(`{"v":1,"type":"member-synced","peerIndex":2,"term":4}`), &sm)
 	if err != nil || ev != (MemberSynced{Index: 2, Term: 4}) {
 		t.Fatalf("member-synced: %#v, %v", ev, err)
 	}
-	ev, err = decodeServerMessage([]byte(`{"v":1,"type":"member-joined","member":{"peerIndex":3,"peerId":"c/1","kind":"bot","power":0,"mayHost":true,"synced":true,"syncedTerm":2}}`), &sm)
+	ev, err = DecodeServerMessage([]byte(`{"v":1,"type":"member-joined","member":{"peerIndex":3,"peerId":"c/1","kind":"bot","power":0,"mayHost":true,"synced":true,"syncedTerm":2}}`), &sm)
 	if err != nil || ev.(MemberJoined).Member.SyncedTerm != 2 {
 		t.Fatalf("member-joined: %#v, %v", ev, err)
 	}
-	ev, err = decodeServerMessage([]byte(`{"v":1,"type":"member-left","peerIndex":2,"peerId":"b/1","reason":"dropped"}`), &sm)
+	ev, err = DecodeServerMessage([]byte(`{"v":1,"type":"member-left","peerIndex":2,"peerId":"b/1","reason":"dropped"}`), &sm)
 	if err != nil || ev != (MemberLeft{Index: 2, PeerID: "b/1", Reason: ReasonDropped}) {
 		t.Fatalf("member-left: %#v, %v", ev, err)
 	}
-	ev, err = decodeServerMessage([]byte(`{"v":1,"type":"error","code":"room_full","message":"full"}`), &sm)
+	ev, err = DecodeServerMessage([]byte(`{"v":1,"type":"error","code":"room_full","message":"full"}`), &sm)
 	if err != nil || !errors.Is(ev.(Error), ErrRoomFull) {
 		t.Fatalf("error: %#v, %v", ev, err)
 	}
-	ev, err = decodeServerMessage([]byte(`{"v":1,"type":"future-thing"}`), &sm)
+	ev, err = DecodeServerMessage([]byte(`{"v":1,"type":"future-thing"}`), &sm)
 	if err != nil || ev != nil {
 		t.Fatalf("unknown type: %#v, %v", ev, err)
 	}
-	if _, err := decodeServerMessage([]byte(`{"v":1,"type":"signal","from":1,"payload":{"kind":"offer"}}`), &sm); !errors.Is(err, ErrBadSignal) {
+	if _, err := DecodeServerMessage([]byte(`{"v":1,"type":"signal","from":1,"payload":{"kind":"offer"}}`), &sm); !errors.Is(err, ErrBadSignal) {
 		t.Fatalf("bad signal: %v", err)
 	}
 }
@@ -202,13 +202,13 @@ func TestReportJSON(t *testing.T) {
 }
 
 func TestErrorCodesRoundTrip(t *testing.T) {
-	for _, e := range codeTable {
-		t.Run(string(e.code), func(t *testing.T) {
-			if got := codeOf(e.err); got != e.code {
-				t.Fatalf("codeOf(%v) = %q", e.err, got)
+	for _, e := range CodeTable {
+		t.Run(string(e.Code), func(t *testing.T) {
+			if got := CodeOf(e.Err); got != e.Code {
+				t.Fatalf("codeOf(%v) = %q", e.Err, got)
 			}
-			if !errors.Is(Error{Code: e.code}, e.err) {
-				t.Fatalf("Error{%q} does not wrap %v", e.code, e.err)
+			if !errors.Is(Error{Code: e.Code}, e.Err) {
+				t.Fatalf("Error{%q} does not wrap %v", e.Code, e.Err)
 			}
 		})
 	}
@@ -223,18 +223,18 @@ func FuzzDecodeClientMessage(f *testing.F) {
 	f.Add([]byte(`{"v":1,"type":"join","room":"r","user":"u","resume":{"peerIndex":3,"term":2,"host":1,"synced":true,"room":"r","token":"abc"}}`))
 	f.Add([]byte(`{"v":1,"type":"join","room":"r","user":"u","resume":{"peerIndex":0}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var m clientMessage
-		if err := decodeClientMessage(b, &m); err != nil {
+		var m ClientMessage
+		if err := DecodeClientMessage(b, &m); err != nil {
 			return
 		}
 		// Every bound of docs/protocol.md "Signaling: limits" holds for what decodes.
-		if rc := m.Resume; rc != nil && (rc.Term > MaxTerm || rc.Index == 0 || len(rc.Token) > maxResumeTokenLen) {
+		if rc := m.Resume; rc != nil && (rc.Term > MaxTerm || rc.Index == 0 || len(rc.Token) > MaxResumeTokenLen) {
 			t.Fatalf("resume claim out of bounds decoded: %+v", rc)
 		}
 		if r := m.Replica; r != nil && (r.Term > MaxTerm || r.Clock > maxSafeInt || r.Entities > maxSafeInt) {
 			t.Fatalf("report out of bounds decoded: %+v", r)
 		}
-		if p := m.Payload; p != nil && m.Type == typeSignal {
+		if p := m.Payload; p != nil && m.Type == TypeSignal {
 			if len(p.SDP) > MaxSDPLen || (p.Candidate != nil && len(p.Candidate.Candidate) > MaxCandidateLen) {
 				t.Fatalf("signal payload over the caps decoded: sdp %d bytes", len(p.SDP))
 			}
@@ -245,8 +245,8 @@ func FuzzDecodeClientMessage(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		var back clientMessage
-		if err := decodeClientMessage(enc, &back); err != nil {
+		var back ClientMessage
+		if err := DecodeClientMessage(enc, &back); err != nil {
 			t.Fatalf("decode of re-encoded %s: %v", enc, err)
 		}
 		if !reflect.DeepEqual(m, back) {
@@ -265,8 +265,8 @@ func FuzzDecodeServerMessage(f *testing.F) {
 	f.Add([]byte(`{"v":1,"type":"error","code":"unknown_peer","message":"x","peerIndex":7}`))
 	f.Add([]byte(`{"v":1,"type":"host","term":3,"host":2,"resumeToken":"3.q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var m serverMessage
-		ev, err := decodeServerMessage(b, &m)
+		var m ServerMessage
+		ev, err := DecodeServerMessage(b, &m)
 		if err != nil && ev != nil {
 			t.Fatalf("both an event and an error: %#v, %v", ev, err)
 		}
@@ -289,11 +289,11 @@ func FuzzDecodeServerMessage(f *testing.F) {
 
 func BenchmarkDecodeClientMessage(b *testing.B) {
 	in := []byte(goldenClientMessages[4])
-	var m clientMessage
+	var m ClientMessage
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
-		if err := decodeClientMessage(in, &m); err != nil {
+		if err := DecodeClientMessage(in, &m); err != nil {
 			b.Fatal(err)
 		}
 	}

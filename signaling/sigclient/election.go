@@ -1,4 +1,4 @@
-package signaling
+package sigclient
 
 // Candidate is what the election needs to know about one member.
 type Candidate struct {

@@ -1,4 +1,4 @@
-package signaling
+package sigclient
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -79,6 +80,14 @@ type ClientConfig struct {
 	CloseGrace time.Duration
 }
 
+// Defaults for zero ClientConfig fields; the server's Config (package signaling) uses the same.
+const (
+	DefaultEventWait  = 3 * time.Second
+	DefaultPongWait   = 12 * time.Second
+	DefaultWriteWait  = 5 * time.Second
+	DefaultCloseGrace = time.Second
+)
+
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.Dialer == nil {
 		c.Dialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second}
@@ -133,14 +142,14 @@ type Client struct {
 
 	// Owned by the reader goroutine.
 	buf bytes.Buffer
-	msg serverMessage
+	msg ServerMessage
 	// lastError is the reader's last Error event: a close frame with its code ends the
 	// connection for the reason it gave (a kick's or ban's words, not the bare code).
 	lastError Error
 }
 
-// wsURL turns a server base URL into its websocket endpoint.
-func wsURL(serverURL string) (string, error) {
+// WebSocketURL turns a server base URL into its websocket endpoint.
+func WebSocketURL(serverURL string) (string, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
 		return "", fmt.Errorf("signaling: server URL: %w", err)
@@ -171,17 +180,17 @@ func wsURL(serverURL string) (string, error) {
 // The first event on Events is the Joined that Dial received.
 func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientConfig) (*Client, error) {
 	cfg = cfg.withDefaults()
-	endpoint, err := wsURL(serverURL)
+	endpoint, err := WebSocketURL(serverURL)
 	if err != nil {
 		return nil, err
 	}
-	join := clientMessage{V: ProtocolVersion, Type: typeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token, Resume: opts.Resume, Batch: true}
+	join := ClientMessage{V: ProtocolVersion, Type: TypeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token, Resume: opts.Resume, Batch: true}
 	frame, err := json.Marshal(join)
 	if err != nil {
 		return nil, fmt.Errorf("signaling: encoding join: %w", err)
 	}
 	// Check locally what the server would refuse anyway.
-	if err := decodeClientMessage(frame, new(clientMessage)); err != nil {
+	if err := DecodeClientMessage(frame, new(ClientMessage)); err != nil {
 		return nil, err
 	}
 	ws, resp, err := cfg.Dialer.DialContext(ctx, endpoint, cfg.Header)
@@ -260,7 +269,7 @@ func (c *Client) handshake(ctx context.Context, frame []byte) (Joined, error) {
 			}
 			return fail(err)
 		}
-		ev, err := decodeServerMessage(data, &c.msg)
+		ev, err := DecodeServerMessage(data, &c.msg)
 		if err != nil {
 			return fail(err)
 		}
@@ -330,13 +339,13 @@ func (c *Client) SendSignal(ctx context.Context, to PeerIndex, payload SignalPay
 // SetSynced tells the server that this member has applied the host's
 // snapshot, which makes it eligible as host.
 func (c *Client) SetSynced(ctx context.Context) error {
-	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeSynced}, true)
+	return c.queue(ctx, ClientMessage{V: ProtocolVersion, Type: TypeSynced}, true)
 }
 
 // ReportReplica sends the server a summary of this member's replica (about
 // once a second), shown in /api/rooms.
 func (c *Client) ReportReplica(ctx context.Context, r Report) error {
-	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeReport, Replica: &r}, true)
+	return c.queue(ctx, ClientMessage{V: ProtocolVersion, Type: TypeReport, Replica: &r}, true)
 }
 
 // TrySendSignal is SendSignal that never blocks: when the send queue is full
@@ -348,12 +357,12 @@ func (c *Client) TrySendSignal(to PeerIndex, payload SignalPayload) error {
 
 // TrySetSynced is SetSynced that never blocks (see TrySendSignal).
 func (c *Client) TrySetSynced() error {
-	return c.queue(context.Background(), clientMessage{V: ProtocolVersion, Type: typeSynced}, false)
+	return c.queue(context.Background(), ClientMessage{V: ProtocolVersion, Type: TypeSynced}, false)
 }
 
 // TryReportReplica is ReportReplica that never blocks (see TrySendSignal).
 func (c *Client) TryReportReplica(r Report) error {
-	return c.queue(context.Background(), clientMessage{V: ProtocolVersion, Type: typeReport, Replica: &r}, false)
+	return c.queue(context.Background(), ClientMessage{V: ProtocolVersion, Type: TypeReport, Replica: &r}, false)
 }
 
 func (c *Client) signal(ctx context.Context, to PeerIndex, payload SignalPayload, wait bool) error {
@@ -363,12 +372,12 @@ func (c *Client) signal(ctx context.Context, to PeerIndex, payload SignalPayload
 	if err := payload.Validate(); err != nil {
 		return err
 	}
-	return c.queue(ctx, clientMessage{V: ProtocolVersion, Type: typeSignal, To: to, Payload: &payload}, wait)
+	return c.queue(ctx, ClientMessage{V: ProtocolVersion, Type: TypeSignal, To: to, Payload: &payload}, wait)
 }
 
 // queue puts m on the send queue. With wait it waits for room until ctx
 // ends; without, a full queue fails at once with ErrSendQueueFull.
-func (c *Client) queue(ctx context.Context, m clientMessage, wait bool) error {
+func (c *Client) queue(ctx context.Context, m ClientMessage, wait bool) error {
 	frame, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("signaling: encoding %s: %w", m.Type, err)
@@ -501,7 +510,7 @@ func (c *Client) readMessages() error {
 // handleMessage decodes one server message and queues its event. Only a full event queue is an
 // error; an undecodable or unknown message is logged and skipped.
 func (c *Client) handleMessage(data []byte) error {
-	ev, err := decodeServerMessage(data, &c.msg)
+	ev, err := DecodeServerMessage(data, &c.msg)
 	if err != nil {
 		c.log.Warn().Err(err).Msg("undecodable server message ignored")
 		return nil
@@ -616,10 +625,15 @@ func ParseServers(list string) ([]string, error) {
 		if p == "" {
 			return nil, fmt.Errorf("signaling: server list %q: entry %d is empty", list, i+1)
 		}
-		if _, err := wsURL(p); err != nil {
+		if _, err := WebSocketURL(p); err != nil {
 			return nil, err
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -1,4 +1,4 @@
-package signaling
+package sigclient
 
 // Event is what a Client delivers on Events: one of Joined, MemberJoined,
 // MemberLeft, MemberSynced, HostChanged, ICEServersUpdated, Signal, Error or Closed.

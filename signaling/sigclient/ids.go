@@ -1,4 +1,4 @@
-package signaling
+package sigclient
 
 import (
 	"fmt"
@@ -90,17 +90,17 @@ func (k Kind) Valid() bool {
 const (
 	maxRoomLen   = 128  // bytes of a room name
 	maxUserLen   = 128  // bytes of a user name
-	maxDeviceLen = 128  // bytes of a device name
-	maxTokenLen  = 4096 // bytes of a token string
+	MaxDeviceLen = 128  // bytes of a device name
+	MaxTokenLen  = 4096 // bytes of a token string
 )
 
-// serverDevicePrefix starts every device name the server makes up for a join
+// ServerDevicePrefix starts every device name the server makes up for a join
 // without a device; clients may not use it, so made-up names never collide.
-const serverDevicePrefix = "~"
+const ServerDevicePrefix = "~"
 
-// checkName validates a room, user or device name: valid UTF-8, no control
+// CheckName validates a room, user or device name: valid UTF-8, no control
 // characters, at most max bytes, and (when noSlash) no "/".
-func checkName(what, s string, max int, noSlash bool) error {
+func CheckName(what, s string, max int, noSlash bool) error {
 	if len(s) > max {
 		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrBadMessage, what, len(s), max)
 	}
@@ -118,23 +118,23 @@ func checkName(what, s string, max int, noSlash bool) error {
 	return nil
 }
 
-func checkRoom(room RoomID) error {
+func CheckRoom(room RoomID) error {
 	if room == "" {
 		return fmt.Errorf("%w: room is empty", ErrBadMessage)
 	}
-	return checkName("room", string(room), maxRoomLen, false)
+	return CheckName("room", string(room), maxRoomLen, false)
 }
 
-func checkUser(user string) error {
+func CheckUser(user string) error {
 	if user == "" {
 		return fmt.Errorf("%w: user is empty", ErrBadMessage)
 	}
-	return checkName("user", user, maxUserLen, true)
+	return CheckName("user", user, maxUserLen, true)
 }
 
-func checkDevice(device string) error {
-	if strings.HasPrefix(device, serverDevicePrefix) {
-		return fmt.Errorf("%w: device names starting with %q are reserved for the server", ErrBadMessage, serverDevicePrefix)
+func CheckDevice(device string) error {
+	if strings.HasPrefix(device, ServerDevicePrefix) {
+		return fmt.Errorf("%w: device names starting with %q are reserved for the server", ErrBadMessage, ServerDevicePrefix)
 	}
-	return checkName("device", device, maxDeviceLen, true)
+	return CheckName("device", device, MaxDeviceLen, true)
 }

@@ -1,4 +1,4 @@
-package signaling
+package sigclient
 
 import (
 	"errors"
@@ -135,11 +135,11 @@ const (
 	CodeKicked             ErrorCode = "kicked"
 )
 
-// codeTable pairs every code with its sentinel; the order is the order in
-// which codeOf tests a wrapped error.
-var codeTable = [...]struct {
-	code ErrorCode
-	err  error
+// CodeTable pairs every code with its sentinel; the order is the order in
+// which CodeOf tests a wrapped error.
+var CodeTable = [...]struct {
+	Code ErrorCode
+	Err  error
 }{
 	{CodeBadSignal, ErrBadSignal},
 	{CodeBadMessage, ErrBadMessage},
@@ -171,11 +171,11 @@ var codeTable = [...]struct {
 	{CodeKicked, ErrKicked},
 }
 
-// codeOf maps an error to its wire code; unknown errors are bad messages.
-func codeOf(err error) ErrorCode {
-	for _, e := range codeTable {
-		if errors.Is(err, e.err) {
-			return e.code
+// CodeOf maps an error to its wire code; unknown errors are bad messages.
+func CodeOf(err error) ErrorCode {
+	for _, e := range CodeTable {
+		if errors.Is(err, e.Err) {
+			return e.Code
 		}
 	}
 	return CodeBadMessage
@@ -183,9 +183,9 @@ func codeOf(err error) ErrorCode {
 
 // sentinelOf maps a wire code to its sentinel, or nil for an unknown code.
 func sentinelOf(code ErrorCode) error {
-	for _, e := range codeTable {
-		if e.code == code {
-			return e.err
+	for _, e := range CodeTable {
+		if e.Code == code {
+			return e.Err
 		}
 	}
 	return nil
