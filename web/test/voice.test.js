@@ -362,3 +362,17 @@ test('a session lost and joined again keeps the microphone and the mute state, o
   assert.deepEqual(made[1].channels[0].sent, [{ t: 'mute', muted: false }]);
   await assert.rejects(v.join(), /already joined/);
 });
+
+test('leaving while the offer is out ends the session the forwarder made (DELETE)', async () => {
+  const { FakePC } = fakePC();
+  const { f, calls } = fakeFetch({});
+  let v;
+  const slow = async (url, init) => {
+    if (init.method === 'POST') v.end('left'); // the player left meanwhile
+    return f(url, init);
+  };
+  v = new VoiceClient({ room: 'r', member: 'u/d', listen: true, RTCPeerConnection: /** @type {any} */ (FakePC), fetch: /** @type {any} */ (slow) });
+  await assert.rejects(v.join(), /left while joining/);
+  assert.deepEqual(calls.map((c) => c.init.method), ['POST', 'DELETE']);
+  assert.equal(calls[1].url, '/voice/arena/s42');
+});

@@ -412,7 +412,11 @@ export class VoiceClient {
       if (!offer) throw new Error('voice: no local description');
       const url = voiceURL(o.url || '', o.room, o.member);
       const answer = await this.post(url, offer.sdp);
-      if (this.state !== 'joining') throw new Error(`voice: ${this.closeReason || 'left'} while joining`);
+      if (this.state !== 'joining') {
+        // Left while the offer was out: end the session the forwarder just made.
+        this.leave().catch(() => {});
+        throw new Error(`voice: ${this.closeReason || 'left'} while joining`);
+      }
       await pc.setRemoteDescription({ type: 'answer', sdp: answer });
       this.accept(answer);
       this.state = 'live';
