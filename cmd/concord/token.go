@@ -34,16 +34,18 @@ func cmdToken(args []string, stdout, stderr io.Writer, now func() time.Time) err
 	fs.IntVar(&o.power, "power", 0, "the member's power level")
 	fs.BoolVar(&o.mayHost, "host", false, "allow the member to be elected host")
 	fs.BoolVar(&o.mod, "mod", false, "let the holder kick and ban members of the room (concord kick/ban --token)")
+	fs.StringVar(&o.voice, "voice", "", "what the member may do with voice: publish (the default), listen (hear, not speak) or none (docs/protocol.md §10)")
 	fs.DurationVar(&o.ttl, "ttl", time.Hour, "how long the token is valid")
-	fs.StringVar(&o.voice, "voice", "", "what the member may do with voice: publish (the default), listen or none (docs/protocol.md §10)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	switch o.voice {
+	case "", "publish", "listen", "none":
+	default:
+		return usageError{fmt.Errorf("--voice %q: want publish, listen or none", o.voice)}
+	}
 	if o.room == "" || o.user == "" {
 		return usageError{errors.New("--room and --user are required")}
-	}
-	if o.voice != "" && o.voice != "publish" && o.voice != "listen" && o.voice != "none" {
-		return usageError{fmt.Errorf("--voice %q: want publish, listen or none", o.voice)}
 	}
 	if o.ttl <= 0 {
 		return usageError{fmt.Errorf("--ttl %v: must be positive", o.ttl)}

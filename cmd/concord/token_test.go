@@ -117,12 +117,8 @@ func TestTokenFlags(t *testing.T) {
 	if err := cmdToken([]string{"--room", "arena", "--user", "alice", "--kind", "robot"}, io.Discard, io.Discard, func() time.Time { return now }); err == nil {
 		t.Error("--kind robot: minted a token the server would refuse")
 	}
-	// --voice is the token's voice claim (docs/protocol.md §10), what the forwarder checks.
-	var out strings.Builder
-	if err := cmdToken([]string{"--room", "arena", "--user", "alice", "--voice", "listen"}, &out, io.Discard, func() time.Time { return now }); err != nil {
-		t.Fatal(err)
-	}
-	if c, err := signaling.ParseToken([]byte(testSecret), strings.TrimSpace(out.String()), now); err != nil || c.Voice != "listen" {
-		t.Errorf("--voice listen: claims %+v (%v), want voice listen", c, err)
+	tok := mint(t, now, "--room", "arena", "--user", "alice", "--voice", "listen")
+	if c, err := signaling.ParseToken([]byte(testSecret), tok, now); err != nil || c.Voice != "listen" {
+		t.Errorf("--voice listen: claims %+v, %v", c, err)
 	}
 }
