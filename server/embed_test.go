@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/examples/orbs"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"

@@ -8,9 +8,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/world"
 )
 
 // DefaultAddr is where a server listens when Options.Addr is "": loopback only, the port
@@ -75,6 +77,13 @@ type Options struct {
 	// --max-world-bytes; zero fields: the peer defaults).
 	World peer.WorldLimits
 
+	// Worlds are worlds of regions the server runs (--world; docs/protocol.md §11): region hosts
+	// on demand, their directory at /api/worlds/{W}. A single server only (not clustered yet).
+	Worlds []world.Def
+	// WorldGrace: a region nobody is in or watches is checkpointed and unloaded after this
+	// (--world-grace; 0: world.DefaultGrace).
+	WorldGrace time.Duration
+
 	// Network is the dedicated hosts' WebRTC (--ice, --udp, --public-ip, --relay-only).
 	Network Network
 
@@ -116,6 +125,15 @@ type Options struct {
 	// CheckpointInterval is the least time between two checkpoints of a changing room
 	// (--checkpoint-interval; 0: durable's default).
 	CheckpointInterval time.Duration
+	// KeepRooms says which rooms keep their world with Data (--keep-rooms, docs/protocol.md §6
+	// "Kept rooms"): KeepAll (every room: a server-side follower checkpoints the rooms with no
+	// dedicated host here, hosted by a browser tab or a host process of their own, and their first
+	// host restores over GET /api/rooms/{room}/checkpoint), KeepDedicated (only the rooms of
+	// this server's dedicated hosts) or KeepNone (no checkpoints). "": KeepDedicated.
+	KeepRooms string
+	// KeepSchemas is the schema table of the game the followers of KeepAll decode (a room whose
+	// host runs another table refuses its follower; it is not kept). nil: the arena demo's.
+	KeepSchemas *schema.Table
 	// RoomTTL: a room's counters leave the durable store this long after their last change
 	// (--room-ttl; 0: durable's default).
 	RoomTTL time.Duration

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 )
 
 // silence returns an Ogg stream of n packets.

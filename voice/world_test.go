@@ -11,8 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/demo/arena"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
@@ -160,6 +160,16 @@ func hosting(t *testing.T, host *peer.Peer) {
 	})
 }
 
+// inSlots says whether the forwarder's last slots message to c maps one of its slots to who.
+func inSlots(c *Client, who string) bool {
+	for _, m := range c.Slots() {
+		if m == who+"/d" {
+			return true
+		}
+	}
+	return false
+}
+
 func heard(c *Client, who string) int { return c.Speakers()[who+"/d"].Packets }
 
 // TestProximityFromWorld: listeners hear the speakers within the radius of their avatar and no
@@ -179,6 +189,14 @@ func TestProximityFromWorld(t *testing.T) {
 	va, vb, vc := w.dial("a"), w.dial("b"), w.dial("c")
 
 	w.seen(t, map[string]Pos{"a": {1000, 1000, true}, "b": {2000, 1000, true}, "c": {15000, 1000, true}})
+	// The forwarder looks at the positions on its own interval: wait until its slots say c is
+	// out of range (before the placement every avatar stood at its spawn point), then count.
+	poll.Until(t, 15*time.Second, "the forwarder takes c out of a's, b's and c's slots", func() error {
+		if inSlots(va, "c") || inSlots(vb, "c") || inSlots(vc, "a") || inSlots(vc, "b") {
+			return fmt.Errorf("slots: a %v, b %v, c %v", va.Slots(), vb.Slots(), vc.Slots())
+		}
+		return nil
+	})
 	cOut := func() int { return heard(va, "c") + heard(vb, "c") + heard(vc, "a") + heard(vc, "b") }
 	base, bBase := cOut(), heard(va, "b")
 	poll.Until(t, 15*time.Second, "a and b hear each other", func() error {

@@ -1,6 +1,6 @@
 package main
 
-// concord bench and bench-host: flags for the harness in internal/bench.
+// concord bench and bench-host: flags for the harness in internal/harness/bench.
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/concordrtc/concord/internal/bench"
+	"github.com/concordrtc/concord/internal/harness/bench"
 )
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {

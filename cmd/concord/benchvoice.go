@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/concordrtc/concord/internal/bench"
+	"github.com/concordrtc/concord/internal/harness/bench"
 	"github.com/concordrtc/concord/voice"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/durable"
-	"github.com/concordrtc/concord/internal/poll"
-	"github.com/concordrtc/concord/internal/testcert"
+	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/testcert"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )

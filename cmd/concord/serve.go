@@ -103,6 +103,7 @@ func serveFlags(fs *flag.FlagSet, o *server.Options) (finish func() error, logLe
 	fs.IntVar(&o.InterestRadius, "interest-radius", 0, "the dedicated hosts send each member only the avatars and boxes within this many millimetres of its avatar (interest management; 0: everything)")
 	fs.StringVar(&o.Data, "data", "./concord-data", `durable data directory: rooms keep their world across restarts (embedded JetStream); "" keeps rooms in memory only`)
 	fs.Var(sceneFlag{&o.Scenes}, "scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, and run a dedicated host for ROOM (repeatable; with --udp, hosts after the first take an ephemeral port on its address)")
+	fs.StringVar(&o.KeepRooms, "keep-rooms", server.KeepAll, "with --data, which rooms keep their world across restarts: all (a server-side follower checkpoints rooms hosted by a browser or a host process of their own, the arena's game; their first host restores over HTTP), dedicated (only rooms with a dedicated host here), none (no checkpoints)")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", durable.DefaultInterval, "least time between two checkpoints of a changing room (with --data)")
 	fs.StringVar(&o.Room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
 	host, _ := os.Hostname()

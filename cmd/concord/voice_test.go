@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/server"
 )
 

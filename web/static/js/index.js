@@ -37,6 +37,12 @@ export {
   VoiceClient, VoiceMixer, VoiceError, SlotTable, voiceClaim, parseVoiceMessage, answerDirections, falloff, spatial, rmsToLevel, speaking,
   voiceURL, DEFAULT_SLOTS, DEFAULT_RADIUS, SILENCE, SPEAKING_LEVEL,
 } from './voice.js';
+export { fetchCheckpoint, mergeCheckpoint } from './restore.js';
+export { WorldClient, fetchDirectory, loadRegion } from './worldclient.js';
+export {
+  regionAt, regionsInView, roomName, parseRoomName, parseDirectory, mergeAvatars, ReplayQueue,
+  MSG_RESIDENT, MSG_ACK, ACTION_INPUT, MAX_PENDING_INPUTS,
+} from './regions.js';
 
 /** @typedef {import('./peer.js').PeerOptions} PeerOptions */
 /** @typedef {import('./peer.js').App} App */
@@ -55,3 +61,7 @@ export {
 /** @typedef {import('./voice.js').VoiceOptions} VoiceOptions */
 /** @typedef {import('./voice.js').VoiceMessage} VoiceMessage */
 /** @typedef {import('./voice.js').SlotChange} SlotChange */
+/** @typedef {import('./worldclient.js').WorldClientOptions} WorldClientOptions */
+/** @typedef {import('./worldclient.js').WorldClientEvent} WorldClientEvent */
+/** @typedef {import('./worldclient.js').WorldEntity} WorldEntity */
+/** @typedef {import('./regions.js').Directory} Directory */
