@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 )
 
 // TestMutedBeforeTrack: a member that mutes before its microphone's first packet reaches the
