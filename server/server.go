@@ -320,7 +320,6 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	cfg.CheckOrigin = origins.allowed
 	cfg.Registerer = reg
-	cfg.Followers = append(cfg.Followers, voice.FollowerUser)
 	if o.Secret != "" {
 		cfg.Secret = []byte(o.Secret)
 	}

@@ -99,12 +99,14 @@ func (v *voiceServer) start(s *Server, o Options, url string, addr *net.TCPAddr,
 			if pc.Server == "" {
 				pc.Server = url
 			}
-			pc.User, pc.Device, pc.Kind = voice.FollowerUser, "forwarder", signaling.KindBot
+			// A host-kind member that declines hosting, as internal/follow's followers: never
+			// elected, and no avatar of its own in the room.
+			pc.User, pc.Device, pc.Kind, pc.NoHost = voice.FollowerUser, "forwarder", signaling.KindHost, true
 			pc.App, pc.Interest = arena.New(arena.Config{}), nil
 			if o.Secret != "" {
 				now := o.Now()
 				if pc.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{Room: room, User: pc.User, Device: pc.Device,
-					Kind: signaling.KindBot, IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+					Kind: signaling.KindHost, IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
 					return peer.Config{}, false
 				}
 			}

@@ -37,10 +37,6 @@ type RoomConfig struct {
 type Config struct {
 	// Logger receives the server's logs. The zero value discards them.
 	Logger zerolog.Logger
-	// Followers are user names an open server (no Secret) never lets host: the server's own
-	// read-only members (the voice forwarder's, docs/protocol.md §10). With a secret, their
-	// tokens say so (claim mayHost absent). Default none.
-	Followers []string
 	// Clock is used to check token times. If nil, the system clock is used.
 	Clock Clock
 
@@ -323,7 +319,6 @@ func (c Config) withDefaults() Config {
 	c.Rooms = rooms
 	c.Secret = append([]byte(nil), c.Secret...)
 	c.AllowedHosts = append([]string(nil), c.AllowedHosts...)
-	c.Followers = append([]string(nil), c.Followers...)
 	return c
 }
 

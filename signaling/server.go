@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -447,7 +446,7 @@ func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
 			kind = KindBrowser
 		}
 		// Open mode: the power level never comes from the client.
-		return joinRequest{room: m.Room, user: m.User, device: m.Device, kind: kind, power: s.cfg.DefaultPowerLevel, mayHost: !m.NoHost && !slices.Contains(s.cfg.Followers, m.User)}, nil
+		return joinRequest{room: m.Room, user: m.User, device: m.Device, kind: kind, power: s.cfg.DefaultPowerLevel, mayHost: !m.NoHost}, nil
 	}
 	if m.Token == "" {
 		return joinRequest{}, fmt.Errorf("%w: this server needs a token to join %q", ErrTokenRequired, m.Room)

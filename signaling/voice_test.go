@@ -5,19 +5,6 @@ import (
 	"time"
 )
 
-// TestFollowersNeverHost: on an open server a follower's join (the voice forwarder's read-only
-// member) may not host; anyone else's may.
-func TestFollowersNeverHost(t *testing.T) {
-	s := New(Config{Followers: []string{"concord-voice"}})
-	defer s.Close()
-	for user, want := range map[string]bool{"concord-voice": false, "ann": true} {
-		req, err := s.authorize(&clientMessage{Room: "r", User: user})
-		if err != nil || req.mayHost != want {
-			t.Errorf("%s: mayHost %v (%v), want %v", user, req.mayHost, err, want)
-		}
-	}
-}
-
 // TestVoiceClaimAndMemberIndex: the voice claim survives a token's round trip, and the member
 // table answers a member's index until it leaves.
 func TestVoiceClaimAndMemberIndex(t *testing.T) {

@@ -13,12 +13,13 @@ import (
 )
 
 // FollowerUser is the user name of the read-only member the forwarder joins to a room it reads
-// positions of (signaling.Config.Followers on an open server: it never hosts).
+// positions of. It joins as a host-kind member that declines hosting (peer.Config.NoHost): it is
+// never elected, and games give host-kind members no avatar.
 const FollowerUser = "concord-voice"
 
 // WorldPositions reads avatar positions out of rooms' worlds (Positions): the world of a host
 // peer in this process when there is one, else that of a read-only member it joins to the room
-// (MayHost false) on first use and leaves on Forget. It is a minimal follower of its own; the
+// (peer.Config.NoHost) on first use and leaves on Forget. It is a minimal follower of its own; the
 // positions are the CRDT's, never a client's claim.
 type WorldPositions struct {
 	// Host returns the peer of room's host in this process (concord serve's dedicated host), or

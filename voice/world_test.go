@@ -33,12 +33,12 @@ type world struct {
 func newWorld(t *testing.T, radius float64) *world {
 	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
-	sig := signaling.New(signaling.Config{Logger: log, Followers: []string{FollowerUser}})
+	sig := signaling.New(signaling.Config{Logger: log})
 	mux := http.NewServeMux()
 	hs := httptest.NewServer(mux)
 	w := &world{t: t, url: hs.URL, sig: sig, peers: map[string]*peer.Peer{}}
 	w.pos = &WorldPositions{Logger: log, Follow: func(room signaling.RoomID) (peer.Config, bool) {
-		return peer.Config{Server: hs.URL, Room: string(room), User: FollowerUser, Device: "forwarder", Kind: signaling.KindBot,
+		return peer.Config{Server: hs.URL, Room: string(room), User: FollowerUser, Device: "forwarder", Kind: signaling.KindHost, NoHost: true,
 			App: arena.New(arena.Config{}), Logger: log}, true
 	}}
 	f, err := New(Config{Members: sig, Positions: w.pos, Radius: radius, Interval: 50 * time.Millisecond, Logger: log})

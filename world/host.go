@@ -15,6 +15,10 @@ type handoff struct {
 	gen    uint32   // its generation in the destination
 	ack    uint32   // the player's last applied input
 	start  time.Time
+	// away: when the player's client left the source's room (zero while it is a member): the
+	// destination keeps counting from it, so that an avatar walking on without its player
+	// leaves the world after LeaveGrace however many borders it crosses.
+	away time.Time
 }
 
 // inhabitant is a player resident in a region: its avatar lives here and its inputs apply here.
@@ -176,6 +180,8 @@ func (a *regionApp) accept(w *peer.World, h handoff) bool {
 		if w.SendMessage(idx, MsgResident, appendResident(nil, m), true) == nil {
 			in.told = a.s.now()
 		}
+	} else if !h.away.IsZero() {
+		in.away, in.joined = h.away, true
 	} else {
 		in.away = a.s.now()
 	}
@@ -273,6 +279,9 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 		}
 		in.handing = true
 		h := handoff{owner: owner, values: a.values(w, in.e), gen: in.gen + 1, ack: in.ack, start: now}
+		if in.joined {
+			h.away = in.away
+		}
 		a.s.wg.Add(1)
 		go func() {
 			defer a.s.wg.Done()
