@@ -28,6 +28,13 @@ function debugHooks(peer) {
     sendRaw,
     boxPos: (e) => parseVec(w.get(e, BOX_POS)),
     avatarPos: (e) => parseVec(w.get(e, AVATAR_POS)),
+    /** Moves this member's avatar to pos at once (its own write: the avatar is its authority). */
+    teleport: (pos) => peer.do((ww) => {
+      const me = ww.avatarOf(ww.self);
+      if (me === undefined) return false;
+      ww.set(me, AVATAR_POS, encodeVec(pos));
+      return true;
+    }),
     requestLock: (e) => peer.do((ww) => ww.requestLock(e)),
     silence: () => peer.silence(),
     /** A HostSnapshot, as if this member were the host, that puts box e at pos. */

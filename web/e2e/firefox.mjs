@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 
 import { CHROMIUM_ARGS } from './chromium.mjs';
 import { Proc, check, converged, reexecInNamespaces, runScenarios, waitFor } from './common.mjs';
+import { botVoice, joinVoice } from './voice.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
@@ -120,12 +121,16 @@ class Env {
     return converged(() => this.rooms(), members, timeoutMs);
   }
 
-  /** A stock Firefox (no pref changed) with a fresh profile; returns a puppeteer page. */
-  async firefox() {
+  /**
+   * A stock Firefox (no pref changed) with a fresh profile; returns a puppeteer page. fakeMic:
+   * the only prefs a test changes, a fake microphone granted without asking (voice).
+   */
+  async firefox({ fakeMic = false } = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'concord-e2e-ff-'));
     const browser = await puppeteer.launch({
       browser: 'firefox', executablePath: firefoxPath, headless: true, userDataDir: join(dir, 'profile'),
       env: { ...process.env, HOME: dir },
+      extraPrefsFirefox: fakeMic ? { 'media.navigator.streams.fake': true, 'media.navigator.permission.disabled': true } : {},
     });
     this.closers.push(async () => { await browser.close().catch(() => {}); rmSync(dir, { recursive: true, force: true }); });
     this.browserName = 'firefox';
@@ -241,6 +246,31 @@ scenario('firefox-explains-loopback', async (env) => {
   check(said.includes('--ice loopback') && said.includes('only loopback'), `the hint says: ${said}`);
   await page.screenshot({ path: join(artifacts, 'firefox-explains-loopback.png') });
   return `the page says "${said.slice(0, 90)}…"`;
+});
+
+scenario('firefox-voice', async (env) => {
+  // Firefox in voice with Go bots (docs/protocol.md §10): it hears the publishing bot, and the
+  // listening bot hears it. Radius 0: everyone hears everyone.
+  await env.serve(['--voice-radius', '0']);
+  const page = await env.firefox({ fakeMic: true });
+  await env.join(page, 'vera');
+  await waitFor('the page to sync', 20000, async () => (await status(page)).synced);
+  const ogg = resolve(here, '..', '..', 'testdata', 'voice', 'silence.ogg');
+  env.proc('bot-speaker', ['bot', '--server', env.url, '--room', 'arena', '-n', '1', '--name', 'gospeak', '--move-for', '1s', '--voice', ogg]);
+  const listener = env.proc('bot-listener', ['bot', '--server', env.url, '--room', 'arena', '-n', '1', '--name', 'golisten', '--move-for', '1s', '--voice-listen']);
+  await joinVoice(page);
+  const got = await waitFor('Firefox to receive the Go speaker', 30000, () => page.evaluate(async () => {
+    const st = await window.concord.voice().stats();
+    const s = st.slots.find((x) => x.member.startsWith('gospeak'));
+    if (s && s.packetsReceived > 50 && st.packetsSent > 50) return { received: s.packetsReceived, sent: st.packetsSent };
+    const v = window.concord.voice();
+    throw new Error(`voice ${v.state} (${v.pc && v.pc.connectionState}), slots ${JSON.stringify(st.slots.filter((x) => x.member))}, sent ${st.packetsSent}`);
+  }), 200);
+  const heard = await waitFor('the Go listener to hear Firefox and the Go speaker', 20000, () => {
+    const x = botVoice(listener.out);
+    return x && x.speakers === 2 && x.heard > 100 ? x : false;
+  });
+  return `Firefox received ${got.received} packets from the Go speaker and sent ${got.sent}; the Go listener heard ${heard.heard} packets from 2 speakers`;
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -9,15 +9,19 @@
 // Output, one line each, for the Go test to read: `joined <status JSON>` once the page has
 // joined the room, then `status <status JSON>` every 500 ms, with `pairs`: the candidate types of
 // each link's selected pair from the browser's getStats(), and `localCandidates`: the type and
-// address of every local candidate it gathered. It runs until SIGTERM or SIGINT; a
-// failure prints `error <message>` and exits 1.
+// address of every local candidate it gathered. With `--voice` (Chromium only) the page also joins
+// voice with a fake microphone and unmutes, and the status carries `voice`: the session's state,
+// each slot's member and packets received, the packets sent, and the voice connection's selected
+// pair. It runs until SIGTERM or SIGINT; a failure prints `error <message>` and exits 1.
 
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { CHROMIUM_ARGS } from './chromium.mjs';
+import { writeFileSync } from 'node:fs';
+
+import { CHROMIUM_ARGS, speechWav, voiceArgs } from './chromium.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -25,6 +29,7 @@ const { values: opt } = parseArgs({
     room: { type: 'string', default: 'arena' },
     user: { type: 'string', default: 'alice' },
     browser: { type: 'string', default: 'chromium' },
+    voice: { type: 'boolean', default: false },
   },
 });
 
@@ -42,6 +47,7 @@ if (ifaces.join(',') !== 'eth0,lo' || addrs.length === 0 || !addrs.every(inLab))
 if (!opt.server) fail('--server URL is required');
 
 if (opt.browser !== 'chromium' && opt.browser !== 'firefox') fail(`--browser ${opt.browser}: want chromium or firefox`);
+if (opt.voice && opt.browser !== 'chromium') fail('--voice needs --browser chromium (its fake microphone)');
 const tmp = mkdtempSync(join(tmpdir(), `concord-lab-${opt.browser}-`));
 let context;
 let closing = false;
@@ -66,9 +72,17 @@ try {
     page = await context.newPage();
   } else {
     const { chromium } = await import('playwright-core');
+    let args = CHROMIUM_ARGS;
+    if (opt.voice) {
+      const wav = join(tmp, 'speech.wav');
+      writeFileSync(wav, speechWav(4));
+      // The lab's server is plain http on a lab address: not a secure context, where Chromium
+      // offers no microphone at all. The test says this origin is secure (never the shipped page's setting).
+      args = [...CHROMIUM_ARGS, ...voiceArgs(wav), `--unsafely-treat-insecure-origin-as-secure=${new URL(opt.server).origin}`];
+    }
     context = await chromium.launchPersistentContext(tmp, {
       executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-      args: CHROMIUM_ARGS,
+      args,
       headless: true,
     });
     page = await context.newPage();
@@ -99,6 +113,23 @@ try {
       const remote = stats.get(pair.remoteCandidateId);
       st.pairs[idx] = { local: local && local.candidateType, remote: remote && remote.candidateType };
     }
+    const v = c.voice && c.voice();
+    if (v) {
+      const vs = await v.stats();
+      st.voice = { state: v.state, publishing: v.publishing, muted: v.muted, packetsSent: vs.packetsSent, slots: vs.slots, pair: null, note: c.voiceView().note };
+      if (v.pc) {
+        const stats = await v.pc.getStats();
+        stats.forEach((s) => {
+          if (s.type !== 'transport' || !s.selectedCandidatePairId) return;
+          const pair = stats.get(s.selectedCandidatePairId);
+          const local = pair && stats.get(pair.localCandidateId);
+          const remote = pair && stats.get(pair.remoteCandidateId);
+          if (local && remote) st.voice.pair = { local: local.candidateType, remote: remote.candidateType, protocol: local.relayProtocol || local.protocol };
+        });
+      }
+    } else if (c.voiceView) {
+      st.voice = { state: c.voiceView().state, note: c.voiceView().note };
+    }
     return st;
   });
   const end = Date.now() + 20000;
@@ -113,6 +144,19 @@ try {
       await close(1);
     }
     await new Promise((r) => setTimeout(r, 100));
+  }
+  if (opt.voice) {
+    // Join voice as a player would (the button, then Unmute), once the page has synced.
+    await page.waitForFunction(() => window.concord.status().synced, null, { timeout: 30000 });
+    await page.click('#voice-join');
+    await page.waitForFunction(() => window.concord.voiceView().state !== 'joining' && window.concord.voiceView().state !== 'off', null, { timeout: 30000 })
+      .catch(() => {});
+    const v = await page.evaluate(() => window.concord.voiceView());
+    if (v.state !== 'live') {
+      console.log(`error voice did not go live: ${v.state}: ${v.note}`);
+      await close(1);
+    }
+    await page.click('#voice-mute');
   }
   for (;;) {
     console.log(`status ${JSON.stringify(await status())}`);

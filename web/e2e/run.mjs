@@ -20,8 +20,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { CHROMIUM_ARGS } from './chromium.mjs';
+import { CHROMIUM_ARGS, voiceArgs } from './chromium.mjs';
 import { Failure, Proc, check, converged, reexecInNamespaces, runScenarios, waitFor } from './common.mjs';
+import { addVoiceScenarios, fakeMicFile } from './voice.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 if (!process.env.CONCORD_E2E_ARTIFACTS) {
@@ -110,7 +111,8 @@ class Env {
       this.tmp = mkdtempSync(join(tmpdir(), 'concord-e2e-chromium-'));
       this.context = await chromium.launchPersistentContext(this.tmp, {
         executablePath: chromiumPath,
-        args: CHROMIUM_ARGS,
+        // A fake microphone for the voice scenarios (granted without asking; unused elsewhere).
+        args: [...CHROMIUM_ARGS, ...voiceArgs(fakeMicFile(this.tmp))],
         headless: true,
         viewport: { width: 1400, height: 820 },
       });
@@ -118,10 +120,10 @@ class Env {
     return this.context;
   }
 
-  /** Opens the page in a new tab and waits until it has joined the room. */
-  async page(user = 'alice', room = 'arena') {
-    const page = await this.tab(user);
-    await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}`);
+  /** Opens the page in a new tab (query: more of its URL's parameters) and waits until it has joined the room. */
+  async page(user = 'alice', room = 'arena', query = '', { expectErrors = false } = {}) {
+    const page = await this.tab(user, { expectErrors });
+    await page.goto(`${this.url}/?room=${encodeURIComponent(room)}&user=${encodeURIComponent(user)}${query}`);
     await waitFor(`${user} to join`, 10000, () => page.evaluate(() => window.concord && window.concord.status().self > 0));
     // The hooks that read the world and forge messages are test-only: injected, never served.
     // Served same-origin by this browser context only (the server has no such path), so the page's
@@ -707,6 +709,21 @@ scenario('cross-origin-refused', async (env) => {
   const r = await env.room();
   check(!r || !r.members.some((m) => m.peerId && m.peerId.startsWith('elsewhere')), 'the refused page joined');
   return `without --origin: "${said.slice(0, 70)}…"; serve logged the refused origin`;
+});
+
+// ---------------------------------------------------------------------------------------------
+// Voice (voice.mjs).
+
+addVoiceScenarios(scenario, {
+  status,
+  artifacts,
+  ogg: resolve(here, '..', '..', 'testdata', 'voice', 'silence.ogg'),
+  debugModule: join(here, 'debug.mjs'),
+  mint: (secret, room, user, ...extra) => {
+    const r = spawnSync(bin, ['token', '--room', room, '--user', user, ...extra], { env: { ...process.env, CONCORD_SECRET: secret }, encoding: 'utf8' });
+    check(r.status === 0, `concord token: ${r.stderr}`);
+    return r.stdout.trim();
+  },
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -67,8 +67,8 @@ func startBrowser(t *testing.T, ns netlab.NS, user string) *proc {
 }
 
 // startBrowserOf is startBrowser with the browser named: "chromium" (playwright-core) or
-// "firefox" (Firefox ESR with stock prefs, puppeteer-core).
-func startBrowserOf(t *testing.T, ns netlab.NS, user, browser string) *proc {
+// "firefox" (Firefox ESR with stock prefs, puppeteer-core), and more of lab.mjs's flags (--voice).
+func startBrowserOf(t *testing.T, ns netlab.NS, user, browser string, flags ...string) *proc {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -93,7 +93,7 @@ func startBrowserOf(t *testing.T, ns netlab.NS, user, browser string) *proc {
 	}
 	// The browser's profile goes to the lab's TempDir, which the lab removes even after a kill.
 	p := startEnv(t, ns, []string{"TMPDIR=" + netlab.Get(t).TempDir()}, browser+"-"+user, node,
-		filepath.Join(e2e, "lab.mjs"), "--server", serverURL, "--user", user, "--browser", browser)
+		append([]string{filepath.Join(e2e, "lab.mjs"), "--server", serverURL, "--user", user, "--browser", browser}, flags...)...)
 	waitFor(t, 30*time.Second, user+"'s page to join", func() error {
 		if strings.Contains(p.out.String(), "\njoined ") || strings.HasPrefix(p.out.String(), "joined ") {
 			return nil

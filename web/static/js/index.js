@@ -33,6 +33,10 @@ export {
 } from './authority.js';
 export { ProtocolError } from './netmsg.js';
 export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
+export {
+  VoiceClient, VoiceMixer, VoiceError, SlotTable, voiceClaim, parseVoiceMessage, answerDirections, falloff, spatial, rmsToLevel, speaking,
+  voiceURL, DEFAULT_SLOTS, DEFAULT_RADIUS, SILENCE, SPEAKING_LEVEL,
+} from './voice.js';
 export { fetchCheckpoint, mergeCheckpoint } from './restore.js';
 export { WorldClient, fetchDirectory, loadRegion } from './worldclient.js';
 export {
@@ -54,6 +58,9 @@ export {
 /** @typedef {import('./schema.js').EncodingSpec} EncodingSpec */
 /** @typedef {import('./authority.js').AuthorityRecord} AuthorityRecord */
 /** @typedef {import('./interpolate.js').InterpolatorOptions} InterpolatorOptions */
+/** @typedef {import('./voice.js').VoiceOptions} VoiceOptions */
+/** @typedef {import('./voice.js').VoiceMessage} VoiceMessage */
+/** @typedef {import('./voice.js').SlotChange} SlotChange */
 /** @typedef {import('./worldclient.js').WorldClientOptions} WorldClientOptions */
 /** @typedef {import('./worldclient.js').WorldClientEvent} WorldClientEvent */
 /** @typedef {import('./worldclient.js').WorldEntity} WorldEntity */

@@ -13,6 +13,7 @@ import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
 import { takeCredentials } from './urlcred.js';
+import { VoiceClient, VoiceMixer, VoiceError, voiceClaim, speaking, DEFAULT_RADIUS } from './voice.js';
 import { fetchCheckpoint } from './restore.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
@@ -149,6 +150,7 @@ async function join(room, user, token) {
     setConn('failed', 'chip-bad');
   });
   setupInput(peer, game);
+  setupVoice(peer, room, token);
   const canvas = $('arena');
   const draw = () => {
     drawArena(canvas, peer, game);
@@ -344,6 +346,24 @@ function drawArena(canvas, peer, game) {
     ctx.lineWidth = me ? Math.max(2, px(90)) : Math.max(1, px(40));
     ctx.strokeStyle = me ? '#1d2330' : 'rgba(0,0,0,0.35)';
     ctx.stroke();
+    if (voice.state === 'live') {
+      if (voice.speakingNow().has(rec.peer)) {
+        ctx.beginPath();
+        ctx.arc(px(p.x), px(p.y), ar + px(140), 0, 2 * Math.PI);
+        ctx.lineWidth = Math.max(2, px(70));
+        ctx.strokeStyle = 'rgba(30, 142, 78, 0.8)';
+        ctx.stroke();
+      }
+      if (me && voice.radius > 0) {
+        ctx.beginPath();
+        ctx.arc(px(p.x), px(p.y), px(voice.radius), 0, 2 * Math.PI);
+        ctx.lineWidth = 1;
+        ctx.setLineDash([px(150), px(150)]);
+        ctx.strokeStyle = 'rgba(47, 111, 222, 0.35)';
+        ctx.stroke();
+        ctx.setLineDash([]);
+      }
+    }
     const name = avatarName(w, e).split('/')[0] + (me ? ' (you)' : '') + (rec.peer === w.host ? ' ★ host' : '');
     labels.push({ name, x: px(p.x), y: px(p.y) - ar - px(80), me });
   }
@@ -471,6 +491,279 @@ function updatePanel(peer) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Voice: one session with the server's forwarder (voice.js), heard through Web Audio at each
+// speaker's avatar position. The microphone is asked for once, on "Join voice", and starts muted.
+
+/** How long a speaking indicator stays lit after the last loud level (levels come at ~5 Hz), ms. */
+const SPEAKING_HOLD_MS = 400;
+/** How many times a lost voice session is rejoined (after 1, 2, 4, 8, 16 s) before the page gives up. */
+const VOICE_RETRIES = 5;
+
+const voice = {
+  /** @type {VoiceClient | null} */
+  client: null,
+  /** @type {VoiceMixer | null} */
+  mixer: null,
+  state: 'off', // off → joining → live; refused (this page cannot have voice)
+  userLeft: false, // the player clicked Leave voice (or the page is going): do not rejoin
+  retries: 0, // rejoins since the session was last live
+  radius: Number(params.get('voiceRadius') ?? DEFAULT_RADIUS),
+  /** @type {Map<number, number>} peer index → when it last spoke (performance.now()) */
+  spoke: new Map(),
+  /** @type {Map<string, number>} peerId → the volume this listener set for it (0..2) */
+  volume: new Map(),
+  /** @type {Map<string, HTMLLIElement>} peerId → its row in the voice list */
+  rows: new Map(),
+  /** The peer indexes speaking now. */
+  speakingNow() {
+    const t = performance.now();
+    /** @type {Set<number>} */
+    const out = new Set();
+    for (const [i, at] of this.spoke) if (t - at < SPEAKING_HOLD_MS) out.add(i);
+    return out;
+  },
+};
+
+/**
+ * @param {string} text
+ */
+function voiceNote(text) {
+  $('voice-status').textContent = text;
+}
+
+/**
+ * Wires the voice panel: Join voice, (un)mute, leave, the speakers' placement every frame.
+ * @param {import('./peer.js').Peer} peer
+ * @param {string} room
+ * @param {string} token
+ */
+function setupVoice(peer, room, token) {
+  const claim = voiceClaim(token);
+  if (claim === 'none') {
+    voice.state = 'refused';
+    $('voice-join').disabled = true;
+    voiceNote('Voice is off for you: your token does not allow it in this room.');
+    return;
+  }
+  if (claim === 'listen') voiceNote('Your token lets you listen only: others near you will be heard, you will not.');
+  /** peer index of a member by its signaling identity */
+  const indexOf = (/** @type {string} */ peerId) => {
+    for (const m of peer.members.values()) if (m.peerId === peerId) return m.peerIndex;
+    return peerId === peer.peerId ? peer.world.self : 0;
+  };
+  const rejoin = async () => {
+    const client = voice.client;
+    if (!client || voice.userLeft) return;
+    try {
+      await client.join();
+    } catch (err) {
+      // Refused now (the member left the room, voice was turned off): say why, stop.
+      voice.state = 'off';
+      voiceNote(`Voice lost: ${err instanceof VoiceError ? err.reason : err instanceof Error ? err.message : String(err)}.`);
+      stopVoice();
+      return;
+    }
+    voice.retries = 0;
+    voice.state = 'live';
+    voiceNote(client.muted ? 'Back in voice, muted.' : 'Back in voice: the players near you hear you.');
+  };
+  const join = async () => {
+    $('voice-join').disabled = true;
+    voice.userLeft = false;
+    voice.retries = 0;
+    voice.state = 'joining';
+    voiceNote('Joining voice…');
+    const mixer = new VoiceMixer({ radius: voice.radius });
+    voice.mixer = mixer;
+    mixer.resume(); // inside the click: browsers start audio only on a user gesture
+    const make = (/** @type {boolean} */ listen) => new VoiceClient({
+      room, member: peer.peerId, token, listen,
+      iceServers: () => (peer.sig && peer.sig.joined && peer.sig.joined.iceServers) || [],
+      onTrack: (mid, track) => mixer.attach(mid, track),
+      onLevels: (levels) => {
+        const t = performance.now();
+        for (const [who, l] of levels) if (speaking(l)) voice.spoke.set(indexOf(who), t);
+      },
+      onClose: (reason) => {
+        // Lost rather than left (the connection failed, the server restarted, signaling
+        // dropped this member for a moment): rejoin with the same microphone and mute state,
+        // backing off; another tab of this member taking over voice is final.
+        if (!voice.userLeft && reason !== 'replaced' && voice.retries < VOICE_RETRIES) {
+          const delay = 1000 * 2 ** voice.retries++;
+          voice.state = 'joining';
+          voiceNote(`Voice lost (${reason}); rejoining in ${delay / 1000} s…`);
+          for (const mid of [...mixer.slots.keys()]) mixer.detach(mid);
+          setTimeout(() => rejoin(), delay);
+          return;
+        }
+        voice.state = 'off';
+        voiceNote(voice.userLeft ? 'You left voice.' : `Voice ended: ${reason === 'replaced' ? 'this member joined voice from another tab' : reason}.`);
+        stopVoice();
+      },
+    });
+    // Browsers offer the microphone only to a secure page (https://, or http://localhost): on
+    // plain http from another address there is none to ask for, so listen.
+    const noMic = !navigator.mediaDevices || !navigator.mediaDevices.getUserMedia;
+    let client = make(claim === 'listen' || noMic);
+    voice.client = client;
+    try {
+      try {
+        await client.join();
+        if (noMic && claim !== 'listen') voiceNote('No microphone: browsers allow it only on https:// pages (or http://localhost); you are listening only.');
+      } catch (err) {
+        // The microphone refused (by the user or the browser): listen anyway.
+        if (!(err instanceof DOMException)) throw err;
+        client = make(true);
+        voice.client = client;
+        await client.join();
+        voiceNote(`No microphone (${err.name === 'NotAllowedError' ? 'permission refused' : err.message}): you are listening only.`);
+      }
+    } catch (err) {
+      stopVoice();
+      if (err instanceof VoiceError && (err.status === 503 || err.status === 403)) {
+        voice.state = 'refused';
+        voiceNote(`No voice here: ${err.reason}.`);
+        return;
+      }
+      voice.state = 'off';
+      voiceNote(`Could not join voice: ${err instanceof VoiceError ? err.reason : err instanceof Error ? err.message : String(err)}.`);
+      $('voice-join').disabled = false;
+      return;
+    }
+    voice.state = 'live';
+    if (client.mic && client.publishing && claim !== 'listen') {
+      mixer.watchMic(client.mic);
+      voiceNote('In voice, muted: unmute to talk to the players near you.');
+      $('voice-mute').hidden = false;
+      $('voice-self').hidden = false;
+    } else if (claim === 'listen') {
+      voiceNote('In voice, listening only (your token does not let you speak).');
+    }
+    $('voice-join').hidden = true;
+    $('voice-leave').hidden = false;
+    showMute(client.muted);
+  };
+  const stopVoice = () => {
+    if (voice.mixer) voice.mixer.close();
+    voice.mixer = null;
+    if (voice.client) voice.client.releaseMic();
+    $('voice-join').hidden = false;
+    $('voice-join').disabled = voice.state === 'refused';
+    $('voice-mute').hidden = true;
+    $('voice-self').hidden = true;
+    $('voice-leave').hidden = true;
+    $('voice-members').replaceChildren();
+    voice.rows.clear();
+  };
+  const showMute = (/** @type {boolean} */ muted) => {
+    const b = $('voice-mute');
+    b.textContent = muted ? 'Unmute' : 'Mute';
+    b.setAttribute('aria-pressed', String(muted));
+  };
+  $('voice-join').addEventListener('click', join);
+  $('voice-mute').addEventListener('click', () => {
+    const c = voice.client;
+    if (!c) return;
+    c.mute(!c.muted);
+    showMute(c.muted);
+    voiceNote(c.muted ? 'Muted: nobody hears you.' : 'Live: the players near you hear you.');
+  });
+  $('voice-leave').addEventListener('click', () => {
+    voice.userLeft = true;
+    if (voice.client) voice.client.leave({ release: true });
+  });
+  window.addEventListener('pagehide', () => {
+    voice.userLeft = true;
+    if (voice.client) voice.client.leave({ release: true });
+  });
+  const place = () => {
+    if (voice.state === 'live') placeSpeakers(peer, indexOf);
+    requestAnimationFrame(place);
+  };
+  requestAnimationFrame(place);
+  setInterval(() => { if (voice.state === 'live') updateVoicePanel(peer); }, 250);
+}
+
+/**
+ * Moves each slot's panner to its speaker's avatar, relative to this tab's avatar, and marks self
+ * speaking from the local microphone.
+ * @param {import('./peer.js').Peer} peer
+ * @param {(peerId: string) => number} indexOf
+ */
+function placeSpeakers(peer, indexOf) {
+  const { client, mixer } = voice;
+  if (!client || !mixer) return;
+  const w = peer.world;
+  const posOf = (/** @type {number} */ i) => {
+    const av = i ? w.avatarOf(i) : undefined;
+    return av !== undefined ? parseVec(w.get(av, AVATAR_POS)) : null;
+  };
+  const me = posOf(w.self);
+  for (const [mid, who] of client.table.speakers) {
+    if (!who) continue;
+    const them = posOf(indexOf(who));
+    // The server's radius is not on the wire: a speaker forwarded from clearly beyond the page's
+    // (serve runs with a larger --voice-radius, or 0) widens it, so that nobody it forwards is
+    // silenced here. A quarter's margin leaves out what the forwarder's view lags behind.
+    const d = me && them ? Math.hypot(them.x - me.x, them.y - me.y) : 0;
+    if (voice.radius > 0 && d > voice.radius * 1.25) voice.radius = mixer.radius = Math.round(d * 1.1);
+    mixer.place(mid, me, them, voice.volume.get(who) ?? 1);
+  }
+  if (!client.muted && client.publishing && speaking(mixer.micLevel())) voice.spoke.set(w.self, performance.now());
+}
+
+/**
+ * The voice list: every other member, lit while speaking, with a volume slider; rows persist so
+ * that a slider keeps its drag.
+ * @param {import('./peer.js').Peer} peer
+ */
+function updateVoicePanel(peer) {
+  const client = voice.client;
+  if (!client) return;
+  const now = voice.speakingNow();
+  $('voice-self').className = `speak${now.has(peer.world.self) ? ' on' : ''}`;
+  const heard = new Set(client.table.members());
+  const ul = $('voice-members');
+  /** @type {Set<string>} */
+  const live = new Set();
+  for (const m of [...peer.members.values()].sort((a, b) => a.peerIndex - b.peerIndex)) {
+    // The dedicated host and the forwarder's own read-only member (concord-voice) never speak.
+    if (m.peerIndex === peer.world.self || m.kind === 'host' || String(m.peerId).startsWith('concord-voice/')) continue;
+    live.add(m.peerId);
+    let li = voice.rows.get(m.peerId);
+    if (!li) {
+      li = document.createElement('li');
+      li.dataset.peer = m.peerId;
+      const dot = document.createElement('span');
+      dot.className = 'speak';
+      const who = document.createElement('span');
+      who.className = 'who';
+      who.textContent = String(m.peerId).split('/')[0];
+      const vol = document.createElement('input');
+      vol.type = 'range';
+      vol.min = '0';
+      vol.max = '200';
+      vol.value = String(Math.round((voice.volume.get(m.peerId) ?? 1) * 100));
+      vol.title = 'volume';
+      vol.setAttribute('aria-label', `volume of ${who.textContent}`);
+      vol.addEventListener('input', () => voice.volume.set(m.peerId, Number(vol.value) / 100));
+      li.append(dot, who, vol);
+      ul.append(li);
+      voice.rows.set(m.peerId, li);
+    }
+    const [dot, who] = /** @type {HTMLElement[]} */ ([...li.children]);
+    dot.className = `speak${now.has(m.peerIndex) ? ' on' : ''}`;
+    who.classList.toggle('far', !heard.has(m.peerId));
+    who.title = heard.has(m.peerId) ? 'in range' : 'out of range: not heard';
+  }
+  for (const [id, li] of voice.rows) {
+    if (live.has(id)) continue;
+    li.remove();
+    voice.rows.delete(id);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // window.concord: tools and tests
 
 /**
@@ -487,6 +780,14 @@ function makeAPI(peer, game) {
   };
   return {
     peer, game,
+    /** The voice session (null before Join voice), its state and the speaking indicators. */
+    voice: () => voice.client,
+    voiceView: () => ({
+      state: voice.state, note: $('voice-status').textContent, speaking: [...voice.speakingNow()], muted: voice.client ? voice.client.muted : true,
+      radius: voice.radius,
+      /** Each playing slot's gain now (falloff × the listener's volume for its speaker). */
+      gains: Object.fromEntries([...(voice.mixer ? voice.mixer.slots : [])].map(([mid, sl]) => [mid, sl.gain.gain.value])),
+    }),
     status: () => peer.status(),
     /** Live entities: {entity, schema, authority: {kind, peer}}. */
     entities: () => w.entities().map((e) => ({ entity: e, schema: schemaID(e), authority: { ...w.authorityRecord(e) } })),
