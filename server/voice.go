@@ -37,6 +37,8 @@ type voiceServer struct {
 	api *link.API
 	pos *voice.WorldPositions
 	f   *voice.Forwarder
+	// relay routes requests to the rooms' owners in a cluster (voicecluster.go); nil outside one.
+	relay *voiceRelay
 }
 
 // openVoiceSocket opens the forwarder's UDP socket with the dedicated hosts' network settings,
@@ -123,6 +125,7 @@ func (v *voiceServer) close() {
 	if v == nil {
 		return
 	}
+	v.relay.close()
 	if v.f != nil {
 		_ = v.f.Close()
 	}
