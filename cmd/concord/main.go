@@ -22,10 +22,12 @@ Usage:
                 [--ice-server URL]… [--tls-cert FILE --tls-key FILE] [--origin ORIGIN,…] [--nats URL] [--pprof]
   concord host  [--server http://127.0.0.1:7880] [--room arena] [--ice loopback|any] [--udp ADDR] [--public-ip IP] [--ca FILE]
   concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby] [--ice loopback|any] [--ca FILE]
+                [--voice FILE.ogg | --voice-listen]
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
   concord bench joins [-n 512]                                      N bots join one serve at once: time until synced
-  concord token --room R --user U [--power N] [--host] [--mod] [--ttl 1h]   mint a join token from CONCORD_SECRET
+  concord bench voice [-publishers 8] [-listeners 32]               speakers × listeners through the voice forwarder vs raw pion
+  concord token --room R --user U [--power N] [--host] [--mod] [--voice listen] [--ttl 1h]   mint a join token from CONCORD_SECRET
   concord kick --room R --user U [--reason TEXT]                    end a member's session in a room (CONCORD_ADMIN_KEY or --token)
   concord ban --room R --user U [--for 1h] [--reason TEXT]          keep an identity out of a room, for a while or for good
   concord unban --room R --user U                                   lift a ban
