@@ -67,6 +67,7 @@ type voiceRelayReply struct {
 // answering.
 type voiceRelay struct {
 	node  *cluster.Node
+	owns  func(signaling.RoomID) bool // this node owns the room (its directory)
 	nc    *nats.Conn
 	local http.Handler // this node's forwarder
 	log   zerolog.Logger
@@ -84,6 +85,7 @@ func newVoiceRelay(node *cluster.Node, nc *nats.Conn, local http.Handler, reg pr
 		count: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "concord_voice_relayed_total",
 			Help: "Voice requests relayed between cluster nodes, by side (edge, owner) and result (ok, unreachable, too_large, bad, busy, not_owner)."},
 			[]string{"side", "result"})}
+	v.owns = func(room signaling.RoomID) bool { return node.Directory().Owns(room) }
 	v.ctx, v.stop = context.WithCancel(context.Background())
 	if reg != nil {
 		if err := reg.Register(v.count); err != nil {
@@ -213,10 +215,10 @@ func (v *voiceRelay) serveOwner(m *nats.Msg) {
 	go func() {
 		defer func() { <-v.sem }()
 		room := voiceRoom(strings.SplitN(req.Path, "?", 2)[0])
-		if !v.node.Directory().Owns(room) {
+		if !v.owns(room) {
 			v.count.WithLabelValues("owner", "not_owner").Inc()
 			v.respond(m, voiceRelayReply{Status: http.StatusServiceUnavailable,
-				Body: []byte(fmt.Sprintf("voice: node %s does not own room %q (it is moving)\n", v.node.Name(), room))})
+				Body: []byte(fmt.Sprintf("voice: this node does not own room %q (it is moving)\n", room))})
 			return
 		}
 		ctx, cancel := context.WithTimeout(v.ctx, voiceRelayTimeout)
