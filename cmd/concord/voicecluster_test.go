@@ -24,12 +24,12 @@ import (
 )
 
 // TestVoiceClusterFailover: two `concord serve` nodes share one nats-server (JetStream) on
-// loopback. Member a joins through n1 (which so owns room arena), member b through n2 (an edge:
-// its websocket is relayed to n1). Each opens a voice session (voice.Keep) through the node it
-// joined: b's POST reaches n2, which relays it to n1 over NATS (docs/protocol.md §10 "In a
-// cluster"), and both hear each other through n1's forwarder. n1 is SIGKILLed: the room moves to
-// n2 once its lease expires, both members' signaling resumes there, both voice sessions notice
-// the failure and POST again, and both hear each other again. The outage (each listener's last
+// loopback. Member a joins through n1 (which so owns room arena), members b and c through n2 (an
+// edge: their websockets are relayed to n1). Each opens a voice session (voice.Keep) through the
+// node it joined: b's POST (b is given only n2) reaches n2, which relays it to n1 over NATS
+// (docs/protocol.md §10 "In a cluster"), and all hear each other through n1's forwarder. n1 is SIGKILLed: the room moves to
+// n2 once its lease expires, every member's signaling resumes there, every voice session notices
+// the failure and POSTs again, and everyone hears everyone again. The outage (each listener's last
 // packet of each speaker before the kill to its first after) is logged.
 func TestVoiceClusterFailover(t *testing.T) {
 	if testing.Short() {
@@ -64,7 +64,8 @@ func TestVoiceClusterFailover(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	lists := map[string][]string{"a": {urls[0], urls[1]}, "b": {urls[1], urls[0]}}
+	lists := map[string][]string{"a": {urls[0], urls[1]}, "b": {urls[1], urls[0]}, "c": {urls[1], urls[0]}}
+	users := []string{"a", "b", "c"}
 	member := func(user string) {
 		startTestBot(t, ctx, &wg, lists[user][0]+","+lists[user][1], user, arena.New(arena.Config{}), log, func(c *peer.Config) {
 			c.Device, c.Token = "d", token(user)
@@ -80,8 +81,10 @@ func TestVoiceClusterFailover(t *testing.T) {
 		for _, m := range r.Members {
 			ids = append(ids, m.PeerID)
 		}
-		if !slices.Contains(ids, "a/d") || !slices.Contains(ids, "b/d") {
-			return fmt.Errorf("members %v", ids)
+		for _, u := range users {
+			if !slices.Contains(ids, signaling.Identity(u+"/d")) {
+				return fmt.Errorf("members %v", ids)
+			}
 		}
 		return nil
 	}
@@ -97,14 +100,15 @@ func TestVoiceClusterFailover(t *testing.T) {
 		return nil
 	})
 	member("b")
-	poll.Until(t, 20*time.Second, "a and b members of arena on n1", func() error { return members(urls[0]) })
+	member("c")
+	poll.Until(t, 20*time.Second, "a, b and c members of arena on n1", func() error { return members(urls[0]) })
 
 	var silence bytes.Buffer
 	if err := voice.WriteSilence(&silence, 50); err != nil {
 		t.Fatal(err)
 	}
 	keep := map[string]*voice.Keeper{}
-	for _, user := range []string{"a", "b"} {
+	for _, user := range users {
 		// Short ICE timeouts: a dead forwarder is noticed in about a second, not five.
 		lapi, err := link.NewAPI(link.Config{Logger: zerolog.Nop(), DisableUDPMux: true,
 			ICEDisconnectedTimeout: time.Second, ICEFailedTimeout: 3 * time.Second, ICEKeepaliveInterval: 200 * time.Millisecond})
@@ -150,7 +154,14 @@ func TestVoiceClusterFailover(t *testing.T) {
 		}
 		return first, last, n
 	}
-	pairs := [][2]string{{"a", "b"}, {"b", "a"}}
+	var pairs [][2]string
+	for _, l := range users {
+		for _, s := range users {
+			if l != s {
+				pairs = append(pairs, [2]string{l, s})
+			}
+		}
+	}
 	hearEachOther := func(after time.Time) error {
 		for _, p := range pairs {
 			if err := keep[p[0]].Err(); err != nil {
@@ -163,26 +174,22 @@ func TestVoiceClusterFailover(t *testing.T) {
 		return nil
 	}
 	start := time.Now()
-	poll.Until(t, 30*time.Second, "a and b hear each other through n1 (b's offer relayed by n2)", func() error {
-		if err := hearEachOther(start); err != nil {
-			return fmt.Errorf("%w (a: %d sessions, b: %d)", err, len(keep["a"].Sessions()), len(keep["b"].Sessions()))
-		}
-		return nil
+	poll.Until(t, 30*time.Second, "everyone hears everyone through n1 (b's offer relayed by n2)", func() error {
+		return hearEachOther(start)
 	})
-	if got := len(keep["b"].Sessions()); got != 1 {
-		t.Fatalf("b opened %d sessions before the failure, want 1", got)
+	for _, u := range users {
+		if got := len(keep[u].Sessions()); got != 1 {
+			t.Fatalf("%s opened %d sessions before the failure, want 1", u, got)
+		}
 	}
 
 	if err := nodes[0].kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	poll.Until(t, 45*time.Second, "a and b hear each other again through n2", func() error {
-		if err := members(urls[1]); err != nil {
-			return fmt.Errorf("signaling not resumed on n2: %w", err)
-		}
-		return hearEachOther(killed)
-	})
+	poll.Until(t, 45*time.Second, "every member resumed on n2", func() error { return members(urls[1]) })
+	t.Logf("every member's signaling resumed on n2 %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+	poll.Until(t, 45*time.Second, "everyone hears everyone again through n2", func() error { return hearEachOther(killed) })
 	for _, p := range pairs {
 		first, last, _ := heard(p[0], p[1], killed)
 		t.Logf("%s hears %s again: outage %v (last packet %v before the kill, first %v after); %d sessions",
