@@ -386,7 +386,7 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	if s.node != nil && s.voice != nil { // one forwarder per room, on its owner (voicecluster.go)
-		if s.voice.relay, err = newVoiceRelay(s.node, s.store.Conn(), vh, reg, log.With().Str("component", "voice").Logger()); err != nil {
+		if s.voice.relay, err = newVoiceRelay(s.node, s.store.Conn(), vh, o.Voice.MaxRelayed, reg, log.With().Str("component", "voice").Logger()); err != nil {
 			return err
 		}
 		vh = s.voice.relay

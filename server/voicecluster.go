@@ -36,9 +36,11 @@ const (
 	// voiceRelayTimeout bounds a relayed request: the owner gathers its candidates (voice's
 	// gatherTimeout, 10 s) before it answers.
 	voiceRelayTimeout = 12 * time.Second
-	// voiceRelayConcurrent bounds the relayed requests an owner runs at once; beyond, 429.
-	voiceRelayConcurrent = 32
 )
+
+// DefaultVoiceMaxRelayed bounds the relayed requests an owner runs at once (Voice.MaxRelayed,
+// --voice-max-relayed); beyond, 429.
+const DefaultVoiceMaxRelayed = 32
 
 // voiceSubject is where node answers the voice requests the other nodes relay to it. It is per
 // node, not per room (concord.node.<node>.open's sibling): room ids need not be NATS tokens, and
@@ -80,8 +82,11 @@ type voiceRelay struct {
 
 // newVoiceRelay routes local's requests to the rooms' owners and answers the other nodes'. reg
 // may be nil.
-func newVoiceRelay(node *cluster.Node, nc *nats.Conn, local http.Handler, reg prometheus.Registerer, log zerolog.Logger) (*voiceRelay, error) {
-	v := &voiceRelay{node: node, nc: nc, local: local, log: log, sem: make(chan struct{}, voiceRelayConcurrent),
+func newVoiceRelay(node *cluster.Node, nc *nats.Conn, local http.Handler, maxRelayed int, reg prometheus.Registerer, log zerolog.Logger) (*voiceRelay, error) {
+	if maxRelayed <= 0 {
+		maxRelayed = DefaultVoiceMaxRelayed
+	}
+	v := &voiceRelay{node: node, nc: nc, local: local, log: log, sem: make(chan struct{}, maxRelayed),
 		count: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "concord_voice_relayed_total",
 			Help: "Voice requests relayed between cluster nodes, by side (edge, owner) and result (ok, unreachable, too_large, bad, busy, not_owner)."},
 			[]string{"side", "result"})}

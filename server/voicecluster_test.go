@@ -53,7 +53,7 @@ func TestVoiceRelayBounds(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, "v=0 answer")
 	})
-	v := &voiceRelay{nc: nc, local: local, sem: make(chan struct{}, voiceRelayConcurrent),
+	v := &voiceRelay{nc: nc, local: local, sem: make(chan struct{}, DefaultVoiceMaxRelayed),
 		owns:  func(room signaling.RoomID) bool { return room == "arena" },
 		count: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "relayed"}, []string{"side", "result"})}
 	v.ctx, v.stop = context.WithCancel(context.Background())
@@ -106,13 +106,13 @@ func TestVoiceRelayBounds(t *testing.T) {
 		}
 	}
 	// The owner is busy: every slot taken.
-	for range voiceRelayConcurrent {
+	for range DefaultVoiceMaxRelayed {
 		v.sem <- struct{}{}
 	}
 	if rep := ask(good); rep.Status != http.StatusTooManyRequests {
-		t.Errorf("beyond %d relayed requests at once: status %d, want 429", voiceRelayConcurrent, rep.Status)
+		t.Errorf("beyond %d relayed requests at once: status %d, want 429", DefaultVoiceMaxRelayed, rep.Status)
 	}
-	for range voiceRelayConcurrent {
+	for range DefaultVoiceMaxRelayed {
 		<-v.sem
 	}
 	if got := counterValue(v.count.WithLabelValues("owner", "bad")); got != 5 {
