@@ -7,7 +7,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,6 +185,10 @@ func TestVoiceClusterFailover(t *testing.T) {
 			t.Fatalf("%s opened %d sessions before the failure, want 1", u, got)
 		}
 	}
+	// b's and c's offers went through n2's relay, answered by n1's forwarder.
+	if edge, owner := voiceRelayed(t, urls[1], admin, "edge"), voiceRelayed(t, urls[0], admin, "owner"); edge < 2 || owner < 2 {
+		t.Fatalf("relayed voice requests: n2 as edge %v, n1 as owner %v; want at least 2 each", edge, owner)
+	}
 
 	if err := nodes[0].kill(); err != nil {
 		t.Fatal(err)
@@ -196,4 +203,34 @@ func TestVoiceClusterFailover(t *testing.T) {
 			p[0], p[1], first.Sub(last).Round(time.Millisecond), killed.Sub(last).Round(time.Millisecond),
 			first.Sub(killed).Round(time.Millisecond), len(keep[p[0]].Sessions()))
 	}
+}
+
+// voiceRelayed is url's concord_voice_relayed_total{side,result="ok"}, read from /metrics with the admin key.
+func voiceRelayed(t *testing.T, url, key, side string) float64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `concord_voice_relayed_total{result="ok",side="` + side + `"} `
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, want); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	return 0
 }
