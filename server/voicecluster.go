@@ -30,9 +30,9 @@ const (
 	// voiceRelayMaxBody bounds the SDP a relayed request or reply carries (the forwarder's own
 	// bound on an offer, voice's maxOffer).
 	voiceRelayMaxBody = 64 << 10
-	// voiceRelayMaxMsg bounds a relay message on the wire: the SDP, the path, the token and the
-	// JSON around them.
-	voiceRelayMaxMsg = voiceRelayMaxBody + 16<<10
+	// voiceRelayMaxMsg bounds a relay message on the wire: the SDP (base64 in the JSON), the
+	// path, the token and the JSON around them — 101 KiB.
+	voiceRelayMaxMsg = voiceRelayMaxBody/3*4 + 16<<10
 	// voiceRelayTimeout bounds a relayed request: the owner gathers its candidates (voice's
 	// gatherTimeout, 10 s) before it answers.
 	voiceRelayTimeout = 12 * time.Second

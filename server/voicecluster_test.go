@@ -20,7 +20,7 @@ import (
 )
 
 // TestVoiceRelayBounds: the owner's side of a relayed voice request (docs/protocol.md §10 "In a
-// cluster") refuses, without running its forwarder, a message over 80 KiB or an SDP over 64 KiB
+// cluster") refuses, without running its forwarder, a message over 101 KiB or an SDP over 64 KiB
 // (400), a method other than POST/DELETE or a path outside /voice/ (400), a request beyond the 32
 // running at once (429), and a room it does not own (503); a good one reaches the forwarder with
 // its token, member and offer, and its reply (status, Location, body) comes back.
@@ -86,16 +86,20 @@ func TestVoiceRelayBounds(t *testing.T) {
 	if rep.Status != http.StatusCreated || rep.Location != "/voice/arena/S1" || string(rep.Body) != "v=0 answer" || rep.ContentType != "application/sdp" {
 		t.Fatalf("a good relayed offer: %+v (%s)", rep, rep.Body)
 	}
+	// The largest offer the forwarder takes fits in a relay message.
+	if rep := ask(req(http.MethodPost, "/voice/arena?member=a/d", bytes.Repeat([]byte("a"), voiceRelayMaxBody))); rep.Status != http.StatusTeapot {
+		t.Errorf("an SDP of %d bytes: status %d (%s), want it to reach the forwarder", voiceRelayMaxBody, rep.Status, rep.Body)
+	}
 	for name, tc := range map[string]struct {
 		data []byte
 		want int
 	}{
-		"SDP over 64 KiB":     {req(http.MethodPost, "/voice/arena?member=a/d", bytes.Repeat([]byte("a"), voiceRelayMaxBody+1)), http.StatusBadRequest},
-		"message over 80 KiB": {append(good[:len(good)-1:len(good)-1], []byte(`,"pad":"`+strings.Repeat("x", voiceRelayMaxMsg)+`"}`)...), http.StatusBadRequest},
-		"not JSON":            {[]byte("POST /voice/arena"), http.StatusBadRequest},
-		"GET":                 {req(http.MethodGet, "/voice/arena?member=a/d", nil), http.StatusBadRequest},
-		"another path":        {req(http.MethodPost, "/api/rooms", []byte("v=0 offer")), http.StatusBadRequest},
-		"a room not owned":    {req(http.MethodPost, "/voice/other?member=a/d", []byte("v=0 offer")), http.StatusServiceUnavailable},
+		"SDP over 64 KiB":      {req(http.MethodPost, "/voice/arena?member=a/d", bytes.Repeat([]byte("a"), voiceRelayMaxBody+1)), http.StatusBadRequest},
+		"message over 101 KiB": {append(good[:len(good)-1:len(good)-1], []byte(`,"pad":"`+strings.Repeat("x", voiceRelayMaxMsg)+`"}`)...), http.StatusBadRequest},
+		"not JSON":             {[]byte("POST /voice/arena"), http.StatusBadRequest},
+		"GET":                  {req(http.MethodGet, "/voice/arena?member=a/d", nil), http.StatusBadRequest},
+		"another path":         {req(http.MethodPost, "/api/rooms", []byte("v=0 offer")), http.StatusBadRequest},
+		"a room not owned":     {req(http.MethodPost, "/voice/other?member=a/d", []byte("v=0 offer")), http.StatusServiceUnavailable},
 	} {
 		before := reached.Load()
 		if rep := ask(tc.data); rep.Status != tc.want {
