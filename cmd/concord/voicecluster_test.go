@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +40,25 @@ func TestVoiceClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes; skipped in -short mode")
 	}
+	t.Run("SIGKILL", func(t *testing.T) { voiceClusterFailover(t, (*hostProcess).kill) })
+	// A graceful stop: the owner releases its leases, closes its members (server_closing) and
+	// says bye on every voice session before it exits.
+	t.Run("SIGTERM", func(t *testing.T) {
+		voiceClusterFailover(t, func(h *hostProcess) error {
+			if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				return err
+			}
+			select {
+			case <-h.waited:
+				return nil
+			case <-time.After(20 * time.Second):
+				return errors.New("serve still running 20 s after SIGTERM")
+			}
+		})
+	})
+}
+
+func voiceClusterFailover(t *testing.T, stop func(*hostProcess) error) {
 	const secret, admin = "voice cluster secret, 32 bytes!!", "voice-admin"
 	t.Setenv("CONCORD_SECRET", secret)
 	t.Setenv("CONCORD_ADMIN_KEY", admin)
@@ -135,27 +156,23 @@ func TestVoiceClusterFailover(t *testing.T) {
 		keep[user] = k
 		t.Cleanup(func() { _ = k.Close(); _ = lapi.Close() })
 	}
-	// hears reports whether listener's sessions from start on got packets of speaker.
-	heard := func(listener, speaker string, after time.Time) (first, last time.Time, n int) {
-		for _, c := range keep[listener].Sessions() {
-			st, ok := c.Speakers()[speaker+"/d"]
-			if !ok {
+	// heard is what listener got of speaker: the last packet in its first old sessions, and the
+	// first packet and the number of packets in the later ones (opened after the failure).
+	heard := func(listener, speaker string, old int) (last, first time.Time, n int) {
+		for i, c := range keep[listener].Sessions() {
+			st := c.Speakers()[speaker+"/d"]
+			if i < old {
+				if st.Last.After(last) {
+					last = st.Last
+				}
 				continue
 			}
-			for _, at := range st.Arrivals {
-				if at.Before(after) {
-					if at.After(last) {
-						last = at
-					}
-					continue
-				}
-				n++
-				if first.IsZero() || at.Before(first) {
-					first = at
-				}
+			n += st.Packets
+			if st.Packets > 0 && (first.IsZero() || st.First.Before(first)) {
+				first = st.First
 			}
 		}
-		return first, last, n
+		return last, first, n
 	}
 	var pairs [][2]string
 	for _, l := range users {
@@ -165,20 +182,19 @@ func TestVoiceClusterFailover(t *testing.T) {
 			}
 		}
 	}
-	hearEachOther := func(after time.Time) error {
+	hearEachOther := func(old int) error {
 		for _, p := range pairs {
 			if err := keep[p[0]].Err(); err != nil {
 				return fmt.Errorf("%s's voice gave up: %w", p[0], err)
 			}
-			if _, _, n := heard(p[0], p[1], after); n < 25 {
+			if _, _, n := heard(p[0], p[1], old); n < 25 {
 				return fmt.Errorf("%s heard %d packets of %s", p[0], n, p[1])
 			}
 		}
 		return nil
 	}
-	start := time.Now()
 	poll.Until(t, 30*time.Second, "everyone hears everyone through n1 (b's offer relayed by n2)", func() error {
-		return hearEachOther(start)
+		return hearEachOther(0)
 	})
 	for _, u := range users {
 		if got := len(keep[u].Sessions()); got != 1 {
@@ -190,16 +206,17 @@ func TestVoiceClusterFailover(t *testing.T) {
 		t.Fatalf("relayed voice requests: n2 as edge %v, n1 as owner %v; want at least 2 each", edge, owner)
 	}
 
-	if err := nodes[0].kill(); err != nil {
+	killed := time.Now()
+	if err := stop(nodes[0]); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
 	poll.Until(t, 45*time.Second, "every member resumed on n2", func() error { return members(urls[1]) })
-	t.Logf("every member's signaling resumed on n2 %v after the kill", time.Since(killed).Round(10*time.Millisecond))
-	poll.Until(t, 45*time.Second, "everyone hears everyone again through n2", func() error { return hearEachOther(killed) })
+	t.Logf("every member's signaling resumed on n2 %v after the signal", time.Since(killed).Round(10*time.Millisecond))
+	// The sessions opened before the failure (one each, checked above) are the old ones.
+	poll.Until(t, 45*time.Second, "everyone hears everyone again through n2", func() error { return hearEachOther(1) })
 	for _, p := range pairs {
-		first, last, _ := heard(p[0], p[1], killed)
-		t.Logf("%s hears %s again: outage %v (last packet %v before the kill, first %v after); %d sessions",
+		last, first, _ := heard(p[0], p[1], 1)
+		t.Logf("%s hears %s again: outage %v (last packet %v before the signal, first %v after); %d sessions",
 			p[0], p[1], first.Sub(last).Round(time.Millisecond), killed.Sub(last).Round(time.Millisecond),
 			first.Sub(killed).Round(time.Millisecond), len(keep[p[0]].Sessions()))
 	}
