@@ -32,10 +32,11 @@ import (
 // loopback. Member a joins through n1 (which so owns room arena), members b and c through n2 (an
 // edge: their websockets are relayed to n1). Each opens a voice session (voice.Keep) through the
 // node it joined: b's POST (b is given only n2) reaches n2, which relays it to n1 over NATS
-// (docs/protocol.md §10 "In a cluster"), and all hear each other through n1's forwarder. n1 is SIGKILLed (in a second run, stopped with SIGTERM): the room moves to
-// n2 once its lease expires, every member's signaling resumes there, every voice session notices
-// the failure and POSTs again, and everyone hears everyone again. The outage (each listener's last
-// packet of each speaker before the kill to its first after) is logged.
+// (docs/protocol.md §10 "In a cluster"), and all hear each other through n1's forwarder. n1 is
+// SIGKILLed (in a second run, stopped with SIGTERM): the room moves to n2 once its lease expires,
+// every member's signaling resumes there, every voice session notices the failure and POSTs again,
+// and everyone hears everyone again. The outage (each listener's last packet of each speaker in its
+// old session to the first in its new one) is logged.
 func TestVoiceClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes; skipped in -short mode")
