@@ -6,7 +6,8 @@
 // program's own games (Options.Apps) — and optionally keeps rooms durable (Options.Data, an
 // embedded NATS JetStream), joins a cluster (Options.ClusterName, docs/protocol.md §7) and runs
 // a TURN relay (Options.TURN) and the proximity voice forwarder at /voice/ (Options.Voice,
-// package voice, docs/protocol.md §10).
+// package voice, docs/protocol.md §10). In a cluster a room's forwarder is its owner node's: the
+// other nodes relay /voice/ requests for it over NATS (voicecluster.go).
 //
 // # Embedding
 //

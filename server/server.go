@@ -392,6 +392,12 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.node != nil && s.voice != nil { // one forwarder per room, on its owner (voicecluster.go)
+		if s.voice.relay, err = newVoiceRelay(s.node, s.store.Conn(), vh, o.Voice.MaxRelayed, reg, log.With().Str("component", "voice").Logger()); err != nil {
+			return err
+		}
+		vh = s.voice.relay
+	}
 	mux.Handle("/voice/", voiceCORS(origins, vh))
 	if err := pageRoutes(mux, o, origins, log); err != nil {
 		return err

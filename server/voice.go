@@ -30,6 +30,9 @@ type Voice struct {
 	MaxBitrate int
 	// MaxSessions bounds the sessions of a room (--voice-max-sessions; 0: voice's default, 64).
 	MaxSessions int
+	// MaxRelayed bounds, in a cluster, the voice requests of other nodes this node runs at once
+	// (--voice-max-relayed; 0: DefaultVoiceMaxRelayed, 32; docs/protocol.md §10 "In a cluster").
+	MaxRelayed int
 }
 
 // voiceServer is serve's forwarder with its socket and its followers.
@@ -37,6 +40,8 @@ type voiceServer struct {
 	api *link.API
 	pos *voice.WorldPositions
 	f   *voice.Forwarder
+	// relay routes requests to the rooms' owners in a cluster (voicecluster.go); nil outside one.
+	relay *voiceRelay
 }
 
 // openVoiceSocket opens the forwarder's UDP socket with the dedicated hosts' network settings,
@@ -125,6 +130,7 @@ func (v *voiceServer) close() {
 	if v == nil {
 		return
 	}
+	v.relay.close()
 	if v.f != nil {
 		_ = v.f.Close()
 	}
@@ -143,8 +149,8 @@ func scheme(tlsOn bool) string {
 
 // checkVoice checks the voice options (New).
 func checkVoice(v Voice) error {
-	if v.Radius < 0 || v.MaxSubscriptions < 0 || v.MaxSessions < 0 {
-		return optionError(fmt.Errorf("--voice-radius, --voice-max-subscriptions and --voice-max-sessions must not be negative"))
+	if v.Radius < 0 || v.MaxSubscriptions < 0 || v.MaxSessions < 0 || v.MaxRelayed < 0 {
+		return optionError(fmt.Errorf("--voice-radius, --voice-max-subscriptions, --voice-max-sessions and --voice-max-relayed must not be negative"))
 	}
 	return nil
 }

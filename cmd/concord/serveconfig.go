@@ -50,7 +50,7 @@ var serveGroups = []serveGroup{
 	{"Demo and pages (the arena's dedicated host, a game's own page)", []string{
 		"room", "dedicated-host", "interest-radius", "deltas", "static", "static-csp"}},
 	{"Voice (the proximity voice forwarder, docs/protocol.md §10)", []string{
-		"voice", "voice-radius", "voice-max-subscriptions", "voice-max-bitrate", "voice-max-sessions"}},
+		"voice", "voice-radius", "voice-max-subscriptions", "voice-max-bitrate", "voice-max-sessions", "voice-max-relayed"}},
 }
 
 // cliOnly are the serve flags that are no key of the config file.

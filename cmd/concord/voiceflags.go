@@ -14,4 +14,5 @@ func voiceFlags(fs *flag.FlagSet, v *server.Voice) {
 	fs.IntVar(&v.MaxSubscriptions, "voice-max-subscriptions", voice.DefaultMaxSlots, "most speakers one member hears at once (its slots)")
 	fs.IntVar(&v.MaxBitrate, "voice-max-bitrate", voice.DefaultMaxBitrate, "most bit/s of RTP one member may send; beyond it packets are dropped (negative: unbounded)")
 	fs.IntVar(&v.MaxSessions, "voice-max-sessions", voice.DefaultMaxSessions, "most voice sessions in one room")
+	fs.IntVar(&v.MaxRelayed, "voice-max-relayed", server.DefaultVoiceMaxRelayed, "in a cluster: most voice requests of other nodes this node runs at once (beyond: 429)")
 }
