@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 )
 
 // TestKeepBounds: Keep gives up at once on a refusal a redial cannot cure (403), and after

@@ -20,8 +20,8 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/demo/arena"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
