@@ -54,11 +54,18 @@ A server with a self-signed certificate: --ca cert.pem.
 Environment:
   CONCORD_TOKEN   default of --token.
   CONCORD_SECRET  the HS256 key to mint the bots' tokens with, when --token is not given.`},
-	"bench": {"concord bench fanout|migration|joins [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
+	"bench": {"concord bench fanout|migration|joins|all [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
   joins      N bots join one dedicated host (concord serve) at once: time until all are synced
-Run "concord help bench fanout", "concord help bench migration" or "concord help bench joins" for their flags.`},
+  all        the headline set, printed as the table that leads BENCHMARKS.md (scripts/bench-all.sh)
+Run "concord help bench fanout", "concord help bench migration", "concord help bench joins" or
+"concord help bench all" for their flags.`},
+	"bench all": {"concord bench all [-quick] [flags]", `Runs the headline set of BENCHMARKS.md and prints its leading table: each figure, its
+same-run comparison, the goal, pass or MISS and by how much, and the load average. The fan-out
+rows run bench/colyseus/run.mjs (node; npm ci when its node_modules is missing), the CRDT row
+crdt/testdata/dcl/bench.mjs; a row whose side cannot run says why. Run it from the repository's
+root (or give -colyseus and -dcl). About 15 minutes on 2 vCPUs; -quick under 3.`},
 	"bench joins": {"concord bench joins [flags]", `Starts "concord serve" (its dedicated host, --max-members N+8) on a free loopback port, then -n
 passive bots at once in this process, and prints the time until every bot is synced (p50, p90),
 the room's term at the end (term changes: term - 1) and serve's RSS.`},
