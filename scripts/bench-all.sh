@@ -10,4 +10,4 @@ cd "$root"
 bin="$(mktemp -d)/concord"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go build -o "$bin" ./cmd/concord
-exec "$bin" bench all "$@"
+"$bin" bench all "$@"
