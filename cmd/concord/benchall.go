@@ -42,6 +42,8 @@ type benchAllPlan struct {
 	lateJoins    int
 	joinBots     int
 	crdtMessages int
+	sigRate      int           // joins started a second
+	sigFor       time.Duration // for this long
 }
 
 // benchAllPlanFor returns the headline plan (about 15 minutes on 2 vCPUs) or the quick one (under 3).
@@ -51,6 +53,7 @@ func benchAllPlanFor(quick bool) benchAllPlan {
 			fanout:     []fanoutCase{{8, 100, bench.SchemaQuantized}, {8, 100, bench.SchemaPlain}},
 			fanoutSecs: 3, migPeers: 8, migEntities: 10000, migTrials: 3,
 			lateEntities: 10000, lateJoins: 5, joinBots: 128, crdtMessages: 200_000,
+			sigRate: 1000, sigFor: 2 * time.Second,
 		}
 	}
 	var cases []fanoutCase
@@ -62,11 +65,12 @@ func benchAllPlanFor(quick bool) benchAllPlan {
 	return benchAllPlan{
 		fanout: cases, fanoutSecs: 10, migPeers: 32, migEntities: 10000, migTrials: 20, migStandby: true,
 		lateEntities: 10000, lateJoins: 20, joinBots: 1024, crdtMessages: 1_000_000,
+		sigRate: 4000, sigFor: 3 * time.Second,
 	}
 }
 
 // benchAllSections are the names -skip takes.
-var benchAllSections = []string{"fanout", "migration", "latejoin", "joins", "crdt"}
+var benchAllSections = []string{"fanout", "migration", "latejoin", "joins", "signaling", "crdt"}
 
 func cmdBenchAll(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench all", flag.ContinueOnError)
@@ -115,6 +119,9 @@ func cmdBenchAll(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if !skipped["joins"] {
 		rows = append(rows, benchAllJoins(ctx, plan, exe, log, stderr))
 	}
+	if !skipped["signaling"] {
+		rows = append(rows, benchAllSignaling(ctx, plan, exe, stderr))
+	}
 	if !skipped["crdt"] {
 		rows = append(rows, benchAllCRDT(ctx, plan, *dcl, stderr))
 	}
@@ -138,7 +145,6 @@ func benchAllNotYet() []bench.Row {
 	why := bench.Skipped("not measured by this command yet")
 	return []bench.Row{
 		{What: "Idle member, 256 members", Goal: "≤ raw pion + 10% (same run)", Verdict: why},
-		{What: "Signaling joins", Goal: "≥ 4,000 joins/s sustained, p99 join → joined ≤ 100 ms; memory per idle member ≤ 1.2× a bare gorilla/websocket echo server's", Verdict: why},
 		{What: "Standby links' idle cost", Goal: "within the idle budget, to make them default", Verdict: why},
 	}
 }
@@ -253,6 +259,16 @@ func benchAllJoins(ctx context.Context, plan benchAllPlan, exe string, log zerol
 	}
 	return bench.JoinsRow(bench.JoinsSummary{Bots: res.bots, Synced: res.synced, All: res.all, P50: res.p50,
 		TermChanges: int(res.term) - 1, Load: bench.LoadAverage()})
+}
+
+func benchAllSignaling(ctx context.Context, plan benchAllPlan, exe string, stderr io.Writer) bench.Row {
+	echo, sig, err := runSignalingLoad(ctx, signalingLoad{exe: exe, rate: plan.sigRate, d: plan.sigFor, roomSize: 4}, stderr)
+	if err != nil {
+		return bench.Row{What: "Signaling joins", Verdict: "error: " + firstLine(err), Load: bench.LoadAverage()}
+	}
+	s := sig.summary()
+	s.Load = bench.LoadAverage()
+	return bench.SignalingRow(s, echo.summary())
 }
 
 // benchAllCRDT decodes and merges the @dcl/ecs benchmark's workload (PUTs of 44-byte values over

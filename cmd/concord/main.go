@@ -72,6 +72,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "bench-host": // hidden: the host process `bench migration` kills
 		err = cmdBenchHost(ctx, args[1:], stdin, stdout, stderr)
+	case "bench-echo": // hidden: the echo server `bench signaling` compares serve's memory with
+		err = cmdBenchEcho(ctx, args[1:], stderr)
 	case "help":
 		if len(args) > 1 {
 			// `help serve` is `serve -h` with the help on stdout.

@@ -145,6 +145,10 @@ func FanoutRow(r FanoutRun) Row {
 	cpu, bytes := ratio(c.CPU, k.CPU), ratio(c.Bytes, k.Bytes)
 	v := Both(AtMost(cpu, 1, "× CPU"), AtMost(bytes, 1, "× bytes"))
 	v = Both(v, Both(AtMost(c.P50, k.P50, " ms p50"), AtMost(c.P99, k.P99, " ms p99")))
+	if k.Delivered < 0.95 || c.Delivered < 0.95 {
+		// A side that delivered less did less work: its CPU and bytes are low.
+		v += fmt.Sprintf(" (doubtful: Colyseus delivered %.0f%%, Concord %.0f%%)", 100*k.Delivered, 100*c.Delivered)
+	}
 	tls := "TLS"
 	if !r.TLS {
 		tls = "no TLS"
@@ -152,7 +156,7 @@ func FanoutRow(r FanoutRun) Row {
 	return Row{
 		What:    fmt.Sprintf("Fan-out %d × %d, %s schema, vs Colyseus (%s)", r.N, r.M, r.Schema, tls),
 		Figure:  fmt.Sprintf("CPU **%.2f×**, bytes %.2f×; p50/p99 %.1f/%.1f ms; delivered %.1f%%", cpu, bytes, c.P50, c.P99, 100*c.Delivered),
-		Compare: fmt.Sprintf("Colyseus CPU %.1f%% vs host %.1f%% of a core; p50/p99 %.0f/%.0f ms", k.CPU, c.CPU, k.P50, k.P99),
+		Compare: fmt.Sprintf("Colyseus CPU %.1f%% vs host %.1f%% of a core; p50/p99 %.0f/%.0f ms; delivered %.1f%%", k.CPU, c.CPU, k.P50, k.P99, 100*k.Delivered),
 		Goal:    "CPU, bytes ≤ 1×; p50/p99 ≤ Colyseus's",
 		Verdict: v,
 		Load:    r.Load,
@@ -257,5 +261,40 @@ func CRDTRow(messages int, concord, dcl float64, why, load string) Row {
 	row.Figure = fmt.Sprintf("**%.0f×** @dcl/ecs (%.1f M msgs/s)", concord/dcl, concord/1e6)
 	row.Compare = fmt.Sprintf("@dcl/ecs %.1f k msgs/s", dcl/1e3)
 	row.Verdict = AtLeast(concord/dcl, 100, "×")
+	return row
+}
+
+// ConnLoad is what `concord bench signaling` measured on one server: connections opened at a set
+// rate and kept open.
+type ConnLoad struct {
+	Conns, Failed int
+	Rate          float64       // completed a second, first start → last completed
+	P50, P99      time.Duration // start → joined (the echo server: start → first echo)
+	PerConnKB     float64       // the server's RSS growth per open connection, KiB
+	Load          string
+}
+
+// SignalingRow is the row of a signaling run against the goal: ≥ 4,000 joins/s sustained, p99
+// join → joined ≤ 100 ms, memory per idle member ≤ 1.2× the echo server's per connection.
+func SignalingRow(sig, echo ConnLoad) Row {
+	row := Row{What: fmt.Sprintf("Signaling: %d joins into rooms, members kept open", sig.Conns+sig.Failed),
+		Goal: "≥ 4,000 joins/s, p99 join → joined ≤ 100 ms, memory per member ≤ 1.2× echo's", Load: sig.Load}
+	if sig.Conns == 0 || echo.Conns == 0 {
+		row.Verdict = Skipped(fmt.Sprintf("%d of %d joins and %d of %d echo connections completed", sig.Conns, sig.Conns+sig.Failed, echo.Conns, echo.Conns+echo.Failed))
+		return row
+	}
+	mem := 0.0
+	if echo.PerConnKB > 0 {
+		mem = sig.PerConnKB / echo.PerConnKB
+	}
+	row.Figure = fmt.Sprintf("**%.0f joins/s**, join → joined p50/p99 %s/**%s**, %.1f KiB per member (**%.2f×** echo); %d failed",
+		sig.Rate, ms(sig.P50), ms(sig.P99), sig.PerConnKB, mem, sig.Failed)
+	row.Compare = fmt.Sprintf("gorilla/websocket echo: %.0f conns/s, p99 %s, %.1f KiB per connection", echo.Rate, ms(echo.P99), echo.PerConnKB)
+	v := Both(AtLeast(sig.Rate, 4000, " joins/s"), AtMost(float64(sig.P99)/1e6, 100, " ms p99"))
+	v = Both(v, AtMost(mem, 1.2, "× memory"))
+	if sig.Failed > 0 {
+		v = Both(v, fmt.Sprintf("MISS: %d joins failed", sig.Failed))
+	}
+	row.Verdict = v
 	return row
 }
