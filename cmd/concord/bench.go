@@ -23,7 +23,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if len(args) == 0 {
-		return usageError{errors.New("want a benchmark: fanout, migration, joins, signaling or all")}
+		return usageError{errors.New("want a benchmark: fanout, migration, joins, signaling, idle or all")}
 	}
 	switch args[0] {
 	case "fanout":
@@ -36,11 +36,13 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdBenchAll(ctx, args[1:], stdout, stderr)
 	case "signaling":
 		return cmdBenchSignaling(ctx, args[1:], stdout, stderr)
+	case "idle":
+		return cmdBenchIdle(ctx, args[1:], stdout, stderr)
 	}
 	if isHelpArg(args[0]) {
 		return groupHelp(stderr, "bench")
 	}
-	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, joins, signaling or all", args[0])}
+	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, joins, signaling, idle or all", args[0])}
 }
 
 func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -44,6 +44,8 @@ type benchAllPlan struct {
 	crdtMessages int
 	sigRate      int           // joins started a second
 	sigFor       time.Duration // for this long
+	idleMembers  int
+	idleWindow   time.Duration
 }
 
 // benchAllPlanFor returns the headline plan (about 15 minutes on 2 vCPUs) or the quick one (under 3).
@@ -53,7 +55,7 @@ func benchAllPlanFor(quick bool) benchAllPlan {
 			fanout:     []fanoutCase{{8, 100, bench.SchemaQuantized}, {8, 100, bench.SchemaPlain}},
 			fanoutSecs: 3, migPeers: 8, migEntities: 10000, migTrials: 3,
 			lateEntities: 10000, lateJoins: 5, joinBots: 128, crdtMessages: 200_000,
-			sigRate: 1000, sigFor: 2 * time.Second,
+			sigRate: 1000, sigFor: 2 * time.Second, idleMembers: 32, idleWindow: 3 * time.Second,
 		}
 	}
 	var cases []fanoutCase
@@ -65,12 +67,12 @@ func benchAllPlanFor(quick bool) benchAllPlan {
 	return benchAllPlan{
 		fanout: cases, fanoutSecs: 10, migPeers: 32, migEntities: 10000, migTrials: 20, migStandby: true,
 		lateEntities: 10000, lateJoins: 20, joinBots: 1024, crdtMessages: 1_000_000,
-		sigRate: 4000, sigFor: 3 * time.Second,
+		sigRate: 4000, sigFor: 3 * time.Second, idleMembers: 256, idleWindow: 10 * time.Second,
 	}
 }
 
 // benchAllSections are the names -skip takes.
-var benchAllSections = []string{"fanout", "migration", "latejoin", "joins", "signaling", "crdt"}
+var benchAllSections = []string{"fanout", "migration", "latejoin", "joins", "signaling", "idle", "crdt"}
 
 func cmdBenchAll(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench all", flag.ContinueOnError)
@@ -122,10 +124,12 @@ func cmdBenchAll(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if !skipped["signaling"] {
 		rows = append(rows, benchAllSignaling(ctx, plan, exe, stderr))
 	}
+	if !skipped["idle"] {
+		rows = append(rows, benchAllIdle(ctx, plan, exe, log, stderr)...)
+	}
 	if !skipped["crdt"] {
 		rows = append(rows, benchAllCRDT(ctx, plan, *dcl, stderr))
 	}
-	rows = append(rows, benchAllNotYet()...)
 	mode := "headline sizes"
 	if *quick {
 		mode = "-quick: small sizes, short windows; not the headline figures"
@@ -137,16 +141,6 @@ func cmdBenchAll(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // benchMachine describes the machine the table was measured on.
 func benchMachine() string {
 	return fmt.Sprintf("%d CPUs, load average %s at the end", runtime.NumCPU(), bench.LoadAverage())
-}
-
-// benchAllNotYet are the goals this command does not measure yet: rows that say so, so that the
-// table shows every goal.
-func benchAllNotYet() []bench.Row {
-	why := bench.Skipped("not measured by this command yet")
-	return []bench.Row{
-		{What: "Idle member, 256 members", Goal: "≤ raw pion + 10% (same run)", Verdict: why},
-		{What: "Standby links' idle cost", Goal: "within the idle budget, to make them default", Verdict: why},
-	}
 }
 
 // nodeReady checks that node runs and that dir's dependencies are installed, installing them with
@@ -261,6 +255,15 @@ func benchAllJoins(ctx context.Context, plan benchAllPlan, exe string, log zerol
 		TermChanges: int(res.term) - 1, Load: bench.LoadAverage()})
 }
 
+func benchAllIdle(ctx context.Context, plan benchAllPlan, exe string, log zerolog.Logger, stderr io.Writer) []bench.Row {
+	s, err := bench.Idle(ctx, bench.IdleOptions{Members: plan.idleMembers, Window: plan.idleWindow, Standby: true, HostCommand: benchHostCommand(exe)}, log, stderr)
+	if err != nil {
+		return []bench.Row{{What: fmt.Sprintf("Idle members, %d", plan.idleMembers), Verdict: "error: " + firstLine(err), Load: bench.LoadAverage()}}
+	}
+	s.Load = bench.LoadAverage()
+	return bench.IdleRows(*s)
+}
+
 func benchAllSignaling(ctx context.Context, plan benchAllPlan, exe string, stderr io.Writer) bench.Row {
 	echo, sig, err := runSignalingLoad(ctx, signalingLoad{exe: exe, rate: plan.sigRate, d: plan.sigFor, roomSize: 4}, stderr)
 	if err != nil {
@@ -341,3 +344,34 @@ func runDCLBench(ctx context.Context, dir string, n int, stderr io.Writer) (floa
 }
 
 func firstLine(err error) string { return strings.SplitN(err.Error(), "\n", 2)[0] }
+
+func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench idle", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := bench.IdleOptions{}
+	fs.IntVar(&o.Members, "n", 256, "idle members of one room, and raw pion link pairs")
+	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured time of each phase")
+	fs.BoolVar(&o.Standby, "standby", false, "also a room whose members keep standby links")
+	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.HostCommand = benchHostCommand(exe)
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	s, err := bench.Idle(ctx, o, log, stderr)
+	if err != nil {
+		return err
+	}
+	s.Load = bench.LoadAverage()
+	for _, r := range bench.IdleRows(*s) {
+		fmt.Fprintf(stdout, "%s: %s (%s) — goal %s: %s; load %s\n", r.What, r.Figure, r.Compare, r.Goal, r.Verdict, r.Load)
+	}
+	return nil
+}

@@ -43,7 +43,7 @@ func startSignaling(log zerolog.Logger, rel *relay) (*signalingServer, error) {
 	srv := signaling.New(signaling.Config{
 		Logger:     log.With().Str("component", "signaling").Logger(),
 		ICEServers: ice,
-		Rooms:      map[signaling.RoomID]signaling.RoomConfig{room: {PinnedHosts: []signaling.Identity{hostUser}, MaxMembers: 2 * MaxBots}},
+		Rooms:      map[signaling.RoomID]signaling.RoomConfig{room: {PinnedHosts: []signaling.Identity{hostUser}, MaxMembers: max(2*MaxBots, MaxIdleMembers+8)}},
 		// A host that answers every member at once signals in a burst; keep the limits out of the way.
 		SignalRate: 2000, SignalBurst: 4000, SendQueue: 4096,
 	})

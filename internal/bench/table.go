@@ -298,3 +298,29 @@ func SignalingRow(sig, echo ConnLoad) Row {
 	row.Verdict = v
 	return row
 }
+
+// IdleRows are the rows of an idle run: the members' cost against raw pion's (goal: ≤ raw + 10%),
+// and, when measured, what standby links add (goal: within the same budget, to make them default).
+func IdleRows(s IdleSummary) []Row {
+	ratio := func(a float64) float64 {
+		if s.Raw <= 0 {
+			return 0
+		}
+		return a / s.Raw
+	}
+	rows := []Row{{
+		What:    fmt.Sprintf("Idle members, %d in one room (host in its own process)", s.Members),
+		Figure:  fmt.Sprintf("**%.2f×** raw pion's CPU (%.1f%% of a core, host %.1f%%)", ratio(s.Concord), s.Concord, s.ConcordHost),
+		Compare: fmt.Sprintf("raw pion: %d idle link pairs, %.1f%% of a core", s.Members, s.Raw),
+		Goal:    "≤ raw pion + 10%", Verdict: AtMost(ratio(s.Concord), 1.1, "×"), Load: s.Load,
+	}}
+	if s.Standby > 0 {
+		rows = append(rows, Row{
+			What:    fmt.Sprintf("Idle members with standby links, %d", s.Members),
+			Figure:  fmt.Sprintf("**%.2f×** raw pion's CPU (%.1f%% of a core, host %.1f%%); %+.1f%% of a core over no standby", ratio(s.Standby), s.Standby, s.StandbyHost, s.Standby-s.Concord),
+			Compare: fmt.Sprintf("raw pion %.1f%%; without standby %.1f%%", s.Raw, s.Concord),
+			Goal:    "≤ raw pion + 10% (to make standby links default)", Verdict: AtMost(ratio(s.Standby), 1.1, "×"), Load: s.Load,
+		})
+	}
+	return rows
+}
