@@ -35,6 +35,7 @@ type signalingLoad struct {
 
 // connLoad is what one side of the run measured.
 type connLoad struct {
+	offered   int           // connections started a second
 	conns     int           // connections (members) that completed
 	failed    int           // that did not
 	rate      float64       // completed a second, first start → last completed
@@ -43,7 +44,7 @@ type connLoad struct {
 }
 
 func (c connLoad) summary() bench.ConnLoad {
-	return bench.ConnLoad{Conns: c.conns, Failed: c.failed, Rate: c.rate, P50: c.p50, P99: c.p99, PerConnKB: c.perConnKB}
+	return bench.ConnLoad{Offered: float64(c.offered), Conns: c.conns, Failed: c.failed, Rate: c.rate, P50: c.p50, P99: c.p99, PerConnKB: c.perConnKB}
 }
 
 // runSignalingLoad measures the echo server, then serve, with the same load.
@@ -92,7 +93,7 @@ func runSignalingLoad(ctx context.Context, l signalingLoad, progress io.Writer) 
 // runConnLoad starts `exe args --addr ADDR`, opens l.rate connections a second for l.d with dial,
 // keeps them open while it reads the server's RSS, and closes them.
 func runConnLoad(ctx context.Context, l signalingLoad, args []string, dial func(ctx context.Context, url string, i int) (io.Closer, error)) (connLoad, error) {
-	var res connLoad
+	res := connLoad{offered: l.rate}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err

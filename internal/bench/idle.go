@@ -26,6 +26,9 @@ type IdleOptions struct {
 	Standby bool
 	// HostCommand makes the command of the bench host process from bench-host's flags.
 	HostCommand func(args []string) *exec.Cmd
+	// CPUProfile, when not empty, receives a CPU profile of this process over the window of the
+	// room without standby links.
+	CPUProfile string
 }
 
 // IdleSummary is what Idle measured: CPU in % of one core over each window, both ends of every
@@ -110,7 +113,16 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return 0, 0, err
 	}
+	profile := ""
+	if !standby {
+		profile = o.CPUProfile
+	}
+	stopProfile, err := startProfile(profile)
+	if err != nil {
+		return 0, 0, err
+	}
 	total, host, err = idleWindow(ctx, o.Window, g)
+	stopProfile()
 	if err == nil {
 		err = g.failed()
 	}

@@ -268,6 +268,7 @@ func CRDTRow(messages int, concord, dcl float64, why, load string) Row {
 // rate and kept open.
 type ConnLoad struct {
 	Conns, Failed int
+	Offered       float64       // connections started a second
 	Rate          float64       // completed a second, first start → last completed
 	P50, P99      time.Duration // start → joined (the echo server: start → first echo)
 	PerConnKB     float64       // the server's RSS growth per open connection, KiB
@@ -290,7 +291,15 @@ func SignalingRow(sig, echo ConnLoad) Row {
 	row.Figure = fmt.Sprintf("**%.0f joins/s**, join → joined p50/p99 %s/**%s**, %.1f KiB per member (**%.2f×** echo); %d failed",
 		sig.Rate, ms(sig.P50), ms(sig.P99), sig.PerConnKB, mem, sig.Failed)
 	row.Compare = fmt.Sprintf("gorilla/websocket echo: %.0f conns/s, p99 %s, %.1f KiB per connection", echo.Rate, ms(echo.P99), echo.PerConnKB)
-	v := Both(AtLeast(sig.Rate, 4000, " joins/s"), AtMost(float64(sig.P99)/1e6, 100, " ms p99"))
+	// A run offered fewer than 4,000 joins a second (-quick) is judged on whether it kept up with
+	// what it was offered.
+	rate := AtLeast(sig.Rate, 4000, " joins/s")
+	if sig.Offered > 0 && sig.Offered < 4000 {
+		if rate = AtLeast(sig.Rate, 0.95*sig.Offered, " joins/s"); rate == verdictPass {
+			rate = fmt.Sprintf("pass at %.0f offered (the goal is at 4,000)", sig.Offered)
+		}
+	}
+	v := Both(rate, AtMost(float64(sig.P99)/1e6, 100, " ms p99"))
 	v = Both(v, AtMost(mem, 1.2, "× memory"))
 	if sig.Failed > 0 {
 		v = Both(v, fmt.Sprintf("MISS: %d joins failed", sig.Failed))

@@ -28,12 +28,15 @@ func TestHeadlineTable(t *testing.T) {
 		JoinsRow(JoinsSummary{Bots: 1024, Synced: 1000}),
 		CRDTRow(200_000, 20e6, 80e3, "", ""),
 		CRDTRow(200_000, 20e6, 0, "node is not installed", ""),
-		SignalingRow(ConnLoad{Conns: 12000, Rate: 4100, P50: time.Millisecond, P99: 120 * time.Millisecond, PerConnKB: 30},
+		SignalingRow(ConnLoad{Conns: 2000, Offered: 1000, Rate: 990, P99: 50 * time.Millisecond, PerConnKB: 20},
+			ConnLoad{Conns: 2000, Rate: 1000, PerConnKB: 20}),
+		SignalingRow(ConnLoad{Conns: 12000, Offered: 4000, Rate: 4100, P50: time.Millisecond, P99: 120 * time.Millisecond, PerConnKB: 30},
 			ConnLoad{Conns: 12000, Rate: 4000, P99: 10 * time.Millisecond, PerConnKB: 20}),
 	}
 	want := []string{
 		"MISS by 1.20× CPU (+120%)", "pass (doubtful: Colyseus delivered 60%, Concord 100%)", verdictPass, "MISS by 137 ms (+137%)", "skipped: no trial completed (0 failed)",
 		verdictPass, "pass at 128 (the goal is at 1,024)", "MISS: 24 of 1024 not synced", verdictPass, "skipped: node is not installed",
+		"pass at 1000 offered (the goal is at 4,000)",
 		"MISS by 20.0 ms p99 (+20%); MISS by 0.30× memory (+25%)",
 	}
 	for i, r := range rows {
@@ -49,7 +52,7 @@ func TestHeadlineTable(t *testing.T) {
 	s := out.String()
 	for _, w := range []string{"— 2026-11-28 18:00 UTC", "| what | figure | same-run comparison | goal | verdict | load average |",
 		"Fan-out 8 × 100, plain schema, vs Colyseus (TLS)", "CPU **2.20×**", "| 1.00 2.00 3.00 |", "**250×** @dcl/ecs",
-		"11 rows: 5 pass, 4 miss, 2 skipped"} {
+		"12 rows: 6 pass, 4 miss, 2 skipped"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("table lacks %q:\n%s", w, s)
 		}
