@@ -352,6 +352,8 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&o.Members, "n", 256, "idle members of one room, and raw pion link pairs")
 	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured time of each phase")
 	fs.BoolVar(&o.Standby, "standby", false, "also a room whose members keep standby links")
+	fs.DurationVar(&o.ReportInterval, "report-interval", 0, "the members' status report interval (0: peer's default, 1s); an experiment")
+	fs.DurationVar(&o.TickInterval, "tick-interval", 0, "the members' tick and network interval (0: peer's default, 50ms); an experiment")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (the members and signaling) over the window of the room without standby links to this file")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {

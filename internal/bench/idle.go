@@ -26,6 +26,10 @@ type IdleOptions struct {
 	Standby bool
 	// HostCommand makes the command of the bench host process from bench-host's flags.
 	HostCommand func(args []string) *exec.Cmd
+	// ReportInterval and TickInterval, when not zero, override the members' status report
+	// interval and their tick and network intervals (experiments: what an idle member's cost
+	// comes from).
+	ReportInterval, TickInterval time.Duration
 	// CPUProfile, when not empty, receives a CPU profile of this process over the window of the
 	// room without standby links.
 	CPUProfile string
@@ -84,6 +88,7 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	defer room.close()
 	g := room.g
 	g.standby = standby
+	g.reportInterval, g.tickInterval = o.ReportInterval, o.TickInterval
 	// An empty world: the host has nothing to move, its members nothing to receive.
 	hp, err := startBenchHost(o.HostCommand([]string{"-server", room.sig.url, "-entities", "0", "-exit-on-stdin-eof", "-log-level", "warn"}), nil)
 	if err != nil {

@@ -86,6 +86,9 @@ type peerGroup struct {
 	relayOnly bool
 	deltas    bool // peer.Config.Deltas (it matters to the host only)
 
+	// tickInterval, when not zero, overrides the peers' tick and network intervals.
+	tickInterval time.Duration
+
 	peers  []*peer.Peer
 	probes []*probe
 	trans  []*countingTransport
@@ -150,6 +153,7 @@ func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer,
 		Server: g.url, Room: room, User: user, Kind: kind, App: a, Transport: ct,
 		Logger:         g.log.With().Str("who", user).Logger(),
 		ReportInterval: g.reportInterval, DigestInterval: g.digestInterval, Standby: g.standby,
+		TickInterval: g.tickInterval, NetworkInterval: g.tickInterval,
 		RelayOnly: g.relayOnly && kind != signaling.KindHost,
 		Deltas:    g.deltas,
 	})
