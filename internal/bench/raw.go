@@ -94,7 +94,7 @@ func dialRawPairs(ctx context.Context, n int, pion zerolog.Logger, recording *at
 			return nil, err
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second+time.Duration(n)*100*time.Millisecond)
 	defer cancel()
 	for _, p := range rp.pairs {
 		for _, c := range []*link.Conn{p.tx, p.rx} {
