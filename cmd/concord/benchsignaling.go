@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -236,6 +237,10 @@ func cmdBenchEcho(ctx context.Context, args []string, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	// A benchmark's server: loopback only.
+	if ap, err := netip.ParseAddrPort(*addr); err != nil || !ap.Addr().IsLoopback() {
+		return usageError{fmt.Errorf("-addr %q: want a loopback address and port", *addr)}
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
