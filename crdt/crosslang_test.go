@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/concordrtc/concord/crdt"
-	"github.com/concordrtc/concord/internal/golden"
+	"github.com/concordrtc/concord/internal/testkit/golden"
 )
 
 // crossPath is the file of replica hashes, digests and canonical states that the JavaScript

@@ -15,7 +15,7 @@ import (
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/hostsnapshot"
-	"github.com/concordrtc/concord/internal/golden"
+	"github.com/concordrtc/concord/internal/testkit/golden"
 	"github.com/concordrtc/concord/netmsg"
 )
 

@@ -50,6 +50,8 @@ const (
 	EventDespawned
 	EventAuthority
 	EventPeerEntered
+	// EventPeerExited: member Peer left the room (on the host too, once its avatar and locks
+	// are gone).
 	EventPeerExited
 	// EventHostChanged: a new host term began (Term, Peer = the host).
 	EventHostChanged

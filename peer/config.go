@@ -162,6 +162,9 @@ type Config struct {
 	// (a signal, a report), so the queue is sized for a burst of link setups. Its EventQueue
 	// defaults to DefaultSignalingEventQueue.
 	SignalingConfig sigclient.ClientConfig
+	// NoHost joins as a member that is never elected host, whatever its token allows
+	// (signaling.JoinOptions.NoHost): a follower that only reads the room (internal/follow).
+	NoHost bool
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/crdt/schema"
-	"github.com/concordrtc/concord/internal/golden"
+	"github.com/concordrtc/concord/internal/testkit/golden"
 	"github.com/concordrtc/concord/netmsg"
 )
 

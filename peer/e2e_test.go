@@ -10,8 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
-	"github.com/concordrtc/concord/internal/arena"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/demo/arena"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"

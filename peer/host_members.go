@@ -147,6 +147,8 @@ func (h *hostRole) memberLeft(idx PeerIndex) {
 		h.w.writeAuthority(t.Entity, authority.Record{})
 	}
 	h.exited = append(h.exited, idx)
+	// The host's app hears it too: a world's region host keeps who is in its room.
+	h.w.events = append(h.w.events, Event{Kind: EventPeerExited, Peer: idx})
 }
 
 // signalingLeft handles signaling's word that member idx left the room. A member whose link to

@@ -39,7 +39,7 @@ func (p *Peer) setSig(c sigClient) {
 func (p *Peer) joinOptions(resume *sigclient.Resume) sigclient.JoinOptions {
 	return sigclient.JoinOptions{
 		Room: sigclient.RoomID(p.cfg.Room), User: p.cfg.User, Device: p.cfg.Device, Kind: p.cfg.Kind, Token: p.cfg.Token,
-		Resume: resume,
+		Resume: resume, NoHost: p.cfg.NoHost,
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/concordrtc/concord/crdt/schema"
-	"github.com/concordrtc/concord/internal/arena"
+	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )

@@ -7,7 +7,9 @@
 # examples/orbs/host, examples/orbs-bot), copied with only their import path changed — and runs
 # them against a `concord serve` built from the checkout on 127.0.0.1, until the host's and the
 # bot's replicas agree (/api/rooms: both synced in the room's term with one replica hash, twice in
-# a row) and the bot's replica shows the orbs it took. It needs the module proxy (go mod tidy).
+# a row) and the bot's replica shows the orbs it took. Then the same with examples/embed, a
+# program that embeds the server (package server) with the orbs game as its room's dedicated
+# host, in place of serve and the host process. It needs the module proxy (go mod tidy).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
@@ -21,18 +23,19 @@ trap cleanup EXIT
 export GOWORK=off
 fail() {
   echo "outside-module: $*" >&2
-  for f in serve host bot; do
+  for f in serve host bot embed embed-bot; do
     [ -f "$tmp/$f.log" ] && { echo "--- $f.log (last 20 lines)" >&2; tail -n 20 "$tmp/$f.log" >&2; }
   done
   exit 1
 }
 
 mod="$tmp/mygame"
-mkdir -p "$mod/orbs" "$mod/host" "$mod/bot" "$mod/converged" "$tmp/bin"
+mkdir -p "$mod/orbs" "$mod/host" "$mod/bot" "$mod/embed" "$mod/converged" "$tmp/bin"
 cp "$root/examples/orbs/orbs.go" "$mod/orbs/"
 cp "$root/examples/orbs/host/main.go" "$mod/host/"
 cp "$root/examples/orbs-bot/main.go" "$mod/bot/"
-sed -i 's#"github.com/concordrtc/concord/examples/orbs"#"example.com/mygame/orbs"#' "$mod/host/main.go" "$mod/bot/main.go"
+cp "$root/examples/embed/main.go" "$mod/embed/"
+sed -i 's#"github.com/concordrtc/concord/examples/orbs"#"example.com/mygame/orbs"#' "$mod/host/main.go" "$mod/bot/main.go" "$mod/embed/main.go"
 # The waiting, also through Concord's public API (signaling.RoomInfo is GET /api/rooms).
 cat >"$mod/converged/main.go" <<'EOF'
 // Command converged waits until a room has the given number of members, all synced and reporting
@@ -134,34 +137,55 @@ echo "outside-module: a module example.com/mygame in $tmp, replacing only github
     echo "outside-module: $got (stock)"
   done
   go vet ./...
-  go build -o "$tmp/bin/" ./host ./bot ./converged
+  go build -o "$tmp/bin/" ./host ./bot ./embed ./converged
 ) || fail "the module does not build against stock pion"
 (cd "$root" && go build -o "$tmp/bin/concord" ./cmd/concord)
+
+# loggedURL LOG PID WHAT: the http://127.0.0.1:PORT a server started as PID writes to LOG.
+loggedURL() {
+  local u=""
+  for _ in $(seq 1 150); do
+    u=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$1" | head -n 1 || true)
+    [ -n "$u" ] && break
+    kill -0 "$2" 2>/dev/null || fail "$3 exited"
+    sleep 0.2
+  done
+  [ -n "$u" ] || fail "$3 did not log its URL within 30 s"
+  echo "$u"
+}
+
+# play URL LOG WHAT: a bot joins room orbs at URL until it and the room's host converge; it
+# leaves (SIGINT) and says how many orbs its replica credits it with: the host's rule.
+play() {
+  "$tmp/bin/bot" --server "$1" --room orbs --user bot --for 120s --stop-after 2 >"$2" 2>&1 &
+  local bot=$!
+  pids+=("$bot")
+  "$tmp/bin/converged" --url "$1" --room orbs --members 2 --timeout 60s || fail "$3 and the bot did not converge"
+  kill -INT "$bot"
+  wait "$bot" || fail "the bot of $3 exited with an error"
+  took=$(grep -o 'bot took [0-9]* orbs' "$2" | grep -o '[0-9]*' || true)
+  [ -n "$took" ] && [ "$took" -ge 2 ] || fail "the bot of $3 took ${took:-no} orbs, want 2 (--stop-after 2)"
+}
 
 # serve on a free port of 127.0.0.1; it logs its URL.
 "$tmp/bin/concord" serve --addr 127.0.0.1:0 --static "$root/examples/orbs/web" --room orbs \
   --dedicated-host=false --data "" --metrics=false >"$tmp/serve.log" 2>&1 &
 pids+=($!)
-url=""
-for _ in $(seq 1 150); do
-  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/serve.log" | head -n 1 || true)
-  [ -n "$url" ] && break
-  kill -0 "${pids[0]}" 2>/dev/null || fail "concord serve exited"
-  sleep 0.2
-done
-[ -n "$url" ] || fail "concord serve did not log its URL within 30 s"
+url=$(loggedURL "$tmp/serve.log" "${pids[0]}" "concord serve")
 echo "outside-module: concord serve at $url (room orbs, no dedicated host)"
-
 "$tmp/bin/host" --server "$url" --room orbs >"$tmp/host.log" 2>&1 &
 pids+=($!)
-"$tmp/bin/bot" --server "$url" --room orbs --user bot --for 120s --stop-after 2 >"$tmp/bot.log" 2>&1 &
-bot=$!
-pids+=("$bot")
-"$tmp/bin/converged" --url "$url" --room orbs --members 2 --timeout 60s ||
-  fail "the host and the bot did not converge"
-# The bot leaves (SIGINT) and says how many orbs its replica credits it with: the host's rule.
-kill -INT "$bot"
-wait "$bot" || fail "the bot exited with an error"
-took=$(grep -o 'bot took [0-9]* orbs' "$tmp/bot.log" | grep -o '[0-9]*' || true)
-[ -n "$took" ] && [ "$took" -ge 2 ] || fail "the bot took ${took:-no} orbs, want 2 (--stop-after 2)"
-echo "outside-module: ok — the host and the bot built against stock pion converged; the bot took $took orbs"
+play "$url" "$tmp/bot.log" "the host"
+echo "outside-module: the host and the bot built against stock pion converged; the bot took $took orbs"
+
+# examples/embed: the server and the orbs host in one program of the module; the bot joins it.
+"$tmp/bin/embed" --addr 127.0.0.1:0 --web "$root/examples/orbs/web" --room orbs >"$tmp/embed.log" 2>&1 &
+embed=$!
+pids+=("$embed")
+url=$(loggedURL "$tmp/embed.log" "$embed" "the embed example")
+echo "outside-module: examples/embed at $url (room orbs, its dedicated host in the same process)"
+play "$url" "$tmp/embed-bot.log" "the embed example's host"
+# The embedding program shuts the server down on SIGINT and exits 0.
+kill -INT "$embed"
+wait "$embed" || fail "the embed example did not exit cleanly on SIGINT"
+echo "outside-module: ok — the bot built against stock pion converged with the host under concord serve and with examples/embed (took $took orbs)"

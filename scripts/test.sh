@@ -115,7 +115,7 @@ else
   echo "test.sh: skipping the Chromium end-to-end tests: they need root to create a network namespace" >&2
 fi
 
-echo "== NAT lab (internal/netlab): a simulated internet in network namespaces, its NAT scenarios (internal/netlab/doc.go), README's Deploy and the three-node cluster"
+echo "== NAT lab (internal/harness/netlab): a simulated internet in network namespaces, its NAT scenarios (internal/harness/netlab/doc.go), README's Deploy and the three-node cluster"
 if [ "$(id -u)" = 0 ]; then
   pkgs=()
   command -v ip >/dev/null || pkgs+=(iproute2)
@@ -126,7 +126,7 @@ if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
   fi
   [ -d web/e2e/node_modules ] || (cd web/e2e && npm ci --no-audit --no-fund --loglevel=error)
-  CONCORD_LAB=1 go test -count=1 -timeout 15m -v ./internal/netlab/
+  CONCORD_LAB=1 go test -count=1 -timeout 15m -v ./internal/harness/netlab/
 else
   echo "test.sh: skipping the NAT lab: it needs root to create network namespaces" >&2
 fi

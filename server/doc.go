@@ -5,7 +5,8 @@
 // the dedicated hosts of its rooms in the same process — the arena demo's, and the embedding
 // program's own games (Options.Apps) — and optionally keeps rooms durable (Options.Data, an
 // embedded NATS JetStream), joins a cluster (Options.ClusterName, docs/protocol.md §7) and runs
-// a TURN relay (Options.TURN).
+// a TURN relay (Options.TURN) and the proximity voice forwarder at /voice/ (Options.Voice,
+// package voice, docs/protocol.md §10).
 //
 // # Embedding
 //
@@ -40,8 +41,9 @@
 //
 // # Options and flags
 //
-// Every option is a `concord serve` flag of the same meaning, and a key of its config file
-// (`concord serve --config`, docs/config.toml); each field's comment names its flag. A zero
+// Every option but the program's own (Logger, Now, Registry, Apps) and the environment's (Secret)
+// is a `concord serve` flag of the same meaning, and a key of its config file (`concord serve
+// --config`, docs/serve.toml); each field's comment names its flag. A zero
 // field keeps a default suited to a program (no /metrics route, no HSTS, rooms in memory);
 // the flags' defaults suit a deployment. Nothing is read from the environment: `concord serve`
 // takes CONCORD_SECRET into Options.Secret, CONCORD_ADMIN_KEY into Options.Limits.AdminKey and

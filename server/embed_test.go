@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/examples/orbs"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
@@ -113,6 +117,49 @@ func TestOptionErrors(t *testing.T) {
 		var oe *server.OptionError
 		if !errors.As(err, &oe) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v): %v, want an *OptionError naming %s", tc.o, err, tc.want)
+		}
+	}
+}
+
+// TestRegistryAndHandler: a program's own registry (already holding the Go collector) receives
+// the server's metrics, and Handler serves the same routes from the program's own listener.
+func TestRegistryAndHandler(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	s, err := server.New(server.Options{Addr: "127.0.0.1:0", Registry: reg, Network: server.Network{LoopbackOnly: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Shutdown(context.Background()) }()
+	if s.Registry() != reg {
+		t.Fatal("Registry is not the registry of Options")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		found = found || strings.HasPrefix(mf.GetName(), "concord_signaling_")
+	}
+	if !found {
+		t.Fatal("no concord_signaling_ metric in the program's registry")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", s.Handler())
+	own := httptest.NewServer(mux)
+	defer own.Close()
+	for _, path := range []string{"/healthz", "/concord/js/index.js"} {
+		resp, err := http.Get(own.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s through Handler: %d", path, resp.StatusCode)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/testcert"
+	"github.com/concordrtc/concord/internal/testkit/testcert"
 )
 
 func TestParseICEServers(t *testing.T) {

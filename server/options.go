@@ -8,9 +8,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/world"
 )
 
 // DefaultAddr is where a server listens when Options.Addr is "": loopback only, the port
@@ -37,8 +39,9 @@ type Options struct {
 	// Now is the clock of the dedicated hosts' token lifetimes (nil: time.Now).
 	Now func() time.Time
 	// Registry is the Prometheus registry the server registers its metrics into, and /metrics
-	// serves (nil: a registry of its own; Server.Registry returns it). One registry holds one
-	// server's metrics: a second server registering into it fails to start.
+	// serves (nil: a registry of its own; Server.Registry returns it). It may hold the program's
+	// own collectors (the Go and process collectors too), but one server's metrics only: do not
+	// pass one registry to two servers.
 	Registry *prometheus.Registry
 
 	// Secret is the HS256 key of join and resume tokens (CONCORD_SECRET). "": an open server,
@@ -73,6 +76,13 @@ type Options struct {
 	// World bounds the dedicated hosts' worlds (--max-append-sets, --max-member-world-bytes,
 	// --max-world-bytes; zero fields: the peer defaults).
 	World peer.WorldLimits
+
+	// Worlds are worlds of regions the server runs (--world; docs/protocol.md §11): region hosts
+	// on demand, their directory at /api/worlds/{W}. A single server only (not clustered yet).
+	Worlds []world.Def
+	// WorldGrace: a region nobody is in or watches is checkpointed and unloaded after this
+	// (--world-grace; 0: world.DefaultGrace).
+	WorldGrace time.Duration
 
 	// Network is the dedicated hosts' WebRTC (--ice, --udp, --public-ip, --relay-only).
 	Network Network
@@ -115,6 +125,15 @@ type Options struct {
 	// CheckpointInterval is the least time between two checkpoints of a changing room
 	// (--checkpoint-interval; 0: durable's default).
 	CheckpointInterval time.Duration
+	// KeepRooms says which rooms keep their world with Data (--keep-rooms, docs/protocol.md §6
+	// "Kept rooms"): KeepAll (every room: a server-side follower checkpoints the rooms with no
+	// dedicated host here, hosted by a browser tab or a host process of their own, and their first
+	// host restores over GET /api/rooms/{room}/checkpoint), KeepDedicated (only the rooms of
+	// this server's dedicated hosts) or KeepNone (no checkpoints). "": KeepDedicated.
+	KeepRooms string
+	// KeepSchemas is the schema table of the game the followers of KeepAll decode (a room whose
+	// host runs another table refuses its follower; it is not kept). nil: the arena demo's.
+	KeepSchemas *schema.Table
 	// RoomTTL: a room's counters leave the durable store this long after their last change
 	// (--room-ttl; 0: durable's default).
 	RoomTTL time.Duration
@@ -156,6 +175,8 @@ type Options struct {
 	// StaticCSP is the Static pages' Content-Security-Policy (--static-csp; "":
 	// web.StaticContentSecurityPolicy).
 	StaticCSP string
+	// Voice is the proximity voice forwarder (--voice, docs/protocol.md §10; zero: off).
+	Voice Voice
 }
 
 // Network is how the dedicated hosts reach the network.

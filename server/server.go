@@ -22,13 +22,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
-	"github.com/concordrtc/concord/internal/arena"
 	"github.com/concordrtc/concord/internal/cluster"
+	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/turnserver"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/voice"
+	"github.com/concordrtc/concord/world"
 )
 
 // maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB).
@@ -74,12 +76,16 @@ type Server struct {
 	turnOpen bool               // TURN without a Secret: an open relay (concord_turn_open)
 	http     *http.Server
 	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
+	innerAt  string       // the URL the server's own peers dial (innerURL)
 	host     *peer.Peer   // the dedicated host of Room; nil without one
 	hosts    []*dedicated
 	stopHost context.CancelFunc
 	store    *durable.Store  // nil without Data
 	writer   *durable.Writer // nil without Data
 	node     *cluster.Node   // nil unless clustered
+	// placement runs the dedicated hosts of the rooms this node owns (placeStop ends it,
+	// placeDone is closed when it has). nil unless clustered.
+	placement *cluster.Placement
 	// bans is the cluster's ban bucket, watched (and its kicks served) until banStop; banDone
 	// receives once from each of the two goroutines. nil unless clustered.
 	bans    *durable.Bans
@@ -87,17 +93,18 @@ type Server struct {
 	banDone chan struct{}
 
 	restoreRefused *prometheus.CounterVec // concord_restore_refused_total{reason}
+	keep           keeper                 // KeepAll: the followers (keep.go)
 
 	// Cluster mode: the dedicated hosts run where their room's lease is (placement.go).
-	hostServer         string   // the URL the dedicated hosts dial
-	secret             string   // Options.Secret
-	routes             []string // Options.Routes: the configured nodes, for the fair share while starting
+	hostServer         string // the URL the dedicated hosts dial
+	secret             string // Options.Secret
 	checkpointInterval time.Duration
-	poke               chan struct{} // capacity 1: placement should look again now
 	placeStop          context.CancelFunc
 	placeDone          chan struct{}
-	hostMu             sync.Mutex                // guards hostsOn and, in cluster mode, each dedicated.peer
-	hostsOn            map[signaling.RoomID]bool // rooms whose dedicated host runs here
+	hostMu             sync.Mutex // guards, in cluster mode, each dedicated.peer
+
+	voice  *voiceServer    // nil without Voice.On
+	worlds []*world.Server // Options.Worlds (world.go)
 }
 
 // dedicated is a room's dedicated host in this process.
@@ -111,10 +118,7 @@ type dedicated struct {
 	peer *peer.Peer
 
 	// Cluster mode (placement.go), owned by the placement goroutine.
-	scene  string
-	broken bool               // its checkpoint or scene is bad: it does not start here
-	stop   context.CancelFunc // the running host's; nil when none runs
-	done   chan struct{}      // closed when the running host has stopped
+	scene string
 	// missingSince: when its room, open before, was first found without a checkpoint.
 	missingSince time.Time
 }
@@ -127,7 +131,10 @@ func New(o Options) (*Server, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{o: o, log: o.Logger, reg: o.Registry, failed: make(chan error, 1), routes: o.Routes, checkpointInterval: o.CheckpointInterval}
+	if err := checkVoice(o.Voice); err != nil {
+		return nil, err
+	}
+	s := &Server{o: o, log: o.Logger, reg: o.Registry, failed: make(chan error, 1), checkpointInterval: o.CheckpointInterval}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 	}
@@ -209,7 +216,9 @@ func (s *Server) start(ctx context.Context) error {
 		if s.store, err = durable.OpenContext(ctx, dc); err != nil {
 			return err
 		}
-		s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+		if o.KeepRooms != KeepNone {
+			s.writer = durable.NewWriter(s.store, durable.WriterConfig{Logger: log.With().Str("component", "checkpoint").Logger(), Registerer: reg})
+		}
 	}
 	var ownPorts []int
 	for i, room := range hosted {
@@ -247,6 +256,13 @@ func (s *Server) start(ctx context.Context) error {
 			ownPorts = append(ownPorts, ua.Port)
 		}
 	}
+	vs, vport, err := openVoiceSocket(o, log, addr)
+	if err != nil {
+		return err
+	}
+	if s.voice = vs; vs != nil {
+		ownPorts = append(ownPorts, vport)
+	}
 	// TURN credentials live as long as their member: the relay asks signaling, which starts
 	// below (until then no one is a member).
 	var sigRef atomic.Pointer[signaling.Server]
@@ -272,8 +288,10 @@ func (s *Server) start(ctx context.Context) error {
 	for _, room := range hosted {
 		cfg.Rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{DedicatedHostUser}}
 	}
+	pinWorldRooms(o, cfg.Rooms)
 	if s.store != nil {
 		cfg.Store = s.store
+		cfg.Checkpoints = s.checkpoints(o)
 	}
 	switch {
 	case o.clustered():
@@ -287,10 +305,13 @@ func (s *Server) start(ctx context.Context) error {
 		cfg.Bans = signaling.NewBanFile(filepath.Join(o.Data, banFileName))
 	}
 	if o.clustered() {
-		s.poke = make(chan struct{}, 1)
-		s.hostsOn = map[signaling.RoomID]bool{}
-		s.node, err = cluster.New(cluster.Config{Store: s.store, Name: o.NodeName, LeaseTTL: o.LeaseTTL,
-			Keep: s.hostRunning, Lost: func(signaling.RoomID) { s.pokePlacement() }, Acquired: func(signaling.RoomID) { s.pokePlacement() },
+		rooms := make([]signaling.RoomID, 0, len(s.hosts))
+		for _, d := range s.hosts {
+			rooms = append(rooms, d.room)
+		}
+		s.placement = cluster.NewPlacement(cluster.PlacementConfig{Rooms: rooms, Start: s.startDedicated, Nodes: 1 + len(o.Routes),
+			Logger: log.With().Str("component", "placement").Logger()})
+		s.node, err = cluster.New(cluster.Config{Store: s.store, Name: o.NodeName, LeaseTTL: o.LeaseTTL, Placement: s.placement,
 			Registerer: reg, Logger: log.With().Str("component", "cluster").Logger()})
 		if err != nil {
 			return err
@@ -366,6 +387,12 @@ func (s *Server) start(ctx context.Context) error {
 		mux.Handle("/debug/pprof/symbol", admin(http.HandlerFunc(pprof.Symbol)))
 		mux.Handle("/debug/pprof/trace", admin(http.HandlerFunc(pprof.Trace)))
 	}
+	vh, err := s.voice.start(s, o, scheme(tlsCfg != nil)+"://"+loopbackIfAny(addr), addr, voice.Config{Members: s.sig, Secret: cfg.Secret,
+		Registerer: reg, Logger: log.With().Str("component", "voice").Logger()})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/voice/", voiceCORS(origins, vh))
 	if err := pageRoutes(mux, o, origins, log); err != nil {
 		return err
 	}
@@ -384,6 +411,12 @@ func (s *Server) start(ctx context.Context) error {
 	// Before Serve, so that the metrics collector never sees s.host change. The hosts' dials
 	// wait in the listen backlog until Serve accepts them.
 	if err := s.startHosts(ctx, o, addr, tlsCfg != nil, sh); err != nil {
+		return err
+	}
+	if err := s.startKeeper(ctx, o, addr, tlsCfg != nil, sh, hosted); err != nil {
+		return err
+	}
+	if err := s.startWorlds(o, addr, tlsCfg != nil, sh, mux); err != nil {
 		return err
 	}
 	served = true
@@ -450,6 +483,17 @@ func newApp(o Options, room signaling.RoomID) peer.App {
 	return arena.New(arena.Config{})
 }
 
+// hostToken is the join token of a host of this process for room ("" without a Secret).
+func hostToken(o Options, room signaling.RoomID) (string, error) {
+	if o.Secret == "" {
+		return "", nil
+	}
+	return signaling.IssueToken([]byte(o.Secret), signaling.Claims{
+		Room: room, User: DedicatedHostUser, Device: "serve", MayHost: true,
+		Kind: signaling.KindHost, ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
+	})
+}
+
 // startHosts runs the dedicated hosts (each cfg with its transport) in this process. They dial
 // the public listener, or, when that is TLS (whose certificate names the public host) or listens
 // on every interface, a loopback listener of their own that serves only signaling.
@@ -457,23 +501,19 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 	if len(s.hosts) == 0 {
 		return nil
 	}
-	server := s.url
-	if tlsOn || addr.IP.IsUnspecified() {
-		iln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		imux := http.NewServeMux()
-		imux.Handle("/ws", sh)
-		s.inner = newHTTPServer(imux, o.HTTP)
-		s.serve(s.inner, iln)
-		server = "http://" + iln.Addr().String()
+	server, err := s.innerURL(o, addr, tlsOn, sh)
+	if err != nil {
+		return err
 	}
+	s.hostServer = server // the voice forwarder's followers dial it too
 	if s.node != nil {
-		s.hostServer, s.secret = server, o.Secret
+		s.secret = o.Secret
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		s.placeStop, s.placeDone = cancel, make(chan struct{})
-		go s.place(pctx)
+		go func() {
+			defer close(s.placeDone)
+			s.placement.Run(pctx) // stops the hosts it started when pctx ends
+		}()
 		return nil
 	}
 	// The hosts run until Shutdown, whatever becomes of the startup's ctx.
@@ -482,15 +522,8 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 	for _, d := range s.hosts {
 		cfg := d.cfg
 		cfg.Server = server
-		if o.Secret != "" {
-			var err error
-			cfg.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{
-				Room: d.room, User: DedicatedHostUser, Device: "serve", MayHost: true,
-				Kind: signaling.KindHost, ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
-			})
-			if err != nil {
-				return err
-			}
+		if cfg.Token, err = hostToken(o, d.room); err != nil {
+			return err
 		}
 		p, err := peer.New(cfg)
 		if err != nil {
@@ -516,6 +549,28 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 		}()
 	}
 	return nil
+}
+
+// innerURL is the URL the server's own peers (dedicated hosts, followers) dial: the public
+// listener, or, when that is TLS (whose certificate names the public host) or listens on every
+// interface, a loopback listener of their own that serves only signaling (made once).
+func (s *Server) innerURL(o Options, addr *net.TCPAddr, tlsOn bool, sh http.Handler) (string, error) {
+	if s.innerAt != "" {
+		return s.innerAt, nil
+	}
+	s.innerAt = s.url
+	if tlsOn || addr.IP.IsUnspecified() {
+		iln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		imux := http.NewServeMux()
+		imux.Handle("/ws", sh)
+		s.inner = newHTTPServer(imux, o.HTTP)
+		s.serve(s.inner, iln)
+		s.innerAt = "http://" + iln.Addr().String()
+	}
+	return s.innerAt, nil
 }
 
 // hostedRooms lists the rooms the server runs a dedicated host for: Room (with DedicatedHost),
@@ -608,7 +663,8 @@ func (s *Server) Failed() <-chan error { return s.failed }
 // requests until ctx ends, then close their connections), TURN, the cluster and the store. It
 // returns once every goroutine the server started has ended: ctx's error when the HTTP
 // servers had to be closed before their requests were done, else nil. A server that was never
-// started, or was shut down before, returns nil at once.
+// started, or was shut down before, returns nil at once; one still starting is shut down once
+// StartContext has returned (cancel its ctx to cut the startup short).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
@@ -638,6 +694,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 		<-s.placeDone
 		s.placeStop = nil
 	}
+	s.keep.stop() // each follower hands its last checkpoint to the writer
 	if s.stopHost != nil {
 		s.stopHost()
 		s.hostsRun.Wait()
@@ -648,6 +705,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 			_ = d.api.Close()
 		}
 	}
+	s.stopWorlds()
 	if s.sig != nil {
 		_ = s.sig.Close()
 	}
@@ -665,6 +723,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 		}
 	}
 	s.goes.Wait() // the serving goroutines, whose Serve the Shutdown (or Close) ended
+	s.voice.close()
 	if s.turn != nil {
 		_ = s.turn.Close()
 	}

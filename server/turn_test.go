@@ -10,7 +10,7 @@ import (
 
 	"github.com/pion/turn/v5"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/signaling"
 )
 

@@ -35,6 +35,9 @@ func (o Options) validate() error {
 	if err := o.clusterConfig().Check(); err != nil {
 		return optionError(err)
 	}
+	if err := o.checkWorlds(); err != nil {
+		return err
+	}
 	for room := range o.Apps {
 		if o.Apps[room] == nil {
 			return optionError(fmt.Errorf("server: Options.Apps[%q] is nil", room))
@@ -49,6 +52,9 @@ func (o Options) validate() error {
 		return optionError(errors.New("--tls-cert and --tls-key go together"))
 	}
 	if err := o.validateTURN(); err != nil {
+		return err
+	}
+	if err := o.checkKeepRooms(); err != nil {
 		return err
 	}
 	if o.clustered() && o.Data == "" && o.NATS == "" {

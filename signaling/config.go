@@ -194,6 +194,10 @@ type Config struct {
 	// StoreTimeout is how long joins to a room wait for its counters to load from Store before
 	// they get server_busy. If zero, DefaultStoreTimeout (10s).
 	StoreTimeout time.Duration
+	// Checkpoints, if not nil, serves GET /api/rooms/{room}/checkpoint: a kept room's last
+	// checkpoint, for the first host that restores it (checkpoint.go). If nil, that route
+	// answers 404.
+	Checkpoints CheckpointSource
 
 	// Router, if not nil, makes the server a node of a cluster: each websocket's join is routed
 	// to the node that owns its room (cluster.go). If nil, every room is served here.

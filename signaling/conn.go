@@ -19,7 +19,7 @@ import (
 // websocket.Conn.WriteControl, which is safe from any goroutine.
 type conn struct {
 	s    *Server
-	ws   Socket
+	ws   socket
 	send chan []byte // bounded outbound queue; never closed
 
 	// spill holds, in order, frames that cannot be lost (membership, host changes) that found
@@ -96,7 +96,7 @@ type closeInfo struct {
 	text     string
 }
 
-func newConn(s *Server, ws Socket, log zerolog.Logger) *conn {
+func newConn(s *Server, ws socket, log zerolog.Logger) *conn {
 	return &conn{
 		s: s, ws: ws, log: log, wlog: log,
 		send:       make(chan []byte, s.cfg.SendQueue),

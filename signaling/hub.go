@@ -231,7 +231,7 @@ func newHub(cfg *Config, log zerolog.Logger, st *stats, resumeKey []byte, post f
 		rooms:   make(map[RoomID]*room),
 		members: make(map[*conn]*member),
 		retired: make(map[RoomID]retiredRoom),
-		live:    &liveMembers{m: make(map[liveKey]struct{})},
+		live:    &liveMembers{m: make(map[liveKey]PeerIndex)},
 	}
 }
 
@@ -413,7 +413,7 @@ func (h *hub) join(ev *evJoin) {
 	}
 	m.id = NewIdentity(req.user, device)
 	h.members[ev.c] = m
-	h.live.add(r.id, m.id)
+	h.live.add(r.id, m.id, m.index)
 	h.stats.members.Add(1)
 	h.stats.joins.Add(1)
 	h.saveCounters(r) // before anyone hears of the index

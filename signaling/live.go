@@ -7,7 +7,7 @@ import "sync"
 // embedded TURN relay, can check at once that whoever holds its credentials is still a member.
 type liveMembers struct {
 	mu sync.RWMutex
-	m  map[liveKey]struct{}
+	m  map[liveKey]PeerIndex
 }
 
 type liveKey struct {
@@ -15,10 +15,10 @@ type liveKey struct {
 	id   Identity
 }
 
-func (l *liveMembers) add(room RoomID, id Identity) {
+func (l *liveMembers) add(room RoomID, id Identity, index PeerIndex) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.m[liveKey{room, id}] = struct{}{}
+	l.m[liveKey{room, id}] = index
 }
 
 func (l *liveMembers) remove(room RoomID, id Identity) {
@@ -27,17 +27,27 @@ func (l *liveMembers) remove(room RoomID, id Identity) {
 	delete(l.m, liveKey{room, id})
 }
 
-func (l *liveMembers) has(room RoomID, id Identity) bool {
+func (l *liveMembers) index(room RoomID, id Identity) (PeerIndex, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	_, ok := l.m[liveKey{room, id}]
-	return ok
+	i, ok := l.m[liveKey{room, id}]
+	return i, ok
 }
 
 // IsMember reports whether id is a member of room on this server now: from its join until it
 // leaves for any reason (Config.MemberLeft is told then). Any goroutine may call it; it does
 // not wait for the hub.
-func (s *Server) IsMember(room RoomID, id Identity) bool { return s.live.has(room, id) }
+func (s *Server) IsMember(room RoomID, id Identity) bool {
+	_, ok := s.live.index(room, id)
+	return ok
+}
+
+// MemberIndex returns the peer index of member id of room on this server now, and false when id
+// is not a member. The voice forwarder uses it to find a member's avatar in the room's world
+// (docs/protocol.md §10). Any goroutine may call it; it does not wait for the hub.
+func (s *Server) MemberIndex(room RoomID, id Identity) (PeerIndex, bool) {
+	return s.live.index(room, id)
+}
 
 // evICERefresh: time to hand every member fresh ICE servers (Config.ICERefresh).
 type evICERefresh struct{}

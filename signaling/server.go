@@ -59,6 +59,8 @@ type Server struct {
 	live         *liveMembers // the hub's, read by IsMember
 
 	busyLog lockedLogLimiter
+	// checkpointLoads holds a token per checkpoint load running (maxCheckpointLoads).
+	checkpointLoads chan struct{}
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the hub, every handler and every writer
@@ -88,6 +90,8 @@ func New(cfg Config) *Server {
 		quit:      make(chan struct{}),
 		conns:     make(map[*conn]struct{}),
 		addrs:     make(map[string]int),
+
+		checkpointLoads: make(chan struct{}, maxCheckpointLoads),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteWait,
@@ -104,6 +108,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /api/rooms/{room}/ban", s.serveModeration)
 	mux.HandleFunc("DELETE /api/rooms/{room}/ban", s.serveModeration)
 	mux.HandleFunc("GET /api/rooms/{room}/bans", s.serveModeration)
+	mux.HandleFunc("GET /api/rooms/{room}/checkpoint", s.serveCheckpoint)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
@@ -329,7 +334,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	var first []byte
 	var refuse error
 	if s.cfg.Router != nil {
-		var relay Relay
+		var relay Pipe
 		first, relay, refuse = s.route(ws)
 		if first == nil {
 			_ = ws.Close()
@@ -337,7 +342,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		if relay != nil {
 			s.stats.relayed.Add(1)
-			relay.Serve(ws, first, s.quit)
+			s.relay(ws, relay, first)
 			s.stats.relayed.Add(-1)
 			return
 		}
@@ -441,7 +446,7 @@ func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
 			kind = KindBrowser
 		}
 		// Open mode: the power level never comes from the client.
-		return joinRequest{room: m.Room, user: m.User, device: m.Device, kind: kind, power: s.cfg.DefaultPowerLevel, mayHost: true}, nil
+		return joinRequest{room: m.Room, user: m.User, device: m.Device, kind: kind, power: s.cfg.DefaultPowerLevel, mayHost: !m.NoHost}, nil
 	}
 	if m.Token == "" {
 		return joinRequest{}, fmt.Errorf("%w: this server needs a token to join %q", ErrTokenRequired, m.Room)
@@ -473,7 +478,7 @@ func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
 	if kind == "" {
 		kind = KindBrowser
 	}
-	return joinRequest{room: m.Room, user: c.User, device: device, kind: kind, power: c.Power, mayHost: c.MayHost, freeDevice: c.Device == ""}, nil
+	return joinRequest{room: m.Room, user: c.User, device: device, kind: kind, power: c.Power, mayHost: c.MayHost && !m.NoHost, freeDevice: c.Device == ""}, nil
 }
 
 // checkResume adds a join's resume claim to req once its room and token check out. A join

@@ -27,6 +27,9 @@ type Claims struct {
 	// Mod lets the token's holder kick and ban members of Room through the HTTP API (claim
 	// "mod"; docs/protocol.md §4 "Signaling: moderation"); absent means false.
 	Mod bool
+	// Voice is what the member may do with voice (claim "voice"; docs/protocol.md §10): "publish"
+	// (also when absent), "listen" (hear, not speak) or "none" (no voice session).
+	Voice string
 	// ExpiresAt is required (claim "exp"): tokens without expiry are refused.
 	ExpiresAt time.Time
 	// NotBefore is optional (claim "nbf").
@@ -44,6 +47,7 @@ type tokenClaims struct {
 	MayHost bool   `json:"mayHost,omitempty"`
 	Kind    Kind   `json:"kind,omitempty"`
 	Mod     bool   `json:"mod,omitempty"`
+	Voice   string `json:"voice,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -59,7 +63,7 @@ func IssueToken(secret []byte, c Claims) (string, error) {
 	if err := checkClaims(c.Room, c.User, c.Device, c.Kind); err != nil {
 		return "", err
 	}
-	tc := tokenClaims{Room: c.Room, User: c.User, Device: c.Device, Power: c.Power, MayHost: c.MayHost, Kind: c.Kind, Mod: c.Mod}
+	tc := tokenClaims{Room: c.Room, User: c.User, Device: c.Device, Power: c.Power, MayHost: c.MayHost, Kind: c.Kind, Mod: c.Mod, Voice: c.Voice}
 	tc.ExpiresAt = jwt.NewNumericDate(c.ExpiresAt)
 	if !c.NotBefore.IsZero() {
 		tc.NotBefore = jwt.NewNumericDate(c.NotBefore)
@@ -90,6 +94,13 @@ func checkClaims(room RoomID, user, device string, kind Kind) error {
 	return nil
 }
 
+// ParseToken verifies a join token against secret at time now and returns its claims, for
+// services beside signaling that take the same tokens (the voice forwarder, docs/protocol.md §10).
+// Errors wrap ErrTokenInvalid or ErrTokenExpired.
+func ParseToken(secret []byte, token string, now time.Time) (Claims, error) {
+	return parseToken(secret, token, func() time.Time { return now })
+}
+
 // parseToken verifies a token against secret at the time now() and returns its
 // claims. Errors wrap ErrTokenInvalid or ErrTokenExpired.
 func parseToken(secret []byte, token string, now func() time.Time) (Claims, error) {
@@ -109,7 +120,7 @@ func parseToken(secret []byte, token string, now func() time.Time) (Claims, erro
 	if err := checkClaims(tc.Room, tc.User, tc.Device, tc.Kind); err != nil {
 		return Claims{}, fmt.Errorf("%w: claims: %v", ErrTokenInvalid, err)
 	}
-	c := Claims{Room: tc.Room, User: tc.User, Device: tc.Device, Power: tc.Power, MayHost: tc.MayHost, Kind: tc.Kind, Mod: tc.Mod}
+	c := Claims{Room: tc.Room, User: tc.User, Device: tc.Device, Power: tc.Power, MayHost: tc.MayHost, Kind: tc.Kind, Mod: tc.Mod, Voice: tc.Voice}
 	c.ExpiresAt = tc.ExpiresAt.Time
 	if tc.NotBefore != nil {
 		c.NotBefore = tc.NotBefore.Time

@@ -21,7 +21,7 @@ const SRC = path.join(WEB, 'static', 'js');
 const TSC = path.join(WEB, 'node_modules', 'typescript', 'bin', 'tsc');
 
 /** Files of web/static/js that are pages' scripts, not part of the package. */
-const PAGE_SCRIPTS = ['page.js', 'inspect.js'];
+const PAGE_SCRIPTS = ['page.js', 'inspect.js', 'worldpage.js', 'arena.js']; // the demo's pages and its game: not the library
 
 function tsc(args, opts = {}) {
   if (!existsSync(TSC)) throw new Error(`pkg: ${TSC} is missing: run npm ci in web/ first`);

@@ -10,7 +10,7 @@ import (
 // TestSecurityHeaders: the page and the inspector forbid framing and foreign scripts.
 func TestSecurityHeaders(t *testing.T) {
 	h := Handler()
-	for _, path := range []string{"/", "/inspect", "/js/page.js"} {
+	for _, path := range []string{"/", "/inspect", "/js/page.js", "/world.html", "/js/worldpage.js"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		if rec.Code != http.StatusOK {

@@ -2,7 +2,7 @@
 // `concord bench fanout` (a bench-host process, N bots in another), same workload: M entities of
 // a position (x, y) and an 8-byte send time, all written every 50 ms. Colyseus holds the position as
 // two float32 (8 bytes); Concord as a game would encode it, quantized to 1/256 over [-1024, 1024]
-// (3 bytes a coordinate, 6 in all; internal/bench/app.go).
+// (3 bytes a coordinate, 6 in all; internal/harness/bench/app.go).
 // Usage: node run.mjs N M [DURATION_S] [-schema quantized|plain]   (CONCORD_BIN: the concord binary,
 // default "concord"). -schema plain gives Concord the position a user would first write: two
 // float32 (8 bytes), as Colyseus holds it. The last line of output is "json " and the figures as JSON

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordrtc/concord/internal/testcert"
+	"github.com/concordrtc/concord/internal/testkit/testcert"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )

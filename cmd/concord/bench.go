@@ -1,6 +1,6 @@
 package main
 
-// concord bench and bench-host: flags for the harness in internal/bench.
+// concord bench and bench-host: flags for the harness in internal/harness/bench.
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/concordrtc/concord/internal/bench"
+	"github.com/concordrtc/concord/internal/harness/bench"
 )
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -23,7 +23,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if len(args) == 0 {
-		return usageError{errors.New("want a benchmark: fanout, migration, joins, signaling, idle or all")}
+		return usageError{errors.New("want a benchmark: fanout, migration, joins, voice, signaling, idle or all")}
 	}
 	switch args[0] {
 	case "fanout":
@@ -32,6 +32,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdBenchMigration(ctx, args[1:], stdout, stderr)
 	case "joins":
 		return cmdBenchJoins(ctx, args[1:], stdout, stderr)
+	case "voice":
+		return cmdBenchVoice(ctx, args[1:], stdout, stderr)
 	case "all":
 		return cmdBenchAll(ctx, args[1:], stdout, stderr)
 	case "signaling":
@@ -42,7 +44,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if isHelpArg(args[0]) {
 		return groupHelp(stderr, "bench")
 	}
-	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, joins, signaling, idle or all", args[0])}
+	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, joins, voice, signaling, idle or all", args[0])}
 }
 
 func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer) error {

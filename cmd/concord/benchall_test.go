@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/concordrtc/concord/internal/bench"
+	"github.com/concordrtc/concord/internal/harness/bench"
 )
 
 // TestBenchAllReadsRunScript reads run.mjs's last line as `bench all` does, and checks that the

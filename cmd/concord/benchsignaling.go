@@ -21,7 +21,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/concordrtc/concord/internal/bench"
+	"github.com/concordrtc/concord/internal/harness/bench"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/signaling/sigclient"
 )

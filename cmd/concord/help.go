@@ -24,6 +24,9 @@ With --turn, also an embedded TURN/STUN server whose time-limited credentials ev
 when it joins; README "Deploy" shows a public setup. The client modules are always at
 /concord/js/ (index.js); --static DIR serves a game's own page at / instead of the demo, and
 --origin also admits other origins' pages to import the client (CORS); docs/guide.md builds a game.
+--config FILE reads the flags from a TOML file whose keys are their names (docs/serve.toml);
+flags on the command line override it, and --print-config prints the settings as such a file.
+A Go program embeds the same server as package server (go doc github.com/concordrtc/concord/server).
 
 Environment:
   CONCORD_SECRET     HS256 key of join tokens (and of the resume tokens peers present after a
@@ -54,10 +57,11 @@ A server with a self-signed certificate: --ca cert.pem.
 Environment:
   CONCORD_TOKEN   default of --token.
   CONCORD_SECRET  the HS256 key to mint the bots' tokens with, when --token is not given.`},
-	"bench": {"concord bench fanout|migration|joins|all [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
+	"bench": {"concord bench fanout|migration|joins|voice|signaling|idle|all [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
   joins      N bots join one dedicated host (concord serve) at once: time until all are synced
+  voice      P speakers × L listeners through the voice forwarder, then a raw pion relay: CPU per stream
   signaling  joins a second through concord serve and its memory per idle member, against a bare
              gorilla/websocket echo server in the same run
   idle       what idle members cost (CPU) against as many idle raw pion links, with -standby also
@@ -76,6 +80,11 @@ same-run comparison, the goal, pass or MISS and by how much, and the load averag
 rows run bench/colyseus/run.mjs (node; npm ci when its node_modules is missing), the CRDT row
 crdt/testdata/dcl/bench.mjs; a row whose side cannot run says why. Run it from the repository's
 root (or give -colyseus and -dcl). About 15 minutes on 2 vCPUs; -quick under 3.`},
+	"bench voice": {"concord bench voice [flags]", `-publishers speakers publish 50 Opus packets a second, each heard by -listeners listeners, through a
+forwarder in a process of its own (concord bench-voice-server) whose CPU is measured: a raw pion track relay
+(the floor), the voice forwarder with proximity off, and with proximity on. Prints CPU per forwarded stream
+and packet, loss, jitter and mouth-to-ear delay (docs/protocol.md §10).`},
+	"bench-voice-server": {"concord bench-voice-server [flags]", `The forwarder process that "concord bench voice" measures: -mode raw or concord.`},
 	"bench joins": {"concord bench joins [flags]", `Starts "concord serve" (its dedicated host, --max-members N+8) on a free loopback port, then -n
 passive bots at once in this process, and prints the time until every bot is synced (p50, p90),
 the room's term at the end (term changes: term - 1) and serve's RSS.`},
@@ -126,6 +135,10 @@ func printHelp(w io.Writer, name string, fs *flag.FlagSet) {
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
 	if n > 0 {
+		if name == "serve" {
+			printGroupedFlags(w, fs, serveGroups)
+			return
+		}
 		fmt.Fprintf(w, "\nFlags:\n")
 		out := fs.Output()
 		fs.SetOutput(w)

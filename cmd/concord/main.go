@@ -17,15 +17,17 @@ import (
 const usage = `concord — WebRTC host-authoritative multiplayer sessions
 
 Usage:
-  concord serve [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena] [--data ./concord-data] [--scene ROOM=FILE]…
+  concord serve [--config FILE] [--addr 127.0.0.1:7880] [--dedicated-host=true] [--room arena] [--data ./concord-data] [--scene ROOM=FILE]…
                 [--public-ip IP] [--udp ADDR] [--turn ADDR] [--turn-tls ADDR --turn-host NAME] [--turn-allow-private CIDR,…]
                 [--ice-server URL]… [--tls-cert FILE --tls-key FILE] [--origin ORIGIN,…] [--nats URL] [--pprof]
   concord host  [--server http://127.0.0.1:7880] [--room arena] [--ice loopback|any] [--udp ADDR] [--public-ip IP] [--ca FILE]
   concord bot   [--server http://127.0.0.1:7880] [--room arena] [-n 8] [--move-for 10s] [--name bot] [--standby] [--ice loopback|any] [--ca FILE]
+                [--voice FILE.ogg | --voice-listen]
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
   concord bench joins [-n 512]                                      N bots join one serve at once: time until synced
-  concord token --room R --user U [--power N] [--host] [--mod] [--ttl 1h]   mint a join token from CONCORD_SECRET
+  concord bench voice [-publishers 8] [-listeners 32]               speakers × listeners through the voice forwarder vs raw pion
+  concord token --room R --user U [--power N] [--host] [--mod] [--voice listen] [--ttl 1h]   mint a join token from CONCORD_SECRET
   concord kick --room R --user U [--reason TEXT]                    end a member's session in a room (CONCORD_ADMIN_KEY or --token)
   concord ban --room R --user U [--for 1h] [--reason TEXT]          keep an identity out of a room, for a while or for good
   concord unban --room R --user U                                   lift a ban
@@ -55,7 +57,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "serve":
-		err = cmdServe(ctx, args[1:], stderr)
+		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "host":
 		err = cmdHost(ctx, args[1:], stderr)
 	case "bot":
@@ -72,6 +74,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "bench-host": // hidden: the host process `bench migration` kills
 		err = cmdBenchHost(ctx, args[1:], stdin, stdout, stderr)
+	case "bench-voice-server": // hidden: the forwarder process `bench voice` measures
+		err = cmdBenchVoiceServer(ctx, args[1:], stdin, stdout, stderr)
 	case "bench-echo": // hidden: the echo server `bench signaling` compares serve's memory with
 		err = cmdBenchEcho(ctx, args[1:], stderr)
 	case "help":

@@ -15,8 +15,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/poll"
-	"github.com/concordrtc/concord/internal/testcert"
+	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/testcert"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"

@@ -17,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/durable"
-	"github.com/concordrtc/concord/internal/poll"
-	"github.com/concordrtc/concord/internal/testcert"
+	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/testcert"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -91,7 +91,7 @@ func TestServeNATSLog(t *testing.T) {
 	var logs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0", "--nats", url, "--dedicated-host=false", "--node-name", "n1"}, &logs)
+		done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0", "--nats", url, "--dedicated-host=false", "--node-name", "n1"}, io.Discard, &logs)
 	}()
 	poll.Until(t, 30*time.Second, "serve --nats serving", func() error {
 		select {
@@ -182,7 +182,7 @@ func TestServeFlagsCheckedFirst(t *testing.T) {
 			// Bounded: a serve that starts (its flags passed) stops after 5 s.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			err := cmdServe(ctx, args, io.Discard)
+			err := cmdServe(ctx, args, io.Discard, io.Discard)
 			var ue usageError
 			if err == nil || !strings.Contains(err.Error(), tc.err) || errors.As(err, &ue) != tc.usage {
 				t.Errorf("serve %s: %v, want an error with %q (a usage error: %v)", strings.Join(tc.args, " "), err, tc.err, tc.usage)
@@ -195,10 +195,10 @@ func TestServeFlagsCheckedFirst(t *testing.T) {
 }
 
 // TestUsageListsEveryCommand: the main usage names every command and subcommand that has a help
-// of its own (helps), but the hidden bench-host.
+// of its own (helps), but the hidden bench-host and bench-voice-server.
 func TestUsageListsEveryCommand(t *testing.T) {
 	for name := range helps {
-		if name == "bench-host" {
+		if name == "bench-host" || name == "bench-voice-server" {
 			continue
 		}
 		if !strings.Contains(usage, "concord "+name+" ") && !strings.Contains(usage, "concord "+name+"\n") {

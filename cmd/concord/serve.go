@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Get() any       { return []string(*l) }
 func (l *listFlag) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -48,7 +50,43 @@ func (l *listFlag) Set(v string) error {
 type repeatFlag []string
 
 func (l *repeatFlag) String() string     { return strings.Join(*l, " ") }
+func (l *repeatFlag) Get() any           { return []string(*l) }
 func (l *repeatFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// sceneFlag is --scene ROOM=FILE, repeatable, into server.Options.Scenes.
+type sceneFlag struct{ m *map[signaling.RoomID]string }
+
+func (f sceneFlag) Set(v string) error {
+	room, file, ok := strings.Cut(v, "=")
+	if !ok || room == "" || file == "" {
+		return fmt.Errorf("want ROOM=FILE, got %q", v)
+	}
+	if *f.m == nil {
+		*f.m = map[signaling.RoomID]string{}
+	}
+	(*f.m)[signaling.RoomID(room)] = file
+	return nil
+}
+
+// Get is the scenes as ROOM=FILE values, sorted.
+func (f sceneFlag) Get() any {
+	if f.m == nil {
+		return []string(nil)
+	}
+	out := make([]string, 0, len(*f.m))
+	for room, file := range *f.m {
+		out = append(out, string(room)+"="+file)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (f sceneFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	return strings.Join(f.Get().([]string), ",")
+}
 
 // serveFlags adds serve's flags to fs, bound to o (with the defaults of a deployment); finish
 // completes o from the flags that do not map onto one field, after parsing. logLevel is
@@ -64,17 +102,8 @@ func serveFlags(fs *flag.FlagSet, o *server.Options) (finish func() error, logLe
 	fs.IntVar(&o.RelayBacklog, "relay-backlog", peer.DefaultRelayBacklog, "a dedicated host drops relayed messages to a member whose reliable queue holds more than this many bytes (relay_backlog) instead of letting it reach the link's high-water mark, which closes the link")
 	fs.IntVar(&o.InterestRadius, "interest-radius", 0, "the dedicated hosts send each member only the avatars and boxes within this many millimetres of its avatar (interest management; 0: everything)")
 	fs.StringVar(&o.Data, "data", "./concord-data", `durable data directory: rooms keep their world across restarts (embedded JetStream); "" keeps rooms in memory only`)
-	fs.Func("scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, and run a dedicated host for ROOM (repeatable; with --udp, hosts after the first take an ephemeral port on its address)", func(v string) error {
-		room, file, ok := strings.Cut(v, "=")
-		if !ok || room == "" || file == "" {
-			return fmt.Errorf("want ROOM=FILE, got %q", v)
-		}
-		if o.Scenes == nil {
-			o.Scenes = map[signaling.RoomID]string{}
-		}
-		o.Scenes[signaling.RoomID(room)] = file
-		return nil
-	})
+	fs.Var(sceneFlag{&o.Scenes}, "scene", "ROOM=FILE: seed ROOM from a main.crdt file when it has no checkpoint, and run a dedicated host for ROOM (repeatable; with --udp, hosts after the first take an ephemeral port on its address)")
+	fs.StringVar(&o.KeepRooms, "keep-rooms", server.KeepAll, "with --data, which rooms keep their world across restarts: all (a server-side follower checkpoints rooms hosted by a browser or a host process of their own, the arena's game; their first host restores over HTTP), dedicated (only rooms with a dedicated host here), none (no checkpoints)")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", durable.DefaultInterval, "least time between two checkpoints of a changing room (with --data)")
 	fs.StringVar(&o.Room, "room", "arena", "the demo room (its pinned host is the dedicated host)")
 	host, _ := os.Hostname()
@@ -106,6 +135,7 @@ func serveFlags(fs *flag.FlagSet, o *server.Options) (finish func() error, logLe
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.Var(&origins, "origin", "ORIGIN[,ORIGIN…]: web origins (https://game.example.com, or a bare host) allowed to open /ws besides the server's own host; * allows any")
 	fs.BoolVar(&o.Pprof, "pprof", false, "serve /debug/pprof (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
+	voiceFlags(fs, &o.Voice)
 	fs.BoolVar(&o.Metrics, "metrics", true, "serve Prometheus metrics at /metrics (with CONCORD_SECRET: only to the admin key, Authorization: Bearer $CONCORD_ADMIN_KEY)")
 	fs.DurationVar(&o.HSTSMaxAge, "hsts-max-age", server.DefaultHSTSMaxAge, "with --tls-cert: Strict-Transport-Security max-age of every HTTPS response (0: no header)")
 	fs.StringVar(&o.Static, "static", "", "serve this directory (a game's page and assets) at / instead of the arena demo; the client stays at /concord/js/; implies --dedicated-host=false unless given")
@@ -115,7 +145,11 @@ func serveFlags(fs *flag.FlagSet, o *server.Options) (finish func() error, logLe
 	worldFlags(fs, o)
 	return func() error {
 		if o.Static != "" && !flagGiven(fs, "dedicated-host") {
-			o.DedicatedHost = false // the game brings its own host (or a browser hosts), not the arena's
+			// The game brings its own host (or a browser hosts), not the arena's; set as a flag,
+			// so that --print-config says so.
+			if err := fs.Set("dedicated-host", "false"); err != nil {
+				return err
+			}
 		}
 		o.TURNAllowPrivate = nil
 		for _, c := range allow {
@@ -142,18 +176,53 @@ func turnLimitFlags(fs *flag.FlagSet, l *server.TURNLimits) {
 	fs.DurationVar(&l.CredentialTTL, "turn-credential-ttl", turnserver.DefaultCredentialTTL, "how long TURN credentials may start allocations; members get fresh ones every half of it while they stay")
 }
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
+// serveCLI is serve's command line: the options and what is no option.
+type serveCLI struct {
+	o           server.Options
+	logLevel    *string
+	config      string // --config FILE
+	printConfig bool   // --print-config
+	finish      func() error
+}
+
+// newServeFlags is serve's flag set, bound to a serveCLI.
+func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveCLI) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o server.Options
-	finish, logLevel := serveFlags(fs, &o)
+	c := &serveCLI{}
+	c.finish, c.logLevel = serveFlags(fs, &c.o)
+	fs.StringVar(&c.config, "config", "", "read flags from this TOML `FILE`, keys named as the flags (docs/serve.toml); flags on the command line override it")
+	fs.BoolVar(&c.printConfig, "print-config", false, "print the settings (flags, --config, defaults) as a config file and exit (secrets left out)")
+	return fs, c
+}
+
+// parseServe parses serve's command line (and its --config file) into c.o.
+func parseServe(args []string, stderr io.Writer) (*flag.FlagSet, *serveCLI, error) {
+	fs, c := newServeFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
+		return nil, nil, err
+	}
+	if c.config != "" {
+		if err := loadServeConfig(fs, c.config); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := c.finish(); err != nil {
+		return nil, nil, err
+	}
+	return fs, c, nil
+}
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, c, err := parseServe(args, stderr)
+	if err != nil {
 		return err
 	}
-	if err := finish(); err != nil {
-		return err
+	if c.printConfig {
+		return printServeConfig(stdout, fs)
 	}
-	log, err := newLogger(stderr, *logLevel)
+	o := c.o
+	log, err := newLogger(stderr, *c.logLevel)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 // tokenOptions are the flags of `concord token`: the claims of one join token.
 type tokenOptions struct {
 	room, user, device, kind string
+	voice                    string
 	power                    int
 	mayHost, mod             bool
 	ttl                      time.Duration
@@ -33,9 +34,15 @@ func cmdToken(args []string, stdout, stderr io.Writer, now func() time.Time) err
 	fs.IntVar(&o.power, "power", 0, "the member's power level")
 	fs.BoolVar(&o.mayHost, "host", false, "allow the member to be elected host")
 	fs.BoolVar(&o.mod, "mod", false, "let the holder kick and ban members of the room (concord kick/ban --token)")
+	fs.StringVar(&o.voice, "voice", "", "what the member may do with voice: publish (the default), listen (hear, not speak) or none (docs/protocol.md §10)")
 	fs.DurationVar(&o.ttl, "ttl", time.Hour, "how long the token is valid")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	switch o.voice {
+	case "", "publish", "listen", "none":
+	default:
+		return usageError{fmt.Errorf("--voice %q: want publish, listen or none", o.voice)}
 	}
 	if o.room == "" || o.user == "" {
 		return usageError{errors.New("--room and --user are required")}
@@ -50,7 +57,7 @@ func cmdToken(args []string, stdout, stderr io.Writer, now func() time.Time) err
 	t := now()
 	token, err := signaling.IssueToken([]byte(secret), signaling.Claims{
 		Room: signaling.RoomID(o.room), User: o.user, Device: o.device, Kind: signaling.Kind(o.kind),
-		Power: o.power, MayHost: o.mayHost, Mod: o.mod, IssuedAt: t, ExpiresAt: t.Add(o.ttl),
+		Power: o.power, MayHost: o.mayHost, Mod: o.mod, Voice: o.voice, IssuedAt: t, ExpiresAt: t.Add(o.ttl),
 	})
 	if err != nil {
 		return err

@@ -101,6 +101,7 @@ func TestTokenFlags(t *testing.T) {
 		{"--room", "arena"},
 		{"--room", "arena", "--user", "alice", "--ttl", "0s"},
 		{"--room", "arena", "--user", "alice", "extra"},
+		{"--room", "arena", "--user", "alice", "--voice", "shout"},
 	} {
 		t.Setenv("CONCORD_SECRET", testSecret)
 		var ue usageError
@@ -115,5 +116,9 @@ func TestTokenFlags(t *testing.T) {
 	t.Setenv("CONCORD_SECRET", testSecret)
 	if err := cmdToken([]string{"--room", "arena", "--user", "alice", "--kind", "robot"}, io.Discard, io.Discard, func() time.Time { return now }); err == nil {
 		t.Error("--kind robot: minted a token the server would refuse")
+	}
+	tok := mint(t, now, "--room", "arena", "--user", "alice", "--voice", "listen")
+	if c, err := signaling.ParseToken([]byte(testSecret), tok, now); err != nil || c.Voice != "listen" {
+		t.Errorf("--voice listen: claims %+v, %v", c, err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/concordrtc/concord/crdt/schema"
-	"github.com/concordrtc/concord/internal/golden"
+	"github.com/concordrtc/concord/internal/testkit/golden"
 )
 
 // testdata/schema/deltas.json: what AppendDelta writes and ApplyDelta rebuilds, for

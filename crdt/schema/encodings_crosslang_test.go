@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/concordrtc/concord/crdt/schema"
-	"github.com/concordrtc/concord/internal/golden"
+	"github.com/concordrtc/concord/internal/testkit/golden"
 )
 
 // testdata/schema/encodings.json: what each encoder writes and each decoder reads, for the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/concordrtc/concord/examples/orbs"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )

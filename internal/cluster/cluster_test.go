@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/durable"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -172,13 +172,13 @@ func TestRelay(t *testing.T) {
 	}
 	poll.Until(t, 5*time.Second, "no relay left", func() error {
 		a.node.mu.Lock()
-		na := len(a.node.eps)
+		na := len(a.node.pipes)
 		a.node.mu.Unlock()
 		b.node.mu.Lock()
-		nb := len(b.node.eps)
+		nb := len(b.node.pipes)
 		b.node.mu.Unlock()
 		if na+nb != 0 {
-			return fmt.Errorf("endpoints a %d b %d", na, nb)
+			return fmt.Errorf("pipes a %d b %d", na, nb)
 		}
 		return nil
 	})
@@ -220,5 +220,36 @@ func TestOwnerFailover(t *testing.T) {
 	c3 := dial(t, b.http.URL, "carol", nil)
 	if c3.Joined().Self <= j.Self {
 		t.Fatalf("carol got index %d, not past %d", c3.Joined().Self, j.Self)
+	}
+}
+
+// TestOpenRequestWildcardRefused: an open request whose relay id is a NATS wildcard is refused
+// (bad_request) even for a room the node owns: accepted, the owner would have subscribed to
+// concord.relay.*.up and read the frames of every relay in the cluster, joins and tokens included.
+func TestOpenRequestWildcardRefused(t *testing.T) {
+	st := testStore(t)
+	a := startNode(t, st, "a", 2*time.Second)
+	dial(t, a.http.URL, "alice", nil) // a owns room r
+	if !a.node.Directory().Owns("r") {
+		t.Fatal("a does not own r")
+	}
+	for _, id := range []string{"*", "a.*", ">"} {
+		req := []byte(`{"v":1,"id":"` + id + `","room":"r","edge":"x"}`)
+		msg, err := st.Conn().Request(openSubject("a"), req, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := DecodeOpenReply(msg.Data)
+		if err != nil || reply.Code != OpenBadRequest {
+			t.Fatalf("open request with relay id %q: reply %+v, %v; want bad_request", id, reply, err)
+		}
+	}
+	if n := a.node.refused.count(reasonBadMessage); n != 3 {
+		t.Fatalf("%d refusals counted, want 3", n)
+	}
+	a.node.mu.Lock()
+	defer a.node.mu.Unlock()
+	if len(a.node.pipes) != 0 {
+		t.Fatalf("%d relays open on a", len(a.node.pipes))
 	}
 }

@@ -1,28 +1,44 @@
-// Package cluster makes `concord serve` a node of a cluster (docs/protocol.md §7): any node serves any
-// room. Each room has an owner node, the holder of its lease in the room directory
-// (durable.Directory); a member's websocket may land on any node, and a node that does not own the
-// member's room relays the websocket to the owner over NATS subjects, so the owner's signaling
-// hub alone keeps the room's membership, peer indices and terms.
+// Package cluster owns everything about the nodes of a Concord cluster talking to one another
+// (docs/protocol.md §7): which node serves which room, how a member's websocket that reached
+// another node gets to the room's node, and which node runs which room's dedicated host.
 //
-// Node is a signaling.Router: for each join it finds (or takes) the room's lease; when another
-// live node holds it, it opens a relay to that node. On the owner the relayed websocket is a
-// signaling.Socket served by signaling.Server.ServeSocket, exactly like a local one.
+// Any node serves any room. Each room has an owner node, the holder of its lease in the room
+// directory (durable.Directory, a KV bucket every node shares). A member's websocket may land on
+// any node; a node that does not own the member's room relays it to the owner, so the owner's
+// signaling hub alone keeps the room's membership, peer indices and terms.
 //
-// Subjects (docs/protocol.md "Cluster"):
+//	member ──websocket──▶ edge node ────── NATS ──────▶ owner node (holds the room's lease)
+//	                      signaling.relay   concord.relay.ID.up    Node.serveOpen
+//	                      Pipe (edge end) ◀─concord.relay.ID.down─ Pipe (owner end)
+//	                                                                signaling.Server.ServeRelayed
 //
-//	concord.node.<node>.open    request: open a relay to <node> (JSON openRequest; reply "ok" or an error)
-//	concord.node.<node>.rooms   request: <node>'s rooms, JSON []signaling.RoomInfo
-//	concord.relay.<id>.up       frames from the accepting node (edge) to the owner
-//	concord.relay.<id>.down     frames from the owner to the edge
+// What it owns, by file:
 //
-// A frame is one kind byte and a payload: 'T' a text message, 'P' a ping, 'O' a pong, 'C' a close
-// frame (its payload as in RFC 6455: a 2-byte code and a reason), 'H' a heartbeat. Each side sends
-// a heartbeat every HeartbeatInterval and takes the other side for dead after HeartbeatTimeout of
-// silence: the edge then closes the websocket (1001, server_closing) so that the member redials
-// and resumes, the owner's socket fails like a lost websocket.
+//   - wire.go, errors.go: the messages between nodes and their codecs. Relay frames (the data
+//     plane) are binary, AppendFrame/ConsumeFrame: one Kind byte and a payload. Control messages
+//     (open request and reply, rooms reply, presence) are JSON with a version field; a node
+//     refuses another version. Decoders bound what they read and return typed errors; a refused
+//     message is dropped and counted (concord_cluster_refused_total{reason}).
+//   - node.go: Node, the signaling.Router of a node's signaling server. Route finds (or takes)
+//     a room's lease and, when another live node holds it, opens a relay there; the owner
+//     answers open requests and serves the relayed member; Rooms lists the whole cluster's rooms.
+//     Presence heartbeats say which nodes are alive.
+//   - pipe.go: one end of a relay, a signaling.Pipe over two NATS subjects, kept alive by
+//     heartbeats (a side silent past HeartbeatTimeout is taken for dead).
+//   - placement.go, clock.go: Placement, which runs the dedicated hosts of the rooms this node
+//     owns and takes free leases up to its fair share, on an injected Clock.
 //
-// Node owns its heartbeat loop, one goroutine per relayed websocket it serves as owner, and its
-// directory (a KV watcher and the renewal loop); subscription callbacks run on nats.go's own
-// goroutines. An edge relay runs on the websocket handler's goroutine plus one reader. Close ends
-// them all.
+// What it does not own: the directory's lease protocol and the stop notices of a stopping node
+// (package durable, which keeps everything stored in JetStream), and the websocket (package
+// signaling: only frames cross into this package).
+//
+// Who calls it: the server wiring (`concord serve`) makes a Placement (NewPlacement) with the
+// function that starts a room's host, a Node (New) with that Placement, sets the Node as its
+// signaling server's Config.Router, Attaches the server, runs Placement.Run until it stops, then
+// closes the signaling server and the Node (which hands its leases over).
+//
+// Goroutines: Node owns its heartbeat loop, one goroutine per relayed member it serves as
+// owner, and its directory (a KV watcher and the renewal loop); NATS subscription callbacks run
+// on nats.go's goroutines and only decode and queue. Node.Close ends them all. Placement.Run's
+// goroutine owns the hosts it starts; Placement.Poke and Placement.Keep may be called from any.
 package cluster

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,9 +29,6 @@ const (
 // releaseBudget bounds the lease releases of a graceful stop.
 const releaseBudget = 500 * time.Millisecond
 
-// maxOpenRequest bounds an open request's payload.
-const maxOpenRequest = 4 << 10
-
 // Config configures a Node. Store and Name are required.
 type Config struct {
 	// Store is the node's durable store: its NATS connection and room directory.
@@ -42,13 +38,6 @@ type Config struct {
 	// LeaseTTL is the lifetime of a room lease (durable.DirectoryConfig.TTL). If zero,
 	// durable.DefaultLeaseTTL.
 	LeaseTTL time.Duration
-	// Keep, if set, is asked at each lease renewal whether this node still wants a room that
-	// has no member here (a room whose dedicated host runs here); rooms with members here and
-	// rooms just routed here are kept anyway.
-	Keep func(room signaling.RoomID) bool
-	// Lost, if set, is told of each room whose lease this node lost (its members here are
-	// closed by then, so that they resume on the new owner).
-	Lost func(room signaling.RoomID)
 	// HeartbeatInterval is how often each side of a relay says it is alive; HeartbeatTimeout
 	// the silence after which the other side is taken for dead. If zero, the defaults.
 	HeartbeatInterval, HeartbeatTimeout time.Duration
@@ -57,9 +46,14 @@ type Config struct {
 	// WriteWait and CloseGrace bound an edge's writes and its close handshake with the member.
 	// If zero, the signaling defaults.
 	WriteWait, CloseGrace time.Duration
-	// Acquired, if set, is told of each room whose lease this node took for a join (on the
-	// joining websocket's goroutine; it must not block).
-	Acquired func(room signaling.RoomID)
+	// Placement, if set, places the dedicated hosts of this node's rooms: the node gives it its
+	// directory (PlacementConfig.Directory and Alive), keeps the leases it wants (a room with no
+	// member here whose host runs here; rooms with members here and rooms just routed here are
+	// kept anyway), and pokes it when a lease is taken for a join or lost (the room's members here
+	// are closed by then, so that they resume on the new owner).
+	Placement *Placement
+	// Clock is the directory's clock (lease expiry). If nil, RealClock.
+	Clock Clock
 	// Registerer, if set, receives the cluster metrics (concord_cluster_*).
 	Registerer prometheus.Registerer
 	// Logger; the zero value discards.
@@ -80,7 +74,7 @@ type Node struct {
 	// Keep and Lost run on the directory's goroutine, which Close stops last.
 
 	mu        sync.Mutex // guards the following fields
-	eps       map[*endpoint]struct{}
+	pipes     map[*pipe]struct{}
 	acquired  map[signaling.RoomID]time.Time // leases taken for joins, kept at least a TTL
 	seen      map[string]time.Time           // nodes heard on aliveSubject
 	openRooms map[signaling.RoomID]bool      // the rooms open here, as of openAt
@@ -89,19 +83,12 @@ type Node struct {
 
 	dying bool // tests: Close leaves the leases to expire, as a killed node does
 
-	owners atomic.Int64 // relayed websockets served here
-	rtt    atomic.Int64 // nanoseconds, the last NATS round trip measured
-	quit   chan struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
-}
-
-// openRequest asks the owner of Room to serve a relayed websocket.
-type openRequest struct {
-	ID     string           `json:"id"`
-	Room   signaling.RoomID `json:"room"`
-	Edge   string           `json:"edge"`
-	Remote string           `json:"remote"`
+	owners  atomic.Int64 // relayed websockets served here
+	rtt     atomic.Int64 // nanoseconds, the last NATS round trip measured
+	refused refusals     // control messages and frames refused (concord_cluster_refused_total)
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 // New starts a node: it answers open and rooms requests addressed to it and sends heartbeats.
@@ -122,17 +109,24 @@ func New(cfg Config) (*Node, error) {
 	if cfg.WriteWait <= 0 {
 		cfg.WriteWait = signaling.DefaultWriteWait
 	}
-	if cfg.CloseGrace <= 0 {
-		cfg.CloseGrace = signaling.DefaultCloseGrace
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
 	}
 	n := &Node{cfg: cfg, nc: cfg.Store.Conn(), name: cfg.Name, log: cfg.Logger,
-		eps: map[*endpoint]struct{}{}, acquired: map[signaling.RoomID]time.Time{}, seen: map[string]time.Time{}, quit: make(chan struct{})}
+		pipes: map[*pipe]struct{}{}, acquired: map[signaling.RoomID]time.Time{}, seen: map[string]time.Time{}, quit: make(chan struct{})}
+	var freed func(signaling.RoomID)
+	if cfg.Placement != nil {
+		freed = func(signaling.RoomID) { cfg.Placement.Poke() } // a stopping node handed a room over
+	}
 	dir, err := cfg.Store.Directory(durable.DirectoryConfig{Node: cfg.Name, TTL: cfg.LeaseTTL, Keep: n.keep, Lost: n.lost,
-		Logger: cfg.Logger.With().Str("component", "directory").Logger()})
+		Freed: freed, Now: cfg.Clock.Now, Logger: cfg.Logger.With().Str("component", "directory").Logger()})
 	if err != nil {
 		return nil, err
 	}
 	n.dir = dir
+	if p := cfg.Placement; p != nil {
+		p.attach(dir, n.Alive)
+	}
 	for subj, h := range map[string]nats.MsgHandler{
 		openSubject(n.name):  n.serveOpen,
 		roomsSubject(n.name): n.serveRooms,
@@ -164,21 +158,20 @@ func upSubject(id string) string      { return "concord.relay." + id + ".up" }
 // aliveSubject carries every node's presence: its name, every HeartbeatInterval.
 const aliveSubject = "concord.nodes.alive"
 
-// maxNodeName bounds a node name heard on aliveSubject; maxNodes the names remembered.
-const (
-	maxNodeName = 256
-	maxNodes    = 1024
-)
+// maxNodes bounds the node names remembered from aliveSubject.
+const maxNodes = 1024
 
 // heard records a node's presence.
 func (n *Node) heard(m *nats.Msg) {
-	if len(m.Data) == 0 || len(m.Data) > maxNodeName {
+	a, err := DecodeAlive(m.Data)
+	if err != nil {
+		n.refuse(err)
 		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.seen[string(m.Data)]; ok || len(n.seen) < maxNodes {
-		n.seen[string(m.Data)] = time.Now()
+	if _, ok := n.seen[a.Node]; ok || len(n.seen) < maxNodes {
+		n.seen[a.Node] = time.Now()
 	}
 }
 
@@ -216,33 +209,38 @@ func (n *Node) Close() {
 		}
 		n.mu.Lock()
 		n.closed = true
-		for ep := range n.eps {
-			ep.fail()
+		for p := range n.pipes {
+			p.fail()
 		}
 		n.mu.Unlock()
 		close(n.quit)
 		n.wg.Wait()
-		// A graceful stop hands its rooms over at once rather than after a TTL.
-		// Bounded: when the cluster stops as a whole the bucket no longer answers, and the node
-		// must still shut its embedded server down within its grace.
-		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
-		for _, room := range n.dir.Held() {
-			if !n.dying {
-				_ = n.dir.Release(ctx, room)
-			}
+		if !n.dying {
+			handOver(n.dir, releaseBudget)
 		}
-		cancel()
 		n.dir.Close()
 	})
+}
+
+// handOver releases every lease dir holds, within budget: a graceful stop hands its rooms over
+// at once rather than after a TTL (the other nodes' next placement pass takes them). Bounded:
+// when the cluster stops as a whole the bucket no longer answers, and the node must still shut
+// its embedded server down within its grace.
+func handOver(dir *durable.Directory, budget time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	for _, room := range dir.Held() {
+		_ = dir.Release(ctx, room)
+	}
 }
 
 // Directory is the node's room directory.
 func (n *Node) Directory() *durable.Directory { return n.dir }
 
 // keep tells the directory whether to renew room's lease: while it has members here, was routed
-// here within a TTL, or Config.Keep wants it.
+// here within a TTL, or placement keeps it (Config.Placement).
 func (n *Node) keep(room signaling.RoomID) bool {
-	if n.Recent(room) || (n.cfg.Keep != nil && n.cfg.Keep(room)) {
+	if n.Recent(room) || (n.cfg.Placement != nil && n.cfg.Placement.Keep(room)) {
 		return true
 	}
 	return n.openHere(room)
@@ -273,29 +271,29 @@ func (n *Node) openHere(room signaling.RoomID) bool {
 	return n.openRooms[room]
 }
 
-// lost closes room's members here (they resume on the new owner) and tells Config.Lost.
+// lost closes room's members here (they resume on the new owner) and pokes placement.
 func (n *Node) lost(room signaling.RoomID) {
 	if sig := n.sig.Load(); sig != nil {
 		sig.CloseRoom(room)
 	}
-	if n.cfg.Lost != nil {
-		n.cfg.Lost(room)
+	if n.cfg.Placement != nil {
+		n.cfg.Placement.Poke()
 	}
 }
 
-func (n *Node) track(ep *endpoint) bool {
+func (n *Node) track(p *pipe) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return false
 	}
-	n.eps[ep] = struct{}{}
+	n.pipes[p] = struct{}{}
 	return true
 }
 
-func (n *Node) forget(ep *endpoint) {
+func (n *Node) forget(p *pipe) {
 	n.mu.Lock()
-	delete(n.eps, ep)
+	delete(n.pipes, p)
 	n.mu.Unlock()
 }
 
@@ -305,25 +303,26 @@ func (n *Node) heartbeats() {
 	defer n.wg.Done()
 	t := time.NewTicker(n.cfg.HeartbeatInterval)
 	defer t.Stop()
-	hb := []byte{kindHeartbeat}
+	hb := AppendFrame(nil, Frame{Kind: KindHeartbeat})
+	alive := encode(Alive{V: Version, Node: n.name})
 	for k := 0; ; k++ {
 		select {
 		case <-n.quit:
 			return
 		case <-t.C:
 		}
-		_ = n.nc.Publish(aliveSubject, []byte(n.name))
+		_ = n.nc.Publish(aliveSubject, alive)
 		now := time.Now().UnixNano()
 		n.mu.Lock()
-		eps := make([]*endpoint, 0, len(n.eps))
-		for ep := range n.eps {
-			eps = append(eps, ep)
+		pipes := make([]*pipe, 0, len(n.pipes))
+		for p := range n.pipes {
+			pipes = append(pipes, p)
 		}
 		n.mu.Unlock()
-		for _, ep := range eps {
-			_ = n.nc.Publish(ep.peer, hb)
-			if time.Duration(now-ep.heard.Load()) > n.cfg.HeartbeatTimeout {
-				ep.fail()
+		for _, p := range pipes {
+			_ = n.nc.Publish(p.out, hb)
+			if time.Duration(now-p.heard.Load()) > n.cfg.HeartbeatTimeout {
+				p.fail()
 			}
 		}
 		if k%5 == 0 {
@@ -337,7 +336,7 @@ func (n *Node) heartbeats() {
 // Route implements signaling.Router: this node serves room if it holds its lease or can take
 // it (free, or expired); otherwise it relays to the live owner. An owner that does not answer is
 // waited for until its lease expires, within ctx.
-func (n *Node) Route(ctx context.Context, room signaling.RoomID) (signaling.Relay, error) {
+func (n *Node) Route(ctx context.Context, room signaling.RoomID) (signaling.Pipe, error) {
 	var last error
 	// The watcher's view first: a room another live node owns is relayed without a read of the
 	// bucket (the owner refuses the relay if the lease has moved, and the bucket is read then).
@@ -357,8 +356,8 @@ func (n *Node) Route(ctx context.Context, room signaling.RoomID) (signaling.Rela
 			last = err
 		case l.Node == n.name:
 			n.touch(room)
-			if n.cfg.Acquired != nil {
-				n.cfg.Acquired(room)
+			if n.cfg.Placement != nil {
+				n.cfg.Placement.Poke()
 			}
 			return nil, nil
 		default:
@@ -397,61 +396,76 @@ func (n *Node) Recent(room signaling.RoomID) bool {
 	return ok
 }
 
-// open asks node to serve a relayed websocket of room and returns the edge side of the relay.
-func (n *Node) open(ctx context.Context, node string, room signaling.RoomID) (*edgeRelay, error) {
+// open asks node to serve a relayed websocket of room and returns the edge's end of the relay.
+func (n *Node) open(ctx context.Context, node string, room signaling.RoomID) (*pipe, error) {
 	id := rand.Text()
-	ep := newEndpoint(id, upSubject(id))
-	sub, err := n.nc.Subscribe(downSubject(id), ep.deliver)
+	p := newPipe(n, upSubject(id))
+	sub, err := n.nc.Subscribe(downSubject(id), p.deliver)
 	if err != nil {
 		return nil, err
 	}
-	ep.sub = sub
-	b, _ := json.Marshal(openRequest{ID: id, Room: room, Edge: n.name})
+	p.sub = sub
 	rctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
 	defer cancel()
-	reply, err := n.nc.RequestWithContext(rctx, openSubject(node), b)
-	if err == nil && string(reply.Data) != "ok" {
-		err = errors.New(string(reply.Data))
-	}
-	if err != nil || !n.track(ep) {
-		_ = sub.Unsubscribe()
-		if err == nil {
-			err = signaling.ErrServerClosed
+	msg, err := n.nc.RequestWithContext(rctx, openSubject(node), encode(OpenRequest{V: Version, ID: id, Room: room, Edge: n.name}))
+	if err == nil {
+		var reply OpenReply
+		if reply, err = DecodeOpenReply(msg.Data); err != nil {
+			n.refuse(err)
+		} else if reply.Code != OpenOK {
+			err = &OpenError{Node: node, Code: reply.Code, Reason: reply.Reason}
 		}
+	}
+	if err == nil && !n.track(p) {
+		err = signaling.ErrServerClosed
+	}
+	if err != nil {
+		_ = sub.Unsubscribe()
 		return nil, err
 	}
-	ep.heard.Store(time.Now().UnixNano())
-	return &edgeRelay{n: n, ep: ep, up: upSubject(id)}, nil
+	p.heard.Store(time.Now().UnixNano())
+	return p, nil
 }
 
 // serveOpen answers an open request: if this node owns the room it serves the relayed websocket.
 func (n *Node) serveOpen(m *nats.Msg) {
-	var req openRequest
-	if len(m.Data) > maxOpenRequest || json.Unmarshal(m.Data, &req) != nil || req.ID == "" || len(req.ID) > 64 {
-		_ = m.Respond([]byte("cluster: bad open request"))
+	refuse := func(code OpenCode, reason string) {
+		_ = m.Respond(encode(refusal(code, reason)))
+	}
+	req, err := DecodeOpenRequest(m.Data)
+	if err != nil {
+		n.refuse(err)
+		code := OpenBadRequest
+		if errors.Is(err, ErrVersion) {
+			code = OpenVersion
+		}
+		refuse(code, err.Error())
 		return
 	}
 	sig := n.sig.Load()
-	if sig == nil || !n.dir.Owns(req.Room) {
-		_ = m.Respond([]byte(fmt.Sprintf("cluster: node %s does not own room %q", n.name, req.Room)))
+	if sig == nil {
+		refuse(OpenClosing, "no signaling server")
 		return
 	}
-	ep := newEndpoint(req.ID, downSubject(req.ID))
-	sub, err := n.nc.Subscribe(upSubject(req.ID), ep.deliver)
+	if !n.dir.Owns(req.Room) {
+		refuse(OpenNotOwner, fmt.Sprintf("node %s does not own room %q", n.name, req.Room))
+		return
+	}
+	p := newPipe(n, downSubject(req.ID))
+	sub, err := n.nc.Subscribe(upSubject(req.ID), p.deliver)
 	if err != nil {
-		_ = m.Respond([]byte("cluster: " + err.Error()))
+		refuse(OpenInternal, err.Error())
 		return
 	}
-	ep.sub = sub
-	if !n.track(ep) {
+	p.sub = sub
+	if !n.track(p) {
 		_ = sub.Unsubscribe()
-		_ = m.Respond([]byte("cluster: node closing"))
+		refuse(OpenClosing, "node closing")
 		return
 	}
 	n.touch(req.Room)
-	sock := &ownerSocket{n: n, ep: ep, down: downSubject(req.ID), closed: make(chan struct{})}
-	if err := m.Respond([]byte("ok")); err != nil {
-		_ = sock.Close()
+	if err := m.Respond(encode(OpenReply{V: Version})); err != nil {
+		_ = p.Close()
 		return
 	}
 	n.owners.Add(1)
@@ -459,26 +473,22 @@ func (n *Node) serveOpen(m *nats.Msg) {
 	go func() {
 		defer n.wg.Done()
 		defer n.owners.Add(-1)
-		sig.ServeSocket(sock, "relay:"+req.Edge)
-		_ = sock.Close()
+		sig.ServeRelayed(p, "relay:"+req.Edge) // closes p
+		_ = p.Close()
 	}()
 }
 
 // serveRooms answers a rooms request with this node's rooms.
 func (n *Node) serveRooms(m *nats.Msg) {
-	sig := n.sig.Load()
-	if sig == nil {
-		_ = m.Respond([]byte("[]"))
-		return
+	reply := RoomsReply{V: Version, Rooms: []signaling.RoomInfo{}}
+	if sig := n.sig.Load(); sig != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
+		defer cancel()
+		if rooms, err := sig.Rooms(ctx); err == nil {
+			reply.Rooms = rooms
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
-	defer cancel()
-	rooms, err := sig.Rooms(ctx)
-	if err != nil {
-		rooms = nil
-	}
-	b, _ := json.Marshal(rooms)
-	_ = m.Respond(b)
+	_ = m.Respond(encode(reply))
 }
 
 // Rooms implements signaling.Router: this node's rooms and those of every other node that holds
@@ -518,12 +528,14 @@ func (n *Node) Rooms(ctx context.Context) ([]signaling.RoomInfo, error) {
 				n.log.Debug().Err(err).Str("node", node).Msg("rooms of a node not listed")
 				return
 			}
-			var rs []signaling.RoomInfo
-			if json.Unmarshal(reply.Data, &rs) != nil {
+			rs, err := DecodeRoomsReply(reply.Data)
+			if err != nil {
+				n.refuse(err)
+				n.log.Warn().Err(err).Str("node", node).Msg("rooms of a node refused")
 				return
 			}
 			mu.Lock()
-			all = append(all, rs...)
+			all = append(all, rs.Rooms...)
 			mu.Unlock()
 		}()
 	}
@@ -557,6 +569,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descOwned
 	ch <- descRelays
 	ch <- descRTT
+	ch <- descRefused
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -573,10 +586,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descOwned, prometheus.GaugeValue, float64(len(n.dir.Held())))
 	n.mu.Lock()
-	eps := len(n.eps)
+	eps := len(n.pipes)
 	n.mu.Unlock()
 	owners := n.owners.Load()
 	ch <- prometheus.MustNewConstMetric(descRelays, prometheus.GaugeValue, float64(owners), "owner")
 	ch <- prometheus.MustNewConstMetric(descRelays, prometheus.GaugeValue, float64(max(0, int64(eps)-owners)), "edge")
 	ch <- prometheus.MustNewConstMetric(descRTT, prometheus.GaugeValue, time.Duration(n.rtt.Load()).Seconds())
+	n.refused.collect(ch)
 }

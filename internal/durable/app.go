@@ -41,6 +41,13 @@ type AppConfig struct {
 	Logger zerolog.Logger
 	// Now is the clock; if nil, time.Now.
 	Now func() time.Time
+	// Follow checkpoints a member's replica too, once it has synced with a host: the App of a
+	// server-side follower (internal/follow), which never hosts. Its Seed (the stored
+	// checkpoint) is not merged but checked: at its first sync the room's world must hold it
+	// (Descends). A room whose first host did not restore it is not checkpointed, so that its
+	// stored world is not replaced by a new one (logged as an error; the room is reported by
+	// Writer.RefusedRooms as "not_restored").
+	Follow bool
 }
 
 // App wraps the peer.App of a room's dedicated host with checkpoints: HostStart merges the seed
@@ -56,6 +63,10 @@ type App struct {
 
 	world  *peer.World
 	seeded bool
+	// synced: a follower's replica holds a host's world (EventSynced); it stays true while the
+	// room migrates, since the replica only grows. notRestored: the world did not hold the
+	// follower's seed at its first sync; it writes nothing.
+	synced, notRestored bool
 
 	// The pass in progress: the next number to encode, the stream so far and the replica's
 	// change count when the pass began.
@@ -92,6 +103,13 @@ func (a *App) Schemas() *schema.Table { return a.inner.Schemas() }
 // a checkpoint.
 func (a *App) HostStart(w *peer.World) {
 	a.world = w
+	a.mergeSeed(w)
+	a.inner.HostStart(w)
+	a.force = true
+}
+
+// mergeSeed merges the seed into the world, once.
+func (a *App) mergeSeed(w *peer.World) {
 	if !a.seeded && a.cfg.Seed != nil {
 		start := time.Now()
 		err := w.MergeCheckpoint(a.cfg.Seed)
@@ -106,8 +124,6 @@ func (a *App) HostStart(w *peer.World) {
 		a.cfg.Seed = nil
 	}
 	a.seeded = true
-	a.inner.HostStart(w)
-	a.force = true
 }
 
 // SpawnAvatar implements peer.App.
@@ -125,8 +141,14 @@ func (a *App) OnEvent(w *peer.World, ev peer.Event) {
 	if h, ok := a.inner.(peer.EventHandler); ok {
 		h.OnEvent(w, ev)
 	}
-	if ev.Kind == peer.EventHostChanged {
+	switch ev.Kind {
+	case peer.EventHostChanged:
 		a.force = true
+	case peer.EventSynced:
+		if a.cfg.Follow && !a.synced && !w.IsHost() {
+			a.checkRestored(w)
+		}
+		a.synced = true
 	}
 }
 
@@ -137,13 +159,37 @@ func (a *App) Tick(w *peer.World, dt time.Duration) {
 	if a.cfg.Writer == nil {
 		return
 	}
-	if !w.IsHost() {
+	if !a.writes(w) {
 		a.passing = false
 		return
 	}
 	start := time.Now()
 	if a.step(w) {
 		a.cfg.Writer.ObserveLoop(time.Since(start))
+	}
+}
+
+// writes reports whether this peer checkpoints its world now: it hosts, or it follows and has
+// synced.
+func (a *App) writes(w *peer.World) bool {
+	return w.IsHost() || a.cfg.Follow && a.synced && !a.notRestored
+}
+
+// checkRestored checks, at a follower's first sync, that the room's world holds the stored
+// checkpoint (its seed).
+func (a *App) checkRestored(w *peer.World) {
+	seed := a.cfg.Seed
+	a.cfg.Seed, a.seeded = nil, true
+	if seed == nil {
+		return
+	}
+	if err := Descends(w.Replica(), seed); err != nil {
+		a.notRestored = true
+		if a.cfg.Writer != nil {
+			a.cfg.Writer.notRestored(a.cfg.Room)
+		}
+		a.cfg.Logger.Error().Err(err).Str("room", string(a.cfg.Room)).
+			Msg("the room's host did not restore its checkpoint: the room is not checkpointed, its stored world stays (docs/protocol.md §6 \"Kept rooms\")")
 	}
 }
 
@@ -175,11 +221,11 @@ func (a *App) finish(w *peer.World, data []byte, clock crdt.Timestamp, changes u
 	a.buf = nil
 }
 
-// Final writes the whole world if this peer hosted it and it changed since the last checkpoint.
+// Final writes the whole world if this peer hosted it (or, following, synced it) and it changed since the last checkpoint.
 // Call it after the peer's Run has returned (on Run's goroutine), never while it runs.
 func (a *App) Final() {
 	w := a.world
-	if w == nil || a.cfg.Writer == nil || !w.IsHost() || (a.hasSaved && !a.passing && w.Replica().Changes() == a.savedChanges) {
+	if w == nil || a.cfg.Writer == nil || !a.writes(w) || (a.hasSaved && !a.passing && w.Replica().Changes() == a.savedChanges) {
 		return
 	}
 	data, clock := w.Checkpoint()

@@ -93,6 +93,9 @@ type DirectoryConfig struct {
 	Logger zerolog.Logger
 	// Refused, if not nil, is told of each lease refused as implausible (RefusedLeaseExpiry).
 	Refused func(reason string)
+	// Freed, if not nil, is told (on the watcher's goroutine; it must not block) of each room
+	// whose lease another node released: the room can be taken now, not after a TTL.
+	Freed func(room signaling.RoomID)
 }
 
 // held is a lease this node holds: the revision it wrote and the expiry it wrote.
@@ -211,7 +214,9 @@ func (d *Directory) watch() {
 				continue // the initial values are in
 			}
 			d.mu.Lock()
+			var freed Lease
 			if e.Operation() != jetstream.KeyValuePut {
+				freed = d.cache[e.Key()]
 				delete(d.cache, e.Key())
 			} else if l, err := parseLease(e); err == nil {
 				l = d.vouch(l, d.cfg.Now())
@@ -220,6 +225,9 @@ func (d *Directory) watch() {
 				}
 			}
 			d.mu.Unlock()
+			if freed.Node != "" && freed.Node != d.cfg.Node && d.cfg.Freed != nil {
+				d.cfg.Freed(freed.Room)
+			}
 		}
 	}
 }

@@ -10,6 +10,12 @@
 // a slice of entity numbers per tick, so that the host loop spends well under a millisecond on
 // any one tick (see BenchmarkCheckpointSlice).
 //
+// A room hosted elsewhere (a browser tab, a host process of its own) is kept by a follower
+// (internal/follow) that runs App in Follow mode: it checkpoints its replica once synced, after
+// checking that the room's world holds the stored checkpoint (Descends). Such a room's first
+// host restores it over HTTP: Seeds serves LoadSeed's bounded checkpoint to signaling's
+// GET /api/rooms/{room}/checkpoint, and FetchSeed is the Go host's side of it.
+//
 // Keys are per room (RoomKey), so a cluster of nodes can share the buckets; a checkpoint carries
 // its term, and Store refuses to overwrite a checkpoint of a later term.
 package durable

@@ -2,6 +2,8 @@ package durable
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,13 +32,34 @@ type stopNotice struct {
 	Done bool   `json:"done"`
 }
 
+// ErrBadStopNotice: a stop notice from another node that is too long, not JSON, or names no node.
+var ErrBadStopNotice = errors.New("durable: bad stop notice")
+
+// maxStopNotice bounds a stop notice's bytes (a node name is at most 256 bytes).
+const maxStopNotice = 512
+
+// decodeStopNotice reads another node's stop notice.
+func decodeStopNotice(b []byte) (stopNotice, error) {
+	var n stopNotice
+	if len(b) > maxStopNotice {
+		return n, fmt.Errorf("%w: %d bytes, the limit is %d", ErrBadStopNotice, len(b), maxStopNotice)
+	}
+	if err := json.Unmarshal(b, &n); err != nil {
+		return stopNotice{}, fmt.Errorf("%w: %v", ErrBadStopNotice, err)
+	}
+	if n.Node == "" || len(n.Node) > 256 {
+		return stopNotice{}, fmt.Errorf("%w: node name of %d bytes", ErrBadStopNotice, len(n.Node))
+	}
+	return n, nil
+}
+
 // watchStops subscribes to the other nodes' stop notices (an embedded, clustered server only).
 func (s *Store) watchStops() error {
 	s.stopping = map[string]bool{}
 	s.stopsChanged = make(chan struct{}, 1)
 	sub, err := s.nc.Subscribe(stopSubject, func(m *nats.Msg) {
-		var n stopNotice
-		if len(m.Data) > 256 || json.Unmarshal(m.Data, &n) != nil || n.Node == "" || n.Node == s.cfg.NodeName {
+		n, err := decodeStopNotice(m.Data)
+		if err != nil || n.Node == s.cfg.NodeName {
 			return
 		}
 		s.stopMu.Lock()

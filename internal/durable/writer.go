@@ -168,7 +168,19 @@ func (w *Writer) refuseLocked(c Checkpoint, err error) {
 		Msg("checkpoint refused: the room keeps its previous checkpoint; durability resumes once its world fits")
 }
 
-// RefusedRooms returns the rooms whose last checkpoint was refused, and why ("size"); a room
+// refusedNotRestored is the reason of a kept room whose host did not restore its checkpoint.
+const refusedNotRestored = "not_restored"
+
+// notRestored reports room as refused: its world does not descend from its stored checkpoint
+// (App in Follow mode), so it is not checkpointed until its follower starts again.
+func (w *Writer) notRestored(room signaling.RoomID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.refusedRooms[room] = refusedNotRestored
+}
+
+// RefusedRooms returns the rooms whose last checkpoint was refused, and why ("size",
+// "not_restored"); a room
 // leaves it when one of its checkpoints is written.
 func (w *Writer) RefusedRooms() map[signaling.RoomID]string {
 	w.mu.Lock()

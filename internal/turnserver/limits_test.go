@@ -13,7 +13,7 @@ import (
 	"github.com/pion/stun/v4"
 	"github.com/pion/turn/v5"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 )
 
 // newClientFrom is a pion TURN client on a UDP socket of its own at ip (any of 127.0.0.0/8

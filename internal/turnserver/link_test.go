@@ -11,7 +11,7 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer/link"
 )
 

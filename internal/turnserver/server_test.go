@@ -12,7 +12,7 @@ import (
 	"github.com/pion/turn/v5"
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 )
 
 // Relay ports for tests: below Linux's ephemeral range (32768..60999), so a

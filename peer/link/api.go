@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
 	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 	"github.com/rs/zerolog"
@@ -127,8 +128,9 @@ type Config struct {
 type API struct {
 	log     zerolog.Logger
 	pion    *webrtc.API
-	mux     *ice.UDPMuxDefault // nil when DisableUDPMux
-	batch   *batchConn         // the shared socket's batching, nil when not batched
+	se      webrtc.SettingEngine // what pion was built with, for MediaAPI
+	mux     *ice.UDPMuxDefault   // nil when DisableUDPMux
+	batch   *batchConn           // the shared socket's batching, nil when not batched
 	muxAddr net.Addr
 	dropAt  uint64
 	highAt  uint64
@@ -216,6 +218,7 @@ func NewAPI(cfg Config) (*API, error) {
 		se.SetICEUDPMux(a.mux)
 	}
 
+	a.se = se
 	// Data only: an empty MediaEngine and no interceptors (the defaults are
 	// for RTP and would cost goroutines and memory per connection).
 	a.pion = webrtc.NewAPI(
@@ -344,6 +347,14 @@ func (a *API) BatchStats() (BatchStats, bool) {
 		return BatchStats{}, false
 	}
 	return a.batch.stats(), true
+}
+
+// MediaAPI returns a pion API with this API's network settings (its shared socket, its candidate
+// filters, DESIGN §6) but media m and interceptors ir: for a service that carries RTP beside
+// Concord's data links (the voice forwarder, docs/protocol.md §10). Its connections are this
+// API's for Close's purposes: close them before Close.
+func (a *API) MediaAPI(m *webrtc.MediaEngine, ir *interceptor.Registry) *webrtc.API {
+	return webrtc.NewAPI(webrtc.WithSettingEngine(a.se), webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(ir))
 }
 
 // UDPMuxAddr returns the local address of the shared ICE UDP socket, or nil

@@ -15,7 +15,7 @@ import (
 	"github.com/pion/transport/v5/test"
 	"golang.org/x/net/ipv4"
 
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 )
 
 // fakeBatchIO records what a batchConn sends, as the datagrams a receiver would see.

@@ -38,6 +38,9 @@ type JoinOptions struct {
 	// (see Resume). Dial then fails with an error that wraps ErrResumeRefused if the server
 	// refuses the claim or gives another index.
 	Resume *Resume
+	// NoHost declines hosting: the member is never elected, whatever its token allows (a
+	// server-side follower, docs/protocol.md §6 "Kept rooms").
+	NoHost bool
 }
 
 // ClientConfig configures a Client. The zero value works.
@@ -184,7 +187,7 @@ func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientCon
 	if err != nil {
 		return nil, err
 	}
-	join := ClientMessage{V: ProtocolVersion, Type: TypeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token, Resume: opts.Resume, Batch: true}
+	join := ClientMessage{V: ProtocolVersion, Type: TypeJoin, Room: opts.Room, User: opts.User, Device: opts.Device, Kind: opts.Kind, Token: opts.Token, Resume: opts.Resume, Batch: true, NoHost: opts.NoHost}
 	frame, err := json.Marshal(join)
 	if err != nil {
 		return nil, fmt.Errorf("signaling: encoding join: %w", err)

@@ -265,6 +265,8 @@ type ClientMessage struct {
 	// by '\n' (docs/protocol.md §4 "Batched messages"); a client that does not say so gets one
 	// message per websocket message.
 	Batch bool `json:"batch,omitempty"`
+	// NoHost declines hosting (JoinOptions.NoHost): it only ever narrows what the token allows.
+	NoHost bool `json:"noHost,omitempty"`
 
 	// signal
 	To      PeerIndex      `json:"to,omitempty"`

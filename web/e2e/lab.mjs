@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A browser for the NAT lab (internal/netlab, docs/design.md §6): one page of the Concord client in
+// A browser for the NAT lab (internal/harness/netlab, docs/design.md §6): one page of the Concord client in
 // Debian's Chromium (driven by playwright-core; the default) or, with `--browser firefox`, Firefox
 // ESR with stock prefs (driven by puppeteer-core over WebDriver BiDi), run by the Go test inside a lab
 // namespace behind a NAT (`ip netns exec <home> node web/e2e/lab.mjs --server URL`). It never

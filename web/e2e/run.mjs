@@ -177,6 +177,7 @@ class Env {
     if (this.server) await this.server.kill('SIGTERM');
     if (this.pageHost) await new Promise((r) => this.pageHost.close(r));
     if (this.tmp) rmSync(this.tmp, { recursive: true, force: true });
+    if (this.tmpData) rmSync(this.tmpData, { recursive: true, force: true });
   }
 }
 
@@ -318,6 +319,47 @@ scenario('browser-hosts-go-bots', async (env) => {
   await bots.kill('SIGTERM');
   await waitFor('the browser host to despawn the avatars of members who left', 10000, async () => (await status(page)).entities === 8 + 1 + 1);
   return `browser host ${st.self} term ${r.term}, 5 replicas at ${st.hash}; after walking and dragging box ${box}: ${r2.members[0].replica.hash}; bots left, avatars despawned`;
+});
+
+scenario('kept-browser-room', async (env) => {
+  // A room a browser hosts is kept by the server's follower (serve --keep-rooms all, the default):
+  // after every member left and serve restarted, the next browser host restores its world.
+  const data = mkdtempSync(join(tmpdir(), 'concord-e2e-data-'));
+  const args = ['--dedicated-host=false', '--data', data, '--checkpoint-interval', '300ms'];
+  try {
+    await env.serve(args);
+    const page = await env.page('alice', 'kept');
+    await waitFor('the browser to become host', 10000, async () => (await status(page)).isHost);
+    const bots = env.proc('bots-kept', ['bot', '--server', env.url, '--room', 'kept', '-n', '2', '--move-for', '2s', '--name', 'bot', '--log-level', 'info']);
+    // The host drags a box away from where a new world would spawn it.
+    const box = await quietBox(page);
+    check(box, 'no free box to drag');
+    const drag = await dragBox(page, box, 0, 2000);
+    check(drag.to.y - drag.from.y > 1500, `the box did not follow the mouse: ${JSON.stringify(drag)}`);
+    // The browser, two bots and the server's follower, at rest with equal hashes.
+    const r = await env.converged(4, 40000, 'kept');
+    check(r.members.some((m) => m.peerId.startsWith('concord-follow/')), 'no follower in the room');
+    const boxes = (p) => p.evaluate(() => {
+      const c = window.concord;
+      return c.peer.world.entitiesOf(2).map((e) => ({ e, pos: c.debug.boxPos(e) }));
+    });
+    const before = await boxes(page);
+    check(before.length === 8, `${before.length} boxes, want 8`);
+    await bots.kill('SIGTERM');
+    await page.close();
+    await waitFor('the room to close (its follower leaves last)', 15000, async () => !(await env.room('kept')));
+    await env.server.kill('SIGTERM');
+    env.server = env.proc('serve-restarted', ['serve', '--addr', `127.0.0.1:${env.port}`, ...args]);
+    await waitFor('the restarted server to answer /healthz', 10000, async () => (await fetch(`${env.url}/healthz`).catch(() => ({ ok: false }))).ok);
+    const page2 = await env.page('bob', 'kept');
+    await waitFor('the new browser to become host', 10000, async () => (await status(page2)).isHost);
+    const after = await boxes(page2);
+    check(JSON.stringify(after) === JSON.stringify(before), `boxes not restored: ${JSON.stringify(before)} → ${JSON.stringify(after)}`);
+    const moved = after.find((b) => b.e === box);
+    return `8 boxes kept across every tab leaving and a serve restart, box ${box} still where it was dragged: ${JSON.stringify(moved.pos)}`;
+  } finally {
+    rmSync(data, { recursive: true, force: true });
+  }
 });
 
 /**
@@ -665,6 +707,208 @@ scenario('cross-origin-refused', async (env) => {
   const r = await env.room();
   check(!r || !r.members.some((m) => m.peerId && m.peerId.startsWith('elsewhere')), 'the refused page joined');
   return `without --origin: "${said.slice(0, 70)}…"; serve logged the refused origin`;
+});
+
+// ---------------------------------------------------------------------------------------------
+// A world of regions (docs/protocol.md §11): the demo world `tiles` of `serve --world tiles`.
+
+/** Opens the world page as user, first joining region (x, y), and waits until a host says where it is resident. */
+async function worldPage(env, user, x, y, opts = {}) {
+  const page = await env.tab(user, opts);
+  await page.goto(`${env.url}/world.html?world=tiles&user=${encodeURIComponent(user)}&x=${x}&y=${y}`);
+  await waitFor(`${user} to be resident somewhere`, 20000, () => page.evaluate(() => !!window.concord && !!window.concord.status().resident));
+  return page;
+}
+
+/** What a world page sees: its status, and per owner how many avatars it draws and where. */
+const worldView = (page) => page.evaluate(() => {
+  const c = window.concord;
+  const count = {};
+  const at = {};
+  for (const p of c.players()) {
+    count[p.owner] = (count[p.owner] || 0) + 1;
+    at[p.owner] = { room: p.room, gen: p.gen, x: p.pos.x, y: p.pos.y };
+  }
+  const rooms = {};
+  for (const k of c.copies()) (rooms[k.owner] ||= new Set()).add(k.room);
+  const twice = Object.entries(rooms).filter(([, s]) => s.size > 1).map(([o]) => o);
+  return { st: c.status(), count, at, twice };
+});
+
+scenario('world-tiles', async (env) => {
+  await env.serve(['--world', 'tiles']);
+  // ann starts in (3, 3), bob in (4, 3): a first arrival stands in the middle of its region, 8 m
+  // from the border between them.
+  const ann = await worldPage(env, 'ann', 3, 3);
+  const bob = await worldPage(env, 'bob', 4, 3);
+  const annID = (await worldView(ann)).st.self;
+  const bobID = (await worldView(bob)).st.self;
+  const res = (v) => v.st.resident && `${v.st.resident.x},${v.st.resident.y}`;
+  check(res(await worldView(ann)) === '3,3' && res(await worldView(bob)) === '4,3', 'ann and bob are not resident where they arrived');
+  // Each sees the other across the border, once the neighbour's room is joined.
+  await waitFor('ann and bob to see each other across the border', 20000, async () => {
+    const a = await worldView(ann);
+    const b = await worldView(bob);
+    return a.count[bobID] === 1 && b.count[annID] === 1;
+  }, 100);
+
+  // Both walk across the border at once (ann right, bob left) while both pages are sampled: every
+  // sample shows exactly one avatar of each player.
+  let samples = 0;
+  let handovers = 0; // samples in which some region pair held a player's avatar twice (the merge at work)
+  const bad = [];
+  let walking = true;
+  const sampler = (async () => {
+    while (walking) {
+      for (const [who, page] of [['ann', ann], ['bob', bob]]) {
+        const v = await worldView(page);
+        samples++;
+        if (v.twice.length) handovers++;
+        for (const id of [annID, bobID]) if (v.count[id] !== 1) bad.push(`${who} drew ${v.count[id] || 0} avatars of ${id} (at ${JSON.stringify(v.at[id])})`);
+      }
+    }
+  })();
+  const cross = async (page, key, want) => {
+    await page.locator('#world').focus();
+    await page.keyboard.down(key);
+    try {
+      await waitFor(`a crossing into ${want}`, 20000, async () => res(await worldView(page)) === want, 50);
+      // A little past the border, so that the next check is not a walk back.
+      const x0 = (await worldView(page)).at[(await worldView(page)).st.self].x;
+      await waitFor('a step past the border', 5000, async () => {
+        const v = await worldView(page);
+        return Math.abs(v.at[v.st.self].x - x0) >= 1000;
+      }, 50);
+    } finally {
+      await page.keyboard.up(key);
+    }
+  };
+  try {
+    await Promise.all([cross(ann, 'KeyD', '4,3'), cross(bob, 'KeyA', '3,3')]);
+  } finally {
+    walking = false;
+    await sampler;
+  }
+  check(bad.length === 0, `merged views broke during the crossings (${bad.length} of ${samples} samples): ${bad.slice(0, 3).join('; ')}`);
+  const a = await worldView(ann);
+  const b = await worldView(bob);
+  check(a.st.crossings >= 1 && b.st.crossings >= 1, `crossings: ann ${a.st.crossings}, bob ${b.st.crossings}`);
+  check(a.at[annID].room === 'tiles.4.3' && a.at[annID].gen >= 2, `ann's own avatar: ${JSON.stringify(a.at[annID])}`);
+  check(a.count[bobID] === 1 && b.count[annID] === 1, 'after the crossings ann and bob do not see each other');
+  // Every input reached a host: nothing waits unacknowledged once the walk has stopped.
+  await waitFor('no input to wait for an ack', 5000, async () => (await worldView(ann)).st.pending === 0 && (await worldView(bob)).st.pending === 0, 100);
+
+  // ann places a block next to her on a tile of her region; it is still there after a reload.
+  const me = (await worldView(ann)).at[annID];
+  const tx = Math.max(64, Math.floor(me.x / 1000) + 1);
+  const ty = Math.floor(me.y / 1000);
+  const before = await ann.evaluate(([x, y]) => window.concord.blocks().find((k) => k.x === x && k.y === y), [tx, ty]);
+  const kind = before && before.kind === 5 ? 6 : 5;
+  // Clicks on the canvas: the page picks the block with the number keys.
+  const click = async (page, button) => {
+    const at = await page.evaluate(([x, y]) => window.concord.tileOnScreen(x, y), [tx, ty]);
+    await page.mouse.click(at.x, at.y, { button });
+  };
+  await ann.locator('#world').focus();
+  await ann.keyboard.press(`Digit${kind}`);
+  await click(ann, 'left');
+  const hasBlock = (page, k = kind) => page.evaluate(([x, y, kk]) => window.concord.blocks().some((b) => b.x === x && b.y === y && (kk === 0 || b.kind === kk)), [tx, ty, k]);
+  await waitFor(`ann's block on tile ${tx},${ty}`, 10000, () => hasBlock(ann), 100);
+  await waitFor(`bob to see ann's block`, 10000, () => hasBlock(bob), 100);
+  await ann.reload();
+  await waitFor('ann to be back, resident', 20000, () => ann.evaluate(() => !!window.concord && !!window.concord.status().resident));
+  await waitFor(`ann's block after the reload`, 20000, () => hasBlock(ann), 100);
+  const back = await worldView(ann);
+  check(back.st.self === annID, `ann came back as ${back.st.self}, not ${annID}`);
+  await ann.screenshot({ path: join(artifacts, 'world.png') });
+  // A right-click removes it, for bob too.
+  await waitFor('ann to see her avatar again', 10000, async () => (await worldView(ann)).count[annID] === 1, 100);
+  await click(ann, 'right');
+  await waitFor(`the block on tile ${tx},${ty} to go`, 10000, async () => !(await hasBlock(ann, 0)) && !(await hasBlock(bob, 0)), 100);
+  return `ann and bob saw each other across the border; crossed it both at once (${a.st.crossings}/${b.st.crossings} crossings), ` +
+    `${samples} samples with one avatar per player (${handovers} during a handover with two copies); ` +
+    `ann's block (a click) on ${tx},${ty} was there after a reload (ann back in ${res(back)}) and went with a right-click`;
+});
+
+scenario('world-bots', async (env) => {
+  await env.serve(['--world', 'tiles']);
+  // A tab watches from (1, 0); three bots start in (0, 0), (1, 0), (2, 0) — all in its view — and
+  // wander across region borders, placing and removing blocks.
+  const page = await worldPage(env, 'watcher', 1, 0);
+  env.proc('bots-world', ['bot', '--server', env.url, '--world', 'tiles', '-n', '3', '--name', 'bot', '--log-level', 'info']);
+  // Sampled until the page has seen bots cross borders in its view: never two avatars of one
+  // player; never none of a bot that stood well inside the followed area one sample before.
+  const area = () => page.evaluate(() => {
+    const c = window.concord.client;
+    const S = c.dir.regionSize;
+    const rs = [...c.regions.values()];
+    if (!rs.length || rs.some((r) => r.state !== 'joined')) return null;
+    return { x0: Math.min(...rs.map((r) => r.cell.x)) * S, y0: Math.min(...rs.map((r) => r.cell.y)) * S, x1: (Math.max(...rs.map((r) => r.cell.x)) + 1) * S, y1: (Math.max(...rs.map((r) => r.cell.y)) + 1) * S };
+  });
+  let prev = null;
+  let samples = 0;
+  let handovers = 0;
+  const crossings = new Set();
+  const bad = [];
+  const deadline = Date.now() + 60000;
+  while (crossings.size < 3) {
+    check(Date.now() < deadline, `the page saw ${crossings.size} bot crossings in 60 s (want 3)`);
+    const a = await area();
+    const v = await worldView(page);
+    const t = Date.now();
+    samples++;
+    if (v.twice.length) handovers++;
+    for (const [owner, n] of Object.entries(v.count)) if (n !== 1) bad.push(`${n} avatars of ${owner}`);
+    if (prev && a && t - prev.t < 300) {
+      for (const [owner, p] of Object.entries(prev.at)) {
+        if (owner === v.st.self) continue;
+        const inside = p.x >= a.x0 + 2000 && p.x < a.x1 - 2000 && p.y >= a.y0 + 2000 && p.y < a.y1 - 2000;
+        if (inside && !v.count[owner]) bad.push(`${owner} vanished at ${p.x},${p.y} (${p.room})`);
+        if (v.at[owner] && v.at[owner].room !== p.room) crossings.add(`${owner} ${p.room}→${v.at[owner].room}`);
+      }
+    }
+    prev = { t, at: v.at };
+    check(bad.length === 0, `after ${samples} samples: ${bad.slice(0, 3).join('; ')}`);
+  }
+  return `${samples} samples, one avatar per player in each (${handovers} during a handover with two copies); ` +
+    `bot crossings seen: ${[...crossings].join(', ')}`;
+});
+
+scenario('world-restart', async (env) => {
+  env.tmpData = mkdtempSync(join(tmpdir(), 'concord-e2e-world-'));
+  const args = ['--world', 'tiles', '--data', env.tmpData, '--checkpoint-interval', '300ms'];
+  await env.serve(args);
+  // While the server is away the page's directory reads fail in its console: expected.
+  const ann = await worldPage(env, 'ann', 3, 3, { expectErrors: true });
+  const annID = (await worldView(ann)).st.self;
+  await waitFor('ann to see her avatar', 20000, async () => (await worldView(ann)).count[annID] === 1, 100);
+  const me = (await worldView(ann)).at[annID];
+  const tx = Math.floor(me.x / 1000) + 1;
+  const ty = Math.floor(me.y / 1000);
+  const kindBefore = await ann.evaluate(([x, y]) => (window.concord.blocks().find((k) => k.x === x && k.y === y) || { kind: 0 }).kind, [tx, ty]);
+  const kind = kindBefore === 4 ? 2 : 4;
+  await ann.evaluate(([x, y, k]) => window.concord.place(x, y, k), [tx, ty, kind]);
+  const hasBlock = () => ann.evaluate(([x, y, k]) => window.concord.blocks().some((b) => b.x === x && b.y === y && b.kind === k), [tx, ty, kind]);
+  await waitFor(`ann's block on ${tx},${ty}`, 10000, hasBlock, 100);
+  // The whole server goes and comes back on the same data directory, the tab staying open.
+  await env.server.kill('SIGTERM');
+  await env.serve(args);
+  // The tab's rooms redial and resume, the client loads its regions again, and the region hosts
+  // take the rooms over from their checkpoints: ann's avatar and block are there, and her inputs
+  // apply again (a walk moves her, every input acknowledged).
+  await waitFor('ann back with one avatar and her block', 30000, async () => (await worldView(ann)).count[annID] === 1 && await hasBlock(), 200);
+  const p0 = (await worldView(ann)).at[annID];
+  await ann.evaluate(() => window.concord.walk(0, 3000));
+  await waitFor('ann to walk after the restart', 15000, async () => {
+    const v = await worldView(ann);
+    return v.at[annID] && v.at[annID].y > p0.y + 1000;
+  }, 100);
+  await ann.evaluate(() => window.concord.walk(0, 0));
+  await waitFor('no input waiting', 10000, async () => (await worldView(ann)).st.pending === 0, 100);
+  const v = await worldView(ann);
+  check(v.count[annID] === 1, `${v.count[annID]} avatars of ann`);
+  return `the server restarted under an open tab: ann came back with one avatar (${v.st.resident.x},${v.st.resident.y}, gen ${v.st.gen}), ` +
+    `her block on ${tx},${ty} kept, and walked again with every input acknowledged`;
 });
 
 // ---------------------------------------------------------------------------------------------

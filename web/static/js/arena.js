@@ -1,5 +1,5 @@
 // @ts-check
-// The arena demo world, ported from internal/arena/arena.go: the same schemas, component ids,
+// The arena demo world, ported from internal/demo/arena/arena.go: the same schemas, component ids,
 // fixed-point millimetre maths and physics constants, so that a browser host and a Go host run the
 // same game. Instead of the Go bot's script, the local player drives its avatar with the keyboard
 // and grabs boxes with the mouse.

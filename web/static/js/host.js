@@ -18,6 +18,7 @@ import { HostRestamp, MAX_STAMP_SKEW } from './restamp.js';
 import { HostCommands } from './hostcommands.js';
 import * as crdt from './crdt.js';
 import { admitWorld } from './worldlimits.js';
+import { mergeCheckpoint } from './restore.js';
 
 const utf8 = new TextEncoder();
 const utf8Lossy = new TextDecoder('utf-8');
@@ -194,6 +195,17 @@ export class HostRole extends HostMethods {
     w.isHost = true;
     w.heldTerm = w.term;
     w.sink = this;
+    if (p.opts.restore && !p.restored) {
+      // A kept room's checkpoint, once, before the authority records are rebuilt (they adopt its
+      // records) and before the game's hostStart (which sees the restored world, not an empty one).
+      p.restored = true;
+      try {
+        const n = mergeCheckpoint(w, p.opts.restore);
+        p.log('info', 'room restored', { messages: n, entities: w.size, clock: w.clock });
+      } catch (err) {
+        p.log('error', 'checkpoint not merged', { err: err instanceof Error ? err.message : String(err) });
+      }
+    }
     for (const [e, info] of w.ents) {
       if (info.auth.kind !== KIND_HOST) {
         try {

@@ -33,6 +33,12 @@ export {
 } from './authority.js';
 export { ProtocolError } from './netmsg.js';
 export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
+export { fetchCheckpoint, mergeCheckpoint } from './restore.js';
+export { WorldClient, fetchDirectory, loadRegion } from './worldclient.js';
+export {
+  regionAt, regionsInView, roomName, parseRoomName, parseDirectory, mergeAvatars, ReplayQueue,
+  MSG_RESIDENT, MSG_ACK, ACTION_INPUT, MAX_PENDING_INPUTS,
+} from './regions.js';
 
 /** @typedef {import('./peer.js').PeerOptions} PeerOptions */
 /** @typedef {import('./peer.js').App} App */
@@ -48,3 +54,7 @@ export { Interpolator, INTERPOLATION_DEFAULTS } from './interpolate.js';
 /** @typedef {import('./schema.js').EncodingSpec} EncodingSpec */
 /** @typedef {import('./authority.js').AuthorityRecord} AuthorityRecord */
 /** @typedef {import('./interpolate.js').InterpolatorOptions} InterpolatorOptions */
+/** @typedef {import('./worldclient.js').WorldClientOptions} WorldClientOptions */
+/** @typedef {import('./worldclient.js').WorldClientEvent} WorldClientEvent */
+/** @typedef {import('./worldclient.js').WorldEntity} WorldEntity */
+/** @typedef {import('./regions.js').Directory} Directory */

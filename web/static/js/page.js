@@ -8,11 +8,12 @@
 // runner injects them (web/e2e/debug.mjs).
 
 import { Peer } from './peer.js';
-import { randomDevice, SignalingError, REMOVED_CODES, fetchRooms } from './signaling.js';
+import { randomDevice, randomName, SignalingError, REMOVED_CODES, fetchRooms } from './signaling.js';
 import { KIND_AVATAR, KIND_LOCK } from './authority.js';
 import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
 import { takeCredentials } from './urlcred.js';
+import { fetchCheckpoint } from './restore.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
   AVATAR_POS, AVATAR_COLOR, BOX_POS, ROOM_SCORE, ROOM_GOALS, parseVec, u32, avatarName,
@@ -26,14 +27,6 @@ import {
 const $ = (id) => document.getElementById(id);
 // ?token= and ?key= leave the address bar as soon as they are read (urlcred.js).
 const { params, token: urlToken, key: urlKey } = takeCredentials(location, history);
-
-const ADJ = ['brisk', 'calm', 'eager', 'jolly', 'lucky', 'merry', 'nimble', 'quiet', 'sunny', 'witty'];
-const NOUN = ['otter', 'heron', 'lynx', 'panda', 'fox', 'robin', 'koala', 'ibis', 'marten', 'wren'];
-function randomName() {
-  const r = new Uint8Array(2);
-  crypto.getRandomValues(r);
-  return `${ADJ[r[0] % ADJ.length]}-${NOUN[r[1] % NOUN.length]}`;
-}
 
 /**
  * @param {number} n
@@ -115,8 +108,16 @@ async function join(room, user, token) {
     device = sessionStorage.getItem('concord.device') || randomDevice();
     sessionStorage.setItem('concord.device', device);
   }
+  // A kept room that no one hosts comes back with its world if this tab becomes its first host
+  // (docs/protocol.md §6 "Kept rooms"); a live room answers null (its host has the world).
+  let restore = null;
+  try {
+    restore = await fetchCheckpoint(room, { credential: token });
+  } catch (err) {
+    console.warn(`concord: the room's checkpoint was not fetched: ${err instanceof Error ? err.message : String(err)}`);
+  }
   const peer = new Peer({
-    room, user, device, token, kind: 'browser', app: game,
+    room, user, device, token, kind: 'browser', app: game, restore,
     log: (level, msg, fields) => {
       const f = fields ? ' ' + JSON.stringify(fields) : '';
       const out = { warn: console.warn, error: console.error, debug: console.debug }[level] || console.info;

@@ -128,6 +128,9 @@ export const DEFAULTS = Object.freeze({
  * @property {number} [redialMinMs]
  * @property {number} [redialMaxMs]
  * @property {number} [resumeSettleMs]
+ * @property {import('./restore.js').Checkpoint | null} [restore] a kept room's checkpoint (fetchCheckpoint),
+ *   merged into the world the first time this peer hosts, before the game's hostStart
+ *   (docs/protocol.md §6 "Kept rooms")
  * @property {Partial<import('./worldlimits.js').WorldLimits>} [worldLimits] the world's bounds
  *   (append sets per entity, bytes a member's writes add, the world's size; docs/protocol.md §5)
  */
@@ -173,6 +176,8 @@ export class Peer extends PeerMethods {
     this.session = 0;
     this.host = null;
     this.member = null;
+    /** Whether opts.restore was merged (the first time this peer hosted). */
+    this.restored = false;
     this.depth = 0;
     /** @type {ReturnType<typeof setInterval>[]} */
     this.timers = [];

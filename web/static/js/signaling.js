@@ -63,6 +63,19 @@ export function nextServer(last, attempt, n) {
   return (last + attempt) % n;
 }
 
+const NAME_ADJ = ['brisk', 'calm', 'eager', 'jolly', 'lucky', 'merry', 'nimble', 'quiet', 'sunny', 'witty'];
+const NAME_NOUN = ['otter', 'heron', 'lynx', 'panda', 'fox', 'robin', 'koala', 'ibis', 'marten', 'wren'];
+
+/**
+ * A random player name ("calm-otter") for a demo page opened without one.
+ * @returns {string}
+ */
+export function randomName() {
+  const r = new Uint8Array(2);
+  crypto.getRandomValues(r);
+  return `${NAME_ADJ[r[0] % NAME_ADJ.length]}-${NAME_NOUN[r[1] % NAME_NOUN.length]}`;
+}
+
 /**
  * A random per-tab device id, so two tabs of one user are two members.
  * @returns {string}

@@ -1,0 +1,746 @@
+package world
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Client timings.
+const (
+	// LeaveDelay: a region that left the view is left this long later, unless it came back,
+	// so that walking along a border does not churn joins.
+	LeaveDelay = 2 * time.Second
+	// resendAfter: inputs not acknowledged this long after they were sent are sent again.
+	resendAfter = 500 * time.Millisecond
+	pumpEvery   = 20 * time.Millisecond
+)
+
+// ErrPending reports that MaxPending inputs wait for their acknowledgement.
+var ErrPending = errors.New("world: too many unacknowledged inputs")
+
+// Config configures a world Client. Server, World and App are required.
+type Config struct {
+	// Server is the signaling server's URL (http://…), which also serves /api/worlds.
+	Server string
+	World  string
+	// App is the world's game: the Client reads its Schemas and Avatar.
+	App App
+	// User and Device make the player's identity, the same in every region room (Device
+	// default: 8 random characters, so that every Join is a player of its own).
+	User, Device string
+	// Token returns the join token of a region room (nil: none).
+	Token func(room signaling.RoomID) (string, error)
+	// Start is the region to enter first (its host decides where the player is resident).
+	Start [2]int
+	// Peer returns the base peer.Config of a region room's member (transport, clock); Server,
+	// Room, App, User, Device and Token are set by the Client. Nil: the zero Config.
+	Peer func(room signaling.RoomID) peer.Config
+	// HTTP is the client of the directory requests (nil: one with a 15 s timeout).
+	HTTP   *http.Client
+	Logger zerolog.Logger
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EventResident: the player's resident region is known for the first time (To).
+	EventResident EventKind = iota + 1
+	// EventCrossing: the player crossed from region From to region To.
+	EventCrossing
+)
+
+// Event is something that happened to the player.
+type Event struct {
+	Kind     EventKind
+	From, To Region
+	Gen      uint32
+}
+
+// Entity is one entity of the merged view.
+type Entity struct {
+	Region Region
+	ID     peer.Entity
+	Schema schema.ID
+	Values [][]byte // property values in schema order (nil: absent)
+	// Owner and Gen are set on avatars: the player and the handover generation.
+	Owner string
+	Gen   uint32
+	// Writable: this player's inputs apply in the entity's region (it is resident there).
+	Writable bool
+}
+
+// Client is one player in a world: a member of the region rooms around it.
+type Client struct {
+	cfg    Config
+	def    Def
+	self   string
+	events chan Event
+	wake   chan struct{} // capacity 1: inbox has news
+	inputs chan []byte
+	quit   chan struct{}
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex // guards follows (read by View), resident, and the counters below
+	follows  map[signaling.RoomID]*follow
+	joining  map[signaling.RoomID]bool
+	closed   bool // run has ended: no more follows
+	inbox    map[signaling.RoomID]*roomNews
+	resident Region
+	gen      uint32
+	pending  int
+	ack      uint32 // the last acknowledged input
+	dropped  int    // events dropped: the channel was full
+}
+
+type follow struct {
+	r       Region
+	p       *peer.Peer
+	cancel  context.CancelFunc
+	done    chan struct{}
+	leaveAt time.Time
+}
+
+type regionMsg struct {
+	room signaling.RoomID
+	typ  uint8
+	data []byte
+}
+
+type input struct {
+	seq  uint32
+	data []byte
+}
+
+// Join enters world cfg.World as a player: it reads the directory, follows its first region
+// and, from there on, the regions within view of wherever the player is resident. The Client
+// runs until ctx ends or Close.
+func Join(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.App == nil || cfg.Server == "" {
+		return nil, fmt.Errorf("%w: Config needs Server and App", ErrDef)
+	}
+	if cfg.User == "" {
+		cfg.User = "anon"
+	}
+	if cfg.Device == "" {
+		cfg.Device = strings.ToLower(rand.Text()[:8])
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: 15 * time.Second}
+	}
+	var dir Directory
+	if err := getJSON(ctx, cfg.HTTP, http.MethodGet, apiBase(cfg.Server)+"/api/worlds/"+url.PathEscape(cfg.World), &dir); err != nil {
+		return nil, err
+	}
+	def := Def{Name: dir.World, Cols: dir.Cols, Rows: dir.Rows, RegionSize: dir.RegionSize, View: dir.View, App: cfg.App}
+	if err := def.Check(); err != nil {
+		return nil, err
+	}
+	start, ok := def.Region(cfg.Start[0], cfg.Start[1])
+	if !ok {
+		return nil, fmt.Errorf("%w: start (%d, %d)", ErrUnknownRegion, cfg.Start[0], cfg.Start[1])
+	}
+	c := &Client{cfg: cfg, def: def, self: string(signaling.NewIdentity(cfg.User, cfg.Device)),
+		events: make(chan Event, 256), wake: make(chan struct{}, 1), inbox: map[signaling.RoomID]*roomNews{}, inputs: make(chan []byte, MaxPending),
+		quit: make(chan struct{}), follows: map[signaling.RoomID]*follow{}, joining: map[signaling.RoomID]bool{}}
+	if err := c.follow(ctx, start); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer cancel()
+		c.run(rctx)
+	}()
+	return c, nil
+}
+
+// Self is the player's identity ("user/device"), the owner of its avatar.
+func (c *Client) Self() string { return c.self }
+
+// Def is the world as the directory described it.
+func (c *Client) Def() Def { return c.def }
+
+// Events reports crossings (at most 256 waiting; later ones are dropped while it is full).
+func (c *Client) Events() <-chan Event { return c.events }
+
+// Resident returns the region the player is resident in; ok is false until it is known.
+func (c *Client) Resident() (r Region, gen uint32, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resident, c.gen, c.gen > 0
+}
+
+// Pending returns how many inputs wait for their acknowledgement.
+func (c *Client) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending
+}
+
+// Input sends one input to the player's resident region; it is kept, and sent again (to the
+// region the player is resident in by then) until that region acknowledges it.
+func (c *Client) Input(data []byte) error {
+	if len(data) > MaxInput {
+		return fmt.Errorf("%w: input of %d bytes, limit %d", peer.ErrTooLarge, len(data), MaxInput)
+	}
+	c.mu.Lock()
+	full := c.pending >= MaxPending
+	if !full {
+		c.pending++
+	}
+	c.mu.Unlock()
+	if full {
+		return ErrPending
+	}
+	select {
+	case c.inputs <- append([]byte(nil), data...):
+		return nil
+	case <-c.quit:
+		return peer.ErrClosed
+	}
+}
+
+// Close leaves every region room.
+func (c *Client) Close() {
+	select {
+	case <-c.quit:
+	default:
+		close(c.quit)
+	}
+	c.wg.Wait()
+}
+
+// Regions lists the regions the client follows.
+func (c *Client) Regions() []Region {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Region, 0, len(c.follows))
+	for _, f := range c.follows {
+		out = append(out, f.r)
+	}
+	slices.SortFunc(out, func(a, b Region) int { return strings.Compare(string(a.Room()), string(b.Room())) })
+	return out
+}
+
+// View returns the merged view of every followed region: each entity once, each player's avatar
+// once (the copy of the highest generation).
+func (c *Client) View(ctx context.Context) []Entity {
+	c.mu.Lock()
+	fs := make([]*follow, 0, len(c.follows))
+	for _, f := range c.follows {
+		fs = append(fs, f)
+	}
+	res := c.resident
+	c.mu.Unlock()
+	av := c.cfg.App.Avatar()
+	var all []Entity
+	for _, f := range fs {
+		_ = f.p.Do(ctx, func(w *peer.World) {
+			for _, e := range w.Entities() {
+				sc, ok := w.SchemaOf(e)
+				if !ok || e == peer.RoomEntity {
+					continue
+				}
+				en := Entity{Region: f.r, ID: e, Schema: sc.ID, Values: make([][]byte, len(sc.Properties)), Writable: f.r == res}
+				for i := range sc.Properties {
+					if v, ok := w.Get(e, i); ok {
+						en.Values[i] = append([]byte(nil), v...)
+					}
+				}
+				if sc.ID == av.ID {
+					en.Gen = Gen(w.Creation(e))
+					if av.Owner < len(en.Values) {
+						en.Owner = string(en.Values[av.Owner])
+					}
+				}
+				all = append(all, en)
+			}
+		})
+	}
+	return Merge(all, av.ID)
+}
+
+// Merge keeps, per avatar owner, the copy of the highest generation (equal generations: the
+// lowest room name), and every other entity as it is.
+func Merge(all []Entity, avatar schema.ID) []Entity {
+	best := map[string]int{}
+	out := all[:0:0]
+	for _, e := range all {
+		if e.Schema != avatar || e.Owner == "" {
+			out = append(out, e)
+			continue
+		}
+		i, seen := best[e.Owner]
+		if !seen {
+			best[e.Owner] = len(out)
+			out = append(out, e)
+			continue
+		}
+		o := out[i]
+		if e.Gen > o.Gen || e.Gen == o.Gen && e.Region.Room() < o.Region.Room() {
+			out[i] = e
+		}
+	}
+	return out
+}
+
+// follow joins region r's room (loading the region first).
+func (c *Client) follow(ctx context.Context, r Region) error {
+	u := apiBase(c.cfg.Server) + "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
+	if err := getJSON(ctx, c.cfg.HTTP, http.MethodPost, u, &RegionEntry{}); err != nil {
+		return err
+	}
+	var cfg peer.Config
+	if c.cfg.Peer != nil {
+		cfg = c.cfg.Peer(r.Room())
+	}
+	room := r.Room()
+	cfg.Server, cfg.Room, cfg.User, cfg.Device = c.cfg.Server, string(room), c.cfg.User, c.cfg.Device
+	cfg.App = &followApp{c: c, room: room, schemas: c.cfg.App.Schemas()}
+	if c.cfg.Token != nil {
+		t, err := c.cfg.Token(room)
+		if err != nil {
+			return err
+		}
+		cfg.Token = t
+	}
+	p, err := peer.New(cfg)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	f := &follow{r: r, p: p, cancel: cancel, done: make(chan struct{})}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cancel()
+		return peer.ErrClosed
+	}
+	c.follows[room] = f
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(f.done)
+		if err := p.Run(pctx); err != nil && pctx.Err() == nil {
+			c.cfg.Logger.Warn().Err(err).Str("room", string(room)).Msg("world: region member ended")
+		}
+	}()
+	return nil
+}
+
+func (c *Client) unfollow(f *follow) {
+	c.mu.Lock()
+	delete(c.follows, f.r.Room())
+	c.mu.Unlock()
+	f.cancel()
+}
+
+// run owns the player's inputs and residency: it applies the hosts' world messages, sends
+// inputs to the resident region (again after a handover or a silence), and follows the regions
+// within view.
+func (c *Client) run(ctx context.Context) {
+	defer func() {
+		c.mu.Lock()
+		c.closed = true
+		fs := make([]*follow, 0, len(c.follows))
+		for _, f := range c.follows {
+			fs = append(fs, f)
+		}
+		c.mu.Unlock()
+		for _, f := range fs {
+			c.unfollow(f)
+		}
+	}()
+	var (
+		pending  []input
+		seq      uint32 // the last input's
+		ack      uint32
+		sentUpTo uint32
+		sentAt   time.Time
+		res      Region
+		gen      uint32
+		hinted   bool
+		wanted   time.Time // the last check that every region in view is followed
+	)
+	acked := func(a uint32) {
+		if a <= ack {
+			return
+		}
+		ack = a
+		i := 0
+		for i < len(pending) && pending[i].seq <= ack {
+			i++
+		}
+		pending = pending[i:]
+		sentUpTo = max(sentUpTo, ack)
+		sentAt = time.Now()
+		c.mu.Lock()
+		c.pending, c.ack = len(pending), ack
+		c.mu.Unlock()
+	}
+	// pump sends the resident region the inputs above sentUpTo, and starts over from the
+	// acknowledged one when an acknowledgement is overdue.
+	pump := func(now time.Time) {
+		if gen == 0 || len(pending) == 0 {
+			return
+		}
+		if sentUpTo > ack && now.Sub(sentAt) > resendAfter {
+			sentUpTo = ack // lost on the way (or sent before the host admitted us): again
+		}
+		c.mu.Lock()
+		f := c.follows[res.Room()]
+		c.mu.Unlock()
+		if f == nil {
+			return
+		}
+		var batch []input
+		for _, in := range pending {
+			if in.seq > sentUpTo {
+				batch = append(batch, in)
+			}
+		}
+		if len(batch) == 0 {
+			return
+		}
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		sent := sentUpTo
+		_ = f.p.Do(dctx, func(w *peer.World) {
+			for _, in := range batch {
+				if w.SendAction(ActionInput, appendInput(nil, in.seq, in.data)) != nil {
+					return
+				}
+				sent = in.seq
+			}
+		})
+		if sent > sentUpTo {
+			sentUpTo, sentAt = sent, now
+		}
+	}
+	handle := func(m regionMsg) {
+		switch m.typ {
+		case MsgResident:
+			rm, err := consumeResident(m.data)
+			if err != nil {
+				return
+			}
+			r, ok := c.def.Region(int(rm.X), int(rm.Y))
+			if !ok {
+				return
+			}
+			if rm.Gen == 0 {
+				if gen == 0 && !hinted { // where to go: the region host decided
+					hinted = true
+					c.want(ctx, r)
+				}
+				return
+			}
+			if rm.Gen < gen || rm.Gen == gen && r != res {
+				return
+			}
+			if rm.Gen == gen {
+				acked(rm.Ack)
+				return
+			}
+			from := res
+			res, gen = r, rm.Gen
+			if rm.Ack < ack {
+				// The world forgot the player's sequence (it restarted and restored the
+				// player from its saved data): number the unacknowledged inputs anew from
+				// its ack, in order.
+				ack = rm.Ack
+				for i := range pending {
+					pending[i].seq = ack + 1 + uint32(i)
+				}
+				seq = ack + uint32(len(pending))
+			}
+			// The new region applied inputs up to rm.Ack: send it the rest (again), now.
+			acked(rm.Ack)
+			sentUpTo, sentAt = ack, time.Time{}
+			c.mu.Lock()
+			c.resident, c.gen = res, gen
+			c.mu.Unlock()
+			if from != r {
+				ev := Event{Kind: EventCrossing, From: from, To: r, Gen: gen}
+				if from.World == "" {
+					ev.Kind = EventResident
+				}
+				c.emit(ev)
+			}
+			c.want(ctx, r)
+			pump(time.Now())
+		case MsgAck:
+			if m.room == res.Room() && len(m.data) == 4 {
+				acked(binary.LittleEndian.Uint32(m.data))
+			}
+		case msgHostLost:
+			c.reload(ctx, m.room)
+		}
+	}
+	t := time.NewTicker(pumpEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.quit:
+			return
+		case d := <-c.inputs:
+			seq++
+			pending = append(pending, input{seq: seq, data: d})
+		case <-c.wake:
+			c.mu.Lock()
+			news := c.inbox
+			c.inbox = map[signaling.RoomID]*roomNews{}
+			c.mu.Unlock()
+			for room, n := range news {
+				if n.hostLost {
+					handle(regionMsg{room: room, typ: msgHostLost})
+				}
+				if n.resident != nil {
+					handle(regionMsg{room: room, typ: MsgResident, data: n.resident})
+				}
+				if n.ack != nil {
+					handle(regionMsg{room: room, typ: MsgAck, data: n.ack})
+				}
+			}
+		case now := <-t.C:
+			c.expire(now)
+			if gen > 0 && now.Sub(wanted) >= time.Second {
+				// A follow that failed (a load refused under load) is tried again.
+				wanted = now
+				c.want(ctx, res)
+			}
+			pump(now)
+		}
+	}
+}
+
+// want follows every region within view of r and marks the others to be left.
+func (c *Client) want(ctx context.Context, r Region) {
+	for y := r.Y - c.def.View; y <= r.Y+c.def.View; y++ {
+		for x := r.X - c.def.View; x <= r.X+c.def.View; x++ {
+			g, ok := c.def.Region(x, y)
+			if !ok {
+				continue
+			}
+			c.mu.Lock()
+			f := c.follows[g.Room()]
+			if f != nil {
+				f.leaveAt = time.Time{}
+			}
+			c.mu.Unlock()
+			if f == nil {
+				c.followAsync(ctx, g)
+			}
+		}
+	}
+}
+
+// msgHostLost is the Client's own: a followed region's room lost its host.
+const msgHostLost uint8 = 0
+
+// reloadTries bounds how long a client asks for a region whose host went away: once a second.
+const reloadTries = 60
+
+// reload asks the server to load room's region again, once a second until it answers (a
+// restarting server, a cluster moving the region), on a goroutine of its own, once at a time.
+func (c *Client) reload(ctx context.Context, room signaling.RoomID) {
+	_, x, y, ok := ParseRoom(room)
+	r, ok2 := c.def.Region(x, y)
+	if !ok || !ok2 {
+		return
+	}
+	key := "reload:" + room
+	c.mu.Lock()
+	if c.joining[key] || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.joining[key] = true
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.joining, key)
+			c.mu.Unlock()
+		}()
+		u := apiBase(c.cfg.Server) + "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
+		for range reloadTries {
+			if getJSON(ctx, c.cfg.HTTP, http.MethodPost, u, &RegionEntry{}) == nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.quit:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// followAsync follows g on a goroutine of its own (a load can take a while), once at a time.
+func (c *Client) followAsync(ctx context.Context, g Region) {
+	c.mu.Lock()
+	if c.joining[g.Room()] {
+		c.mu.Unlock()
+		return
+	}
+	c.joining[g.Room()] = true
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := c.follow(ctx, g); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn().Err(err).Str("room", string(g.Room())).Msg("world: region not followed")
+		}
+		c.mu.Lock()
+		delete(c.joining, g.Room())
+		c.mu.Unlock()
+	}()
+}
+
+// expire marks the regions out of view of the resident one to be left, and leaves those whose
+// leave time passed.
+func (c *Client) expire(now time.Time) {
+	c.mu.Lock()
+	var gone []*follow
+	for _, f := range c.follows {
+		if c.gen > 0 && f.leaveAt.IsZero() && !c.def.InView(c.resident.X, c.resident.Y, f.r.X, f.r.Y) {
+			f.leaveAt = now.Add(LeaveDelay)
+		}
+		if !f.leaveAt.IsZero() && now.After(f.leaveAt) {
+			gone = append(gone, f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range gone {
+		c.unfollow(f)
+	}
+}
+
+func (c *Client) emit(ev Event) {
+	select {
+	case c.events <- ev:
+	default:
+		c.mu.Lock()
+		c.dropped++
+		c.mu.Unlock()
+	}
+}
+
+// followApp is a region room member's App: it reads, and passes the host's world messages on.
+type followApp struct {
+	c       *Client
+	room    signaling.RoomID
+	schemas *schema.Table
+}
+
+func (a *followApp) Schemas() *schema.Table { return a.schemas }
+func (a *followApp) HostStart(*peer.World)  {}
+func (a *followApp) SpawnAvatar(*peer.World, peer.PeerInfo) (peer.Entity, error) {
+	return 0, nil
+}
+func (a *followApp) Tick(*peer.World, time.Duration)                    {}
+func (a *followApp) RPC(*peer.World, peer.PeerIndex, uint32, []byte)    {}
+func (a *followApp) Action(*peer.World, peer.PeerIndex, uint32, []byte) {}
+
+// OnEvent asks the Client to load the region again when its host went away (the server
+// restarted, or its node failed): the region's room keeps its members, and the load brings a
+// region host back, which takes the room over from its checkpoint and the members' replicas.
+func (a *followApp) OnEvent(w *peer.World, ev peer.Event) {
+	if ev.Kind == peer.EventMigrating || ev.Kind == peer.EventHostChanged && w.IsHost() {
+		a.c.post(a.room, func(n *roomNews) { n.hostLost = true })
+	}
+}
+
+// Message passes the host's world messages to the Client (the host's only: a member cannot
+// tell another where it is resident).
+func (a *followApp) Message(w *peer.World, from peer.PeerIndex, typ uint8, data []byte) {
+	if from != w.Host() || (typ != MsgResident && typ != MsgAck) {
+		return
+	}
+	d := append([]byte(nil), data...)
+	a.c.post(a.room, func(n *roomNews) {
+		if typ == MsgResident {
+			n.resident = d
+		} else {
+			n.ack = d
+		}
+	})
+}
+
+// roomNews is what a region room's host said since the client last looked: the latest of each
+// kind, so that a busy client loses no news (a later resident or ack supersedes an earlier one).
+type roomNews struct {
+	resident, ack []byte
+	hostLost      bool
+}
+
+// post records news of room and wakes the client's loop.
+func (c *Client) post(room signaling.RoomID, fn func(*roomNews)) {
+	c.mu.Lock()
+	n := c.inbox[room]
+	if n == nil {
+		n = &roomNews{}
+		c.inbox[room] = n
+	}
+	fn(n)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// apiBase is the URL of the directory requests: the first of Server's (a cluster's nodes).
+func apiBase(server string) string {
+	first, _, _ := strings.Cut(server, ",")
+	return strings.TrimRight(strings.TrimSpace(first), "/")
+}
+
+func getJSON(ctx context.Context, hc *http.Client, method, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("world: %s %s: %s: %s", method, u, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return json.Unmarshal(body, v)
+}

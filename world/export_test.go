@@ -1,0 +1,76 @@
+package world
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// PeerOf returns the client's member of room (nil when it does not follow it).
+func (c *Client) PeerOf(room signaling.RoomID) *peer.Peer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.follows[room]; f != nil {
+		return f.p
+	}
+	return nil
+}
+
+// Inspect runs fn on the loop of the host of region (x, y), loading it first.
+func (s *Server) Inspect(ctx context.Context, x, y int, fn func(w *peer.World)) error {
+	r, err := s.Load(ctx, x, y)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	p := s.regions[r.Room()].peer
+	s.mu.Unlock()
+	if p == nil {
+		return ErrUnknownRegion
+	}
+	return p.Do(ctx, fn)
+}
+
+// Debug describes the client's state for a failing test.
+func (c *Client) Debug() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var rooms []signaling.RoomID
+	for r := range c.follows {
+		rooms = append(rooms, r)
+	}
+	return fmt.Sprintf("resident %s gen %d ack %d pending %d follows %v", c.resident.Room(), c.gen, c.ack, c.pending, rooms)
+}
+
+// DebugPlayer describes what the server and the region hosts hold of owner.
+func (s *Server) DebugPlayer(ctx context.Context, owner string) string {
+	s.mu.Lock()
+	p := s.players[owner]
+	var out string
+	if p != nil {
+		out = fmt.Sprintf("record: region %s gen %d; ", p.region.Room(), p.gen)
+	}
+	type rp struct {
+		room signaling.RoomID
+		p    *peer.Peer
+		a    *regionApp
+	}
+	var rs []rp
+	for room, rg := range s.regions {
+		if rg.state == loaded {
+			rs = append(rs, rp{room, rg.peer, rg.app})
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range rs {
+		_ = r.p.Do(ctx, func(w *peer.World) {
+			if in := r.a.byOwner[owner]; in != nil {
+				idx, member := r.a.index[owner]
+				out += fmt.Sprintf("%s: gen %d ack %d handing %v member %v/%d away %v; ", r.room, in.gen, in.ack, in.handing, member, idx, !in.away.IsZero())
+			}
+		})
+	}
+	return out
+}

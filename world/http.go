@@ -1,0 +1,101 @@
+package world
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Directory is the JSON of GET /api/worlds/{W} (docs/protocol.md §11).
+type Directory struct {
+	World      string        `json:"world"`
+	Cols       int           `json:"cols"`
+	Rows       int           `json:"rows"`
+	RegionSize int32         `json:"regionSize"`
+	View       int           `json:"view"`
+	Regions    []RegionEntry `json:"regions"`
+}
+
+// RegionEntry is one region of a Directory.
+type RegionEntry struct {
+	X      int    `json:"x"`
+	Y      int    `json:"y"`
+	Room   string `json:"room"`
+	Node   string `json:"node"`
+	Loaded bool   `json:"loaded"`
+}
+
+// Directory returns the world's directory as this process knows it.
+func (s *Server) Directory() Directory {
+	d := Directory{World: s.def.Name, Cols: s.def.Cols, Rows: s.def.Rows, RegionSize: s.def.RegionSize, View: s.def.View}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for y := range s.def.Rows {
+		for x := range s.def.Cols {
+			room := RoomName(s.def.Name, x, y)
+			e := RegionEntry{X: x, Y: y, Room: string(room)}
+			if s.regions[room].state == loaded {
+				e.Loaded, e.Node = true, s.cfg.Node
+			}
+			d.Regions = append(d.Regions, e)
+		}
+	}
+	return d
+}
+
+func (s *Server) entry(r Region) RegionEntry {
+	d := s.Directory()
+	return d.Regions[r.Y*s.def.Cols+r.X]
+}
+
+// Handler serves /api/worlds/{W} and /api/worlds/{W}/load for this Server's world (404 for
+// another world).
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.Path, "/api/worlds/")
+		name, action, _ := strings.Cut(rest, "/")
+		if !ok || name != s.def.Name || (action != "" && action != "load") {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such world"})
+			return
+		}
+		if action == "" {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET, HEAD")
+				writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "GET only"})
+				return
+			}
+			writeJSON(w, http.StatusOK, s.Directory())
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "POST only"})
+			return
+		}
+		x, errX := strconv.Atoi(r.URL.Query().Get("x"))
+		y, errY := strconv.Atoi(r.URL.Query().Get("y"))
+		if errX != nil || errY != nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such region"})
+			return
+		}
+		reg, err := s.Load(r.Context(), x, y)
+		switch {
+		case errors.Is(err, ErrUnknownRegion):
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such region"})
+		case err != nil:
+			s.count("load", "failed")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		default:
+			writeJSON(w, http.StatusOK, s.entry(reg))
+		}
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

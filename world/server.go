@@ -1,0 +1,674 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/signaling"
+)
+
+// Defaults of a Server.
+const (
+	DefaultGrace       = 30 * time.Second // --world-grace: an unvisited region's time before it unloads
+	DefaultLeaveGrace  = 5 * time.Second  // a player's absence from its region before it has left
+	DefaultLoadTimeout = 10 * time.Second // a load's wait for its host
+	hostUser           = "host"
+)
+
+// ErrUnknownRegion reports a region outside the world.
+var ErrUnknownRegion = errors.New("world: no such region")
+
+// ServerConfig configures a Server. Def and URL are required.
+type ServerConfig struct {
+	Def Def
+	// URL is the signaling server the region hosts dial.
+	URL string
+	// HostConfig returns the base peer.Config of a region's host (transport, token, limits);
+	// Server, Room, App, User, Device and Kind are set by the Server. Nil: the zero Config.
+	HostConfig func(room signaling.RoomID) (peer.Config, error)
+	// Store and Writer keep checkpoints (internal/durable); nil keeps regions in memory only.
+	Store  *durable.Store
+	Writer *durable.Writer
+	// Interval is the least time between two checkpoints of a changing region (0: durable's).
+	Interval time.Duration
+	// Grace is how long a region with no member stays loaded (0: DefaultGrace).
+	Grace time.Duration
+	// LeaveGrace is how long a resident may be away from its region's room before its data is
+	// saved and its avatar removed (0: DefaultLeaveGrace); a member that resumes within it stays.
+	LeaveGrace time.Duration
+	// Node is this node's name in a cluster ("" alone): the directory's "node".
+	Node string
+	// Registerer receives the world's metrics (nil: none).
+	Registerer prometheus.Registerer
+	Logger     zerolog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Server runs a world's region hosts in this process.
+type Server struct {
+	cfg        ServerConfig
+	def        Def
+	log        zerolog.Logger
+	now        func() time.Time
+	leaveGrace time.Duration
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	regions map[signaling.RoomID]*regionRun
+	players map[string]*playerRec
+	pauses  []time.Duration // handover pauses, for HandoverPauses (bounded)
+
+	kv *playerKV // nil without a Store
+
+	mHandovers *prometheus.CounterVec
+	mLoaded    prometheus.GaugeFunc
+	mRefused   *prometheus.CounterVec
+	mPause     prometheus.Histogram
+}
+
+// playerRec is what the Server keeps of a player between regions and between visits.
+type playerRec struct {
+	region Region // where it is resident; zero World while it is not in the world
+	saved  [][]byte
+	gen    uint32
+}
+
+// Region states.
+const (
+	unloaded = iota
+	loading
+	loaded
+	unloading
+)
+
+// regionRun is one region's host, guarded by Server.mu.
+type regionRun struct {
+	r       Region
+	state   int
+	changed chan struct{} // closed and replaced at every state change
+	peer    *peer.Peer
+	app     *regionApp
+	dur     *durable.App
+	cancel  context.CancelFunc
+	done    chan struct{}
+	members int
+	idle    time.Time // when its last member left (zero while it has one)
+	visited bool      // loaded before in this process: mem holds its last state
+	mem     []byte
+	clock   crdt.Timestamp
+}
+
+// NewServer starts a world's Server; its janitor unloads idle regions until Close.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if err := cfg.Def.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.LeaveGrace <= 0 {
+		cfg.LeaveGrace = DefaultLeaveGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, def: cfg.Def, log: cfg.Logger, now: cfg.Now, leaveGrace: cfg.LeaveGrace,
+		regions: map[signaling.RoomID]*regionRun{}, players: map[string]*playerRec{}}
+	for y := range s.def.Rows {
+		for x := range s.def.Cols {
+			r, _ := s.def.Region(x, y)
+			s.regions[r.Room()] = &regionRun{r: r, changed: make(chan struct{})}
+		}
+	}
+	s.metrics(cfg.Registerer)
+	if cfg.Store != nil {
+		kv, err := openPlayerKV(context.Background(), cfg.Store, s.def.Name)
+		if err != nil {
+			return nil, err
+		}
+		s.kv = kv
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.janitor()
+	return s, nil
+}
+
+func (s *Server) metrics(reg prometheus.Registerer) {
+	s.mHandovers = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "concord_world_handovers_total",
+		Help: "Avatar handovers between region hosts (docs/protocol.md §11), by result."}, []string{"result"})
+	s.mRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "concord_world_refused_total",
+		Help: "World inputs and requests refused (docs/security.md \"Worlds\"), by reason."}, []string{"reason"})
+	s.mPause = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "concord_world_handover_seconds",
+		Help: "Time from a source region seeing an avatar out of bounds to the destination holding it.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	s.mLoaded = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_world_regions_loaded", Help: "Regions whose host runs in this process."},
+		func() float64 { return float64(len(s.Loaded())) })
+	if reg != nil {
+		reg.MustRegister(s.mHandovers, s.mRefused, s.mPause, s.mLoaded)
+	}
+}
+
+// Def returns the world's definition.
+func (s *Server) Def() Def { return s.def }
+
+// Rooms lists the region rooms: serve pins their host to the region hosts' identity.
+func (s *Server) Rooms() []signaling.RoomID { return s.def.Rooms() }
+
+// HostIdentity is the identity of the region hosts ("host/serve").
+const HostIdentity signaling.Identity = hostUser + "/serve"
+
+// Loaded lists the rooms of the loaded regions.
+func (s *Server) Loaded() []signaling.RoomID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []signaling.RoomID
+	for room, rg := range s.regions {
+		if rg.state == loaded {
+			out = append(out, room)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Server) count(what, reason string) { s.mRefused.WithLabelValues(what + "_" + reason).Inc() }
+
+// setState changes rg's state and wakes its waiters; s.mu held.
+func (rg *regionRun) setState(st int) {
+	rg.state = st
+	close(rg.changed)
+	rg.changed = make(chan struct{})
+}
+
+// Load loads region (x, y) if it is not loaded and waits until its host is host of its room.
+func (s *Server) Load(ctx context.Context, x, y int) (Region, error) {
+	r, ok := s.def.Region(x, y)
+	if !ok {
+		return Region{}, fmt.Errorf("%w: (%d, %d)", ErrUnknownRegion, x, y)
+	}
+	return r, s.load(ctx, r)
+}
+
+func (s *Server) load(ctx context.Context, r Region) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultLoadTimeout)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		rg := s.regions[r.Room()]
+		switch rg.state {
+		case loaded:
+			s.mu.Unlock()
+			return nil
+		case unloaded:
+			if s.ctx.Err() != nil {
+				s.mu.Unlock()
+				return s.ctx.Err()
+			}
+			rg.setState(loading)
+			s.mu.Unlock()
+			err := s.start(ctx, rg)
+			s.mu.Lock()
+			if err != nil {
+				rg.setState(unloaded)
+				s.mu.Unlock()
+				return err
+			}
+			rg.setState(loaded)
+			s.mu.Unlock()
+			return nil
+		}
+		ch := rg.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("world: region %s not loaded: %w", r.Room(), ctx.Err())
+		}
+	}
+}
+
+// start runs rg's host from its last state (this process's copy, else its checkpoint, else the
+// generator) and waits until it is host. rg is loading: only this goroutine touches its host.
+func (s *Server) start(ctx context.Context, rg *regionRun) error {
+	room := rg.r.Room()
+	seed, clock := rg.mem, rg.clock
+	if !rg.visited && s.cfg.Store != nil {
+		c, err := s.cfg.Store.LoadCheckpoint(ctx, room)
+		switch {
+		case err == nil:
+			if _, err := durable.Validate(room, s.cfg.Store.Source(room), c.Data); err != nil {
+				return err
+			}
+			var dropped map[string]int
+			if seed, clock, dropped, err = durable.Bound(c.Data, c.Clock); err != nil {
+				return err
+			}
+			for reason, n := range dropped {
+				s.log.Warn().Str("room", string(room)).Str("reason", reason).Int("messages", n).Msg("world: restore bounds dropped messages (docs/protocol.md §6)")
+			}
+		case !errors.Is(err, durable.ErrNoCheckpoint):
+			return err
+		}
+	}
+	var cfg peer.Config
+	if s.cfg.HostConfig != nil {
+		var err error
+		if cfg, err = s.cfg.HostConfig(room); err != nil {
+			return err
+		}
+	}
+	ready := make(chan struct{})
+	app := &regionApp{s: s, rr: rg, r: rg.r, app: s.def.App, av: s.def.App.Avatar(), fresh: seed == nil,
+		members: map[peer.PeerIndex]string{}, index: map[string]peer.PeerIndex{}, byOwner: map[string]*inhabitant{},
+		retire: map[peer.Entity]int{}, tell: map[peer.PeerIndex]*telling{}, ready: func() { close(ready) }}
+	cfg.Server, cfg.Room, cfg.User, cfg.Device, cfg.Kind = s.cfg.URL, string(room), hostUser, "serve", signaling.KindHost
+	cfg.App = app
+	var dur *durable.App
+	if s.cfg.Writer != nil || seed != nil {
+		dur = durable.NewApp(app, durable.AppConfig{Room: room, Writer: s.cfg.Writer, Seed: seed, SeedClock: clock,
+			Interval: s.cfg.Interval, Logger: s.log})
+		cfg.App = dur
+	}
+	p, err := peer.New(cfg)
+	if err != nil {
+		return err
+	}
+	hctx, cancel := context.WithCancel(s.ctx)
+	done := make(chan struct{})
+	s.mu.Lock()
+	rg.peer, rg.app, rg.dur, rg.cancel, rg.done, rg.members, rg.idle = p, app, dur, cancel, done, 0, s.now()
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(done)
+		if err := p.Run(hctx); err != nil && hctx.Err() == nil {
+			s.log.Warn().Err(err).Str("room", string(room)).Msg("world: region host ended")
+		}
+	}()
+	select {
+	case <-ready:
+		s.log.Info().Str("room", string(room)).Bool("generated", seed == nil).Msg("world: region loaded")
+		return nil
+	case <-done:
+		return fmt.Errorf("world: region %s: host ended before it hosted", room)
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return fmt.Errorf("world: region %s: not host in time: %w", room, ctx.Err())
+	}
+}
+
+// unload checkpoints rg whole and stops its host. rg is unloading.
+func (s *Server) unload(rg *regionRun) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var data []byte
+	var clock crdt.Timestamp
+	app := rg.app
+	if err := rg.peer.Do(ctx, func(w *peer.World) {
+		// Residents still here (a server stopping) keep their data as if they had left.
+		for owner, in := range app.byOwner {
+			if !in.handing {
+				s.left(owner, app.values(w, in.e), in.gen)
+			}
+		}
+		data, clock = w.Checkpoint()
+	}); err != nil {
+		s.log.Warn().Err(err).Str("room", string(rg.r.Room())).Msg("world: region state not read before unloading")
+	}
+	rg.cancel()
+	<-rg.done
+	if rg.dur != nil {
+		// Through the Writer, which keeps a room's checkpoints in order; this process loads
+		// the region again from mem, which is at least as new.
+		rg.dur.Final()
+	}
+	s.mu.Lock()
+	if data != nil {
+		rg.mem, rg.clock, rg.visited = data, clock, true
+	}
+	rg.peer, rg.app, rg.dur, rg.cancel, rg.done = nil, nil, nil, nil, nil
+	rg.setState(unloaded)
+	s.mu.Unlock()
+	s.log.Info().Str("room", string(rg.r.Room())).Int("bytes", len(data)).Msg("world: region unloaded")
+}
+
+// janitor unloads the regions that had no member for the grace period, and notices hosts that
+// ended on their own.
+func (s *Server) janitor() {
+	defer s.wg.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := s.now()
+		var idle []*regionRun
+		s.mu.Lock()
+		for _, rg := range s.regions {
+			if rg.state != loaded {
+				continue
+			}
+			ended := false
+			select {
+			case <-rg.done:
+				ended = true
+			default:
+			}
+			if ended || rg.members == 0 && now.Sub(rg.idle) >= s.cfg.Grace && !s.hasResidents(rg) {
+				rg.setState(unloading)
+				idle = append(idle, rg)
+			}
+		}
+		s.mu.Unlock()
+		for _, rg := range idle {
+			s.unload(rg)
+		}
+	}
+}
+
+// hasResidents reports whether a player is resident in rg (or on its way there); s.mu held.
+func (s *Server) hasResidents(rg *regionRun) bool {
+	for _, p := range s.players {
+		if p.region == rg.r {
+			return true
+		}
+	}
+	return false
+}
+
+// memberIn counts a member arriving (+1) or leaving (−1) rg's room.
+func (s *Server) memberIn(rg *regionRun, d int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rg.members = max(0, rg.members+d)
+	if rg.members == 0 {
+		rg.idle = s.now()
+	}
+}
+
+// arrivalTries bounds the attempts to place an arriving player.
+const arrivalTries = 5
+
+// arrival handles member idx, player owner, arriving in rg's room without being resident there:
+// it reads the player's saved data (this process's, else the store's), decides where the player
+// is resident when it is not in the world yet (and hands its avatar there), and tells the
+// member. It runs on a goroutine of its own: the store may be slow.
+func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerIndex) {
+	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
+	defer cancel()
+	s.loadPlayer(ctx, owner)
+	dest, h := s.arrive(r, owner)
+	// A first arrival whose region does not load in time (a server under load) is tried again,
+	// a few times, a second apart: the peer asks for the member's arrival only once.
+	for try := 1; h != nil && !s.transfer(Region{}, dest, *h, nil) && try < arrivalTries; try++ {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		dest, h = s.arrive(r, owner)
+	}
+	if dest == r {
+		return // accept told it
+	}
+	s.mu.Lock()
+	p, a := rg.peer, rg.app
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = p.Do(ctx, func(*peer.World) {
+		if a.members[idx] == owner && a.byOwner[owner] == nil {
+			a.tell[idx] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y)}, left: tellTimes}
+		}
+	})
+}
+
+// loadPlayer reads owner's saved data from the store when this process holds none.
+func (s *Server) loadPlayer(ctx context.Context, owner string) {
+	s.mu.Lock()
+	p := s.players[owner]
+	known := p != nil && (p.saved != nil || p.region.World != "")
+	s.mu.Unlock()
+	if known || s.kv == nil {
+		return
+	}
+	values, gen, err := s.kv.load(ctx, owner)
+	if err != nil {
+		s.log.Warn().Err(err).Str("owner", owner).Msg("world: player data not read; the player starts anew")
+		return
+	}
+	if values == nil || s.checkValues(values) != nil {
+		return
+	}
+	s.mu.Lock()
+	if p = s.players[owner]; p == nil {
+		p = &playerRec{}
+		s.players[owner] = p
+	}
+	if p.saved == nil && p.region.World == "" {
+		p.saved, p.gen = values, gen
+	}
+	s.mu.Unlock()
+}
+
+// checkValues checks saved avatar values against the avatar schema.
+func (s *Server) checkValues(values [][]byte) error {
+	sc, ok := s.def.App.Schemas().Lookup(s.def.App.Avatar().ID)
+	if !ok || len(values) > len(sc.Properties) {
+		return errShort
+	}
+	for i, v := range values {
+		if v != nil {
+			if err := sc.CheckValue(i, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// arrive decides where player owner is resident. When it is not in the world yet, it gets a
+// handoff (its saved data, else the app's new player, arriving in r) for the region that holds
+// its position; otherwise h is nil and dest is where it is.
+func (s *Server) arrive(r Region, owner string) (dest Region, h *handoff) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.players[owner]
+	if p == nil {
+		p = &playerRec{}
+		s.players[owner] = p
+	}
+	if p.region.World != "" {
+		return p.region, nil
+	}
+	values := p.saved
+	if values == nil {
+		values = s.def.App.NewPlayer(r, owner)
+	}
+	av := s.def.App.Avatar()
+	pos := r.Min
+	if av.Pos < len(values) {
+		if v, ok := ParseVec(values[av.Pos]); ok {
+			pos = v
+		}
+	}
+	dest = s.def.RegionAt(pos)
+	p.region = dest
+	return dest, &handoff{owner: owner, values: values, gen: p.gen + 1}
+}
+
+// left saves the data of a player gone from its region (in the store too).
+func (s *Server) left(owner string, values [][]byte, gen uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.players[owner]
+	if p == nil {
+		return
+	}
+	p.region, p.saved, p.gen = Region{}, values, gen
+	if s.kv != nil && s.ctx.Err() == nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.kv.save(ctx, owner, values, gen); err != nil {
+				s.log.Warn().Err(err).Str("owner", owner).Msg("world: player data not saved in the store")
+			}
+		}()
+	}
+}
+
+// SaveEvery is how often a region saves its residents' data in the store.
+const SaveEvery = 5 * time.Second
+
+type savedPlayer struct {
+	owner  string
+	values [][]byte
+	gen    uint32
+}
+
+// savePlayers writes batch to the store on a goroutine of its own (a region's residents, every
+// SaveEvery: one write each, in sequence).
+func (s *Server) savePlayers(batch []savedPlayer) {
+	if s.kv == nil || s.ctx.Err() != nil {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for _, p := range batch {
+			ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+			err := s.kv.save(ctx, p.owner, p.values, p.gen)
+			cancel()
+			if err != nil {
+				s.log.Warn().Err(err).Str("owner", p.owner).Msg("world: player data not saved in the store")
+				return
+			}
+		}
+	}()
+}
+
+// Player returns what is kept of a player: its resident region (ok false when it is not in the
+// world) and its saved avatar values.
+func (s *Server) Player(owner string) (r Region, resident bool, saved [][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.players[owner]
+	if p == nil {
+		return Region{}, false, nil
+	}
+	return p.region, p.region.World != "", p.saved
+}
+
+// transfer hands h's avatar to region dest: loads it, has its host accept the avatar, then tells
+// the source (src, when from a region) how it went, and reports it. It runs on a goroutine of
+// its own.
+func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
+	ok := s.deliver(dest, h)
+	s.mu.Lock()
+	if p := s.players[h.owner]; p != nil && ok {
+		p.region = dest
+	} else if p != nil && src == nil {
+		p.region = Region{} // a first arrival that failed: the next arrival tries again
+	}
+	var sp *peer.Peer
+	var sa *regionApp
+	if src != nil && src.state == loaded {
+		sp, sa = src.peer, src.app
+	}
+	s.mu.Unlock()
+	result := "ok"
+	if !ok {
+		result = "failed"
+	}
+	if src != nil {
+		s.mHandovers.WithLabelValues(result).Inc()
+	}
+	if sp == nil {
+		return ok
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	_ = sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, ok) })
+	return ok
+}
+
+func (s *Server) deliver(dest Region, h handoff) bool {
+	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
+	defer cancel()
+	for range 3 { // an unload may race the load: try again
+		if err := s.load(ctx, dest); err != nil {
+			s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not loaded")
+			return false
+		}
+		s.mu.Lock()
+		rg := s.regions[dest.Room()]
+		p, a := rg.peer, rg.app
+		s.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		ok := false
+		if err := p.Do(ctx, func(w *peer.World) { ok = a.accept(w, h) }); err == nil {
+			return ok
+		}
+	}
+	return false
+}
+
+// handedOver records a handover's pause.
+func (s *Server) handedOver(d time.Duration) {
+	s.mPause.Observe(d.Seconds())
+	s.mu.Lock()
+	if len(s.pauses) < 1<<16 {
+		s.pauses = append(s.pauses, d)
+	}
+	s.mu.Unlock()
+}
+
+// HandoverPauses returns the pauses of the handovers so far (the first 65,536): from the source
+// seeing the avatar out of bounds to the destination holding it.
+func (s *Server) HandoverPauses() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.pauses)
+}
+
+// Close stops every region host, each checkpointed as at an unload.
+func (s *Server) Close() {
+	s.mu.Lock()
+	var up []*regionRun
+	for _, rg := range s.regions {
+		if rg.state == loaded {
+			rg.setState(unloading)
+			up = append(up, rg)
+		}
+	}
+	s.mu.Unlock()
+	for _, rg := range up {
+		s.unload(rg)
+	}
+	s.cancel()
+	s.wg.Wait()
+}
