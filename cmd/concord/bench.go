@@ -23,7 +23,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if len(args) == 0 {
-		return usageError{errors.New("want a benchmark: fanout, migration, joins or voice")}
+		return usageError{errors.New("want a benchmark: fanout, migration, joins, voice, signaling, idle or all")}
 	}
 	switch args[0] {
 	case "fanout":
@@ -34,11 +34,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdBenchJoins(ctx, args[1:], stdout, stderr)
 	case "voice":
 		return cmdBenchVoice(ctx, args[1:], stdout, stderr)
+	case "all":
+		return cmdBenchAll(ctx, args[1:], stdout, stderr)
+	case "signaling":
+		return cmdBenchSignaling(ctx, args[1:], stdout, stderr)
+	case "idle":
+		return cmdBenchIdle(ctx, args[1:], stdout, stderr)
 	}
 	if isHelpArg(args[0]) {
 		return groupHelp(stderr, "bench")
 	}
-	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, joins or voice", args[0])}
+	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, joins, voice, signaling, idle or all", args[0])}
 }
 
 func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,6 +62,7 @@ func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer
 	inProcess := fs.Bool("host-in-process", false, "run the Concord phase's host in this process instead of a bench-host process of its own (its CPU is then not measured apart)")
 	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, set-up included) to this file")
 	fs.BoolVar(&o.NoRaw, "no-raw", false, "skip the raw pion phase (measure the Concord phase only)")
+	fs.StringVar(&o.Schema, "schema", bench.SchemaQuantized, "the movers' position: quantized (6 bytes, as a tuned game would encode it) or plain (two float32, 8 bytes, as Colyseus's side holds it)")
 	hostMemProfile := fs.String("host-memprofile", "", "write a heap profile of the bench-host process (allocations over its whole life) to this file when it stops")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
@@ -148,6 +155,7 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	fs.IntVar(&o.Moving, "moving", 100, "entities moved every tick")
 	fs.IntVar(&o.Interest, "interest", 0, "entities each member follows (interest management); 0: all")
 	fs.BoolVar(&o.Deltas, "deltas", false, "send members deltas against the values they acknowledged (docs/protocol.md §2.10)")
+	fs.StringVar(&o.Schema, "schema", bench.SchemaQuantized, "the movers' position: quantized (6 bytes) or plain (two float32, 8 bytes)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process to this file (written when it stops: SIGINT, SIGTERM or the end of standard input, not SIGKILL)")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile of this process (allocations over its whole life) to this file when it stops, as -cpuprofile")
 	exitOnEOF := fs.Bool("exit-on-stdin-eof", false, "stop when standard input ends (the benchmark that started this process is gone)")

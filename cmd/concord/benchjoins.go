@@ -68,7 +68,9 @@ func runJoinBurst(ctx context.Context, b joinBurst) (*joinResult, error) {
 	_ = ln.Close()
 	url := "http://" + addr
 	// --data "": a burst measures joins, not checkpoints, and leaves no data directory behind.
-	serveArgs := []string{"serve", "--addr", addr, "--data", "", "--max-members", fmt.Sprint(b.bots + 8), "--log-level", "warn"}
+	// Every bot and the dedicated host come from 127.0.0.1: lift the per-address cap (1,024 by default) with the room's.
+	serveArgs := []string{"serve", "--addr", addr, "--data", "", "--max-members", fmt.Sprint(b.bots + 8),
+		"--max-conns-per-addr", fmt.Sprint(b.bots + 64), "--log-level", "warn"}
 	if b.profile != "" {
 		serveArgs = append(serveArgs, "--pprof")
 	}

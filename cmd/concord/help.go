@@ -57,12 +57,29 @@ A server with a self-signed certificate: --ca cert.pem.
 Environment:
   CONCORD_TOKEN   default of --token.
   CONCORD_SECRET  the HS256 key to mint the bots' tokens with, when --token is not given.`},
-	"bench": {"concord bench fanout|migration|joins|voice [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
+	"bench": {"concord bench fanout|migration|joins|voice|signaling|idle|all [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
   joins      N bots join one dedicated host (concord serve) at once: time until all are synced
   voice      P speakers × L listeners through the voice forwarder, then a raw pion relay: CPU per stream
-Run "concord help bench fanout", "concord help bench migration", "concord help bench joins" or "concord help bench voice" for their flags.`},
+  signaling  joins a second through concord serve and its memory per idle member, against a bare
+             gorilla/websocket echo server in the same run
+  idle       what idle members cost (CPU) against as many idle raw pion links, with -standby also
+             with standby links
+  all        the headline set, printed as the table that leads BENCHMARKS.md (scripts/bench-all.sh)
+Run "concord help bench NAME" for the flags of each.`},
+	"bench signaling": {"concord bench signaling [flags]", `Starts a bare gorilla/websocket echo server (concord bench-echo) and opens -rate websockets a
+second for -duration, each sending one message and reading its echo, and keeps them open; then the
+same against "concord serve" (--data ""), each a member joining a room of -room-size. Prints the
+joins a second sustained, join → joined p50/p99 and each server's RSS growth per open connection.`},
+	"bench idle": {"concord bench idle [flags]", `Opens -n raw pion link pairs in this process and measures their CPU over -window; then a room of
+-n members whose host (concord bench-host, an empty world) moves nothing, both ends measured (this
+process and the host process); with -standby, the same room with standby links.`},
+	"bench all": {"concord bench all [-quick] [flags]", `Runs the headline set of BENCHMARKS.md and prints its leading table: each figure, its
+same-run comparison, the goal, pass or MISS and by how much, and the load average. The fan-out
+rows run bench/colyseus/run.mjs (node; npm ci when its node_modules is missing), the CRDT row
+crdt/testdata/dcl/bench.mjs; a row whose side cannot run says why. Run it from the repository's
+root (or give -colyseus and -dcl). About 15 minutes on 2 vCPUs; -quick under 3.`},
 	"bench voice": {"concord bench voice [flags]", `-publishers speakers publish 50 Opus packets a second, each heard by -listeners listeners, through a
 forwarder in a process of its own (concord bench-voice-server) whose CPU is measured: a raw pion track relay
 (the floor), the voice forwarder with proximity off, and with proximity on. Prints CPU per forwarded stream

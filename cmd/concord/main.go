@@ -76,6 +76,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBenchHost(ctx, args[1:], stdin, stdout, stderr)
 	case "bench-voice-server": // hidden: the forwarder process `bench voice` measures
 		err = cmdBenchVoiceServer(ctx, args[1:], stdin, stdout, stderr)
+	case "bench-echo": // hidden: the echo server `bench signaling` compares serve's memory with
+		err = cmdBenchEcho(ctx, args[1:], stderr)
 	case "help":
 		if len(args) > 1 {
 			// `help serve` is `serve -h` with the help on stdout.

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"encoding/binary"
+	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -38,9 +40,45 @@ var schemas = schema.MustTable(schema.Schema{ID: schemaMover, Name: "mover", Pro
 	{Name: "sent", Component: 1025, Size: 8},
 }})
 
+// plainSchemas is the same mover as a user would first write it (-schema plain): the position as
+// 8 raw bytes, two little-endian float32, as Colyseus's side holds it.
+var plainSchemas = schema.MustTable(schema.Schema{ID: schemaMover, Name: "mover", Properties: []schema.Property{
+	{Name: "pos", Component: 1024, Size: 8},
+	{Name: "sent", Component: 1025, Size: 8},
+}})
+
+// Schema names of -schema.
+const (
+	SchemaQuantized = "quantized" // the default: posEncoding, 6 bytes
+	SchemaPlain     = "plain"     // two float32, 8 bytes
+)
+
+// validSchema checks a -schema name ("" is the default, quantized).
+func validSchema(name string) error {
+	switch name {
+	case "", SchemaQuantized, SchemaPlain:
+		return nil
+	}
+	return fmt.Errorf("-schema %q: want %s or %s", name, SchemaQuantized, SchemaPlain)
+}
+
+// schemaTable is the bench schema of a -schema name.
+func schemaTable(name string) *schema.Table {
+	if name == SchemaPlain {
+		return plainSchemas
+	}
+	return schemas
+}
+
 // appendPos encodes a mover's position.
 func appendPos(dst []byte, x, y float64) []byte {
 	return schema.AppendQuantized(schema.AppendQuantized(dst, posEncoding, x), posEncoding, y)
+}
+
+// appendPlainPos encodes a mover's position as plainSchemas holds it.
+func appendPlainPos(dst []byte, x, y float64) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(x)))
+	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(y)))
 }
 
 // windowInterest is the bench's interest policy: member p follows the `follow` movers from mover
@@ -98,6 +136,7 @@ type app struct {
 	moving   int          // host: entities moved per tick; 0 moves all
 	hold     *atomic.Bool // host: while set, do not move (nil: never hold)
 	probe    *probe       // nil: record nothing
+	plain    bool         // plainSchemas instead of schemas (-schema plain)
 
 	movers []peer.Entity
 	pos    []byte
@@ -109,7 +148,20 @@ type app struct {
 	sinceNow      int
 }
 
-func (a *app) Schemas() *schema.Table { return schemas }
+func (a *app) Schemas() *schema.Table {
+	if a.plain {
+		return plainSchemas
+	}
+	return schemas
+}
+
+// appendPos encodes a position in the app's schema.
+func (a *app) appendPos(dst []byte, x, y float64) []byte {
+	if a.plain {
+		return appendPlainPos(dst, x, y)
+	}
+	return appendPos(dst, x, y)
+}
 
 // HostStart spawns the world when it is empty. A world that survived a migration is kept as is:
 // respawning missing entities would hide a loss.
@@ -117,7 +169,7 @@ func (a *app) HostStart(w *peer.World) {
 	have := w.EntitiesOf(schemaMover)
 	if len(have) == 0 {
 		for i := range a.entities {
-			a.pos = appendPos(a.pos[:0], float64(i%1000), 0)
+			a.pos = a.appendPos(a.pos[:0], float64(i%1000), 0)
 			binary.LittleEndian.PutUint64(a.sent[:], 0)
 			if _, err := w.Spawn(schemaMover, nil, a.pos, a.sent[:]); err != nil {
 				break
@@ -146,7 +198,7 @@ func (a *app) Tick(w *peer.World, _ time.Duration) {
 	now := time.Now().UnixNano()
 	binary.LittleEndian.PutUint64(a.sent[:], uint64(now))
 	for i, e := range a.movers {
-		a.pos = appendPos(a.pos[:0], float64((i+a.ticks)%1000), float64(a.ticks%1000))
+		a.pos = a.appendPos(a.pos[:0], float64((i+a.ticks)%1000), float64(a.ticks%1000))
 		if w.Set(e, propPos, a.pos) != nil {
 			continue // despawned or not ours: nothing to move
 		}

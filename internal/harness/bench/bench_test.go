@@ -91,6 +91,15 @@ func TestRawTemplatesMatchConcordDatagrams(t *testing.T) {
 			t.Fatalf("m=%d: templates carry %d updates", m, total)
 		}
 	}
+	// -schema plain: the position as two float32, 16 bytes an update with the time.
+	ps, _ := plainSchemas.Lookup(schemaMover)
+	if pos := appendPlainPos(nil, 999, -1024); len(pos) != 8 || ps.CheckValue(propPos, pos) != nil {
+		t.Fatalf("plain position %x: %v", pos, ps.CheckValue(propPos, pos))
+	}
+	var eu netmsg.EntityUpdates
+	if _, err := netmsg.ConsumeEntityUpdates(rawTemplatesOf(schemaTable(SchemaPlain), 10)[0], &eu); err != nil || len(eu.Updates[0].Data) != 16 {
+		t.Fatalf("plain template: %v", err)
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -108,6 +117,9 @@ func TestValidate(t *testing.T) {
 		{"migration no host command", func() error { o := good; o.HostCommand = nil; return o.Validate() }(), false},
 		{"host", HostOptions{Entities: MaxEntities}.Validate(), true},
 		{"host too many entities", HostOptions{Entities: MaxEntities + 1}.Validate(), false},
+		{"fanout plain", FanoutOptions{Bots: 1, Entities: 1, Duration: time.Second, Schema: SchemaPlain}.Validate(), true},
+		{"fanout unknown schema", FanoutOptions{Bots: 1, Entities: 1, Duration: time.Second, Schema: "float64"}.Validate(), false},
+		{"host unknown schema", HostOptions{Schema: "float64"}.Validate(), false},
 	}
 	for _, tc := range tests {
 		if (tc.err == nil) != tc.ok {

@@ -43,10 +43,15 @@ type FanoutOptions struct {
 	HostCommand func(args []string) *exec.Cmd
 	// NoRaw skips the raw pion phase (A/B runs of the Concord phase only).
 	NoRaw bool
+	// Schema is the movers' schema: SchemaQuantized ("" too) or SchemaPlain.
+	Schema string
 }
 
 // Validate checks the options against the package's bounds.
 func (o FanoutOptions) Validate() error {
+	if err := validSchema(o.Schema); err != nil {
+		return err
+	}
 	if o.Bots < 1 || o.Bots > MaxBots || o.Entities < 1 || o.Entities > MaxEntities ||
 		o.Duration <= 0 || o.Duration > MaxDuration || o.Warmup < 0 || o.Warmup > MaxDuration ||
 		o.Interest < 0 {
@@ -147,6 +152,9 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 		if o.Deltas {
 			args = append(args, "-deltas")
 		}
+		if o.Schema != "" {
+			args = append(args, "-schema", o.Schema)
+		}
 		if hp, err = startBenchHost(o.HostCommand(args), wl); err != nil {
 			return nil, err
 		}
@@ -191,7 +199,7 @@ func concordPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*ph
 // every one is synced and receiving.
 func startFanoutRoom(ctx context.Context, g *peerGroup, o FanoutOptions, recording *atomic.Bool) error {
 	if g.remoteHost == nil {
-		host, err := g.start(hostUser, signaling.KindHost, &app{entities: o.Entities})
+		host, err := g.start(hostUser, signaling.KindHost, &app{entities: o.Entities, plain: o.Schema == SchemaPlain})
 		if err != nil {
 			return err
 		}
@@ -205,7 +213,7 @@ func startFanoutRoom(ctx context.Context, g *peerGroup, o FanoutOptions, recordi
 		}
 	}
 	for i := range o.Bots {
-		if _, err := g.start(fmt.Sprintf("bot%d", i+1), signaling.KindBot, &app{probe: newProbe(recording, false)}); err != nil {
+		if _, err := g.start(fmt.Sprintf("bot%d", i+1), signaling.KindBot, &app{probe: newProbe(recording, false), plain: o.Schema == SchemaPlain}); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,7 @@ type HostOptions struct {
 	Moving   int    // entities moved every tick; 0 moves all
 	Interest int    // entities each member follows (windowInterest); 0: all
 	Deltas   bool   // peer.Config.Deltas
+	Schema   string // SchemaQuantized ("" too) or SchemaPlain
 	// CPUProfile, when not empty, is the file that receives a CPU profile of the whole run.
 	CPUProfile string
 	// MemProfile, when not empty, is the file that receives a heap profile when the run ends
@@ -37,6 +38,9 @@ type HostOptions struct {
 
 // Validate checks the options against the package's bounds.
 func (o HostOptions) Validate() error {
+	if err := validSchema(o.Schema); err != nil {
+		return err
+	}
 	if o.Entities < 0 || o.Entities > MaxEntities || o.Moving < 0 || o.Interest < 0 {
 		return fmt.Errorf("want 0 ≤ -entities ≤ %d, -moving ≥ 0 and -interest ≥ 0", MaxEntities)
 	}
@@ -70,7 +74,7 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 	defer api.Close()
 	pc := peer.Config{
 		Server: o.Server, Room: room, User: hostUser, Device: o.Device,
-		Kind: signaling.KindHost, App: &app{entities: o.Entities, moving: o.Moving},
+		Kind: signaling.KindHost, App: &app{entities: o.Entities, moving: o.Moving, plain: o.Schema == SchemaPlain},
 		Transport: peer.PionTransport{API: api}, Logger: log, Deltas: o.Deltas,
 	}
 	if o.Interest > 0 && o.Entities > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/netmsg"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
@@ -19,8 +20,11 @@ import (
 // rawTemplates builds the datagrams a Concord host sends every tick for m entities of the bench
 // schema (a 6-byte position and an 8-byte time each): EntityUpdates packed to at most MaxDatagram bytes, one stamp, entity ids from the first spawn
 // number on. The time field (bytes 1–8) is rewritten with the send time every tick.
-func rawTemplates(m int) [][]byte {
-	s, _ := schemas.Lookup(schemaMover)
+func rawTemplates(m int) [][]byte { return rawTemplatesOf(schemas, m) }
+
+// rawTemplatesOf is rawTemplates for the mover of table t (-schema).
+func rawTemplatesOf(t *schema.Table, m int) [][]byte {
+	s, _ := t.Lookup(schemaMover)
 	width, _ := netmsg.MaskWidth(len(s.Properties))
 	data := make([]byte, s.Properties[propPos].Size+s.Properties[propSent].Size)
 	var out [][]byte
@@ -90,7 +94,7 @@ func dialRawPairs(ctx context.Context, n int, pion zerolog.Logger, recording *at
 			return nil, err
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second+time.Duration(n)*100*time.Millisecond)
 	defer cancel()
 	for _, p := range rp.pairs {
 		for _, c := range []*link.Conn{p.tx, p.rx} {
@@ -226,7 +230,7 @@ func rawPhase(ctx context.Context, o FanoutOptions, log zerolog.Logger) (*phase,
 	sendStop, sendDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sendDone)
-		rp.send(rawTemplates(o.Entities), sendStop)
+		rp.send(rawTemplatesOf(schemaTable(o.Schema), o.Entities), sendStop)
 	}()
 	stopSender := func() {
 		close(sendStop)

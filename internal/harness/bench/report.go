@@ -15,6 +15,9 @@ func (r *FanoutResult) Print(w io.Writer) {
 	o := r.opts
 	fmt.Fprintf(w, "concord bench fanout: 1 host + %d bots, %d entities moved every %v tick, %v measured per phase after %v warm-up, GOMAXPROCS %d, %d CPUs\n",
 		o.Bots, o.Entities, tick, o.Duration, o.Warmup, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	if o.Schema == SchemaPlain {
+		fmt.Fprintln(w, "schema: plain (position as two float32, 8 bytes)")
+	}
 	if o.Interest > 0 {
 		fmt.Fprintf(w, "interest management: each bot follows %d of the entities (the raw pion phase sends them all)\n", min(o.Interest, o.Entities))
 	}

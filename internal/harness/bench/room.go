@@ -43,7 +43,7 @@ func startSignaling(log zerolog.Logger, rel *relay) (*signalingServer, error) {
 	srv := signaling.New(signaling.Config{
 		Logger:     log.With().Str("component", "signaling").Logger(),
 		ICEServers: ice,
-		Rooms:      map[signaling.RoomID]signaling.RoomConfig{room: {PinnedHosts: []signaling.Identity{hostUser}, MaxMembers: 2 * MaxBots}},
+		Rooms:      map[signaling.RoomID]signaling.RoomConfig{room: {PinnedHosts: []signaling.Identity{hostUser}, MaxMembers: max(2*MaxBots, MaxIdleMembers+8)}},
 		// A host that answers every member at once signals in a burst; keep the limits out of the way.
 		SignalRate: 2000, SignalBurst: 4000, SendQueue: 4096,
 	})
@@ -85,6 +85,9 @@ type peerGroup struct {
 	// a dedicated host keeps its host candidates, so a link takes one trip through the relay.
 	relayOnly bool
 	deltas    bool // peer.Config.Deltas (it matters to the host only)
+
+	// tickInterval, when not zero, overrides the peers' tick and network intervals.
+	tickInterval time.Duration
 
 	peers  []*peer.Peer
 	probes []*probe
@@ -150,6 +153,7 @@ func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer,
 		Server: g.url, Room: room, User: user, Kind: kind, App: a, Transport: ct,
 		Logger:         g.log.With().Str("who", user).Logger(),
 		ReportInterval: g.reportInterval, DigestInterval: g.digestInterval, Standby: g.standby,
+		TickInterval: g.tickInterval, NetworkInterval: g.tickInterval,
 		RelayOnly: g.relayOnly && kind != signaling.KindHost,
 		Deltas:    g.deltas,
 	})
