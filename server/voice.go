@@ -139,7 +139,6 @@ func (v *voiceServer) close() {
 	_ = v.api.Close()
 }
 
-
 // checkVoice checks the voice options (New).
 func checkVoice(v Voice) error {
 	if v.Radius < 0 || v.MaxSubscriptions < 0 || v.MaxSessions < 0 || v.MaxRelayed < 0 {
