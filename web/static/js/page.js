@@ -690,8 +690,14 @@ function setupVoice(peer, room, token) {
   });
   const leave = () => {
     voice.userLeft = true;
+    const live = voice.state === 'live'; // else no session to close: onClose will not say it
     if (voice.keeper) voice.keeper.stop({ release: true });
     else if (voice.client) voice.client.leave({ release: true });
+    if (!live && voice.state !== 'refused') {
+      voice.state = 'off';
+      voiceNote('You left voice.');
+      stopVoice();
+    }
   };
   $('voice-leave').addEventListener('click', leave);
   window.addEventListener('pagehide', leave);
