@@ -140,6 +140,24 @@ func routeInterface(addr string) (net.IP, error) {
 	return c.LocalAddr().(*net.UDPAddr).IP, nil
 }
 
+// setICEServers keeps the member's STUN/TURN servers from signaling; loop goroutine only.
+func (p *Peer) setICEServers(s []sigclient.ICEServer) {
+	p.iceServers = s
+	p.iceNow.Store(&s)
+}
+
+// ICEServers are the STUN/TURN servers signaling handed this member (in joined, refreshed by
+// ice-servers), in pion's shape: what another connection of the member's — its voice session
+// (voice.DialConfig.ICEServers) — gathers with, so that behind a NAT it gets a relay too. Nil
+// before the peer joined, or when the server gives none. Safe from any goroutine.
+func (p *Peer) ICEServers() []webrtc.ICEServer {
+	s := p.iceNow.Load()
+	if s == nil {
+		return nil
+	}
+	return toPionICEServers(*s)
+}
+
 // toPionICEServers converts signaling's iceServers to pion's shape.
 func toPionICEServers(in []sigclient.ICEServer) []webrtc.ICEServer {
 	if len(in) == 0 {

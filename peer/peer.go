@@ -41,8 +41,9 @@ type Peer struct {
 	sigEvents <-chan sigclient.Event
 	// sigNow is sig for link goroutines, which signal through whichever client is current.
 	sigNow      atomic.Pointer[sigHolder]
+	iceNow      atomic.Pointer[[]sigclient.ICEServer]
 	resumeToken string                // the server's proof of this peer's index, for a resume
-	iceServers  []sigclient.ICEServer // from the latest joined: every new link uses them
+	iceServers  []sigclient.ICEServer // from the latest joined: every new link uses them (iceNow: for other goroutines)
 	held        bool                  // the replica has held the room's state (synced or hosted)
 	resumeErr   error                 // why signaling refused to resume this peer, if it did
 	members     map[PeerIndex]sigclient.Member

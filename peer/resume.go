@@ -159,7 +159,7 @@ func (p *Peer) adopt(c sigClient, attempts int) {
 	}
 	p.setSig(c)
 	p.resumeToken = j.ResumeToken
-	p.iceServers = j.ICEServers // fresh credentials
+	p.setICEServers(j.ICEServers) // fresh credentials
 	clear(p.members)
 	for _, m := range j.Members {
 		p.members[m.Index] = m

@@ -48,7 +48,7 @@ func (p *Peer) joined(sig sigClient) {
 	p.setSig(sig)
 	j := sig.Joined()
 	p.resumeToken = j.ResumeToken
-	p.iceServers = j.ICEServers
+	p.setICEServers(j.ICEServers)
 	p.w.self = j.Self
 	p.log = p.log.With().Uint64("self", uint64(j.Self)).Logger()
 	for _, m := range j.Members {
@@ -80,7 +80,7 @@ func (p *Peer) handleSignaling(ctx context.Context, ev sigclient.Event) {
 		}
 		p.setHost(ev.Term, ev.Host)
 	case sigclient.ICEServersUpdated:
-		p.iceServers = ev.ICEServers // fresh TURN credentials: every new link uses them
+		p.setICEServers(ev.ICEServers) // fresh TURN credentials: every new link uses them
 	case sigclient.Signal:
 		p.handleSignal(ev.From, ev.Payload)
 	case sigclient.Error:

@@ -387,7 +387,7 @@ func (s *Server) start(ctx context.Context) error {
 		mux.Handle("/debug/pprof/symbol", admin(http.HandlerFunc(pprof.Symbol)))
 		mux.Handle("/debug/pprof/trace", admin(http.HandlerFunc(pprof.Trace)))
 	}
-	vh, err := s.voice.start(s, o, scheme(tlsCfg != nil)+"://"+loopbackIfAny(addr), addr, voice.Config{Members: s.sig, Secret: cfg.Secret,
+	vh, err := s.voice.start(s, o, addr, voice.Config{Members: s.sig, Secret: cfg.Secret,
 		Registerer: reg, Logger: log.With().Str("component", "voice").Logger()})
 	if err != nil {
 		return err
@@ -424,6 +424,13 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	if err := s.startWorlds(o, addr, tlsCfg != nil, sh, mux); err != nil {
 		return err
+	}
+	if s.voice != nil {
+		// The forwarder's followers read positions through the inner door, so that every room
+		// gets them under TLS too, dedicated hosts or not (docs/protocol.md §10).
+		if s.voice.followAt, err = s.innerURL(o, addr, tlsCfg != nil, sh); err != nil {
+			return err
+		}
 	}
 	served = true
 	s.serve(s.http, ln)
@@ -511,7 +518,7 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 	if err != nil {
 		return err
 	}
-	s.hostServer = server // the voice forwarder's followers dial it too
+	s.hostServer = server
 	if s.node != nil {
 		s.secret = o.Secret
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -42,6 +42,9 @@ type voiceServer struct {
 	f   *voice.Forwarder
 	// relay routes requests to the rooms' owners in a cluster (voicecluster.go); nil outside one.
 	relay *voiceRelay
+	// followAt is the URL the followers dial: the server's inner door (Server.innerURL), set
+	// before the server serves.
+	followAt string
 }
 
 // openVoiceSocket opens the forwarder's UDP socket with the dedicated hosts' network settings,
@@ -71,8 +74,8 @@ func openVoiceSocket(o Options, log zerolog.Logger, addr *net.TCPAddr) (*voiceSe
 }
 
 // start runs the forwarder over signaling sig; rooms hosted here are read from their dedicated
-// host, the others through a follower that dials the server at url.
-func (v *voiceServer) start(s *Server, o Options, url string, addr *net.TCPAddr, cfg voice.Config) (http.Handler, error) {
+// host, the others through a follower that dials the server's inner door (followAt).
+func (v *voiceServer) start(s *Server, o Options, addr *net.TCPAddr, cfg voice.Config) (http.Handler, error) {
 	if v == nil {
 		return (*voice.Forwarder)(nil).Handler(), nil
 	}
@@ -96,14 +99,10 @@ func (v *voiceServer) start(s *Server, o Options, url string, addr *net.TCPAddr,
 			if err != nil {
 				return peer.Config{}, false
 			}
-			// The door the dedicated hosts use (a loopback one under TLS or on a wildcard
-			// address), else the public one. Under TLS without dedicated hosts the follower
-			// verifies the server's certificate against 127.0.0.1's name, which fails: such
-			// rooms get no positions (docs/protocol.md §10).
-			pc.Server = s.hostServer
-			if pc.Server == "" {
-				pc.Server = url
-			}
+			// The door the dedicated hosts use (a loopback one without TLS under TLS or on a
+			// wildcard address, made for voice when there are no dedicated hosts), else the
+			// public one: under TLS the public one's certificate does not name 127.0.0.1.
+			pc.Server = v.followAt
 			// A host-kind member that declines hosting, as internal/follow's followers: never
 			// elected, and no avatar of its own in the room.
 			pc.User, pc.Device, pc.Kind, pc.NoHost = voice.FollowerUser, "forwarder", signaling.KindHost, true
@@ -140,27 +139,12 @@ func (v *voiceServer) close() {
 	_ = v.api.Close()
 }
 
-func scheme(tlsOn bool) string {
-	if tlsOn {
-		return "https"
-	}
-	return "http"
-}
-
 // checkVoice checks the voice options (New).
 func checkVoice(v Voice) error {
 	if v.Radius < 0 || v.MaxSubscriptions < 0 || v.MaxSessions < 0 || v.MaxRelayed < 0 {
 		return optionError(fmt.Errorf("--voice-radius, --voice-max-subscriptions, --voice-max-sessions and --voice-max-relayed must not be negative"))
 	}
 	return nil
-}
-
-// loopbackIfAny is addr, with 127.0.0.1 for a wildcard IP: an address this process can dial.
-func loopbackIfAny(addr *net.TCPAddr) string {
-	if addr.IP.IsUnspecified() {
-		return net.JoinHostPort("127.0.0.1", fmt.Sprint(addr.Port))
-	}
-	return addr.String()
 }
 
 // voiceCORS admits the page origins of --origin to the voice endpoint: a page on another origin

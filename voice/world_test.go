@@ -88,14 +88,7 @@ func place(t *testing.T, p *peer.Peer, x, y int32) {
 	t.Helper()
 	poll.Until(t, 10*time.Second, "avatar placed", func() error {
 		var err error
-		if derr := p.Do(context.Background(), func(w *peer.World) {
-			e, ok := w.AvatarOf(w.Self())
-			if !ok {
-				err = errors.New("no avatar yet")
-				return
-			}
-			err = w.Set(e, arena.AvatarPos, arena.AppendVec(nil, arena.Vec{X: x, Y: y}))
-		}); derr != nil {
+		if derr := p.Do(context.Background(), func(w *peer.World) { err = arena.MoveSelf(w, arena.Vec{X: x, Y: y}) }); derr != nil {
 			return derr
 		}
 		return err

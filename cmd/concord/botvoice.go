@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pion/webrtc/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/peer"
@@ -47,8 +48,7 @@ func runBotVoice(ctx context.Context, bv *botVoice, p *peer.Peer, cfg peer.Confi
 		log.Error().Err(err).Msg("voice: WebRTC")
 		return
 	}
-	dc := voice.DialConfig{Server: strings.TrimSpace(strings.Split(cfg.Server, ",")[0]), Room: cfg.Room,
-		Member: string(signaling.NewIdentity(cfg.User, cfg.Device)), Token: cfg.Token, API: api, Logger: log}
+	dc := botDialConfig(p, cfg, api, log)
 	if file != "" {
 		f, err := os.Open(file)
 		if err != nil {
@@ -70,6 +70,15 @@ func runBotVoice(ctx context.Context, bv *botVoice, p *peer.Peer, cfg peer.Confi
 	bv.mu.Unlock()
 	<-ctx.Done()
 	_ = c.Close()
+}
+
+// botDialConfig is the voice session of bot p: the member's server, room, identity and token,
+// and the STUN/TURN servers signaling handed it, so that a bot behind a NAT gets a relay for
+// voice as its game links do.
+func botDialConfig(p *peer.Peer, cfg peer.Config, api *webrtc.API, log zerolog.Logger) voice.DialConfig {
+	return voice.DialConfig{Server: strings.TrimSpace(strings.Split(cfg.Server, ",")[0]), Room: cfg.Room,
+		Member: string(signaling.NewIdentity(cfg.User, cfg.Device)), Token: cfg.Token, API: api,
+		ICEServers: p.ICEServers(), Logger: log}
 }
 
 // summarizeVoice is the one-line voice status of a group of bots.

@@ -12,6 +12,16 @@
 //	                      Pipe (edge end) ◀─concord.relay.ID.down─ Pipe (owner end)
 //	                                                                signaling.Server.ServeRelayed
 //
+// The NATS subjects between nodes (docs/protocol.md §7 has their payloads):
+//
+//   - concord.node.NAME.open: request to the owner NAME to serve a relayed member (node.go).
+//   - concord.relay.ID.up, concord.relay.ID.down: a relay's frames, edge to owner and back (pipe.go).
+//   - concord.node.NAME.rooms: request to NAME for its rooms (node.go).
+//   - concord.nodes.alive: every node's presence, every second (node.go).
+//   - concord.store.stop: a stopping node's notice (package durable, not this one).
+//   - concord.node.NAME.voice: request to the owner NAME, a voice POST or DELETE an edge relays
+//     (the server's voicecluster.go, not this package; docs/protocol.md §10 "In a cluster").
+//
 // What it owns, by file:
 //
 //   - wire.go, errors.go: the messages between nodes and their codecs. Relay frames (the data

@@ -205,7 +205,7 @@ function fakeFetch(how) {
     calls.push({ url, init });
     if (init.method === 'DELETE') return { status: 204, text: async () => '', headers: new Map() };
     const status = how.status || 201;
-    if (status !== 201) return { status, text: async () => 'refused\n', headers: new Map() };
+    if (status !== 201) return { status, text: async () => 'refused\n', headers: new Map(how.headers || []) };
     const n = (init.body.match(/^m=audio/gm) || []).length;
     const lines = ['v=0', 'm=audio 9 UDP/TLS/RTP/SAVPF 111', 'a=mid:0', `a=${how.mic || 'recvonly'}`];
     for (let i = 1; i < n; i++) lines.push('m=audio 9 UDP/TLS/RTP/SAVPF 111', `a=mid:${i}`, `a=${(how.slots && how.slots[i - 1]) || 'sendonly'}`);
@@ -315,6 +315,14 @@ test('a refusal rejects join with a VoiceError that says why, and closes the con
     assert.equal(made[0].closed, true);
     assert.equal(v.state, 'closed');
   }
+});
+
+test('a 503 with Retry-After (the room moving between nodes) is voice unavailable, not disabled', async () => {
+  const { FakePC } = fakePC();
+  const { f } = fakeFetch({ status: 503, headers: [['Retry-After', '1']] });
+  const v = new VoiceClient({ room: 'r', member: '2', listen: true, RTCPeerConnection: /** @type {any} */ (FakePC), fetch: /** @type {any} */ (f) });
+  await assert.rejects(v.join(), (err) => err instanceof VoiceError && err.status === 503 && err.code === 'voice_unavailable' &&
+    /unavailable/.test(err.reason) && /retrying/.test(err.reason) && !/disabled/.test(err.reason));
 });
 
 test('bye ends the session with its reason', async () => {

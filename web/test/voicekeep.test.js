@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { VoiceKeeper } from '../static/js/voicekeep.js';
+import { VoiceKeeper, voiceBases } from '../static/js/voicekeep.js';
 
 /** Fake timers: run() fires the due ones in order. */
 function clock() {
@@ -156,4 +156,37 @@ test('leaving stops the keeper: no re-join, the page is told once', async () => 
   assert.equal(c.joins.length, 1);
   assert.deepEqual(closes, ['left']);
   assert.equal(c.leaves, 1);
+});
+
+test('a session the caller opened is kept; the wait before each rejoin is reported; replaced is final', async () => {
+  const clk = clock();
+  let up = true;
+  const c = fakeClient(() => (up ? 201 : 503));
+  c.opts.url = 'http://b';
+  await c.join(); // the page joined (trying the microphone) before handing the client over
+  /** @type {[string, string, number][]} */
+  const states = [];
+  const k = new VoiceKeeper(c, { urls: ['http://a', 'http://b'], setTimeout: clk.setTimeout, clearTimeout: clk.clearTimeout,
+    onState: (s, d, ms) => states.push([s, d, ms]) });
+  k.kept();
+  assert.deepEqual(states, [['live', 'http://b', 0]]);
+  up = false;
+  c.end('connection failed');
+  await clk.advance(0);
+  assert.deepEqual(c.joins, ['http://b', 'http://b']); // the node that served it first
+  assert.deepEqual(states.slice(1), [['retrying', 'connection failed', 0], ['retrying', 'Error: voice: 503', 250]]);
+  up = true;
+  await clk.advance(250);
+  assert.deepEqual(c.joins.at(-1), 'http://a');
+  assert.equal(k.sessions, 2);
+  c.end('replaced'); // another tab of this member took voice over: do not take it back
+  await clk.advance(60_000);
+  assert.equal(c.joins.length, 3);
+  assert.deepEqual(states.at(-1), ['gave-up', 'replaced', 0]);
+  assert.equal(clk.pending(), 0);
+});
+
+test('voiceBases: the signaling node list as forwarder bases', () => {
+  assert.deepEqual(voiceBases(['']), ['']);
+  assert.deepEqual(voiceBases(['ws://a:7880/ws', 'wss://b/ws', 'ws://c/concord/ws']), ['http://a:7880', 'https://b', 'http://c/concord']);
 });

@@ -2,6 +2,7 @@ package arena
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -79,6 +80,19 @@ type Vec struct{ X, Y int32 }
 func AppendVec(dst []byte, v Vec) []byte {
 	dst = schema.AppendQuantized(dst, PosEncoding, float64(v.X))
 	return schema.AppendQuantized(dst, PosEncoding, float64(v.Y))
+}
+
+// ErrNoAvatar: the member has no avatar (yet) to move.
+var ErrNoAvatar = errors.New("arena: no avatar yet")
+
+// MoveSelf moves the member's own avatar to v, as its player does: a write to the world (its
+// owner's, so any member may). ErrNoAvatar before the host spawned it.
+func MoveSelf(w *peer.World, v Vec) error {
+	e, ok := w.AvatarOf(w.Self())
+	if !ok {
+		return ErrNoAvatar
+	}
+	return w.Set(e, AvatarPos, AppendVec(nil, v))
 }
 
 // ParseVec decodes a position; a value that is not one is the zero Vec.

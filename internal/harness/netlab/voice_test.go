@@ -72,15 +72,17 @@ func (st voiceStatus) receivedFrom(member string) (int, bool) {
 // on the arena page (fake microphones, unmuted; radius 0: everyone hears everyone). C's voice
 // connection can only be a relay candidate of the embedded TURN server over TCP; A reaches the
 // forwarder on the server's public address. Each must receive the other's RTP, growing, on the
-// slot the forwarder says carries the other; a Go listener behind symmetric NAT B hears both.
+// slot the forwarder says carries the other; a Go listener (concord bot --voice-listen) behind
+// NAT C too hears both: its voice connection can only be a relay of the TURN server the member
+// was handed in joined (voice.DialConfig.ICEServers, the bot's Peer.ICEServers).
 func TestLabVoice(t *testing.T) {
 	lab := netlab.Get(t)
 	serve(t, lab, "--voice-radius", "0")
 	begin := time.Now()
 	a := startBrowserOf(t, lab.A.NS, "alice", "chromium", "--voice")
 	c := startBrowserOf(t, lab.C.NS, "carol", "chromium", "--voice")
-	// A Go member behind symmetric NAT B listens to both.
-	bot := start(t, lab.B.NS, "bot", concord(t), "bot", "--server", serverURL, "--room", "arena", "-n", "1", "--move-for", "1s", "--voice-listen")
+	// A Go member behind NAT C (no UDP out) listens to both, through TURN over TCP.
+	bot := start(t, lab.C.NS, "bot", concord(t), "bot", "--server", serverURL, "--room", "arena", "-n", "1", "--move-for", "1s", "--voice-listen")
 	var sa, sc voiceStatus
 	live := func() error {
 		var err error
@@ -127,7 +129,7 @@ func TestLabVoice(t *testing.T) {
 		return nil
 	})
 	var heard string
-	waitFor(t, 20*time.Second, "the Go listener behind NAT B to hear alice and carol", func() error {
+	waitFor(t, 30*time.Second, "the Go listener behind NAT C to hear alice and carol", func() error {
 		m := botVoiceLine.FindAllStringSubmatch(bot.out.String(), -1)
 		if len(m) == 0 {
 			return fmt.Errorf("no voice summary yet: %s", bot.out.tail(2))
@@ -141,6 +143,6 @@ func TestLabVoice(t *testing.T) {
 	})
 	na, _ := sa.receivedFrom(sc.PeerID)
 	nc, _ := sc.receivedFrom(sa.PeerID)
-	t.Logf("voice behind NAT A (pair %+v) and the UDP-dropping NAT C (pair %+v) both ways in %v: alice received %d packets from carol, carol %d from alice; the Go listener behind NAT B: %s",
+	t.Logf("voice behind NAT A (pair %+v) and the UDP-dropping NAT C (pair %+v) both ways in %v: alice received %d packets from carol, carol %d from alice; the Go listener behind NAT C (through TURN): %s",
 		sa.Voice.Pair, sc.Voice.Pair, took, na, nc, heard)
 }

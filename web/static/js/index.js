@@ -37,6 +37,9 @@ export {
   VoiceClient, VoiceMixer, VoiceError, SlotTable, voiceClaim, parseVoiceMessage, answerDirections, falloff, spatial, rmsToLevel, speaking,
   voiceURL, DEFAULT_SLOTS, DEFAULT_RADIUS, SILENCE, SPEAKING_LEVEL,
 } from './voice.js';
+export {
+  VoiceKeeper, voiceBases, KEEP_GRACE_MS, KEEP_BACKOFF_MIN_MS, KEEP_BACKOFF_MAX_MS, KEEP_MAX_ATTEMPTS, BYE_REPLACED,
+} from './voicekeep.js';
 export { fetchCheckpoint, mergeCheckpoint } from './restore.js';
 export { WorldClient, fetchDirectory, loadRegion } from './worldclient.js';
 export {
@@ -61,6 +64,8 @@ export {
 /** @typedef {import('./voice.js').VoiceOptions} VoiceOptions */
 /** @typedef {import('./voice.js').VoiceMessage} VoiceMessage */
 /** @typedef {import('./voice.js').SlotChange} SlotChange */
+/** @typedef {import('./voicekeep.js').KeepOptions} KeepOptions */
+/** @typedef {import('./voicekeep.js').KeptClient} KeptClient */
 /** @typedef {import('./worldclient.js').WorldClientOptions} WorldClientOptions */
 /** @typedef {import('./worldclient.js').WorldClientEvent} WorldClientEvent */
 /** @typedef {import('./worldclient.js').WorldEntity} WorldEntity */

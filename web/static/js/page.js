@@ -14,6 +14,7 @@ import { ROOM_ENTITY } from './world.js';
 import { Interpolator } from './interpolate.js';
 import { takeCredentials } from './urlcred.js';
 import { VoiceClient, VoiceMixer, VoiceError, voiceClaim, speaking, DEFAULT_RADIUS } from './voice.js';
+import { VoiceKeeper, voiceBases, KEEP_BACKOFF_MIN_MS } from './voicekeep.js';
 import { fetchCheckpoint } from './restore.js';
 import {
   Game, WIDTH, HEIGHT, GOAL_X, BOX_RADIUS, AVATAR_RADIUS, SCHEMA_AVATAR, SCHEMA_BOX,
@@ -493,20 +494,21 @@ function updatePanel(peer) {
 // ---------------------------------------------------------------------------------------------
 // Voice: one session with the server's forwarder (voice.js), heard through Web Audio at each
 // speaker's avatar position. The microphone is asked for once, on "Join voice", and starts muted.
+// A lost session is rejoined by a VoiceKeeper (voicekeep.js) over the page's node list, with the
+// same microphone and mute state, until its bound.
 
 /** How long a speaking indicator stays lit after the last loud level (levels come at ~5 Hz), ms. */
 const SPEAKING_HOLD_MS = 400;
-/** How many times a lost voice session is rejoined (after 1, 2, 4, 8, 16 s) before the page gives up. */
-const VOICE_RETRIES = 5;
 
 const voice = {
   /** @type {VoiceClient | null} */
   client: null,
   /** @type {VoiceMixer | null} */
   mixer: null,
+  /** @type {VoiceKeeper | null} */
+  keeper: null,
   state: 'off', // off → joining → live; refused (this page cannot have voice)
   userLeft: false, // the player clicked Leave voice (or the page is going): do not rejoin
-  retries: 0, // rejoins since the session was last live
   radius: Number(params.get('voiceRadius') ?? DEFAULT_RADIUS),
   /** @type {Map<number, number>} peer index → when it last spoke (performance.now()) */
   spoke: new Map(),
@@ -551,26 +553,10 @@ function setupVoice(peer, room, token) {
     for (const m of peer.members.values()) if (m.peerId === peerId) return m.peerIndex;
     return peerId === peer.peerId ? peer.world.self : 0;
   };
-  const rejoin = async () => {
-    const client = voice.client;
-    if (!client || voice.userLeft) return;
-    try {
-      await client.join();
-    } catch (err) {
-      // Refused now (the member left the room, voice was turned off): say why, stop.
-      voice.state = 'off';
-      voiceNote(`Voice lost: ${err instanceof VoiceError ? err.reason : err instanceof Error ? err.message : String(err)}.`);
-      stopVoice();
-      return;
-    }
-    voice.retries = 0;
-    voice.state = 'live';
-    voiceNote(client.muted ? 'Back in voice, muted.' : 'Back in voice: the players near you hear you.');
-  };
   const join = async () => {
     $('voice-join').disabled = true;
     voice.userLeft = false;
-    voice.retries = 0;
+    voice.keeper = null;
     voice.state = 'joining';
     voiceNote('Joining voice…');
     const mixer = new VoiceMixer({ radius: voice.radius });
@@ -585,19 +571,11 @@ function setupVoice(peer, room, token) {
         for (const [who, l] of levels) if (speaking(l)) voice.spoke.set(indexOf(who), t);
       },
       onClose: (reason) => {
-        // Lost rather than left (the connection failed, the server restarted, signaling
-        // dropped this member for a moment): rejoin with the same microphone and mute state,
-        // backing off; another tab of this member taking over voice is final.
-        if (!voice.userLeft && reason !== 'replaced' && voice.retries < VOICE_RETRIES) {
-          const delay = 1000 * 2 ** voice.retries++;
-          voice.state = 'joining';
-          voiceNote(`Voice lost (${reason}); rejoining in ${delay / 1000} s…`);
-          for (const mid of [...mixer.slots.keys()]) mixer.detach(mid);
-          setTimeout(() => rejoin(), delay);
-          return;
-        }
+        // The lost session's slots go; whether it is rejoined is the keeper's (onKeep).
+        for (const mid of [...mixer.slots.keys()]) mixer.detach(mid);
+        if (reason !== 'left') return;
         voice.state = 'off';
-        voiceNote(voice.userLeft ? 'You left voice.' : `Voice ended: ${reason === 'replaced' ? 'this member joined voice from another tab' : reason}.`);
+        voiceNote('You left voice.');
         stopVoice();
       },
     });
@@ -619,6 +597,15 @@ function setupVoice(peer, room, token) {
         voiceNote(`No microphone (${err.name === 'NotAllowedError' ? 'permission refused' : err.message}): you are listening only.`);
       }
     } catch (err) {
+      if (err instanceof VoiceError && err.code === 'voice_unavailable') {
+        // The room is moving between nodes: the keeper retries it like a lost session.
+        const keeper = new VoiceKeeper(client, { urls: voiceBases(peer.servers), onState: onKeep });
+        voice.keeper = keeper;
+        $('voice-join').hidden = true;
+        $('voice-leave').hidden = false;
+        keeper.retry(err.reason, KEEP_BACKOFF_MIN_MS);
+        return;
+      }
       stopVoice();
       if (err instanceof VoiceError && (err.status === 503 || err.status === 403)) {
         voice.state = 'refused';
@@ -631,7 +618,18 @@ function setupVoice(peer, room, token) {
       return;
     }
     voice.state = 'live';
-    if (client.mic && client.publishing && claim !== 'listen') {
+    const keeper = new VoiceKeeper(client, { urls: voiceBases(peer.servers), onState: onKeep });
+    voice.keeper = keeper;
+    keeper.kept();
+    shown(client);
+  };
+  /**
+   * The panel of a live session: the microphone's level, mute, leave.
+   * @param {VoiceClient} client
+   */
+  const shown = (client) => {
+    const mixer = voice.mixer;
+    if (mixer && client.mic && client.publishing && claim !== 'listen') {
       mixer.watchMic(client.mic);
       voiceNote('In voice, muted: unmute to talk to the players near you.');
       $('voice-mute').hidden = false;
@@ -642,6 +640,28 @@ function setupVoice(peer, room, token) {
     $('voice-join').hidden = true;
     $('voice-leave').hidden = false;
     showMute(client.muted);
+  };
+  /**
+   * What the keeper does with a lost session, told to the player.
+   * @param {'live' | 'retrying' | 'gave-up' | 'left'} state
+   * @param {string} detail
+   * @param {number} waitMs
+   */
+  const onKeep = (state, detail, waitMs) => {
+    const client = voice.client;
+    if (!client || voice.userLeft) return;
+    if (state === 'retrying') {
+      voice.state = 'joining';
+      voiceNote(`Voice lost (${detail}); rejoining${waitMs ? ` in ${waitMs / 1000} s` : ''}…`);
+    } else if (state === 'live' && voice.state !== 'live') {
+      voice.state = 'live';
+      if ($('voice-mute').hidden) shown(client);
+      voiceNote(client.muted ? 'Back in voice, muted.' : 'Back in voice: the players near you hear you.');
+    } else if (state === 'gave-up') {
+      voice.state = 'off';
+      voiceNote(`Voice ended: ${detail === 'replaced' ? 'this member joined voice from another tab' : detail}.`);
+      stopVoice();
+    }
   };
   const stopVoice = () => {
     if (voice.mixer) voice.mixer.close();
@@ -668,14 +688,19 @@ function setupVoice(peer, room, token) {
     showMute(c.muted);
     voiceNote(c.muted ? 'Muted: nobody hears you.' : 'Live: the players near you hear you.');
   });
-  $('voice-leave').addEventListener('click', () => {
+  const leave = () => {
     voice.userLeft = true;
-    if (voice.client) voice.client.leave({ release: true });
-  });
-  window.addEventListener('pagehide', () => {
-    voice.userLeft = true;
-    if (voice.client) voice.client.leave({ release: true });
-  });
+    const live = voice.state === 'live'; // else no session to close: onClose will not say it
+    if (voice.keeper) voice.keeper.stop({ release: true });
+    else if (voice.client) voice.client.leave({ release: true });
+    if (!live && voice.state !== 'refused') {
+      voice.state = 'off';
+      voiceNote('You left voice.');
+      stopVoice();
+    }
+  };
+  $('voice-leave').addEventListener('click', leave);
+  window.addEventListener('pagehide', leave);
   const place = () => {
     if (voice.state === 'live') placeSpeakers(peer, indexOf);
     requestAnimationFrame(place);

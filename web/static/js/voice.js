@@ -40,12 +40,14 @@ export class VoiceError extends Error {
   /**
    * @param {number} status
    * @param {string} message
+   * @param {boolean} [retryAfter] the refusal came with Retry-After: a 503 then means the room's
+   *   forwarder is away for a moment (the room moving between nodes), not voice turned off
    */
-  constructor(status, message) {
+  constructor(status, message, retryAfter = false) {
     super(message);
     this.name = 'VoiceError';
     this.status = status;
-    this.code = VOICE_CODES[status] || (status ? 'http_' + status : 'unreachable');
+    this.code = status === 503 && retryAfter ? 'voice_unavailable' : VOICE_CODES[status] || (status ? 'http_' + status : 'unreachable');
     this.reason = VOICE_REASONS[this.code] || message;
   }
 }
@@ -65,6 +67,7 @@ const VOICE_REASONS = {
   session_exists: 'this member already has a voice session',
   too_many: 'the room\'s voice is full',
   voice_disabled: 'voice is disabled on this server',
+  voice_unavailable: 'voice is unavailable for a moment (the room is moving), retrying',
   unreachable: 'the voice forwarder did not answer',
 };
 
@@ -445,7 +448,10 @@ export class VoiceClient {
       throw new VoiceError(0, `voice: POST ${url}: ${err}`);
     }
     const body = await res.text();
-    if (res.status !== 201) throw new VoiceError(res.status, `voice: ${res.status} ${body.trim().slice(0, 200)}`);
+    if (res.status !== 201) {
+      const retry = !!(res.headers && typeof res.headers.get === 'function' && res.headers.get('Retry-After'));
+      throw new VoiceError(res.status, `voice: ${res.status} ${body.trim().slice(0, 200)}`, retry);
+    }
     const loc = res.headers.get('Location') || '';
     this.location = loc ? new URL(loc, new URL(url, 'http://page.invalid/')).href.replace(/^http:\/\/page\.invalid/, '') : '';
     return body;

@@ -9,7 +9,12 @@
 // the voice channel closing, the connection failed, or disconnected beyond a short grace — it
 // joins again, through the node that served it, then the next, waiting 250 ms doubling to 5 s
 // between failed tries, at most 20 in a row. A refusal a retry cannot cure (400, 401, 403) stops
-// it. Timers are injectable so that Node tests drive it without waiting.
+// it, and so does the forwarder replacing the session (another tab of this member took voice
+// over: rejoining would take it back). Timers are injectable so that Node tests drive it
+// without waiting.
+
+/** The bye reason of a session another of the member's sessions replaced (Go: voice.ByeReplaced). */
+export const BYE_REPLACED = 'replaced';
 
 /** Disconnected this long (ms) is taken for failed (the Go client's voice.DefaultKeepGrace). */
 export const KEEP_GRACE_MS = 2000;
@@ -35,7 +40,9 @@ export const KEEP_MAX_ATTEMPTS = 20;
  * @property {number} [backoffMinMs]
  * @property {number} [backoffMaxMs]
  * @property {number} [maxAttempts]
- * @property {(state: 'live' | 'retrying' | 'gave-up' | 'left', detail: string) => void} [onState]
+ * @property {(state: 'live' | 'retrying' | 'gave-up' | 'left', detail: string, waitMs: number) => void} [onState]
+ *   detail: the URL of a live session, why for the others; waitMs: when 'retrying', the wait
+ *   before the next try
  * @property {(fn: () => void, ms: number) => unknown} [setTimeout]
  * @property {(t: unknown) => void} [clearTimeout]
  */
@@ -68,7 +75,13 @@ export class VoiceKeeper {
     client.opts.onClose = (reason) => {
       if (pageOnClose) pageOnClose(reason);
       this.clearGrace();
-      if (!this.stopped && reason !== 'left') this.retry(`session ended: ${reason}`, 0);
+      if (this.stopped || reason === 'left') return;
+      if (reason === BYE_REPLACED) {
+        this.stopped = true;
+        this.report('gave-up', reason);
+        return;
+      }
+      this.retry(reason, 0);
     };
   }
 
@@ -90,9 +103,10 @@ export class VoiceKeeper {
   /**
    * @param {'live' | 'retrying' | 'gave-up' | 'left'} state
    * @param {string} detail
+   * @param {number} [waitMs]
    */
-  report(state, detail) {
-    if (this.opts.onState) this.opts.onState(state, detail);
+  report(state, detail, waitMs = 0) {
+    if (this.opts.onState) this.opts.onState(state, detail, waitMs);
   }
 
   /** Joins (again) through urls[next]; on failure, the next URL after the backoff. */
@@ -105,20 +119,31 @@ export class VoiceKeeper {
     } catch (err) {
       if (this.stopped) return;
       this.failed++;
+      // A VoiceError says why in words (its reason); anything else as it prints.
+      const why = err && typeof err === 'object' && 'reason' in err && err.reason ? String(err.reason) : String(err);
       if (permanent(err) || this.failed >= (this.opts.maxAttempts ?? KEEP_MAX_ATTEMPTS)) {
-        this.report('gave-up', String(err));
+        this.report('gave-up', why);
         return;
       }
       this.next++; // another node may serve it: an edge relays to the room's owner
       const wait = this.backoff;
       this.backoff = Math.min(2 * this.backoff, this.opts.backoffMaxMs ?? KEEP_BACKOFF_MAX_MS);
-      this.retry(String(err), wait);
+      this.retry(why, wait);
       return;
     }
     if (this.stopped) {
       c.leave().catch(() => {});
       return;
     }
+    this.kept();
+  }
+
+  /**
+   * The client's session is live (opened by start, or by the caller before it handed the client
+   * over, e.g. a page that first tried the microphone): keep it from now on.
+   */
+  kept() {
+    const c = this.client;
     this.failed = 0;
     this.backoff = this.opts.backoffMinMs ?? KEEP_BACKOFF_MIN_MS;
     this.sessions++;
@@ -131,7 +156,7 @@ export class VoiceKeeper {
    * @param {number} ms
    */
   retry(why, ms) {
-    this.report('retrying', why);
+    this.report('retrying', why, ms);
     this.cancel(this.timer);
     this.timer = this.after(() => {
       this.timer = null;
@@ -169,4 +194,20 @@ export class VoiceKeeper {
     this.report('left', '');
     await this.client.leave(o);
   }
+}
+
+/**
+ * The forwarder base URLs of a signaling node list (Peer.servers: ws[s]://host/ws, or '' for the
+ * page's own origin): http[s]://host, '' kept.
+ * @param {string[]} servers
+ * @returns {string[]}
+ */
+export function voiceBases(servers) {
+  return servers.map((s) => {
+    if (!s) return '';
+    const u = new URL(s);
+    u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
+    u.pathname = u.pathname.replace(/\/ws$/, '');
+    return u.toString().replace(/\/+$/, '');
+  });
 }
