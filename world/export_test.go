@@ -74,3 +74,11 @@ func (s *Server) DebugPlayer(ctx context.Context, owner string) string {
 	}
 	return out
 }
+
+// Kill stops the Server as a killed node stops: its requests unanswered, its region hosts gone
+// without the checkpoint and the saved players of an unload, no residence record removed.
+func (s *Server) Kill() {
+	s.stopCluster()
+	s.cancel()
+	s.wg.Wait()
+}

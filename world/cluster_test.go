@@ -1,0 +1,298 @@
+package world_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/peer"
+	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/world"
+	"github.com/concordrtc/concord/world/tiles"
+)
+
+// clusterLab is a world across in-process nodes: one signaling server and one NATS (JetStream)
+// shared by the nodes as a cluster's are, each node a world.Server placed by column.
+type clusterLab struct {
+	t     *testing.T
+	def   world.Def
+	url   string
+	st    *durable.Store
+	wr    *durable.Writer
+	tr    func(signaling.RoomID) peer.Config
+	mu    sync.Mutex
+	nodes []*world.Server // nil: killed
+	names []string
+	rr    atomic.Int64
+}
+
+// owner places region r on the live node of its column (x mod the live nodes).
+func (l *clusterLab) owner(_ context.Context, r world.Region) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var live []string
+	for i, n := range l.nodes {
+		if n != nil {
+			live = append(live, l.names[i])
+		}
+	}
+	if len(live) == 0 {
+		return "", fmt.Errorf("no node")
+	}
+	return live[r.X%len(live)], nil
+}
+
+func (l *clusterLab) live() []*world.Server {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*world.Server
+	for _, n := range l.nodes {
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (l *clusterLab) start(i int) {
+	l.t.Helper()
+	srv, err := world.NewServer(world.ServerConfig{Def: l.def, URL: l.url, Store: l.st, Writer: l.wr, Grace: 2 * time.Second,
+		Node: l.names[i], Cluster: &world.Cluster{Conn: l.st.Conn(), Owner: l.owner},
+		HostConfig: func(room signaling.RoomID) (peer.Config, error) { return l.tr(room), nil }})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.nodes[i] = srv
+	l.mu.Unlock()
+}
+
+// ServeHTTP spreads /api/worlds/ over the live nodes, as a load balancer in front of a cluster.
+func (l *clusterLab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	live := l.live()
+	if len(live) == 0 {
+		http.Error(w, `{"error":"down"}`, http.StatusServiceUnavailable)
+		return
+	}
+	live[int(l.rr.Add(1))%len(live)].Handler().ServeHTTP(w, r)
+}
+
+// inspect runs fn on region r's host wherever it is loaded.
+func (l *clusterLab) inspect(ctx context.Context, r world.Region, fn func(w *peer.World)) error {
+	for _, n := range l.live() {
+		for _, room := range n.Loaded() {
+			if room == r.Room() {
+				return n.Inspect(ctx, r.X, r.Y, fn)
+			}
+		}
+	}
+	return l.live()[0].Inspect(ctx, r.X, r.Y, fn) // loads it where placement says
+}
+
+// avatars counts owner's avatars in every loaded region of every live node.
+func (l *clusterLab) avatars(ctx context.Context, owner string) (int, error) {
+	n := 0
+	for _, node := range l.live() {
+		for _, room := range node.Loaded() {
+			_, x, y, ok := world.ParseRoom(room)
+			if !ok {
+				continue
+			}
+			r, _ := l.def.Region(x, y)
+			if err := node.Inspect(ctx, r.X, r.Y, func(w *peer.World) {
+				for _, e := range w.EntitiesOf(tiles.SchemaPlayer) {
+					if o, _ := w.Get(e, tiles.PlayerOwner); string(o) == owner {
+						n++
+					}
+				}
+			}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (l *clusterLab) debug(ctx context.Context, owner string) string {
+	out := ""
+	for i, n := range l.nodes {
+		if n != nil {
+			out += fmt.Sprintf("[%s: %s]", l.names[i], n.DebugPlayer(ctx, owner))
+		}
+	}
+	return out
+}
+
+// TestWorldCluster: the 8 × 8 tiles world across three nodes (regions placed by column, so that
+// every step east or west crosses nodes), N bots (CONCORD_WORLD_CLUSTER_BOTS, default 24)
+// wandering and editing for CONCORD_WORLD_CLUSTER_SECONDS (default 5): handovers go between
+// nodes over NATS, every bot's inputs are acknowledged, each bot has exactly one avatar in the
+// whole cluster, and every tile holds what the last applied edit left.
+func TestWorldCluster(t *testing.T) {
+	bots := envInt("CONCORD_WORLD_CLUSTER_BOTS", 24)
+	runFor := time.Duration(envInt("CONCORD_WORLD_CLUSTER_SECONDS", 5)) * time.Second
+	began := time.Now()
+	var trMu sync.Mutex
+	trs := map[signaling.RoomID]*peer.MemoryTransport{}
+	tr := func(room signaling.RoomID) peer.Config {
+		trMu.Lock()
+		defer trMu.Unlock()
+		if trs[room] == nil {
+			trs[room] = &peer.MemoryTransport{}
+		}
+		return peer.Config{Transport: trs[room]}
+	}
+	app := &edits{recorder: newRecorder(), tiles: map[[2]int32]byte{}}
+	def := tiles.Def()
+	def.App = app
+	rooms := map[signaling.RoomID]signaling.RoomConfig{}
+	for _, room := range def.Rooms() {
+		rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{"host"}}
+	}
+	sig := signaling.New(signaling.Config{Rooms: rooms, Logger: zerolog.Nop(), MaxConns: 100000, MaxConnsPerAddr: 100000})
+	mux := http.NewServeMux()
+	l := &clusterLab{t: t, def: def, tr: tr, nodes: make([]*world.Server, 3), names: []string{"n0", "n1", "n2"}}
+	mux.Handle("/api/worlds/", l)
+	mux.Handle("/", sig.Handler())
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+	defer sig.Close()
+	l.url = hs.URL
+	st, err := durable.Open(durable.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l.st, l.wr = st, durable.NewWriter(st, durable.WriterConfig{})
+	defer l.wr.Close()
+	for i := range 3 {
+		l.start(i)
+	}
+	defer func() {
+		for _, n := range l.live() {
+			n.Close()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clients := make([]*world.Client, bots)
+	for i := range bots {
+		c, err := world.Join(ctx, world.Config{Server: hs.URL, World: tiles.Name, App: app, User: fmt.Sprintf("bot%d", i), Device: "lab",
+			Start: [2]int{i % tiles.Cols, (i / tiles.Cols) % tiles.Rows}, Peer: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	for _, c := range clients {
+		poll.Until(t, 60*time.Second, c.Self()+" resident", func() error {
+			if _, _, ok := c.Resident(); !ok {
+				return fmt.Errorf("not yet; following %v", c.Regions())
+			}
+			return nil
+		})
+	}
+	t.Logf("%d bots resident in %v", bots, time.Since(began))
+
+	wander := func(phase string) {
+		bctx, bcancel := context.WithTimeout(ctx, runFor)
+		defer bcancel()
+		var wg sync.WaitGroup
+		var walks, edited atomic.Int64
+		for i, c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := tiles.RunBot(bctx, c, tiles.BotConfig{Seed: uint64(i) + uint64(len(phase))<<20, Every: 100 * time.Millisecond, EditEvery: 2})
+				walks.Add(int64(s.Walks))
+				edited.Add(int64(s.Edits))
+			}()
+		}
+		wg.Wait()
+		for _, c := range clients {
+			if err := c.Input(tiles.Walk(0, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range clients {
+			poll.Until(t, 60*time.Second, c.Self()+"'s inputs acknowledged", func() error {
+				if n := c.Pending(); n > 0 {
+					return fmt.Errorf("%d pending: client %s; nodes %s", n, c.Debug(), l.debug(ctx, c.Self()))
+				}
+				return nil
+			})
+		}
+		t.Logf("%s: walks %d, edits %d", phase, walks.Load(), edited.Load())
+	}
+	// check: every bot resident with one avatar in the whole cluster; every edited tile as left.
+	check := func(phase string) {
+		for _, c := range clients {
+			poll.Until(t, 60*time.Second, c.Self()+" with one avatar", func() error {
+				if _, _, ok := c.Resident(); !ok {
+					return fmt.Errorf("not resident")
+				}
+				n, err := l.avatars(ctx, c.Self())
+				if err != nil {
+					return err
+				}
+				if n != 1 {
+					return fmt.Errorf("%d avatars", n)
+				}
+				return nil
+			})
+		}
+		app.mu.Lock()
+		want := make(map[[2]int32]byte, len(app.tiles))
+		for k, v := range app.tiles {
+			want[k] = v
+		}
+		app.mu.Unlock()
+		lost := 0
+		for tile, kind := range want {
+			r := def.RegionAt(world.Vec{X: tile[0] * tiles.Tile, Y: tile[1] * tiles.Tile})
+			var got byte
+			poll.Until(t, 30*time.Second, "tile "+string(r.Room()), func() error {
+				return l.inspect(ctx, r, func(w *peer.World) {
+					got = 0
+					if b, ok := tiles.BlockAt(w, tile[0], tile[1]); ok {
+						v, _ := w.Get(b, tiles.BlockKind)
+						got = v[0]
+					}
+				})
+			})
+			if got != kind {
+				lost++
+				t.Errorf("%s: tile %v in %s: kind %d, the last applied edit left %d", phase, tile, r.Room(), got, kind)
+			}
+		}
+		if lost > 0 {
+			t.Fatalf("%s: %d of %d edited tiles lost their last edit", phase, lost, len(want))
+		}
+		t.Logf("%s: every bot resident with one avatar, %d edited tiles as left, %v in", phase, len(want), time.Since(began))
+	}
+
+	wander("three nodes")
+	handovers, loadedOn := 0, 0
+	for _, n := range l.live() {
+		handovers += len(n.HandoverPauses())
+		if len(n.Loaded()) > 0 {
+			loadedOn++
+		}
+	}
+	if handovers == 0 || loadedOn < 2 {
+		t.Fatalf("handovers %d, nodes with regions %d: the bots did not cross nodes", handovers, loadedOn)
+	}
+	t.Logf("%d handovers, regions on %d nodes", handovers, loadedOn)
+	check("three nodes")
+	t.Logf("lab of %d bots across three nodes: %v in all", bots, time.Since(began))
+}
