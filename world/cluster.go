@@ -38,8 +38,10 @@ const ResidentBucket = "concord_world_resident"
 
 // Request subjects: concord.world.W.{handover,load}.NODE, one per node, so that a request
 // reaches the owner of the region and no one else.
-func handoverSubject(world, node string) string { return "concord.world." + world + ".handover." + node }
-func loadSubject(world, node string) string     { return "concord.world." + world + ".load." + node }
+func handoverSubject(world, node string) string {
+	return "concord.world." + world + ".handover." + node
+}
+func loadSubject(world, node string) string { return "concord.world." + world + ".load." + node }
 
 // maxHandover bounds a handover request: x, y, gen, ack, the owner and a player record.
 const maxHandover = 12 + 2 + 256 + maxPlayerRecord
