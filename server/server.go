@@ -74,8 +74,9 @@ type Server struct {
 	turn     *turnserver.Server // nil without TURN
 	turnOpen bool               // TURN without a Secret: an open relay (concord_turn_open)
 	http     *http.Server
-	inner    *http.Server // the dedicated host's loopback door, when the public one cannot serve it
-	host     *peer.Peer   // the dedicated host of Room; nil without one
+	inner    *http.Server // the hosts' loopback door, when the public one cannot serve them (hostDoor)
+	innerURL string
+	host     *peer.Peer // the dedicated host of Room; nil without one
 	hosts    []*dedicated
 	stopHost context.CancelFunc
 	store    *durable.Store  // nil without Data
@@ -100,8 +101,7 @@ type Server struct {
 	hostMu             sync.Mutex                // guards hostsOn and, in cluster mode, each dedicated.peer
 	hostsOn            map[signaling.RoomID]bool // rooms whose dedicated host runs here
 
-	worlds     []*world.Server // Options.Worlds (world.go)
-	worldInner *http.Server    // their region hosts' loopback door, when the public one cannot serve them
+	worlds []*world.Server // Options.Worlds (world.go)
 }
 
 // dedicated is a room's dedicated host in this process.
@@ -458,6 +458,39 @@ func newApp(o Options, room signaling.RoomID) peer.App {
 	return arena.New(arena.Config{})
 }
 
+// hostDoor is the URL the hosts of this process (dedicated and world region hosts) dial: the
+// public listener, or, when that is TLS (whose certificate names the public host) or listens on
+// every interface, a loopback listener of their own that serves only signaling, made once.
+func (s *Server) hostDoor(o Options, addr *net.TCPAddr, tlsOn bool, sh http.Handler) (string, error) {
+	if !tlsOn && !addr.IP.IsUnspecified() {
+		return s.url, nil
+	}
+	if s.inner != nil {
+		return s.innerURL, nil
+	}
+	iln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	imux := http.NewServeMux()
+	imux.Handle("/ws", sh)
+	s.inner = newHTTPServer(imux, o.HTTP)
+	s.serve(s.inner, iln)
+	s.innerURL = "http://" + iln.Addr().String()
+	return s.innerURL, nil
+}
+
+// hostToken is the join token of a host of this process for room ("" without a Secret).
+func hostToken(o Options, room signaling.RoomID) (string, error) {
+	if o.Secret == "" {
+		return "", nil
+	}
+	return signaling.IssueToken([]byte(o.Secret), signaling.Claims{
+		Room: room, User: DedicatedHostUser, Device: "serve", MayHost: true,
+		Kind: signaling.KindHost, ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
+	})
+}
+
 // startHosts runs the dedicated hosts (each cfg with its transport) in this process. They dial
 // the public listener, or, when that is TLS (whose certificate names the public host) or listens
 // on every interface, a loopback listener of their own that serves only signaling.
@@ -465,17 +498,9 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 	if len(s.hosts) == 0 {
 		return nil
 	}
-	server := s.url
-	if tlsOn || addr.IP.IsUnspecified() {
-		iln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		imux := http.NewServeMux()
-		imux.Handle("/ws", sh)
-		s.inner = newHTTPServer(imux, o.HTTP)
-		s.serve(s.inner, iln)
-		server = "http://" + iln.Addr().String()
+	server, err := s.hostDoor(o, addr, tlsOn, sh)
+	if err != nil {
+		return err
 	}
 	if s.node != nil {
 		s.hostServer, s.secret = server, o.Secret
@@ -490,15 +515,8 @@ func (s *Server) startHosts(ctx context.Context, o Options, addr *net.TCPAddr, t
 	for _, d := range s.hosts {
 		cfg := d.cfg
 		cfg.Server = server
-		if o.Secret != "" {
-			var err error
-			cfg.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{
-				Room: d.room, User: DedicatedHostUser, Device: "serve", MayHost: true,
-				Kind: signaling.KindHost, ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
-			})
-			if err != nil {
-				return err
-			}
+		if cfg.Token, err = hostToken(o, d.room); err != nil {
+			return err
 		}
 		p, err := peer.New(cfg)
 		if err != nil {
@@ -656,7 +674,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 			_ = d.api.Close()
 		}
 	}
-	s.stopWorlds(ctx)
+	s.stopWorlds()
 	if s.sig != nil {
 		_ = s.sig.Close()
 	}

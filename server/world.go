@@ -1,13 +1,11 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -53,38 +51,21 @@ func pinWorldRooms(o Options, rooms map[signaling.RoomID]signaling.RoomConfig) {
 }
 
 // startWorlds runs the worlds' Servers and routes /api/worlds/ to them. Their region hosts dial
-// the public listener, or a loopback door of their own when that is TLS or on every interface.
+// hostDoor, as the dedicated hosts do.
 func (s *Server) startWorlds(o Options, addr *net.TCPAddr, tlsOn bool, sh http.Handler, mux *http.ServeMux) error {
 	if len(o.Worlds) == 0 {
 		return nil
 	}
-	url := s.url
-	if tlsOn || addr.IP.IsUnspecified() {
-		iln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		imux := http.NewServeMux()
-		imux.Handle("/ws", sh)
-		s.worldInner = newHTTPServer(imux, o.HTTP)
-		s.serve(s.worldInner, iln)
-		url = "http://" + iln.Addr().String()
-	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
+	url, err := s.hostDoor(o, addr, tlsOn, sh)
+	if err != nil {
+		return err
 	}
 	hostCfg := func(room signaling.RoomID) (cfg peer.Config, err error) {
 		if cfg, err = dedicatedHostConfig(s.log, o, room, addr); err != nil {
 			return cfg, err
 		}
 		cfg.Interest = nil // the arena's radius reads arena avatars
-		if o.Secret != "" {
-			cfg.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{
-				Room: room, User: DedicatedHostUser, Device: "serve", MayHost: true,
-				Kind: signaling.KindHost, ExpiresAt: now().Add(365 * 24 * time.Hour),
-			})
-		}
+		cfg.Token, err = hostToken(o, room)
 		return cfg, err
 	}
 	byName := map[string]*world.Server{}
@@ -112,13 +93,9 @@ func (s *Server) startWorlds(o Options, addr *net.TCPAddr, tlsOn bool, sh http.H
 }
 
 // stopWorlds stops the region hosts (each checkpointed) before signaling closes.
-func (s *Server) stopWorlds(ctx context.Context) {
+func (s *Server) stopWorlds() {
 	for _, ws := range s.worlds {
 		ws.Close()
 	}
 	s.worlds = nil
-	if s.worldInner != nil {
-		_ = s.worldInner.Shutdown(ctx)
-		s.worldInner = nil
-	}
 }

@@ -15,6 +15,10 @@ type handoff struct {
 	gen    uint32   // its generation in the destination
 	ack    uint32   // the player's last applied input
 	start  time.Time
+	// away: when the player's client left the source's room (zero while it is a member): the
+	// destination keeps counting from it, so that an avatar walking on without its player
+	// leaves the world after LeaveGrace however many borders it crosses.
+	away time.Time
 }
 
 // inhabitant is a player resident in a region: its avatar lives here and its inputs apply here.
@@ -26,7 +30,12 @@ type inhabitant struct {
 	told     time.Time // last MsgResident sent
 	handing  bool      // on its way out: inputs are dropped
 	away     time.Time // when it stopped being a member here (zero while it is one)
+	joined   bool      // its client has been a member of this room since it became resident
 }
+
+// joinGrace is how long a player handed into a region whose room its client has not joined yet
+// stays resident there waiting for it (a client joins the rooms of a new view in parallel).
+const joinGrace = 10 * time.Second
 
 // telling is a MsgResident a member is told a few times over (a reliable message to a member
 // still joining can be lost with its link).
@@ -92,7 +101,7 @@ func (a *regionApp) SpawnAvatar(w *peer.World, p peer.PeerInfo) (peer.Entity, er
 	a.index[p.ID] = p.Index
 	delete(a.tell, p.Index)
 	if in := a.byOwner[p.ID]; in != nil {
-		in.away = time.Time{}
+		in.away, in.joined = time.Time{}, true
 		in.told = time.Time{} // tell it at the end of this tick
 		return 0, nil
 	}
@@ -114,10 +123,11 @@ func (a *regionApp) OnEvent(w *peer.World, ev peer.Event) {
 	}
 	delete(a.members, ev.Peer)
 	delete(a.tell, ev.Peer)
-	if a.index[owner] == ev.Peer {
-		delete(a.index, owner)
-	}
 	a.s.memberIn(a.rr, -1)
+	if a.index[owner] != ev.Peer {
+		return // an older index of a member that joined again: the player is still here
+	}
+	delete(a.index, owner)
 	if in := a.byOwner[owner]; in != nil {
 		in.away = a.s.now()
 	}
@@ -164,11 +174,14 @@ func (a *regionApp) accept(w *peer.World, h handoff) bool {
 	in := &inhabitant{owner: h.owner, e: e, gen: h.gen, ack: h.ack, ackSent: h.ack}
 	a.byOwner[h.owner] = in
 	if idx, member := a.index[h.owner]; member {
+		in.joined = true
 		// Now, not at the next tick: the player's inputs wait for it.
 		m := resident{X: uint16(a.r.X), Y: uint16(a.r.Y), Gen: in.gen, Ack: in.ack}
 		if w.SendMessage(idx, MsgResident, appendResident(nil, m), true) == nil {
 			in.told = a.s.now()
 		}
+	} else if !h.away.IsZero() {
+		in.away, in.joined = h.away, true
 	} else {
 		in.away = a.s.now()
 	}
@@ -241,7 +254,11 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 		if in.handing {
 			continue
 		}
-		if !in.away.IsZero() && now.Sub(in.away) > a.s.leaveGrace {
+		grace := a.s.leaveGrace
+		if !in.joined {
+			grace = max(grace, joinGrace) // handed here before its client joined this room
+		}
+		if !in.away.IsZero() && now.Sub(in.away) > grace {
 			a.s.left(owner, a.values(w, in.e), in.gen)
 			_ = w.Despawn(in.e)
 			delete(a.byOwner, owner)
@@ -262,6 +279,9 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 		}
 		in.handing = true
 		h := handoff{owner: owner, values: a.values(w, in.e), gen: in.gen + 1, ack: in.ack, start: now}
+		if in.joined {
+			h.away = in.away
+		}
 		a.s.wg.Add(1)
 		go func() {
 			defer a.s.wg.Done()

@@ -57,13 +57,19 @@ func envInt(name string, def int) int {
 }
 
 // TestWorldLab: the 8 × 8 tiles world on one server with its data in JetStream, N bots (linked in
-// memory, CONCORD_WORLD_LAB_BOTS, default 32) wandering across borders and editing for a while
+// memory, CONCORD_WORLD_LAB_BOTS, default 128; 32 under -race) wandering across borders and editing for a while
 // (CONCORD_WORLD_LAB_SECONDS, default 6); then the whole world server stops (every region
 // checkpointed, the store closed) and starts again on the same data, while the bots stay in their
 // rooms: every region the bots are in comes back, every bot is resident again with exactly one
 // avatar, and every tile an edit touched holds what the last applied edit left (0 edits lost).
 func TestWorldLab(t *testing.T) {
-	bots := envInt("CONCORD_WORLD_LAB_BOTS", 32)
+	// 128 bots: 16–21 s and 0.6 GB on a 2-vCPU machine; under -race 32 (some 40 s, 128 needs
+	// more than 3 GB and minutes).
+	def0 := 128
+	if raceOn {
+		def0 = 32
+	}
+	bots := envInt("CONCORD_WORLD_LAB_BOTS", def0)
 	runFor := time.Duration(envInt("CONCORD_WORLD_LAB_SECONDS", 6)) * time.Second
 	// A memory transport per room: it pairs link halves by peer indices, which repeat across rooms.
 	var trMu sync.Mutex

@@ -421,6 +421,9 @@ func (s *Server) memberIn(rg *regionRun, d int) {
 	}
 }
 
+// arrivalTries bounds the attempts to place an arriving player.
+const arrivalTries = 5
+
 // arrival handles member idx, player owner, arriving in rg's room without being resident there:
 // it reads the player's saved data (this process's, else the store's), decides where the player
 // is resident when it is not in the world yet (and hands its avatar there), and tells the
@@ -436,8 +439,15 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 		}
 	}
 	dest, h := s.arrive(r, owner)
-	if h != nil {
-		s.transfer(Region{}, dest, *h, nil)
+	// A first arrival whose region does not load in time (a server under load) is tried again,
+	// a few times, a second apart: the peer asks for the member's arrival only once.
+	for try := 1; h != nil && !s.transfer(Region{}, dest, *h, nil) && try < arrivalTries; try++ {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		dest, h = s.arrive(r, owner)
 	}
 	if dest == r {
 		return // accept told it
@@ -603,8 +613,9 @@ func (s *Server) Player(owner string) (r Region, resident bool, saved [][]byte) 
 }
 
 // transfer hands h's avatar to region dest: loads it, has its host accept the avatar, then tells
-// the source (src, when from a region) how it went. It runs on a goroutine of its own.
-func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) {
+// the source (src, when from a region) how it went, and reports it. It runs on a goroutine of
+// its own.
+func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
 	ok := s.deliver(dest, h)
 	s.mu.Lock()
 	if p := s.players[h.owner]; p != nil && ok {
@@ -626,11 +637,12 @@ func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) {
 		s.mHandovers.WithLabelValues(result).Inc()
 	}
 	if sp == nil {
-		return
+		return ok
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
 	_ = sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, ok) })
+	return ok
 }
 
 func (s *Server) deliver(dest Region, h handoff) bool {

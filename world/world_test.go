@@ -314,16 +314,14 @@ func TestWorldUnloadKeepsEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer back.Close()
-	waitResident(t, back, 2, 2)
-	if q := ownPos(t, ctx, back); q != p {
-		t.Fatalf("returned at %v, left at %v", q, p)
-	}
-	poll.Until(t, 10*time.Second, "the region as it was", func() error {
-		if after := blocks(back.View(ctx), 2, 2); !slices.Equal(after, before) {
-			return fmt.Errorf("blocks %v, before %v", after, before)
+	poll.Until(t, 20*time.Second, "back resident", func() error {
+		r, _, ok := back.Resident()
+		if !ok || r.X != 2 || r.Y != 2 {
+			return fmt.Errorf("client %s; server %s", back.Debug(), tw.srv.DebugPlayer(ctx, back.Self()))
 		}
 		return nil
 	})
+	checkReturned(t, ctx, back, p, 2, 2, before)
 }
 
 // Only a resident's inputs apply: the player's inputs sent to a region it only watches are
@@ -498,13 +496,57 @@ func TestWorldRestartKeepsEdits(t *testing.T) {
 	}
 	defer back.Close()
 	waitResident(t, back, int(p.X/16000), int(p.Y/16000))
-	if q := ownPos(t, ctx, back); q != p {
+	checkReturned(t, ctx, back, p, 4, 4, before)
+}
+
+// checkReturned checks that a returning player stands where it left (p) and that region (x, y)
+// holds the blocks it held before.
+func checkReturned(t *testing.T, ctx context.Context, c *world.Client, p world.Vec, x, y int, before []string) {
+	t.Helper()
+	if q := ownPos(t, ctx, c); q != p {
 		t.Fatalf("returned at %v, left at %v", q, p)
 	}
 	poll.Until(t, 10*time.Second, "the region as it was", func() error {
-		if after := blocks(back.View(ctx), 4, 4); !slices.Equal(after, before) {
+		if after := blocks(c.View(ctx), x, y); !slices.Equal(after, before) {
 			return fmt.Errorf("blocks %v, before %v", after, before)
 		}
 		return nil
 	})
+}
+
+// A player whose client is gone leaves the world after LeaveGrace even while its avatar walks on
+// across borders: the destination keeps counting the absence from when the client left (without
+// it, each border crossing started a new 10 s wait for a client that would never join).
+func TestWorldAwayPlayerLeaves(t *testing.T) {
+	tw := startWorld(t, world.ServerConfig{LeaveGrace: 1500 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pl := tw.join(t, ctx, "wanderer", [2]int{0, 0})
+	waitResident(t, pl, 0, 0)
+	if err := pl.Input(tiles.Walk(4000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "near the border", func() error {
+		if p := ownPos(t, ctx, pl); p.X < 13000 {
+			return fmt.Errorf("at %v", p)
+		}
+		return nil
+	})
+	pl.Close() // the avatar walks on into (1,0) without its client
+	gone := time.Now()
+	poll.Until(t, 20*time.Second, "the avatar handed on", func() error {
+		if len(tw.srv.HandoverPauses()) == 0 {
+			return fmt.Errorf("no handover yet")
+		}
+		return nil
+	})
+	poll.Until(t, 20*time.Second, "the player out of the world", func() error {
+		if _, resident, _ := tw.srv.Player(pl.Self()); resident {
+			return fmt.Errorf("still resident")
+		}
+		return nil
+	})
+	if took := time.Since(gone); took > 5*time.Second {
+		t.Fatalf("the player left %v after its client, LeaveGrace 1.5 s", took)
+	}
 }
