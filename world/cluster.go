@@ -44,7 +44,7 @@ func handoverSubject(world, node string) string {
 func loadSubject(world, node string) string { return "concord.world." + world + ".load." + node }
 
 // maxHandover bounds a handover request: x, y, gen, ack, the owner and a player record.
-const maxHandover = 12 + 2 + 256 + maxPlayerRecord
+const maxHandover = 16 + 2 + 256 + maxPlayerRecord
 
 // Errors of a cluster request (the reply names them).
 var (
@@ -83,31 +83,41 @@ func consumeResidence(b []byte) (residence, error) {
 		gen: binary.LittleEndian.Uint32(b[4:]), node: string(b[8:])}, nil
 }
 
-// appendHandover encodes a handover request: x u16 | y u16 | gen u32 | ack u32 | len u16 |
-// owner | player record (appendPlayer).
-func appendHandover(dst []byte, dest Region, h handoff) []byte {
+// appendHandover encodes a handover request: x u16 | y u16 | gen u32 | ack u32 | away u32 |
+// len u16 | owner | player record (appendPlayer). away is how long the player's client has been
+// gone from the source's room in milliseconds + 1, 0 while it is a member (clocks differ between
+// nodes: a duration travels, not a time).
+func appendHandover(dst []byte, dest Region, h handoff, now time.Time) []byte {
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(dest.X))
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(dest.Y))
 	dst = binary.LittleEndian.AppendUint32(dst, h.gen)
 	dst = binary.LittleEndian.AppendUint32(dst, h.ack)
+	away := uint32(0)
+	if !h.away.IsZero() {
+		away = uint32(min(max(now.Sub(h.away).Milliseconds(), 0), 1<<31)) + 1
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, away)
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(h.owner)))
 	dst = append(dst, h.owner...)
 	return appendPlayer(dst, h.values, h.gen)
 }
 
-func consumeHandover(b []byte) (x, y int, h handoff, err error) {
-	if len(b) < 14 || len(b) > maxHandover {
+func consumeHandover(b []byte, now time.Time) (x, y int, h handoff, err error) {
+	if len(b) < 18 || len(b) > maxHandover {
 		return 0, 0, h, errShort
 	}
 	x, y = int(binary.LittleEndian.Uint16(b)), int(binary.LittleEndian.Uint16(b[2:]))
 	h.gen, h.ack = binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:])
-	n := int(binary.LittleEndian.Uint16(b[12:]))
-	if n == 0 || n > 256 || len(b) < 14+n {
+	if away := binary.LittleEndian.Uint32(b[12:]); away > 0 {
+		h.away = now.Add(-time.Duration(away-1) * time.Millisecond)
+	}
+	n := int(binary.LittleEndian.Uint16(b[16:]))
+	if n == 0 || n > 256 || len(b) < 18+n {
 		return 0, 0, h, errShort
 	}
-	h.owner = string(b[14 : 14+n])
+	h.owner = string(b[18 : 18+n])
 	var gen uint32
-	if h.values, gen, err = consumePlayer(b[14+n:]); err != nil {
+	if h.values, gen, err = consumePlayer(b[18+n:]); err != nil {
 		return 0, 0, h, err
 	}
 	if gen != h.gen {
@@ -223,7 +233,7 @@ func (s *Server) onLoad(m *nats.Msg) {
 
 // onHandover answers a handover request: the avatar is made resident in a region of this node.
 func (s *Server) onHandover(m *nats.Msg) {
-	x, y, h, err := consumeHandover(m.Data)
+	x, y, h, err := consumeHandover(m.Data, s.now())
 	if err == nil {
 		err = s.checkValues(h.values)
 	}
@@ -265,7 +275,7 @@ func (s *Server) onHandover(m *nats.Msg) {
 
 // deliverRemote hands h to region dest on node.
 func (s *Server) deliverRemote(node string, dest Region, h handoff) bool {
-	if err := s.request(s.ctx, handoverSubject(s.def.Name, node), appendHandover(nil, dest, h)); err != nil {
+	if err := s.request(s.ctx, handoverSubject(s.def.Name, node), appendHandover(nil, dest, h, s.now())); err != nil {
 		s.log.Warn().Err(err).Str("room", string(dest.Room())).Str("node", node).Msg("world: handover to another node refused")
 		return false
 	}

@@ -2,6 +2,7 @@ package world_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -381,4 +382,63 @@ func TestWorldCluster(t *testing.T) {
 	check("whole cluster restarted")
 	t.Logf("whole cluster restarted: the world whole again in %v", time.Since(restart))
 	t.Logf("lab of %d bots across three nodes: %v in all", bots, time.Since(began))
+}
+
+// Two nodes claiming the same player at once, each for a region of its own with the same
+// generation: exactly one claim passes; a lower generation is refused afterwards, a higher one
+// passes (the player handed on).
+func TestWorldResidenceClaim(t *testing.T) {
+	st, err := durable.Open(durable.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	def := tiles.Def()
+	var srvs [2]*world.Server
+	for i, node := range []string{"a", "b"} {
+		s, err := world.NewServer(world.ServerConfig{Def: def, Store: st, Node: node,
+			Cluster: &world.Cluster{Conn: st.Conn(), Owner: func(context.Context, world.Region) (string, error) { return node, nil }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		srvs[i] = s
+	}
+	ctx := context.Background()
+	for round := range 20 {
+		owner := "p" + string(rune('a'+round))
+		var wg sync.WaitGroup
+		var errs [2]error
+		for i, s := range srvs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, _ := def.Region(i, 0)
+				errs[i] = s.Claim(ctx, owner, r, 1)
+			}()
+		}
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) {
+			t.Fatalf("round %d: both or neither claimed: %v, %v", round, errs[0], errs[1])
+		}
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, world.ErrStaleClaim) {
+				t.Fatal(err)
+			}
+		}
+	}
+	r0, _ := def.Region(0, 0)
+	r1, _ := def.Region(1, 0)
+	if err := srvs[0].Claim(ctx, "q", r0, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := srvs[1].Claim(ctx, "q", r1, 4); !errors.Is(err, world.ErrStaleClaim) {
+		t.Fatalf("a stale generation claimed: %v", err)
+	}
+	if err := srvs[1].Claim(ctx, "q", r1, 6); err != nil {
+		t.Fatal(err)
+	}
+	if got := srvs[0].Residence(ctx, "q"); got != "b tiles.1.0 6" {
+		t.Fatalf("record %q", got)
+	}
 }

@@ -82,3 +82,17 @@ func (s *Server) Kill() {
 	s.cancel()
 	s.wg.Wait()
 }
+
+// Claim claims owner's residence in r with generation gen (cluster.go).
+func (s *Server) Claim(ctx context.Context, owner string, r Region, gen uint32) error {
+	return s.claim(ctx, owner, r, gen)
+}
+
+// Residence describes owner's residence record: "node room gen" ("" without one).
+func (s *Server) Residence(ctx context.Context, owner string) string {
+	cur, _, ok, err := s.residence(ctx, owner)
+	if err != nil || !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s %s %d", cur.node, RoomName(s.def.Name, int(cur.x), int(cur.y)), cur.gen)
+}
