@@ -30,4 +30,3 @@ func TestWorldHandoverCodec(t *testing.T) {
 		t.Fatal("a handoff whose record disagrees on gen accepted")
 	}
 }
-
