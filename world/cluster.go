@@ -367,6 +367,11 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 			return d, true
 		}
 		p.gen = max(p.gen, cur.gen)
+		if cur.node != s.cl.node {
+			// Resident here by another node's claim: r reopened on this node after that node
+			// died, and whatever this node remembers of the player is older.
+			p.region = Region{}
+		}
 	}
 	if p.region.World != "" && p.region != r {
 		p.region = Region{} // this node's memory of a player gone on to other nodes

@@ -146,7 +146,11 @@ func (l *clusterLab) debug(ctx context.Context, owner string) string {
 // nodes over NATS, every bot's inputs are acknowledged, each bot has exactly one avatar in the
 // whole cluster, and every tile holds what the last applied edit left.
 func TestWorldCluster(t *testing.T) {
-	bots := envInt("CONCORD_WORLD_CLUSTER_BOTS", 24)
+	def0 := 128
+	if raceOn {
+		def0 = 24
+	}
+	bots := envInt("CONCORD_WORLD_CLUSTER_BOTS", def0)
 	runFor := time.Duration(envInt("CONCORD_WORLD_CLUSTER_SECONDS", 5)) * time.Second
 	began := time.Now()
 	var trMu sync.Mutex
@@ -313,7 +317,7 @@ func TestWorldCluster(t *testing.T) {
 					return err
 				}
 				if n != 1 {
-					return fmt.Errorf("%d avatars", n)
+					return fmt.Errorf("%d avatars; client %s; record %q; nodes %s", n, c.Debug(), l.live()[0].Residence(ctx, c.Self()), l.debug(ctx, c.Self()))
 				}
 				return nil
 			})
