@@ -311,30 +311,48 @@ func (s *Server) residence(ctx context.Context, owner string) (residence, uint64
 // claim records that owner becomes resident in dest (on this node) with generation gen. It is
 // refused when the record holds a newer generation, or the same one in another region: the
 // update is conditional on the revision read, so that of two nodes claiming the same player at
-// once one fails and does not make it resident.
-func (s *Server) claim(ctx context.Context, owner string, dest Region, gen uint32) error {
+// once one fails and does not make it resident. undo puts the record back as it was, unless it
+// changed since (the destination did not take the avatar after all).
+func (s *Server) claim(ctx context.Context, owner string, dest Region, gen uint32) (undo func(), err error) {
+	key := s.resKey(owner)
 	for range 3 {
-		cur, rev, ok, err := s.residence(ctx, owner)
-		if err != nil {
-			return err
-		}
-		if ok && (cur.gen > gen || cur.gen == gen && (int(cur.x) != dest.X || int(cur.y) != dest.Y)) {
-			s.count("cluster", "stale_claim")
-			return ErrStaleClaim
+		e, err := s.cl.res.Get(ctx, key)
+		var prev []byte
+		var rev uint64
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			prev, rev = e.Value(), e.Revision()
+			if cur, err := consumeResidence(prev); err == nil &&
+				(cur.gen > gen || cur.gen == gen && (int(cur.x) != dest.X || int(cur.y) != dest.Y)) {
+				s.count("cluster", "stale_claim")
+				return nil, ErrStaleClaim
+			}
 		}
 		v := appendResidence(nil, residence{node: s.cl.node, x: uint16(dest.X), y: uint16(dest.Y), gen: gen})
+		var nrev uint64
 		if rev == 0 {
-			_, err = s.cl.res.Create(ctx, s.resKey(owner), v)
+			nrev, err = s.cl.res.Create(ctx, key, v)
 		} else {
-			_, err = s.cl.res.Update(ctx, s.resKey(owner), v, rev)
+			nrev, err = s.cl.res.Update(ctx, key, v, rev)
 		}
 		if err == nil {
-			return nil
+			return func() {
+				uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if prev == nil {
+					_ = s.cl.res.Delete(uctx, key, jetstream.LastRevision(nrev))
+				} else {
+					_, _ = s.cl.res.Update(uctx, key, prev, nrev)
+				}
+			}, nil
 		}
 		// Someone wrote between the read and the update: read again.
 	}
 	s.count("cluster", "claim_conflict")
-	return ErrStaleClaim
+	return nil, ErrStaleClaim
 }
 
 // unclaim removes owner's record when it still says dest and gen (the player left the world).

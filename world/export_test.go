@@ -85,7 +85,8 @@ func (s *Server) Kill() {
 
 // Claim claims owner's residence in r with generation gen (cluster.go).
 func (s *Server) Claim(ctx context.Context, owner string, r Region, gen uint32) error {
-	return s.claim(ctx, owner, r, gen)
+	_, err := s.claim(ctx, owner, r, gen)
+	return err
 }
 
 // Residence describes owner's residence record: "node room gen" ("" without one).

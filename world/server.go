@@ -663,11 +663,22 @@ func (s *Server) deliverLocal(dest Region, h handoff) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
 	defer cancel()
 	if s.cl != nil {
-		if err := s.claim(ctx, h.owner, dest, h.gen); err != nil {
+		undo, err := s.claim(ctx, h.owner, dest, h.gen)
+		if err != nil {
 			s.log.Debug().Err(err).Str("room", string(dest.Room())).Str("owner", h.owner).Msg("world: residence not claimed")
 			return false
 		}
+		if !s.accept(ctx, dest, h) {
+			undo() // the record names where the avatar is, never where it failed to go
+			return false
+		}
+		return true
 	}
+	return s.accept(ctx, dest, h)
+}
+
+// accept loads dest and has its host accept h.
+func (s *Server) accept(ctx context.Context, dest Region, h handoff) bool {
 	for range 3 { // an unload may race the load: try again
 		if err := s.load(ctx, dest); err != nil {
 			s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not loaded")
