@@ -74,3 +74,26 @@ func (s *Server) DebugPlayer(ctx context.Context, owner string) string {
 	}
 	return out
 }
+
+// Kill stops the Server as a killed node stops: its requests unanswered, its region hosts gone
+// without the checkpoint and the saved players of an unload, no residence record removed.
+func (s *Server) Kill() {
+	s.stopCluster()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Claim claims owner's residence in r with generation gen (cluster.go).
+func (s *Server) Claim(ctx context.Context, owner string, r Region, gen uint32) error {
+	_, err := s.claim(ctx, owner, r, gen)
+	return err
+}
+
+// Residence describes owner's residence record: "node room gen" ("" without one).
+func (s *Server) Residence(ctx context.Context, owner string) string {
+	cur, _, ok, err := s.residence(ctx, owner)
+	if err != nil || !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s %s %d", cur.node, RoomName(s.def.Name, int(cur.x), int(cur.y)), cur.gen)
+}

@@ -47,7 +47,14 @@ func (s *Server) Directory() Directory {
 
 func (s *Server) entry(r Region) RegionEntry {
 	d := s.Directory()
-	return d.Regions[r.Y*s.def.Cols+r.X]
+	e := d.Regions[r.Y*s.def.Cols+r.X]
+	if !e.Loaded && s.cl != nil {
+		// Loaded by another node (Load returned): the directory names the node placement picked.
+		if node, err := s.cl.cfg.Owner(s.ctx, r); err == nil {
+			e.Loaded, e.Node = true, node
+		}
+	}
+	return e
 }
 
 // Handler serves /api/worlds/{W} and /api/worlds/{W}/load for this Server's world (404 for

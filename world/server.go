@@ -48,6 +48,8 @@ type ServerConfig struct {
 	LeaveGrace time.Duration
 	// Node is this node's name in a cluster ("" alone): the directory's "node".
 	Node string
+	// Cluster, when set, runs this Server as one node of a world across a cluster (cluster.go).
+	Cluster *Cluster
 	// Registerer receives the world's metrics (nil: none).
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
@@ -72,7 +74,8 @@ type Server struct {
 	players map[string]*playerRec
 	pauses  []time.Duration // handover pauses, for HandoverPauses (bounded)
 
-	kv *playerKV // nil without a Store
+	kv *playerKV   // nil without a Store
+	cl *clusterRun // nil alone
 
 	mHandovers *prometheus.CounterVec
 	mLoaded    prometheus.GaugeFunc
@@ -143,6 +146,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.kv = kv
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Cluster != nil {
+		if err := s.startCluster(s.ctx); err != nil {
+			s.cancel()
+			return nil, err
+		}
+	}
 	s.wg.Add(1)
 	go s.janitor()
 	return s, nil
@@ -199,6 +208,13 @@ func (s *Server) Load(ctx context.Context, x, y int) (Region, error) {
 	r, ok := s.def.Region(x, y)
 	if !ok {
 		return Region{}, fmt.Errorf("%w: (%d, %d)", ErrUnknownRegion, x, y)
+	}
+	node, remote, err := s.remote(ctx, r)
+	if err != nil {
+		return r, err
+	}
+	if remote {
+		return r, s.loadRemote(ctx, node, r)
 	}
 	return r, s.load(ctx, r)
 }
@@ -416,6 +432,12 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
 	defer cancel()
 	s.loadPlayer(ctx, owner)
+	if s.cl != nil {
+		if dest, elsewhere := s.arrivalCluster(ctx, r, owner); elsewhere {
+			s.hint(ctx, rg, owner, idx, dest)
+			return
+		}
+	}
 	dest, h := s.arrive(r, owner)
 	// A first arrival whose region does not load in time (a server under load) is tried again,
 	// a few times, a second apart: the peer asks for the member's arrival only once.
@@ -430,6 +452,11 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 	if dest == r {
 		return // accept told it
 	}
+	s.hint(ctx, rg, owner, idx, dest)
+}
+
+// hint tells member idx of rg, player owner, that it is resident in dest (gen 0: a hint).
+func (s *Server) hint(ctx context.Context, rg *regionRun, owner string, idx peer.PeerIndex, dest Region) {
 	s.mu.Lock()
 	p, a := rg.peer, rg.app
 	s.mu.Unlock()
@@ -525,6 +552,7 @@ func (s *Server) left(owner string, values [][]byte, gen uint32) {
 	if p == nil {
 		return
 	}
+	was := p.region
 	p.region, p.saved, p.gen = Region{}, values, gen
 	if s.kv != nil && s.ctx.Err() == nil {
 		s.wg.Add(1)
@@ -532,6 +560,9 @@ func (s *Server) left(owner string, values [][]byte, gen uint32) {
 			defer s.wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
+			if s.cl != nil {
+				s.unclaim(ctx, owner, was, gen)
+			}
 			if err := s.kv.save(ctx, owner, values, gen); err != nil {
 				s.log.Warn().Err(err).Str("owner", owner).Msg("world: player data not saved in the store")
 			}
@@ -615,8 +646,39 @@ func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
 }
 
 func (s *Server) deliver(dest Region, h handoff) bool {
+	node, remote, err := s.remote(s.ctx, dest)
+	if err != nil {
+		s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not placed")
+		return false
+	}
+	if remote {
+		return s.deliverRemote(node, dest, h)
+	}
+	return s.deliverLocal(dest, h)
+}
+
+// deliverLocal has the host of dest, a region of this process, accept h (in a cluster, once
+// the player's residence record says dest).
+func (s *Server) deliverLocal(dest Region, h handoff) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
 	defer cancel()
+	if s.cl != nil {
+		undo, err := s.claim(ctx, h.owner, dest, h.gen)
+		if err != nil {
+			s.log.Debug().Err(err).Str("room", string(dest.Room())).Str("owner", h.owner).Msg("world: residence not claimed")
+			return false
+		}
+		if !s.accept(ctx, dest, h) {
+			undo() // the record names where the avatar is, never where it failed to go
+			return false
+		}
+		return true
+	}
+	return s.accept(ctx, dest, h)
+}
+
+// accept loads dest and has its host accept h.
+func (s *Server) accept(ctx context.Context, dest Region, h handoff) bool {
 	for range 3 { // an unload may race the load: try again
 		if err := s.load(ctx, dest); err != nil {
 			s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not loaded")
@@ -657,6 +719,7 @@ func (s *Server) HandoverPauses() []time.Duration {
 
 // Close stops every region host, each checkpointed as at an unload.
 func (s *Server) Close() {
+	s.stopCluster()
 	s.mu.Lock()
 	var up []*regionRun
 	for _, rg := range s.regions {
