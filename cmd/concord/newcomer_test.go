@@ -121,20 +121,12 @@ func TestServeNATSLog(t *testing.T) {
 // routes lead nowhere never gets its quorum, for up to two minutes) ends as soon as its context
 // does (SIGINT/SIGTERM cancel it in run), and cmdServe then exits cleanly.
 func TestServeStartupInterrupted(t *testing.T) {
-	freePort := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
 	var logs syncBuffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := server.Options{Addr: "127.0.0.1:0", Room: "arena", Data: t.TempDir(), NodeName: "n1", ClusterName: "c", ClusterSecret: "route secret",
-		ClusterAddr: freePort(), Routes: []string{"nats-route://" + freePort(), "nats-route://" + freePort()}}
+		ClusterAddr: freeLoopbackAddr(t), Routes: []string{"nats-route://" + freeLoopbackAddr(t), "nats-route://" + freeLoopbackAddr(t)}}
 	done := startResult(ctx, o, log)
 	poll.Until(t, 30*time.Second, "serve waits for JetStream's quorum", func() error {
 		// The embedded server runs and dials its routes: JetStream waits for them.

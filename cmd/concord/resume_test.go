@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/harness/migrationcheck"
+	"github.com/concordrtc/concord/internal/testkit/freeport"
 	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -206,16 +206,7 @@ func TestResumeServeAndHostKilled(t *testing.T) {
 }
 
 // freeLoopbackAddr returns a loopback address with a port that was free a moment ago.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
+func freeLoopbackAddr(t *testing.T) string { return freeport.Addr(t) }
 
 func waitHealthy(t *testing.T, url string) {
 	t.Helper()

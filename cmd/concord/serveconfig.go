@@ -40,7 +40,7 @@ var serveGroups = []serveGroup{
 		"relay-rate", "relay-burst", "recv-relay-rate", "recv-relay-burst", "relay-backlog",
 		"max-append-sets", "max-member-world-bytes", "max-world-bytes"}},
 	{"Storage (durable rooms, docs/protocol.md §6)", []string{
-		"data", "checkpoint-interval", "room-ttl", "scene"}},
+		"data", "checkpoint-interval", "room-ttl", "scene", "keep-rooms"}},
 	{"Cluster (docs/protocol.md §7)", []string{
 		"node-name", "cluster-name", "cluster", "routes", "replicas", "lease-ttl",
 		"cluster-secret", "cluster-insecure", "cluster-tls-cert", "cluster-tls-key", "cluster-tls-ca",
@@ -49,6 +49,7 @@ var serveGroups = []serveGroup{
 		"max-bans-per-room", "metrics", "pprof", "log-level", "config", "print-config"}},
 	{"Demo and pages (the arena's dedicated host, a game's own page)", []string{
 		"room", "dedicated-host", "interest-radius", "deltas", "static", "static-csp"}},
+	{"Worlds (regions, docs/protocol.md §11)", []string{"world", "world-grace"}},
 	{"Voice (the proximity voice forwarder, docs/protocol.md §10)", []string{
 		"voice", "voice-radius", "voice-max-subscriptions", "voice-max-bitrate", "voice-max-sessions", "voice-max-relayed"}},
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,28 +11,13 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/testkit/freeport"
 	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/signaling"
 )
 
-// freePorts returns n TCP ports free on 127.0.0.1 a moment ago.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-	return out
-}
+// freePorts returns n TCP ports free on 127.0.0.1 a moment ago (below the ephemeral range).
+func freePorts(t testing.TB, n int) []int { return freeport.Ports(t, n) }
 
 // testRouteSecret is the route password of openCluster's nodes.
 var testRouteSecret = RouteSecret([]byte("durable test secret"))
