@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordrtc/concord/internal/demo/tiles"
 	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/world"
-	"github.com/concordrtc/concord/world/tiles"
 )
 
 // jumper is the tiles game with one more input, 9 | dx i32: the avatar moves dx at once, so

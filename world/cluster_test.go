@@ -15,12 +15,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/demo/tiles"
 	"github.com/concordrtc/concord/internal/durable"
-	"github.com/concordrtc/concord/internal/poll"
+	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/world"
-	"github.com/concordrtc/concord/world/tiles"
 )
 
 // clusterLab is a world across in-process nodes: one signaling server and one NATS (JetStream)

@@ -14,12 +14,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/demo/tiles"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/world"
-	"github.com/concordrtc/concord/world/tiles"
 )
 
 // edits wraps the tiles game and records, per tile, what the last edit a region host applied

@@ -17,12 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/demo/tiles"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/world"
-	"github.com/concordrtc/concord/world/tiles"
 )
 
 // recorder wraps the tiles game and records every input a region host applies, per player.

@@ -11,11 +11,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/concordrtc/concord/internal/demo/tiles"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 	"github.com/concordrtc/concord/world"
-	"github.com/concordrtc/concord/world/tiles"
 )
 
 // knownWorlds are the worlds `serve --world` can run.
