@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/concordrtc/concord/internal/demo/tiles"
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/testkit/poll"
@@ -159,24 +157,7 @@ func TestWorldCluster(t *testing.T) {
 	bots := envInt("CONCORD_WORLD_CLUSTER_BOTS", def0)
 	runFor := time.Duration(envInt("CONCORD_WORLD_CLUSTER_SECONDS", 5)) * time.Second
 	began := time.Now()
-	var trMu sync.Mutex
-	trs := map[signaling.RoomID]*peer.MemoryTransport{}
-	tr := func(room signaling.RoomID) peer.Config {
-		trMu.Lock()
-		defer trMu.Unlock()
-		if trs[room] == nil {
-			trs[room] = &peer.MemoryTransport{}
-		}
-		return peer.Config{Transport: trs[room]}
-	}
-	app := &edits{recorder: newRecorder(), tiles: map[[2]int32]byte{}}
-	def := tiles.Def()
-	def.App = app
-	rooms := map[signaling.RoomID]signaling.RoomConfig{}
-	for _, room := range def.Rooms() {
-		rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{"host"}}
-	}
-	sig := signaling.New(signaling.Config{Rooms: rooms, Logger: zerolog.Nop(), MaxConns: 100000, MaxConnsPerAddr: 100000})
+	tr, app, def, sig := labWorld()
 	mux := http.NewServeMux()
 	l := &clusterLab{t: t, def: def, tr: tr, nodes: make([]*world.Server, 3), names: []string{"n0", "n1", "n2"}}
 	mux.Handle("/api/worlds/", l)

@@ -49,6 +49,31 @@ func (e *edits) Input(w *peer.World, r world.Region, en peer.Entity, data []byte
 	e.mu.Unlock()
 }
 
+// labWorld is the labs' world: the tiles world whose app records edits, a signaling server
+// pinning every region's host, and a memory transport per room (it pairs link halves by peer
+// indices, which repeat across rooms).
+func labWorld() (tr func(signaling.RoomID) peer.Config, app *edits, def world.Def, sig *signaling.Server) {
+	var trMu sync.Mutex
+	trs := map[signaling.RoomID]*peer.MemoryTransport{}
+	tr = func(room signaling.RoomID) peer.Config {
+		trMu.Lock()
+		defer trMu.Unlock()
+		if trs[room] == nil {
+			trs[room] = &peer.MemoryTransport{}
+		}
+		return peer.Config{Transport: trs[room]}
+	}
+	app = &edits{recorder: newRecorder(), tiles: map[[2]int32]byte{}}
+	def = tiles.Def()
+	def.App = app
+	rooms := map[signaling.RoomID]signaling.RoomConfig{}
+	for _, room := range def.Rooms() {
+		rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{"host"}}
+	}
+	sig = signaling.New(signaling.Config{Rooms: rooms, Logger: zerolog.Nop(), MaxConns: 100000, MaxConnsPerAddr: 100000})
+	return tr, app, def, sig
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -72,24 +97,7 @@ func TestWorldLab(t *testing.T) {
 	bots := envInt("CONCORD_WORLD_LAB_BOTS", def0)
 	runFor := time.Duration(envInt("CONCORD_WORLD_LAB_SECONDS", 6)) * time.Second
 	// A memory transport per room: it pairs link halves by peer indices, which repeat across rooms.
-	var trMu sync.Mutex
-	trs := map[signaling.RoomID]*peer.MemoryTransport{}
-	tr := func(room signaling.RoomID) peer.Config {
-		trMu.Lock()
-		defer trMu.Unlock()
-		if trs[room] == nil {
-			trs[room] = &peer.MemoryTransport{}
-		}
-		return peer.Config{Transport: trs[room]}
-	}
-	app := &edits{recorder: newRecorder(), tiles: map[[2]int32]byte{}}
-	def := tiles.Def()
-	def.App = app
-	rooms := map[signaling.RoomID]signaling.RoomConfig{}
-	for _, room := range def.Rooms() {
-		rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{"host"}}
-	}
-	sig := signaling.New(signaling.Config{Rooms: rooms, Logger: zerolog.Nop(), MaxConns: 100000, MaxConnsPerAddr: 100000})
+	tr, app, def, sig := labWorld()
 	var worldH atomic.Pointer[http.Handler]
 	mux := http.NewServeMux()
 	mux.Handle("/api/worlds/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
