@@ -106,6 +106,14 @@ func TestAttackResumeTermOpen(t *testing.T) {
 	if rs := e.rooms(); rs[0].Term != 1 {
 		t.Fatalf("room at term %d, want 1", rs[0].Term)
 	}
+	// x's last leave must be through before the host leaves, or x (synced, by its claim) may be
+	// the one elected.
+	checkFor(t, waitTimeout, func() error {
+		if n := len(e.rooms()[0].Members); n != 2 {
+			return fmt.Errorf("%d members, want h and m", n)
+		}
+		return nil
+	})
 	_ = h.Close()
 	if got := until(t, m, func(HostChanged) bool { return true }); got.Term != 2 || got.Host != jm.Self {
 		t.Fatalf("after the host left: %+v, want term 2", got)

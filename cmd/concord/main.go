@@ -27,6 +27,9 @@ Usage:
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
   concord bench joins [-n 512]                                      N bots join one serve at once: time until synced
   concord bench voice [-publishers 8] [-listeners 32]               speakers × listeners through the voice forwarder vs raw pion
+  concord bench signaling [-rate 4000]                              joins/s and memory per member vs a bare websocket echo server
+  concord bench idle [-n 256]                                       idle members' cost vs as many raw pion links
+  concord bench all [-quick]                                        the headline table of BENCHMARKS.md, each goal and its comparison
   concord token --room R --user U [--power N] [--host] [--mod] [--voice listen] [--ttl 1h]   mint a join token from CONCORD_SECRET
   concord kick --room R --user U [--reason TEXT]                    end a member's session in a room (CONCORD_ADMIN_KEY or --token)
   concord ban --room R --user U [--for 1h] [--reason TEXT]          keep an identity out of a room, for a while or for good
