@@ -110,15 +110,11 @@ func TestServeWorldCluster(t *testing.T) {
 	defer cancel()
 	def := tiles.Def()
 	clients := make([]*world.Client, bots)
-	for i := range bots {
-		var list []string
-		for j := range n {
-			list = append(list, urls[(i+j)%n])
-		}
-		server := strings.Join(list, ",")
-		user, device := fmt.Sprintf("bot%d", i), "lab"
-		c, err := world.Join(ctx, world.Config{Server: server, World: tiles.Name, App: def.App, User: user, Device: device,
-			Start: [2]int{(i * 3) % tiles.Cols, (i / tiles.Cols) % tiles.Rows}, Logger: log,
+	// join joins user starting in region start, given the nodes in order.
+	join := func(user string, start [2]int, list []string) (*world.Client, error) {
+		server, device := strings.Join(list, ","), "lab"
+		return world.Join(ctx, world.Config{Server: server, World: tiles.Name, App: def.App, User: user, Device: device,
+			Start: start, Logger: log,
 			Peer: func(signaling.RoomID) peer.Config {
 				return peer.Config{Server: server, Kind: signaling.KindBot, Transport: newAPI(), Logger: log,
 					RedialMin: 50 * time.Millisecond, RedialMax: 500 * time.Millisecond}
@@ -127,6 +123,13 @@ func TestServeWorldCluster(t *testing.T) {
 				return signaling.IssueToken([]byte(secret), signaling.Claims{Room: room, User: user, Device: device,
 					Kind: signaling.KindBot, ExpiresAt: time.Now().Add(time.Hour)})
 			}})
+	}
+	for i := range bots {
+		var list []string
+		for j := range n {
+			list = append(list, urls[(i+j)%n])
+		}
+		c, err := join(fmt.Sprintf("bot%d", i), [2]int{(i * 3) % tiles.Cols, (i / tiles.Cols) % tiles.Rows}, list)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,6 +347,19 @@ func TestServeWorldCluster(t *testing.T) {
 	if lost > 0 {
 		t.Fatalf("%d of %d blocks lost", lost, edited)
 	}
+	// A player joining afterwards with the dead node first in its list: its directory requests
+	// pass over it.
+	late, err := join("late", [2]int{1, 1}, append([]string{urls[victim]}, live...))
+	if err != nil {
+		t.Fatalf("a client listing the dead node first: %v", err)
+	}
+	defer late.Close()
+	poll.Until(t, 60*time.Second, "the late player resident", func() error {
+		if _, _, ok := late.Resident(); !ok {
+			return fmt.Errorf("following %v", late.Regions())
+		}
+		return nil
+	})
 	wander("two nodes", 5*time.Second)
 	resident("two nodes")
 	t.Logf("lab of %d bots across three serve processes, one SIGKILLed: %v in all", bots, time.Since(began).Round(time.Millisecond))
