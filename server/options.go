@@ -78,7 +78,8 @@ type Options struct {
 	World peer.WorldLimits
 
 	// Worlds are worlds of regions the server runs (--world; docs/protocol.md §11): region hosts
-	// on demand, their directory at /api/worlds/{W}. A single server only (not clustered yet).
+	// on demand, their directory at /api/worlds/{W}. In a cluster a region is placed on the holder of
+	// its room's lease (server/world.go worldOwner).
 	Worlds []world.Def
 	// WorldGrace: a region nobody is in or watches is checkpointed and unloaded after this
 	// (--world-grace; 0: world.DefaultGrace).

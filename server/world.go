@@ -1,7 +1,7 @@
 package server
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,9 +20,6 @@ import (
 func (o Options) checkWorlds() error {
 	if len(o.Worlds) == 0 {
 		return nil
-	}
-	if o.clustered() {
-		return optionError(errors.New("--world runs on a single server: a clustered world is not implemented yet"))
 	}
 	if o.WorldGrace < 0 {
 		return optionError(fmt.Errorf("--world-grace %v: want ≥ 0", o.WorldGrace))
@@ -68,10 +65,16 @@ func (s *Server) startWorlds(o Options, addr *net.TCPAddr, tlsOn bool, sh http.H
 		cfg.Token, err = hostToken(o, room)
 		return cfg, err
 	}
+	var cl *world.Cluster
+	var node string
+	if s.node != nil {
+		cl, node = &world.Cluster{Conn: s.store.Conn(), Owner: s.worldOwner}, s.node.Name()
+	}
 	byName := map[string]*world.Server{}
 	for _, d := range o.Worlds {
 		ws, err := world.NewServer(world.ServerConfig{Def: d, URL: url, HostConfig: hostCfg,
 			Store: s.store, Writer: s.writer, Interval: o.CheckpointInterval, Grace: o.WorldGrace,
+			Node: node, Cluster: cl,
 			Registerer: s.reg, Logger: s.log.With().Str("component", "world").Str("world", d.Name).Logger()})
 		if err != nil {
 			return err
@@ -90,6 +93,30 @@ func (s *Server) startWorlds(o Options, addr *net.TCPAddr, tlsOn bool, sh http.H
 		_, _ = w.Write([]byte(`{"error":"no such world"}` + "\n"))
 	}))
 	return nil
+}
+
+// worldOwner is a clustered world's placement (docs/protocol.md §11 "Cluster"): a region's room
+// is placed like a room with a dedicated host, on the holder of its lease in the room directory.
+// A region no live node holds is taken here (the lease is free, or its holder died and it
+// expired): the asking node loads it, from its checkpoint. The lease is kept while the region's
+// host is a member of its room here (Node.Touch covers the time until it joins) and released a
+// TTL after the region unloads (cluster.Node's Keep: the room is neither open nor joined here).
+func (s *Server) worldOwner(ctx context.Context, r world.Region) (string, error) {
+	dir, room := s.node.Directory(), r.Room()
+	if dir.Owns(room) {
+		return dir.Node(), nil
+	}
+	if l, ok := dir.Cached(room); ok && l.Node != dir.Node() && l.Live(dir.Now()) {
+		return l.Node, nil // the watcher's view: no read of the bucket for each handover
+	}
+	l, err := dir.Acquire(ctx, room)
+	if err != nil {
+		return "", err
+	}
+	if l.Node == dir.Node() {
+		s.node.Touch(room)
+	}
+	return l.Node, nil
 }
 
 // stopWorlds stops the region hosts (each checkpointed) before signaling closes.

@@ -148,7 +148,7 @@ func Join(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.HTTP = &http.Client{Timeout: 15 * time.Second}
 	}
 	var dir Directory
-	if err := getJSON(ctx, cfg.HTTP, http.MethodGet, apiBase(cfg.Server)+"/api/worlds/"+url.PathEscape(cfg.World), &dir); err != nil {
+	if err := apiJSON(ctx, cfg.HTTP, http.MethodGet, cfg.Server, "/api/worlds/"+url.PathEscape(cfg.World), &dir); err != nil {
 		return nil, err
 	}
 	def := Def{Name: dir.World, Cols: dir.Cols, Rows: dir.Rows, RegionSize: dir.RegionSize, View: dir.View, App: cfg.App}
@@ -307,8 +307,8 @@ func Merge(all []Entity, avatar schema.ID) []Entity {
 
 // follow joins region r's room (loading the region first).
 func (c *Client) follow(ctx context.Context, r Region) error {
-	u := apiBase(c.cfg.Server) + "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
-	if err := getJSON(ctx, c.cfg.HTTP, http.MethodPost, u, &RegionEntry{}); err != nil {
+	u := "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
+	if err := apiJSON(ctx, c.cfg.HTTP, http.MethodPost, c.cfg.Server, u, &RegionEntry{}); err != nil {
 		return err
 	}
 	var cfg peer.Config
@@ -589,9 +589,9 @@ func (c *Client) reload(ctx context.Context, room signaling.RoomID) {
 			delete(c.joining, key)
 			c.mu.Unlock()
 		}()
-		u := apiBase(c.cfg.Server) + "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
+		u := "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
 		for range reloadTries {
-			if getJSON(ctx, c.cfg.HTTP, http.MethodPost, u, &RegionEntry{}) == nil {
+			if apiJSON(ctx, c.cfg.HTTP, http.MethodPost, c.cfg.Server, u, &RegionEntry{}) == nil {
 				return
 			}
 			select {
@@ -719,10 +719,20 @@ func (c *Client) post(room signaling.RoomID, fn func(*roomNews)) {
 	}
 }
 
-// apiBase is the URL of the directory requests: the first of Server's (a cluster's nodes).
-func apiBase(server string) string {
-	first, _, _ := strings.Cut(server, ",")
-	return strings.TrimRight(strings.TrimSpace(first), "/")
+// apiJSON makes a directory request to the first of Server's URLs (a cluster's nodes) that
+// answers it: a node that died, or does not answer, is passed over for the next, as signaling's
+// redials are (docs/protocol.md §11 "Cluster").
+func apiJSON(ctx context.Context, hc *http.Client, method, server, path string, v any) error {
+	var err error
+	for _, base := range strings.Split(server, ",") {
+		if base = strings.TrimRight(strings.TrimSpace(base), "/"); base == "" {
+			continue
+		}
+		if err = getJSON(ctx, hc, method, base+path, v); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 func getJSON(ctx context.Context, hc *http.Client, method, u string, v any) error {

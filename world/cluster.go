@@ -139,13 +139,11 @@ func (s *Server) startCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	res, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ResidentBucket,
+	res, err := createKV(ctx, js, jetstream.KeyValueConfig{Bucket: ResidentBucket,
 		Description: "Concord world players' resident regions (docs/protocol.md §11)", History: 1,
 		Storage: jetstream.FileStorage, Replicas: s.cfg.Store.Replicas(), MaxValueSize: 8 + 256})
 	if err != nil {
-		return fmt.Errorf("world: key-value bucket %s: %w", ResidentBucket, err)
+		return err
 	}
 	cr := &clusterRun{cfg: *c, node: s.cfg.Node, res: res}
 	hs, err := c.Conn.Subscribe(handoverSubject(s.def.Name, s.cfg.Node), s.onHandover)

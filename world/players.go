@@ -30,15 +30,44 @@ func openPlayerKV(ctx context.Context, st *durable.Store, world string) (*player
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PlayerBucket,
+	kv, err := createKV(ctx, js, jetstream.KeyValueConfig{Bucket: PlayerBucket,
 		Description: "Concord world players' saved avatars (docs/protocol.md §11)", History: 1,
 		Storage: jetstream.FileStorage, Replicas: st.Replicas(), MaxValueSize: maxPlayerRecord})
 	if err != nil {
-		return nil, fmt.Errorf("world: key-value bucket %s: %w", PlayerBucket, err)
+		return nil, err
 	}
 	return &playerKV{kv: kv, world: world}, nil
+}
+
+// kvWait bounds createKV; kvAttempt bounds each of its attempts.
+const (
+	kvWait    = 60 * time.Second
+	kvAttempt = 3 * time.Second
+)
+
+// createKV creates (or updates) a bucket, in short attempts until kvWait has passed: nodes of a
+// cluster starting together create the same replicated buckets at once, and a request made while
+// the others do, or before the meta leader has settled, can hang its whole timeout (as the
+// store's own buckets, docs/protocol.md §7 "Cluster: startup").
+func createKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	deadline := time.Now().Add(kvWait)
+	for {
+		actx, cancel := context.WithTimeout(ctx, kvAttempt)
+		kv, err := js.CreateOrUpdateKeyValue(actx, cfg)
+		cancel()
+		if err == nil {
+			return kv, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, fmt.Errorf("world: key-value bucket %s: %w", cfg.Bucket, err)
+		}
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
 }
 
 func (p *playerKV) key(owner string) string {

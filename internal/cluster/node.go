@@ -384,6 +384,10 @@ func (n *Node) touch(room signaling.RoomID) {
 	n.mu.Unlock()
 }
 
+// Touch records that room's lease was taken for a host of this process that has not joined yet
+// (a world's region host, server/world.go): the lease is kept at least a TTL from now.
+func (n *Node) Touch(room signaling.RoomID) { n.touch(room) }
+
 // Recent reports whether a join came for room within the lease TTL (it may not be open yet).
 func (n *Node) Recent(room signaling.RoomID) bool {
 	n.mu.Lock()
