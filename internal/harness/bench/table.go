@@ -94,17 +94,25 @@ func PrintTable(w io.Writer, title string, at time.Time, rows []Row) {
 		}
 		return strings.ReplaceAll(s, "|", "/")
 	}
-	missed, skipped := 0, 0
+	passed, missed, skipped, failed := 0, 0, 0, 0
 	for _, r := range rows {
 		switch {
+		case strings.HasPrefix(r.Verdict, "pass"):
+			passed++
 		case strings.HasPrefix(r.Verdict, "MISS"):
 			missed++
 		case strings.HasPrefix(r.Verdict, "skipped"):
 			skipped++
+		default: // "error: …": the measurement did not finish
+			failed++
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", cell(r.What), cell(r.Figure), cell(r.Compare), cell(r.Goal), cell(r.Verdict), cell(r.Load))
 	}
-	fmt.Fprintf(w, "\n%d rows: %d pass, %d miss, %d skipped\n", len(rows), len(rows)-missed-skipped, missed, skipped)
+	fmt.Fprintf(w, "\n%d rows: %d pass, %d miss, %d skipped", len(rows), passed, missed, skipped)
+	if failed > 0 {
+		fmt.Fprintf(w, ", %d failed", failed)
+	}
+	fmt.Fprintln(w)
 }
 
 // ms formats a duration in milliseconds.

@@ -48,16 +48,18 @@ func TestHeadlineTable(t *testing.T) {
 		t.Errorf("AtLeast: %q", v)
 	}
 	var out bytes.Buffer
-	PrintTable(&out, "concord bench all (-quick)", time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC), rows)
+	// A measurement that did not finish is counted as failed, never as a pass.
+	failedRow := Row{What: "1024 members joining one dedicated host", Verdict: "error: a bot stopped"}
+	PrintTable(&out, "concord bench all (-quick)", time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC), append(rows, failedRow))
 	s := out.String()
 	for _, w := range []string{"— 2026-11-28 18:00 UTC", "| what | figure | same-run comparison | goal | verdict | load average |",
 		"Fan-out 8 × 100, plain schema, vs Colyseus (TLS)", "CPU **2.20×**", "| 1.00 2.00 3.00 |", "**250×** @dcl/ecs",
-		"12 rows: 6 pass, 4 miss, 2 skipped"} {
+		"13 rows: 6 pass, 4 miss, 2 skipped, 1 failed"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("table lacks %q:\n%s", w, s)
 		}
 	}
-	if n := strings.Count(s, "\n|"); n != len(rows)+2 {
+	if n := strings.Count(s, "\n|"); n != len(rows)+3 {
 		t.Errorf("%d table lines, want %d:\n%s", n, len(rows)+2, s)
 	}
 }
