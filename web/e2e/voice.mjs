@@ -53,11 +53,11 @@ const heard = (page) => page.evaluate(() => {
   return v ? v.table.members().sort() : [];
 });
 
-/** Waits until page's slots carry exactly want (peer ids). */
+/** Waits until page's slots carry exactly want (peer ids): up to 30 s, the forwarder's follower may be late to see the avatars on a loaded machine. */
 async function waitHeard(page, name, want) {
   const w = [...want].sort();
   let got;
-  await waitFor(`${name} to hear exactly [${w.join(', ')}]`, 15000, async () => {
+  await waitFor(`${name} to hear exactly [${w.join(', ')}]`, 30000, async () => {
     got = await heard(page);
     if (got.join() !== w.join()) throw new Error(`hears [${got.join(', ')}]`);
     return true;
