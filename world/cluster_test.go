@@ -15,6 +15,7 @@ import (
 
 	"github.com/concordrtc/concord/internal/demo/tiles"
 	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/internal/harness/worldcheck"
 	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -150,11 +151,7 @@ func (l *clusterLab) debug(ctx context.Context, owner string) string {
 // left (0 acknowledged edits lost); observers' merged views hold one avatar per player throughout.
 func TestWorldCluster(t *testing.T) {
 	// 128 bots: some 40 s on a 2-vCPU machine; 24 under -race (some 25 s).
-	def0 := 128
-	if raceOn {
-		def0 = 24
-	}
-	bots := envInt("CONCORD_WORLD_CLUSTER_BOTS", def0)
+	bots := labBots("CONCORD_WORLD_CLUSTER_BOTS", 24)
 	runFor := time.Duration(envInt("CONCORD_WORLD_CLUSTER_SECONDS", 5)) * time.Second
 	began := time.Now()
 	tr, app, def, sig := labWorld()
@@ -217,49 +214,13 @@ func TestWorldCluster(t *testing.T) {
 
 	// Observers (the first 4 bots) look at their merged views throughout, kill and restart
 	// included: at every observation at most one avatar per player.
-	var looks atomic.Int64
-	var violations []string
-	var vmu sync.Mutex
-	lookStop, lookDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(lookDone)
-		for {
-			for _, obs := range clients[:min(4, bots)] {
-				select {
-				case <-lookStop:
-					return
-				default:
-				}
-				vctx, vcancel := context.WithTimeout(ctx, 2*time.Second)
-				v := obs.View(vctx)
-				vcancel()
-				seen := map[string]int{}
-				for _, e := range v {
-					if e.Schema != tiles.SchemaPlayer {
-						continue
-					}
-					seen[e.Owner]++
-				}
-				for owner, n := range seen {
-					if n > 1 {
-						vmu.Lock()
-						violations = append(violations, fmt.Sprintf("%s saw %d avatars of %s", obs.Self(), n, owner))
-						vmu.Unlock()
-					}
-				}
-				looks.Add(1)
-			}
-		}
-	}()
+	watch := worldcheck.Start(ctx, clients[:min(4, bots)], tiles.SchemaPlayer, 0)
 	defer func() {
-		close(lookStop)
-		<-lookDone
-		vmu.Lock()
-		defer vmu.Unlock()
+		looks, violations := watch.Stop()
 		for _, v := range violations[:min(len(violations), 20)] {
 			t.Error(v)
 		}
-		t.Logf("%d observations, %d violations", looks.Load(), len(violations))
+		t.Logf("%d observations, %d violations", looks, len(violations))
 	}()
 
 	wander := func(phase string) {

@@ -74,6 +74,16 @@ func labWorld() (tr func(signaling.RoomID) peer.Config, app *edits, def world.De
 	return tr, app, def, sig
 }
 
+// labBots is a lab's bot count: the environment variable name, else 128, else under the race
+// detector raceBots (its bookkeeping makes 128 pion peers cost gigabytes and minutes).
+func labBots(name string, raceBots int) int {
+	def := 128
+	if raceOn {
+		def = raceBots
+	}
+	return envInt(name, def)
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -90,11 +100,7 @@ func envInt(name string, def int) int {
 func TestWorldLab(t *testing.T) {
 	// 128 bots: 16–21 s and 0.6 GB on a 2-vCPU machine; under -race 32 (some 40 s, 128 needs
 	// more than 3 GB and minutes).
-	def0 := 128
-	if raceOn {
-		def0 = 32
-	}
-	bots := envInt("CONCORD_WORLD_LAB_BOTS", def0)
+	bots := labBots("CONCORD_WORLD_LAB_BOTS", 32)
 	runFor := time.Duration(envInt("CONCORD_WORLD_LAB_SECONDS", 6)) * time.Second
 	// A memory transport per room: it pairs link halves by peer indices, which repeat across rooms.
 	tr, app, def, sig := labWorld()

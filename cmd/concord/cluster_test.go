@@ -60,22 +60,12 @@ func TestClusterNodeFailure(t *testing.T) {
 	t.Setenv("CONCORD_ADMIN_KEY", admin)
 	bin := buildConcord(t)
 	const n = 3
-	var urls, routes []string
-	for range n {
-		urls = append(urls, "http://"+freeLoopbackAddr(t))
-		routes = append(routes, freeLoopbackAddr(t))
-	}
+	urls, routes := clusterAddrs(t, n)
 	rooms := []signaling.RoomID{"ra", "rb"}
 	nodes := make([]*hostProcess, n)
 	for i := range n {
-		var rs []string
-		for j, r := range routes {
-			if j != i {
-				rs = append(rs, "nats-route://"+r)
-			}
-		}
 		args := []string{"serve", "--addr", strings.TrimPrefix(urls[i], "http://"), "--data", t.TempDir(), "--node-name", fmt.Sprintf("n%d", i+1),
-			"--cluster-name", "test", "--cluster", routes[i], "--routes", strings.Join(rs, ","), "--lease-ttl", "3s",
+			"--cluster-name", "test", "--cluster", routes[i], "--routes", otherRoutes(routes, i), "--lease-ttl", "3s",
 			"--dedicated-host=false", "--checkpoint-interval", "500ms", "--log-level", "warn"}
 		for _, r := range rooms {
 			args = append(args, "--scene", string(r)+"=../../crdt/testdata/dcl/example-scene.crdt")
@@ -202,4 +192,24 @@ func TestClusterNodeFailure(t *testing.T) {
 	for _, v := range migrationcheck.Check(rec, final[0], func(peer.Entity) bool { return false }) {
 		t.Errorf("room %s: invariant violated: %s", rooms[0], v)
 	}
+}
+
+// clusterAddrs returns n nodes' HTTP URLs and route addresses on loopback.
+func clusterAddrs(t *testing.T, n int) (urls, routes []string) {
+	for range n {
+		urls = append(urls, "http://"+freeLoopbackAddr(t))
+		routes = append(routes, freeLoopbackAddr(t))
+	}
+	return urls, routes
+}
+
+// otherRoutes is node i's --routes: every other node's route address.
+func otherRoutes(routes []string, i int) string {
+	var rs []string
+	for j, r := range routes {
+		if j != i {
+			rs = append(rs, "nats-route://"+r)
+		}
+	}
+	return strings.Join(rs, ",")
 }

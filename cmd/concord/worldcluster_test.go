@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/demo/tiles"
+	"github.com/concordrtc/concord/internal/harness/worldcheck"
 	"github.com/concordrtc/concord/internal/testkit/poll"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/peer/link"
@@ -62,23 +63,13 @@ func TestServeWorldCluster(t *testing.T) {
 	t.Setenv("CONCORD_ADMIN_KEY", admin)
 	bin := buildConcord(t)
 	const n = 3
-	var urls, routes []string
-	for range n {
-		urls = append(urls, "http://"+freeLoopbackAddr(t))
-		routes = append(routes, freeLoopbackAddr(t))
-	}
+	urls, routes := clusterAddrs(t, n)
 	nodes := make([]*hostProcess, n)
 	for i := range n {
-		var rs []string
-		for j, r := range routes {
-			if j != i {
-				rs = append(rs, "nats-route://"+r)
-			}
-		}
 		// A long checkpoint interval: what the bots did just before the kill is in no
 		// checkpoint, only in the members' replicas.
 		nodes[i] = startProcess(t, bin, "serve", "--addr", strings.TrimPrefix(urls[i], "http://"), "--data", t.TempDir(),
-			"--node-name", fmt.Sprintf("n%d", i+1), "--cluster-name", "worldtest", "--cluster", routes[i], "--routes", strings.Join(rs, ","),
+			"--node-name", fmt.Sprintf("n%d", i+1), "--cluster-name", "worldtest", "--cluster", routes[i], "--routes", otherRoutes(routes, i),
 			"--lease-ttl", "3s", "--dedicated-host=false", "--checkpoint-interval", "30s", "--world", tiles.Name, "--world-grace", "60s",
 			"--log-level", "warn")
 	}
@@ -173,50 +164,13 @@ func TestServeWorldCluster(t *testing.T) {
 	t.Logf("%d bots resident in %v", bots, time.Since(began).Round(time.Millisecond))
 
 	// Observers look at their merged views throughout, the kill included.
-	var looks atomic.Int64
-	var vmu sync.Mutex
-	var violations []string
-	lookStop, lookDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(lookDone)
-		tick := time.NewTicker(20 * time.Millisecond) // a sampling rate, not a wait for anything
-		defer tick.Stop()
-		for {
-			for _, obs := range clients[:min(4, bots)] {
-				select {
-				case <-lookStop:
-					return
-				case <-tick.C:
-				}
-				vctx, vcancel := context.WithTimeout(ctx, 2*time.Second)
-				v := obs.View(vctx)
-				vcancel()
-				seen := map[string]int{}
-				for _, e := range v {
-					if e.Schema == tiles.SchemaPlayer {
-						seen[e.Owner]++
-					}
-				}
-				for owner, k := range seen {
-					if k > 1 {
-						vmu.Lock()
-						violations = append(violations, fmt.Sprintf("%s saw %d avatars of %s", obs.Self(), k, owner))
-						vmu.Unlock()
-					}
-				}
-				looks.Add(1)
-			}
-		}
-	}()
+	watch := worldcheck.Start(ctx, clients[:min(4, bots)], tiles.SchemaPlayer, 20*time.Millisecond)
 	defer func() {
-		close(lookStop)
-		<-lookDone
-		vmu.Lock()
-		defer vmu.Unlock()
+		looks, violations := watch.Stop()
 		for _, v := range violations[:min(len(violations), 20)] {
 			t.Error(v)
 		}
-		t.Logf("%d observations, %d with two avatars of a player", looks.Load(), len(violations))
+		t.Logf("%d observations, %d with two avatars of a player", looks, len(violations))
 	}()
 
 	// wander: the bots walk and edit, then stop, and every input is acknowledged.
