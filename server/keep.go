@@ -112,13 +112,11 @@ func (s *Server) startKeeper(ctx context.Context, o Options, addr *net.TCPAddr, 
 				return follow.Config{}, err
 			}
 			pc := base
-			if o.Secret != "" {
-				if pc.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{
-					Room: room, User: follow.DefaultUser, Device: "serve", Kind: signaling.KindHost,
-					ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
-				}); err != nil {
-					return follow.Config{}, err
-				}
+			if pc.Token, err = signaling.IssueToken(o.tokenKey(), signaling.Claims{
+				Room: room, User: follow.DefaultUser, Device: "serve", Kind: signaling.KindHost,
+				ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
+			}); err != nil {
+				return follow.Config{}, err
 			}
 			return follow.Config{Peer: pc, Schemas: schemas, Writer: s.writer, Seed: seed,
 				Interval: o.CheckpointInterval, Logger: log.With().Str("room", string(room)).Logger()}, nil

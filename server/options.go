@@ -1,6 +1,9 @@
 package server
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"net/netip"
 	"time"
@@ -10,8 +13,10 @@ import (
 
 	"github.com/concordrtc/concord/crdt/schema"
 	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/internal/follow"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/voice"
 	"github.com/concordrtc/concord/world"
 )
 
@@ -45,8 +50,12 @@ type Options struct {
 	Registry *prometheus.Registry
 
 	// Secret is the HS256 key of join and resume tokens (CONCORD_SECRET). "": an open server,
-	// where anyone may join any room as anyone and host it.
+	// where anyone may join any room as anyone and host it — except as one of the server's own
+	// members (serviceKey).
 	Secret string
+	// serviceKey signs the join tokens of the server's own members when Secret is empty
+	// (withDefaults; signaling.Config.ServiceKey).
+	serviceKey string
 
 	// Demo: the arena demo game's room, hosted by a dedicated host of this process.
 
@@ -271,5 +280,35 @@ func (o Options) withDefaults() Options {
 	if o.ClusterSecret == "" && o.Secret != "" {
 		o.ClusterSecret = durable.RouteSecret([]byte(o.Secret))
 	}
+	if o.Secret == "" && o.serviceKey == "" {
+		o.serviceKey = serviceKey(o.ClusterSecret)
+	}
 	return o
 }
+
+// serviceKey is the key of the server's own members' tokens on an open server: derived from
+// the cluster's route password, so that every node of a cluster accepts the others' members,
+// else 32 random bytes of this process.
+func serviceKey(clusterSecret string) string {
+	if clusterSecret != "" {
+		m := hmac.New(sha256.New, []byte(clusterSecret))
+		m.Write([]byte("concord service members v1"))
+		return string(m.Sum(nil))
+	}
+	return rand.Text() + rand.Text()
+}
+
+// tokenKey is the key of the tokens this server issues to its own members.
+func (o Options) tokenKey() []byte {
+	if o.Secret != "" {
+		return []byte(o.Secret)
+	}
+	return []byte(o.serviceKey)
+}
+
+// reservedIdentities are the identities of the server's own members, refused to open joins
+// without a token of the service key (signaling.Config.Reserved): the dedicated and region
+// hosts (a `concord host` process of the operator's joins as another device of the pinned
+// user), the kept rooms' followers, the voice forwarder's followers.
+var reservedIdentities = []signaling.Identity{
+	signaling.NewIdentity(DedicatedHostUser, "serve"), signaling.Identity(follow.DefaultUser), signaling.Identity(voice.FollowerUser)}

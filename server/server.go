@@ -322,6 +322,8 @@ func (s *Server) start(ctx context.Context) error {
 	cfg.Registerer = reg
 	if o.Secret != "" {
 		cfg.Secret = []byte(o.Secret)
+	} else {
+		cfg.ServiceKey, cfg.Reserved = []byte(o.serviceKey), reservedIdentities
 	}
 	cfg.ICEServers = iceServersFunc(s.turn, s.external, o.ICEServerSecret)
 	if s.turn != nil {
@@ -496,12 +498,10 @@ func newApp(o Options, room signaling.RoomID) peer.App {
 	return arena.New(arena.Config{})
 }
 
-// hostToken is the join token of a host of this process for room ("" without a Secret).
+// hostToken is the join token of a host of this process for room (signed with the Secret, or
+// on an open server with the service key).
 func hostToken(o Options, room signaling.RoomID) (string, error) {
-	if o.Secret == "" {
-		return "", nil
-	}
-	return signaling.IssueToken([]byte(o.Secret), signaling.Claims{
+	return signaling.IssueToken(o.tokenKey(), signaling.Claims{
 		Room: room, User: DedicatedHostUser, Device: "serve", MayHost: true,
 		Kind: signaling.KindHost, ExpiresAt: o.Now().Add(365 * 24 * time.Hour),
 	})

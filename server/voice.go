@@ -107,12 +107,10 @@ func (v *voiceServer) start(s *Server, o Options, addr *net.TCPAddr, cfg voice.C
 			// elected, and no avatar of its own in the room.
 			pc.User, pc.Device, pc.Kind, pc.NoHost = voice.FollowerUser, "forwarder", signaling.KindHost, true
 			pc.App, pc.Interest = arena.New(arena.Config{}), nil
-			if o.Secret != "" {
-				now := o.Now()
-				if pc.Token, err = signaling.IssueToken([]byte(o.Secret), signaling.Claims{Room: room, User: pc.User, Device: pc.Device,
-					Kind: signaling.KindHost, IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
-					return peer.Config{}, false
-				}
+			now := o.Now()
+			if pc.Token, err = signaling.IssueToken(o.tokenKey(), signaling.Claims{Room: room, User: pc.User, Device: pc.Device,
+				Kind: signaling.KindHost, IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+				return peer.Config{}, false
 			}
 			return pc, true
 		}}

@@ -45,6 +45,17 @@ type Config struct {
 	// power levels are DefaultPowerLevel. New logs a warning once when open.
 	Secret []byte
 
+	// ServiceKey, on an open server (no Secret), is the HS256 key of the server's own members'
+	// join tokens (dedicated hosts, followers, region hosts), and Reserved are their identities
+	// (patterns as in PinnedHosts: a bare user stands for all its devices): an open join
+	// claiming a reserved identity without a token signed by ServiceKey is refused with
+	// token_required, so that a stranger cannot replace one of the server's own members (a join
+	// with the same user and device replaces the older connection). Other identities stay open
+	// to anyone, pinned ones included: on an open server every member may host. With a Secret,
+	// tokens name every identity and neither field is used. Empty: no identity is reserved.
+	ServiceKey []byte
+	Reserved   []Identity
+
 	// ResumeGrace is how long a room without a host, into which members have resumed naming a
 	// host that has not come back, waits for that host before it elects another (term+1). A
 	// host that resumes within it is host again in its own term: no migration. Keep it above
@@ -318,6 +329,8 @@ func (c Config) withDefaults() Config {
 	}
 	c.Rooms = rooms
 	c.Secret = append([]byte(nil), c.Secret...)
+	c.ServiceKey = append([]byte(nil), c.ServiceKey...)
+	c.Reserved = append([]Identity(nil), c.Reserved...)
 	c.AllowedHosts = append([]string(nil), c.AllowedHosts...)
 	return c
 }

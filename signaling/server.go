@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func New(cfg Config) *Server {
 		s.stats.register(cfg.Registerer, &s.cfg, s.log)
 	}
 	if len(cfg.Secret) == 0 {
-		s.log.Warn().Msg("signaling: no Secret configured: the server is OPEN, anyone may join any room under any identity and every member may host")
+		s.log.Warn().Msg("signaling: no Secret configured: the server is OPEN, anyone may join any room under any identity but the server's own members' (Reserved) and every member may host")
 	} else if len(cfg.Secret) < 32 {
 		s.log.Warn().Int("bytes", len(cfg.Secret)).Msg("signaling: Secret is shorter than 32 bytes; HS256 tokens signed with it are weak")
 	}
@@ -445,13 +446,27 @@ func (s *Server) authorize(m *clientMessage) (joinRequest, error) {
 		if kind == "" {
 			kind = KindBrowser
 		}
+		id := NewIdentity(m.User, m.Device)
+		if slices.ContainsFunc(s.cfg.Reserved, func(r Identity) bool { return r.Matches(id) }) {
+			// One of the server's own members: only with a token of the service key, so that
+			// an open join cannot replace it.
+			if m.Token == "" || len(s.cfg.ServiceKey) == 0 {
+				return joinRequest{}, fmt.Errorf("%w: %q is one of this server's own members", ErrTokenRequired, id)
+			}
+			return s.fromToken(s.cfg.ServiceKey, m)
+		}
 		// Open mode: the power level never comes from the client.
 		return joinRequest{room: m.Room, user: m.User, device: m.Device, kind: kind, power: s.cfg.DefaultPowerLevel, mayHost: !m.NoHost}, nil
 	}
 	if m.Token == "" {
 		return joinRequest{}, fmt.Errorf("%w: this server needs a token to join %q", ErrTokenRequired, m.Room)
 	}
-	c, err := parseToken(s.cfg.Secret, m.Token, s.cfg.Clock.Now)
+	return s.fromToken(s.cfg.Secret, m)
+}
+
+// fromToken is the join request of m from its token, signed with key.
+func (s *Server) fromToken(key []byte, m *clientMessage) (joinRequest, error) {
+	c, err := parseToken(key, m.Token, s.cfg.Clock.Now)
 	if err != nil {
 		return joinRequest{}, err
 	}
