@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,8 +38,9 @@ import (
 // maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB).
 const maxHeaderBytes = 64 << 10
 
-// newHTTPServer is an http.Server for h with the bounds of ht (zero fields: the defaults).
-func newHTTPServer(h http.Handler, ht HTTPTimeouts) *http.Server {
+// newHTTPServer is an http.Server for h with the bounds of ht (zero fields: the defaults),
+// logging net/http's own complaints through log.
+func newHTTPServer(h http.Handler, ht HTTPTimeouts, log zerolog.Logger) *http.Server {
 	if ht.ReadHeader <= 0 {
 		ht.ReadHeader = DefaultHTTPTimeouts.ReadHeader
 	}
@@ -47,7 +50,23 @@ func newHTTPServer(h http.Handler, ht HTTPTimeouts) *http.Server {
 	if ht.Idle <= 0 {
 		ht.Idle = DefaultHTTPTimeouts.Idle
 	}
-	return &http.Server{Handler: h, ReadHeaderTimeout: ht.ReadHeader, ReadTimeout: ht.Read, IdleTimeout: ht.Idle, MaxHeaderBytes: maxHeaderBytes}
+	return &http.Server{Handler: h, ReadHeaderTimeout: ht.ReadHeader, ReadTimeout: ht.Read, IdleTimeout: ht.Idle, MaxHeaderBytes: maxHeaderBytes,
+		ErrorLog: stdlog.New(httpErrorLog{log}, "", 0)}
+}
+
+// httpErrorLog carries net/http's error lines (which it otherwise prints to stderr, outside the
+// structured log) into the server's log: a failed TLS handshake, which any port scan or
+// plain-HTTP client causes, at debug; anything else at warn.
+type httpErrorLog struct{ log zerolog.Logger }
+
+func (w httpErrorLog) Write(p []byte) (int, error) {
+	line := strings.TrimRight(string(p), "\n")
+	ev := w.log.Warn()
+	if strings.HasPrefix(line, "http: TLS handshake error") {
+		ev = w.log.Debug()
+	}
+	ev.Msg(line)
+	return len(p), nil
 }
 
 // Server is a Concord server: the page and the client modules, signaling (/ws), /api/rooms,
@@ -414,7 +433,7 @@ func (s *Server) start(ctx context.Context) error {
 		root = hsts(root, o.HSTSMaxAge)
 	}
 	s.handler = root
-	s.http = newHTTPServer(root, o.HTTP)
+	s.http = newHTTPServer(root, o.HTTP, log.With().Str("component", "http").Logger())
 	s.url = scheme + "://" + addr.String()
 	// Before Serve, so that the metrics collector never sees s.host change. The hosts' dials
 	// wait in the listen backlog until Serve accepts them.
@@ -579,7 +598,7 @@ func (s *Server) innerURL(o Options, addr *net.TCPAddr, tlsOn bool, sh http.Hand
 		}
 		imux := http.NewServeMux()
 		imux.Handle("/ws", sh)
-		s.inner = newHTTPServer(imux, o.HTTP)
+		s.inner = newHTTPServer(imux, o.HTTP, s.log.With().Str("component", "http").Logger())
 		s.serve(s.inner, iln)
 		s.innerAt = "http://" + iln.Addr().String()
 	}

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/testcert"
+)
+
+// lockedBuffer is a bytes.Buffer a logger and a test may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestHTTPErrorsInServerLog: net/http's own complaints — here a plain-HTTP request to the TLS
+// listener, which any port scan causes — reach the server's structured log (component http,
+// debug for a failed handshake) instead of net/http's default of a bare line on stderr.
+func TestHTTPErrorsInServerLog(t *testing.T) {
+	certFile, keyFile, _ := testcert.Write(t, net.ParseIP("127.0.0.1"))
+	var logs lockedBuffer
+	s, err := New(Options{Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile, Network: Network{LoopbackOnly: true},
+		Logger: zerolog.New(&logs).Level(zerolog.DebugLevel)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	c, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the handshake error in the server's log", func() error {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, `"component":"http"`) && strings.Contains(line, "TLS handshake error") && strings.Contains(line, `"level":"debug"`) {
+				return nil
+			}
+		}
+		return fmt.Errorf("not in the log yet")
+	})
+}
