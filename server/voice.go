@@ -33,6 +33,19 @@ type Voice struct {
 	// MaxRelayed bounds, in a cluster, the voice requests of other nodes this node runs at once
 	// (--voice-max-relayed; 0: DefaultVoiceMaxRelayed, 32; docs/protocol.md §10 "In a cluster").
 	MaxRelayed int
+	// AvatarPos reads where an avatar of room stands, for proximity (nil: the arena demo's pos
+	// property, in mm). A program whose own game (Options.Apps) has voice sets it for its schema.
+	AvatarPos func(room signaling.RoomID, w *peer.World, e peer.Entity) (voice.Pos, bool)
+}
+
+// arenaVoicePos is the arena's avatar position: its pos property, millimetres.
+func arenaVoicePos(_ signaling.RoomID, w *peer.World, e peer.Entity) (voice.Pos, bool) {
+	b, ok := w.Get(e, arena.AvatarPos)
+	if !ok {
+		return voice.Pos{}, false
+	}
+	v := arena.ParseVec(b)
+	return voice.Pos{X: float64(v.X), Y: float64(v.Y), Known: true}, true
 }
 
 // voiceServer is serve's forwarder with its socket and its followers.
@@ -83,7 +96,11 @@ func (v *voiceServer) start(s *Server, o Options, addr *net.TCPAddr, cfg voice.C
 	if err != nil {
 		return nil, err
 	}
-	v.pos = &voice.WorldPositions{Logger: s.log,
+	avatarPos := o.Voice.AvatarPos
+	if avatarPos == nil {
+		avatarPos = arenaVoicePos
+	}
+	v.pos = &voice.WorldPositions{Logger: s.log, AvatarPos: avatarPos,
 		Host: func(room signaling.RoomID) *peer.Peer {
 			s.hostMu.Lock()
 			defer s.hostMu.Unlock()

@@ -2,12 +2,12 @@ package voice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/rs/zerolog"
 
-	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -29,8 +29,10 @@ type WorldPositions struct {
 	// Device, Token, App with the room's schemas, network), false to not follow it. Required
 	// unless Host covers every room.
 	Follow func(room signaling.RoomID) (peer.Config, bool)
-	// AvatarPos reads an avatar entity's position. Default: the arena's (its pos, mm).
-	AvatarPos func(w *peer.World, e peer.Entity) (Pos, bool)
+	// AvatarPos reads the position of an avatar entity of room's world: the game's schema says
+	// where its avatars stand (concord serve: the arena's pos property, or a game's own through
+	// server.Voice.AvatarPos). Required: Locate fails without it.
+	AvatarPos func(room signaling.RoomID, w *peer.World, e peer.Entity) (Pos, bool)
 	// Logger, default disabled.
 	Logger zerolog.Logger
 
@@ -45,18 +47,16 @@ type follower struct {
 	done chan struct{}
 }
 
-// ArenaPos is the arena's avatar position: its pos property, millimetres.
-func ArenaPos(w *peer.World, e peer.Entity) (Pos, bool) {
-	b, ok := w.Get(e, arena.AvatarPos)
-	if !ok {
-		return Pos{}, false
-	}
-	v := arena.ParseVec(b)
-	return Pos{X: float64(v.X), Y: float64(v.Y), Known: true}, true
-}
+// ErrNoAvatarPos: a WorldPositions without AvatarPos, which cannot know where a game's avatars
+// stand.
+var ErrNoAvatarPos = errors.New("voice: WorldPositions.AvatarPos is nil")
 
 // Locate implements Positions.
 func (wp *WorldPositions) Locate(ctx context.Context, room signaling.RoomID, idx []signaling.PeerIndex, out []Pos) error {
+	pos := wp.AvatarPos
+	if pos == nil {
+		return ErrNoAvatarPos
+	}
 	var p *peer.Peer
 	if wp.Host != nil {
 		p = wp.Host(room)
@@ -67,15 +67,11 @@ func (wp *WorldPositions) Locate(ctx context.Context, room signaling.RoomID, idx
 			return err
 		}
 	}
-	pos := wp.AvatarPos
-	if pos == nil {
-		pos = ArenaPos
-	}
 	return p.Do(ctx, func(w *peer.World) {
 		for i, x := range idx {
 			out[i] = Pos{}
 			if e, ok := w.AvatarOf(x); ok {
-				out[i], _ = pos(w, e)
+				out[i], _ = pos(room, w, e)
 			}
 		}
 	})

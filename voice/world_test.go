@@ -37,7 +37,7 @@ func newWorld(t *testing.T, radius float64) *world {
 	mux := http.NewServeMux()
 	hs := httptest.NewServer(mux)
 	w := &world{t: t, url: hs.URL, sig: sig, peers: map[string]*peer.Peer{}}
-	w.pos = &WorldPositions{Logger: log, Follow: func(room signaling.RoomID) (peer.Config, bool) {
+	w.pos = &WorldPositions{Logger: log, AvatarPos: arenaPos, Follow: func(room signaling.RoomID) (peer.Config, bool) {
 		return peer.Config{Server: hs.URL, Room: string(room), User: FollowerUser, Device: "forwarder", Kind: signaling.KindHost, NoHost: true,
 			App: arena.New(arena.Config{}), Logger: log}, true
 	}}
@@ -278,4 +278,24 @@ func TestVoiceSurvivesHostLoss(t *testing.T) {
 		t.Fatalf("a gap of %v in a's arrivals from b across the host's loss", worst)
 	}
 	t.Logf("largest gap across the host's loss: %v", worst)
+}
+
+// arenaPos reads the arena's avatar position: its pos property, millimetres.
+func arenaPos(_ signaling.RoomID, w *peer.World, e peer.Entity) (Pos, bool) {
+	b, ok := w.Get(e, arena.AvatarPos)
+	if !ok {
+		return Pos{}, false
+	}
+	v := arena.ParseVec(b)
+	return Pos{X: float64(v.X), Y: float64(v.Y), Known: true}, true
+}
+
+// TestWorldPositionsNeedAvatarPos: WorldPositions knows no game's schema; without AvatarPos it
+// says so instead of reading some other game's property.
+func TestWorldPositionsNeedAvatarPos(t *testing.T) {
+	wp := &WorldPositions{}
+	err := wp.Locate(context.Background(), "arena", []signaling.PeerIndex{1}, make([]Pos, 1))
+	if !errors.Is(err, ErrNoAvatarPos) {
+		t.Fatalf("Locate without AvatarPos: %v, want ErrNoAvatarPos", err)
+	}
 }
