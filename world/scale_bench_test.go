@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,6 +207,37 @@ func window(d time.Duration) {
 	<-t.C
 }
 
+// cpuTime is the CPU time this process has used (user and system): the region hosts', the
+// signaling server's and, in process with them, the members'.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// windowProfile profiles the CPU of the measured window into the file
+// CONCORD_WORLD_BENCH_PROFILE names (unset: no profile): it splits the time between the region
+// hosts (world.(*Server).start's peers), signaling and the members (world.(*Client).follow's).
+func windowProfile(b *testing.B) (stop func()) {
+	name := os.Getenv("CONCORD_WORLD_BENCH_PROFILE")
+	if name == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%s", name, strings.ReplaceAll(b.Name(), "/", "_")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
+}
+
 // tickLag reports the spacing of the region ticks of a window and whether the hosts fell behind.
 func tickLag(b *testing.B, dts []time.Duration) (behind bool) {
 	if len(dts) == 0 {
@@ -225,14 +259,14 @@ func tickLag(b *testing.B, dts []time.Duration) (behind bool) {
 }
 
 // scaleStep runs one step of a sweep: members at starts in a cols × rows world, moving, for a
-// measured window of 3 s after a warm-up of 1 s.
+// measured window of 5 s (100 ticks of each region) after a warm-up of 1 s.
 func scaleStep(b *testing.B, cols, rows int, starts [][2]int) (behind bool) {
 	sw := startScaleWorld(b, cols, rows)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	began := time.Now()
 	clients := sw.joinAll(b, ctx, starts)
-	b.ReportMetric(time.Since(began).Seconds(), "setup-s")
+	setup := time.Since(began)
 	stop := make(chan struct{})
 	done := move(clients, stop)
 	defer func() {
@@ -242,11 +276,16 @@ func scaleStep(b *testing.B, cols, rows int, starts [][2]int) (behind bool) {
 	window(time.Second)
 	b.ResetTimer()
 	for range b.N {
+		stopProfile := windowProfile(b)
+		cpu0, wall0 := cpuTime(), time.Now()
 		sw.meter.start()
-		window(3 * time.Second)
+		window(5 * time.Second)
 		behind = tickLag(b, sw.meter.stop())
+		b.ReportMetric((cpuTime()-cpu0).Seconds()/time.Since(wall0).Seconds(), "cpu-cores")
+		stopProfile()
 	}
 	b.StopTimer()
+	b.ReportMetric(setup.Seconds(), "setup-s")
 	b.ReportMetric(float64(len(sw.srv.Loaded())), "regions")
 	b.ReportMetric(float64(len(clients)), "members")
 	return behind
@@ -284,7 +323,7 @@ func BenchmarkWorldRegions(b *testing.B) {
 // behind.
 func BenchmarkWorldMembers(b *testing.B) {
 	var fell string
-	for _, m := range []int{8, 32, 64, 128, 256, 512} {
+	for _, m := range []int{8, 32, 64, 96, 128, 192, 256} {
 		b.Run(fmt.Sprintf("members=%d", m), func(b *testing.B) {
 			if fell != "" {
 				b.Skipf("the host fell behind at %s", fell)
