@@ -32,10 +32,6 @@ import (
 // every host and member is a pion peer on loopback, as the other world tests' are (some ten
 // times the CPU per link, so the steps end sooner on a shared 2-core machine).
 
-// tickBudget: a region host has fallen behind when the p99 of its ticks' spacing reaches two
-// intervals, that is when one tick in a hundred (or more) comes an interval late — a tick missed.
-const tickBudget = 2 * peer.DefaultTickInterval
-
 // tickMeter is the tiles game recording every region tick's dt (the time since the same
 // region's previous tick). A region host's loop that cannot keep up runs its ticks late, and the
 // peer's timer skips the beats it missed: a dt of two intervals is a tick missed.
@@ -44,6 +40,9 @@ type tickMeter struct {
 	mu  sync.Mutex
 	on  bool
 	dts []time.Duration
+
+	quit chan struct{}
+	done chan []time.Duration
 }
 
 func (m *tickMeter) Tick(w *peer.World, r world.Region, dt time.Duration) {
@@ -57,17 +56,41 @@ func (m *tickMeter) Tick(w *peer.World, r world.Region, dt time.Duration) {
 
 func (m *tickMeter) applied(string) [][]byte { return nil }
 
+// start starts recording, and a control: a goroutine of this process that does nothing but
+// tick at the same interval, whose lateness is what the machine (shared with other work) and
+// Go's scheduler add to any tick.
 func (m *tickMeter) start() {
 	m.mu.Lock()
 	m.on, m.dts = true, m.dts[:0]
 	m.mu.Unlock()
+	m.quit, m.done = make(chan struct{}), make(chan []time.Duration, 1)
+	go func() {
+		var dts []time.Duration
+		t := time.NewTicker(peer.DefaultTickInterval)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-m.quit:
+				m.done <- dts
+				return
+			case now := <-t.C:
+				now = time.Now() // when this goroutine runs, not when the timer fired
+				dts = append(dts, now.Sub(last))
+				last = now
+			}
+		}
+	}()
 }
 
-func (m *tickMeter) stop() []time.Duration {
+// stop returns the region ticks' spacing and the control's.
+func (m *tickMeter) stop() (hosts, control []time.Duration) {
+	close(m.quit)
+	control = <-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.on = false
-	return slices.Clone(m.dts)
+	return slices.Clone(m.dts), control
 }
 
 // scaleWorld is a tiles world of cols × rows regions on one Server, with signaling sized for
@@ -139,8 +162,12 @@ func (sw *scaleWorld) joinAll(b *testing.B, ctx context.Context, starts [][2]int
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			clients[i], errs[i] = world.Join(ctx, world.Config{Server: sw.url, World: sw.def.Name, App: sw.meter,
-				User: fmt.Sprintf("m%d", i), Device: "d", Start: st, Peer: sw.peer})
+			// Labelled: a window profile tells the members' CPU (this goroutine's and every one
+			// the Client starts) from the node's (region hosts, signaling).
+			pprof.Do(ctx, pprof.Labels("side", "member"), func(ctx context.Context) {
+				clients[i], errs[i] = world.Join(ctx, world.Config{Server: sw.url, World: sw.def.Name, App: sw.meter,
+					User: fmt.Sprintf("m%d", i), Device: "d", Start: st, Peer: sw.peer})
+			})
 		}()
 	}
 	wg.Wait()
@@ -218,8 +245,9 @@ func cpuTime() time.Duration {
 }
 
 // windowProfile profiles the CPU of the measured window into the file
-// CONCORD_WORLD_BENCH_PROFILE names (unset: no profile): it splits the time between the region
-// hosts (world.(*Server).start's peers), signaling and the members (world.(*Client).follow's).
+// CONCORD_WORLD_BENCH_PROFILE names (unset: no profile): the members' samples carry the label
+// side=member (go tool pprof -tagfocus side=member, or -tagignore for the node's: region hosts
+// and signaling).
 func windowProfile(b *testing.B) (stop func()) {
 	name := os.Getenv("CONCORD_WORLD_BENCH_PROFILE")
 	if name == "" {
@@ -238,13 +266,17 @@ func windowProfile(b *testing.B) (stop func()) {
 	}
 }
 
-// tickLag reports the spacing of the region ticks of a window and whether the hosts fell behind.
-func tickLag(b *testing.B, dts []time.Duration) (behind bool) {
-	if len(dts) == 0 {
+// tickLag reports the spacing of the region ticks of a window and whether the hosts fell
+// behind: lateBudget or more of their ticks came half an interval late or more. The control's p99
+// says how late the machine (shared, and busy with the members in this process) made a goroutine
+// that does nothing else: a host's lag beyond it is its loop's own.
+func tickLag(b *testing.B, dts, control []time.Duration) (behind bool) {
+	if len(dts) == 0 || len(control) == 0 {
 		b.Fatal("no tick measured")
 	}
 	slices.Sort(dts)
-	p99 := dts[len(dts)*99/100]
+	slices.Sort(control)
+	p99, cp99 := dts[len(dts)*99/100], control[len(control)*99/100]
 	late := 0
 	for _, dt := range dts {
 		if dt >= peer.DefaultTickInterval*3/2 {
@@ -255,8 +287,15 @@ func tickLag(b *testing.B, dts []time.Duration) (behind bool) {
 	b.ReportMetric(float64(p99.Microseconds())/1000, "tick-p99-ms")
 	b.ReportMetric(float64(dts[len(dts)-1].Microseconds())/1000, "tick-max-ms")
 	b.ReportMetric(100*float64(late)/float64(len(dts)), "late-%")
-	return p99 >= tickBudget
+	b.ReportMetric(float64(cp99.Microseconds())/1000, "control-p99-ms")
+	return float64(late) >= lateBudget*float64(len(dts))
 }
+
+// lateBudget is the share of late ticks (half an interval or more) at which the hosts have
+// fallen behind: one tick in ten. A p99 criterion would end the sweeps at the first step on a
+// machine as shared as this one (load 15–30 on 2 cores), where any goroutine waits 60–110 ms
+// once in a hundred ticks.
+const lateBudget = 0.10
 
 // scaleStep runs one step of a sweep: members at starts in a cols × rows world, moving, for a
 // measured window of 5 s (100 ticks of each region) after a warm-up of 1 s.
@@ -280,7 +319,8 @@ func scaleStep(b *testing.B, cols, rows int, starts [][2]int) (behind bool) {
 		cpu0, wall0 := cpuTime(), time.Now()
 		sw.meter.start()
 		window(5 * time.Second)
-		behind = tickLag(b, sw.meter.stop())
+		hosts, control := sw.meter.stop()
+		behind = tickLag(b, hosts, control)
 		b.ReportMetric((cpuTime()-cpu0).Seconds()/time.Since(wall0).Seconds(), "cpu-cores")
 		stopProfile()
 	}
@@ -291,14 +331,28 @@ func scaleStep(b *testing.B, cols, rows int, starts [][2]int) (behind bool) {
 	return behind
 }
 
+// sweepStep counts the runs of one step of a sweep (-count runs each step that many times) that
+// fell behind: the sweep ends after a step where most did.
+type sweepStep struct{ runs, behind int }
+
+func (s *sweepStep) add(behind bool) {
+	s.runs++
+	if behind {
+		s.behind++
+	}
+}
+
+func (s *sweepStep) fell() bool { return s.runs > 0 && 2*s.behind > s.runs }
+
 // BenchmarkWorldRegions: regions per node. One Server carries R loaded regions (a world of
 // exactly R regions), each with membersPerRegion members moving; R steps up until the region
-// hosts' ticks fall behind (p99 spacing ≥ tickBudget), and the steps after it are skipped.
+// hosts' ticks fall behind (tickLag) in most of its runs, and the steps after it are skipped.
 // Members follow their neighbours (view 1), so an inner region's host serves 9 × that many.
 func BenchmarkWorldRegions(b *testing.B) {
 	const membersPerRegion = 2
 	var fell string
-	for _, g := range [][2]int{{2, 2}, {4, 4}, {8, 8}, {16, 8}, {16, 16}} {
+	for _, g := range [][2]int{{2, 2}, {4, 4}, {8, 8}, {16, 8}} {
+		var st sweepStep
 		b.Run(fmt.Sprintf("regions=%d", g[0]*g[1]), func(b *testing.B) {
 			if fell != "" {
 				b.Skipf("the hosts fell behind at %s", fell)
@@ -311,10 +365,11 @@ func BenchmarkWorldRegions(b *testing.B) {
 					}
 				}
 			}
-			if scaleStep(b, g[0], g[1], starts) {
-				fell = fmt.Sprintf("%d regions", g[0]*g[1])
-			}
+			st.add(scaleStep(b, g[0], g[1], starts))
 		})
+		if st.fell() {
+			fell = fmt.Sprintf("%d regions", g[0]*g[1])
+		}
 	}
 }
 
@@ -324,14 +379,16 @@ func BenchmarkWorldRegions(b *testing.B) {
 func BenchmarkWorldMembers(b *testing.B) {
 	var fell string
 	for _, m := range []int{8, 32, 64, 96, 128, 192, 256} {
+		var st sweepStep
 		b.Run(fmt.Sprintf("members=%d", m), func(b *testing.B) {
 			if fell != "" {
 				b.Skipf("the host fell behind at %s", fell)
 			}
-			if scaleStep(b, 1, 1, make([][2]int, m)) {
-				fell = fmt.Sprintf("%d members", m)
-			}
+			st.add(scaleStep(b, 1, 1, make([][2]int, m)))
 		})
+		if st.fell() {
+			fell = fmt.Sprintf("%d members", m)
+		}
 	}
 }
 
