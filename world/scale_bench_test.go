@@ -74,8 +74,8 @@ func (m *tickMeter) start() {
 			case <-m.quit:
 				m.done <- dts
 				return
-			case now := <-t.C:
-				now = time.Now() // when this goroutine runs, not when the timer fired
+			case <-t.C:
+				now := time.Now() // when this goroutine runs, not when the timer fired (as a peer's tick reads its clock)
 				dts = append(dts, now.Sub(last))
 				last = now
 			}
