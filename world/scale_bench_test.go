@@ -351,7 +351,7 @@ func (s *sweepStep) fell() bool { return s.runs > 0 && 2*s.behind > s.runs }
 func BenchmarkWorldRegions(b *testing.B) {
 	const membersPerRegion = 2
 	var fell string
-	for _, g := range [][2]int{{2, 2}, {4, 4}, {8, 8}, {16, 8}} {
+	for _, g := range [][2]int{{2, 2}, {4, 4}, {8, 4}, {8, 8}, {16, 8}} {
 		var st sweepStep
 		b.Run(fmt.Sprintf("regions=%d", g[0]*g[1]), func(b *testing.B) {
 			if fell != "" {
