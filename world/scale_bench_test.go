@@ -149,7 +149,8 @@ func startScaleWorld(b *testing.B, cols, rows int) *scaleWorld {
 }
 
 // joinAll joins one member per entry of starts (its first region), 16 at a time, and waits
-// until every one is resident there and follows every region within view.
+// (up to 2 minutes in all) until every one is resident there and follows every region within
+// view.
 func (sw *scaleWorld) joinAll(b *testing.B, ctx context.Context, starts [][2]int) []*world.Client {
 	b.Helper()
 	clients := make([]*world.Client, len(starts))
@@ -178,6 +179,7 @@ func (sw *scaleWorld) joinAll(b *testing.B, ctx context.Context, starts [][2]int
 			b.Fatalf("member %d: %v", i, errs[i])
 		}
 	}
+	deadline := time.Now().Add(120 * time.Second) // for all of them: the wait is bounded whatever M
 	for i, c := range clients {
 		want := 0
 		for y := range sw.def.Rows {
@@ -187,7 +189,7 @@ func (sw *scaleWorld) joinAll(b *testing.B, ctx context.Context, starts [][2]int
 				}
 			}
 		}
-		poll.Until(b, 120*time.Second, c.Self()+" resident and following its view", func() error {
+		poll.Until(b, max(time.Until(deadline), time.Millisecond), c.Self()+" resident and following its view", func() error {
 			r, _, ok := c.Resident()
 			if !ok || r.X != starts[i][0] || r.Y != starts[i][1] {
 				return fmt.Errorf("resident %v %v (%s)", r.Room(), ok, c.Debug())
