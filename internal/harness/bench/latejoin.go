@@ -35,7 +35,7 @@ type LateJoinSummary struct {
 	// Phases are the medians of the steps from joined to synced (link made, offer sent, answer
 	// in, ICE, DTLS, channels open, first and last snapshot byte, apply).
 	Phases string
-	Load            string
+	Load   string
 }
 
 // LateJoin starts a bench host process holding o.Entities entities, then o.Joins members one after
