@@ -161,7 +161,11 @@ func (a *API) newConn(cfg ConnConfig, r role) (*Conn, error) {
 	if cfg.Signal == nil {
 		return nil, fmt.Errorf("%w: ConnConfig.Signal is nil", ErrConfig)
 	}
-	pcfg := webrtc.Configuration{ICEServers: a.allowedServers(cfg.ICEServers)}
+	cert, err := a.certificate()
+	if err != nil {
+		return nil, err
+	}
+	pcfg := webrtc.Configuration{ICEServers: a.allowedServers(cfg.ICEServers), Certificates: []webrtc.Certificate{cert}}
 	if cfg.RelayOnly {
 		pcfg.ICETransportPolicy = webrtc.ICETransportPolicyRelay
 	}
