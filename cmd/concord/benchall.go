@@ -255,6 +255,7 @@ func cmdBenchLateJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.IntVar(&o.Moving, "moving", 100, "entities the host moves every tick")
 	fs.IntVar(&o.Joins, "joins", 20, "members that join one after another")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (the members) over the joins to this file")
+	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, set-up included) to this file")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -264,6 +265,10 @@ func cmdBenchLateJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	o.HostCommand = benchHostCommand(exe)
+	if *hostProfile != "" {
+		host := o.HostCommand
+		o.HostCommand = func(args []string) *exec.Cmd { return host(append(args, "-cpuprofile", *hostProfile)) }
+	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
