@@ -431,3 +431,15 @@ func (r *Replica) LiveEntities() int { return len(r.nums) }
 
 // DeletedNumbers returns the number of entity numbers with a deleted version.
 func (r *Replica) DeletedNumbers() int { return r.nDeleted }
+
+// Reserve makes room for entities more entity numbers and values more LWW values, so that
+// merging a state of that size (a member's first snapshot) does not grow the tables step by step
+// on the way. A hint only: merging more still works.
+func (r *Replica) Reserve(entities, values int) {
+	if entities > 0 && r.nums == nil {
+		r.nums = make(map[uint16]*numRec, min(entities, 1<<16))
+	}
+	if values > 0 {
+		r.lww.reserve(values)
+	}
+}

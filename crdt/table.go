@@ -3,6 +3,7 @@ package crdt
 import (
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 )
 
 // States of an LWW entry, as they are passed around (a slot encodes them in ref).
@@ -192,4 +193,15 @@ func (t *lwwTable) remove(key uint64) {
 	}
 	t.slots[hole] = lwwSlot{}
 	t.n--
+}
+
+// reserve makes room for n more keys without growing on the way.
+func (t *lwwTable) reserve(n int) {
+	want := t.n + n
+	for want*4 > len(t.slots)*3 {
+		t.grow()
+	}
+	if need := want - len(t.free); need > cap(t.vals) {
+		t.vals = slices.Grow(t.vals, need-len(t.vals))
+	}
 }

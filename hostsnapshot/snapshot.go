@@ -361,6 +361,8 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 	if need*4 != len(h.stamps) {
 		return h.info, corrections, fmt.Errorf("%w: %d stamps for %d values", ErrHostState, len(h.stamps)/4, need)
 	}
+	// A replica that held nothing (a member's first join) is sized for the snapshot up front.
+	fresh := r.Size() == 0
 	var rd crdt.Reader
 	var m crdt.Message
 	for rd.Reset(h.stream); ; {
@@ -378,6 +380,9 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 	// the append values.
 	spawned := lwwRun{recs: make([]lwwRec, 0, need)}
 	streamed := lwwRun{recs: make([]lwwRec, 0, len(h.stream)/24)}
+	if fresh {
+		r.Reserve(len(s.Spawns), need+len(h.stream)/24)
+	}
 	seenDeleted := map[uint16]uint16{}
 	seenAppend := map[string]struct{}{}
 	put := func(m *crdt.Message, run *lwwRun) {
@@ -429,12 +434,7 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 	streamed.sortFrom(0)
 	r.ObserveClock(h.info.Clock)
 
-	walkCover(r, h.info.Cover, func(number, version uint16) {
-		if v, ok := seenDeleted[number]; !ok || v < version {
-			c := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
-			corrections = crdt.AppendMessage(corrections, &c)
-		}
-	}, func(en crdt.Entry) {
+	lww := func(en crdt.Entry) {
 		k := uint64(en.Entity)<<32 | uint64(en.Component)
 		sv := spawned.find(k)
 		if sr := streamed.find(k); sr != nil {
@@ -448,7 +448,20 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 			c.Type, c.Data = crdt.DeleteComponent, nil
 		}
 		corrections = crdt.AppendMessage(corrections, &c)
-	}, func(a crdt.AppendEntry) {
+	}
+	// Into a replica that held nothing, where every LWW record of the snapshot made an entry of
+	// its own (no key repeated, none refused, none removed by a later deletion), each entry is
+	// the one record that made it: no LWW correction can come out, so the LWW walk, which sorts
+	// the whole replica, is skipped (a member's first join).
+	if fresh && r.Len() == len(spawned.recs)+len(streamed.recs) {
+		lww = nil
+	}
+	walkCover(r, h.info.Cover, func(number, version uint16) {
+		if v, ok := seenDeleted[number]; !ok || v < version {
+			c := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
+			corrections = crdt.AppendMessage(corrections, &c)
+		}
+	}, lww, func(a crdt.AppendEntry) {
 		if _, ok := seenAppend[appendKey(a.Entity, a.Component, a.Timestamp, a.Data)]; !ok {
 			c := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
 			corrections = crdt.AppendMessage(corrections, &c)

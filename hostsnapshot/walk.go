@@ -14,7 +14,7 @@ const sparseCover = 8
 // walkCover calls del, lww and app for the canonical messages of the covered buckets, in the
 // order of the canonical state stream (crdt.Replica.AppendState): deleted numbers ascending, then
 // LWW entries by (entity, component), then append values; only of the numbers the cover keeps.
-// The functions must not modify r.
+// The functions must not modify r; lww may be nil (no LWW entry is wanted).
 func walkCover(r *crdt.Replica, cover Cover, del func(number, version uint16), lww func(crdt.Entry), app func(crdt.AppendEntry)) {
 	if cover.Len()*sparseCover >= cover.Count() {
 		r.RangeDeleted(func(number, version uint16) bool {
@@ -23,12 +23,14 @@ func walkCover(r *crdt.Replica, cover Cover, del func(number, version uint16), l
 			}
 			return true
 		})
-		r.Range(func(en crdt.Entry) bool {
-			if cover.Number(en.Entity.Number()) {
-				lww(en)
-			}
-			return true
-		})
+		if lww != nil {
+			r.Range(func(en crdt.Entry) bool {
+				if cover.Number(en.Entity.Number()) {
+					lww(en)
+				}
+				return true
+			})
+		}
 		r.RangeAppend(func(a crdt.AppendEntry) bool {
 			if cover.Number(a.Entity.Number()) {
 				app(a)
@@ -60,6 +62,9 @@ func walkCover(r *crdt.Replica, cover Cover, del func(number, version uint16), l
 	}
 	slices.Sort(live) // the full 32-bit id: version, then number
 	for _, e := range live {
+		if lww == nil {
+			break
+		}
 		r.RangeEntity(e, func(en crdt.Entry) bool { lww(en); return true })
 	}
 	for _, e := range live {

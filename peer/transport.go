@@ -30,6 +30,8 @@ type LinkConfig struct {
 	// ICE to relay candidates.
 	ICEServers []sigclient.ICEServer
 	RelayOnly  bool
+	// Trace, when set, is told of the link's setup steps (link.ConnConfig.Trace); nil: none.
+	Trace func(event string)
 }
 
 // Link is a link.Link that is set up through signaling.
@@ -51,6 +53,7 @@ func (t PionTransport) Connect(cfg LinkConfig) (Link, error) {
 		Logger:     cfg.Logger,
 		ICEServers: toPionICEServers(cfg.ICEServers),
 		RelayOnly:  cfg.RelayOnly,
+		Trace:      cfg.Trace,
 		Signal: func(s link.Signal) error {
 			return cfg.Signal(toPayload(s, cfg.Session))
 		},

@@ -23,13 +23,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if len(args) == 0 {
-		return usageError{errors.New("want a benchmark: fanout, migration, joins, voice, signaling, idle or all")}
+		return usageError{errors.New("want a benchmark: fanout, migration, latejoin, joins, voice, signaling, idle or all")}
 	}
 	switch args[0] {
 	case "fanout":
 		return cmdBenchFanout(ctx, args[1:], stdout, stderr)
 	case "migration":
 		return cmdBenchMigration(ctx, args[1:], stdout, stderr)
+	case "latejoin":
+		return cmdBenchLateJoin(ctx, args[1:], stdout, stderr)
 	case "joins":
 		return cmdBenchJoins(ctx, args[1:], stdout, stderr)
 	case "voice":
@@ -44,7 +46,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if isHelpArg(args[0]) {
 		return groupHelp(stderr, "bench")
 	}
-	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, joins, voice, signaling, idle or all", args[0])}
+	return usageError{fmt.Errorf("unknown benchmark %q: want fanout, migration, latejoin, joins, voice, signaling, idle or all", args[0])}
 }
 
 func cmdBenchFanout(ctx context.Context, args []string, stdout, stderr io.Writer) error {

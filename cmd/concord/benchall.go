@@ -242,7 +242,45 @@ func benchAllLateJoin(ctx context.Context, plan benchAllPlan, exe string, log ze
 		return bench.Row{What: fmt.Sprintf("Late join of a %d-entity room", plan.lateEntities), Verdict: "error: " + firstLine(err), Load: bench.LoadAverage()}
 	}
 	s.Load = bench.LoadAverage()
+	fmt.Fprintf(stderr, "late join: %s\n", s.Phases)
 	return bench.LateJoinRow(*s)
+}
+
+// cmdBenchLateJoin runs the late-join row of bench all alone, with its step-by-step breakdown.
+func cmdBenchLateJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench latejoin", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := bench.LateJoinOptions{}
+	fs.IntVar(&o.Entities, "entities", 10000, "entities in the host's world")
+	fs.IntVar(&o.Moving, "moving", 100, "entities the host moves every tick")
+	fs.IntVar(&o.Joins, "joins", 20, "members that join one after another")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (the members) over the joins to this file")
+	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, set-up included) to this file")
+	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.HostCommand = benchHostCommand(exe)
+	if *hostProfile != "" {
+		host := o.HostCommand
+		o.HostCommand = func(args []string) *exec.Cmd { return host(append(args, "-cpuprofile", *hostProfile)) }
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	s, err := bench.LateJoin(ctx, o, log, stderr)
+	if err != nil {
+		return err
+	}
+	s.Load = bench.LoadAverage()
+	r := bench.LateJoinRow(*s)
+	fmt.Fprintf(stdout, "%s: %s (%s) — goal %s: %s; load %s\nsteps: %s\n", r.What, r.Figure, r.Compare, r.Goal, r.Verdict, r.Load, s.Phases)
+	return nil
 }
 
 func benchAllJoins(ctx context.Context, plan benchAllPlan, exe string, log zerolog.Logger, stderr io.Writer) bench.Row {

@@ -56,6 +56,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"bench", "fanout", "-n", "100000"}, 2, []string{""}, []string{"concord bench fanout: want 1 ≤ -n", `Run "concord help bench fanout" for usage.`}},
 		{[]string{"bench", "fanout", "-x"}, 2, []string{""}, []string{"concord bench fanout: flag provided but not defined: -x"}},
 		{[]string{"bench", "fanout", "-schema", "nope"}, 2, []string{""}, []string{`concord bench fanout: -schema "nope": want quantized or plain`}},
+		{[]string{"bench", "latejoin", "-h"}, 0, []string{""}, []string{"Usage: concord bench latejoin", "-joins", "-cpuprofile"}},
 		{[]string{"bench", "all", "-h"}, 0, []string{""}, []string{"Usage: concord bench all", "-quick", "-skip"}},
 		{[]string{"bench", "all", "-skip", "nope"}, 2, []string{""}, []string{`concord bench all: -skip "nope": want some of fanout`}},
 		{[]string{"bench", "signaling", "-h"}, 0, []string{""}, []string{"Usage: concord bench signaling", "-rate"}},

@@ -57,9 +57,11 @@ A server with a self-signed certificate: --ca cert.pem.
 Environment:
   CONCORD_TOKEN   default of --token.
   CONCORD_SECRET  the HS256 key to mint the bots' tokens with, when --token is not given.`},
-	"bench": {"concord bench fanout|migration|joins|voice|signaling|idle|all [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
+	"bench": {"concord bench fanout|migration|latejoin|joins|voice|signaling|idle|all [flags]", `Measures Concord over real WebRTC links on loopback (results in BENCHMARKS.md):
   fanout     host → N bots through Concord, then the same datagrams over raw pion: CPU, latency
   migration  SIGKILL a host process under P peers, many times: the pause and the bytes moved
+  latejoin   members join a host process holding a large world one after another: joined → synced,
+             step by step
   joins      N bots join one dedicated host (concord serve) at once: time until all are synced
   voice      P speakers × L listeners through the voice forwarder, then a raw pion relay: CPU per stream
   signaling  joins a second through concord serve and its memory per idle member, against a bare
@@ -72,6 +74,11 @@ Run "concord help bench NAME" for the flags of each.`},
 second for -duration, each sending one message and reading its echo, and keeps them open; then the
 same against "concord serve" (--data ""), each a member joining a room of -room-size. Prints the
 joins a second sustained, join → joined p50/p99 and each server's RSS growth per open connection.`},
+	"bench latejoin": {"concord bench latejoin [flags]", `Starts a bench host process (concord bench-host) holding -entities entities, -moving of them moving
+every tick, then -joins members one after another, each alone in this process: each joins, syncs
+and leaves. Prints joined → synced p50/p99, start → synced p50, the snapshot's size and the median
+of each step of a join (link made, offer sent, answer in, ICE, DTLS, channels open, first and last
+snapshot byte, apply). The same row as "concord bench all".`},
 	"bench idle": {"concord bench idle [flags]", `Opens -n raw pion link pairs in this process and measures their CPU over -window; then a room of
 -n members whose host (concord bench-host, an empty world) moves nothing, both ends measured (this
 process and the host process); with -standby, the same room with standby links.`},

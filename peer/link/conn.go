@@ -41,7 +41,18 @@ type ConnConfig struct {
 	// RelayOnly restricts ICE to relay candidates (the browser's
 	// iceTransportPolicy "relay"). Default false: every candidate type.
 	RelayOnly bool
+	// Trace, when set, is told of the connection's setup steps as they happen (TraceICE,
+	// TraceDTLS, TraceChannelOpen), on pion's goroutines: what a benchmark breaks a join's
+	// latency down by. It must not block. Default nil.
+	Trace func(event string)
 }
+
+// Setup steps ConnConfig.Trace is told of.
+const (
+	TraceICE         = "ice connected"  // ICE selected a pair that answers
+	TraceDTLS        = "dtls connected" // the DTLS handshake is done
+	TraceChannelOpen = "channel open"   // a data channel opened (SCTP associated), once per channel
+)
 
 type role uint8
 
@@ -72,6 +83,7 @@ type Conn struct {
 	signal  func(Signal) error
 	handler Handler
 	log     zerolog.Logger
+	trace   func(string) // ConnConfig.Trace, nil when not traced
 
 	dcs   [NumChannels]*webrtc.DataChannel
 	chans [NumChannels]atomic.Pointer[chanState] // set by run once a channel is open
@@ -149,7 +161,11 @@ func (a *API) newConn(cfg ConnConfig, r role) (*Conn, error) {
 	if cfg.Signal == nil {
 		return nil, fmt.Errorf("%w: ConnConfig.Signal is nil", ErrConfig)
 	}
-	pcfg := webrtc.Configuration{ICEServers: a.allowedServers(cfg.ICEServers)}
+	cert, err := a.certificate()
+	if err != nil {
+		return nil, err
+	}
+	pcfg := webrtc.Configuration{ICEServers: a.allowedServers(cfg.ICEServers), Certificates: []webrtc.Certificate{cert}}
 	if cfg.RelayOnly {
 		pcfg.ICETransportPolicy = webrtc.ICETransportPolicyRelay
 	}
@@ -183,6 +199,19 @@ func (a *API) newConn(cfg ConnConfig, r role) (*Conn, error) {
 	}
 	pc.OnICECandidate(c.onCandidate)
 	pc.OnConnectionStateChange(c.onState)
+	if t := cfg.Trace; t != nil {
+		pc.OnICEConnectionStateChange(func(s webrtc.ICEConnectionState) {
+			if s == webrtc.ICEConnectionStateConnected {
+				t(TraceICE)
+			}
+		})
+		pc.SCTP().Transport().OnStateChange(func(s webrtc.DTLSTransportState) {
+			if s == webrtc.DTLSTransportStateConnected {
+				t(TraceDTLS)
+			}
+		})
+	}
+	c.trace = cfg.Trace
 	// The selected pair is pushed by ICE, never polled: pion's GetSelectedCandidatePair reads the
 	// transport's gatherer without its lock and races with the transport's start.
 	pc.SCTP().Transport().ICETransport().OnSelectedCandidatePairChange(func(p *webrtc.ICECandidatePair) {
@@ -213,6 +242,9 @@ func channelInit(ch Channel) *webrtc.DataChannelInit {
 // pion callbacks. They run on pion's goroutines and only post.
 
 func (c *Conn) onOpen(ch Channel) {
+	if c.trace != nil {
+		c.trace(TraceChannelOpen)
+	}
 	// pion requires Detach inside OnOpen when DetachDataChannels is set.
 	rw, err := c.dcs[ch].Detach()
 	var stream *sctp.Stream

@@ -38,6 +38,8 @@ type pairOpts struct {
 	// candidatesFirst delivers the offerer's first candidate before its offer.
 	candidatesFirst bool
 	logger          zerolog.Logger
+	// traceA and traceB are the ends' ConnConfig.Trace.
+	traceA, traceB func(string)
 	// apiA and apiB, when set, are used instead of APIs built from cfgA and
 	// cfgB, and are left open by close.
 	apiA, apiB *API
@@ -73,11 +75,11 @@ func newPair(t testing.TB, o pairOpts) *pair {
 	}
 	aToB, bToA := make(chan Signal, 64), make(chan Signal, 64)
 	var err error
-	p.b, err = p.apiB.NewAnswerer(ConnConfig{Signal: queueTo(bToA), Handler: o.handlerB, Logger: o.logger})
+	p.b, err = p.apiB.NewAnswerer(ConnConfig{Signal: queueTo(bToA), Handler: o.handlerB, Logger: o.logger, Trace: o.traceB})
 	if err != nil {
 		t.Fatalf("NewAnswerer: %v", err)
 	}
-	p.a, err = p.apiA.NewOfferer(ConnConfig{Signal: queueTo(aToB), Handler: o.handlerA, Logger: o.logger})
+	p.a, err = p.apiA.NewOfferer(ConnConfig{Signal: queueTo(aToB), Handler: o.handlerA, Logger: o.logger, Trace: o.traceA})
 	if err != nil {
 		t.Fatalf("NewOfferer: %v", err)
 	}

@@ -21,6 +21,9 @@ type LateJoinOptions struct {
 	Joins    int // members that join one after another, each alone
 	// HostCommand makes the command of the bench host process from bench-host's flags.
 	HostCommand func(args []string) *exec.Cmd
+	// CPUProfile, when not empty, is the file that receives a CPU profile of this process (the
+	// members) over the joins.
+	CPUProfile string
 }
 
 // LateJoinSummary is what LateJoin measured.
@@ -29,7 +32,10 @@ type LateJoinSummary struct {
 	P50, P99        time.Duration // joined (the member learnt the host: EventHostChanged) → synced
 	StartP50        time.Duration // peer started → synced (signaling, ICE, DTLS and SCTP included)
 	SnapshotBytes   int           // a snapshot of the whole world
-	Load            string
+	// Phases are the medians of the steps from joined to synced (link made, offer sent, answer
+	// in, ICE, DTLS, channels open, first and last snapshot byte, apply).
+	Phases string
+	Load   string
 }
 
 // LateJoin starts a bench host process holding o.Entities entities, then o.Joins members one after
@@ -56,8 +62,14 @@ func LateJoin(ctx context.Context, o LateJoinOptions, log zerolog.Logger, progre
 	fmt.Fprintf(progress, "late join: %d members joining a world of %d entities one after another\n", o.Joins, o.Entities)
 	s := &LateJoinSummary{Entities: o.Entities}
 	var joined, started []time.Duration
+	var phases []joinPhases
+	stopProfile, err := startProfile(o.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
 	for i := range o.Joins {
-		j, st, snap, err := lateJoinOne(ctx, room.sig.url, fmt.Sprintf("late%d", i+1), i == 0, log)
+		j, st, snap, ph, err := lateJoinOne(ctx, room.sig.url, fmt.Sprintf("late%d", i+1), i == 0, log)
 		if err != nil {
 			return nil, fmt.Errorf("join %d: %w", i+1, err)
 		}
@@ -68,24 +80,29 @@ func LateJoin(ctx context.Context, o LateJoinOptions, log zerolog.Logger, progre
 			s.SnapshotBytes = snap
 		}
 		joined, started = append(joined, j), append(started, st)
+		if ph != nil {
+			phases = append(phases, *ph)
+		}
 	}
 	slices.Sort(joined)
 	slices.Sort(started)
 	s.Joins = len(joined)
 	s.P50, s.P99 = quantile(joined, 0.5), quantile(joined, 0.99)
 	s.StartP50 = quantile(started, 0.5)
+	s.Phases = phaseMedians(phases)
 	return s, nil
 }
 
 // lateJoinOne starts one member in a group of its own, waits until it is synced, and stops it.
-func lateJoinOne(ctx context.Context, url, user string, sizeSnapshot bool, log zerolog.Logger) (joined, started time.Duration, snap int, err error) {
+func lateJoinOne(ctx context.Context, url, user string, sizeSnapshot bool, log zerolog.Logger) (joined, started time.Duration, snap int, ph *joinPhases, err error) {
 	g := newPeerGroup(ctx, url, log)
 	defer g.close()
 	pr := newProbe(nil, false)
+	g.trace = &joinTrace{synced: func() bool { return pr.syncedTerm.Load() != 0 }}
 	t0 := time.Now()
 	p, err := g.start(user, signaling.KindBot, &app{probe: pr})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	if err := wait(ctx, 60*time.Second, "member synced", g.failed, func() error {
 		if pr.syncedTerm.Load() == 0 {
@@ -93,14 +110,17 @@ func lateJoinOne(ctx context.Context, url, user string, sizeSnapshot bool, log z
 		}
 		return nil
 	}); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	syncedAt, hostAt := pr.syncedAt.Load(), pr.hostChangedAt.Load()
 	if hostAt == 0 || hostAt > syncedAt {
-		return 0, 0, 0, errors.New("synced before it learnt the host")
+		return 0, 0, 0, nil, errors.New("synced before it learnt the host")
+	}
+	if p, ok := g.trace.phases(hostAt, syncedAt); ok {
+		ph = &p
 	}
 	if sizeSnapshot {
 		snap = fullSnapshotSize(ctx, p)
 	}
-	return time.Duration(syncedAt - hostAt), time.Duration(syncedAt - t0.UnixNano()), snap, nil
+	return time.Duration(syncedAt - hostAt), time.Duration(syncedAt - t0.UnixNano()), snap, ph, nil
 }

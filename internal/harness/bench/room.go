@@ -88,6 +88,8 @@ type peerGroup struct {
 
 	// tickInterval, when not zero, overrides the peers' tick and network intervals.
 	tickInterval time.Duration
+	// trace, when set, stamps the phases of the links of the peers started next (LateJoin).
+	trace *joinTrace
 
 	peers  []*peer.Peer
 	probes []*probe
@@ -149,8 +151,12 @@ func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer,
 		return nil, err
 	}
 	ct := &countingTransport{inner: peer.PionTransport{API: api}}
+	var tr peer.Transport = ct
+	if g.trace != nil {
+		tr = g.trace.wrap(ct)
+	}
 	p, err := peer.New(peer.Config{
-		Server: g.url, Room: room, User: user, Kind: kind, App: a, Transport: ct,
+		Server: g.url, Room: room, User: user, Kind: kind, App: a, Transport: tr,
 		Logger:         g.log.With().Str("who", user).Logger(),
 		ReportInterval: g.reportInterval, DigestInterval: g.digestInterval, Standby: g.standby,
 		TickInterval: g.tickInterval, NetworkInterval: g.tickInterval,
