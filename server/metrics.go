@@ -33,6 +33,7 @@ var (
 	descHostDropped  = prometheus.NewDesc("concord_host_link_dropped_total", "Messages the dedicated host's links dropped on the way out (full send buffer), per channel.", []string{"channel"}, nil)
 	descHostBackp    = prometheus.NewDesc("concord_host_link_backpressured_total", "Reliable sends the dedicated host's links refused for backpressure.", []string{"channel"}, nil)
 	descHostBuffered = prometheus.NewDesc("concord_host_link_buffered_bytes", "Bytes buffered (sent, not yet acknowledged) on the dedicated host's current links, per channel.", []string{"channel"}, nil)
+	descLinkStuck    = prometheus.NewDesc("concord_link_close_stuck_total", "Links of this process whose pion close outlived its bound: forced (its DTLS and ICE transports closed under it), abandoned (still stuck after that; its goroutines left behind).", []string{"outcome"}, nil)
 
 	descTURNAllocs      = prometheus.NewDesc("concord_turn_allocations", "Live TURN allocations.", nil, nil)
 	descTURNAllocsTotal = prometheus.NewDesc("concord_turn_allocations_total", "TURN allocations made.", nil, nil)
@@ -99,6 +100,9 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descHostBuffered, float64(cs.Buffered), name)
 		}
 	}
+	stuck := link.CloseStuck()
+	counter(descLinkStuck, stuck.Forced, "forced")
+	counter(descLinkStuck, stuck.Abandoned, "abandoned")
 	if t := c.s.turn; t != nil {
 		st := t.Stats()
 		gauge(descTURNAllocs, float64(st.Allocations))

@@ -197,6 +197,7 @@ func TestServeThroughEmbeddedTURN(t *testing.T) {
 		`concord_signaling_join_to_synced_seconds_count 2`, // the bots; the host is synced by its election
 		`concord_turn_refused_credentials_total{reason="not_member"} 0`,
 		`concord_turn_open 1`,
+		`concord_link_close_stuck_total{outcome="abandoned"} 0`,
 	} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pion/datachannel"
 	"github.com/pion/sctp"
@@ -18,6 +19,24 @@ import (
 // maxPendingCandidates bounds the remote candidates queued before the remote
 // description arrives; a peer sending more is misbehaving.
 const maxPendingCandidates = 64
+
+// closeBound bounds each wait of a teardown on pion (teardown): pion's close normally takes
+// well under a second (its SCTP Abort waits 200 ms for the ABORT to leave).
+var closeBound = 10 * time.Second
+
+// Teardowns of this process whose pion close outlived closeBound (StuckCloses).
+var stuckForced, stuckAbandoned atomic.Uint64
+
+// StuckCloses counts, for this process, the Conns whose pion close did not return within the
+// bound (10 s): Forced, whose DTLS and ICE transports were then closed under pion, and of
+// those Abandoned, whose close still had not returned 10 s later and whose goroutines
+// were left behind so that Close returned. Each is logged; both should stay 0.
+type StuckCloses struct{ Forced, Abandoned uint64 }
+
+// CloseStuck returns the process's StuckCloses (metric concord_link_close_stuck_total).
+func CloseStuck() StuckCloses {
+	return StuckCloses{Forced: stuckForced.Load(), Abandoned: stuckAbandoned.Load()}
+}
 
 // ConnConfig configures one connection.
 type ConnConfig struct {
@@ -79,6 +98,9 @@ func (r role) String() string {
 type Conn struct {
 	api     *API
 	pc      *webrtc.PeerConnection
+	dtls    *webrtc.DTLSTransport // pc's, taken before teardown: pion's close holds the SCTP transport's lock
+	ice     *webrtc.ICETransport  // dtls's
+	closePC func() error          // pc.GracefulClose; tests make it stick
 	role    role
 	signal  func(Signal) error
 	handler Handler
@@ -176,6 +198,9 @@ func (a *API) newConn(cfg ConnConfig, r role) (*Conn, error) {
 	c := &Conn{
 		api:     a,
 		pc:      pc,
+		dtls:    pc.SCTP().Transport(),
+		ice:     pc.SCTP().Transport().ICETransport(),
+		closePC: pc.GracefulClose,
 		role:    r,
 		signal:  cfg.Signal,
 		handler: cfg.Handler,
@@ -214,7 +239,7 @@ func (a *API) newConn(cfg ConnConfig, r role) (*Conn, error) {
 	c.trace = cfg.Trace
 	// The selected pair is pushed by ICE, never polled: pion's GetSelectedCandidatePair reads the
 	// transport's gatherer without its lock and races with the transport's start.
-	pc.SCTP().Transport().ICETransport().OnSelectedCandidatePairChange(func(p *webrtc.ICECandidatePair) {
+	c.ice.OnSelectedCandidatePairChange(func(p *webrtc.ICECandidatePair) {
 		if p != nil && p.Local != nil && p.Remote != nil {
 			c.pair.Store(&[2]string{p.Local.Typ.String(), p.Remote.Typ.String()})
 		}
@@ -388,12 +413,45 @@ func (c *Conn) teardown() {
 	// Closing the PeerConnection closes the SCTP association, which ends the
 	// blocked reads of the detached channels. GracefulClose also waits for
 	// pion's own goroutines.
-	if err := c.pc.GracefulClose(); err != nil {
-		c.log.Debug().Err(err).Msg("closing peer connection")
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		if err := c.closePC(); err != nil {
+			c.log.Debug().Err(err).Msg("closing peer connection")
+		}
+	}()
+	if c.awaitClose(closed) {
+		c.readers.Wait()
 	}
-	c.readers.Wait()
 	c.log.Debug().Err(c.cause).Msg("link closed")
 	close(c.done)
+}
+
+// awaitClose waits for pion's close, bounded: a close stuck in pion (an SCTP Abort waiting for
+// a read loop that never ends) would otherwise stall whatever closes this Conn, a host's
+// loop or a region's unload. Past closeBound it closes the DTLS and ICE transports under
+// pion, which end a read blocked on them, and waits closeBound again; then it gives up
+// (false): the close goroutine and the readers are left behind. Logged and counted
+// (CloseStuck).
+func (c *Conn) awaitClose(closed <-chan struct{}) bool {
+	select {
+	case <-closed:
+		return true
+	case <-time.After(closeBound):
+	}
+	stuckForced.Add(1)
+	c.log.Warn().Dur("after", closeBound).Msg("link: pion's close is stuck; closing its DTLS and ICE transports")
+	// Each on a goroutine of its own: it may take a lock pion's stuck close holds.
+	go func() { _ = c.ice.Stop() }()
+	go func() { _ = c.dtls.Stop() }()
+	select {
+	case <-closed:
+		return true
+	case <-time.After(closeBound):
+	}
+	stuckAbandoned.Add(1)
+	c.log.Error().Dur("after", 2*closeBound).Msg("link: pion's close still stuck; abandoning the connection's goroutines")
+	return false
 }
 
 // readLoop reads one channel into one reused buffer until the channel fails.
@@ -679,7 +737,8 @@ func (c *Conn) Err() error {
 
 // Close implements Link: it closes the connection and waits for every
 // goroutine of the Conn, so it must not be called from the Handler or the
-// Signal callback. Idempotent; always returns nil.
+// Signal callback. Idempotent; always returns nil. The wait on pion is bounded
+// (20 s): a Conn whose pion close is stuck past it is abandoned (CloseStuck).
 func (c *Conn) Close() error {
 	c.fail(ErrClosed)
 	<-c.exited

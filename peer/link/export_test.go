@@ -2,6 +2,7 @@ package link
 
 import (
 	"reflect"
+	"time"
 
 	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v4"
@@ -55,3 +56,18 @@ func (c *Conn) withoutFastPathsForTest() {
 		}
 	}
 }
+
+// setCloseBoundForTest sets closeBound until the returned restore is called.
+func setCloseBoundForTest(d time.Duration) (restore func()) {
+	old := closeBound
+	closeBound = d
+	return func() { closeBound = old }
+}
+
+// wrapClosePCForTest makes c's teardown close pion through wrap, given the real close.
+func (c *Conn) wrapClosePCForTest(wrap func(closePC func() error) error) {
+	real := c.closePC
+	c.closePC = func() error { return wrap(real) }
+}
+
+func (c *Conn) dtlsForTest() *webrtc.DTLSTransport { return c.dtls }

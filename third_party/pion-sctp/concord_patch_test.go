@@ -9,6 +9,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,5 +404,145 @@ func TestAckCoalescing(t *testing.T) {
 	waitFor(t, br, "the ordered burst to be acknowledged", func() bool { return a0.BufferedAmount() == 0 })
 	if got := a1.stats.getNumSACKsSent() - sacks; got != 2 {
 		t.Errorf("%d SACKs for an ordered burst of 3 packets, want 2 (not coalesced)", got)
+	}
+}
+
+// failingConn is one end of createUDPConnPair's pair that starts failing its writes on
+// demand, as a DTLS conn does past the write deadline Abort sets; the first failed write
+// queues replay to be read, after the association has gone to closed (held back until
+// then, as a packet in flight would be).
+type failingConn struct {
+	*dumbConn2
+	assoc  atomic.Pointer[Association]
+	fail   atomic.Bool
+	replay []byte
+	once   sync.Once
+}
+
+func (c *failingConn) Write(b []byte) (int, error) {
+	if !c.fail.Load() {
+		return c.dumbConn2.Write(b)
+	}
+	c.once.Do(func() { c.inboundHandler(append([]byte(nil), c.replay...)) })
+
+	return 0, &net.OpError{Op: "write", Net: "udp", Addr: c.remoteAddr, Err: os.ErrDeadlineExceeded}
+}
+
+func (c *failingConn) Read(b []byte) (int, error) {
+	n, err := c.dumbConn2.Read(b)
+	if err == nil && c.fail.Load() && bytes.Equal(b[:n], c.replay) {
+		deadline := time.Now().Add(5 * time.Second)
+		for a := c.assoc.Load(); a.getState() != closed && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	return n, err
+}
+
+// isCookieEcho reports whether raw is an SCTP packet whose first chunk is a COOKIE-ECHO.
+func isCookieEcho(raw []byte) bool {
+	return len(raw) > packetHeaderSize && chunkType(raw[packetHeaderSize]) == ctCookieEcho
+}
+
+// copyingConnPair is createUDPConnPair whose ends copy what they deliver: dumbConn2 hands
+// the written slice itself to the other end, which item 5's write loop reuses for its next
+// packets (net.Conn.Write may not keep the bytes). onAToB sees each packet from a to b.
+func copyingConnPair(onAToB func([]byte)) (a, b *dumbConn2) {
+	conn0, conn1 := createUDPConnPair()
+	a, b = conn0.(*dumbConn2), conn1.(*dumbConn2)
+	a.setRemoteHandler(func(raw []byte) {
+		raw = append([]byte(nil), raw...)
+		if onAToB != nil {
+			onAToB(raw)
+		}
+		b.inboundHandler(raw)
+	})
+	b.setRemoteHandler(func(raw []byte) { a.inboundHandler(append([]byte(nil), raw...)) })
+
+	return a, b
+}
+
+// clientServer runs a client association on clientConn and a server on serverConn to
+// establishment.
+func clientServer(t *testing.T, clientConn, serverConn net.Conn) (client, server *Association) {
+	t.Helper()
+	lf := logging.NewDefaultLoggerFactory()
+	serverCh := make(chan *Association, 1)
+	go func() {
+		a, err := ServerWithOptions(WithNetConn(serverConn), WithLoggerFactory(lf))
+		if err != nil {
+			t.Error(err)
+		}
+		serverCh <- a
+	}()
+	client, err := ClientWithOptions(WithNetConn(clientConn), WithLoggerFactory(lf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if server = <-serverCh; server == nil {
+		_ = client.Close()
+		t.FailNow()
+	}
+
+	return client, server
+}
+
+// TestLateCookieEchoDoesNotHangAbort (item 10): a COOKIE-ECHO of the finished handshake (a
+// peer's T1-cookie retransmission) read while Abort tears the association down — its ABORT
+// write failed, so the write loop ended without closing closeWriteLoopCh and left the state
+// closed — is dropped. Without the patch handleCookieEcho re-established the association
+// in closed and blocked in completeHandshake, holding the lock, sending a second handshake
+// result nobody receives: the read loop never ended and Abort waited for it forever.
+func TestLateCookieEchoDoesNotHangAbort(t *testing.T) {
+	var cookieEcho atomic.Pointer[[]byte]
+	c0, conn1 := copyingConnPair(func(raw []byte) {
+		if isCookieEcho(raw) {
+			cookieEcho.Store(&raw)
+		}
+	})
+	c1 := &failingConn{dumbConn2: conn1}
+	client, server := clientServer(t, c0, c1)
+	defer client.Close() //nolint:errcheck
+	if cookieEcho.Load() == nil {
+		t.Fatal("no COOKIE-ECHO seen")
+	}
+	c1.assoc.Store(server)
+	c1.replay = *cookieEcho.Load()
+	c1.fail.Store(true)
+
+	aborted := make(chan struct{})
+	go func() {
+		server.Abort("test")
+		close(aborted)
+	}()
+	select {
+	case <-aborted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Abort did not return in 10 s: the read loop is stuck in completeHandshake")
+	}
+}
+
+// TestCompleteHandshakeOnce (item 10): the handshake's result is delivered once; a second
+// completeHandshake on a live association returns at once instead of blocking, holding the
+// lock, on a channel nobody receives from any more.
+func TestCompleteHandshakeOnce(t *testing.T) {
+	c0, c1 := copyingConnPair(nil)
+	client, server := clientServer(t, c0, c1)
+	defer client.Close() //nolint:errcheck
+	defer server.Close() //nolint:errcheck
+	done := make(chan bool, 1)
+	go func() {
+		client.lock.Lock()
+		defer client.lock.Unlock()
+		done <- client.completeHandshake(nil)
+	}()
+	select {
+	case delivered := <-done:
+		if delivered {
+			t.Fatal("a second handshake result was delivered")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second completeHandshake blocked for 10 s")
 	}
 }
