@@ -130,9 +130,7 @@ func (s *Server) serveConn(ws socket, first []byte, refuse error, remote string)
 		return
 	}
 	defer s.unregister(c)
-	// This goroutine holds a place in wg, so adding the writer cannot race with Close's Wait.
-	s.wg.Add(1)
-	go c.writeLoop()
+	c.start()
 	c.readLoop()
 }
 

@@ -15,25 +15,31 @@ import (
 
 // conn is one websocket on the server. Its reader is the HTTP handler's
 // goroutine (readLoop); its writer is writeLoop, which alone writes data
-// messages. Control frames (pings, pongs, close) go through
-// websocket.Conn.WriteControl, which is safe from any goroutine.
+// messages and runs only while there is something to write (a queued frame, a
+// due ping, the close): an idle member costs one goroutine, not two, and no
+// queue. Control frames (pongs, close) go through websocket.Conn.WriteControl,
+// which is safe from any goroutine.
 type conn struct {
-	s    *Server
-	ws   socket
-	send chan []byte // bounded outbound queue; never closed
+	s  *Server
+	ws socket
 
-	// spill holds, in order, frames that cannot be lost (membership, host changes) that found
-	// send full. A burst of joins or leaves in a big room outpaces any fixed queue (each one is
-	// broadcast to every member), and dropping a member for it (above all the room's host, whose
-	// drop costs the room a migration) turns a crowd into an outage. While spill holds frames,
-	// every new frame goes there too (order is kept) and signals are refused as to a busy
-	// recipient. Bounded by spillCap frames (slices shared by a broadcast: 24 bytes each); past
-	// it the member is a slow consumer after all.
-	spillMu  sync.Mutex
-	spill    [][]byte // guarded by spillMu
-	spilling atomic.Bool
+	// queue holds the frames for the writer, oldest at head, allocated on demand and dropped
+	// once drained (a fixed channel of SendQueue frames cost every idle member 6 KiB).
+	// Up to SendQueue frames it is the send queue; past it, frames that cannot be lost
+	// (membership, host changes) spill on, up to spillCap more. A burst of joins or leaves in a
+	// big room outpaces any fixed queue (each one is broadcast to every member), and dropping a
+	// member for it (above all the room's host, whose drop costs the room a migration) turns a
+	// crowd into an outage. Signals are refused, as to a busy recipient, from the last quarter
+	// of SendQueue on, so only those frames, which cannot be lost, can make a slow consumer
+	// (slices shared by a broadcast: 24 bytes each).
+	qMu      sync.Mutex
+	queue    [][]byte // guarded by qMu
+	head     int      // guarded by qMu: queue[:head] is written
+	writing  bool     // guarded by qMu: a writeLoop runs
+	pingDue  bool     // guarded by qMu: the pinger fired; the writer pings
 	spillCap int
-	wake     chan struct{} // capacity 1: spill has frames for the writer
+	wake     chan struct{} // capacity 1: frames were queued (or a ping is due) while the writer ran
+	pinger   *time.Timer   // every PingInterval: sets pingDue; nil until start
 
 	// batch is set from the join when the client reads batched messages; the writer then joins
 	// the frames it finds queued into one websocket message (docs/protocol.md §4 "Batched
@@ -99,7 +105,6 @@ type closeInfo struct {
 func newConn(s *Server, ws socket, log zerolog.Logger) *conn {
 	return &conn{
 		s: s, ws: ws, log: log, wlog: log,
-		send:       make(chan []byte, s.cfg.SendQueue),
 		spillCap:   spillFrames(&s.cfg),
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
@@ -113,24 +118,12 @@ func spillFrames(cfg *Config) int { return 4 * max(cfg.MaxMembers, cfg.SendQueue
 
 // enqueue queues frame without blocking and reports whether it fit, in the queue or the spill.
 func (c *conn) enqueue(frame []byte) bool {
-	if !c.spilling.Load() {
-		select {
-		case c.send <- frame:
-			return true
-		default:
-		}
-	}
-	c.spillMu.Lock()
-	defer c.spillMu.Unlock()
-	if len(c.spill) >= c.spillCap {
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	if len(c.queue)-c.head >= c.s.cfg.SendQueue+c.spillCap {
 		return false
 	}
-	c.spill = append(c.spill, frame)
-	c.spilling.Store(true)
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.pushLocked(frame)
 	return true
 }
 
@@ -139,37 +132,90 @@ func (c *conn) enqueue(frame []byte) bool {
 // signals is shed (the senders are told), and only those messages, which cannot be lost, can
 // make a slow consumer.
 func (c *conn) enqueueSignal(frame []byte) bool {
-	if c.spilling.Load() || len(c.send) >= cap(c.send)-max(1, cap(c.send)/4) {
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	q := c.s.cfg.SendQueue
+	if len(c.queue)-c.head >= q-max(1, q/4) {
 		return false
 	}
-	select {
-	case c.send <- frame:
-		return true
-	default:
-		return false
-	}
+	c.pushLocked(frame)
+	return true
 }
 
-// drainSpill writes what the queue holds, then the spill (frames queued before the spill
-// began go first); false means the socket failed.
-func (c *conn) drainSpill() bool {
-	for {
+// idleQueueCap is the largest queue array kept once drained; a bigger one (left by a burst) is
+// dropped, so that an idle member holds at most this much.
+const idleQueueCap = 8
+
+// pushLocked appends frame to the queue and kicks the writer; c.qMu is held.
+func (c *conn) pushLocked(frame []byte) {
+	if c.head > 0 && len(c.queue) == cap(c.queue) { // reuse the written front before growing
+		n := copy(c.queue, c.queue[c.head:])
+		clear(c.queue[n:])
+		c.queue, c.head = c.queue[:n], 0
+	}
+	c.queue = append(c.queue, frame)
+	c.kickLocked()
+}
+
+// popLocked takes the oldest queued frame; c.qMu is held.
+func (c *conn) popLocked() ([]byte, bool) {
+	if c.head == len(c.queue) {
+		return nil, false
+	}
+	f := c.queue[c.head]
+	c.queue[c.head] = nil
+	c.head++
+	if c.head == len(c.queue) {
+		if cap(c.queue) > idleQueueCap {
+			c.queue = nil
+		} else {
+			c.queue = c.queue[:0]
+		}
+		c.head = 0
+	}
+	return f, true
+}
+
+// pop takes the oldest queued frame.
+func (c *conn) pop() ([]byte, bool) {
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	return c.popLocked()
+}
+
+// kickLocked starts the writer, or wakes it if it runs; c.qMu is held. Its callers (the
+// reader, the hub, the pinger, Close) hold a place in the server's wait group, so adding the
+// writer's cannot race with Close's Wait.
+func (c *conn) kickLocked() {
+	if c.writing {
 		select {
-		case f := <-c.send:
-			if !c.writeQueued(f) {
-				return false
-			}
-			continue
+		case c.wake <- struct{}{}:
 		default:
 		}
-		break
+		return
 	}
-	c.spillMu.Lock()
-	fs := c.spill
-	c.spill = nil
-	c.spilling.Store(false)
-	c.spillMu.Unlock()
-	return c.writeAll(fs)
+	c.writing = true
+	c.s.wg.Add(1)
+	go c.writeLoop()
+}
+
+// start arms the pinger: every PingInterval the writer pings the peer.
+func (c *conn) start() {
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	c.pinger = time.AfterFunc(c.s.cfg.PingInterval, c.pingSoon)
+}
+
+// pingSoon has the writer ping the peer (it re-arms the pinger once it has).
+func (c *conn) pingSoon() {
+	if !c.s.enter() {
+		return
+	}
+	defer c.s.wg.Done()
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	c.pingDue = true
+	c.kickLocked()
 }
 
 // Bounds of one batched websocket message: a batch stops growing at either.
@@ -186,16 +232,14 @@ func (c *conn) writeQueued(f []byte) bool {
 	}
 	fs := append(c.batchList[:0], f)
 	size := len(f)
-	// lazy: every frame so far is a membership message, which may wait for more.
-	// Never while frames wait in the spill.
-	lazy := c.s.cfg.MembershipLinger > 0 && isMembership(f) && !c.spilling.Load()
-	lingering, woken := false, false
+	// lazy: every frame so far is a membership message, which may wait for more. It waits only
+	// on an empty queue: whatever is queued (a spill too) joins the batch at once.
+	lazy := c.s.cfg.MembershipLinger > 0 && isMembership(f)
+	lingering := false
 collect:
 	for len(fs) < maxBatchFrames && size < maxBatchBytes {
-		var g []byte
-		select {
-		case g = <-c.send:
-		default:
+		g, ok := c.pop()
+		if !ok {
 			if !lazy {
 				break collect
 			}
@@ -208,12 +252,10 @@ collect:
 				}
 			}
 			select {
-			case g = <-c.send:
+			case <-c.wake: // frames were queued (or a ping is due): look again
+				continue
 			case <-c.linger.C:
 				lingering = false
-				break collect
-			case <-c.wake: // the spill has frames: write what is queued, then them
-				woken = true
 				break collect
 			case <-c.done:
 				break collect
@@ -225,12 +267,6 @@ collect:
 	}
 	if lingering {
 		c.linger.Stop()
-	}
-	if woken {
-		select { // leave the wake-up for writeLoop (enqueue may have left another already)
-		case c.wake <- struct{}{}:
-		default:
-		}
 	}
 	ok := c.writeAll(fs)
 	clear(fs)
@@ -319,29 +355,45 @@ func (c *conn) shutdown(info closeInfo) {
 		if !info.graceful {
 			_ = c.ws.Close()
 		}
+		c.qMu.Lock()
+		c.kickLocked() // the writer finishes the socket
+		c.qMu.Unlock()
 	})
 }
 
-// writeLoop drains the send queue and pings, until shutdown.
+// writeLoop writes the queue and a due ping until both are done, and returns (kickLocked
+// starts it again); after shutdown it finishes the socket and never returns to writing.
 func (c *conn) writeLoop() {
 	defer c.s.wg.Done()
 	cfg := &c.s.cfg
-	ping := time.NewTicker(cfg.PingInterval)
-	defer ping.Stop()
 	for {
+		c.qMu.Lock()
 		select {
-		case f := <-c.send:
-			c.writeQueued(f)
-		case <-c.wake:
-			c.drainSpill()
-		case <-ping.C:
+		case <-c.done: // checked under qMu: shutdown closes done before it kicks
+			c.qMu.Unlock()
+			c.finish()
+			return
+		default:
+		}
+		ping := c.pingDue
+		c.pingDue = false
+		f, ok := c.popLocked()
+		if !ok && !ping {
+			c.writing = false
+			c.qMu.Unlock()
+			return
+		}
+		c.qMu.Unlock()
+		if ping {
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteWait)); err != nil {
 				c.wlog.Debug().Err(err).Msg("ping failed")
 				c.shutdown(closeInfo{reason: ReasonLost})
+			} else {
+				c.pinger.Reset(cfg.PingInterval)
 			}
-		case <-c.done:
-			c.finish()
-			return
+		}
+		if ok {
+			c.writeQueued(f)
 		}
 	}
 }
@@ -349,18 +401,17 @@ func (c *conn) writeLoop() {
 // finish ends the socket after shutdown.
 func (c *conn) finish() {
 	cfg := &c.s.cfg
+	c.qMu.Lock()
+	if c.pinger != nil {
+		c.pinger.Stop()
+	}
+	pending := append([][]byte(nil), c.queue[c.head:]...)
+	c.queue, c.head = nil, 0
+	c.qMu.Unlock()
 	if c.info.graceful {
 		// Flush what is queued now, within one WriteWait in total, so that
 		// an error message reaches the peer before the close frame.
 		_ = c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteWait))
-		pending := make([][]byte, 0, len(c.send))
-		for n := len(c.send); n > 0; n-- {
-			pending = append(pending, <-c.send)
-		}
-		c.spillMu.Lock()
-		pending = append(pending, c.spill...)
-		c.spill = nil
-		c.spillMu.Unlock()
 		for _, f := range pending {
 			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
 				break

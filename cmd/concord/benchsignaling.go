@@ -32,6 +32,10 @@ type signalingLoad struct {
 	rate     int
 	d        time.Duration
 	roomSize int
+	// profile, when set, is the prefix of the serve run's profiles: CPU of serve and of this
+	// process while members join (PREFIX.serve, PREFIX.bots) and serve's heap once they idle
+	// (PREFIX.heap).
+	profile string
 }
 
 // connLoad is what one side of the run measured.
@@ -73,6 +77,9 @@ func runSignalingLoad(ctx context.Context, l signalingLoad, progress io.Writer) 
 	n := l.rate*int(l.d.Seconds()) + 64
 	serveArgs := []string{"serve", "--data", "", "--log-level", "error", "--max-conns", fmt.Sprint(n), "--max-conns-per-addr", fmt.Sprint(n),
 		"--max-rooms", fmt.Sprint(n/l.roomSize + 64)}
+	if l.profile != "" {
+		serveArgs = append(serveArgs, "--pprof")
+	}
 	sig, err = runConnLoad(ctx, l, serveArgs, func(ctx context.Context, url string, i int) (io.Closer, error) {
 		c, err := sigclient.Dial(ctx, url, sigclient.JoinOptions{Room: signaling.RoomID(fmt.Sprintf("r%d", i/l.roomSize)),
 			User: fmt.Sprintf("u%d", i), Device: "d", Kind: signaling.KindBot}, sigclient.ClientConfig{EventQueue: 16})
@@ -118,6 +125,14 @@ func runConnLoad(ctx context.Context, l signalingLoad, args []string, dial func(
 	time.Sleep(500 * time.Millisecond) // let the server's start-up allocations settle before the baseline
 	before := procRSS(srv.Process.Pid)
 
+	profile := l.profile != "" && args[0] == "serve"
+	if profile {
+		stop, err := startBurstProfiles(ctx, url, l.profile, l.d+time.Second)
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+	}
 	n := l.rate * int(l.d.Seconds())
 	lat := make([]time.Duration, n)
 	conns := make([]io.Closer, n)
@@ -165,6 +180,11 @@ func runConnLoad(ctx context.Context, l signalingLoad, args []string, dial func(
 		res.rate = float64(len(done)) / last.Sub(start).Seconds()
 		time.Sleep(time.Second) // idle: what the members hold, not what joining them took
 		res.perConnKB = float64(procRSS(srv.Process.Pid)-before) / 1024 / float64(len(done))
+		if profile {
+			saveURL(url+"/debug/pprof/heap", l.profile+".heap")
+			saveURL(url+"/debug/pprof/heap?debug=1", l.profile+".heap.txt")
+			saveURL(url+"/debug/pprof/goroutine?debug=1", l.profile+".goroutines.txt")
+		}
 	}
 	_ = srv.Process.Kill() // the clients' closes then fail fast
 	var cw sync.WaitGroup
@@ -176,6 +196,20 @@ func runConnLoad(ctx context.Context, l signalingLoad, args []string, dial func(
 	}
 	cw.Wait()
 	return res, nil
+}
+
+// saveURL writes what a GET of url answers to path (a profile: best effort).
+func saveURL(url, path string) {
+	c := http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if out, err := os.Create(path); err == nil {
+		_, _ = io.Copy(out, resp.Body)
+		_ = out.Close()
+	}
 }
 
 // procRSS is a process's resident set in bytes (0 when unknown).
@@ -209,6 +243,7 @@ func cmdBenchSignaling(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&l.rate, "rate", 4000, "joins started a second")
 	fs.DurationVar(&l.d, "duration", 3*time.Second, "how long joins start (every member stays until the end)")
 	fs.IntVar(&l.roomSize, "room-size", 4, "members a room")
+	fs.StringVar(&l.profile, "profile", "", "`PREFIX` of profiles of the serve run: CPU of serve (PREFIX.serve) and of the bench clients (PREFIX.bots) while members join, serve's heap once they idle (PREFIX.heap)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
