@@ -67,7 +67,7 @@ type conn struct {
 	log    zerolog.Logger
 	joined bool
 	index  PeerIndex
-	buf    bytes.Buffer
+	buf    *bytes.Buffer // the message being handled, from readBuffers; nil while the reader waits
 	msg    clientMessage
 }
 
@@ -463,9 +463,17 @@ func (c *conn) alive() {
 	}
 }
 
-// next reads one message into c.buf. It returns binary=true for a binary
-// message, which the protocol does not use.
+// readBuffers lends readers the buffer of the message they handle, so that a member waiting for
+// its next message holds none.
+var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// next reads one message into c.buf; what it returns is valid until the next call. It returns
+// binary=true for a binary message, which the protocol does not use.
 func (c *conn) next() (data []byte, binary bool, err error) {
+	if c.buf != nil {
+		readBuffers.Put(c.buf)
+		c.buf = nil
+	}
 	if c.first != nil {
 		data, c.first = c.first, nil
 		return data, false, nil
@@ -474,6 +482,7 @@ func (c *conn) next() (data []byte, binary bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
+	c.buf = readBuffers.Get().(*bytes.Buffer)
 	c.buf.Reset()
 	if _, err := c.buf.ReadFrom(r); err != nil {
 		return nil, false, err
