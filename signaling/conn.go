@@ -52,8 +52,12 @@ type conn struct {
 	done       chan struct{} // closed by shutdown
 	readerDone chan struct{} // closed when readLoop returns
 	once       sync.Once
-	info       closeInfo      // written inside once before done is closed; read after <-done
-	wlog       zerolog.Logger // the writer's logger; never changes
+	info       closeInfo // written inside once before done is closed; read after <-done
+	// log is the server's logger; every line of the connection carries remote and, from the
+	// reader once joined, the room and peer (logw, logr). They are added per line, not kept in a
+	// child logger: zerolog's With reserves 500 bytes, which every idle member would hold.
+	log    zerolog.Logger
+	remote string
 
 	// strikes counts refused messages; the reader and the hub both strike.
 	strikeMu sync.Mutex
@@ -64,8 +68,9 @@ type conn struct {
 	// set, refuses it.
 	first  []byte
 	refuse error
-	log    zerolog.Logger
 	joined bool
+	room   RoomID
+	id     Identity
 	index  PeerIndex
 	buf    *bytes.Buffer // the message being handled, from readBuffers; nil while the reader waits
 	msg    clientMessage
@@ -104,12 +109,24 @@ type closeInfo struct {
 
 func newConn(s *Server, ws socket, log zerolog.Logger) *conn {
 	return &conn{
-		s: s, ws: ws, log: log, wlog: log,
+		s: s, ws: ws, log: log,
 		spillCap:   spillFrames(&s.cfg),
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
+}
+
+// logw adds the connection's remote address to e; any goroutine may call it.
+func (c *conn) logw(e *zerolog.Event) *zerolog.Event { return e.Str("remote", c.remote) }
+
+// logr adds the remote address and, once joined, the room and peer to e; the reader's.
+func (c *conn) logr(e *zerolog.Event) *zerolog.Event {
+	e = c.logw(e)
+	if c.joined {
+		e = e.Str("room", string(c.room)).Uint64("peer", uint64(c.index)).Str("peerId", string(c.id))
+	}
+	return e
 }
 
 // spillFrames is the spill's bound: four membership events (joined, synced, left, and a host
@@ -316,7 +333,7 @@ func (c *conn) writeMessage(frames [][]byte) bool {
 	err := c.writeFrames(frames)
 	c.wroteOne = true
 	if err != nil {
-		c.wlog.Debug().Err(err).Msg("write failed")
+		c.logw(c.log.Debug()).Err(err).Msg("write failed")
 		c.shutdown(closeInfo{reason: ReasonLost})
 		return false
 	}
@@ -386,7 +403,7 @@ func (c *conn) writeLoop() {
 		c.qMu.Unlock()
 		if ping {
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteWait)); err != nil {
-				c.wlog.Debug().Err(err).Msg("ping failed")
+				c.logw(c.log.Debug()).Err(err).Msg("ping failed")
 				c.shutdown(closeInfo{reason: ReasonLost})
 			} else {
 				c.pinger.Reset(cfg.PingInterval)
@@ -542,7 +559,7 @@ func (c *conn) join() bool {
 		return false
 	}
 	c.joined, c.index = true, res.index
-	c.log = c.log.With().Str("room", string(req.room)).Uint64("peer", uint64(res.index)).Str("peerId", string(res.id)).Logger()
+	c.room, c.id = req.room, res.id
 	c.alive()
 	return true
 }
@@ -551,7 +568,7 @@ func (c *conn) join() bool {
 func (c *conn) reject(err error) {
 	c.s.stats.rejected.Add(1)
 	c.s.stats.refuse(err)
-	c.log.Info().Err(err).Msg("join rejected")
+	c.logr(c.log.Info()).Err(err).Msg("join rejected")
 	c.enqueue(encodeError(err, 0))
 	c.shutdown(closeInfo{graceful: true, code: websocket.ClosePolicyViolation, text: string(codeOf(err))})
 }
@@ -602,7 +619,7 @@ func (c *conn) readMessages() LeaveReason {
 func (c *conn) replyError(err error, peer PeerIndex) {
 	c.s.stats.badMessages.Add(1)
 	c.s.stats.refuse(err)
-	c.log.Debug().Err(err).Msg("bad message")
+	c.logr(c.log.Debug()).Err(err).Msg("bad message")
 	c.enqueueSignal(encodeError(err, peer)) // shed when the queue is full, like a signal
 	c.strike(err)
 }
@@ -628,7 +645,7 @@ func (c *conn) strike(err error) {
 	}
 	drop := fmt.Errorf("%w: more than %d refused messages (last: %v)", ErrTooManyErrors, cfg.ErrorBurst, err)
 	c.s.stats.refuse(drop)
-	c.wlog.Warn().Err(err).Int("burst", cfg.ErrorBurst).Msg("repeat offender dropped")
+	c.logw(c.log.Warn()).Err(err).Int("burst", cfg.ErrorBurst).Msg("repeat offender dropped")
 	c.enqueue(encodeError(drop, 0))
 	c.shutdown(closeInfo{reason: ReasonError, graceful: true, code: websocket.ClosePolicyViolation, text: string(CodeTooManyErrors)})
 }
@@ -647,14 +664,14 @@ func (c *conn) leaveReason(err error) LeaveReason {
 	case errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure:
 		return ReasonLeft
 	case errors.Is(err, websocket.ErrReadLimit):
-		c.log.Info().Int64("limit", c.s.cfg.ReadLimit).Msg("message over the read limit")
+		c.logr(c.log.Info()).Int64("limit", c.s.cfg.ReadLimit).Msg("message over the read limit")
 		return ReasonError
 	case isTimeout(err):
 		c.s.stats.timeouts.Add(1)
-		c.log.Info().Dur("pongWait", c.s.cfg.PongWait).Msg("ping timeout")
+		c.logr(c.log.Info()).Dur("pongWait", c.s.cfg.PongWait).Msg("ping timeout")
 		return ReasonTimeout
 	}
-	c.log.Debug().Err(err).Msg("socket lost")
+	c.logr(c.log.Debug()).Err(err).Msg("socket lost")
 	return ReasonLost
 }
 
