@@ -39,6 +39,25 @@ func wsPair(t *testing.T) (srv, cli *websocket.Conn) {
 	return srv, cli
 }
 
+// queueFrame queues f for a writer the test runs itself (no writeLoop starts: see asWriter).
+func (c *conn) queueFrame(f []byte) {
+	c.qMu.Lock()
+	c.queue = append(c.queue, f)
+	c.qMu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// asWriter makes the test's goroutine c's writer: kickLocked (a shutdown's) starts no writeLoop.
+func (c *conn) asWriter() *conn {
+	c.qMu.Lock()
+	c.writing = true
+	c.qMu.Unlock()
+	return c
+}
+
 // TestBatchedWrites: a batching connection writes its first message alone, then joins queued
 // frames into websocket messages of at most maxBatchFrames frames and maxBatchBytes bytes, in
 // order; a connection that did not ask for batches gets one message per frame.
@@ -47,7 +66,7 @@ func TestBatchedWrites(t *testing.T) {
 		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
 			srvWS, cli := wsPair(t)
 			s := &Server{cfg: Config{WriteWait: DefaultWriteWait, SendQueue: 1024}}
-			c := newConn(s, srvWS, zerolog.Nop())
+			c := newConn(s, srvWS, zerolog.Nop()).asWriter()
 			c.batch.Store(batch)
 			const n = 600
 			frame := func(i int) []byte {
@@ -57,11 +76,12 @@ func TestBatchedWrites(t *testing.T) {
 				t.Fatal("first write failed")
 			}
 			for i := 1; i < n; i++ {
-				c.send <- frame(i)
+				c.queueFrame(frame(i))
 			}
 			go func() {
-				for len(c.send) > 0 {
-					if !c.writeQueued(<-c.send) {
+				for {
+					f, ok := c.pop()
+					if !ok || !c.writeQueued(f) {
 						return
 					}
 				}
@@ -124,7 +144,7 @@ func TestMembershipLinger(t *testing.T) {
 	start := func(t *testing.T, linger time.Duration) (*conn, *websocket.Conn) {
 		srvWS, cli := wsPair(t)
 		s := &Server{cfg: Config{WriteWait: DefaultWriteWait, SendQueue: 64, MembershipLinger: linger}}
-		c := newConn(s, srvWS, zerolog.Nop())
+		c := newConn(s, srvWS, zerolog.Nop()).asWriter()
 		c.batch.Store(true)
 		if !c.write(joined(1)) { // the first message goes alone
 			t.Fatal("first write failed")
@@ -146,11 +166,10 @@ func TestMembershipLinger(t *testing.T) {
 
 	t.Run("a signal ends the wait", func(t *testing.T) {
 		c, cli := start(t, time.Hour)
-		c.send <- joined(2)
 		done := make(chan bool, 1)
-		go func() { done <- c.writeQueued(<-c.send) }()
-		c.send <- synced
-		c.send <- signal
+		go func() { done <- c.writeQueued(joined(2)) }()
+		c.queueFrame(synced)
+		c.queueFrame(signal)
 		got := read(t, cli)
 		if !<-done {
 			t.Fatal("write failed")
@@ -167,38 +186,43 @@ func TestMembershipLinger(t *testing.T) {
 	})
 	t.Run("the linger ends", func(t *testing.T) {
 		c, cli := start(t, 20*time.Millisecond)
-		c.send <- joined(2)
-		go c.writeQueued(<-c.send)
+		go c.writeQueued(joined(2))
 		if got := read(t, cli); len(got) != 1 || !bytes.Equal(got[0], joined(2)) {
 			t.Fatalf("got %q", got)
 		}
 	})
-	t.Run("a spill ends the wait", func(t *testing.T) {
+	t.Run("a full batch ends the wait", func(t *testing.T) {
 		c, cli := start(t, time.Hour)
-		c.send <- joined(2)
 		done := make(chan bool, 1)
-		go func() { done <- c.writeQueued(<-c.send) }()
+		go func() { done <- c.writeQueued(joined(2)) }()
+		for i := range maxBatchFrames - 1 {
+			c.queueFrame(joined(PeerIndex(3 + i)))
+		}
+		if got := read(t, cli); len(got) != maxBatchFrames {
+			t.Fatalf("%d frames, want %d", len(got), maxBatchFrames)
+		}
+		<-done
+	})
+	t.Run("a wake-up with nothing queued keeps the wait", func(t *testing.T) {
+		c, cli := start(t, 50*time.Millisecond)
 		c.wake <- struct{}{}
+		done := make(chan bool, 1)
+		go func() { done <- c.writeQueued(joined(2)) }()
 		if got := read(t, cli); len(got) != 1 {
 			t.Fatalf("%d frames, want 1", len(got))
 		}
 		<-done
-		if len(c.wake) != 1 {
-			t.Fatal("the wake-up for the spill was lost")
-		}
 	})
 	t.Run("other messages never wait", func(t *testing.T) {
 		c, cli := start(t, time.Hour)
-		c.send <- host
-		go c.writeQueued(<-c.send)
+		go c.writeQueued(host)
 		if got := read(t, cli); len(got) != 1 || !bytes.Equal(got[0], host) {
 			t.Fatalf("got %q", got)
 		}
 	})
 	t.Run("shutdown ends the wait", func(t *testing.T) {
 		c, cli := start(t, time.Hour)
-		c.send <- joined(2)
-		go c.writeQueued(<-c.send)
+		go c.writeQueued(joined(2))
 		c.shutdown(closeInfo{graceful: true})
 		if got := read(t, cli); len(got) != 1 {
 			t.Fatalf("%d frames, want 1", len(got))

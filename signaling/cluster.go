@@ -121,7 +121,8 @@ func (s *Server) ServeRelayed(p Pipe, remote string) {
 // serveConn runs a connection on ws: first is its first message if already read, refuse an
 // error to refuse its join with.
 func (s *Server) serveConn(ws socket, first []byte, refuse error, remote string) {
-	c := newConn(s, ws, s.log.With().Str("remote", remote).Logger())
+	c := newConn(s, ws, s.log)
+	c.remote = remote
 	c.first, c.refuse = first, refuse
 	if !s.register(c) {
 		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, string(CodeServerClosing)),
@@ -130,9 +131,7 @@ func (s *Server) serveConn(ws socket, first []byte, refuse error, remote string)
 		return
 	}
 	defer s.unregister(c)
-	// This goroutine holds a place in wg, so adding the writer cannot race with Close's Wait.
-	s.wg.Add(1)
-	go c.writeLoop()
+	c.start()
 	c.readLoop()
 }
 

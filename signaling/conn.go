@@ -15,25 +15,31 @@ import (
 
 // conn is one websocket on the server. Its reader is the HTTP handler's
 // goroutine (readLoop); its writer is writeLoop, which alone writes data
-// messages. Control frames (pings, pongs, close) go through
-// websocket.Conn.WriteControl, which is safe from any goroutine.
+// messages and runs only while there is something to write (a queued frame, a
+// due ping, the close): an idle member costs one goroutine, not two, and no
+// queue. Control frames (pongs, close) go through websocket.Conn.WriteControl,
+// which is safe from any goroutine.
 type conn struct {
-	s    *Server
-	ws   socket
-	send chan []byte // bounded outbound queue; never closed
+	s  *Server
+	ws socket
 
-	// spill holds, in order, frames that cannot be lost (membership, host changes) that found
-	// send full. A burst of joins or leaves in a big room outpaces any fixed queue (each one is
-	// broadcast to every member), and dropping a member for it (above all the room's host, whose
-	// drop costs the room a migration) turns a crowd into an outage. While spill holds frames,
-	// every new frame goes there too (order is kept) and signals are refused as to a busy
-	// recipient. Bounded by spillCap frames (slices shared by a broadcast: 24 bytes each); past
-	// it the member is a slow consumer after all.
-	spillMu  sync.Mutex
-	spill    [][]byte // guarded by spillMu
-	spilling atomic.Bool
+	// queue holds the frames for the writer, oldest at head, allocated on demand and dropped
+	// once drained (a fixed channel of SendQueue frames cost every idle member 6 KiB).
+	// Up to SendQueue frames it is the send queue; past it, frames that cannot be lost
+	// (membership, host changes) spill on, up to spillCap more. A burst of joins or leaves in a
+	// big room outpaces any fixed queue (each one is broadcast to every member), and dropping a
+	// member for it (above all the room's host, whose drop costs the room a migration) turns a
+	// crowd into an outage. Signals are refused, as to a busy recipient, from the last quarter
+	// of SendQueue on, so only those frames, which cannot be lost, can make a slow consumer
+	// (slices shared by a broadcast: 24 bytes each).
+	qMu      sync.Mutex
+	queue    [][]byte // guarded by qMu
+	head     int      // guarded by qMu: queue[:head] is written
+	writing  bool     // guarded by qMu: a writeLoop runs
+	pingDue  bool     // guarded by qMu: the pinger fired; the writer pings
 	spillCap int
-	wake     chan struct{} // capacity 1: spill has frames for the writer
+	wake     chan struct{} // capacity 1: frames were queued (or a ping is due) while the writer ran
+	pinger   *time.Timer   // every PingInterval: sets pingDue; nil until start
 
 	// batch is set from the join when the client reads batched messages; the writer then joins
 	// the frames it finds queued into one websocket message (docs/protocol.md §4 "Batched
@@ -46,8 +52,12 @@ type conn struct {
 	done       chan struct{} // closed by shutdown
 	readerDone chan struct{} // closed when readLoop returns
 	once       sync.Once
-	info       closeInfo      // written inside once before done is closed; read after <-done
-	wlog       zerolog.Logger // the writer's logger; never changes
+	info       closeInfo // written inside once before done is closed; read after <-done
+	// log is the server's logger; every line of the connection carries remote and, from the
+	// reader once joined, the room and peer (logw, logr). They are added per line, not kept in a
+	// child logger: zerolog's With reserves 500 bytes, which every idle member would hold.
+	log    zerolog.Logger
+	remote string
 
 	// strikes counts refused messages; the reader and the hub both strike.
 	strikeMu sync.Mutex
@@ -58,10 +68,11 @@ type conn struct {
 	// set, refuses it.
 	first  []byte
 	refuse error
-	log    zerolog.Logger
 	joined bool
+	room   RoomID
+	id     Identity
 	index  PeerIndex
-	buf    bytes.Buffer
+	buf    *bytes.Buffer // the message being handled, from readBuffers; nil while the reader waits
 	msg    clientMessage
 }
 
@@ -98,13 +109,24 @@ type closeInfo struct {
 
 func newConn(s *Server, ws socket, log zerolog.Logger) *conn {
 	return &conn{
-		s: s, ws: ws, log: log, wlog: log,
-		send:       make(chan []byte, s.cfg.SendQueue),
+		s: s, ws: ws, log: log,
 		spillCap:   spillFrames(&s.cfg),
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
+}
+
+// logw adds the connection's remote address to e; any goroutine may call it.
+func (c *conn) logw(e *zerolog.Event) *zerolog.Event { return e.Str("remote", c.remote) }
+
+// logr adds the remote address and, once joined, the room and peer to e; the reader's.
+func (c *conn) logr(e *zerolog.Event) *zerolog.Event {
+	e = c.logw(e)
+	if c.joined {
+		e = e.Str("room", string(c.room)).Uint64("peer", uint64(c.index)).Str("peerId", string(c.id))
+	}
+	return e
 }
 
 // spillFrames is the spill's bound: four membership events (joined, synced, left, and a host
@@ -113,24 +135,12 @@ func spillFrames(cfg *Config) int { return 4 * max(cfg.MaxMembers, cfg.SendQueue
 
 // enqueue queues frame without blocking and reports whether it fit, in the queue or the spill.
 func (c *conn) enqueue(frame []byte) bool {
-	if !c.spilling.Load() {
-		select {
-		case c.send <- frame:
-			return true
-		default:
-		}
-	}
-	c.spillMu.Lock()
-	defer c.spillMu.Unlock()
-	if len(c.spill) >= c.spillCap {
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	if len(c.queue)-c.head >= c.s.cfg.SendQueue+c.spillCap {
 		return false
 	}
-	c.spill = append(c.spill, frame)
-	c.spilling.Store(true)
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.pushLocked(frame)
 	return true
 }
 
@@ -139,37 +149,90 @@ func (c *conn) enqueue(frame []byte) bool {
 // signals is shed (the senders are told), and only those messages, which cannot be lost, can
 // make a slow consumer.
 func (c *conn) enqueueSignal(frame []byte) bool {
-	if c.spilling.Load() || len(c.send) >= cap(c.send)-max(1, cap(c.send)/4) {
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	q := c.s.cfg.SendQueue
+	if len(c.queue)-c.head >= q-max(1, q/4) {
 		return false
 	}
-	select {
-	case c.send <- frame:
-		return true
-	default:
-		return false
-	}
+	c.pushLocked(frame)
+	return true
 }
 
-// drainSpill writes what the queue holds, then the spill (frames queued before the spill
-// began go first); false means the socket failed.
-func (c *conn) drainSpill() bool {
-	for {
+// idleQueueCap is the largest queue array kept once drained; a bigger one (left by a burst) is
+// dropped, so that an idle member holds at most this much.
+const idleQueueCap = 8
+
+// pushLocked appends frame to the queue and kicks the writer; c.qMu is held.
+func (c *conn) pushLocked(frame []byte) {
+	if c.head > 0 && len(c.queue) == cap(c.queue) { // reuse the written front before growing
+		n := copy(c.queue, c.queue[c.head:])
+		clear(c.queue[n:])
+		c.queue, c.head = c.queue[:n], 0
+	}
+	c.queue = append(c.queue, frame)
+	c.kickLocked()
+}
+
+// popLocked takes the oldest queued frame; c.qMu is held.
+func (c *conn) popLocked() ([]byte, bool) {
+	if c.head == len(c.queue) {
+		return nil, false
+	}
+	f := c.queue[c.head]
+	c.queue[c.head] = nil
+	c.head++
+	if c.head == len(c.queue) {
+		if cap(c.queue) > idleQueueCap {
+			c.queue = nil
+		} else {
+			c.queue = c.queue[:0]
+		}
+		c.head = 0
+	}
+	return f, true
+}
+
+// pop takes the oldest queued frame.
+func (c *conn) pop() ([]byte, bool) {
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	return c.popLocked()
+}
+
+// kickLocked starts the writer, or wakes it if it runs; c.qMu is held. Its callers (the
+// reader, the hub, the pinger, Close) hold a place in the server's wait group, so adding the
+// writer's cannot race with Close's Wait.
+func (c *conn) kickLocked() {
+	if c.writing {
 		select {
-		case f := <-c.send:
-			if !c.writeQueued(f) {
-				return false
-			}
-			continue
+		case c.wake <- struct{}{}:
 		default:
 		}
-		break
+		return
 	}
-	c.spillMu.Lock()
-	fs := c.spill
-	c.spill = nil
-	c.spilling.Store(false)
-	c.spillMu.Unlock()
-	return c.writeAll(fs)
+	c.writing = true
+	c.s.wg.Add(1)
+	go c.writeLoop()
+}
+
+// start arms the pinger: every PingInterval the writer pings the peer.
+func (c *conn) start() {
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	c.pinger = time.AfterFunc(c.s.cfg.PingInterval, c.pingSoon)
+}
+
+// pingSoon has the writer ping the peer (it re-arms the pinger once it has).
+func (c *conn) pingSoon() {
+	if !c.s.enter() {
+		return
+	}
+	defer c.s.wg.Done()
+	c.qMu.Lock()
+	defer c.qMu.Unlock()
+	c.pingDue = true
+	c.kickLocked()
 }
 
 // Bounds of one batched websocket message: a batch stops growing at either.
@@ -186,16 +249,14 @@ func (c *conn) writeQueued(f []byte) bool {
 	}
 	fs := append(c.batchList[:0], f)
 	size := len(f)
-	// lazy: every frame so far is a membership message, which may wait for more.
-	// Never while frames wait in the spill.
-	lazy := c.s.cfg.MembershipLinger > 0 && isMembership(f) && !c.spilling.Load()
-	lingering, woken := false, false
+	// lazy: every frame so far is a membership message, which may wait for more. It waits only
+	// on an empty queue: whatever is queued (a spill too) joins the batch at once.
+	lazy := c.s.cfg.MembershipLinger > 0 && isMembership(f)
+	lingering := false
 collect:
 	for len(fs) < maxBatchFrames && size < maxBatchBytes {
-		var g []byte
-		select {
-		case g = <-c.send:
-		default:
+		g, ok := c.pop()
+		if !ok {
 			if !lazy {
 				break collect
 			}
@@ -208,12 +269,10 @@ collect:
 				}
 			}
 			select {
-			case g = <-c.send:
+			case <-c.wake: // frames were queued (or a ping is due): look again
+				continue
 			case <-c.linger.C:
 				lingering = false
-				break collect
-			case <-c.wake: // the spill has frames: write what is queued, then them
-				woken = true
 				break collect
 			case <-c.done:
 				break collect
@@ -225,12 +284,6 @@ collect:
 	}
 	if lingering {
 		c.linger.Stop()
-	}
-	if woken {
-		select { // leave the wake-up for writeLoop (enqueue may have left another already)
-		case c.wake <- struct{}{}:
-		default:
-		}
 	}
 	ok := c.writeAll(fs)
 	clear(fs)
@@ -280,7 +333,7 @@ func (c *conn) writeMessage(frames [][]byte) bool {
 	err := c.writeFrames(frames)
 	c.wroteOne = true
 	if err != nil {
-		c.wlog.Debug().Err(err).Msg("write failed")
+		c.logw(c.log.Debug()).Err(err).Msg("write failed")
 		c.shutdown(closeInfo{reason: ReasonLost})
 		return false
 	}
@@ -319,29 +372,45 @@ func (c *conn) shutdown(info closeInfo) {
 		if !info.graceful {
 			_ = c.ws.Close()
 		}
+		c.qMu.Lock()
+		c.kickLocked() // the writer finishes the socket
+		c.qMu.Unlock()
 	})
 }
 
-// writeLoop drains the send queue and pings, until shutdown.
+// writeLoop writes the queue and a due ping until both are done, and returns (kickLocked
+// starts it again); after shutdown it finishes the socket and never returns to writing.
 func (c *conn) writeLoop() {
 	defer c.s.wg.Done()
 	cfg := &c.s.cfg
-	ping := time.NewTicker(cfg.PingInterval)
-	defer ping.Stop()
 	for {
+		c.qMu.Lock()
 		select {
-		case f := <-c.send:
-			c.writeQueued(f)
-		case <-c.wake:
-			c.drainSpill()
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteWait)); err != nil {
-				c.wlog.Debug().Err(err).Msg("ping failed")
-				c.shutdown(closeInfo{reason: ReasonLost})
-			}
-		case <-c.done:
+		case <-c.done: // checked under qMu: shutdown closes done before it kicks
+			c.qMu.Unlock()
 			c.finish()
 			return
+		default:
+		}
+		ping := c.pingDue
+		c.pingDue = false
+		f, ok := c.popLocked()
+		if !ok && !ping {
+			c.writing = false
+			c.qMu.Unlock()
+			return
+		}
+		c.qMu.Unlock()
+		if ping {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteWait)); err != nil {
+				c.logw(c.log.Debug()).Err(err).Msg("ping failed")
+				c.shutdown(closeInfo{reason: ReasonLost})
+			} else {
+				c.pinger.Reset(cfg.PingInterval)
+			}
+		}
+		if ok {
+			c.writeQueued(f)
 		}
 	}
 }
@@ -349,18 +418,17 @@ func (c *conn) writeLoop() {
 // finish ends the socket after shutdown.
 func (c *conn) finish() {
 	cfg := &c.s.cfg
+	c.qMu.Lock()
+	if c.pinger != nil {
+		c.pinger.Stop()
+	}
+	pending := append([][]byte(nil), c.queue[c.head:]...)
+	c.queue, c.head = nil, 0
+	c.qMu.Unlock()
 	if c.info.graceful {
 		// Flush what is queued now, within one WriteWait in total, so that
 		// an error message reaches the peer before the close frame.
 		_ = c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteWait))
-		pending := make([][]byte, 0, len(c.send))
-		for n := len(c.send); n > 0; n-- {
-			pending = append(pending, <-c.send)
-		}
-		c.spillMu.Lock()
-		pending = append(pending, c.spill...)
-		c.spill = nil
-		c.spillMu.Unlock()
 		for _, f := range pending {
 			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
 				break
@@ -412,9 +480,17 @@ func (c *conn) alive() {
 	}
 }
 
-// next reads one message into c.buf. It returns binary=true for a binary
-// message, which the protocol does not use.
+// readBuffers lends readers the buffer of the message they handle, so that a member waiting for
+// its next message holds none.
+var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// next reads one message into c.buf; what it returns is valid until the next call. It returns
+// binary=true for a binary message, which the protocol does not use.
 func (c *conn) next() (data []byte, binary bool, err error) {
+	if c.buf != nil {
+		readBuffers.Put(c.buf)
+		c.buf = nil
+	}
 	if c.first != nil {
 		data, c.first = c.first, nil
 		return data, false, nil
@@ -423,6 +499,7 @@ func (c *conn) next() (data []byte, binary bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
+	c.buf = readBuffers.Get().(*bytes.Buffer)
 	c.buf.Reset()
 	if _, err := c.buf.ReadFrom(r); err != nil {
 		return nil, false, err
@@ -482,7 +559,7 @@ func (c *conn) join() bool {
 		return false
 	}
 	c.joined, c.index = true, res.index
-	c.log = c.log.With().Str("room", string(req.room)).Uint64("peer", uint64(res.index)).Str("peerId", string(res.id)).Logger()
+	c.room, c.id = req.room, res.id
 	c.alive()
 	return true
 }
@@ -491,7 +568,7 @@ func (c *conn) join() bool {
 func (c *conn) reject(err error) {
 	c.s.stats.rejected.Add(1)
 	c.s.stats.refuse(err)
-	c.log.Info().Err(err).Msg("join rejected")
+	c.logr(c.log.Info()).Err(err).Msg("join rejected")
 	c.enqueue(encodeError(err, 0))
 	c.shutdown(closeInfo{graceful: true, code: websocket.ClosePolicyViolation, text: string(codeOf(err))})
 }
@@ -542,7 +619,7 @@ func (c *conn) readMessages() LeaveReason {
 func (c *conn) replyError(err error, peer PeerIndex) {
 	c.s.stats.badMessages.Add(1)
 	c.s.stats.refuse(err)
-	c.log.Debug().Err(err).Msg("bad message")
+	c.logr(c.log.Debug()).Err(err).Msg("bad message")
 	c.enqueueSignal(encodeError(err, peer)) // shed when the queue is full, like a signal
 	c.strike(err)
 }
@@ -568,7 +645,7 @@ func (c *conn) strike(err error) {
 	}
 	drop := fmt.Errorf("%w: more than %d refused messages (last: %v)", ErrTooManyErrors, cfg.ErrorBurst, err)
 	c.s.stats.refuse(drop)
-	c.wlog.Warn().Err(err).Int("burst", cfg.ErrorBurst).Msg("repeat offender dropped")
+	c.logw(c.log.Warn()).Err(err).Int("burst", cfg.ErrorBurst).Msg("repeat offender dropped")
 	c.enqueue(encodeError(drop, 0))
 	c.shutdown(closeInfo{reason: ReasonError, graceful: true, code: websocket.ClosePolicyViolation, text: string(CodeTooManyErrors)})
 }
@@ -587,14 +664,14 @@ func (c *conn) leaveReason(err error) LeaveReason {
 	case errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure:
 		return ReasonLeft
 	case errors.Is(err, websocket.ErrReadLimit):
-		c.log.Info().Int64("limit", c.s.cfg.ReadLimit).Msg("message over the read limit")
+		c.logr(c.log.Info()).Int64("limit", c.s.cfg.ReadLimit).Msg("message over the read limit")
 		return ReasonError
 	case isTimeout(err):
 		c.s.stats.timeouts.Add(1)
-		c.log.Info().Dur("pongWait", c.s.cfg.PongWait).Msg("ping timeout")
+		c.logr(c.log.Info()).Dur("pongWait", c.s.cfg.PongWait).Msg("ping timeout")
 		return ReasonTimeout
 	}
-	c.log.Debug().Err(err).Msg("socket lost")
+	c.logr(c.log.Debug()).Err(err).Msg("socket lost")
 	return ReasonLost
 }
 

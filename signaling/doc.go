@@ -46,9 +46,12 @@
 // # Goroutines
 //
 // One hub goroutine, started by New, owns every room; nothing else touches
-// room state. Each websocket has two goroutines: the HTTP handler's, which
-// reads and sends the hub events, and a writer, which alone writes data
-// messages from a bounded queue. The hub never blocks on a socket: signals
+// room state. Each websocket has a reader, which reads and sends the hub
+// events (it leaves the HTTP handler's goroutine after the upgrade, so that
+// net/http lets go of the request's state), and, while the socket has a queued
+// message, a due ping or its close to write, a writer, which alone writes data
+// messages from a bounded queue: an idle member costs one goroutine and no
+// queue. The hub never blocks on a socket: signals
 // (and answers to refused messages) are shed before they fill the last quarter
 // of a queue, and a member whose queue fills with the rest is disconnected (a
 // slow consumer) and counted.

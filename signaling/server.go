@@ -44,8 +44,8 @@ type MemberInfo struct {
 // http.Server (or httptest.Server) of your choice.
 //
 // New starts one goroutine (the hub, which owns all rooms); every websocket
-// adds its handler goroutine (the reader) and one writer. Close stops them
-// all.
+// adds its handler goroutine (the reader) and, while it has something to
+// write, a writer. Close stops them all.
 type Server struct {
 	cfg       Config
 	resumeKey []byte // signs resume tokens; nil in open mode
@@ -74,6 +74,9 @@ type Server struct {
 	addrs map[string]int
 }
 
+// readBufferSize is a websocket's read buffer.
+const readBufferSize = 1 << 10
+
 // hubQueue is the capacity of the hub's event channel. Readers block when it
 // is full, which slows their sockets down, never the hub.
 const hubQueue = 256
@@ -101,6 +104,9 @@ func New(cfg Config) *Server {
 		// the pool only while a message is written, so idle members hold none.
 		WriteBufferSize: 16 << 10,
 		WriteBufferPool: &s.writeBuffers,
+		// Signaling's messages are small (a join, an SDP of at most MaxSDPLen is read in a few
+		// fills): a reader of its own, not net/http's 4 KiB one, which goes with the handler.
+		ReadBufferSize: readBufferSize,
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWS)
@@ -326,12 +332,27 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, string(CodeServerBusy)+": "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	defer s.release(addr)
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		s.release(addr)
 		s.log.Debug().Err(err).Str("remote", r.RemoteAddr).Msg("websocket upgrade failed")
 		return
 	}
+	// The websocket lives on a goroutine of its own and the handler returns: net/http then lets
+	// go of its per-connection state (its 4 KiB write buffer, the request, a deeper stack),
+	// which an idle member would otherwise hold for as long as it stays. This goroutine holds a
+	// place in wg (Handler), so adding the websocket's cannot race with Close's Wait.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.release(addr)
+		s.serveUpgraded(ws, r.RemoteAddr)
+	}()
+}
+
+// serveUpgraded serves an upgraded websocket until it closes: as a member here, or relayed to
+// the node that owns its room.
+func (s *Server) serveUpgraded(ws *websocket.Conn, remote string) {
 	var first []byte
 	var refuse error
 	if s.cfg.Router != nil {
@@ -348,7 +369,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.serveConn(ws, first, refuse, r.RemoteAddr)
+	s.serveConn(ws, first, refuse, remote)
 }
 
 // HostAllowed reports whether r's Host header names one of allowed (compared without port,

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,6 +33,10 @@ type signalingLoad struct {
 	rate     int
 	d        time.Duration
 	roomSize int
+	// profile, when set, is the prefix of the serve run's profiles: CPU of serve and of this
+	// process while members join (PREFIX.serve, PREFIX.bots) and serve's heap once they idle
+	// (PREFIX.heap).
+	profile string
 }
 
 // connLoad is what one side of the run measured.
@@ -73,22 +78,68 @@ func runSignalingLoad(ctx context.Context, l signalingLoad, progress io.Writer) 
 	n := l.rate*int(l.d.Seconds()) + 64
 	serveArgs := []string{"serve", "--data", "", "--log-level", "error", "--max-conns", fmt.Sprint(n), "--max-conns-per-addr", fmt.Sprint(n),
 		"--max-rooms", fmt.Sprint(n/l.roomSize + 64)}
+	if l.profile != "" {
+		serveArgs = append(serveArgs, "--pprof")
+	}
 	sig, err = runConnLoad(ctx, l, serveArgs, func(ctx context.Context, url string, i int) (io.Closer, error) {
-		c, err := sigclient.Dial(ctx, url, sigclient.JoinOptions{Room: signaling.RoomID(fmt.Sprintf("r%d", i/l.roomSize)),
-			User: fmt.Sprintf("u%d", i), Device: "d", Kind: signaling.KindBot}, sigclient.ClientConfig{EventQueue: 16})
-		if err != nil {
-			return nil, err
-		}
-		go func() { // an idle member drains its events (other members joining its room)
-			for range c.Events() {
-			}
-		}()
-		return c, nil
+		return dialMember(ctx, url, signaling.RoomID(fmt.Sprintf("r%d", i/l.roomSize)), fmt.Sprintf("u%d", i))
 	})
 	if err != nil {
 		return echo, sig, fmt.Errorf("serve: %w", err)
 	}
 	return echo, sig, nil
+}
+
+// dialMember joins room as user with a bare websocket, as the echo side dials: the join
+// sigclient sends (batched), read until joined, and no more. The members of a room then idle
+// like the echo's connections (what the server sends them waits in the socket buffers), and the
+// bench's own cost per join stays a dial, a write and a read: a full sigclient (its reader,
+// writer and event goroutines) cost this process three times what serve spends on the join, and
+// on a shared 2-core machine the bench measured itself.
+func dialMember(ctx context.Context, url string, room signaling.RoomID, user string) (io.Closer, error) {
+	join, err := json.Marshal(sigclient.ClientMessage{V: signaling.ProtocolVersion, Type: sigclient.TypeJoin, Room: room, User: user,
+		Device: "d", Kind: signaling.KindBot, Batch: true})
+	if err != nil {
+		return nil, err
+	}
+	endpoint, err := sigclient.WebSocketURL(url)
+	if err != nil {
+		return nil, err
+	}
+	ws, _, err := websocket.DefaultDialer.DialContext(ctx, endpoint, nil)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = ws.SetReadDeadline(dl)
+	}
+	if err := ws.WriteMessage(websocket.TextMessage, join); err != nil {
+		_ = ws.Close()
+		return nil, err
+	}
+	for { // the first message is joined or the refusal, alone (docs/protocol.md §4)
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			_ = ws.Close()
+			return nil, err
+		}
+		var m struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil {
+			_ = ws.Close()
+			return nil, err
+		}
+		switch m.Type {
+		case "joined":
+			_ = ws.SetReadDeadline(time.Time{})
+			return ws, nil
+		case "error":
+			_ = ws.Close()
+			return nil, fmt.Errorf("join refused: %s", m.Message)
+		}
+	}
 }
 
 // runConnLoad starts `exe args --addr ADDR`, opens l.rate connections a second for l.d with dial,
@@ -118,6 +169,14 @@ func runConnLoad(ctx context.Context, l signalingLoad, args []string, dial func(
 	time.Sleep(500 * time.Millisecond) // let the server's start-up allocations settle before the baseline
 	before := procRSS(srv.Process.Pid)
 
+	profile := l.profile != "" && args[0] == "serve"
+	if profile {
+		stop, err := startBurstProfiles(ctx, url, l.profile, l.d+time.Second)
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+	}
 	n := l.rate * int(l.d.Seconds())
 	lat := make([]time.Duration, n)
 	conns := make([]io.Closer, n)
@@ -165,6 +224,11 @@ func runConnLoad(ctx context.Context, l signalingLoad, args []string, dial func(
 		res.rate = float64(len(done)) / last.Sub(start).Seconds()
 		time.Sleep(time.Second) // idle: what the members hold, not what joining them took
 		res.perConnKB = float64(procRSS(srv.Process.Pid)-before) / 1024 / float64(len(done))
+		if profile {
+			saveURL(url+"/debug/pprof/heap", l.profile+".heap")
+			saveURL(url+"/debug/pprof/heap?debug=1", l.profile+".heap.txt")
+			saveURL(url+"/debug/pprof/goroutine?debug=1", l.profile+".goroutines.txt")
+		}
 	}
 	_ = srv.Process.Kill() // the clients' closes then fail fast
 	var cw sync.WaitGroup
@@ -176,6 +240,20 @@ func runConnLoad(ctx context.Context, l signalingLoad, args []string, dial func(
 	}
 	cw.Wait()
 	return res, nil
+}
+
+// saveURL writes what a GET of url answers to path (a profile: best effort).
+func saveURL(url, path string) {
+	c := http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if out, err := os.Create(path); err == nil {
+		_, _ = io.Copy(out, resp.Body)
+		_ = out.Close()
+	}
 }
 
 // procRSS is a process's resident set in bytes (0 when unknown).
@@ -209,6 +287,7 @@ func cmdBenchSignaling(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&l.rate, "rate", 4000, "joins started a second")
 	fs.DurationVar(&l.d, "duration", 3*time.Second, "how long joins start (every member stays until the end)")
 	fs.IntVar(&l.roomSize, "room-size", 4, "members a room")
+	fs.StringVar(&l.profile, "profile", "", "`PREFIX` of profiles of the serve run: CPU of serve (PREFIX.serve) and of the bench clients (PREFIX.bots) while members join, serve's heap once they idle (PREFIX.heap)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
