@@ -142,6 +142,8 @@ type API struct {
 	local        map[netip.Addr]bool
 	closeErr     error
 	closeMu      sync.Once
+	// cert is the DTLS certificate every connection presents (shared.go).
+	cert sharedCert
 }
 
 // NewAPI validates cfg, opens the shared UDP socket and builds the pion API
@@ -210,6 +212,13 @@ func NewAPI(cfg Config) (*API, error) {
 	se.EnableSCTPZeroChecksum(true)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
+	} else {
+		// One interface list for every connection (shared.go), not a netlink dump each.
+		n, err := newSharedNet()
+		if err != nil {
+			return nil, err
+		}
+		se.SetNet(n)
 	}
 	if !cfg.DisableUDPMux {
 		if err := a.openMux(cfg, logs); err != nil {
