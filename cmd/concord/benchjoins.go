@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,6 +51,10 @@ type joinResult struct {
 	term       signaling.Term  // the room's term at the end (1: the host never changed)
 	serveRSS   int64           // bytes, at the end
 	sinceStart []time.Duration // per synced bot, sorted
+	// serveCPU and botsCPU are the CPU time serve (with its dedicated host) and the bot processes
+	// used from the go to the end: per synced bot, a cost the machine's load moves far less than
+	// it moves the times.
+	serveCPU, botsCPU time.Duration
 }
 
 func (r *joinResult) String() string {
@@ -59,8 +66,13 @@ func (r *joinResult) String() string {
 	if r.failed > 0 {
 		failed = fmt.Sprintf(", %d failed (the first: %s)", r.failed, r.firstErr)
 	}
-	return fmt.Sprintf("joins: %d bots in %d processes → %d synced%s; all synced in %s (p50 %v, p90 %v); room term %d (%d term changes); serve RSS %.0f MiB",
-		r.bots, r.procs, r.synced, failed, all, r.p50.Round(time.Millisecond), r.p90.Round(time.Millisecond), r.term, r.term-1, float64(r.serveRSS)/(1<<20))
+	perBot := ""
+	if r.synced > 0 {
+		perBot = fmt.Sprintf(" (%.1f ms and %.1f ms per synced bot)", float64(r.serveCPU.Microseconds())/1e3/float64(r.synced), float64(r.botsCPU.Microseconds())/1e3/float64(r.synced))
+	}
+	return fmt.Sprintf("joins: %d bots in %d processes → %d synced%s; all synced in %s (p50 %v, p90 %v); room term %d (%d term changes); serve RSS %.0f MiB; CPU over the burst: serve %.2f s, bots %.2f s%s",
+		r.bots, r.procs, r.synced, failed, all, r.p50.Round(time.Millisecond), r.p90.Round(time.Millisecond), r.term, r.term-1, float64(r.serveRSS)/(1<<20),
+		r.serveCPU.Seconds(), r.botsCPU.Seconds(), perBot)
 }
 
 // burstTally gathers the bot processes' lines into a joinResult.
@@ -224,6 +236,14 @@ func runJoinBurst(ctx context.Context, b joinBurst) (*joinResult, error) {
 		}
 		defer stop()
 	}
+	cpuAt := func() (ofServe, ofBots time.Duration) {
+		ofServe = procCPU(serve.Process.Pid)
+		for _, p := range procs {
+			ofBots += procCPU(p.cmd.Process.Pid)
+		}
+		return ofServe, ofBots
+	}
+	serve0, bots0 := cpuAt()
 	start := time.Now()
 	for k, p := range procs {
 		if _, err := io.WriteString(p.stdin, goLine(start)); err != nil {
@@ -254,6 +274,8 @@ func runJoinBurst(ctx context.Context, b joinBurst) (*joinResult, error) {
 		}
 	}
 	res := tally.result()
+	serve1, bots1 := cpuAt()
+	res.serveCPU, res.botsCPU = serve1-serve0, bots1-bots0
 	_ = waitRooms(ctx, url, 5*time.Second, func(rooms []signaling.RoomInfo) bool {
 		if len(rooms) == 1 {
 			res.term = rooms[0].Term
@@ -266,6 +288,30 @@ func runJoinBurst(ctx context.Context, b joinBurst) (*joinResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// procCPU is the CPU time (user and system) process pid has used so far, 0 when unknown.
+func procCPU(pid int) time.Duration {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's ")": state is field 3, utime 14 and stime 15, in clock
+	// ticks (100 a second on Linux).
+	i := bytes.LastIndexByte(st, ')') // the command may hold one too
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(st[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond
 }
 
 func btoi(b bool) int {

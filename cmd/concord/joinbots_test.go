@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,5 +171,23 @@ func TestJoinBurstTally(t *testing.T) {
 	var l burstLine
 	if err := json.Unmarshal([]byte(strings.TrimSpace(fmt.Sprintf(`{"type":"synced","bot":%d,"ns":%d}`, 1, 2))), &l); err != nil || l.NS != 2 {
 		t.Errorf("the synced line's fields: %+v, %v", l, err)
+	}
+}
+
+// TestProcCPU: this process's CPU time reads from /proc and grows with work.
+func TestProcCPU(t *testing.T) {
+	before := procCPU(os.Getpid())
+	deadline := time.Now().Add(5 * time.Second)
+	x := 0
+	for procCPU(os.Getpid()) <= before && time.Now().Before(deadline) {
+		for i := range 1_000_000 {
+			x += i
+		}
+	}
+	if after := procCPU(os.Getpid()); after <= before {
+		t.Errorf("procCPU %v, then %v after 5s of work (%d)", before, after, x)
+	}
+	if procCPU(-1) != 0 {
+		t.Error("procCPU of no process: not 0")
 	}
 }
