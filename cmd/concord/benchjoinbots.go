@@ -200,8 +200,8 @@ func runBurstBots(ctx context.Context, bots []burstBot, first int, timeout time.
 	return nil
 }
 
-// peerBot is a burstBot on a real peer: its link API (the shared UDP socket) and the peer made
-// before the go, its websocket opened and its join sent at the go.
+// peerBot is a burstBot on a real peer: its link API (the shared UDP socket, the certificate)
+// and the peer made before the go, its websocket opened and its join sent at the go.
 type peerBot struct {
 	p   *peer.Peer
 	api interface{ Close() error }
@@ -224,6 +224,10 @@ func newPeerBot(server string, n int, move bool, cfg peer.Config) (*peerBot, err
 	}
 	api, err := peer.LinkAPI(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := api.Prepare(); err != nil { // its certificate, before the go
+		_ = api.Close()
 		return nil, err
 	}
 	cfg.Transport = peer.PionTransport{API: api}

@@ -104,3 +104,11 @@ func (c *sharedCert) get() ([]webrtc.Certificate, error) {
 	c.cert, c.at = []webrtc.Certificate{*cert}, now()
 	return c.cert, nil
 }
+
+// Prepare makes now what every connection of a shares (its DTLS certificate), instead of at its
+// first connection: for a process that starts many peers at one instant, such as a join burst's
+// bot processes.
+func (a *API) Prepare() error {
+	_, err := a.cert.get()
+	return err
+}

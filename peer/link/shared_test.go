@@ -2,6 +2,7 @@ package link
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +45,17 @@ func TestAPISharesCertificate(t *testing.T) {
 	defer a.Close()
 	b := mustAPI(t, Config{Logger: testLogger(t)})
 	defer b.Close()
+	if err := a.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	prepared, err := a.cert.get()
+	if err != nil {
+		t.Fatal(err)
+	}
 	first, second := offerFingerprint(t, a), offerFingerprint(t, a)
+	if fps, err := prepared[0].GetFingerprints(); err != nil || !strings.Contains(strings.ToUpper(first), strings.ToUpper(fps[0].Value)) {
+		t.Errorf("the offer's %s is not the prepared certificate's (%v, %v)", first, fps, err)
+	}
 	if first != second {
 		t.Errorf("two connections of one API: %s and %s, want one certificate", first, second)
 	}
