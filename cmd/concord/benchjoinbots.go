@@ -260,11 +260,9 @@ func cmdBenchJoinBots(ctx context.Context, args []string, stdin io.Reader, stdou
 		return err
 	}
 	bots := make([]burstBot, 0, *n)
-	defer func() { // on a failed preparation; runBurstBots closes them otherwise
-		if bots != nil {
-			for _, b := range bots {
-				b.Close()
-			}
+	defer func() { // on a failed preparation (nil once runBurstBots has them: it closes them)
+		for _, b := range bots {
+			b.Close()
 		}
 	}()
 	for i := range *n {
