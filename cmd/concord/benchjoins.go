@@ -55,6 +55,9 @@ type joinResult struct {
 	// used from the go to the end: per synced bot, a cost the machine's load moves far less than
 	// it moves the times.
 	serveCPU, botsCPU time.Duration
+	// refused is serve's refusal and drop counters that are not zero at the end (its /metrics):
+	// which of its protections the burst ran into.
+	refused []string
 }
 
 func (r *joinResult) String() string {
@@ -70,9 +73,13 @@ func (r *joinResult) String() string {
 	if r.synced > 0 {
 		perBot = fmt.Sprintf(" (%.1f ms and %.1f ms per synced bot)", float64(r.serveCPU.Microseconds())/1e3/float64(r.synced), float64(r.botsCPU.Microseconds())/1e3/float64(r.synced))
 	}
-	return fmt.Sprintf("joins: %d bots in %d processes → %d synced%s; all synced in %s (p50 %v, p90 %v); room term %d (%d term changes); serve RSS %.0f MiB; CPU over the burst: serve %.2f s, bots %.2f s%s",
+	refused := "none"
+	if len(r.refused) > 0 {
+		refused = strings.Join(r.refused, ", ")
+	}
+	return fmt.Sprintf("joins: %d bots in %d processes → %d synced%s; all synced in %s (p50 %v, p90 %v); room term %d (%d term changes); serve RSS %.0f MiB; CPU over the burst: serve %.2f s, bots %.2f s%s; serve refused or dropped: %s",
 		r.bots, r.procs, r.synced, failed, all, r.p50.Round(time.Millisecond), r.p90.Round(time.Millisecond), r.term, r.term-1, float64(r.serveRSS)/(1<<20),
-		r.serveCPU.Seconds(), r.botsCPU.Seconds(), perBot)
+		r.serveCPU.Seconds(), r.botsCPU.Seconds(), perBot, refused)
 }
 
 // burstTally gathers the bot processes' lines into a joinResult.
@@ -282,12 +289,59 @@ func runJoinBurst(ctx context.Context, b joinBurst) (*joinResult, error) {
 		}
 		return true
 	})
+	res.refused = serveRefusals(ctx, url)
 	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", serve.Process.Pid)); err == nil {
 		if s, ok := procField(st, "VmRSS:"); ok {
 			res.serveRSS = s << 10
 		}
 	}
 	return res, nil
+}
+
+// refusalMetrics are the counters of serve's refusals and drops a burst may run into.
+var refusalMetrics = []string{
+	"concord_signaling_refusals_total", "concord_signaling_rejected_joins_total",
+	"concord_signaling_refused_connections_total", "concord_signaling_shed_signals_total",
+	"concord_signaling_slow_consumer_drops_total", "concord_signaling_relay_errors_total",
+	"concord_signaling_ping_timeouts_total", "concord_peer_refused_total", "concord_host_link_dropped_total",
+}
+
+// serveRefusals reads serve's /metrics and returns the refusal counters that are not zero, as
+// name{labels}=value (nil when the metrics cannot be read).
+func serveRefusals(ctx context.Context, url string) []string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	return nonZeroCounters(io.LimitReader(resp.Body, 16<<20), refusalMetrics)
+}
+
+// nonZeroCounters returns the samples of the Prometheus text exposition in r whose metric is
+// one of names and whose value is not zero.
+func nonZeroCounters(r io.Reader, names []string) []string {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name := line[:strings.IndexAny(line+" ", "{ ")]
+		if !slices.Contains(names, name) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil && v != 0 {
+			out = append(out, line[:i]+"="+line[i+1:])
+		}
+	}
+	return out
 }
 
 // procCPU is the CPU time (user and system) process pid has used so far, 0 when unknown.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -189,5 +190,21 @@ func TestProcCPU(t *testing.T) {
 	}
 	if procCPU(-1) != 0 {
 		t.Error("procCPU of no process: not 0")
+	}
+}
+
+// TestNonZeroCounters: the refusal counters a burst reports are the named ones that are not zero.
+func TestNonZeroCounters(t *testing.T) {
+	metrics := `# HELP concord_signaling_refusals_total x
+# TYPE concord_signaling_refusals_total counter
+concord_signaling_refusals_total{reason="join_timeout"} 3
+concord_signaling_refusals_total{reason="rate_limited"} 0
+concord_signaling_joins_total 512
+concord_signaling_shed_signals_total 2
+`
+	got := nonZeroCounters(strings.NewReader(metrics), refusalMetrics)
+	want := []string{`concord_signaling_refusals_total{reason="join_timeout"}=3`, "concord_signaling_shed_signals_total=2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("nonZeroCounters = %q, want %q", got, want)
 	}
 }
