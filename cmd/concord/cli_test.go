@@ -32,6 +32,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"bench", "fanout", "-h"}, 0, []string{""}, []string{"Usage: concord bench fanout", "-duration", "-cpuprofile"}},
 		{[]string{"bench", "migration", "-h"}, 0, []string{""}, []string{"Usage: concord bench migration", "-trials", "-standby"}},
 		{[]string{"bench-host", "-h"}, 0, []string{""}, []string{"Usage: concord bench-host", "-cpuprofile", "-exit-on-stdin-eof"}},
+		{[]string{"bench-join-bots", "-h"}, 0, []string{""}, []string{"Usage: concord bench-join-bots", "-first", "-timeout"}},
+		{[]string{"bench", "joins", "-h"}, 0, []string{""}, []string{"Usage: concord bench joins", "-procs", "-cpuprofile-window"}},
 		{[]string{"crdt", "-h"}, 0, []string{""}, []string{"Usage: concord crdt", "state", "dump"}},
 		{[]string{"crdt", "state", "-h"}, 0, []string{""}, []string{"Usage: concord crdt state FILE..."}},
 		{[]string{"crdt", "dump", "-h"}, 0, []string{""}, []string{"Usage: concord crdt dump FILE"}},

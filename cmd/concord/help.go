@@ -92,8 +92,11 @@ forwarder in a process of its own (concord bench-voice-server) whose CPU is meas
 (the floor), the voice forwarder with proximity off, and with proximity on. Prints CPU per forwarded stream
 and packet, loss, jitter and mouth-to-ear delay (docs/protocol.md §10).`},
 	"bench-voice-server": {"concord bench-voice-server [flags]", `The forwarder process that "concord bench voice" measures: -mode raw or concord.`},
+	"bench-join-bots": {"concord bench-join-bots [flags]", `A bot process of "concord bench joins": prepares -n bots, says ready on stdout, starts them all
+at the "go" line on stdin and reports each bot synced (JSON lines; cmd/concord/benchjoinbots.go).`},
 	"bench joins": {"concord bench joins [flags]", `Starts "concord serve" (its dedicated host, --max-members N+8) on a free loopback port, then -n
-passive bots at once in this process, and prints the time until every bot is synced (p50, p90),
+passive bots spread over -procs bot processes (concord bench-join-bots, 256 bots each by default):
+each prepares its bots, and all start their joins at one instant. Prints the time until every bot is synced (p50, p90),
 the room's term at the end (term changes: term - 1) and serve's RSS.`},
 	"bench fanout": {"concord bench fanout [flags]", `A host moves -m entities every 50 ms tick and -n bots in this process receive them; the
 host runs as a process of its own (concord bench-host) whose CPU and UDP packets are measured

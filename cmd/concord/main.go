@@ -79,6 +79,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBenchHost(ctx, args[1:], stdin, stdout, stderr)
 	case "bench-voice-server": // hidden: the forwarder process `bench voice` measures
 		err = cmdBenchVoiceServer(ctx, args[1:], stdin, stdout, stderr)
+	case "bench-join-bots": // hidden: a bot process of `bench joins`
+		err = cmdBenchJoinBots(ctx, args[1:], stdin, stdout, stderr)
 	case "bench-echo": // hidden: the echo server `bench signaling` compares serve's memory with
 		err = cmdBenchEcho(ctx, args[1:], stderr)
 	case "help":

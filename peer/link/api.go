@@ -1,9 +1,6 @@
 package link
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -145,33 +142,8 @@ type API struct {
 	local        map[netip.Addr]bool
 	closeErr     error
 	closeMu      sync.Once
-
-	certMu sync.Mutex
-	cert   *webrtc.Certificate // the DTLS certificate of every Conn (certificate)
-}
-
-// certRenewal is how long before its expiry the shared DTLS certificate is replaced: pion refuses
-// to make a connection with an expired one (webrtc.GenerateCertificate's last a month).
-const certRenewal = 24 * time.Hour
-
-// certificate returns the DTLS certificate the API's Conns share, made on first use and again
-// when it nears its expiry. pion would make one per connection otherwise: an ECDSA P-256 key and a
-// signature, about 0.5 ms of every link's setup, on the answering host while the joiner waits.
-func (a *API) certificate() (webrtc.Certificate, error) {
-	a.certMu.Lock()
-	defer a.certMu.Unlock()
-	if a.cert == nil || time.Until(a.cert.Expires()) < certRenewal {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return webrtc.Certificate{}, fmt.Errorf("link: DTLS key: %w", err)
-		}
-		c, err := webrtc.GenerateCertificate(key)
-		if err != nil {
-			return webrtc.Certificate{}, fmt.Errorf("link: DTLS certificate: %w", err)
-		}
-		a.cert = c
-	}
-	return *a.cert, nil
+	// cert is the DTLS certificate every connection presents (shared.go).
+	cert sharedCert
 }
 
 // NewAPI validates cfg, opens the shared UDP socket and builds the pion API
@@ -240,6 +212,13 @@ func NewAPI(cfg Config) (*API, error) {
 	se.EnableSCTPZeroChecksum(true)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
+	} else {
+		// One interface list for every connection (shared.go), not a netlink dump each.
+		n, err := newSharedNet()
+		if err != nil {
+			return nil, err
+		}
+		se.SetNet(n)
 	}
 	if !cfg.DisableUDPMux {
 		if err := a.openMux(cfg, logs); err != nil {

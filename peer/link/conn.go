@@ -183,11 +183,11 @@ func (a *API) newConn(cfg ConnConfig, r role) (*Conn, error) {
 	if cfg.Signal == nil {
 		return nil, fmt.Errorf("%w: ConnConfig.Signal is nil", ErrConfig)
 	}
-	cert, err := a.certificate()
+	certs, err := a.cert.get()
 	if err != nil {
 		return nil, err
 	}
-	pcfg := webrtc.Configuration{ICEServers: a.allowedServers(cfg.ICEServers), Certificates: []webrtc.Certificate{cert}}
+	pcfg := webrtc.Configuration{ICEServers: a.allowedServers(cfg.ICEServers), Certificates: certs}
 	if cfg.RelayOnly {
 		pcfg.ICETransportPolicy = webrtc.ICETransportPolicyRelay
 	}
