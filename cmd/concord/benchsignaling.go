@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
@@ -353,4 +354,29 @@ func cmdBenchEcho(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// startBurstProfiles profiles this process (the bench's clients) into prefix+".bots" and serve
+// (its --pprof endpoint) into prefix+".serve" for at most d; stop ends the first and waits for
+// the second.
+func startBurstProfiles(ctx context.Context, url, prefix string, d time.Duration) (stop func(), err error) {
+	f, err := os.Create(prefix + ".bots")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	waitServe, err := startServeProfile(ctx, url, prefix+".serve", d)
+	if err != nil {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		waitServe()
+	}, nil
 }
