@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/concordrtc/concord/peer"
 )
 
 // Print writes the fanout report: one row per phase, then the concord/raw ratios.
@@ -170,10 +172,15 @@ func (r *MigrationResult) printSummary(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "lost: %d survivor replicas short of entities, %d newest values lost, %d trials with unequal full hashes\n", lostEnts, lostVals, hashBad)
-	if o.Standby {
-		fmt.Fprintln(w, "standby links: on (members kept an idle link to the next host and promoted it)")
-	} else {
-		fmt.Fprintln(w, "standby links: off (members connected to the new host after the kill; -standby to compare)")
+	switch {
+	case o.Standby:
+		fmt.Fprintln(w, "standby links: on, forced (-standby: members kept an idle link to the next host and promoted it)")
+	case o.NoStandby:
+		fmt.Fprintln(w, "standby links: off (-no-standby: members connected to the new host after the kill)")
+	case o.Peers+1 <= peer.DefaultStandbyMaxMembers:
+		fmt.Fprintf(w, "standby links: on, the default in a room of ≤ %d members (-no-standby to compare)\n", peer.DefaultStandbyMaxMembers)
+	default:
+		fmt.Fprintf(w, "standby links: off, the default in a room of > %d members (-standby to compare)\n", peer.DefaultStandbyMaxMembers)
 	}
 	if o.Relay && r.wall > 0 {
 		secs := r.wall.Seconds()
