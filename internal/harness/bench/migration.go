@@ -61,8 +61,11 @@ func (o MigrationOptions) Validate() error {
 // trial is what one host kill measured.
 type trial struct {
 	detect    time.Duration // kill → the first survivor hears of a new host
+	heard     time.Duration // kill → the median member hears of it (the new host's "host" event)
+	hostHeard time.Duration // kill → the new host hears that it hosts
 	hosting   time.Duration // kill → the new host has started hosting
 	first     time.Duration // kill → the first member synced under the new term
+	median    time.Duration // kill → the median member synced under the new term
 	synced    time.Duration // kill → every survivor synced under the new term
 	converged time.Duration // kill → every survivor holds the same state (detected)
 	flowing   time.Duration // new host resumes → every member has received a fresh update
