@@ -60,10 +60,12 @@ func (o MigrationOptions) Validate() error {
 
 // trial is what one host kill measured.
 type trial struct {
-	detect    time.Duration // kill → the first survivor hears of a new host
-	heard     time.Duration // kill → the median member hears of it (the new host's "host" event)
-	hostHeard time.Duration // kill → the new host hears that it hosts
-	hosting   time.Duration // kill → the new host has started hosting
+	detect time.Duration // kill → the first survivor hears of a new host
+	heard  time.Duration // kill → the median member hears of it (the new host's "host" event)
+	// hosting is kill → the end of the new host's takeover step: its app hears of the new term
+	// after the step, which also answers the greetings that members' promoted standby links
+	// delivered before signaling's announcement reached the new host (peer.becomeHost).
+	hosting   time.Duration
 	first     time.Duration // kill → the first member synced under the new term
 	median    time.Duration // kill → the median member synced under the new term
 	synced    time.Duration // kill → every survivor synced under the new term

@@ -132,9 +132,9 @@ func (r *MigrationResult) Print(w io.Writer) {
 
 func (r *MigrationResult) printTrials(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "trial\tdetect\theard\thost heard\thosting\tfirst synced\tmedian synced\tall synced\tconverged\tflowing\tpause\tbytes\tstale keys\tstale buckets\tlost ents\tlost vals\tfull hash\t")
+	fmt.Fprintln(tw, "trial\tdetect\theard\thosting\tfirst synced\tmedian synced\tall synced\tconverged\tflowing\tpause\tbytes\tstale keys\tstale buckets\tlost ents\tlost vals\tfull hash\t")
 	for i, t := range r.trials {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%t\t\n", i+1, msf(t.detect), msf(t.heard), msf(t.hostHeard), msf(t.hosting), msf(t.first), msf(t.median), msf(t.synced), msf(t.converged), msf(t.flowing), msf(t.pause()),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%t\t\n", i+1, msf(t.detect), msf(t.heard), msf(t.hosting), msf(t.first), msf(t.median), msf(t.synced), msf(t.converged), msf(t.flowing), msf(t.pause()),
 			t.bytes, t.staleKeys, t.staleBuckets, t.lostEnts, t.lostVals, t.fullHash)
 	}
 	_ = tw.Flush()
@@ -152,10 +152,10 @@ func (r *MigrationResult) printPhases(w io.Writer) {
 		}
 		return msf(quantile(ds, 0.5))
 	}
-	fmt.Fprintf(w, "phases (median over trials, from the kill): first survivor hears the new host %s, the new host hears it %s, "+
-		"the median member %s; new host hosting %s; members synced (links, greeting, repair snapshot): first %s, median %s, all %s; "+
+	fmt.Fprintf(w, "phases (median over trials, from the kill): signaling's announcement reaches the first survivor %s, the median member %s; "+
+		"the new host's takeover step (with the greetings waiting for it) ends %s; members synced (link, greeting, repair snapshot): first %s, median %s, all %s; "+
 		"converged %s; then updates flow %s after the new host resumes\n",
-		phase(func(t *trial) time.Duration { return t.detect }), phase(func(t *trial) time.Duration { return t.hostHeard }),
+		phase(func(t *trial) time.Duration { return t.detect }),
 		phase(func(t *trial) time.Duration { return t.heard }), phase(func(t *trial) time.Duration { return t.hosting }),
 		phase(func(t *trial) time.Duration { return t.first }), phase(func(t *trial) time.Duration { return t.median }),
 		phase(func(t *trial) time.Duration { return t.synced }), phase(func(t *trial) time.Duration { return t.converged }),

@@ -165,7 +165,6 @@ func (r *trialRun) newHostSynced() error {
 		at := pr.syncedAt.Load()
 		if r.isHost(i) {
 			hosting = at
-			r.tr.hostHeard = time.Duration(h - k)
 			continue
 		}
 		heard = append(heard, time.Duration(h-k))
