@@ -1,6 +1,10 @@
 package peer
 
-import "github.com/concordrtc/concord/signaling/sigclient"
+import (
+	"time"
+
+	"github.com/concordrtc/concord/signaling/sigclient"
+)
 
 // updateStandby keeps, for a synced member that wants one (standbyWanted), one idle link to the
 // member that signaling would elect if the host went away (docs/design.md §4), computed with the
@@ -15,7 +19,7 @@ func (p *Peer) updateStandby() {
 	if s := p.standby; s != nil && s.idx != target {
 		p.discard(s)
 	}
-	if target == 0 || p.standby != nil {
+	if target == 0 || p.standby != nil || p.clock.Now().Before(p.standbyAt) {
 		return
 	}
 	if r := p.remotes[target]; r != nil {
@@ -42,6 +46,9 @@ func (p *Peer) electWithout(gone PeerIndex) PeerIndex {
 }
 
 func (p *Peer) successor() PeerIndex { return p.electWithout(p.w.self) }
+
+// standbyDelay is how long after its sync a member waits before it makes a standby link.
+const standbyDelay = 250 * time.Millisecond
 
 // standbyWanted reports whether this member keeps a standby link (Config.Standby): always with
 // Standby, never with NoStandby, else while the room has at most StandbyMaxMembers members.
