@@ -130,7 +130,8 @@ type Config struct {
 	// host, the standby link becomes the link to the host. By default (Standby and NoStandby
 	// false) a member keeps one in a room of at most StandbyMaxMembers members, to a Go peer only
 	// (a browser answers no standby offer); Standby keeps one in a room of any size, to any
-	// member; NoStandby never. A peer answers standby offers whatever these settings.
+	// member; NoStandby never. A member makes it 250 ms after it synced (not while the room may
+	// still be migrating). A peer answers standby offers whatever these settings.
 	//
 	// Why by default: without one, the 31 survivors of a 32-member room each make a WebRTC
 	// connection to the new host at once (ICE, DTLS, SCTP, in this one handshake burst), which
