@@ -233,19 +233,27 @@ func TestStandbyLinkOff(t *testing.T) {
 	})
 }
 
-// testStandby runs a host and four bots with tweak, checks that the bots but the next host keep
-// a standby link (standby) or none, kills the host and checks the migration: converged, and
-// the standby links promoted or none.
-func testStandby(t *testing.T, tweak func(*peer.Config), standby bool) {
-	r := newRoom(t, nil)
-	hostCtx, killHost := context.WithCancel(r.ctx)
-	host := r.joinWith(hostCtx, "host", signaling.KindHost, arena.New(arena.Config{}), tweak)
-	poll.Until(t, 5*time.Second, "host", func() error {
+// killableHost starts a dedicated host with tweak under a context of its own, whose cancel kills it,
+// and waits until it hosts.
+func (r *room) killableHost(tweak func(*peer.Config)) (*peer.Peer, context.CancelFunc) {
+	r.t.Helper()
+	ctx, kill := context.WithCancel(r.ctx)
+	host := r.joinWith(ctx, "host", signaling.KindHost, arena.New(arena.Config{}), tweak)
+	poll.Until(r.t, 5*time.Second, "host", func() error {
 		if !host.Status().IsHost {
 			return fmt.Errorf("not host")
 		}
 		return nil
 	})
+	return host, kill
+}
+
+// testStandby runs a host and four bots with tweak, checks that the bots but the next host keep
+// a standby link (standby) or none, kills the host and checks the migration: converged, and
+// the standby links promoted or none.
+func testStandby(t *testing.T, tweak func(*peer.Config), standby bool) {
+	r := newRoom(t, nil)
+	host, killHost := r.killableHost(tweak)
 	var bots []*peer.Peer
 	for i := range 4 {
 		bots = append(bots, r.joinWith(r.ctx, fmt.Sprintf("bot%d", i), signaling.KindBot,

@@ -1,7 +1,6 @@
 package peer_test
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -33,15 +32,8 @@ func (m *muteStandby) Connect(cfg peer.LinkConfig) (peer.Link, error) {
 // link had no timeout and the member never synced with the new host).
 func TestStandbyNotUpPromoted(t *testing.T) {
 	r := newRoom(t, nil)
-	hostCtx, killHost := context.WithCancel(r.ctx)
 	standby := func(c *peer.Config) { c.Standby = true }
-	host := r.joinWith(hostCtx, "host", signaling.KindHost, arena.New(arena.Config{}), standby)
-	poll.Until(t, 5*time.Second, "host", func() error {
-		if !host.Status().IsHost {
-			return fmt.Errorf("not host")
-		}
-		return nil
-	})
+	host, killHost := r.killableHost(standby)
 	var bots []*peer.Peer
 	for i := range 3 {
 		bots = append(bots, r.joinWith(r.ctx, fmt.Sprintf("bot%d", i), signaling.KindBot, arena.New(arena.Config{}), standby))
