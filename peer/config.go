@@ -20,6 +20,9 @@ const (
 	DefaultInterestInterval = 250 * time.Millisecond
 	DefaultQuietPeriod      = 300 * time.Millisecond
 	DefaultBuckets          = 256
+	// DefaultStandbyMaxMembers is Config.StandbyMaxMembers's default: in a room of up to 64
+	// members the next host keeps up to 63 idle standby links.
+	DefaultStandbyMaxMembers = 64
 	// DefaultMaxDatagramsPerFlush bounds the unreliable datagrams sent to one remote per network
 	// interval (64 × 1200 B at 20 Hz ≈ 1.5 MB/s); what does not fit stays dirty for the next one.
 	DefaultMaxDatagramsPerFlush = 64
@@ -124,9 +127,23 @@ type Config struct {
 	MaxDatagramsPerFlush int
 	// Standby makes a synced member keep an idle standby link to the member signaling would elect
 	// next, so that a host migration needs no new ICE/DTLS handshake: when that member becomes
-	// host, the standby link becomes the link to the host. Default false. A peer answers standby
-	// offers whatever this setting.
+	// host, the standby link becomes the link to the host. By default (Standby and NoStandby
+	// false) a member keeps one in a room of at most StandbyMaxMembers members, to a Go peer only
+	// (a browser answers no standby offer); Standby keeps one in a room of any size, to any
+	// member; NoStandby never. A member makes it 250 ms after it synced (not while the room may
+	// still be migrating). A peer answers standby offers whatever these settings.
+	//
+	// Why by default: without one, the 31 survivors of a 32-member room each make a WebRTC
+	// connection to the new host at once (ICE, DTLS, SCTP, in this one handshake burst), which
+	// is most of a migration's pause; an idle standby link costs about as much as nothing
+	// (docs/benchmarks-history.md, "Migration by default: where the time goes"). The bound keeps
+	// the next host from answering a link per member in a large room.
 	Standby bool
+	// NoStandby turns the default standby links off (Standby wins when both are set).
+	NoStandby bool
+	// StandbyMaxMembers is the largest room (members signaling announced, this one included) in
+	// which a member keeps a standby link by default; default DefaultStandbyMaxMembers (64).
+	StandbyMaxMembers int
 	// RedialMin and RedialMax bound the wait before each attempt to reach the signaling server
 	// again after losing it: it starts at RedialMin and doubles up to RedialMax, and each wait
 	// is drawn between half of it and all of it (jitter). Defaults DefaultRedialMin (100 ms)
@@ -215,6 +232,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Buckets <= 0 {
 		c.Buckets = DefaultBuckets
+	}
+	if c.StandbyMaxMembers <= 0 {
+		c.StandbyMaxMembers = DefaultStandbyMaxMembers
 	}
 	if c.InterestInterval <= 0 {
 		c.InterestInterval = DefaultInterestInterval

@@ -213,37 +213,87 @@ func TestLateJoinerLargeSnapshot(t *testing.T) {
 // election order; when the host goes, the members promote it instead of connecting anew, and the
 // room converges.
 func TestStandbyLinkPromoted(t *testing.T) {
-	r := newRoom(t, nil)
-	hostCtx, killHost := context.WithCancel(r.ctx)
-	standby := func(c *peer.Config) { c.Standby = true }
-	host := r.joinWith(hostCtx, "host", signaling.KindHost, arena.New(arena.Config{}), standby)
-	poll.Until(t, 5*time.Second, "host", func() error {
+	testStandby(t, func(c *peer.Config) { c.Standby = true }, true)
+}
+
+// TestStandbyLinkByDefault: the zero Config keeps standby links in a small room of bots
+// (Config.StandbyMaxMembers), and a migration promotes them.
+func TestStandbyLinkByDefault(t *testing.T) {
+	testStandby(t, func(*peer.Config) {}, true)
+}
+
+// TestStandbyLinkOff: no standby link with NoStandby, nor by default in a room larger than
+// StandbyMaxMembers; the migration makes new links and the room converges.
+func TestStandbyLinkOff(t *testing.T) {
+	t.Run("NoStandby", func(t *testing.T) {
+		testStandby(t, func(c *peer.Config) { c.NoStandby = true }, false)
+	})
+	t.Run("StandbyMaxMembers", func(t *testing.T) {
+		testStandby(t, func(c *peer.Config) { c.StandbyMaxMembers = 3 }, false) // 5 members, 4 after the kill
+	})
+}
+
+// killableHost starts a dedicated host with tweak under a context of its own, whose cancel kills it,
+// and waits until it hosts.
+func (r *room) killableHost(tweak func(*peer.Config)) (*peer.Peer, context.CancelFunc) {
+	r.t.Helper()
+	ctx, kill := context.WithCancel(r.ctx)
+	host := r.joinWith(ctx, "host", signaling.KindHost, arena.New(arena.Config{}), tweak)
+	poll.Until(r.t, 5*time.Second, "host", func() error {
 		if !host.Status().IsHost {
 			return fmt.Errorf("not host")
 		}
 		return nil
 	})
+	return host, kill
+}
+
+// testStandby runs a host and four bots with tweak, checks that the bots but the next host keep
+// a standby link (standby) or none, kills the host and checks the migration: converged, and
+// the standby links promoted or none.
+func testStandby(t *testing.T, tweak func(*peer.Config), standby bool) {
+	r := newRoom(t, nil)
+	host, killHost := r.killableHost(tweak)
 	var bots []*peer.Peer
 	for i := range 4 {
 		bots = append(bots, r.joinWith(r.ctx, fmt.Sprintf("bot%d", i), signaling.KindBot,
-			arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: time.Second}}), standby))
+			arena.New(arena.Config{Bot: &arena.BotConfig{Seed: uint64(i), MoveFor: time.Second}}), tweak))
+	}
+	want := 0
+	if standby {
+		want = len(bots) - 1
 	}
 	poll.Until(t, 20*time.Second, "synced, standby links up", func() error {
 		if err := converged(append([]*peer.Peer{host}, bots...)); err != nil {
 			return err
 		}
-		// Every bot but the next host holds an open standby link.
+		// Every bot but the next host holds an open standby link (standby), or none does.
 		n := 0
 		for _, b := range bots {
 			if b.Status().Standby {
 				n++
 			}
 		}
-		if n < len(bots)-1 {
-			return fmt.Errorf("%d bots with a standby link, want %d", n, len(bots)-1)
+		if n < want {
+			return fmt.Errorf("%d bots with a standby link, want %d", n, want)
 		}
 		return nil
 	})
+	if !standby {
+		// A member makes its standby link 250 ms after its sync: watch for one over a second.
+		since := time.Now()
+		poll.Until(t, 5*time.Second, "a second without a standby link", func() error {
+			for _, b := range bots {
+				if b.Status().Standby {
+					t.Fatalf("bot %d keeps a standby link", b.Status().Self)
+				}
+			}
+			if time.Since(since) < time.Second {
+				return fmt.Errorf("watched for %v", time.Since(since))
+			}
+			return nil
+		})
+	}
 	killHost()
 	<-host.Done()
 	poll.Until(t, 20*time.Second, "converged under a bot", func() error {
@@ -258,8 +308,8 @@ func TestStandbyLinkPromoted(t *testing.T) {
 	for _, b := range bots {
 		promoted += b.Status().StandbyPromoted
 	}
-	if promoted < uint64(len(bots)-1) {
-		t.Fatalf("%d standby links promoted, want %d (every member but the new host)", promoted, len(bots)-1)
+	if promoted < uint64(want) || !standby && promoted != 0 {
+		t.Fatalf("%d standby links promoted, want %d (every member but the new host, or none without standby links)", promoted, want)
 	}
 	if got := bots[0].Status().Entities; got != 1+8+4 {
 		t.Fatalf("%d entities after migration, want room + 8 boxes + 4 avatars", got)

@@ -65,24 +65,27 @@ func (m *memberRole) follow(host PeerIndex) {
 	}
 	m.synced = false
 	m.linkTerm = m.w.term
-	if s := m.env.takeStandby(host); s != nil {
+	r := m.env.takeStandby(host)
+	if r != nil {
 		// The standby link becomes the link to the new host: no ICE/DTLS handshake.
-		m.hostLink = s
-		if s.ready {
-			m.linkReady()
-		}
 		m.count.promoted.Add(1)
-		m.log.Info().Uint64("host", uint64(host)).Msg("standby link promoted")
-		return
-	}
-	if r := m.env.linkTo(host); r != nil {
-		m.env.discard(r) // an inbound standby link from the new host: replace it
-	}
-	r := m.env.dial(host)
-	m.hostLink = r
-	if r == nil {
-		m.retry(host)
-		return
+		m.log.Info().Uint64("host", uint64(host)).Bool("ready", r.ready).Msg("standby link promoted")
+		m.hostLink = r
+		if r.ready {
+			m.linkReady()
+			return
+		}
+		// Still being made (or never answered): it gets the connect timeout of a new link.
+	} else {
+		if r := m.env.linkTo(host); r != nil {
+			m.env.discard(r) // an inbound standby link from the new host: replace it
+		}
+		r = m.env.dial(host)
+		m.hostLink = r
+		if r == nil {
+			m.retry(host)
+			return
+		}
 	}
 	// A link that is not up in time (an offer lost, ICE stuck) is dropped and made again. Each
 	// timeout in a row doubles the next one (up to maxConnectTimeout), with jitter: under a

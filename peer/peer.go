@@ -52,9 +52,10 @@ type Peer struct {
 	// Links (links.go, standby.go).
 	remotes map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
 	// queuedTo is the remotes with reliable messages queued for the next network flush.
-	queuedTo []*remote
-	standby  *remote // member with Config.Standby: idle link to the next host
-	session  uint64
+	queuedTo  []*remote
+	standby   *remote   // member with Config.Standby: idle link to the next host
+	standbyAt time.Time // standby links are made from then on (memberSynced: standbyDelay)
+	session   uint64
 
 	host   *hostRole   // non-nil while this peer is the host
 	member *memberRole // non-nil while it is not

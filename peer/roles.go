@@ -95,6 +95,10 @@ func (p *Peer) memberSynced() {
 	p.migrated()
 	p.held = true
 	p.setSynced()
-	p.updateStandby()
+	// The standby link waits standbyDelay: made at once, the synced members' handshakes with the
+	// next host would compete with the syncs of the members still migrating (31 DTLS handshakes
+	// in one process, in the middle of the pause), and it only serves the next migration.
+	p.standbyAt = p.clock.Now().Add(standbyDelay)
+	p.after(standbyDelay, p.updateStandby)
 	p.publish() // Status.Synced turns true now, not up to a ReportInterval later
 }

@@ -118,7 +118,8 @@ func cmdBenchMigration(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process over all trials to this file")
 	fs.DurationVar(&o.ReportInterval, "report-interval", 0, "the bots' status report interval (0: peer's default, 1s)")
 	fs.DurationVar(&o.DigestInterval, "digest-interval", 0, "the bots' anti-entropy digest interval (0: peer's default, 1s)")
-	fs.BoolVar(&o.Standby, "standby", false, "members keep a standby link to the next host (peer.Config.Standby)")
+	fs.BoolVar(&o.Standby, "standby", false, "members keep a standby link to the next host in a room of any size (peer.Config.Standby; by default only in rooms of ≤ 64 members)")
+	fs.BoolVar(&o.NoStandby, "no-standby", false, "members keep no standby link (peer.Config.NoStandby): every migration makes new links")
 	fs.BoolVar(&o.Relay, "relay", false, "members reach the host only through a TURN relay (a `concord serve --turn` child process on loopback, whose CPU is reported)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {

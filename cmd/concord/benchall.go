@@ -37,7 +37,7 @@ type benchAllPlan struct {
 	migPeers     int
 	migEntities  int
 	migTrials    int
-	migStandby   bool // also a run with standby links
+	migNoStandby bool // also a run without standby links (the default has them at 32 members)
 	lateEntities int
 	lateJoins    int
 	joinBots     int
@@ -65,7 +65,7 @@ func benchAllPlanFor(quick bool) benchAllPlan {
 		}
 	}
 	return benchAllPlan{
-		fanout: cases, fanoutSecs: 10, migPeers: 32, migEntities: 10000, migTrials: 20, migStandby: true,
+		fanout: cases, fanoutSecs: 10, migPeers: 32, migEntities: 10000, migTrials: 20, migNoStandby: true,
 		lateEntities: 10000, lateJoins: 20, joinBots: 1024, crdtMessages: 1_000_000,
 		sigRate: 4000, sigFor: 3 * time.Second, idleMembers: 256, idleWindow: 10 * time.Second,
 	}
@@ -111,7 +111,7 @@ func cmdBenchAll(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if !skipped["migration"] {
 		rows = append(rows, benchAllMigration(ctx, plan, false, exe, log, stderr))
-		if plan.migStandby {
+		if plan.migNoStandby {
 			rows = append(rows, benchAllMigration(ctx, plan, true, exe, log, stderr))
 		}
 	}
@@ -218,15 +218,15 @@ func benchHostCommand(exe string) func(args []string) *exec.Cmd {
 	return func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"bench-host"}, args...)...) }
 }
 
-func benchAllMigration(ctx context.Context, plan benchAllPlan, standby bool, exe string, log zerolog.Logger, stderr io.Writer) bench.Row {
+func benchAllMigration(ctx context.Context, plan benchAllPlan, noStandby bool, exe string, log zerolog.Logger, stderr io.Writer) bench.Row {
 	o := bench.MigrationOptions{Peers: plan.migPeers, Entities: plan.migEntities, Moving: 100, Trials: plan.migTrials,
-		Settle: 500 * time.Millisecond, Standby: standby, HostLogLevel: "warn", HostCommand: benchHostCommand(exe)}
+		Settle: 500 * time.Millisecond, NoStandby: noStandby, HostLogLevel: "warn", HostCommand: benchHostCommand(exe)}
 	res, err := bench.Migration(ctx, o, log, stderr)
 	var s bench.MigrationSummary
 	if res != nil {
 		s = res.Summary()
 	} else {
-		s = bench.MigrationSummary{Peers: o.Peers, Entities: o.Entities, Standby: standby}
+		s = bench.MigrationSummary{Peers: o.Peers, Entities: o.Entities, NoStandby: noStandby}
 	}
 	s.Load = bench.LoadAverage()
 	row := bench.MigrationRow(s)

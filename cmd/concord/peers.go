@@ -95,7 +95,8 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	n := fs.Int("n", 8, "number of bots")
 	moveFor := fs.Duration("move-for", 0, "stop writing after this long but stay connected (0: move forever)")
 	name := fs.String("name", "bot", "user name prefix")
-	standby := fs.Bool("standby", false, "keep an idle standby link to the next host, so that a migration needs no new WebRTC handshake (peer.Config.Standby)")
+	standby := fs.Bool("standby", false, "keep an idle standby link to the next host in a room of any size, so that a migration needs no new WebRTC handshake (peer.Config.Standby; by default only in rooms of ≤ 64 members)")
+	noStandby := fs.Bool("no-standby", false, "keep no standby link (peer.Config.NoStandby)")
 	token := fs.String("token", os.Getenv("CONCORD_TOKEN"), "join token of one user for all the bots, when the server requires one (env CONCORD_TOKEN; without a device claim it admits up to serve's --max-devices-per-token bots)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	voiceFile := fs.String("voice", "", "Ogg Opus `FILE` (one packet per page) every bot publishes, looped, in a voice session of its own (docs/protocol.md §10)")
@@ -143,7 +144,7 @@ func cmdBot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for i, id := range ids {
 		app := arena.New(arena.Config{Bot: &arena.BotConfig{Seed: seed + uint64(i), MoveFor: *moveFor}})
 		pc := peer.Config{Server: *server, Room: *room, User: id.user, Device: id.device, Kind: signaling.KindBot,
-			Token: id.token, App: app, Logger: log.With().Str("bot", id.label).Logger(), Standby: *standby}
+			Token: id.token, App: app, Logger: log.With().Str("bot", id.label).Logger(), Standby: *standby, NoStandby: *noStandby}
 		p, err := newPeer(pc, nw)
 		if err != nil {
 			cancel()

@@ -87,7 +87,7 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	}
 	defer room.close()
 	g := room.g
-	g.standby = standby
+	g.standby, g.noStandby = standby, !standby // the phase without standby links has none
 	g.reportInterval, g.tickInterval = o.ReportInterval, o.TickInterval
 	// An empty world: the host has nothing to move, its members nothing to receive.
 	hp, err := startBenchHost(o.HostCommand([]string{"-server", room.sig.url, "-entities", "0", "-exit-on-stdin-eof", "-log-level", "warn"}), nil)

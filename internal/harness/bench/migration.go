@@ -30,7 +30,10 @@ type MigrationOptions struct {
 	// ReportInterval and DigestInterval override the in-process peers' defaults when not zero
 	// (experiments on where the time goes: each report hashes the replica, each digest walks it).
 	ReportInterval, DigestInterval time.Duration
-	Standby                        bool // members keep standby links to the next host
+	// Standby makes the members keep standby links to the next host in a room of any size
+	// (peer.Config.Standby); NoStandby never (peer.Config.NoStandby); neither is the peer's
+	// default (standby links in rooms of up to peer.DefaultStandbyMaxMembers).
+	Standby, NoStandby bool
 	// HostCommand makes the command of one bench host process; args are bench-host's flags
 	// (-server, -entities, -moving, -exit-on-stdin-eof, -log-level). Required.
 	HostCommand  func(args []string) *exec.Cmd
@@ -57,9 +60,14 @@ func (o MigrationOptions) Validate() error {
 
 // trial is what one host kill measured.
 type trial struct {
-	detect    time.Duration // kill → the first survivor hears of a new host
-	hosting   time.Duration // kill → the new host has started hosting
+	detect time.Duration // kill → the first survivor hears of a new host
+	heard  time.Duration // kill → the median member hears of it (the new host's "host" event)
+	// hosting is kill → the end of the new host's takeover step: its app hears of the new term
+	// after the step, which also answers the greetings that members' promoted standby links
+	// delivered before signaling's announcement reached the new host (peer.becomeHost).
+	hosting   time.Duration
 	first     time.Duration // kill → the first member synced under the new term
+	median    time.Duration // kill → the median member synced under the new term
 	synced    time.Duration // kill → every survivor synced under the new term
 	converged time.Duration // kill → every survivor holds the same state (detected)
 	flowing   time.Duration // new host resumes → every member has received a fresh update
@@ -107,7 +115,7 @@ func Migration(ctx context.Context, o MigrationOptions, log zerolog.Logger, prog
 	}
 	defer room.close()
 	rel, sig, g := room.rel, room.sig, room.g
-	g.reportInterval, g.digestInterval, g.standby = o.ReportInterval, o.DigestInterval, o.Standby
+	g.reportInterval, g.digestInterval, g.standby, g.noStandby = o.ReportInterval, o.DigestInterval, o.Standby, o.NoStandby
 	hold := new(atomic.Bool)
 
 	// The first host process spawns the world before any bot joins.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/concordrtc/concord/peer"
 )
 
 // Print writes the fanout report: one row per phase, then the concord/raw ratios.
@@ -124,18 +126,40 @@ func (r *MigrationResult) Print(w io.Writer) {
 		fmt.Fprintln(w, "no trial completed")
 		return
 	}
+	r.printPhases(w)
 	r.printSummary(w)
 }
 
 func (r *MigrationResult) printTrials(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "trial\tdetect\thosting\tfirst synced\tall synced\tconverged\tflowing\tpause\tbytes\tstale keys\tstale buckets\tlost ents\tlost vals\tfull hash\t")
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
+	fmt.Fprintln(tw, "trial\tdetect\theard\thosting\tfirst synced\tmedian synced\tall synced\tconverged\tflowing\tpause\tbytes\tstale keys\tstale buckets\tlost ents\tlost vals\tfull hash\t")
 	for i, t := range r.trials {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%t\t\n", i+1, ms(t.detect), ms(t.hosting), ms(t.first), ms(t.synced), ms(t.converged), ms(t.flowing), ms(t.pause()),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%t\t\n", i+1, msf(t.detect), msf(t.heard), msf(t.hosting), msf(t.first), msf(t.median), msf(t.synced), msf(t.converged), msf(t.flowing), msf(t.pause()),
 			t.bytes, t.staleKeys, t.staleBuckets, t.lostEnts, t.lostVals, t.fullHash)
 	}
 	_ = tw.Flush()
+}
+
+func msf(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
+
+// printPhases writes the medians over the trials of each phase's end, counted from the kill:
+// where a migration's time goes.
+func (r *MigrationResult) printPhases(w io.Writer) {
+	phase := func(f func(t *trial) time.Duration) string {
+		var ds []time.Duration
+		for i := range r.trials {
+			ds = append(ds, f(&r.trials[i]))
+		}
+		return msf(quantile(ds, 0.5))
+	}
+	fmt.Fprintf(w, "phases (median over trials, from the kill): signaling's announcement reaches the first survivor %s, the median member %s; "+
+		"the new host's takeover step (with the greetings waiting for it) ends %s; members synced (link, greeting, repair snapshot): first %s, median %s, all %s; "+
+		"converged %s; then updates flow %s after the new host resumes\n",
+		phase(func(t *trial) time.Duration { return t.detect }),
+		phase(func(t *trial) time.Duration { return t.heard }), phase(func(t *trial) time.Duration { return t.hosting }),
+		phase(func(t *trial) time.Duration { return t.first }), phase(func(t *trial) time.Duration { return t.median }),
+		phase(func(t *trial) time.Duration { return t.synced }), phase(func(t *trial) time.Duration { return t.converged }),
+		phase(func(t *trial) time.Duration { return t.flowing }))
 }
 
 func (r *MigrationResult) printSummary(w io.Writer) {
@@ -170,10 +194,15 @@ func (r *MigrationResult) printSummary(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "lost: %d survivor replicas short of entities, %d newest values lost, %d trials with unequal full hashes\n", lostEnts, lostVals, hashBad)
-	if o.Standby {
-		fmt.Fprintln(w, "standby links: on (members kept an idle link to the next host and promoted it)")
-	} else {
-		fmt.Fprintln(w, "standby links: off (members connected to the new host after the kill; -standby to compare)")
+	switch {
+	case o.Standby:
+		fmt.Fprintln(w, "standby links: on, forced (-standby: members kept an idle link to the next host and promoted it)")
+	case o.NoStandby:
+		fmt.Fprintln(w, "standby links: off (-no-standby: members connected to the new host after the kill)")
+	case o.Peers+1 <= peer.DefaultStandbyMaxMembers:
+		fmt.Fprintf(w, "standby links: on, the default in a room of ≤ %d members (-no-standby to compare)\n", peer.DefaultStandbyMaxMembers)
+	default:
+		fmt.Fprintf(w, "standby links: off, the default in a room of > %d members (-standby to compare)\n", peer.DefaultStandbyMaxMembers)
 	}
 	if o.Relay && r.wall > 0 {
 		secs := r.wall.Seconds()

@@ -80,7 +80,7 @@ type peerGroup struct {
 
 	// reportInterval and digestInterval override the peers' defaults when not zero.
 	reportInterval, digestInterval time.Duration
-	standby                        bool // peer.Config.Standby
+	standby, noStandby             bool // peer.Config.Standby, NoStandby (neither: the peer default)
 	// relayOnly makes the members' links relay-only (peer.Config.RelayOnly); a peer started as
 	// a dedicated host keeps its host candidates, so a link takes one trip through the relay.
 	relayOnly bool
@@ -158,7 +158,7 @@ func (g *peerGroup) start(user string, kind signaling.Kind, a *app) (*peer.Peer,
 	p, err := peer.New(peer.Config{
 		Server: g.url, Room: room, User: user, Kind: kind, App: a, Transport: tr,
 		Logger:         g.log.With().Str("who", user).Logger(),
-		ReportInterval: g.reportInterval, DigestInterval: g.digestInterval, Standby: g.standby,
+		ReportInterval: g.reportInterval, DigestInterval: g.digestInterval, Standby: g.standby, NoStandby: g.noStandby,
 		TickInterval: g.tickInterval, NetworkInterval: g.tickInterval,
 		RelayOnly: g.relayOnly && kind != signaling.KindHost,
 		Deltas:    g.deltas,

@@ -175,7 +175,7 @@ func FanoutRow(r FanoutRun) Row {
 type MigrationSummary struct {
 	Peers, Entities, Trials int // Trials: completed
 	Failed                  int
-	Standby                 bool
+	Standby, NoStandby      bool          // forced on, off (neither: the peer's default)
 	P50, P99                time.Duration // pause
 	Lost                    int           // entities and values lost, over every trial
 	Load                    string
@@ -183,7 +183,7 @@ type MigrationSummary struct {
 
 // Summary returns the figures of the headline row.
 func (r *MigrationResult) Summary() MigrationSummary {
-	s := MigrationSummary{Peers: r.opts.Peers, Entities: r.opts.Entities, Trials: len(r.trials), Failed: len(r.failures), Standby: r.opts.Standby}
+	s := MigrationSummary{Peers: r.opts.Peers, Entities: r.opts.Entities, Trials: len(r.trials), Failed: len(r.failures), Standby: r.opts.Standby, NoStandby: r.opts.NoStandby}
 	var pauses []time.Duration
 	for _, t := range r.trials {
 		pauses = append(pauses, t.pause())
@@ -198,8 +198,11 @@ func (r *MigrationResult) Summary() MigrationSummary {
 // MigrationRow is the row of a migration run against the goal: p99 ≤ 100 ms, 0 lost.
 func MigrationRow(s MigrationSummary) Row {
 	what := fmt.Sprintf("Migration, kill -9, %d × %d, default configuration", s.Peers, s.Entities)
-	if s.Standby {
+	switch {
+	case s.Standby:
 		what = fmt.Sprintf("Migration, kill -9, %d × %d, standby links", s.Peers, s.Entities)
+	case s.NoStandby:
+		what = fmt.Sprintf("Migration, kill -9, %d × %d, no standby links", s.Peers, s.Entities)
 	}
 	row := Row{What: what, Goal: "p99 ≤ 100 ms, 0 lost", Load: s.Load}
 	if s.Trials == 0 {

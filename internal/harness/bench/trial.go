@@ -154,9 +154,12 @@ func (r *trialRun) newHostSynced() error {
 	}); err != nil {
 		return err
 	}
+	k := r.kill.UnixNano()
 	var firstHeard, firstSynced, lastSynced, hosting int64
+	var heard, synced []time.Duration // the members'
 	for i, pr := range g.probes {
-		if h := pr.hostChangedAt.Load(); firstHeard == 0 || h < firstHeard {
+		h := pr.hostChangedAt.Load()
+		if firstHeard == 0 || h < firstHeard {
 			firstHeard = h
 		}
 		at := pr.syncedAt.Load()
@@ -164,15 +167,18 @@ func (r *trialRun) newHostSynced() error {
 			hosting = at
 			continue
 		}
+		heard = append(heard, time.Duration(h-k))
+		synced = append(synced, time.Duration(at-k))
 		if firstSynced == 0 || at < firstSynced {
 			firstSynced = at
 		}
 		lastSynced = max(lastSynced, at)
 	}
-	k := r.kill.UnixNano()
 	r.tr.detect = time.Duration(firstHeard - k)
+	r.tr.heard = quantile(heard, 0.5)
 	r.tr.hosting = time.Duration(hosting - k)
 	r.tr.first = time.Duration(firstSynced - k)
+	r.tr.median = quantile(synced, 0.5)
 	r.tr.synced = time.Duration(max(lastSynced, hosting) - k)
 	return nil
 }
