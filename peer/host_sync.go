@@ -184,6 +184,12 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 		if count++; count > maxCorrectionMessages {
 			return h.refuse(hm, RefusedBatch, fmt.Sprintf("more than %d corrections in one batch; the rest dropped", maxCorrectionMessages))
 		}
+		if m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork {
+			if err := h.deletion(hm, &m, relayed, &orphaned); err != nil {
+				return err
+			}
+			continue
+		}
 		if why, reason := h.admitCorrection(hm, &m, relayed); reason != "" {
 			if err := h.refuse(hm, why, reason); err != nil {
 				return err
@@ -195,14 +201,6 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 				h.rejected(hm, m.Entity, m.Timestamp, errors.New(reason), false)
 				h.rejectedAbsent(&m)
 			}
-			continue
-		}
-		if relayed && (m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork) && !h.w.r.EntityDeleted(m.Entity) {
-			// Only a host deletes entities, and a deletion is final in every replica that holds
-			// it: refusing one (another member's avatar, say) would leave this member apart for
-			// good. Its first batch carries what the previous host sent it, deletions included.
-			h.w.mergeRemote(&m, idx)
-			orphaned = true
 			continue
 		}
 		v, decided := verdict[m.Entity]
