@@ -92,3 +92,61 @@ func TestSupersededNumberReachesMember(t *testing.T) {
 		})
 	}
 }
+
+// A host restored from a checkpoint allocates away from where the checkpoint's host went on
+// allocating after it (World.resumeAllocation): a member that lived through that host holds its
+// later entities live, and the restored host's spawn under the same (number, version) would
+// overwrite one of them in the member (the old entity lost, the member's corrections refused as
+// older). Both entities reach the member.
+func TestRestoredHostAllocatesPastCheckpoint(t *testing.T) {
+	old := newStepNet(t)
+	oh := old.join(1, &stepApp{table: stepSchemas()}, 1, 1)
+	var cp []byte
+	var later Entity
+	old.do(1, func(w *World) {
+		for range 3 {
+			if _, err := w.Spawn(stepSchemaBox, nil, []byte{1, 0, 0, 0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cp, _ = w.Checkpoint()
+		var err error
+		// After the checkpoint: what members hold and the checkpoint lacks.
+		if later, err = w.Spawn(stepSchemaBox, nil, []byte{7, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	state, _ := oh.w.Checkpoint()
+
+	n := newStepNet(t)
+	h := n.join(1, &stepApp{table: stepSchemas()}, 2, 1)
+	var fresh Entity
+	n.do(1, func(w *World) {
+		if err := w.MergeCheckpoint(cp); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if fresh, err = w.Spawn(stepSchemaBox, nil, []byte{9, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if fresh.Number() == later.Number() {
+		t.Fatalf("the restored host spawned %v, the number its predecessor spawned %v under after the checkpoint", fresh, later)
+	}
+	m := n.joinWith(2, &stepApp{table: stepSchemas()}, 2, 1, func(w *World) {
+		if _, err := w.r.MergeStream(state); err != nil {
+			t.Fatal(err)
+		}
+		w.heldTerm = 1
+	})
+	for range 3 {
+		h.flushUpdates()
+		n.advance(2 * h.cfg.QuietPeriod)
+	}
+	if v, _ := value(m.w, fresh, boxPos); v != 9 {
+		t.Errorf("the member's %v = %d, want the restored host's 9", fresh, v)
+	}
+	if v, _ := value(m.w, later, boxPos); v != 7 {
+		t.Errorf("the member's %v = %d, want its 7", later, v)
+	}
+}
