@@ -38,19 +38,10 @@ import (
 // one avatar per player at every observation. After the kill every bot is resident with one
 // avatar, and every block the bots saw in their regions once their edits were acknowledged is
 // still there: no acknowledged edit lost. A player joining afterwards with the dead node first in
-// its list becomes resident. CONCORD_WORLD_SERVE_BOTS sets the bot count (12; at 32 the last step
-// is not green every time, docs/protocol.md §11 "Cluster").
+// its list becomes resident. CONCORD_WORLD_SERVE_BOTS sets the bot count (12).
 func TestServeWorldCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes; skipped in -short mode")
-	}
-	// Not green every time yet (docs/protocol.md §11 "Cluster", "Not built yet"): a region
-	// reopened from a checkpoint older than the dead host's last entity numbers can spawn an
-	// arriving avatar under a number the members hold deleted, and that player stays without an
-	// avatar. Run it with CONCORD_WORLD_SERVE_LAB=1 until the host allocates past what its
-	// members have seen.
-	if os.Getenv("CONCORD_WORLD_SERVE_LAB") == "" {
-		t.Skip("the three-process world lab is not green every time yet; CONCORD_WORLD_SERVE_LAB=1 runs it")
 	}
 	bots := 12
 	if v, err := strconv.Atoi(os.Getenv("CONCORD_WORLD_SERVE_BOTS")); err == nil && v > 0 {
