@@ -46,6 +46,16 @@ func (w *World) MergeCheckpoint(stream []byte) error {
 				_ = h.auth.Restore(e, in.auth, now)
 			}
 		}
+		// The checkpoint is what this host took over (a durable room's seed merges after the
+		// window started): its entities are the previous host's, which a survivor may relay
+		// deletions of, and its clock is the one this host took over with, as the browser host,
+		// which restores before it starts the window (host.js start).
+		h.tookOver = max(h.tookOver, w.r.Clock())
+		if h.heldAtStart != nil {
+			for e := range w.ents {
+				h.heldAtStart[e] = true
+			}
+		}
 	}
 	return nil
 }

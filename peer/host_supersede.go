@@ -34,10 +34,17 @@ const maxSuperseded = 4096
 // a deletion of what a previous host held is merged, as before; one this host must not merge
 // (an entity it spawned since it took over, or any deletion outside the window) still tells it
 // the member will never take the number at that version: the number is superseded.
-func (h *hostRole) deletion(hm *hostMember, m *crdt.Message, relayed bool, orphaned *bool) error {
+//
+// It reports false for a deletion it leaves to the ordinary path (authority refuses it): one
+// outside the window of an entity this host held when it took over. That entity is no spawn of
+// this host's that a member cannot take, but the checkpoint's or the previous host's own, which
+// the member says a previous host deleted; moving it would bring back what that host removed (in
+// the world lab, a block removed after the checkpoint came back over the block placed in its
+// stead), and only the window vouches for the deletion itself.
+func (h *hostRole) deletion(hm *hostMember, m *crdt.Message, relayed bool, orphaned *bool) (bool, error) {
 	w := h.w
 	if w.r.EntityDeleted(m.Entity) {
-		return nil // held here already
+		return true, nil // held here already
 	}
 	why, reason := h.admitCorrection(hm, m, relayed)
 	if reason == "" && !relayed && int(m.Entity.Version()) > int(w.knownVersion(m.Entity.Number()))+maxVersionAhead {
@@ -50,20 +57,25 @@ func (h *hostRole) deletion(hm *hostMember, m *crdt.Message, relayed bool, orpha
 		// Its first batch carries what the previous host sent it, deletions included.
 		w.mergeRemote(m, hm.link.idx)
 		*orphaned = true
-		return nil
+		return true, nil
 	case why == RefusedCorrection:
-		return h.refuse(hm, why, reason) // a reserved number, a version far above any known
+		return true, h.refuse(hm, why, reason) // a reserved number, a version far above any known
+	}
+	if live, ok := w.byNumber[m.Entity.Number()]; ok && live.Version() <= m.Entity.Version() && h.heldAtStart[live] {
+		return false, nil
+	}
+	switch {
 	case reason != "":
 		// Counted, not a strike: a survivor of a host this one, restored from an older
 		// checkpoint, succeeds relays such deletions honestly.
 		h.noteRefused(hm.link.idx, why, reason)
 	}
 	if hm.superseded >= maxSuperseded {
-		return h.refuse(hm, RefusedCorrection, fmt.Sprintf("deletion of %v: more than %d entity numbers superseded by one member", m.Entity, maxSuperseded))
+		return true, h.refuse(hm, RefusedCorrection, fmt.Sprintf("deletion of %v: more than %d entity numbers superseded by one member", m.Entity, maxSuperseded))
 	}
 	hm.superseded++
 	h.supersede(m.Entity)
-	return nil
+	return true, nil
 }
 
 // supersede records that a member holds del's number deleted at del's version: this host deletes

@@ -191,10 +191,13 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 			return h.refuse(hm, RefusedBatch, fmt.Sprintf("more than %d corrections in one batch; the rest dropped", maxCorrectionMessages))
 		}
 		if answering && (m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork) {
-			if err := h.deletion(hm, &m, relayed, &orphaned); err != nil {
+			handled, err := h.deletion(hm, &m, relayed, &orphaned)
+			if err != nil {
 				return err
 			}
-			continue
+			if handled {
+				continue
+			}
 		}
 		if why, reason := h.admitCorrection(hm, &m, relayed); reason != "" {
 			if err := h.refuse(hm, why, reason); err != nil {
