@@ -395,16 +395,7 @@ func counter(reg *prometheus.Registry, name, reason string) float64 {
 // The directory lists every region; a load outside the grid or of another world is refused.
 func TestWorldDirectory(t *testing.T) {
 	tw := startWorld(t, world.ServerConfig{})
-	get := func(method, path string) (int, string) {
-		req, _ := http.NewRequest(method, tw.url+path, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(method, path string) (int, string) { return request(t, method, tw.url+path, "") }
 	var d world.Directory
 	code, body := get(http.MethodGet, "/api/worlds/tiles")
 	if err := json.Unmarshal([]byte(body), &d); code != 200 || err != nil {
@@ -570,17 +561,7 @@ func TestWorldLoadNeedsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	load := func(x, y int, bearer string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, tw.url+"/api/worlds/tiles/load?x="+strconv.Itoa(x)+"&y="+strconv.Itoa(y), nil)
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return request(t, http.MethodPost, tw.url+"/api/worlds/tiles/load?x="+strconv.Itoa(x)+"&y="+strconv.Itoa(y), bearer)
 	}
 	for _, c := range []struct {
 		name, bearer string
@@ -611,4 +592,23 @@ func TestWorldLoadNeedsToken(t *testing.T) {
 	if l := tw.srv.Loaded(); len(l) != 2 {
 		t.Fatalf("loaded %v, want tiles.1.1 and tiles.3.3", l)
 	}
+}
+
+// request makes an HTTP request (with a bearer credential unless "") and returns its status and body.
+func request(t *testing.T, method, url, bearer string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
