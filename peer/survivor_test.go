@@ -104,8 +104,8 @@ func (s *survivorRoom) assertKept(t *testing.T) {
 	t.Helper()
 	h := s.h
 	for i, e := range s.boxes {
-		// The attacker's deletions take nothing: a box they name moves to a fresh number, its
-		// value and authority kept.
+		// The attacker's deletions take nothing: a box held at the takeover stays; one spawned
+		// since would move to a fresh number, its value and authority kept (host_supersede.go).
 		e = s.app.current(e)
 		if !h.w.Exists(e) {
 			t.Errorf("box %d (%v) deleted", i, e)
