@@ -37,6 +37,14 @@ func (w *World) MergeCheckpoint(stream []byte) error {
 	}
 	w.closeBatch()
 	w.resumeAllocation()
+	// What a checkpoint holds is its host's, not this host's spawns: a member's deletion of one
+	// is no reason to move it (host_supersede.go).
+	if w.restored == nil {
+		w.restored = make(map[Entity]bool, len(w.ents))
+	}
+	for e := range w.ents {
+		w.restored[e] = true
+	}
 	if h, ok := w.sink.(*hostRole); ok {
 		// The host's authority table was built before the merge: adopt the merged records
 		// (avatars and locks of members), as hostRole.start does for the replica it starts from.
@@ -44,16 +52,6 @@ func (w *World) MergeCheckpoint(stream []byte) error {
 		for e, in := range w.ents {
 			if in.auth.Kind != authority.KindHost {
 				_ = h.auth.Restore(e, in.auth, now)
-			}
-		}
-		// The checkpoint is what this host took over (a durable room's seed merges after the
-		// window started): its entities are the previous host's, which a survivor may relay
-		// deletions of, and its clock is the one this host took over with, as the browser host,
-		// which restores before it starts the window (host.js start).
-		h.tookOver = max(h.tookOver, w.r.Clock())
-		if h.heldAtStart != nil {
-			for e := range w.ents {
-				h.heldAtStart[e] = true
 			}
 		}
 	}

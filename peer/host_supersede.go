@@ -36,7 +36,8 @@ const maxSuperseded = 4096
 // the member will never take the number at that version: the number is superseded.
 //
 // It reports false for a deletion it leaves to the ordinary path (authority refuses it): one
-// outside the window of an entity this host held when it took over. That entity is no spawn of
+// outside the window of an entity this host held when it took over or merged from a checkpoint
+// (a durable room's seed merges after the window started). That entity is no spawn of
 // this host's that a member cannot take, but the checkpoint's or the previous host's own, which
 // the member says a previous host deleted; moving it would bring back what that host removed (in
 // the world lab, a block removed after the checkpoint came back over the block placed in its
@@ -61,7 +62,7 @@ func (h *hostRole) deletion(hm *hostMember, m *crdt.Message, relayed bool, orpha
 	case why == RefusedCorrection:
 		return true, h.refuse(hm, why, reason) // a reserved number, a version far above any known
 	}
-	if live, ok := w.byNumber[m.Entity.Number()]; ok && live.Version() <= m.Entity.Version() && h.heldAtStart[live] {
+	if live, ok := w.byNumber[m.Entity.Number()]; ok && live.Version() <= m.Entity.Version() && (h.heldAtStart[live] || w.restored[live]) {
 		return false, nil
 	}
 	switch {

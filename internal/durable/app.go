@@ -112,10 +112,8 @@ func (a *App) HostStart(w *peer.World) {
 func (a *App) mergeSeed(w *peer.World) {
 	if !a.seeded && a.cfg.Seed != nil {
 		start := time.Now()
-		// The stored clock first: the host's window takes the clock after the merge as the one
-		// it took over with (peer.World.MergeCheckpoint).
-		w.Replica().ObserveClock(a.cfg.SeedClock)
 		err := w.MergeCheckpoint(a.cfg.Seed)
+		w.Replica().ObserveClock(a.cfg.SeedClock)
 		if err != nil {
 			// Validated before the host started; this would be a bug.
 			a.cfg.Logger.Error().Err(err).Str("room", string(a.cfg.Room)).Msg("seed not merged")
