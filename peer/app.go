@@ -66,6 +66,11 @@ const (
 	// EventLeftInterest: the host no longer sends this member Entity (InterestPolicy); it is
 	// dropped from the replica, not deleted, and comes back if it enters the interest again.
 	EventLeftInterest
+	// EventRenumbered (host): Entity is From moved to a fresh number, with the same schema,
+	// creation, values and authority, because a member holds From's number deleted at From's
+	// version or above and would never take it (host_supersede.go). Apps that keep entity ids
+	// replace From by Entity.
+	EventRenumbered
 )
 
 func (k EventKind) String() string {
@@ -94,6 +99,8 @@ func (k EventKind) String() string {
 		return "unset"
 	case EventLeftInterest:
 		return "left-interest"
+	case EventRenumbered:
+		return "renumbered"
 	}
 	return "unknown"
 }
@@ -106,6 +113,7 @@ type Event struct {
 	Component crdt.ComponentID // EventAppended: the append set
 	Peer      PeerIndex
 	Term      Term
+	From      Entity // EventRenumbered: the entity's previous id
 }
 
 // InterestPolicy is implemented by host apps that send each member only the entities that matter

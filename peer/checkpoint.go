@@ -6,6 +6,7 @@ import (
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/crdt/schema"
 )
 
 // Checkpoint returns the whole replica as a canonical ADR-117 message stream (the bytes of a
@@ -35,6 +36,15 @@ func (w *World) MergeCheckpoint(stream []byte) error {
 		w.mergeRemote(&m, 0)
 	}
 	w.closeBatch()
+	w.resumeAllocation()
+	// What a checkpoint holds is its host's, not this host's spawns: a member's deletion of one
+	// is no reason to move it (host_supersede.go).
+	if w.restored == nil {
+		w.restored = make(map[Entity]bool, len(w.ents))
+	}
+	for e := range w.ents {
+		w.restored[e] = true
+	}
 	if h, ok := w.sink.(*hostRole); ok {
 		// The host's authority table was built before the merge: adopt the merged records
 		// (avatars and locks of members), as hostRole.start does for the replica it starts from.
@@ -46,4 +56,30 @@ func (w *World) MergeCheckpoint(stream []byte) error {
 		}
 	}
 	return nil
+}
+
+// resumeAllocation moves the allocator, after a checkpoint was merged, half the number space past
+// the number of the last entity the checkpoint's host spawned (the live entity whose meta is
+// stamped latest). The host that wrote the checkpoint went on allocating after it, from about
+// there, before it stopped or died; members that lived through it hold those entities (live or
+// deleted) and this host, which knows nothing of them, would allocate the same (number, version)
+// pairs in the same order: a member holding one live takes this host's spawn as a write to its
+// entity (the old one lost), one holding it deleted never takes it (docs/protocol.md §5
+// "Superseded numbers"). Half the number space away, this host's spawns meet the dead host's only
+// if that host spawned tens of thousands of entities after its last checkpoint; what collides
+// anyway is healed by supersede (host_supersede.go).
+func (w *World) resumeAllocation() {
+	var last Entity
+	var lastTS crdt.Timestamp
+	found := false
+	for e := range w.ents {
+		if _, ts, ok, deleted := w.r.Get(e, schema.ComponentMeta); ok && !deleted && (!found || ts > lastTS || ts == lastTS && e > last) {
+			last, lastTS, found = e, ts, true
+		}
+	}
+	if !found || last.Number() < FirstSpawnNumber {
+		return
+	}
+	const span = 1<<16 - FirstSpawnNumber
+	w.next = FirstSpawnNumber + uint16((int(last.Number())-FirstSpawnNumber+1+span/2)%span)
 }

@@ -53,6 +53,12 @@ type hostMember struct {
 	delta *deltaTx
 	// app is the member's application traffic still allowed, in messages (appAllowed).
 	app budget
+	// answering: this host sent the member a snapshot, and its next CRDT batch answers it
+	// (corrections: what it holds that the snapshot lacked).
+	answering bool
+	// superseded counts the entity numbers this member's deletions made this host give up
+	// (host_supersede.go), bounded by maxSuperseded.
+	superseded int
 	// relayOut is the bytes the member may still have relayed, every copy counted; relayIn
 	// the relayed bytes the host may still forward to it (host_relay.go).
 	relayOut, relayIn budget

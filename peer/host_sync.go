@@ -52,6 +52,7 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 	}
 	h.sendSnapshot(hm.link, hostsnapshot.Only(n, differ...), hm.keep())
 	hm.snapClock, hm.snapAt = w.r.Clock(), now
+	hm.answering = true
 	if first {
 		hm.snapshotSent = true
 		// Relayed corrections only from a member that held an earlier host's state, as
@@ -164,6 +165,11 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 	idx := hm.link.idx
 	relayed := hm.acceptRelayed
 	hm.acceptRelayed = false
+	// A batch that answers a snapshot carries back what the member holds that the snapshot
+	// lacked, deletions included; only there may a deletion supersede a number (a member never
+	// deletes an entity of its own accord).
+	answering := hm.answering || relayed
+	hm.answering = false
 	if !hm.answered {
 		// Its answer to the sync snapshot: merged below, then it drops what it holds outside its
 		// interest (deferred: the merge may deliver what it is told to forget).
@@ -184,6 +190,15 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 		if count++; count > maxCorrectionMessages {
 			return h.refuse(hm, RefusedBatch, fmt.Sprintf("more than %d corrections in one batch; the rest dropped", maxCorrectionMessages))
 		}
+		if answering && (m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork) {
+			handled, err := h.deletion(hm, &m, relayed, &orphaned)
+			if err != nil {
+				return err
+			}
+			if handled {
+				continue
+			}
+		}
 		if why, reason := h.admitCorrection(hm, &m, relayed); reason != "" {
 			if err := h.refuse(hm, why, reason); err != nil {
 				return err
@@ -195,14 +210,6 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 				h.rejected(hm, m.Entity, m.Timestamp, errors.New(reason), false)
 				h.rejectedAbsent(&m)
 			}
-			continue
-		}
-		if relayed && (m.Type == crdt.DeleteEntity || m.Type == crdt.DeleteEntityNetwork) && !h.w.r.EntityDeleted(m.Entity) {
-			// Only a host deletes entities, and a deletion is final in every replica that holds
-			// it: refusing one (another member's avatar, say) would leave this member apart for
-			// good. Its first batch carries what the previous host sent it, deletions included.
-			h.w.mergeRemote(&m, idx)
-			orphaned = true
 			continue
 		}
 		v, decided := verdict[m.Entity]

@@ -87,12 +87,16 @@ type Status struct {
 	// counts values a member dropped because it did not hold the value the difference was from
 	// (docs/protocol.md §2.10; the host's next whole value or later difference repairs it).
 	Deltas, Wholes, DeltaMissed uint64
+	// Superseded counts entity numbers a host gave up because a member holds them deleted at a
+	// version it had not seen (a host restored from an older checkpoint; host_supersede.go).
+	Superseded uint64
 }
 
 type counters struct {
 	bytesIn, bytesOut, rejected, rejectedRace, refused, offenders, fenced, dropped, droppedIn, promoted, resumes atomic.Uint64
 	migrations                                                                                                   atomic.Uint64
 	deltas, wholes, deltaMissed                                                                                  atomic.Uint64
+	superseded                                                                                                   atomic.Uint64
 	refusedBy                                                                                                    [NumRefusals]atomic.Uint64
 	// closedMu guards closed: the counters of links already closed (by any goroutine).
 	closedMu sync.Mutex
@@ -138,6 +142,7 @@ func (p *Peer) publish() *Status {
 		Dropped:         p.count.dropped.Load() + p.count.droppedIn.Load(),
 		Deltas:          p.count.deltas.Load(),
 		Wholes:          p.count.wholes.Load(),
+		Superseded:      p.count.superseded.Load(),
 		DeltaMissed:     p.count.deltaMissed.Load(),
 		StandbyPromoted: p.count.promoted.Load(),
 		Standby:         p.standby != nil && p.standby.ready,

@@ -18,6 +18,7 @@ import (
 // value is the score), with honest member 2 and member 4 (the accomplice) synced.
 type survivorRoom struct {
 	n           *stepNet
+	app         *renumberApp
 	h, honest   *stepPeer
 	boxes       []Entity
 	score       Entity
@@ -28,8 +29,9 @@ type survivorRoom struct {
 func newSurvivorRoom(t *testing.T) *survivorRoom {
 	t.Helper()
 	n := newStepNet(t)
-	h := n.join(1, &stepApp{table: stepSchemas()}, 2, 1)
-	s := &survivorRoom{n: n, h: h, accomplice: 4, scoreBefore: 5}
+	app := &renumberApp{stepApp: &stepApp{table: stepSchemas()}, moved: map[Entity]Entity{}}
+	h := n.join(1, app, 2, 1)
+	s := &survivorRoom{n: n, app: app, h: h, accomplice: 4, scoreBefore: 5}
 	n.do(1, func(w *World) {
 		for range 8 {
 			e, err := w.Spawn(stepSchemaBox, nil, []byte{1, 0, 0, 0})
@@ -47,6 +49,32 @@ func newSurvivorRoom(t *testing.T) *survivorRoom {
 	s.honest = n.join(2, &stepApp{table: stepSchemas()}, 2, 1)
 	n.join(s.accomplice, &stepApp{table: stepSchemas()}, 2, 1)
 	return s
+}
+
+// renumberApp is a stepApp that follows the entities its host moves to a fresh number
+// (EventRenumbered): a deletion the host refuses still tells it the member will never take that
+// number, so the entity moves rather than stays apart (host_supersede.go).
+type renumberApp struct {
+	*stepApp
+	moved map[Entity]Entity
+}
+
+func (a *renumberApp) OnEvent(_ *World, ev Event) {
+	if ev.Kind == EventRenumbered {
+		a.moved[ev.From] = ev.Entity
+	}
+}
+
+// current is what e is now, after the moves.
+func (a *renumberApp) current(e Entity) Entity {
+	for range len(a.moved) + 1 {
+		to, ok := a.moved[e]
+		if !ok {
+			break
+		}
+		e = to
+	}
+	return e
 }
 
 // u32 reads the 4-byte value of e's property c in w.
@@ -76,6 +104,9 @@ func (s *survivorRoom) assertKept(t *testing.T) {
 	t.Helper()
 	h := s.h
 	for i, e := range s.boxes {
+		// The attacker's deletions take nothing: a box held at the takeover stays; one spawned
+		// since would move to a fresh number, its value and authority kept (host_supersede.go).
+		e = s.app.current(e)
 		if !h.w.Exists(e) {
 			t.Errorf("box %d (%v) deleted", i, e)
 			continue
@@ -86,6 +117,9 @@ func (s *survivorRoom) assertKept(t *testing.T) {
 	}
 	if got := u32(h.w, s.score, boxPos); got != s.scoreBefore {
 		t.Errorf("score %d, want %d", got, s.scoreBefore)
+	}
+	if got := u32(h.w, s.app.current(s.boxes[0]), boxPos); got != 1 {
+		t.Errorf("box 0 = %d, want 1", got)
 	}
 }
 
@@ -162,8 +196,8 @@ func TestAttackRecordedSurvivorBeyondWindow(t *testing.T) {
 		w.r.WriteAt(s.boxes[0], boxPos, honestTS, []byte{9, 0, 0, 0}, false)
 		w.heldTerm = 1
 	})
-	if !h.w.Exists(late) {
-		t.Error("the box this host spawned after it took over was deleted")
+	if moved := s.app.current(late); !h.w.Exists(moved) || moved == late {
+		t.Errorf("the box this host spawned after it took over (%v) was deleted, or kept under a number the survivor holds deleted (now %v)", late, moved)
 	}
 	for i, e := range s.boxes[2:] {
 		if rec := h.w.AuthorityRecord(e); rec.Kind != authority.KindHost {

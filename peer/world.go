@@ -79,6 +79,8 @@ type World struct {
 	byNumber map[uint16]Entity
 	stamp    crdt.Timestamp // the open batch's timestamp, 0 when none is open
 	next     uint16         // host: next entity number to try
+	// restored is the entities a merged checkpoint held (MergeCheckpoint), nil before one.
+	restored map[Entity]bool
 
 	sink   changeSink
 	events []Event

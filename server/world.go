@@ -74,7 +74,7 @@ func (s *Server) startWorlds(o Options, addr *net.TCPAddr, tlsOn bool, sh http.H
 	for _, d := range o.Worlds {
 		ws, err := world.NewServer(world.ServerConfig{Def: d, URL: url, HostConfig: hostCfg,
 			Store: s.store, Writer: s.writer, Interval: o.CheckpointInterval, Grace: o.WorldGrace,
-			Node: node, Cluster: cl,
+			Node: node, Cluster: cl, Secret: []byte(o.Secret), AdminKey: o.Limits.AdminKey,
 			Registerer: s.reg, Logger: s.log.With().Str("component", "world").Str("world", d.Name).Logger()})
 		if err != nil {
 			return err

@@ -148,7 +148,7 @@ func Join(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.HTTP = &http.Client{Timeout: 15 * time.Second}
 	}
 	var dir Directory
-	if err := apiJSON(ctx, cfg.HTTP, http.MethodGet, cfg.Server, "/api/worlds/"+url.PathEscape(cfg.World), &dir); err != nil {
+	if err := apiJSON(ctx, cfg.HTTP, http.MethodGet, cfg.Server, "/api/worlds/"+url.PathEscape(cfg.World), "", &dir); err != nil {
 		return nil, err
 	}
 	def := Def{Name: dir.World, Cols: dir.Cols, Rows: dir.Rows, RegionSize: dir.RegionSize, View: dir.View, App: cfg.App}
@@ -305,10 +305,24 @@ func Merge(all []Entity, avatar schema.ID) []Entity {
 	return out
 }
 
+// load asks the server to load region r, with r's join token: on a server with a secret the
+// load takes what joining takes (docs/security.md §12).
+func (c *Client) load(ctx context.Context, r Region) error {
+	var token string
+	if c.cfg.Token != nil {
+		t, err := c.cfg.Token(r.Room())
+		if err != nil {
+			return err
+		}
+		token = t
+	}
+	u := "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
+	return apiJSON(ctx, c.cfg.HTTP, http.MethodPost, c.cfg.Server, u, token, &RegionEntry{})
+}
+
 // follow joins region r's room (loading the region first).
 func (c *Client) follow(ctx context.Context, r Region) error {
-	u := "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
-	if err := apiJSON(ctx, c.cfg.HTTP, http.MethodPost, c.cfg.Server, u, &RegionEntry{}); err != nil {
+	if err := c.load(ctx, r); err != nil {
 		return err
 	}
 	var cfg peer.Config
@@ -589,9 +603,8 @@ func (c *Client) reload(ctx context.Context, room signaling.RoomID) {
 			delete(c.joining, key)
 			c.mu.Unlock()
 		}()
-		u := "/api/worlds/" + url.PathEscape(c.def.Name) + "/load?x=" + strconv.Itoa(r.X) + "&y=" + strconv.Itoa(r.Y)
 		for range reloadTries {
-			if apiJSON(ctx, c.cfg.HTTP, http.MethodPost, c.cfg.Server, u, &RegionEntry{}) == nil {
+			if c.load(ctx, r) == nil {
 				return
 			}
 			select {
@@ -722,23 +735,26 @@ func (c *Client) post(room signaling.RoomID, fn func(*roomNews)) {
 // apiJSON makes a directory request to the first of Server's URLs (a cluster's nodes) that
 // answers it: a node that died, or does not answer, is passed over for the next, as signaling's
 // redials are (docs/protocol.md §11 "Cluster").
-func apiJSON(ctx context.Context, hc *http.Client, method, server, path string, v any) error {
+func apiJSON(ctx context.Context, hc *http.Client, method, server, path, bearer string, v any) error {
 	var err error
 	for _, base := range strings.Split(server, ",") {
 		if base = strings.TrimRight(strings.TrimSpace(base), "/"); base == "" {
 			continue
 		}
-		if err = getJSON(ctx, hc, method, base+path, v); err == nil || ctx.Err() != nil {
+		if err = getJSON(ctx, hc, method, base+path, bearer, v); err == nil || ctx.Err() != nil {
 			return err
 		}
 	}
 	return err
 }
 
-func getJSON(ctx context.Context, hc *http.Client, method, u string, v any) error {
+func getJSON(ctx context.Context, hc *http.Client, method, u, bearer string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -114,6 +114,10 @@ func (a *regionApp) SpawnAvatar(w *peer.World, p peer.PeerInfo) (peer.Entity, er
 }
 
 func (a *regionApp) OnEvent(w *peer.World, ev peer.Event) {
+	if ev.Kind == peer.EventRenumbered {
+		a.renumbered(ev.From, ev.Entity)
+		return
+	}
 	if ev.Kind != peer.EventPeerExited {
 		return
 	}
@@ -130,6 +134,23 @@ func (a *regionApp) OnEvent(w *peer.World, ev peer.Event) {
 	delete(a.index, owner)
 	if in := a.byOwner[owner]; in != nil {
 		in.away = a.s.now()
+	}
+}
+
+// renumbered follows an avatar the peer moved from one entity number to another: a member holds
+// the old number deleted (this host, restored from a checkpoint older than the dead host's world,
+// spawned it under a number the dead host had used and deleted; peer/host_supersede.go). Without
+// it the inhabitant would name an entity gone, and the sweep would despawn the moved avatar as
+// owned by nobody: the player would stay resident with no avatar.
+func (a *regionApp) renumbered(from, to peer.Entity) {
+	for _, in := range a.byOwner {
+		if in.e == from {
+			in.e = to
+		}
+	}
+	if n, retiring := a.retire[from]; retiring {
+		delete(a.retire, from)
+		a.retire[to] = n
 	}
 }
 

@@ -1,11 +1,14 @@
 package world
 
 import (
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/concordrtc/concord/signaling"
 )
 
 // Directory is the JSON of GET /api/worlds/{W} (docs/protocol.md §11).
@@ -81,6 +84,14 @@ func (s *Server) Handler() http.Handler {
 			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "POST only"})
 			return
 		}
+		if code, why := s.mayLoad(r); code != 0 {
+			s.count("load", "unauthorized")
+			if code == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="concord"`)
+			}
+			writeJSON(w, code, map[string]string{"error": why})
+			return
+		}
 		x, errX := strconv.Atoi(r.URL.Query().Get("x"))
 		y, errY := strconv.Atoi(r.URL.Query().Get("y"))
 		if errX != nil || errY != nil {
@@ -98,6 +109,36 @@ func (s *Server) Handler() http.Handler {
 			writeJSON(w, http.StatusOK, s.entry(reg))
 		}
 	})
+}
+
+// maxBearer bounds the credential mayLoad parses (a join token is far shorter).
+const maxBearer = 4096
+
+// mayLoad decides whether r may load a region: on a server with a secret, a load starts a region
+// host and keeps it a grace period, so it takes what joining the region's room takes (a join
+// token, of any of this world's region rooms: a player resident in one loads its neighbours to
+// watch them) or the admin key. It returns 0, or the HTTP status and why: 401 without a
+// credential, 403 with another. A cluster's nodes load regions for each other over NATS, not
+// here (cluster.go, §7's authentication).
+func (s *Server) mayLoad(r *http.Request) (int, string) {
+	if len(s.cfg.Secret) == 0 {
+		return 0, ""
+	}
+	b, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !found || b == "" || len(b) > maxBearer {
+		return http.StatusUnauthorized, string(signaling.CodeTokenRequired) + ": this server has a secret: send a join token of one of the world's region rooms or the admin key as \"Authorization: Bearer ...\""
+	}
+	if s.cfg.AdminKey != "" && hmac.Equal([]byte(b), []byte(s.cfg.AdminKey)) {
+		return 0, ""
+	}
+	c, err := signaling.ParseToken(s.cfg.Secret, b, s.now())
+	if err != nil {
+		return http.StatusForbidden, string(signaling.CodeForbidden) + ": " + err.Error()
+	}
+	if w, _, _, ok := ParseRoom(c.Room); !ok || w != s.def.Name {
+		return http.StatusForbidden, string(signaling.CodeForbidden) + ": the token is for room " + strconv.Quote(string(c.Room)) + ", not a region of world " + strconv.Quote(s.def.Name)
+	}
+	return 0, ""
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

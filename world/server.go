@@ -50,6 +50,12 @@ type ServerConfig struct {
 	Node string
 	// Cluster, when set, runs this Server as one node of a world across a cluster (cluster.go).
 	Cluster *Cluster
+	// Secret is the server's join-token key (CONCORD_SECRET). With one, POST
+	// /api/worlds/{W}/load answers only to a join token of one of this world's region rooms or
+	// to AdminKey (docs/security.md §12); nil: an open server, where anyone may load a region
+	// (as anyone may join its room).
+	Secret   []byte
+	AdminKey string
 	// Registerer receives the world's metrics (nil: none).
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -394,16 +395,7 @@ func counter(reg *prometheus.Registry, name, reason string) float64 {
 // The directory lists every region; a load outside the grid or of another world is refused.
 func TestWorldDirectory(t *testing.T) {
 	tw := startWorld(t, world.ServerConfig{})
-	get := func(method, path string) (int, string) {
-		req, _ := http.NewRequest(method, tw.url+path, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(method, path string) (int, string) { return request(t, method, tw.url+path, "") }
 	var d world.Directory
 	code, body := get(http.MethodGet, "/api/worlds/tiles")
 	if err := json.Unmarshal([]byte(body), &d); code != 200 || err != nil {
@@ -549,4 +541,74 @@ func TestWorldAwayPlayerLeaves(t *testing.T) {
 	if took := time.Since(gone); took > 5*time.Second {
 		t.Fatalf("the player left %v after its client, LeaveGrace 1.5 s", took)
 	}
+}
+
+// On a server with a secret a region loads only for a join token of one of the world's region
+// rooms or the admin key (docs/security.md §12): a load starts a region host and keeps it a grace
+// period, and a stranger could otherwise load every region of every world.
+func TestWorldLoadNeedsToken(t *testing.T) {
+	secret := []byte("world load test secret, 32 bytes")
+	tw := startWorld(t, world.ServerConfig{Secret: secret, AdminKey: "world-admin"})
+	token := func(room signaling.RoomID, ttl time.Duration) string {
+		tok, err := signaling.IssueToken(secret, signaling.Claims{Room: room, User: "u", Device: "d", Kind: signaling.KindBrowser, ExpiresAt: time.Now().Add(ttl)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	other, err := signaling.IssueToken([]byte("another server's secret, 32 byte"), signaling.Claims{Room: "tiles.1.1", User: "u", ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(x, y int, bearer string) (int, string) {
+		return request(t, http.MethodPost, tw.url+"/api/worlds/tiles/load?x="+strconv.Itoa(x)+"&y="+strconv.Itoa(y), bearer)
+	}
+	for _, c := range []struct {
+		name, bearer string
+		code         int
+	}{
+		{"no credential", "", http.StatusUnauthorized},
+		{"not a token", "nonsense", http.StatusForbidden},
+		{"another secret's token", other, http.StatusForbidden},
+		{"an expired token", token("tiles.1.1", -time.Minute), http.StatusForbidden},
+		{"a token of another room", token("lobby", time.Hour), http.StatusForbidden},
+		{"a token of another world's region", token("other.1.1", time.Hour), http.StatusForbidden},
+	} {
+		if code, body := load(1, 1, c.bearer); code != c.code {
+			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.code)
+		}
+	}
+	if l := tw.srv.Loaded(); len(l) != 0 {
+		t.Fatalf("loaded %v without authority", l)
+	}
+	// A player resident in one region loads its neighbours with its token; the operator with the
+	// admin key.
+	if code, body := load(1, 1, token("tiles.2.1", time.Hour)); code != http.StatusOK {
+		t.Fatalf("a region's token: %d %s", code, body)
+	}
+	if code, body := load(3, 3, "world-admin"); code != http.StatusOK {
+		t.Fatalf("the admin key: %d %s", code, body)
+	}
+	if l := tw.srv.Loaded(); len(l) != 2 {
+		t.Fatalf("loaded %v, want tiles.1.1 and tiles.3.3", l)
+	}
+}
+
+// request makes an HTTP request (with a bearer credential unless "") and returns its status and body.
+func request(t *testing.T, method, url, bearer string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

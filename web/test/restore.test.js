@@ -86,3 +86,22 @@ test('fetchCheckpoint: 200 gives the stream and clock, 204 (and an old server\'s
   await assert.rejects(fetchCheckpoint('r', { fetch: answer(503) }));
   await assert.rejects(fetchCheckpoint('r', { fetch: answer(200, new Uint8Array(0), 'x') }));
 });
+
+test('a host restored from a checkpoint allocates half the number space past its latest spawn, as Go (TestRestoredHostAllocatesPastCheckpoint): its predecessor went on allocating there after the checkpoint', () => {
+  const old = hostPeer(1, 1);
+  const data = old.w.r.appendState();
+  const clock = old.w.clock + 10;
+  /** @type {number[]} */
+  const later = [];
+  old.step(() => {
+    for (let i = 0; i < 3; i++) later.push(old.w.spawn(SCHEMA_BOX, new Uint8Array(0), encodeVec(MOVED)));
+  });
+  const p = hostPeer(2, 2, { restore: { data, clock } });
+  let fresh = 0;
+  p.step(() => { fresh = p.w.spawn(SCHEMA_BOX, new Uint8Array(0), encodeVec(MOVED)); });
+  for (const e of later) assert.notEqual(fresh & 0xffff, e & 0xffff, `the restored host spawned ${fresh}, a number its predecessor used after the checkpoint`);
+  const lastBox = Math.max(...old.w.entitiesOf(SCHEMA_BOX).filter((e) => !later.includes(e)).map((e) => e & 0xffff));
+  // Go's rule: from the same number on (the host's own avatar may take the first ones).
+  const from = 512 + ((lastBox - 512 + 1 + Math.floor((65536 - 512) / 2)) % (65536 - 512));
+  assert.ok((fresh & 0xffff) >= from && (fresh & 0xffff) < from + 8, `spawned number ${fresh & 0xffff}, want from ${from} on`);
+});

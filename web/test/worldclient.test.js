@@ -339,3 +339,29 @@ test('WorldClient: a region whose host went away is loaded again until the serve
   assert.equal(c.reloads, 2);
 });
 
+
+test('WorldClient: a region\'s load request carries that region\'s join token from the tokenProvider (a server with a secret refuses a load without one)', async (t) => {
+  /** @type {{url: string, auth: string | undefined}[]} */
+  const posts = [];
+  const fetchAll = async (url, init = {}) => {
+    if (init.method === 'POST') {
+      posts.push({ url, auth: init.headers && init.headers.Authorization });
+      return { ok: true, status: 200, json: async () => ({}), text: async () => '' };
+    }
+    return { ok: true, status: 200, json: async () => ({ world: 'tiles', cols: 8, rows: 8, regionSize: 16000, view: 1, regions: [] }) };
+  };
+  const asked = [];
+  const { c } = setup(t, {
+    opts: {
+      load: undefined, fetch: fetchAll,
+      tokenProvider: (/** @type {{room: string, user: string, device: string}} */ j) => {
+        asked.push(j);
+        return `token-of-${j.room}`;
+      },
+    },
+  });
+  await c.start();
+  assert.deepEqual(posts, [{ url: '/api/worlds/tiles/load?x=3&y=3', auth: 'Bearer token-of-tiles.3.3' }]);
+  assert.equal(asked[0].user, 'ann');
+  assert.equal(asked[0].device, 'tab-1');
+});

@@ -49,6 +49,7 @@ export function mergeCheckpoint(w, c) {
   const msgs = [...readStream(c.data)];
   for (const m of msgs) w.mergeRemote(m, 0);
   w.closeBatch();
+  w.resumeAllocation();
   w.r.observeClock(c.clock);
   return msgs.length;
 }

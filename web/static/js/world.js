@@ -349,6 +349,29 @@ export class World {
   }
 
   /**
+   * After a checkpoint was merged, moves the allocator half the number space past the number of
+   * the checkpoint's latest spawn (the live entity whose meta is stamped latest): the host that
+   * wrote the checkpoint went on allocating from about there, and members that lived through it
+   * hold those entities; this host would allocate the same (number, version) pairs and a member
+   * would take its spawn as a write to its own entity (docs/protocol.md §5 "Superseded numbers";
+   * Go's World.resumeAllocation).
+   */
+  resumeAllocation() {
+    let last = -1;
+    let lastTS = -1;
+    for (const e of this.ents.keys()) {
+      const meta = this.r.get(e, COMPONENT_META);
+      if (meta && !meta.deleted && (meta.ts > lastTS || (meta.ts === lastTS && e > last))) {
+        last = e;
+        lastTS = meta.ts;
+      }
+    }
+    if (last < 0 || (last & 0xffff) < FIRST_SPAWN_NUMBER) return;
+    const span = 65536 - FIRST_SPAWN_NUMBER;
+    this.next = FIRST_SPAWN_NUMBER + (((last & 0xffff) - FIRST_SPAWN_NUMBER + 1 + Math.floor(span / 2)) % span);
+  }
+
+  /**
    * A free entity id: the next number never used, or a deleted number with its next version.
    * @returns {number | undefined}
    */

@@ -270,6 +270,19 @@ export class WorldClient {
   }
 
   /**
+   * The credential of region r's load request: on a server with a secret a load takes a join
+   * token of one of the world's region rooms (docs/security.md §12), so r's own token when the
+   * client has a tokenProvider, else its token.
+   * @param {FollowedRegion} r
+   * @returns {Promise<string | undefined>}
+   */
+  async credential(r) {
+    const o = this.opts;
+    if (o.token || !o.tokenProvider) return o.token;
+    return await o.tokenProvider({ room: r.room, user: o.user || '', device: this.device, resume: false });
+  }
+
+  /**
    * Loads region r and joins its room (a step of follow; failures mark r failed, and poll tries
    * it again after RETRY_MS).
    * @param {FollowedRegion} r
@@ -278,7 +291,7 @@ export class WorldClient {
     const o = this.opts;
     try {
       if (o.load) await o.load(r.cell);
-      else await loadRegion(this.world, r.cell, { base: o.base, fetch: o.fetch, credential: o.token });
+      else await loadRegion(this.world, r.cell, { base: o.base, fetch: o.fetch, credential: await this.credential(r) });
       if (this.stopped || this.regions.get(r.key) !== r) return;
       r.state = 'joining';
       const peer = this.makePeer(r);
@@ -349,7 +362,7 @@ export class WorldClient {
       for (let i = 0; i < RELOAD_TRIES && !this.stopped && this.regions.get(r.key) === r; i++) {
         try {
           if (o.load) await o.load(r.cell);
-          else await loadRegion(this.world, r.cell, { base: o.base, fetch: o.fetch, credential: o.token });
+          else await loadRegion(this.world, r.cell, { base: o.base, fetch: o.fetch, credential: await this.credential(r) });
           this.reloads++;
           return;
         } catch {
