@@ -37,6 +37,9 @@ type memberRole struct {
 	// connectFails counts the links to the host in a row that were not up in time.
 	connectFails uint
 	dirty        map[Entity]uint32 // this member's own writes not yet sent
+	// locks is the entities this member holds a lock on: while it holds one it pings its host
+	// every ReportInterval, since a lock whose holder is silent for LockTimeout expires.
+	locks map[Entity]struct{}
 	pending      []byte            // this member's own CRDT messages not yet sent (flushPending)
 
 	upd updater
@@ -49,7 +52,10 @@ type memberRole struct {
 }
 
 func newMemberRole(b roleBase) *memberRole {
-	m := &memberRole{roleBase: b, dirty: make(map[Entity]uint32)}
+	m := &memberRole{roleBase: b, dirty: make(map[Entity]uint32), locks: make(map[Entity]struct{})}
+	for e, in := range b.w.ents {
+		m.authorityChanged(e, in.auth, 0)
+	}
 	b.w.setRole(false, m)
 	return m
 }
@@ -175,6 +181,15 @@ func (m *memberRole) sendDigest() {
 	m.env.send(m.hostLink, link.Reliable, m.buf)
 }
 
+// digestDue is when sendDigest next has a digest to send (a sleeping member's wake-up): the base
+// interval after the last one once the replica changed, else the back-off pause after it.
+func (m *memberRole) digestDue() time.Time {
+	if m.w.r.Changes() != m.digestAt {
+		return m.digestSent.Add(m.cfg.DigestInterval)
+	}
+	return m.digestSent.Add(m.digestGap)
+}
+
 func (m *memberRole) ping() {
 	if m.hostLink == nil || !m.hostLink.ready {
 		return
@@ -244,8 +259,15 @@ func (m *memberRole) propChanged(e Entity, prop int, origin PeerIndex) {
 func (m *memberRole) spawned(Entity, PeerIndex) {}
 func (m *memberRole) despawned(e Entity, _ PeerIndex) {
 	delete(m.dirty, e)
+	delete(m.locks, e)
 }
-func (m *memberRole) authorityChanged(Entity, authority.Record, PeerIndex) {}
+func (m *memberRole) authorityChanged(e Entity, rec authority.Record, _ PeerIndex) {
+	if rec.Kind == authority.KindLock && rec.Peer == m.w.self {
+		m.locks[e] = struct{}{}
+	} else {
+		delete(m.locks, e)
+	}
+}
 func (m *memberRole) broadcastRPC(uint32, []byte) error                    { return ErrNotHost }
 
 // otherChanged queues this member's own changes that updates cannot carry (a deleted property)
