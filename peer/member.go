@@ -39,8 +39,8 @@ type memberRole struct {
 	dirty        map[Entity]uint32 // this member's own writes not yet sent
 	// locks is the entities this member holds a lock on: while it holds one it pings its host
 	// every ReportInterval, since a lock whose holder is silent for LockTimeout expires.
-	locks map[Entity]struct{}
-	pending      []byte            // this member's own CRDT messages not yet sent (flushPending)
+	locks   map[Entity]struct{}
+	pending []byte // this member's own CRDT messages not yet sent (flushPending)
 
 	upd updater
 	// delta is what this member received as DeltaUpdates on its current host link (delta.go).
@@ -268,7 +268,7 @@ func (m *memberRole) authorityChanged(e Entity, rec authority.Record, _ PeerInde
 		delete(m.locks, e)
 	}
 }
-func (m *memberRole) broadcastRPC(uint32, []byte) error                    { return ErrNotHost }
+func (m *memberRole) broadcastRPC(uint32, []byte) error { return ErrNotHost }
 
 // otherChanged queues this member's own changes that updates cannot carry (a deleted property)
 // for the host, as CRDT messages sent after the step (flushPending).

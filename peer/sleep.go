@@ -59,7 +59,7 @@ type reportKey struct {
 
 func (p *Peer) reportKey() reportKey {
 	return reportKey{sig: p.sig, term: p.w.term, host: p.w.host, changes: p.w.r.Changes(),
-		synced: p.host != nil || p.member != nil && p.member.synced,
+		synced:     p.host != nil || p.member != nil && p.member.synced,
 		migrations: p.count.migrations.Load(), pause: p.lastPause}
 }
 
