@@ -60,19 +60,20 @@ type Peer struct {
 	member *memberRole // non-nil while it is not
 
 	timers timers
+	events chan loopEvent
+	calls  chan func()
+	done   chan struct{} // closed when Run has returned
+	quit   chan struct{} // closed when Run starts shutting down: helper goroutines give up
+	wg     sync.WaitGroup
+	fatal  error // set by a role to end Run (a schema mismatch)
+	start  time.Time
+
 	// The periodic entries of an awake peer (nil while asleep or before startTimers), and the
 	// tick's and the flush's latest times.
 	tickTimer, reportTimer, digestTimer *timerEntry
 	lastTick, lastFlush                 time.Time
 	idler                               Idler      // the App, if it is one
 	sleep                               sleepState // sleep.go
-	events                              chan loopEvent
-	calls                               chan func()
-	done                                chan struct{} // closed when Run has returned
-	quit                                chan struct{} // closed when Run starts shutting down: helper goroutines give up
-	wg                                  sync.WaitGroup
-	fatal                               error // set by a role to end Run (a schema mismatch)
-	start                               time.Time
 
 	// migratingSince is when this synced member learned of a new host (zero when not migrating);
 	// lastPause is how long its latest migration took, until the new host's snapshot merged.
