@@ -176,9 +176,12 @@ func (h *hostRole) signalingLeft(idx PeerIndex) {
 // ICE timeout to close; this does not wait for it.
 func (h *hostRole) confirmGone(idx PeerIndex) {
 	silence := 2 * max(h.cfg.DigestInterval, h.cfg.ReportInterval)
-	if r := h.env.linkTo(idx); r != nil && r.ready {
+	asked := h.env.linkTo(idx)
+	var pongs uint64
+	if asked != nil && asked.ready {
+		pongs = asked.pongs
 		h.probe = netmsg.AppendPing(h.probe[:0], &netmsg.Ping{SendTime: uint64(h.env.monotonic())})
-		h.env.send(r, link.Reliable, h.probe)
+		h.env.send(asked, link.Reliable, h.probe)
 	}
 	h.env.after(silence, func() {
 		if h.stopped {
@@ -191,7 +194,7 @@ func (h *hostRole) confirmGone(idx PeerIndex) {
 		if r == nil {
 			return // its link closed: linkClosed took it as gone, or signaling is down
 		}
-		if r.ready && h.env.now().Sub(r.lastHeard) < silence {
+		if r.ready && (r != asked || r.pongs != pongs || h.env.now().Sub(r.lastHeard) < silence) {
 			h.confirmGone(idx)
 			return
 		}
