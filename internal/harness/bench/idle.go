@@ -69,6 +69,7 @@ func Idle(ctx context.Context, o IdleOptions, log zerolog.Logger, progress io.Wr
 	}
 	s.Raw, _, err = idleWindow(ctx, o.Window, nil)
 	s.RawKiB = perMember(settledRSS()-rss0, o.Members)
+	fmt.Fprintf(progress, "idle: raw pion %.1f%% of a core, %.0f KiB a pair\n", s.Raw, s.RawKiB)
 	rp.close()
 	if err != nil {
 		return nil, err
@@ -76,14 +77,14 @@ func Idle(ctx context.Context, o IdleOptions, log zerolog.Logger, progress io.Wr
 	runtime.GC()
 	fmt.Fprintf(progress, "idle: a room of %d members\n", o.Members)
 	var mem idleMemory
-	if s.Concord, s.ConcordHost, mem, err = idleRoom(ctx, o, false, log); err != nil {
+	if s.Concord, s.ConcordHost, mem, err = idleRoom(ctx, o, false, log, progress); err != nil {
 		return nil, err
 	}
 	s.ConcordKiB, s.ConcordHostKiB = perMember(mem.self+mem.host, o.Members), perMember(mem.host, o.Members)
 	if o.Standby {
 		runtime.GC()
 		fmt.Fprintf(progress, "idle: a room of %d members with standby links\n", o.Members)
-		if s.Standby, s.StandbyHost, _, err = idleRoom(ctx, o, true, log); err != nil {
+		if s.Standby, s.StandbyHost, _, err = idleRoom(ctx, o, true, log, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +97,7 @@ type idleMemory struct{ self, host int64 }
 
 // idleRoom runs one Concord phase of Idle and returns its CPU, the host process's part, and the
 // memory the members added.
-func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logger) (total, host float64, mem idleMemory, err error) {
+func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logger, progress io.Writer) (total, host float64, mem idleMemory, err error) {
 	self0 := settledRSS()
 	room, err := startBenchRoom(ctx, false, nil, log)
 	if err != nil {
@@ -150,6 +151,9 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	if h, rerr := procRSS(hp.cmd.Process.Pid); rerr == nil {
 		mem.host = h - host0
 	}
+	// Said before the room closes: closing hundreds of links is the slow part.
+	fmt.Fprintf(progress, "idle: %.1f%% of a core (host %.1f%%), %.0f KiB a member (host %.0f KiB)\n",
+		total, host, perMember(mem.self+mem.host, o.Members), perMember(mem.host, o.Members))
 	if err == nil {
 		err = g.failed()
 	}
