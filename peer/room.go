@@ -194,6 +194,9 @@ func (p *Peer) report() {
 		return
 	}
 	key := p.reportKey()
+	if st.HostLink != nil {
+		key.link = *st.HostLink // known by now, or only later (ICE renominated): reported when it changes
+	}
 	if !keep && key == s.reported {
 		return
 	}

@@ -3,6 +3,8 @@ package peer
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
 // Idle members sleep (docs/protocol.md §5, "Idle members"). An awake peer runs three periodic
@@ -55,6 +57,7 @@ type reportKey struct {
 	synced     bool
 	migrations uint64
 	pause      time.Duration
+	link       sigclient.LinkTypes // Peer.report fills it in from the status it publishes
 }
 
 func (p *Peer) reportKey() reportKey {
@@ -163,7 +166,9 @@ func (p *Peer) hasWork() bool {
 func (p *Peer) reportDue() time.Time {
 	s := &p.sleep
 	due := s.keptAt.Add(p.cfg.ReportKeepalive)
-	if p.reportKey() != s.reported || p.member != nil && len(p.member.locks) > 0 {
+	key := p.reportKey()
+	key.link = s.reported.link // the link's types are read when reporting; a new pair waits for the next report
+	if key != s.reported || p.member != nil && len(p.member.locks) > 0 {
 		due = minTime(due, s.ranAt.Add(p.cfg.ReportInterval))
 	}
 	return due
