@@ -37,6 +37,9 @@ type IdleOptions struct {
 	// CPUProfile, when not empty, receives a CPU profile of this process over the window of the
 	// room without standby links.
 	CPUProfile string
+	// MemProfile, when not empty, receives a heap profile of this process (the members and
+	// signaling) at the end of that window: inuse_space is what the room holds.
+	MemProfile string
 }
 
 // IdleSummary is what Idle measured: CPU in % of one core over each window, both ends of every
@@ -148,6 +151,9 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	total, host, err = idleWindow(ctx, o.Window, g)
 	stopProfile()
 	mem.self = settledRSS() - self0
+	if !standby {
+		writeMemProfile(o.MemProfile, log)
+	}
 	if h, rerr := procRSS(hp.cmd.Process.Pid); rerr == nil {
 		mem.host = h - host0
 	}
