@@ -124,3 +124,25 @@ func TestCrashedMemberGoneWithinSilence(t *testing.T) {
 		n.advance(100 * time.Millisecond)
 	}
 }
+
+// A sleeping member publishes its status only when it reports; a Status read that finds it older
+// than ReportInterval asks the loop for a fresh one.
+func TestSleepingStatusOnDemand(t *testing.T) {
+	n, _, m, _ := roomIdle(t)
+	if !m.sleep.sleeping.Load() {
+		t.Fatal("the idle member is not asleep")
+	}
+	_ = m.Status()
+	select {
+	case <-m.sleep.wantStatus:
+		t.Fatal("a fresh status was asked for again")
+	default:
+	}
+	n.clock.add(m.cfg.ReportInterval)
+	_ = m.Status()
+	select {
+	case <-m.sleep.wantStatus:
+	default:
+		t.Fatal("a stale status of a sleeping member was not asked for")
+	}
+}
