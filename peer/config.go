@@ -92,8 +92,7 @@ type Config struct {
 	// or signaling connection changed since its last report, and otherwise every ReportKeepalive.
 	ReportInterval time.Duration
 	// ReportKeepalive is how often a member whose state has not changed reports anyway, and pings
-	// its host (Status.RTT); default DefaultReportKeepalive (30 s). A member holding a lock pings
-	// every ReportInterval, to keep it (authority.Config.LockTimeout).
+	// its host (Status.RTT); default DefaultReportKeepalive (30 s).
 	ReportKeepalive time.Duration
 	// DigestInterval is how often a member sends its bucket digests to the host (anti-entropy);
 	// default 1 s. Adaptive: a digest goes out at this interval while the member's replica

@@ -170,8 +170,8 @@ func (h *hostRole) signalingLeft(idx PeerIndex) {
 
 // confirmGone takes member idx, which signaling no longer lists, as gone once it has been silent
 // on its link for a while: a member cut off from signaling alone still answers the ping this
-// sends it (any peer answers a Ping with a Pong), and goes on pinging while it holds a lock. A
-// member that sleeps (docs/protocol.md §5, "Idle members") sends nothing of its own for up to
+// sends it (any peer answers a Ping with a Pong), and pings every ReportInterval itself while
+// it has no signaling (as every member did before members slept). A member that sleeps (docs/protocol.md §5, "Idle members") sends nothing of its own for up to
 // ReportKeepalive, so the host asks rather than waits to hear. A crashed member's link takes the
 // ICE timeout to close; this does not wait for it.
 func (h *hostRole) confirmGone(idx PeerIndex) {

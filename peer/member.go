@@ -37,10 +37,7 @@ type memberRole struct {
 	// connectFails counts the links to the host in a row that were not up in time.
 	connectFails uint
 	dirty        map[Entity]uint32 // this member's own writes not yet sent
-	// locks is the entities this member holds a lock on: while it holds one it pings its host
-	// every ReportInterval, since a lock whose holder is silent for LockTimeout expires.
-	locks   map[Entity]struct{}
-	pending []byte // this member's own CRDT messages not yet sent (flushPending)
+	pending      []byte            // this member's own CRDT messages not yet sent (flushPending)
 
 	upd updater
 	// delta is what this member received as DeltaUpdates on its current host link (delta.go).
@@ -52,10 +49,7 @@ type memberRole struct {
 }
 
 func newMemberRole(b roleBase) *memberRole {
-	m := &memberRole{roleBase: b, dirty: make(map[Entity]uint32), locks: make(map[Entity]struct{})}
-	for e, in := range b.w.ents {
-		m.authorityChanged(e, in.auth, 0)
-	}
+	m := &memberRole{roleBase: b, dirty: make(map[Entity]uint32)}
 	b.w.setRole(false, m)
 	return m
 }
@@ -259,16 +253,9 @@ func (m *memberRole) propChanged(e Entity, prop int, origin PeerIndex) {
 func (m *memberRole) spawned(Entity, PeerIndex) {}
 func (m *memberRole) despawned(e Entity, _ PeerIndex) {
 	delete(m.dirty, e)
-	delete(m.locks, e)
 }
-func (m *memberRole) authorityChanged(e Entity, rec authority.Record, _ PeerIndex) {
-	if rec.Kind == authority.KindLock && rec.Peer == m.w.self {
-		m.locks[e] = struct{}{}
-	} else {
-		delete(m.locks, e)
-	}
-}
-func (m *memberRole) broadcastRPC(uint32, []byte) error { return ErrNotHost }
+func (m *memberRole) authorityChanged(Entity, authority.Record, PeerIndex) {}
+func (m *memberRole) broadcastRPC(uint32, []byte) error                    { return ErrNotHost }
 
 // otherChanged queues this member's own changes that updates cannot carry (a deleted property)
 // for the host, as CRDT messages sent after the step (flushPending).

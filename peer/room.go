@@ -172,9 +172,9 @@ func (p *Peer) stepDown() {
 // report publishes the status (every ReportInterval while the peer is awake, sleep.go) and
 // reports the replica to signaling when its state changed since the last report
 // (reportKey), or every ReportKeepalive. A member pings its host with a keepalive (its RTT in
-// Status), while it holds a lock (its holder must be heard within LockTimeout), while signaling
-// is down, and until it has an RTT; the host no longer needs pings to tell a live member
-// (confirmGone asks).
+// Status), while signaling is down, and until it has an RTT; the host no longer needs pings to
+// tell a live member (confirmGone asks). A ping never kept a lock: the host touches a lock's
+// holder for the messages its role handles (hostRole.handle), and a Ping is answered before.
 func (p *Peer) report() {
 	p.updateStandby() // also after links the other end closed
 	st := p.publish()
@@ -187,7 +187,7 @@ func (p *Peer) report() {
 	}
 	// Without signaling too, every ReportInterval: a host of an earlier version takes a member
 	// signaling dropped as gone unless it pings.
-	if m := p.member; m != nil && m.hostLink != nil && (keep || len(m.locks) > 0 || m.hostLink.rtt == 0 || p.sig == nil) {
+	if m := p.member; m != nil && m.hostLink != nil && (keep || m.hostLink.rtt == 0 || p.sig == nil) {
 		m.ping()
 	}
 	if p.sig == nil {

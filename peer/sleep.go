@@ -18,9 +18,8 @@ import (
 //   - the flush, NetworkInterval after the last one, once it has something to send (its own
 //     writes, an acknowledgement of the host's deltas, queued or backlogged reliable messages, a
 //     fragmented payload to expire);
-//   - the report, ReportInterval after the last one once its state changed (reportKey), every
-//     ReportInterval while it holds a lock (the host must hear it within LockTimeout), and every
-//     ReportKeepalive otherwise;
+//   - the report, ReportInterval after the last one once its state changed (reportKey), and
+//     every ReportKeepalive otherwise;
 //   - the digest, when the adaptive anti-entropy schedule says (memberRole.digestDue).
 //
 // The check runs after every loop step (schedule), so a write, an arriving message or the App
@@ -168,7 +167,7 @@ func (p *Peer) reportDue() time.Time {
 	due := s.keptAt.Add(p.cfg.ReportKeepalive)
 	key := p.reportKey()
 	key.link = s.reported.link // the link's types are read when reporting; a new pair waits for the next report
-	if key != s.reported || p.member != nil && len(p.member.locks) > 0 {
+	if key != s.reported {
 		due = minTime(due, s.ranAt.Add(p.cfg.ReportInterval))
 	}
 	return due
