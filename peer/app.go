@@ -28,6 +28,18 @@ type App interface {
 	RPC(w *World, from PeerIndex, typ uint32, data []byte)
 }
 
+// Idler is implemented by an App whose Tick has nothing to do on a member at times (a bot that
+// only receives, a spectator, a player with no input). While this peer is a synced member and
+// Idle returns true, Tick does not run and the peer sleeps: its loop wakes only for what arrives,
+// to send what it has to send (its own writes, acknowledgements, queued messages), for a status
+// report when its state changed (at most every ReportInterval) or is due a keepalive
+// (ReportKeepalive), and for its adaptive digests (docs/protocol.md §5, "Idle members"). The peer
+// asks after every loop step; the host always ticks. An App that is not an Idler ticks
+// everywhere, at TickInterval.
+type Idler interface {
+	Idle(w *World) bool
+}
+
 // EventHandler is implemented by apps that want to hear what happened to the world.
 type EventHandler interface {
 	OnEvent(w *World, ev Event)

@@ -49,6 +49,7 @@ type timerEntry struct {
 	every  time.Duration
 	fn     func(now time.Time)
 	cancel bool
+	index  int // in the heap; -1 once out of it
 }
 
 type timerHeap []*timerEntry
@@ -60,12 +61,20 @@ func (h timerHeap) Less(i, j int) bool {
 	}
 	return h[i].seq < h[j].seq
 }
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*timerEntry)) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	e := x.(*timerEntry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
 func (h *timerHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
 	old[len(old)-1] = nil
+	e.index = -1
 	*h = old[:len(old)-1]
 	return e
 }
@@ -76,6 +85,15 @@ func (t *timers) add(at time.Time, every time.Duration, fn func(now time.Time)) 
 	e := &timerEntry{at: at, seq: t.seq, every: every, fn: fn}
 	heap.Push(&t.q, e)
 	return e
+}
+
+// remove takes e out of the queue (a no-op when it already ran or was removed). Unlike cancel,
+// which leaves the entry in the queue until its time, the loop's timer then never wakes for it:
+// a sleeping member re-arms its one wake-up often (sleep.go).
+func (t *timers) remove(e *timerEntry) {
+	if e != nil && e.index >= 0 && e.index < len(t.q) && t.q[e.index] == e {
+		heap.Remove(&t.q, e.index)
+	}
 }
 
 // next returns the time of the earliest entry.

@@ -15,6 +15,8 @@ const (
 	DefaultTickInterval    = 50 * time.Millisecond
 	DefaultNetworkInterval = 50 * time.Millisecond
 	DefaultReportInterval  = time.Second
+	// DefaultReportKeepalive is Config.ReportKeepalive's default.
+	DefaultReportKeepalive = 30 * time.Second
 	DefaultDigestInterval  = time.Second
 	// DefaultInterestInterval is Config.InterestInterval's default.
 	DefaultInterestInterval = 250 * time.Millisecond
@@ -88,8 +90,13 @@ type Config struct {
 	// NetworkInterval is how often EntityUpdates are sent, right after a tick; default
 	// DefaultNetworkInterval (20 Hz). Below TickInterval it means after every tick.
 	NetworkInterval time.Duration
-	// ReportInterval is how often the replica is reported to signaling; default 1 s.
+	// ReportInterval is how often at most the replica is reported to signaling, and the status
+	// published (Status); default 1 s. A member reports only when its replica, term, migrations
+	// or signaling connection changed since its last report, and otherwise every ReportKeepalive.
 	ReportInterval time.Duration
+	// ReportKeepalive is how often a member whose state has not changed reports anyway, and pings
+	// its host (Status.RTT); default DefaultReportKeepalive (30 s).
+	ReportKeepalive time.Duration
 	// DigestInterval is how often a member sends its bucket digests to the host (anti-entropy);
 	// default 1 s. Adaptive: a digest goes out at this interval while the member's replica
 	// changes; while it stays unchanged the pause doubles after each digest up to DigestMaxInterval.
@@ -220,6 +227,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReportInterval <= 0 {
 		c.ReportInterval = DefaultReportInterval
 	}
+	if c.ReportKeepalive <= 0 {
+		c.ReportKeepalive = DefaultReportKeepalive
+	}
+	c.ReportKeepalive = max(c.ReportKeepalive, c.ReportInterval)
 	if c.DigestInterval <= 0 {
 		c.DigestInterval = DefaultDigestInterval
 	}

@@ -558,6 +558,15 @@ func (x *deltaRx) spoil(s uint64) {
 	}
 }
 
+// ackPending reports whether pendingAck has an Ack to send, without taking it.
+func (x *deltaRx) ackPending() bool {
+	if x.good == 0 {
+		return false
+	}
+	z := uint64(bits.TrailingZeros64(x.good))
+	return netmsg.Ack{Highest: x.highest - z, Received: x.good >> (z + 1)} != x.last
+}
+
 // pendingAck returns the Ack to send: the newest good seq and the 64 before it, unless nothing
 // changed since the last Ack.
 func (x *deltaRx) pendingAck() (netmsg.Ack, bool) {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/netmsg"
+	"github.com/concordrtc/concord/peer/link"
 	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
@@ -70,6 +72,8 @@ type hostMember struct {
 type members struct {
 	gate *gate
 	mems map[PeerIndex]*hostMember
+	// probe is confirmGone's scratch: the Ping it sends.
+	probe []byte
 }
 
 // memberOf returns the state of the member at the other end of r, made fresh for a new link.
@@ -171,11 +175,20 @@ func (h *hostRole) signalingLeft(idx PeerIndex) {
 }
 
 // confirmGone takes member idx, which signaling no longer lists, as gone once it has been silent
-// on its link for a while: a member cut off from signaling alone still sends its digests (every
-// DigestInterval) and pings (every ReportInterval). A crashed member's link takes the ICE timeout
-// to close; this does not wait for it.
+// on its link for a while: a member cut off from signaling alone still answers the ping this
+// sends it (any peer answers a Ping with a Pong), and pings every ReportInterval itself while
+// it has no signaling (as every member did before members slept). A member that sleeps (docs/protocol.md §5, "Idle members") sends nothing of its own for up to
+// ReportKeepalive, so the host asks rather than waits to hear. A crashed member's link takes the
+// ICE timeout to close; this does not wait for it.
 func (h *hostRole) confirmGone(idx PeerIndex) {
 	silence := 2 * max(h.cfg.DigestInterval, h.cfg.ReportInterval)
+	asked := h.env.linkTo(idx)
+	var pongs uint64
+	if asked != nil && asked.ready {
+		pongs = asked.pongs
+		h.probe = netmsg.AppendPing(h.probe[:0], &netmsg.Ping{SendTime: uint64(h.env.monotonic())})
+		h.env.send(asked, link.Reliable, h.probe)
+	}
 	h.env.after(silence, func() {
 		if h.stopped {
 			return
@@ -187,7 +200,7 @@ func (h *hostRole) confirmGone(idx PeerIndex) {
 		if r == nil {
 			return // its link closed: linkClosed took it as gone, or signaling is down
 		}
-		if r.ready && h.env.now().Sub(r.lastHeard) < silence {
+		if r.ready && (r != asked || r.pongs != pongs || h.env.now().Sub(r.lastHeard) < silence) {
 			h.confirmGone(idx)
 			return
 		}

@@ -28,6 +28,7 @@ type remote struct {
 	fragID    uint32
 	lastHeard time.Time
 	rtt       time.Duration
+	pongs     uint64 // Pongs received: answers to this peer's pings (confirmGone)
 	// aside holds greetings (Hello, the Ack asking for deltas, Digest) received while this peer
 	// was not the host, for when it becomes host.
 	aside [][]byte

@@ -178,6 +178,15 @@ func (m *memberRole) sendDigest() {
 	m.env.send(m.hostLink, link.Reliable, m.buf)
 }
 
+// digestDue is when sendDigest next has a digest to send (a sleeping member's wake-up): the base
+// interval after the last one once the replica changed, else the back-off pause after it.
+func (m *memberRole) digestDue() time.Time {
+	if m.w.r.Changes() != m.digestAt {
+		return m.digestSent.Add(m.cfg.DigestInterval)
+	}
+	return m.digestSent.Add(m.digestGap)
+}
+
 func (m *memberRole) ping() {
 	if m.hostLink == nil || !m.hostLink.ready {
 		return

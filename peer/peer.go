@@ -69,6 +69,13 @@ type Peer struct {
 	fatal  error // set by a role to end Run (a schema mismatch)
 	start  time.Time
 
+	// The periodic entries of an awake peer (nil while asleep or before startTimers), and the
+	// tick's and the flush's latest times.
+	tickTimer, reportTimer, digestTimer *timerEntry
+	lastTick, lastFlush                 time.Time
+	idler                               Idler      // the App, if it is one
+	sleep                               sleepState // sleep.go
+
 	// migratingSince is when this synced member learned of a new host (zero when not migrating);
 	// lastPause is how long its latest migration took, until the new host's snapshot merged.
 	migratingSince time.Time
@@ -103,6 +110,8 @@ func New(cfg Config) (*Peer, error) {
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
 	}
+	p.sleep.wantStatus = make(chan struct{}, 1)
+	p.idler, _ = cfg.App.(Idler)
 	p.w.limits = cfg.WorldLimits
 	p.servers, _ = sigclient.ParseServers(cfg.Server) // checked by withDefaults
 	p.start = p.clock.Now()
@@ -142,14 +151,20 @@ func (p *Peer) Run(ctx context.Context) error {
 // startTimers schedules the loop's periodic work.
 func (p *Peer) startTimers() {
 	now := p.clock.Now()
-	last, lastFlush := now, time.Time{}
-	p.timers.add(now.Add(p.cfg.TickInterval), p.cfg.TickInterval, func(now time.Time) {
-		dt := now.Sub(last)
-		last = now
-		p.tick(now, dt, &lastFlush)
+	p.lastTick = now
+	p.startPeriodic(now)
+}
+
+// startPeriodic schedules the periodic work of an awake peer (sleep.go): the tick, the status
+// report and the member's digest, each from now on.
+func (p *Peer) startPeriodic(now time.Time) {
+	p.tickTimer = p.timers.add(now.Add(p.cfg.TickInterval), p.cfg.TickInterval, func(now time.Time) {
+		dt := now.Sub(p.lastTick)
+		p.lastTick = now
+		p.tick(now, dt)
 	})
-	p.timers.add(now.Add(p.cfg.ReportInterval), p.cfg.ReportInterval, func(time.Time) { p.report() })
-	p.timers.add(now.Add(p.cfg.DigestInterval), p.cfg.DigestInterval, func(time.Time) {
+	p.reportTimer = p.timers.add(now.Add(p.cfg.ReportInterval), p.cfg.ReportInterval, func(time.Time) { p.report() })
+	p.digestTimer = p.timers.add(now.Add(p.cfg.DigestInterval), p.cfg.DigestInterval, func(time.Time) {
 		if p.member != nil {
 			p.member.sendDigest()
 		}
@@ -159,21 +174,26 @@ func (p *Peer) startTimers() {
 // tick runs the simulation step and, right after it, the network flush: updates leave right after
 // the tick that made them (a separate timer could fire first and hold a tick's writes back one
 // interval), at most every NetworkInterval.
-func (p *Peer) tick(now time.Time, dt time.Duration, lastFlush *time.Time) {
+func (p *Peer) tick(now time.Time, dt time.Duration) {
 	p.drainBacklogs(now)
 	p.app.Tick(p.w, dt)
 	if p.host != nil {
 		p.host.tick(now)
 	}
-	if now.Sub(*lastFlush) >= p.cfg.NetworkInterval-p.cfg.TickInterval/2 {
-		*lastFlush = now
-		p.flushQueued() // before the updates, which may be of entities the queue spawns
-		p.flushUpdates()
-		if f, ok := p.cfg.Transport.(flusher); ok {
-			f.Flush()
-		}
-		p.expireReassembly(now)
+	if now.Sub(p.lastFlush) >= p.cfg.NetworkInterval-p.cfg.TickInterval/2 {
+		p.flush(now)
 	}
+}
+
+// flush sends what waits for the network flush: queued reliable messages, then the updates.
+func (p *Peer) flush(now time.Time) {
+	p.lastFlush = now
+	p.flushQueued() // before the updates, which may be of entities the queue spawns
+	p.flushUpdates()
+	if f, ok := p.cfg.Transport.(flusher); ok {
+		f.Flush()
+	}
+	p.expireReassembly(now)
 }
 
 func (p *Peer) flushUpdates() {
@@ -214,6 +234,8 @@ func (p *Peer) loop(ctx context.Context) error {
 			continue // runTimers closes each step itself
 		case fn := <-p.calls:
 			fn()
+		case <-p.sleep.wantStatus:
+			p.publish() // a Status reader found it stale while this peer sleeps
 		}
 		p.afterEvent()
 	}
@@ -249,6 +271,7 @@ func (p *Peer) afterEvent() {
 	}
 	p.w.events = p.w.events[:0]
 	p.w.closeBatch()
+	p.schedule()
 }
 
 // Do runs fn on the loop goroutine with the world and waits for it. It is how tools and tests

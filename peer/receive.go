@@ -150,6 +150,7 @@ func (p *Peer) handlePayload(r *remote, ch link.Channel, payload []byte, depth i
 			continue
 		case netmsg.TypePong:
 			r.rtt = time.Duration(p.monotonic() - int64(in.pong.EchoTime))
+			r.pongs++
 			continue
 		case netmsg.TypeClose:
 			p.log.Warn().Uint64("peer", uint64(r.idx)).Uint16("code", in.close.Code).Str("reason", in.close.Reason).Msg("peer closed the session")

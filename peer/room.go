@@ -169,14 +169,35 @@ func (p *Peer) stepDown() {
 	p.w.setRole(false, nopSink{})
 }
 
-// report publishes the status and reports the replica to signaling (every ReportInterval).
+// report publishes the status (every ReportInterval while the peer is awake, sleep.go) and
+// reports the replica to signaling when its state changed since the last report
+// (reportKey), or every ReportKeepalive. A member pings its host with a keepalive (its RTT in
+// Status), while signaling is down, and until it has an RTT; the host no longer needs pings to
+// tell a live member (confirmGone asks). A ping never kept a lock: the host touches a lock's
+// holder for the messages its role handles (hostRole.handle), and a Ping is answered before.
 func (p *Peer) report() {
 	p.updateStandby() // also after links the other end closed
 	st := p.publish()
-	if p.member != nil {
-		p.member.ping() // with or without signaling: the host hears that this member is alive
+	s := &p.sleep
+	now := p.clock.Now()
+	s.ranAt = now
+	keep := now.Sub(s.keptAt) >= p.cfg.ReportKeepalive-p.cfg.ReportInterval/2
+	if keep {
+		s.keptAt = now
+	}
+	// Without signaling too, every ReportInterval: a host of an earlier version takes a member
+	// signaling dropped as gone unless it pings.
+	if m := p.member; m != nil && m.hostLink != nil && (keep || m.hostLink.rtt == 0 || p.sig == nil) {
+		m.ping()
 	}
 	if p.sig == nil {
+		return
+	}
+	key := p.reportKey()
+	if st.HostLink != nil {
+		key.link = *st.HostLink // known by now, or only later (ICE renominated): reported when it changes
+	}
+	if !keep && key == s.reported {
 		return
 	}
 	if err := p.sig.TryReportReplica(sigclient.Report{
@@ -184,8 +205,11 @@ func (p *Peer) report() {
 		Link: st.HostLink, RTTMicros: uint64(st.RTT.Microseconds()),
 		Migrations: st.Migrations, PauseMicros: uint64(st.MigrationPause.Microseconds()),
 	}); err != nil {
+		s.reported = reportKey{} // again at the next report
 		p.log.Debug().Err(err).Msg("replica report failed")
+		return
 	}
+	s.reported = key
 }
 
 // setSynced tells signaling that this member holds the host's world (and may host next).

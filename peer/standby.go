@@ -10,12 +10,7 @@ import (
 // member that signaling would elect if the host went away (docs/design.md §4), computed with the
 // server's own election function over what this peer knows of the room.
 func (p *Peer) updateStandby() {
-	target := PeerIndex(0)
-	if p.member != nil && p.member.synced && p.standbyWanted() {
-		if next := p.electWithout(p.w.host); next != p.w.self && p.standbyTo(next) {
-			target = next
-		}
-	}
+	target := p.standbyTarget()
 	if s := p.standby; s != nil && s.idx != target {
 		p.discard(s)
 	}
@@ -26,6 +21,16 @@ func (p *Peer) updateStandby() {
 		return // it offered us a standby link first; keep one link per pair
 	}
 	p.standby = p.dial(target)
+}
+
+// standbyTarget is the member this peer keeps a standby link to, 0 if none.
+func (p *Peer) standbyTarget() PeerIndex {
+	if p.member != nil && p.member.synced && p.standbyWanted() {
+		if next := p.electWithout(p.w.host); next != p.w.self && p.standbyTo(next) {
+			return next
+		}
+	}
+	return 0
 }
 
 // electWithout returns the member signaling would elect if member gone left, by the server's own

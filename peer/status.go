@@ -111,8 +111,19 @@ func (c *counters) linkClosed(ls link.Stats) {
 	c.closedMu.Unlock()
 }
 
-// Status returns the latest published status (updated every report interval and on host changes).
-func (p *Peer) Status() Status { return *p.status.Load() }
+// Status returns the latest published status: updated every ReportInterval and on host changes.
+// A sleeping member (Idler) publishes only when it reports; a Status read that finds its status
+// older than ReportInterval asks its loop to publish it again, which a later read returns.
+func (p *Peer) Status() Status {
+	st := p.status.Load()
+	if p.sleep.sleeping.Load() && p.clock.Now().UnixNano()-p.sleep.statusAt.Load() >= int64(p.cfg.ReportInterval) {
+		select {
+		case p.sleep.wantStatus <- struct{}{}:
+		default:
+		}
+	}
+	return *st
+}
 
 // publish computes and stores the status; loop goroutine only. The replica hash is recomputed
 // only when the world changed since the last one (a hash walks the whole replica).
@@ -190,6 +201,7 @@ func (p *Peer) publish() *Status {
 		}
 	}
 	p.status.Store(st)
+	p.sleep.statusAt.Store(p.clock.Now().UnixNano())
 	return st
 }
 

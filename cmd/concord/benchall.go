@@ -395,6 +395,8 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&o.ReportInterval, "report-interval", 0, "the members' status report interval (0: peer's default, 1s); an experiment")
 	fs.DurationVar(&o.TickInterval, "tick-interval", 0, "the members' tick and network interval (0: peer's default, 50ms); an experiment")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (the members and signaling) over the window of the room without standby links to this file")
+	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile of this process (the members and signaling) at the end of the window of the room without standby links to this file")
+	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, the members' joins included) to this file")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -404,6 +406,11 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	o.HostCommand = benchHostCommand(exe)
+	if *hostProfile != "" {
+		o.HostCommand = func(args []string) *exec.Cmd {
+			return exec.Command(exe, append([]string{"bench-host", "-cpuprofile", *hostProfile}, args...)...)
+		}
+	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err

@@ -370,6 +370,34 @@ test('a member that leaves signaling but stays heard on its link keeps its avata
   assert.ok(p.w.exists(room.avatar), 'a resumed member is not swept for its silence');
 });
 
+test('a member that leaves signaling is asked: one that only answers the host\'s pings keeps its avatar, a mute one loses it', async () => {
+  // A sleeping Go member (docs/protocol.md §5, "Idle members") sends nothing of its own for up to
+  // its report keepalive; it answers pings, as any peer does.
+  const room = newRoom({ opts: { digestMs: 20, reportMs: 20 } }); // silence allowance 40 ms
+  const { p } = room;
+  const mallorys = p.w.avatarOf(MALLORY);
+  const ownerLink = room.links.get(OWNER);
+  p.step(() => p.handleSignaling({ type: 'member-left', peerIndex: OWNER }));
+  p.step(() => p.handleSignaling({ type: 'member-left', peerIndex: MALLORY }));
+  let asked = 0;
+  const answer = setInterval(() => {
+    for (const { m } of ownerLink.take()) {
+      if (m.type !== Type.Ping) continue;
+      asked++;
+      deliver(room, OWNER, RELIABLE, netmsg.encode({ type: Type.Pong, nonce: m.nonce, echoTime: m.sendTime }));
+    }
+  }, 5);
+  try {
+    await until('the mute member despawned', () => !p.w.exists(mallorys));
+    const end = Date.now() + 200;
+    await until('200 ms more', () => Date.now() > end, 1000);
+    assert.ok(asked > 0, 'the host pinged the member signaling dropped');
+    assert.ok(p.w.exists(room.avatar), 'the member that answers keeps its avatar');
+  } finally {
+    clearInterval(answer);
+  }
+});
+
 /** Sends, as member idx, a system RPC (lock request or relinquish) for entity e. */
 function systemRPC(room, idx, type, e) {
   const data = new Uint8Array(4);

@@ -137,6 +137,9 @@ type app struct {
 	hold     *atomic.Bool // host: while set, do not move (nil: never hold)
 	probe    *probe       // nil: record nothing
 	plain    bool         // plainSchemas instead of schemas (-schema plain)
+	// idle makes the app a peer.Idler whose members are always idle (the idle benchmark's
+	// members sleep); the other benchmarks' members tick.
+	idle bool
 
 	movers []peer.Entity
 	pos    []byte
@@ -187,6 +190,9 @@ func (a *app) HostStart(w *peer.World) {
 func (a *app) SpawnAvatar(*peer.World, peer.PeerInfo) (peer.Entity, error) { return 0, nil }
 
 func (a *app) RPC(*peer.World, peer.PeerIndex, uint32, []byte) {}
+
+// Idle: a member's Tick does nothing; with a.idle it says so (peer.Idler), and the member sleeps.
+func (a *app) Idle(w *peer.World) bool { return a.idle && !w.IsHost() }
 
 // Tick moves the movers on the host: every one gets a new position, x = (i + tick) mod 1000 and
 // y = tick mod 1000 as on Colyseus's side, and the tick's time.

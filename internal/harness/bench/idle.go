@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +37,9 @@ type IdleOptions struct {
 	// CPUProfile, when not empty, receives a CPU profile of this process over the window of the
 	// room without standby links.
 	CPUProfile string
+	// MemProfile, when not empty, receives a heap profile of this process (the members and
+	// signaling) at the end of that window: inuse_space is what the room holds.
+	MemProfile string
 }
 
 // IdleSummary is what Idle measured: CPU in % of one core over each window, both ends of every
@@ -43,7 +50,10 @@ type IdleSummary struct {
 	Standby      float64 // CPU %, the phase with standby links; 0 when not run
 	ConcordHost  float64 // the host process's part of Concord
 	StandbyHost  float64
-	Load         string
+	// Memory per member (or raw pair), KiB of resident set: what the room or the pairs added to
+	// this process's RSS, plus (Concord) what the members added to the host process's.
+	RawKiB, ConcordKiB, ConcordHostKiB float64
+	Load                               string
 }
 
 // Idle measures what idle members cost: o.Members raw pion link pairs open and carrying nothing
@@ -55,35 +65,46 @@ func Idle(ctx context.Context, o IdleOptions, log zerolog.Logger, progress io.Wr
 	}
 	s := &IdleSummary{Members: o.Members}
 	fmt.Fprintf(progress, "idle: %d raw pion pairs\n", o.Members)
+	rss0 := settledRSS()
 	rp, err := dialRawPairs(ctx, o.Members, pionLogger(log), new(atomic.Bool))
 	if err != nil {
 		return nil, fmt.Errorf("raw pairs: %w", err)
 	}
 	s.Raw, _, err = idleWindow(ctx, o.Window, nil)
+	s.RawKiB = perMember(settledRSS()-rss0, o.Members)
+	fmt.Fprintf(progress, "idle: raw pion %.1f%% of a core, %.0f KiB a pair\n", s.Raw, s.RawKiB)
 	rp.close()
 	if err != nil {
 		return nil, err
 	}
 	runtime.GC()
 	fmt.Fprintf(progress, "idle: a room of %d members\n", o.Members)
-	if s.Concord, s.ConcordHost, err = idleRoom(ctx, o, false, log); err != nil {
+	var mem idleMemory
+	if s.Concord, s.ConcordHost, mem, err = idleRoom(ctx, o, false, log, progress); err != nil {
 		return nil, err
 	}
+	s.ConcordKiB, s.ConcordHostKiB = perMember(mem.self+mem.host, o.Members), perMember(mem.host, o.Members)
 	if o.Standby {
 		runtime.GC()
 		fmt.Fprintf(progress, "idle: a room of %d members with standby links\n", o.Members)
-		if s.Standby, s.StandbyHost, err = idleRoom(ctx, o, true, log); err != nil {
+		if s.Standby, s.StandbyHost, _, err = idleRoom(ctx, o, true, log, progress); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
 }
 
-// idleRoom runs one Concord phase of Idle and returns its CPU and the host process's part.
-func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logger) (total, host float64, err error) {
+// idleMemory is the resident memory a room of idle members added, in bytes: to this process
+// (the members, and signaling's share) and to the host process.
+type idleMemory struct{ self, host int64 }
+
+// idleRoom runs one Concord phase of Idle and returns its CPU, the host process's part, and the
+// memory the members added.
+func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logger, progress io.Writer) (total, host float64, mem idleMemory, err error) {
+	self0 := settledRSS()
 	room, err := startBenchRoom(ctx, false, nil, log)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, mem, err
 	}
 	defer room.close()
 	g := room.g
@@ -92,16 +113,17 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	// An empty world: the host has nothing to move, its members nothing to receive.
 	hp, err := startBenchHost(o.HostCommand([]string{"-server", room.sig.url, "-entities", "0", "-exit-on-stdin-eof", "-log-level", "warn"}), nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, mem, err
 	}
 	defer hp.stop(10 * time.Second)
 	if err := waitBenchHost(ctx, room.sig, hp); err != nil {
-		return 0, 0, fmt.Errorf("%w\n%s", err, hp.out)
+		return 0, 0, mem, fmt.Errorf("%w\n%s", err, hp.out)
 	}
 	g.remoteHost = hp
+	host0, _ := procRSS(hp.cmd.Process.Pid)
 	for i := range o.Members {
-		if _, err := g.start(fmt.Sprintf("idle%d", i+1), signaling.KindBot, &app{}); err != nil {
-			return 0, 0, err
+		if _, err := g.start(fmt.Sprintf("idle%d", i+1), signaling.KindBot, &app{idle: true}); err != nil {
+			return 0, 0, mem, err
 		}
 	}
 	if err := wait(ctx, 60*time.Second+time.Duration(o.Members)*200*time.Millisecond, "idle members synced", g.failed, func() error {
@@ -112,11 +134,11 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 		}
 		return nil
 	}); err != nil {
-		return 0, 0, err
+		return 0, 0, mem, err
 	}
 	// Joining is over; what is left is the members' idle traffic.
 	if err := sleep(ctx, 2*time.Second); err != nil {
-		return 0, 0, err
+		return 0, 0, mem, err
 	}
 	profile := ""
 	if !standby {
@@ -124,17 +146,27 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	}
 	stopProfile, err := startProfile(profile)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, mem, err
 	}
 	total, host, err = idleWindow(ctx, o.Window, g)
 	stopProfile()
+	mem.self = settledRSS() - self0
+	if !standby {
+		writeMemProfile(o.MemProfile, log)
+	}
+	if h, rerr := procRSS(hp.cmd.Process.Pid); rerr == nil {
+		mem.host = h - host0
+	}
+	// Said before the room closes: closing hundreds of links is the slow part.
+	fmt.Fprintf(progress, "idle: %.1f%% of a core (host %.1f%%), %.0f KiB a member (host %.0f KiB)\n",
+		total, host, perMember(mem.self+mem.host, o.Members), perMember(mem.host, o.Members))
 	if err == nil {
 		err = g.failed()
 	}
 	if err == nil {
 		err = hp.exited()
 	}
-	return total, host, err
+	return total, host, mem, err
 }
 
 // idleWindow measures this process's CPU, and g's host process's when g is not nil, over d.
@@ -156,4 +188,35 @@ func idleWindow(ctx context.Context, d time.Duration, g *peerGroup) (total, host
 	}
 	wall := t1.Sub(t0).Seconds()
 	return 100 * (float64(c1-c0) + float64(h)) / 1e9 / wall, 100 * float64(h) / 1e9 / wall, nil
+}
+
+// settledRSS is this process's resident set in bytes after a collection that returns the freed
+// heap to the OS, so that two readings differ by what is live between them.
+func settledRSS() int64 {
+	debug.FreeOSMemory()
+	n, _ := procRSS(os.Getpid())
+	return n
+}
+
+// procRSS reads a process's resident set (VmRSS) in bytes.
+func procRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kib, err := strconv.ParseInt(f[0], 10, 64)
+				return kib << 10, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+}
+
+// perMember is bytes per member in KiB.
+func perMember(bytes int64, members int) float64 {
+	return float64(bytes) / 1024 / float64(members)
 }

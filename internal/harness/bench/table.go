@@ -334,6 +334,14 @@ func IdleRows(s IdleSummary) []Row {
 		Compare: fmt.Sprintf("raw pion: %d idle link pairs, %.1f%% of a core", s.Members, s.Raw),
 		Goal:    "≤ raw pion + 10%", Verdict: AtMost(ratio(s.Concord), 1.1, "×"), Load: s.Load,
 	}}
+	if s.RawKiB > 0 {
+		rows = append(rows, Row{
+			What:    fmt.Sprintf("Idle members' memory, %d in one room", s.Members),
+			Figure:  fmt.Sprintf("**%.2f×** raw pion's RSS (%.0f KiB a member, host process %.0f KiB of it)", s.ConcordKiB/s.RawKiB, s.ConcordKiB, s.ConcordHostKiB),
+			Compare: fmt.Sprintf("raw pion: %.0f KiB a link pair", s.RawKiB),
+			Goal:    "≤ raw pion + 10%", Verdict: AtMost(s.ConcordKiB/s.RawKiB, 1.1, "×"), Load: s.Load,
+		})
+	}
 	if s.Standby > 0 {
 		rows = append(rows, Row{
 			What:    fmt.Sprintf("Idle members with standby links, %d", s.Members),

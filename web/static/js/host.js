@@ -346,16 +346,25 @@ export class HostRole extends HostMethods {
 
   /**
    * Takes member idx, unlisted by signaling, as gone once it has been silent on its link for a while.
+   * It asks first: any peer answers a Ping with a Pong, and a sleeping Go member (docs/protocol.md §5,
+   * "Idle members") sends nothing of its own for up to its report keepalive (as Go's
+   * hostRole.confirmGone).
    * @param {number} idx
    */
   confirmGone(idx) {
     const p = this.p;
     const silence = 2 * Math.max(p.opts.digestMs, p.opts.reportMs);
+    const asked = p.remotes.get(idx);
+    let pongs = 0;
+    if (asked && asked.ready) {
+      pongs = asked.pongs;
+      p.send(asked, RELIABLE, netmsg.encode({ type: Type.Ping, nonce: 0n, sendTime: p.monotonic() }));
+    }
     p.after(silence, () => {
       if (p.host !== this || p.members.has(idx)) return; // resumed
       const r = p.remotes.get(idx);
       if (!r) return; // its link closed: linkClosed took it as gone, or signaling is down
-      if (r.ready && now() - r.lastHeard < silence) {
+      if (r.ready && (r !== asked || r.pongs !== pongs || now() - r.lastHeard < silence)) {
         this.confirmGone(idx);
         return;
       }

@@ -46,6 +46,7 @@ export class Remote {
     this.fragID = 0;
     this.lastHeard = 0;
     this.rtt = 0; // ms
+    this.pongs = 0; // Pongs received: answers to this peer's pings (the host's confirmGone)
     // The term in which this link was made, raised while its remote stays the host: the term of
     // the host messages that carry none on the wire (a member's fence checks it).
     this.term = 0;
@@ -221,6 +222,7 @@ export class PeerLinks {
           continue;
         case Type.Pong:
           r.rtt = (Number(this.monotonic() - m.echoTime)) / 1e6;
+          r.pongs++;
           continue;
         case Type.Close:
           this.log('warn', 'remote closed the session', { remote: r.idx, code: m.code, reason: m.reason });
