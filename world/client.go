@@ -400,6 +400,20 @@ func (c *Client) run(ctx context.Context) {
 		c.pending, c.ack = len(pending), ack
 		c.mu.Unlock()
 	}
+	// renumber: the world forgot the player's sequence (it restarted and restored the player
+	// from its saved data, with ack a): the unacknowledged inputs are numbered anew from a, in
+	// order, and sent again.
+	renumber := func(a uint32) {
+		ack = a
+		for i := range pending {
+			pending[i].seq = ack + 1 + uint32(i)
+		}
+		seq = ack + uint32(len(pending))
+		sentUpTo, sentAt = ack, time.Time{}
+		c.mu.Lock()
+		c.ack = ack
+		c.mu.Unlock()
+	}
 	// pump sends the resident region the inputs above sentUpTo, and starts over from the
 	// acknowledged one when an acknowledgement is overdue.
 	pump := func(now time.Time) {
@@ -450,32 +464,23 @@ func (c *Client) run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if rm.Gen == 0 {
-				if gen == 0 && !hinted { // where to go: the region host decided
-					hinted = true
-					c.want(ctx, r)
-				}
-				return
+			word, renum := residentRule(res, gen, ack, hinted, m.room, r, rm)
+			if renum {
+				renumber(rm.Ack)
 			}
-			if rm.Gen < gen || rm.Gen == gen && r != res {
+			switch word {
+			case wordDrop:
 				return
-			}
-			if rm.Gen == gen {
+			case wordHint:
+				hinted = true
+				c.want(ctx, r)
+				return
+			case wordAck:
 				acked(rm.Ack)
 				return
 			}
 			from := res
 			res, gen = r, rm.Gen
-			if rm.Ack < ack {
-				// The world forgot the player's sequence (it restarted and restored the
-				// player from its saved data): number the unacknowledged inputs anew from
-				// its ack, in order.
-				ack = rm.Ack
-				for i := range pending {
-					pending[i].seq = ack + 1 + uint32(i)
-				}
-				seq = ack + uint32(len(pending))
-			}
 			// The new region applied inputs up to rm.Ack: send it the rest (again), now.
 			acked(rm.Ack)
 			sentUpTo, sentAt = ack, time.Time{}
@@ -536,6 +541,52 @@ func (c *Client) run(ctx context.Context) {
 			pump(now)
 		}
 	}
+}
+
+// residentWord is what a Client does with a MsgResident (residentRule).
+type residentWord uint8
+
+const (
+	wordDrop residentWord = iota // older than what the client knows
+	wordHint                     // generation 0 before the player is resident: follow the region
+	wordAck                      // the resident region, the same generation: its ack
+	wordTake                     // newer: the player is resident there now
+)
+
+// residentRule decides what a client resident in res with generation gen (0: not yet), inputs
+// acknowledged up to ack, does with m, a MsgResident naming region to that the host of room from
+// sent; renumber: the named region's own host acknowledges less than the client had (the world
+// forgot the player's sequence: a restart restored it from its saved data), so the client numbers
+// its unacknowledged inputs anew from m.Ack.
+//
+// The generation orders every word about where the player is: it grows by one at each handover
+// and each arrival, never below the residence record's, which survives a whole cluster's restart
+// (docs/protocol.md §11 "Cluster restart": a host makes a player resident only after writing its
+// record, refused below the record's generation). So a word of an older generation, or of the
+// same one naming another region, was true before the newest this client took and never after:
+// dropping it is safe, and never strands the player, since where it is now was said with a newer
+// generation. A newer word is taken whoever says it: the resident region's own host, a
+// handover's source naming the destination, or any region's host that read the record (the
+// player moved, or came back elsewhere after a restart) — a host, never another member (the
+// Client reads its room's host only). Generation 0 is a word of a host that knows no generation
+// (a world without records): taken once, only before the player is resident anywhere.
+func residentRule(res Region, gen, ack uint32, hinted bool, from signaling.RoomID, to Region, m resident) (word residentWord, renumber bool) {
+	if m.Gen == 0 {
+		if gen == 0 && !hinted {
+			return wordHint, false
+		}
+		return wordDrop, false
+	}
+	if m.Gen < gen || m.Gen == gen && to != res {
+		return wordDrop, false
+	}
+	// Only the named region's own host knows what it applied: another host's ack (a redirect's
+	// 0, a handover's source's, which is the destination's first) never renumbers.
+	renumber = from == to.Room() && m.Ack < ack
+	if m.Gen == gen {
+		return wordAck, renumber
+	}
+	return wordTake, renumber
 }
 
 // want follows every region within view of r and marks the others to be left.

@@ -366,7 +366,7 @@ func (s *Server) unclaim(ctx context.Context, owner string, dest Region, gen uin
 // that is another region (on any node), the member is told to go there (elsewhere). Otherwise
 // the local rules decide (a first arrival, or r's host restarted on this node), with a
 // generation above the record's so that the claim passes.
-func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (dest Region, elsewhere bool) {
+func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (dest Region, gen uint32, elsewhere bool) {
 	cur, _, ok, err := s.residence(ctx, owner)
 	if err != nil {
 		s.log.Warn().Err(err).Str("owner", owner).Msg("world: residence not read")
@@ -380,7 +380,7 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 	}
 	if ok {
 		if d, okr := s.def.Region(int(cur.x), int(cur.y)); okr && d != r {
-			return d, true
+			return d, cur.gen, true
 		}
 		p.gen = max(p.gen, cur.gen)
 		if cur.node != s.cl.node {
@@ -392,5 +392,5 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 	if p.region.World != "" && p.region != r {
 		p.region = Region{} // this node's memory of a player gone on to other nodes
 	}
-	return Region{}, false
+	return Region{}, 0, false
 }
