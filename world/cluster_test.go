@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -144,9 +143,8 @@ func (l *clusterLab) debug(ctx context.Context, owner string) string {
 // every step east or west crosses nodes), N bots (CONCORD_WORLD_CLUSTER_BOTS, default 128; 24
 // under -race) wandering and editing for CONCORD_WORLD_CLUSTER_SECONDS (default 5): handovers go
 // between nodes over NATS; then node n2 is killed (Kill: no checkpoint, no saved players) and
-// its regions reopen on the others; the bots wander on two nodes; then (with
-// CONCORD_WORLD_CLUSTER_RESTART=1, not yet green every time) the whole cluster stops and starts
-// again on its data. After each step every bot's inputs are acknowledged, each bot
+// its regions reopen on the others; the bots wander on two nodes; then the whole cluster stops
+// and starts again on its data. After each step every bot's inputs are acknowledged, each bot
 // has exactly one avatar in the whole cluster, and every tile holds what the last applied edit
 // left (0 acknowledged edits lost); observers' merged views hold one avatar per player throughout.
 func TestWorldCluster(t *testing.T) {
@@ -327,13 +325,9 @@ func TestWorldCluster(t *testing.T) {
 	wander("two nodes")
 	check("two nodes")
 
-	if os.Getenv("CONCORD_WORLD_CLUSTER_RESTART") == "" {
-		// Not yet green every time: after a whole restart a player's residence record may name
-		// the region its client left in the stopping cluster (docs/protocol.md §11 "Cluster").
-		t.Logf("lab of %d bots across three nodes, one killed: %v in all", bots, time.Since(began))
-		return
-	}
-	// The whole cluster restarts on its data.
+	// The whole cluster restarts on its data: the nodes stop one after the other (each
+	// checkpointing its regions and saving its residents, while the bots' rooms ask the others to
+	// load their regions), then all start again (docs/protocol.md §11 "Cluster restart").
 	restart := time.Now()
 	down()
 	up()

@@ -24,7 +24,10 @@ func TestWorldResidentRule(t *testing.T) {
 	}{
 		// A restarted cluster's host says the player is resident out of view with the record's
 		// newer generation (without it the client stayed where no host held it).
-		{"redirect newer", false, near.Room(), far, resident{Gen: gen + 1}, wordTake, false},
+		// A third region's host: followed, not taken (it read a record a claim may yet put back).
+		{"redirect newer", false, near.Room(), far, resident{Gen: gen + 1}, wordRedirect, false},
+		// The resident region's own host, restarted, no longer holds the player: taken.
+		{"resident region's host redirects", false, res.Room(), far, resident{Gen: gen + 1}, wordTake, false},
 		{"redirect older", false, near.Room(), far, resident{Gen: gen - 1}, wordDrop, false},
 		{"redirect same generation elsewhere", false, near.Room(), far, resident{Gen: gen}, wordDrop, false},
 		{"hint without generation once resident", false, near.Room(), far, resident{}, wordDrop, false},
