@@ -271,13 +271,48 @@ func (s *Server) onHandover(m *nats.Msg) {
 	}()
 }
 
-// deliverRemote hands h to region dest on node.
-func (s *Server) deliverRemote(node string, dest Region, h handoff) bool {
-	if err := s.request(s.ctx, handoverSubject(s.def.Name, node), appendHandover(nil, dest, h, s.now())); err != nil {
-		s.log.Warn().Err(err).Str("room", string(dest.Room())).Str("node", node).Msg("world: handover to another node refused")
-		return false
+// deliverRemote hands h to region dest on node, from region from of this node.
+func (s *Server) deliverRemote(node string, from, dest Region, h handoff) bool {
+	err := s.request(s.ctx, handoverSubject(s.def.Name, node), appendHandover(nil, dest, h, s.now()))
+	if err == nil {
+		return true
 	}
-	return true
+	s.log.Warn().Err(err).Str("room", string(dest.Room())).Str("node", node).Msg("world: handover to another node refused")
+	return s.settle(h.owner, from, dest, h.gen)
+}
+
+// settle decides a handover whose request failed: a reply that did not come in time (a node
+// under load) may hide a destination that took the avatar, or one still about to. The residence
+// record decides: naming dest (or anywhere else) with the handover's generation or a newer one,
+// the destination holds the player, and the source lets its copy go (true); otherwise the source
+// writes the record for itself with that generation, revision-checked, so that the destination's
+// claim of it is refused from then on, and keeps the avatar (false; handedAway gives it the
+// generation). Without it, both the source and the destination held an avatar of the player.
+func (s *Server) settle(owner string, from, dest Region, gen uint32) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key := s.resKey(owner)
+	for range 3 {
+		cur, rev, ok, err := s.residence(ctx, owner)
+		if err != nil {
+			break
+		}
+		if ok && cur.gen >= gen && (int(cur.x) != from.X || int(cur.y) != from.Y) {
+			return true
+		}
+		v := appendResidence(nil, residence{node: s.cl.node, x: uint16(from.X), y: uint16(from.Y), gen: gen})
+		if rev == 0 {
+			_, err = s.cl.res.Create(ctx, key, v)
+		} else {
+			_, err = s.cl.res.Update(ctx, key, v, rev)
+		}
+		if err == nil {
+			s.count("cluster", "handover_fenced")
+			return false
+		}
+	}
+	// The store does not answer: the source keeps the avatar, as before.
+	return false
 }
 
 // loadRemote asks node to load r.
@@ -366,10 +401,14 @@ func (s *Server) unclaim(ctx context.Context, owner string, dest Region, gen uin
 // that is another region (on any node), the member is told to go there (elsewhere). Otherwise
 // the local rules decide (a first arrival, or r's host restarted on this node), with a
 // generation above the record's so that the claim passes.
-func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (dest Region, gen uint32, elsewhere bool) {
+//
+// A record that cannot be read decides nothing (err): taken for no record, the player, resident
+// elsewhere, arrived anew here with a newer generation, and two hosts held an avatar of it.
+func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (dest Region, gen uint32, elsewhere bool, err error) {
 	cur, _, ok, err := s.residence(ctx, owner)
 	if err != nil {
 		s.log.Warn().Err(err).Str("owner", owner).Msg("world: residence not read")
+		return Region{}, 0, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -380,7 +419,7 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 	}
 	if ok {
 		if d, okr := s.def.Region(int(cur.x), int(cur.y)); okr && d != r {
-			return d, cur.gen, true
+			return d, cur.gen, true, nil
 		}
 		p.gen = max(p.gen, cur.gen)
 		if cur.node != s.cl.node {
@@ -392,5 +431,5 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 	if p.region.World != "" && p.region != r {
 		p.region = Region{} // this node's memory of a player gone on to other nodes
 	}
-	return Region{}, 0, false
+	return Region{}, 0, false, nil
 }

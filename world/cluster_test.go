@@ -394,3 +394,55 @@ func TestWorldResidenceClaim(t *testing.T) {
 		t.Fatalf("record %q", got)
 	}
 }
+
+// A handover request between nodes that fails — a reply that did not come in time may hide a
+// destination that took the avatar, or one about to — is settled by the residence record: the
+// destination's claim means it holds the player (the source lets go); otherwise the source
+// fences the generation for itself, and the destination's claim of it is refused from then on
+// (without it, the source kept its avatar and the destination, claiming a moment later, made a
+// second one).
+func TestWorldHandoverSettle(t *testing.T) {
+	st, err := durable.Open(durable.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	def := tiles.Def()
+	var srvs [2]*world.Server
+	for i, node := range []string{"a", "b"} {
+		s, err := world.NewServer(world.ServerConfig{Def: def, Store: st, Node: node,
+			Cluster: &world.Cluster{Conn: st.Conn(), Owner: func(context.Context, world.Region) (string, error) { return node, nil }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		srvs[i] = s
+	}
+	a, b := srvs[0], srvs[1]
+	ctx := context.Background()
+	src, _ := def.Region(0, 0)
+	dest, _ := def.Region(1, 0)
+	// The destination claimed before the source settled: handed.
+	if err := a.Claim(ctx, "p", src, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Claim(ctx, "p", dest, 2); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Settle("p", src, dest, 2) {
+		t.Fatal("the destination's claim not seen: two avatars")
+	}
+	// The destination had not claimed yet: the source keeps the avatar and the generation.
+	if err := a.Claim(ctx, "q", src, 1); err != nil {
+		t.Fatal(err)
+	}
+	if a.Settle("q", src, dest, 2) {
+		t.Fatal("settled as handed with no claim of the destination")
+	}
+	if err := b.Claim(ctx, "q", dest, 2); !errors.Is(err, world.ErrStaleClaim) {
+		t.Fatalf("the destination claimed the fenced generation: %v", err)
+	}
+	if got := a.Residence(ctx, "q"); got != "a tiles.0.0 2" {
+		t.Fatalf("record %q", got)
+	}
+}

@@ -126,7 +126,7 @@ func (s *Server) Arrive(ctx context.Context, owner string, x, y int) (Region, ui
 	r, _ := s.def.Region(x, y)
 	s.loadPlayer(ctx, owner)
 	if s.cl != nil {
-		if dest, gen, elsewhere := s.arrivalCluster(ctx, r, owner); elsewhere {
+		if dest, gen, elsewhere, _ := s.arrivalCluster(ctx, r, owner); elsewhere {
 			return dest, gen
 		}
 	}
@@ -135,4 +135,10 @@ func (s *Server) Arrive(ctx context.Context, owner string, x, y int) (Region, ui
 		return dest, 0
 	}
 	return dest, h.gen
+}
+
+// Settle decides a handover of owner from region from to dest with generation gen whose request
+// failed (cluster.go).
+func (s *Server) Settle(owner string, from, dest Region, gen uint32) bool {
+	return s.settle(owner, from, dest, gen)
 }

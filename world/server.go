@@ -439,7 +439,20 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 	defer cancel()
 	s.loadPlayer(ctx, owner)
 	if s.cl != nil {
-		if dest, gen, elsewhere := s.arrivalCluster(ctx, r, owner); elsewhere {
+		dest, gen, elsewhere, err := s.arrivalCluster(ctx, r, owner)
+		// The store did not answer (a node under load): try again, a second apart.
+		for try := 1; err != nil && try < arrivalTries; try++ {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			dest, gen, elsewhere, err = s.arrivalCluster(s.ctx, r, owner)
+		}
+		if err != nil {
+			return
+		}
+		if elsewhere {
 			s.hint(ctx, rg, owner, idx, dest, gen)
 			return
 		}
@@ -637,7 +650,7 @@ func (s *Server) Player(owner string) (r Region, resident bool, saved [][]byte) 
 // the source (src, when from a region) how it went, and reports it. It runs on a goroutine of
 // its own.
 func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
-	ok := s.deliver(dest, h)
+	ok := s.deliver(from, dest, h)
 	s.mu.Lock()
 	if p := s.players[h.owner]; p != nil && ok {
 		p.region, p.gen = dest, max(p.gen, h.gen)
@@ -662,18 +675,18 @@ func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
-	_ = sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, ok) })
+	_ = sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, h.gen, ok) })
 	return ok
 }
 
-func (s *Server) deliver(dest Region, h handoff) bool {
+func (s *Server) deliver(from, dest Region, h handoff) bool {
 	node, remote, err := s.remote(s.ctx, dest)
 	if err != nil {
 		s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not placed")
 		return false
 	}
 	if remote {
-		return s.deliverRemote(node, dest, h)
+		return s.deliverRemote(node, from, dest, h)
 	}
 	return s.deliverLocal(dest, h)
 }
@@ -684,6 +697,13 @@ func (s *Server) deliverLocal(dest Region, h handoff) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
 	defer cancel()
 	if s.cl != nil {
+		// Loaded before the claim: a claim is put back when the destination does not take the
+		// avatar, and a load is what fails under load (for up to DefaultLoadTimeout, while
+		// other hosts read the claim).
+		if err := s.load(ctx, dest); err != nil {
+			s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not loaded")
+			return false
+		}
 		undo, err := s.claim(ctx, h.owner, dest, h.gen)
 		if err != nil {
 			s.log.Debug().Err(err).Str("room", string(dest.Room())).Str("owner", h.owner).Msg("world: residence not claimed")
