@@ -283,36 +283,53 @@ func (s *Server) deliverRemote(node string, from, dest Region, h handoff) bool {
 
 // settle decides a handover whose request failed: a reply that did not come in time (a node
 // under load) may hide a destination that took the avatar, or one still about to. The residence
-// record decides: naming dest (or anywhere else) with the handover's generation or a newer one,
-// the destination holds the player, and the source lets its copy go (true); otherwise the source
-// writes the record for itself with that generation, revision-checked, so that the destination's
-// claim of it is refused from then on, and keeps the avatar (false; handedAway gives it the
-// generation). Without it, both the source and the destination held an avatar of the player.
+// record decides. A newer generation than the handover's: the player went on from the
+// destination, the source lets its copy go (true). The destination's claim: the destination is
+// taking it, or failed to and puts the record back — watched until the destination's own bound
+// (DefaultLoadTimeout) has passed, the claim then standing means it holds the player (true).
+// Anything else: the source writes the record for itself with the handover's generation,
+// revision-checked, so that the destination's claim of it is refused from then on, and keeps the
+// avatar (false; handedAway gives it the generation). Without it, both the source and the
+// destination held an avatar of the player.
 func (s *Server) settle(owner string, from, dest Region, gen uint32) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	key := s.resKey(owner)
-	for range 3 {
+	deadline := s.now().Add(DefaultLoadTimeout + time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
 		cur, rev, ok, err := s.residence(ctx, owner)
-		if err != nil {
-			break
-		}
-		if ok && cur.gen >= gen && (int(cur.x) != from.X || int(cur.y) != from.Y) {
+		switch {
+		case err != nil:
+		case ok && cur.gen > gen:
+			cancel()
 			return true
+		case ok && cur.gen == gen && int(cur.x) == dest.X && int(cur.y) == dest.Y:
+			if s.now().After(deadline) {
+				cancel()
+				return true
+			}
+		default:
+			v := appendResidence(nil, residence{node: s.cl.node, x: uint16(from.X), y: uint16(from.Y), gen: gen})
+			if rev == 0 {
+				_, err = s.cl.res.Create(ctx, key, v)
+			} else {
+				_, err = s.cl.res.Update(ctx, key, v, rev)
+			}
+			if err == nil {
+				cancel()
+				s.count("cluster", "handover_fenced")
+				return false
+			}
 		}
-		v := appendResidence(nil, residence{node: s.cl.node, x: uint16(from.X), y: uint16(from.Y), gen: gen})
-		if rev == 0 {
-			_, err = s.cl.res.Create(ctx, key, v)
-		} else {
-			_, err = s.cl.res.Update(ctx, key, v, rev)
+		cancel()
+		if s.now().After(deadline) {
+			return false // the store does not answer: the source keeps the avatar, as before
 		}
-		if err == nil {
-			s.count("cluster", "handover_fenced")
+		select {
+		case <-s.ctx.Done():
 			return false
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	// The store does not answer: the source keeps the avatar, as before.
-	return false
 }
 
 // loadRemote asks node to load r.

@@ -422,11 +422,12 @@ func TestWorldHandoverSettle(t *testing.T) {
 	ctx := context.Background()
 	src, _ := def.Region(0, 0)
 	dest, _ := def.Region(1, 0)
-	// The destination claimed before the source settled: handed.
+	// The destination took the avatar before the source settled, and the player went on from it
+	// (a claim that merely stands is waited on for the destination's bound, 11 s).
 	if err := a.Claim(ctx, "p", src, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Claim(ctx, "p", dest, 2); err != nil {
+	if err := b.Claim(ctx, "p", dest, 3); err != nil {
 		t.Fatal(err)
 	}
 	if !a.Settle("p", src, dest, 2) {
