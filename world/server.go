@@ -673,9 +673,16 @@ func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
 	if sp == nil {
 		return ok
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-	defer cancel()
-	_ = sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, h.gen, ok) })
+	// Until the source's loop takes it (a Do that timed out was not queued): a source that never
+	// heard the outcome kept its copy, handing, beside the destination's for good.
+	for s.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		err := sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, h.gen, ok) })
+		cancel()
+		if err == nil || errors.Is(err, peer.ErrClosed) {
+			break
+		}
+	}
 	return ok
 }
 
