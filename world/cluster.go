@@ -272,10 +272,10 @@ func (s *Server) onHandover(m *nats.Msg) {
 }
 
 // deliverRemote hands h to region dest on node, from region from of this node.
-func (s *Server) deliverRemote(node string, from, dest Region, h handoff) bool {
+func (s *Server) deliverRemote(node string, from, dest Region, h handoff) (ok, fenced bool) {
 	err := s.request(s.ctx, handoverSubject(s.def.Name, node), appendHandover(nil, dest, h, s.now()))
 	if err == nil {
-		return true
+		return true, false
 	}
 	s.log.Warn().Err(err).Str("room", string(dest.Room())).Str("node", node).Msg("world: handover to another node refused")
 	return s.settle(h.owner, from, dest, h.gen)
@@ -291,7 +291,7 @@ func (s *Server) deliverRemote(node string, from, dest Region, h handoff) bool {
 // revision-checked, so that the destination's claim of it is refused from then on, and keeps the
 // avatar (false; handedAway gives it the generation). Without it, both the source and the
 // destination held an avatar of the player.
-func (s *Server) settle(owner string, from, dest Region, gen uint32) bool {
+func (s *Server) settle(owner string, from, dest Region, gen uint32) (handed, fenced bool) {
 	key := s.resKey(owner)
 	deadline := s.now().Add(DefaultLoadTimeout + time.Second)
 	for {
@@ -301,11 +301,11 @@ func (s *Server) settle(owner string, from, dest Region, gen uint32) bool {
 		case err != nil:
 		case ok && cur.gen > gen:
 			cancel()
-			return true
+			return true, false
 		case ok && cur.gen == gen && int(cur.x) == dest.X && int(cur.y) == dest.Y:
 			if s.now().After(deadline) {
 				cancel()
-				return true
+				return true, false
 			}
 		default:
 			v := appendResidence(nil, residence{node: s.cl.node, x: uint16(from.X), y: uint16(from.Y), gen: gen})
@@ -317,16 +317,16 @@ func (s *Server) settle(owner string, from, dest Region, gen uint32) bool {
 			if err == nil {
 				cancel()
 				s.count("cluster", "handover_fenced")
-				return false
+				return false, true
 			}
 		}
 		cancel()
 		if s.now().After(deadline) {
-			return false // the store does not answer: the source keeps the avatar, as before
+			return false, false // the store does not answer: the source keeps the avatar, as before
 		}
 		select {
 		case <-s.ctx.Done():
-			return false
+			return false, false
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

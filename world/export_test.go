@@ -140,5 +140,6 @@ func (s *Server) Arrive(ctx context.Context, owner string, x, y int) (Region, ui
 // Settle decides a handover of owner from region from to dest with generation gen whose request
 // failed (cluster.go).
 func (s *Server) Settle(owner string, from, dest Region, gen uint32) bool {
-	return s.settle(owner, from, dest, gen)
+	handed, _ := s.settle(owner, from, dest, gen)
+	return handed
 }

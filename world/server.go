@@ -650,7 +650,7 @@ func (s *Server) Player(owner string) (r Region, resident bool, saved [][]byte) 
 // the source (src, when from a region) how it went, and reports it. It runs on a goroutine of
 // its own.
 func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
-	ok := s.deliver(from, dest, h)
+	ok, fenced := s.deliver(from, dest, h)
 	s.mu.Lock()
 	if p := s.players[h.owner]; p != nil && ok {
 		p.region, p.gen = dest, max(p.gen, h.gen)
@@ -677,7 +677,7 @@ func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
 	// heard the outcome kept its copy, handing, beside the destination's for good.
 	for s.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-		err := sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, h.gen, ok) })
+		err := sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, fenced, h.gen, ok) })
 		cancel()
 		if err == nil || errors.Is(err, peer.ErrClosed) {
 			break
@@ -686,16 +686,18 @@ func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
 	return ok
 }
 
-func (s *Server) deliver(from, dest Region, h handoff) bool {
+// deliver hands h to dest; fenced: it did not, and the residence record names the source with
+// h's generation (settle).
+func (s *Server) deliver(from, dest Region, h handoff) (ok, fenced bool) {
 	node, remote, err := s.remote(s.ctx, dest)
 	if err != nil {
 		s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not placed")
-		return false
+		return false, false
 	}
 	if remote {
 		return s.deliverRemote(node, from, dest, h)
 	}
-	return s.deliverLocal(dest, h)
+	return s.deliverLocal(dest, h), false
 }
 
 // deliverLocal has the host of dest, a region of this process, accept h (in a cluster, once
