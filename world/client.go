@@ -107,9 +107,13 @@ type Client struct {
 	inbox    map[signaling.RoomID]*roomNews
 	resident Region
 	gen      uint32
-	pending  int
-	ack      uint32 // the last acknowledged input
-	dropped  int    // events dropped: the channel was full
+	// redirect is a region another region's host says the player is resident in, with a newer
+	// generation: followed (not left) until redirectUntil, so that its own host can say so.
+	redirect      Region
+	redirectUntil time.Time
+	pending       int
+	ack           uint32 // the last acknowledged input
+	dropped       int    // events dropped: the channel was full
 }
 
 type follow struct {
@@ -414,6 +418,20 @@ func (c *Client) run(ctx context.Context) {
 		c.pending, c.ack = len(pending), ack
 		c.mu.Unlock()
 	}
+	// renumber: the world forgot the player's sequence (it restarted and restored the player
+	// from its saved data, with ack a): the unacknowledged inputs are numbered anew from a, in
+	// order, and sent again.
+	renumber := func(a uint32) {
+		ack = a
+		for i := range pending {
+			pending[i].seq = ack + 1 + uint32(i)
+		}
+		seq = ack + uint32(len(pending))
+		sentUpTo, sentAt = ack, time.Time{}
+		c.mu.Lock()
+		c.ack = ack
+		c.mu.Unlock()
+	}
 	// pump sends the resident region the inputs above sentUpTo, and starts over from the
 	// acknowledged one when an acknowledgement is overdue.
 	pump := func(now time.Time) {
@@ -464,37 +482,35 @@ func (c *Client) run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if rm.Gen == 0 {
-				if gen == 0 && !hinted { // where to go: the region host decided
-					hinted = true
-					c.want(ctx, r)
-				}
-				return
+			word, renum := residentRule(res, gen, ack, hinted, m.room, r, rm)
+			if renum {
+				renumber(rm.Ack)
 			}
-			if rm.Gen < gen || rm.Gen == gen && r != res {
+			switch word {
+			case wordDrop:
 				return
-			}
-			if rm.Gen == gen {
+			case wordHint:
+				hinted = true
+				c.want(ctx, r)
+				return
+			case wordRedirect:
+				c.mu.Lock()
+				c.redirect, c.redirectUntil = r, time.Now().Add(redirectFor)
+				c.mu.Unlock()
+				c.wantOne(ctx, r)
+				return
+			case wordAck:
 				acked(rm.Ack)
 				return
 			}
 			from := res
 			res, gen = r, rm.Gen
-			if rm.Ack < ack {
-				// The world forgot the player's sequence (it restarted and restored the
-				// player from its saved data): number the unacknowledged inputs anew from
-				// its ack, in order.
-				ack = rm.Ack
-				for i := range pending {
-					pending[i].seq = ack + 1 + uint32(i)
-				}
-				seq = ack + uint32(len(pending))
-			}
 			// The new region applied inputs up to rm.Ack: send it the rest (again), now.
 			acked(rm.Ack)
 			sentUpTo, sentAt = ack, time.Time{}
 			c.mu.Lock()
 			c.resident, c.gen = res, gen
+			c.redirect = Region{}
 			c.mu.Unlock()
 			if from != r {
 				ev := Event{Kind: EventCrossing, From: from, To: r, Gen: gen}
@@ -546,30 +562,99 @@ func (c *Client) run(ctx context.Context) {
 				// A follow that failed (a load refused under load) is tried again.
 				wanted = now
 				c.want(ctx, res)
+				c.mu.Lock()
+				rd := c.redirect
+				if now.After(c.redirectUntil) {
+					rd, c.redirect = Region{}, Region{}
+				}
+				c.mu.Unlock()
+				if rd.World != "" {
+					c.wantOne(ctx, rd)
+				}
 			}
 			pump(now)
 		}
 	}
 }
 
+// residentWord is what a Client does with a MsgResident (residentRule).
+type residentWord uint8
+
+const (
+	wordDrop     residentWord = iota // older than what the client knows
+	wordHint                         // generation 0 before the player is resident: follow the region
+	wordRedirect                     // newer, said by a third region's host: follow the region
+	wordAck                          // the resident region, the same generation: its ack
+	wordTake                         // newer: the player is resident there now
+)
+
+// redirectFor is how long a redirected client keeps following the region it was redirected to
+// without a word of its host (a region's host tells an arriving member within seconds).
+const redirectFor = 15 * time.Second
+
+// residentRule decides what a client resident in res with generation gen (0: not yet), inputs
+// acknowledged up to ack, does with m, a MsgResident naming region to that the host of room from
+// sent; renumber: the named region's own host acknowledges less than the client had (the world
+// forgot the player's sequence: a restart restored it from its saved data), so the client numbers
+// its unacknowledged inputs anew from m.Ack.
+//
+// The generation orders every word about where the player is: it grows by one at each handover
+// and each arrival, never below the residence record's, which survives a whole cluster's restart
+// (docs/protocol.md §11 "Cluster restart": a host makes a player resident only after writing its
+// record, refused below the record's generation). So a word of an older generation, or of the
+// same one naming another region, was true before the newest this client took and never after:
+// dropping it is safe, and never strands the player, since where it is now was said with a newer
+// generation. A newer word is taken from the named region's own host (it holds the avatar) or
+// from the resident region's (a handover's source, which names the destination once it holds
+// the avatar, or a restarted host that no longer holds it); a third region's host read the
+// record, which a claim writes before the destination takes the avatar (and puts back if it does
+// not): the client follows that region (a redirect), whose own host then says it, and takes
+// nothing from it. Only hosts speak (the Client reads its room's host only). Generation 0 is a
+// word of a host that knows no generation (a world without records): followed once, only
+// before the player is resident anywhere.
+func residentRule(res Region, gen, ack uint32, hinted bool, from signaling.RoomID, to Region, m resident) (word residentWord, renumber bool) {
+	if m.Gen == 0 {
+		if gen == 0 && !hinted {
+			return wordHint, false
+		}
+		return wordDrop, false
+	}
+	if m.Gen < gen || m.Gen == gen && to != res {
+		return wordDrop, false
+	}
+	// Only the named region's own host knows what it applied: another host's ack (a redirect's
+	// 0, a handover's source's, which is the destination's first) never renumbers.
+	renumber = from == to.Room() && m.Ack < ack
+	if m.Gen == gen {
+		return wordAck, renumber
+	}
+	if from != to.Room() && from != res.Room() {
+		return wordRedirect, false
+	}
+	return wordTake, renumber
+}
+
 // want follows every region within view of r and marks the others to be left.
 func (c *Client) want(ctx context.Context, r Region) {
 	for y := r.Y - c.def.View; y <= r.Y+c.def.View; y++ {
 		for x := r.X - c.def.View; x <= r.X+c.def.View; x++ {
-			g, ok := c.def.Region(x, y)
-			if !ok {
-				continue
-			}
-			c.mu.Lock()
-			f := c.follows[g.Room()]
-			if f != nil {
-				f.leaveAt = time.Time{}
-			}
-			c.mu.Unlock()
-			if f == nil {
-				c.followAsync(ctx, g)
+			if g, ok := c.def.Region(x, y); ok {
+				c.wantOne(ctx, g)
 			}
 		}
+	}
+}
+
+// wantOne follows g, or keeps following it.
+func (c *Client) wantOne(ctx context.Context, g Region) {
+	c.mu.Lock()
+	f := c.follows[g.Room()]
+	if f != nil {
+		f.leaveAt = time.Time{}
+	}
+	c.mu.Unlock()
+	if f == nil {
+		c.followAsync(ctx, g)
 	}
 }
 
@@ -645,7 +730,7 @@ func (c *Client) expire(now time.Time) {
 	c.mu.Lock()
 	var gone []*follow
 	for _, f := range c.follows {
-		if c.gen > 0 && f.leaveAt.IsZero() && !c.def.InView(c.resident.X, c.resident.Y, f.r.X, f.r.Y) {
+		if c.gen > 0 && f.leaveAt.IsZero() && !c.def.InView(c.resident.X, c.resident.Y, f.r.X, f.r.Y) && f.r != c.redirect {
 			f.leaveAt = now.Add(LeaveDelay)
 		}
 		if !f.leaveAt.IsZero() && now.After(f.leaveAt) {

@@ -271,13 +271,65 @@ func (s *Server) onHandover(m *nats.Msg) {
 	}()
 }
 
-// deliverRemote hands h to region dest on node.
-func (s *Server) deliverRemote(node string, dest Region, h handoff) bool {
-	if err := s.request(s.ctx, handoverSubject(s.def.Name, node), appendHandover(nil, dest, h, s.now())); err != nil {
-		s.log.Warn().Err(err).Str("room", string(dest.Room())).Str("node", node).Msg("world: handover to another node refused")
-		return false
+// deliverRemote hands h to region dest on node, from region from of this node.
+func (s *Server) deliverRemote(node string, from, dest Region, h handoff) (ok, fenced bool) {
+	err := s.request(s.ctx, handoverSubject(s.def.Name, node), appendHandover(nil, dest, h, s.now()))
+	if err == nil {
+		return true, false
 	}
-	return true
+	s.log.Warn().Err(err).Str("room", string(dest.Room())).Str("node", node).Msg("world: handover to another node refused")
+	return s.settle(h.owner, from, dest, h.gen)
+}
+
+// settle decides a handover whose request failed: a reply that did not come in time (a node
+// under load) may hide a destination that took the avatar, or one still about to. The residence
+// record decides. A newer generation than the handover's: the player went on from the
+// destination, the source lets its copy go (true). The destination's claim: the destination is
+// taking it, or failed to and puts the record back — watched until the destination's own bound
+// (DefaultLoadTimeout) has passed, the claim then standing means it holds the player (true).
+// Anything else: the source writes the record for itself with the handover's generation,
+// revision-checked, so that the destination's claim of it is refused from then on, and keeps the
+// avatar (false; handedAway gives it the generation). Without it, both the source and the
+// destination held an avatar of the player.
+func (s *Server) settle(owner string, from, dest Region, gen uint32) (handed, fenced bool) {
+	key := s.resKey(owner)
+	deadline := s.now().Add(DefaultLoadTimeout + time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+		cur, rev, ok, err := s.residence(ctx, owner)
+		switch {
+		case err != nil:
+		case ok && cur.gen > gen:
+			cancel()
+			return true, false
+		case ok && cur.gen == gen && int(cur.x) == dest.X && int(cur.y) == dest.Y:
+			if s.now().After(deadline) {
+				cancel()
+				return true, false
+			}
+		default:
+			v := appendResidence(nil, residence{node: s.cl.node, x: uint16(from.X), y: uint16(from.Y), gen: gen})
+			if rev == 0 {
+				_, err = s.cl.res.Create(ctx, key, v)
+			} else {
+				_, err = s.cl.res.Update(ctx, key, v, rev)
+			}
+			if err == nil {
+				cancel()
+				s.count("cluster", "handover_fenced")
+				return false, true
+			}
+		}
+		cancel()
+		if s.now().After(deadline) {
+			return false, false // the store does not answer: the source keeps the avatar, as before
+		}
+		select {
+		case <-s.ctx.Done():
+			return false, false
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // loadRemote asks node to load r.
@@ -366,10 +418,14 @@ func (s *Server) unclaim(ctx context.Context, owner string, dest Region, gen uin
 // that is another region (on any node), the member is told to go there (elsewhere). Otherwise
 // the local rules decide (a first arrival, or r's host restarted on this node), with a
 // generation above the record's so that the claim passes.
-func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (dest Region, elsewhere bool) {
+//
+// A record that cannot be read decides nothing (err): taken for no record, the player, resident
+// elsewhere, arrived anew here with a newer generation, and two hosts held an avatar of it.
+func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (dest Region, gen uint32, elsewhere bool, err error) {
 	cur, _, ok, err := s.residence(ctx, owner)
 	if err != nil {
 		s.log.Warn().Err(err).Str("owner", owner).Msg("world: residence not read")
+		return Region{}, 0, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -380,7 +436,7 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 	}
 	if ok {
 		if d, okr := s.def.Region(int(cur.x), int(cur.y)); okr && d != r {
-			return d, true
+			return d, cur.gen, true, nil
 		}
 		p.gen = max(p.gen, cur.gen)
 		if cur.node != s.cl.node {
@@ -392,5 +448,5 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 	if p.region.World != "" && p.region != r {
 		p.region = Region{} // this node's memory of a player gone on to other nodes
 	}
-	return Region{}, false
+	return Region{}, 0, false, nil
 }

@@ -14,6 +14,12 @@
 // destination region's loop through the Server; no client message carries avatar state into a
 // region.
 //
+// Where a player is resident is ordered by its avatar's generation: one more at every handover and
+// arrival, never below the residence record's or the saved data's, so that it grows across a whole
+// cluster's restart too; a client takes only a newer word, and only from a host that holds or
+// handed the avatar (residentRule), and a Server that closes loads nothing more, so that every
+// region host it ran ends unloaded, its residents saved (docs/protocol.md §11 "Cluster restart").
+//
 // Ownership: each region's state (its peer.World, its residents) belongs to its host's loop; the
 // Server's tables (regions, players) are guarded by its mutex, never held across a call into a
 // loop. A Client's state belongs to its own goroutine (run); region peers report to it through a

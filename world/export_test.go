@@ -97,3 +97,49 @@ func (s *Server) Residence(ctx context.Context, owner string) string {
 	}
 	return fmt.Sprintf("%s %s %d", cur.node, RoomName(s.def.Name, int(cur.x), int(cur.y)), cur.gen)
 }
+
+// ErrClosing is errClosing.
+var ErrClosing = errClosing
+
+// Unloading reports whether region (x, y) is being unloaded.
+func (s *Server) Unloading(x, y int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.regions[RoomName(s.def.Name, x, y)].state == unloading
+}
+
+// Remember makes this Server hold owner's saved data in memory, as a left() of long ago did.
+func (s *Server) Remember(owner string, values [][]byte, gen uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.players[owner] = &playerRec{saved: values, gen: gen}
+}
+
+// SavePlayer writes owner's data to the store, as another node's left() does.
+func (s *Server) SavePlayer(ctx context.Context, owner string, values [][]byte, gen uint32) error {
+	return s.kv.save(ctx, owner, values, gen)
+}
+
+// Arrive decides where owner, arriving in region (x, y) and not in the world, is resident and
+// with which generation (arrival's first steps, without the handover).
+func (s *Server) Arrive(ctx context.Context, owner string, x, y int) (Region, uint32) {
+	r, _ := s.def.Region(x, y)
+	s.loadPlayer(ctx, owner)
+	if s.cl != nil {
+		if dest, gen, elsewhere, _ := s.arrivalCluster(ctx, r, owner); elsewhere {
+			return dest, gen
+		}
+	}
+	dest, h := s.arrive(r, owner)
+	if h == nil {
+		return dest, 0
+	}
+	return dest, h.gen
+}
+
+// Settle decides a handover of owner from region from to dest with generation gen whose request
+// failed (cluster.go).
+func (s *Server) Settle(owner string, from, dest Region, gen uint32) bool {
+	handed, _ := s.settle(owner, from, dest, gen)
+	return handed
+}

@@ -213,14 +213,19 @@ func (a *regionApp) accept(w *peer.World, h handoff) bool {
 }
 
 // handedAway ends a handover on the source: the destination holds the avatar (ok) or refused it.
-func (a *regionApp) handedAway(w *peer.World, owner string, dest Region, ok bool) {
+func (a *regionApp) handedAway(w *peer.World, owner string, dest Region, fenced bool, gen uint32, ok bool) {
 	in := a.byOwner[owner]
 	if in == nil {
 		return
 	}
 	if !ok {
-		// Back inside: the next tick does not try again at once.
+		// Back inside: the next tick does not try again at once. When the source fenced the
+		// handover's generation in the residence record (settle), the avatar keeps it, and its
+		// next handover claims one more; otherwise the record still names its own.
 		in.handing = false
+		if fenced {
+			in.gen = max(in.gen, gen)
+		}
 		if v, okv := w.Get(in.e, a.av.Pos); okv {
 			if p, okp := ParseVec(v); okp {
 				p.X = min(max(p.X, a.r.Min.X), a.r.Max.X-1)

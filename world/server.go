@@ -28,6 +28,11 @@ const (
 // ErrUnknownRegion reports a region outside the world.
 var ErrUnknownRegion = errors.New("world: no such region")
 
+// errClosing refuses a load once Close has begun: a region loaded then would be stopped without
+// its unload (no final checkpoint, its residents neither saved nor their residence records
+// removed) and its records would outlive the node (docs/protocol.md §11 "Cluster restart").
+var errClosing = errors.New("world: server closing")
+
 // ServerConfig configures a Server. Def and URL are required.
 type ServerConfig struct {
 	Def Def
@@ -76,6 +81,7 @@ type Server struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
+	closing bool // Close has begun: no more loads
 	regions map[signaling.RoomID]*regionRun
 	players map[string]*playerRec
 	pauses  []time.Duration // handover pauses, for HandoverPauses (bounded)
@@ -236,9 +242,9 @@ func (s *Server) load(ctx context.Context, r Region) error {
 			s.mu.Unlock()
 			return nil
 		case unloaded:
-			if s.ctx.Err() != nil {
+			if s.closing || s.ctx.Err() != nil {
 				s.mu.Unlock()
-				return s.ctx.Err()
+				return errClosing
 			}
 			rg.setState(loading)
 			s.mu.Unlock()
@@ -439,8 +445,21 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 	defer cancel()
 	s.loadPlayer(ctx, owner)
 	if s.cl != nil {
-		if dest, elsewhere := s.arrivalCluster(ctx, r, owner); elsewhere {
-			s.hint(ctx, rg, owner, idx, dest)
+		dest, gen, elsewhere, err := s.arrivalCluster(ctx, r, owner)
+		// The store did not answer (a node under load): try again, a second apart.
+		for try := 1; err != nil && try < arrivalTries; try++ {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			dest, gen, elsewhere, err = s.arrivalCluster(s.ctx, r, owner)
+		}
+		if err != nil {
+			return
+		}
+		if elsewhere {
+			s.hint(ctx, rg, owner, idx, dest, gen)
 			return
 		}
 	}
@@ -458,11 +477,20 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 	if dest == r {
 		return // accept told it
 	}
-	s.hint(ctx, rg, owner, idx, dest)
+	s.mu.Lock()
+	gen := uint32(0)
+	if p := s.players[owner]; p != nil && p.region == dest {
+		gen = p.gen
+	}
+	s.mu.Unlock()
+	s.hint(ctx, rg, owner, idx, dest, gen)
 }
 
-// hint tells member idx of rg, player owner, that it is resident in dest (gen 0: a hint).
-func (s *Server) hint(ctx context.Context, rg *regionRun, owner string, idx peer.PeerIndex, dest Region) {
+// hint tells member idx of rg, player owner, that it is resident in dest with generation gen
+// (0: not known, a hint a client takes only before it is resident anywhere). The generation is
+// the one dest holds the avatar with (the residence record's in a cluster): a client resident
+// with an older one follows it there, one with the same or a newer one knows better (§11).
+func (s *Server) hint(ctx context.Context, rg *regionRun, owner string, idx peer.PeerIndex, dest Region, gen uint32) {
 	s.mu.Lock()
 	p, a := rg.peer, rg.app
 	s.mu.Unlock()
@@ -471,16 +499,19 @@ func (s *Server) hint(ctx context.Context, rg *regionRun, owner string, idx peer
 	}
 	_ = p.Do(ctx, func(*peer.World) {
 		if a.members[idx] == owner && a.byOwner[owner] == nil {
-			a.tell[idx] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y)}, left: tellTimes}
+			a.tell[idx] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y), Gen: gen}, left: tellTimes}
 		}
 	})
 }
 
-// loadPlayer reads owner's saved data from the store when this process holds none.
+// loadPlayer reads owner's saved data from the store when this process holds none, and in a
+// cluster whenever the player is not resident on this node: another node may have had it since
+// this one saved it, and the store's copy is then the newer (the higher generation wins; equal,
+// this node's, which it wrote last).
 func (s *Server) loadPlayer(ctx context.Context, owner string) {
 	s.mu.Lock()
 	p := s.players[owner]
-	known := p != nil && (p.saved != nil || p.region.World != "")
+	known := p != nil && (p.region.World != "" || p.saved != nil && s.cl == nil)
 	s.mu.Unlock()
 	if known || s.kv == nil {
 		return
@@ -498,7 +529,7 @@ func (s *Server) loadPlayer(ctx context.Context, owner string) {
 		p = &playerRec{}
 		s.players[owner] = p
 	}
-	if p.saved == nil && p.region.World == "" {
+	if p.region.World == "" && (p.saved == nil || gen > p.gen) {
 		p.saved, p.gen = values, gen
 	}
 	s.mu.Unlock()
@@ -547,7 +578,8 @@ func (s *Server) arrive(r Region, owner string) (dest Region, h *handoff) {
 	}
 	dest = s.def.RegionAt(pos)
 	p.region = dest
-	return dest, &handoff{owner: owner, values: values, gen: p.gen + 1}
+	p.gen++ // the generation dest is to hold it with: never handed out twice, even if this fails
+	return dest, &handoff{owner: owner, values: values, gen: p.gen}
 }
 
 // left saves the data of a player gone from its region (in the store too).
@@ -566,11 +598,13 @@ func (s *Server) left(owner string, values [][]byte, gen uint32) {
 			defer s.wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if s.cl != nil {
-				s.unclaim(ctx, owner, was, gen)
-			}
+			// Saved first: a node that finds the record gone reads the saved data, and must
+			// read these values and this generation, not an older save's.
 			if err := s.kv.save(ctx, owner, values, gen); err != nil {
 				s.log.Warn().Err(err).Str("owner", owner).Msg("world: player data not saved in the store")
+			}
+			if s.cl != nil {
+				s.unclaim(ctx, owner, was, gen)
 			}
 		}()
 	}
@@ -622,10 +656,10 @@ func (s *Server) Player(owner string) (r Region, resident bool, saved [][]byte) 
 // the source (src, when from a region) how it went, and reports it. It runs on a goroutine of
 // its own.
 func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
-	ok := s.deliver(dest, h)
+	ok, fenced := s.deliver(from, dest, h)
 	s.mu.Lock()
 	if p := s.players[h.owner]; p != nil && ok {
-		p.region = dest
+		p.region, p.gen = dest, max(p.gen, h.gen)
 	} else if p != nil && src == nil {
 		p.region = Region{} // a first arrival that failed: the next arrival tries again
 	}
@@ -645,22 +679,31 @@ func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
 	if sp == nil {
 		return ok
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-	defer cancel()
-	_ = sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, ok) })
+	// Until the source's loop takes it (a Do that timed out was not queued): a source that never
+	// heard the outcome kept its copy, handing, beside the destination's for good.
+	for s.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		err := sp.Do(ctx, func(w *peer.World) { sa.handedAway(w, h.owner, dest, fenced, h.gen, ok) })
+		cancel()
+		if err == nil || errors.Is(err, peer.ErrClosed) {
+			break
+		}
+	}
 	return ok
 }
 
-func (s *Server) deliver(dest Region, h handoff) bool {
+// deliver hands h to dest; fenced: it did not, and the residence record names the source with
+// h's generation (settle).
+func (s *Server) deliver(from, dest Region, h handoff) (ok, fenced bool) {
 	node, remote, err := s.remote(s.ctx, dest)
 	if err != nil {
 		s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not placed")
-		return false
+		return false, false
 	}
 	if remote {
-		return s.deliverRemote(node, dest, h)
+		return s.deliverRemote(node, from, dest, h)
 	}
-	return s.deliverLocal(dest, h)
+	return s.deliverLocal(dest, h), false
 }
 
 // deliverLocal has the host of dest, a region of this process, accept h (in a cluster, once
@@ -669,6 +712,13 @@ func (s *Server) deliverLocal(dest Region, h handoff) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
 	defer cancel()
 	if s.cl != nil {
+		// Loaded before the claim: a claim is put back when the destination does not take the
+		// avatar, and a load is what fails under load (for up to DefaultLoadTimeout, while
+		// other hosts read the claim).
+		if err := s.load(ctx, dest); err != nil {
+			s.log.Warn().Err(err).Str("room", string(dest.Room())).Msg("world: handover destination not loaded")
+			return false
+		}
 		undo, err := s.claim(ctx, h.owner, dest, h.gen)
 		if err != nil {
 			s.log.Debug().Err(err).Str("room", string(dest.Room())).Str("owner", h.owner).Msg("world: residence not claimed")
@@ -726,17 +776,33 @@ func (s *Server) HandoverPauses() []time.Duration {
 // Close stops every region host, each checkpointed as at an unload.
 func (s *Server) Close() {
 	s.stopCluster()
-	s.mu.Lock()
-	var up []*regionRun
-	for _, rg := range s.regions {
-		if rg.state == loaded {
-			rg.setState(unloading)
-			up = append(up, rg)
+	// No load starts from here on (errClosing); a load under way is waited for and unloaded
+	// like the others, so that every region host this node ran ends checkpointed, its residents
+	// saved and their records removed.
+	for {
+		s.mu.Lock()
+		s.closing = true
+		var up []*regionRun
+		var starting []chan struct{}
+		for _, rg := range s.regions {
+			switch rg.state {
+			case loaded:
+				rg.setState(unloading)
+				up = append(up, rg)
+			case loading:
+				starting = append(starting, rg.changed)
+			}
 		}
-	}
-	s.mu.Unlock()
-	for _, rg := range up {
-		s.unload(rg)
+		s.mu.Unlock()
+		if len(up) == 0 && len(starting) == 0 {
+			break
+		}
+		for _, rg := range up {
+			s.unload(rg)
+		}
+		for _, ch := range starting {
+			<-ch // a load ends within DefaultLoadTimeout
+		}
 	}
 	s.cancel()
 	s.wg.Wait()

@@ -311,6 +311,39 @@ test('WorldClient: when the resident host forgets the input sequence (a restart)
   assert.deepEqual(south.inputs[0].data, [...tiles.walkInput({ x: 9, y: 9 })]);
 });
 
+test('WorldClient: after a whole cluster\'s restart a host redirects the player out of its view with the residence record\'s generation: it follows a newer one, drops an older one, and takes it from the region\'s own host or the resident region\'s only', async (t) => {
+  const { c, rooms } = setup(t);
+  await c.start();
+  const r = rooms.get('tiles.3.3');
+  r.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 4, ack: 0 }));
+  await until('the view joined', () => [...c.regions.values()].filter((x) => x.state === 'joined').length === 9);
+  for (let i = 0; i < 3; i++) c.input(tiles.walkInput({ x: i, y: 0 }));
+  r.hostSays(MSG_ACK, u32(2));
+  // The cluster restarted; the record names (7, 7) with generation 5: a neighbour's host says so.
+  // The player follows (7, 7) (a generation-0 word, what a restarted host used to send, was
+  // dropped, and the player stayed for ever in (3, 3), which no host held it in), and takes
+  // nothing from a third host (a claim may yet be put back): its own host will say it.
+  rooms.get('tiles.2.3').hostSays(MSG_RESIDENT, encodeResident({ x: 7, y: 7, gen: 5, ack: 0 }));
+  assert.deepEqual(c.resident, { x: 3, y: 3 });
+  assert.ok(c.regions.has('7,7'), 'the redirect\'s region is followed');
+  assert.deepEqual(c.queue.pending().map((p) => p.seq), [3]);
+  // An older word (a generation below the player's) is not followed.
+  rooms.get('tiles.3.4').hostSays(MSG_RESIDENT, encodeResident({ x: 6, y: 0, gen: 3, ack: 0 }));
+  assert.ok(!c.regions.has('6,0'));
+  await until('(7, 7) joined', () => c.regions.get('7,7')?.state === 'joined');
+  // (7, 7)'s own host holds the player, restored from its saved data with ack 0: resident there,
+  // the waiting input numbered 1.
+  const far = rooms.get('tiles.7.7');
+  far.hostSays(MSG_RESIDENT, encodeResident({ x: 7, y: 7, gen: 5, ack: 0 }));
+  assert.deepEqual(c.resident, { x: 7, y: 7 });
+  assert.deepEqual(c.queue.pending().map((p) => p.seq), [1]);
+  assert.equal(far.inputs.at(-1)?.seq, 1);
+  // The resident region's host names another region with a newer generation: taken at once.
+  far.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 6, ack: 0 }));
+  assert.deepEqual(c.resident, { x: 3, y: 3 });
+  assert.deepEqual(c.queue.pending().map((p) => p.seq), [1]);
+});
+
 test('WorldClient: a region whose host went away is loaded again until the server answers', async (t) => {
   const { c, rooms, loads } = setup(t, { opts: { reloadEveryMs: 20 } });
   await c.start();

@@ -43,6 +43,8 @@ export const RELOAD_EVERY_MS = 1000;
 export const RELOAD_TRIES = 60;
 /** How long a region whose load or join failed waits before the client tries it again. */
 export const RETRY_MS = 3000;
+/** How long a redirected client follows the region it was redirected to without a word of its host. */
+export const REDIRECT_MS = 15000;
 
 /**
  * What a room client must offer the world client (a Peer does).
@@ -82,6 +84,7 @@ export const RETRY_MS = 3000;
  * @property {number} [leaveGraceMs] default LEAVE_GRACE_MS
  * @property {number} [resendMs] default RESEND_MS
  * @property {number} [retryMs] default RETRY_MS
+ * @property {number} [redirectMs] default REDIRECT_MS
  * @property {number} [reloadEveryMs] default RELOAD_EVERY_MS
  * @property {typeof fetch} [fetch]
  * @property {import('./peer.js').LogFunc} [log]
@@ -179,6 +182,8 @@ export class WorldClient {
     this.resident = null;
     /** The avatar generation of the newest `resident` message taken. */
     this.gen = 0;
+    /** @type {{key: string, until: number} | null} a region a third host says the player is resident in, followed until its own host says so */
+    this.redirect = null;
     /** "user/device" as the rooms know this player (the first room's peerId once joined). */
     this.self = opts.user ? `${opts.user}/${this.device}` : '';
     /** @type {ReplayQueue<{data: Uint8Array, sentAt: number}>} inputs not acknowledged yet */
@@ -393,12 +398,22 @@ export class WorldClient {
 
   /**
    * A region host says the player is resident in (m.x, m.y) with generation m.gen and inputs up to
-   * m.ack applied. Before the player is resident anywhere, any host's word is taken (a host where
-   * the player is not resident names the region with generation 0). After that, another region
-   * is taken only with a newer generation: the destination of a handover, or its source naming
-   * the destination (both say generation + 1). An older word — the source's periodic message
-   * overtaken by the destination's, a watched host's generation-0 word sent before the player
-   * arrived there — is dropped.
+   * m.ack applied. Before the player is resident anywhere, any host's word is taken (a host that
+   * knows no generation names the region with generation 0). After that, another region is taken
+   * only with a newer generation: the destination of a handover, its source naming the
+   * destination (both say generation + 1), or any region's host that read the player's residence
+   * record, which carries its generation (after a whole cluster's restart the player may be
+   * resident out of this client's view: docs/protocol.md §11 "Cluster restart"). The generation
+   * grows at every handover and arrival and never goes below the record's, which survives the
+   * restart, so an older word — the source's periodic message overtaken by the destination's, a
+   * redirect read before the player moved on — was true before the newest word taken and never
+   * after: dropping it is safe and strands no one. A newer word is taken from the named region's
+   * own host (it holds the avatar) or the resident region's (a handover's source, which names the
+   * destination once it holds the avatar, or a restarted host that no longer holds it); a third
+   * region's host read the record, which a claim writes before the destination takes the avatar
+   * (and puts back if it does not), so that region is only followed (a redirect, kept
+   * REDIRECT_MS), and its own host says the rest. Only the named region's own host renumbers the
+   * inputs (takeResidentAck): another host's ack is only old.
    * @param {FollowedRegion} r the region whose host said it
    * @param {{x: number, y: number, gen: number, ack: number}} m
    */
@@ -415,6 +430,12 @@ export class WorldClient {
       return;
     }
     if (this.resident && m.gen <= this.gen) return;
+    if (this.resident && r.key !== toKey && r.key !== curKey) {
+      this.redirect = { key: toKey, until: now() + (this.opts.redirectMs ?? REDIRECT_MS) };
+      this.refollow();
+      return;
+    }
+    this.redirect = null;
     const from = this.resident;
     this.resident = to;
     this.gen = Math.max(this.gen, m.gen);
@@ -474,6 +495,15 @@ export class WorldClient {
     const d = this.dir;
     if (!d || !this.resident || this.stopped) return;
     const plan = followPlan(d, this.resident, this.view, this.regions.keys());
+    const rd = this.redirect && now() < this.redirect.until ? this.redirect.key : '';
+    if (rd) {
+      plan.leave = plan.leave.filter((k) => k !== rd);
+      if (!this.regions.has(rd) && !plan.join.some((c) => cellKey(c) === rd)) {
+        const [x, y] = rd.split(',').map(Number);
+        plan.want.push({ x, y });
+        plan.join.push({ x, y });
+      }
+    }
     for (const c of plan.want) {
       const t = this.leaving.get(cellKey(c));
       if (t !== undefined) {
