@@ -1,45 +1,26 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 	"github.com/concordrtc/concord/internal/testkit/testcert"
 )
-
-// lockedBuffer is a bytes.Buffer a logger and a test may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestHTTPErrorsInServerLog: net/http's own complaints — here a plain-HTTP request to the TLS
 // listener, which any port scan causes — reach the server's structured log (component http,
 // debug for a failed handshake) instead of net/http's default of a bare line on stderr.
 func TestHTTPErrorsInServerLog(t *testing.T) {
 	certFile, keyFile, _ := testcert.Write(t, net.ParseIP("127.0.0.1"))
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	s, err := New(Options{Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile, Network: Network{LoopbackOnly: true},
 		Logger: zerolog.New(&logs).Level(zerolog.DebugLevel)})
 	if err != nil {

@@ -1,10 +1,10 @@
 package signaling
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 	"io"
 	"net"
 	"net/http"
@@ -79,30 +79,12 @@ func checkNoGoroutines(t testing.TB) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex // guards the following fields
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type testEnv struct {
 	t    *testing.T
 	srv  *Server
 	hs   *httptest.Server
 	url  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	// conns holds each client's TCP connection (*Client → net.Conn), for kill.
 	conns sync.Map
 }
@@ -118,7 +100,7 @@ func newEnv(t *testing.T, cfg Config) *testEnv {
 func newEnvWith(t *testing.T, cfg Config, adjust func(*httptest.Server)) *testEnv {
 	t.Helper()
 	t.Cleanup(func() { checkNoGoroutines(t) })
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cfg.Logger = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	if cfg.PingInterval == 0 {
 		cfg.PingInterval = 100 * time.Millisecond

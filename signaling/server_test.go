@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -575,7 +576,7 @@ func TestOpenModeWarning(t *testing.T) {
 	if !strings.Contains(e.logs.String(), `"level":"warn"`) {
 		t.Fatalf("warning not at warn level:\n%s", e.logs.String())
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	closed := New(Config{Secret: []byte("0123456789abcdef0123456789abcdef"), Logger: zerolog.New(&logs)})
 	_ = closed.Close()
 	if strings.Contains(logs.String(), "OPEN") {
@@ -925,7 +926,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("metrics = %v, want %v", got, want)
 	}
 	// A second server on the same registry logs an error instead of panicking.
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s2 := New(Config{Registerer: reg, Logger: zerolog.New(&logs)})
 	_ = s2.Close()
 	if !strings.Contains(logs.String(), "registering metric") {

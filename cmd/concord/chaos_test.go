@@ -34,6 +34,7 @@ import (
 	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/harness/migrationcheck"
 	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
@@ -372,7 +373,7 @@ func reportViolations(t *testing.T, violations []string) {
 type hostProcess struct {
 	cmd    *exec.Cmd
 	waited chan struct{}
-	out    syncBuffer
+	out    syncbuf.Buffer
 }
 
 func startHostProcess(t *testing.T, bin, url string) *hostProcess {
@@ -395,24 +396,7 @@ func (h *hostProcess) kill() error {
 	return err
 }
 
-func (h *hostProcess) output() []byte { return h.out.bytes() }
-
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
+func (h *hostProcess) output() []byte { return h.out.Bytes() }
 
 func readChaosView(ctx context.Context, p *peer.Peer) (*chaosView, error) {
 	var v *chaosView

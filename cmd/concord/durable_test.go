@@ -28,6 +28,7 @@ import (
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/harness/migrationcheck"
 	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
@@ -225,7 +226,7 @@ func TestServeBadScene(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := zerolog.New(&logs).Level(zerolog.WarnLevel)
 	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", DedicatedHost: true, Data: dir,
 		Scenes: map[signaling.RoomID]string{"broken": bad, "good": good, "stale": good}}, log)
@@ -250,7 +251,7 @@ func TestServeBadScene(t *testing.T) {
 		}
 		return nil
 	})
-	msg := logs.bytes()
+	msg := logs.Bytes()
 	for _, err := range []error{verr, cerr} {
 		want, _ := json.Marshal(err.Error()) // as the JSON log quotes it
 		if !bytes.Contains(msg, want[1:len(want)-1]) {

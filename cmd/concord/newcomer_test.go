@@ -18,13 +18,11 @@ import (
 
 	"github.com/concordrtc/concord/internal/durable"
 	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 	"github.com/concordrtc/concord/internal/testkit/testcert"
 	"github.com/concordrtc/concord/server"
 	"github.com/concordrtc/concord/signaling"
 )
-
-// String is what was written so far (syncBuffer: chaos_test.go).
-func (s *syncBuffer) String() string { return string(s.bytes()) }
 
 // startResult runs startServer in a goroutine and gives its result.
 func startResult(ctx context.Context, o server.Options, log zerolog.Logger) <-chan error {
@@ -88,7 +86,7 @@ func TestServeNATSLog(t *testing.T) {
 	url := strings.Replace(ns.ClientURL(), "nats://", "nats://u:hunter2@", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0", "--nats", url, "--dedicated-host=false", "--node-name", "n1"}, io.Discard, &logs)
@@ -121,7 +119,7 @@ func TestServeNATSLog(t *testing.T) {
 // routes lead nowhere never gets its quorum, for up to two minutes) ends as soon as its context
 // does (SIGINT/SIGTERM cancel it in run), and cmdServe then exits cleanly.
 func TestServeStartupInterrupted(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -230,7 +228,7 @@ func TestBotsWithSecretNoWarnings(t *testing.T) {
 	t.Setenv("CONCORD_TOKEN", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var serveLog syncBuffer
+	var serveLog syncbuf.Buffer
 	s, err := startServer(ctx, server.Options{Addr: "127.0.0.1:0", Room: "arena", DedicatedHost: true, Secret: secret}, zerolog.New(&serveLog).Level(zerolog.InfoLevel))
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +247,7 @@ func TestBotsWithSecretNoWarnings(t *testing.T) {
 
 	botCtx, stopBots := context.WithCancel(ctx)
 	defer stopBots()
-	var out, botLog syncBuffer
+	var out, botLog syncbuf.Buffer
 	bots := make(chan error, 1)
 	go func() {
 		bots <- cmdBot(botCtx, []string{"--server", s.url, "-n", "3", "--move-for", "2s"}, &out, &botLog)
@@ -296,16 +294,16 @@ func TestBotCA(t *testing.T) {
 		t.Fatalf("url %s", s.url)
 	}
 
-	err = cmdBot(ctx, []string{"--server", s.url, "-n", "1", "--log-level", "error"}, &syncBuffer{}, &syncBuffer{})
+	err = cmdBot(ctx, []string{"--server", s.url, "-n", "1", "--log-level", "error"}, &syncbuf.Buffer{}, &syncbuf.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a bot without --ca: %v, want a certificate error", err)
 	}
 
 	botCtx, stopBots := context.WithCancel(ctx)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	bots := make(chan error, 1)
 	go func() {
-		bots <- cmdBot(botCtx, []string{"--server", s.url, "-n", "1", "--ca", certFile, "--move-for", "1s", "--log-level", "error"}, &out, &syncBuffer{})
+		bots <- cmdBot(botCtx, []string{"--server", s.url, "-n", "1", "--ca", certFile, "--move-for", "1s", "--log-level", "error"}, &out, &syncbuf.Buffer{})
 	}()
 	waitBots(t, &out, bots, "1/1 synced")
 	stopBots()
@@ -335,7 +333,7 @@ func TestBotsShareOneToken(t *testing.T) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.wait(ctx) }()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	bots := make(chan error, 1)
 	go func() {
 		bots <- cmdBot(ctx, []string{"--server", s.url, "-n", "3", "--token", token, "--move-for", "1s"}, &out, zerolog.NewTestWriter(t))
@@ -381,7 +379,7 @@ func TestBotIdentities(t *testing.T) {
 
 // waitBots waits until the last status line cmdBot printed to out says every one of want, and
 // fails t if the bots stop first.
-func waitBots(t *testing.T, out *syncBuffer, bots <-chan error, want ...string) {
+func waitBots(t *testing.T, out *syncbuf.Buffer, bots <-chan error, want ...string) {
 	t.Helper()
 	poll.Until(t, 60*time.Second, "bots: "+strings.Join(want, ", "), func() error {
 		select {

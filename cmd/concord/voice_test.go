@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 	"github.com/concordrtc/concord/server"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestServeVoice(t *testing.T) {
 	s := startTestServer(t, server.Options{DedicatedHost: true, Voice: server.Voice{On: true, Radius: 6000}})
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out syncbuf.Buffer
 	bots := make(chan error, 1)
 	go func() {
 		bots <- cmdBot(ctx, []string{"--server", s.url, "-n", "3", "--voice", "../../testdata/voice/silence.ogg", "--log-level", "error"}, &out, io.Discard)

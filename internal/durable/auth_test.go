@@ -23,6 +23,7 @@ import (
 
 	"github.com/concordrtc/concord/crdt"
 	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 	"github.com/concordrtc/concord/internal/testkit/testcert"
 	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
@@ -418,7 +419,7 @@ func TestRouteTLSVerifiesPeers(t *testing.T) {
 	cert, key := writeRouteCert(t)
 	ports := freePorts(t, 2)
 	var nodes []*Store
-	logs := []*lockedBuffer{{}, {}}
+	logs := []*syncbuf.Buffer{{}, {}}
 	for i := range 2 {
 		st := &Store{log: zerolog.New(logs[i]), cfg: Config{Dir: t.TempDir(), NodeName: fmt.Sprintf("n%d", i+1), Timeout: 10 * time.Second, Linger: time.Millisecond,
 			Cluster: ClusterConfig{Name: "test", Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), Routes: []string{fmt.Sprintf("nats-route://127.0.0.1:%d", ports[1-i])},
@@ -476,24 +477,6 @@ func strangerTLS(t *testing.T, name string, routes []*url.URL, cert, key string)
 	}
 	tc.ClientAuth, tc.RootCAs = tls.RequireAndVerifyClientCert, tc.ClientCAs
 	return startStranger(t, name, routes, tc)
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use (a logger's writer read by a test).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestExternalNATSAuth: a store connects to an external NATS that requires authentication with a

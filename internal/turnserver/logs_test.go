@@ -1,12 +1,10 @@
 package turnserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +13,14 @@ import (
 
 	"github.com/concordrtc/concord/internal/pionlog"
 	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer that pion's goroutines and the test may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // pion's own errors (here: a binding request with an unknown comprehension-required attribute,
 // which pion logs at error) reach the server's zerolog stream as JSON with a timestamp, the
 // server's component and pion's scope, not on stderr.
 func TestPionLogsThroughZerolog(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	s, err := New(Config{
 		Addr: "127.0.0.1:0", MinPort: testMinPort, MaxPort: testMaxPort,
 		Logger: zerolog.New(&out).With().Timestamp().Logger(), // trace: pion's info must still be filtered

@@ -99,9 +99,9 @@ func startBrowserOf(t *testing.T, ns netlab.NS, user, browser string, flags ...s
 			return nil
 		}
 		if p.exited() {
-			return fmt.Errorf("lab.mjs exited (%v): %s", p.err, p.out.tail(5))
+			return fmt.Errorf("lab.mjs exited (%v): %s", p.err, tail(&p.out, 5))
 		}
-		return fmt.Errorf("not yet: %s", p.out.tail(2))
+		return fmt.Errorf("not yet: %s", tail(&p.out, 2))
 	})
 	return p
 }

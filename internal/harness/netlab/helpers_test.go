@@ -1,7 +1,6 @@
 package netlab_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/concordrtc/concord/internal/harness/netlab"
 	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/internal/testkit/syncbuf"
 )
 
 // The server every scenario starts, with the flags of README's "Deploy".
@@ -59,7 +59,7 @@ func concord(t *testing.T) string {
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	out  syncBuffer
+	out  syncbuf.Buffer
 	done chan struct{}
 	err  error
 }
@@ -73,7 +73,7 @@ func start(t *testing.T, ns netlab.NS, name, bin string, args ...string) *proc {
 // startEnv is start with extra environment variables.
 func startEnv(t *testing.T, ns netlab.NS, env []string, name, bin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, done: make(chan struct{})}
+	p := &proc{name: name, done: make(chan struct{}), out: syncbuf.Buffer{Limit: 16 << 20}}
 	p.cmd = ns.Command(context.Background(), bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
@@ -91,7 +91,7 @@ func startEnv(t *testing.T, ns netlab.NS, env []string, name, bin string, args .
 			_ = os.WriteFile(filepath.Join(d, fmt.Sprintf("%s-%d.log", name, p.cmd.Process.Pid)), []byte(p.out.String()), 0o644)
 		}
 		if t.Failed() {
-			t.Logf("--- %s (%s %s), last output:\n%s", name, ns, strings.Join(args, " "), p.out.tail(40))
+			t.Logf("--- %s (%s %s), last output:\n%s", name, ns, strings.Join(args, " "), tail(&p.out, 40))
 		}
 	})
 	return p
@@ -127,29 +127,10 @@ func (p *proc) exited() bool {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() > 16<<20 {
-		return len(p), nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // tail returns the last n lines, of which at most the last is a browser's status line.
-func (s *syncBuffer) tail(n int) string {
-	all := strings.Split(strings.TrimRight(s.String(), "\n"), "\n")
+// tail returns the last n lines of b, of which at most the last is a browser's status line.
+func tail(b *syncbuf.Buffer, n int) string {
+	all := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	lines := all[:0:0]
 	for i, l := range all {
 		if !strings.HasPrefix(l, "status ") || i == len(all)-1 {
@@ -179,7 +160,7 @@ func (p *proc) waitHealthy(t *testing.T, base string, d time.Duration) {
 	t.Helper()
 	waitFor(t, d, p.name+" to answer /healthz", func() error {
 		if p.exited() {
-			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.out.tail(20))
+			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, tail(&p.out, 20))
 		}
 		resp, err := http.Get(base + "/healthz")
 		if err != nil {

@@ -87,10 +87,10 @@ func TestLabVoice(t *testing.T) {
 	live := func() error {
 		var err error
 		if sa, err = lastVoice(a); err != nil {
-			return fmt.Errorf("alice: %w (%s)", err, a.out.tail(2))
+			return fmt.Errorf("alice: %w (%s)", err, tail(&a.out, 2))
 		}
 		if sc, err = lastVoice(c); err != nil {
-			return fmt.Errorf("carol: %w (%s)", err, c.out.tail(2))
+			return fmt.Errorf("carol: %w (%s)", err, tail(&c.out, 2))
 		}
 		if sa.Voice.State != "live" || sc.Voice.State != "live" {
 			return fmt.Errorf("voice: alice %s (%s), carol %s (%s)", sa.Voice.State, sa.Voice.Note, sc.Voice.State, sc.Voice.Note)
@@ -132,7 +132,7 @@ func TestLabVoice(t *testing.T) {
 	waitFor(t, 30*time.Second, "the Go listener behind NAT C to hear alice and carol", func() error {
 		m := botVoiceLine.FindAllStringSubmatch(bot.out.String(), -1)
 		if len(m) == 0 {
-			return fmt.Errorf("no voice summary yet: %s", bot.out.tail(2))
+			return fmt.Errorf("no voice summary yet: %s", tail(&bot.out, 2))
 		}
 		last := m[len(m)-1]
 		if n, _ := strconv.Atoi(last[2]); last[3] != "2" || n < 100 {
