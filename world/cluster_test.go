@@ -340,22 +340,7 @@ func TestWorldCluster(t *testing.T) {
 // generation: exactly one claim passes; a lower generation is refused afterwards, a higher one
 // passes (the player handed on).
 func TestWorldResidenceClaim(t *testing.T) {
-	st, err := durable.Open(durable.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	def := tiles.Def()
-	var srvs [2]*world.Server
-	for i, node := range []string{"a", "b"} {
-		s, err := world.NewServer(world.ServerConfig{Def: def, Store: st, Node: node,
-			Cluster: &world.Cluster{Conn: st.Conn(), Owner: func(context.Context, world.Region) (string, error) { return node, nil }}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		srvs[i] = s
-	}
+	srvs, def := twoClaimingNodes(t), tiles.Def()
 	ctx := context.Background()
 	for round := range 20 {
 		owner := "p" + string(rune('a'+round))
@@ -402,22 +387,7 @@ func TestWorldResidenceClaim(t *testing.T) {
 // (without it, the source kept its avatar and the destination, claiming a moment later, made a
 // second one).
 func TestWorldHandoverSettle(t *testing.T) {
-	st, err := durable.Open(durable.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	def := tiles.Def()
-	var srvs [2]*world.Server
-	for i, node := range []string{"a", "b"} {
-		s, err := world.NewServer(world.ServerConfig{Def: def, Store: st, Node: node,
-			Cluster: &world.Cluster{Conn: st.Conn(), Owner: func(context.Context, world.Region) (string, error) { return node, nil }}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		srvs[i] = s
-	}
+	srvs, def := twoClaimingNodes(t), tiles.Def()
 	a, b := srvs[0], srvs[1]
 	ctx := context.Background()
 	src, _ := def.Region(0, 0)
@@ -446,4 +416,26 @@ func TestWorldHandoverSettle(t *testing.T) {
 	if got := a.Residence(ctx, "q"); got != "a tiles.0.0 2" {
 		t.Fatalf("record %q", got)
 	}
+}
+
+// twoClaimingNodes is two world nodes, a and b, on one store, each owning every region (so that
+// both may claim any player), closed when the test ends.
+func twoClaimingNodes(t *testing.T) [2]*world.Server {
+	t.Helper()
+	st, err := durable.Open(durable.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	var srvs [2]*world.Server
+	for i, node := range []string{"a", "b"} {
+		s, err := world.NewServer(world.ServerConfig{Def: tiles.Def(), Store: st, Node: node,
+			Cluster: &world.Cluster{Conn: st.Conn(), Owner: func(context.Context, world.Region) (string, error) { return node, nil }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		srvs[i] = s
+	}
+	return srvs
 }
