@@ -25,7 +25,8 @@ Usage:
                 [--voice FILE.ogg | --voice-listen]
   concord bench fanout [-n 8] [-m 100] [-duration 10s]              host → N bots over pion vs raw pion
   concord bench migration [-peers 32] [-entities 10000] [-trials 20]  SIGKILL the host, measure the pause
-  concord bench joins [-n 512]                                      N bots join one serve at once: time until synced
+  concord bench joins [-n 512] [-procs P]                           N bots (in bot processes of 256) join one serve at once: time until synced
+  concord bench latejoin [-entities 10000] [-joins 20]              members join a full room one after another: joined → synced, step by step
   concord bench voice [-publishers 8] [-listeners 32]               speakers × listeners through the voice forwarder vs raw pion
   concord bench signaling [-rate 4000]                              joins/s and memory per member vs a bare websocket echo server
   concord bench idle [-n 256]                                       idle members' cost vs as many raw pion links
