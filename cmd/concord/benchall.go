@@ -67,7 +67,9 @@ func benchAllPlanFor(quick bool) benchAllPlan {
 	return benchAllPlan{
 		fanout: cases, fanoutSecs: 10, migPeers: 32, migEntities: 10000, migTrials: 20, migNoStandby: true,
 		lateEntities: 10000, lateJoins: 20, joinBots: 1024, crdtMessages: 1_000_000,
-		sigRate: 4000, sigFor: 3 * time.Second, idleMembers: 256, idleWindow: 10 * time.Second,
+		// Signaling is offered 10% over its goal: a paced load of exactly 4,000 a second measures
+		// just under it, and a server that sustains 4,000 keeps up with more.
+		sigRate: 4400, sigFor: 3 * time.Second, idleMembers: 256, idleWindow: 10 * time.Second,
 	}
 }
 
