@@ -445,49 +445,6 @@ func isCookieEcho(raw []byte) bool {
 	return len(raw) > packetHeaderSize && chunkType(raw[packetHeaderSize]) == ctCookieEcho
 }
 
-// copyingConnPair is createUDPConnPair whose ends copy what they deliver: dumbConn2 hands
-// the written slice itself to the other end, which item 5's write loop reuses for its next
-// packets (net.Conn.Write may not keep the bytes). onAToB sees each packet from a to b.
-func copyingConnPair(onAToB func([]byte)) (a, b *dumbConn2) {
-	conn0, conn1 := createUDPConnPair()
-	a, b = conn0.(*dumbConn2), conn1.(*dumbConn2)
-	a.setRemoteHandler(func(raw []byte) {
-		raw = append([]byte(nil), raw...)
-		if onAToB != nil {
-			onAToB(raw)
-		}
-		b.inboundHandler(raw)
-	})
-	b.setRemoteHandler(func(raw []byte) { a.inboundHandler(append([]byte(nil), raw...)) })
-
-	return a, b
-}
-
-// clientServer runs a client association on clientConn and a server on serverConn to
-// establishment.
-func clientServer(t *testing.T, clientConn, serverConn net.Conn) (client, server *Association) {
-	t.Helper()
-	lf := logging.NewDefaultLoggerFactory()
-	serverCh := make(chan *Association, 1)
-	go func() {
-		a, err := ServerWithOptions(WithNetConn(serverConn), WithLoggerFactory(lf))
-		if err != nil {
-			t.Error(err)
-		}
-		serverCh <- a
-	}()
-	client, err := ClientWithOptions(WithNetConn(clientConn), WithLoggerFactory(lf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if server = <-serverCh; server == nil {
-		_ = client.Close()
-		t.FailNow()
-	}
-
-	return client, server
-}
-
 // TestLateCookieEchoDoesNotHangAbort (item 10): a COOKIE-ECHO of the finished handshake (a
 // peer's T1-cookie retransmission) read while Abort tears the association down — its ABORT
 // write failed, so the write loop ended without closing closeWriteLoopCh and left the state
@@ -495,15 +452,35 @@ func clientServer(t *testing.T, clientConn, serverConn net.Conn) (client, server
 // in closed and blocked in completeHandshake, holding the lock, sending a second handshake
 // result nobody receives: the read loop never ended and Abort waited for it forever.
 func TestLateCookieEchoDoesNotHangAbort(t *testing.T) {
+	conn0, conn1 := createUDPConnPair()
 	var cookieEcho atomic.Pointer[[]byte]
-	c0, conn1 := copyingConnPair(func(raw []byte) {
+	c0 := conn0.(*dumbConn2)
+	c1 := &failingConn{dumbConn2: conn1.(*dumbConn2)}
+	c0.setRemoteHandler(func(raw []byte) {
 		if isCookieEcho(raw) {
-			cookieEcho.Store(&raw)
+			cp := append([]byte(nil), raw...)
+			cookieEcho.Store(&cp)
 		}
+		c1.inboundHandler(raw)
 	})
-	c1 := &failingConn{dumbConn2: conn1}
-	client, server := clientServer(t, c0, c1)
+	lf := logging.NewDefaultLoggerFactory()
+	serverCh := make(chan *Association, 1)
+	go func() {
+		a, err := ServerWithOptions(WithNetConn(c1), WithLoggerFactory(lf))
+		if err != nil {
+			t.Error(err)
+		}
+		serverCh <- a
+	}()
+	client, err := ClientWithOptions(WithNetConn(c0), WithLoggerFactory(lf))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer client.Close() //nolint:errcheck
+	server := <-serverCh
+	if server == nil {
+		t.FailNow()
+	}
 	if cookieEcho.Load() == nil {
 		t.Fatal("no COOKIE-ECHO seen")
 	}
@@ -527,15 +504,17 @@ func TestLateCookieEchoDoesNotHangAbort(t *testing.T) {
 // completeHandshake on a live association returns at once instead of blocking, holding the
 // lock, on a channel nobody receives from any more.
 func TestCompleteHandshakeOnce(t *testing.T) {
-	c0, c1 := copyingConnPair(nil)
-	client, server := clientServer(t, c0, c1)
-	defer client.Close() //nolint:errcheck
-	defer server.Close() //nolint:errcheck
+	a0, a1, err := createAssocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a0.Close() //nolint:errcheck
+	defer a1.Close() //nolint:errcheck
 	done := make(chan bool, 1)
 	go func() {
-		client.lock.Lock()
-		defer client.lock.Unlock()
-		done <- client.completeHandshake(nil)
+		a0.lock.Lock()
+		defer a0.lock.Unlock()
+		done <- a0.completeHandshake(nil)
 	}()
 	select {
 	case delivered := <-done:
