@@ -367,7 +367,6 @@ type Association struct {
 	awakeWriteLoopCh     chan struct{}
 	closeWriteLoopCh     chan struct{}
 	handshakeCompletedCh chan error
-	handshakeDone        bool // CONCORD-PATCH: completeHandshake ran once (under lock)
 
 	closeWriteLoopOnce sync.Once
 
@@ -954,7 +953,6 @@ func (a *Association) initWithOutOfBandTokens(localInit *chunkInit, remoteInit *
 	a.setPeerInit(&remoteInit.chunkInitCommon)
 
 	a.ssthresh = a.RWND()
-	a.handshakeDone = true // CONCORD-PATCH: SNAP has no handshake result to deliver
 
 	if err := a.establish("init"); err != nil {
 		return err
@@ -2635,13 +2633,6 @@ func (a *Association) handleCookieEcho(pkt *packet, echo *chunkCookieEcho) []*pa
 		switch state {
 		case established:
 		case closed, cookieWait, cookieEchoed:
-			if a.handshakeDone {
-				// CONCORD-PATCH: closed after the handshake is an association being torn
-				// down (its write loop may have ended already), not a server awaiting its
-				// first COOKIE-ECHO: a late one (the peer's T1-cookie retransmission) must
-				// not re-establish it.
-				return nil
-			}
 			if err := a.establish("cookieEcho"); err != nil {
 				a.completeHandshake(err)
 
@@ -4922,16 +4913,7 @@ func (a *Association) SetMaxMessageSize(maxMsgSize uint32) {
 // completeHandshake sends the given error to  handshakeCompletedCh unless the read/write
 // side of the association closes before that can happen. It returns whether it was able
 // to send on the channel or not.
-//
-// CONCORD-PATCH: at most once, the caller holding the lock. The one receiver
-// (ClientContext, ServerWithOptions) takes one result; a second send would block,
-// holding the lock, until closeWriteLoopCh closes, which never happens once the write
-// loop has ended on a write error, so the read loop, and Abort waiting for it, hung.
 func (a *Association) completeHandshake(handshakeErr error) bool {
-	if a.handshakeDone {
-		return false
-	}
-	a.handshakeDone = true
 	select {
 	// Note: This is a future place where the user could be notified (COMMUNICATION UP)
 	case a.handshakeCompletedCh <- handshakeErr:
