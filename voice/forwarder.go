@@ -275,6 +275,7 @@ func (f *Forwarder) reselect(r *room) {
 			}
 		}
 		copy(s.speakers, next)
+		f.log.Debug().Str("room", string(r.id)).Str("listener", string(s.member)).Interface("speakers", next).Int("candidates", len(others)).Msg("voice slots")
 		f.sendSlots(s)
 	}
 	if !changed {
@@ -408,6 +409,9 @@ func (f *Forwarder) poll() {
 					return
 				}
 				for i, idx := range w.idx {
+					if r.pos[idx] != out[i] {
+						f.log.Debug().Str("room", string(w.room)).Uint64("peer", uint64(idx)).Interface("pos", out[i]).Msg("voice position")
+					}
 					r.pos[idx] = out[i]
 				}
 				f.reselect(r)

@@ -165,6 +165,7 @@ func (f *Forwarder) handlers(s *session) {
 			}
 			s.pub = p
 			p.muted.Store(s.muted)
+			f.log.Debug().Str("room", string(s.room)).Str("member", string(s.member)).Bool("muted", s.muted).Bool("listen", s.listen).Msg("voice microphone track")
 			if r := f.rooms[s.room]; r != nil {
 				f.reselect(r)
 			}
@@ -258,6 +259,7 @@ func (f *Forwarder) readChannel(s *session, rw datachannel.ReadWriteCloser) {
 		}
 		f.post(func() {
 			s.muted = muted
+			f.log.Debug().Str("room", string(s.room)).Str("member", string(s.member)).Bool("muted", muted).Bool("track", s.pub != nil).Msg("voice mute")
 			if s.pub == nil || s.ended {
 				return
 			}

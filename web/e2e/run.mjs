@@ -95,7 +95,7 @@ class Env {
   }
 
   async serve(extra = [], env = {}) {
-    this.server = this.proc('serve', ['serve', '--addr', `127.0.0.1:${this.port}`, '--data', '', ...extra], env);
+    this.server = this.proc('serve', ['serve', '--addr', `127.0.0.1:${this.port}`, '--data', '', '--log-level', 'debug', ...extra], env);
     await waitFor('the server to answer /healthz', 10000, async () => (await fetch(`${this.url}/healthz`)).ok);
     return this.server;
   }

@@ -147,7 +147,7 @@ class FakeChannel {
   open() { this.readyState = 'open'; this.onopen && this.onopen(); }
 }
 
-function fakePC() {
+function fakePC({ onRemote } = {}) {
   const made = [];
   class FakePC extends EventTarget {
     constructor(config) {
@@ -189,7 +189,10 @@ function fakePC() {
         this.dispatchEvent(new Event('icegatheringstatechange'));
       }, 5);
     }
-    async setRemoteDescription(d) { this.remote = d; }
+    async setRemoteDescription(d) {
+      this.remote = d;
+      if (onRemote) onRemote(this);
+    }
     close() { this.closed = true; }
   }
   return { FakePC, made };
@@ -281,6 +284,26 @@ test('join offers the mic sendrecv then K recvonly slots and a voice channel, co
   assert.equal(made.length, 2);
   await v.leave({ release: true });
   assert.equal(mic.tracks[0].stopped, true);
+});
+
+test('a slots message that runs before the answer is applied is kept (the channel opened first)', async () => {
+  // Chromium on a loaded machine: the forwarder's first mapping arrives on the channel before the
+  // task that resolves setRemoteDescription; the slots it names must stay named.
+  const { FakePC } = fakePC({
+    onRemote: (pc) => {
+      pc.channels[0].open();
+      pc.channels[0].onmessage({ data: '{"t":"slots","slots":{"1":"alice","2":null,"3":"carol"}}' });
+    },
+  });
+  const { f } = fakeFetch({ slots: ['sendonly', 'sendonly', 'inactive'] });
+  const changes = [];
+  const v = new VoiceClient({ room: 'arena', member: '3', slots: 3, RTCPeerConnection: /** @type {any} */ (FakePC),
+    fetch: /** @type {any} */ (f), getUserMedia: async () => /** @type {any} */ (new FakeStream()), onSlots: (c) => changes.push(...c) });
+  await v.join();
+  assert.equal(v.state, 'live');
+  assert.deepEqual(v.table.members(), ['alice'], 'the accepted slot keeps alice; the refused one (carol) is gone');
+  assert.deepEqual([...v.table.speakers.keys()], ['1', '2']);
+  assert.deepEqual(changes.map((c) => [c.mid, c.to]), [['1', 'alice'], ['3', 'carol']]);
 });
 
 test('a listen-only answer (the mic refused) leaves the client not publishing, its track off even when unmuted', async () => {

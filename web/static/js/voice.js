@@ -188,6 +188,17 @@ export class SlotTable {
     return '';
   }
 
+  /**
+   * A table of only the given mids, each keeping the speaker it has here (a slot the answer
+   * accepted may already have been named by a `slots` message that came first).
+   * @param {Iterable<string>} mids
+   */
+  narrow(mids) {
+    const t = new SlotTable(mids);
+    for (const mid of t.speakers.keys()) t.speakers.set(mid, this.speakerOf(mid));
+    return t;
+  }
+
   /** The members the slots carry now. */
   members() {
     return [...this.speakers.values()].filter(Boolean);
@@ -410,6 +421,14 @@ export class VoiceClient {
         if (pc.connectionState === 'failed' || pc.connectionState === 'closed') this.end(`connection ${pc.connectionState}`);
       };
       await pc.setLocalDescription(await pc.createOffer());
+      // The table holds every offered slot from now on: the forwarder sends the whole mapping as
+      // soon as the channel opens, and a loaded page can run that message before the task that
+      // resolves setRemoteDescription below (Chromium, the second member to join: the only
+      // mapping it got named the first, and was lost). accept() keeps what it already says.
+      /** @type {string[]} */
+      const offered = [];
+      for (const t of this.slotTransceivers) if (t.mid) offered.push(t.mid);
+      this.table = new SlotTable(offered);
       await gathered(pc, o.gatherTimeoutMs ?? GATHER_TIMEOUT_MS);
       const offer = pc.localDescription;
       if (!offer) throw new Error('voice: no local description');
@@ -476,7 +495,7 @@ export class VoiceClient {
     /** @type {string[]} */
     const mids = [];
     for (const t of this.slotTransceivers) if (t.mid && dirs.has(t.mid) && dirs.get(t.mid) !== 'inactive') mids.push(t.mid);
-    this.table = new SlotTable(mids);
+    this.table = this.table.narrow(mids);
   }
 
   /**
