@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // startTestServer starts a server of o on a free loopback port, WebRTC on loopback, with
-// /metrics, and shuts it down when the test ends.
+// /metrics, and shuts it down when the test ends. Its log is the test's (warnings) unless o has
+// a Logger of its own.
 func startTestServer(t *testing.T, o Options) *Server {
 	t.Helper()
 	if o.Addr == "" {
@@ -18,7 +20,9 @@ func startTestServer(t *testing.T, o Options) *Server {
 	}
 	o.Metrics = true
 	o.Network.LoopbackOnly = true
-	o.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	if reflect.ValueOf(o.Logger).IsZero() {
+		o.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	}
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)

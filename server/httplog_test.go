@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -21,19 +20,7 @@ import (
 func TestHTTPErrorsInServerLog(t *testing.T) {
 	certFile, keyFile, _ := testcert.Write(t, net.ParseIP("127.0.0.1"))
 	var logs syncbuf.Buffer
-	s, err := New(Options{Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile, Network: Network{LoopbackOnly: true},
-		Logger: zerolog.New(&logs).Level(zerolog.DebugLevel)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
+	s := startTestServer(t, Options{TLSCert: certFile, TLSKey: keyFile, Logger: zerolog.New(&logs).Level(zerolog.DebugLevel)})
 	c, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -116,11 +116,7 @@ func (l *clusterLab) avatars(ctx context.Context, owner string) (int, error) {
 			}
 			r, _ := l.def.Region(x, y)
 			if err := node.Inspect(ctx, r.X, r.Y, func(w *peer.World) {
-				for _, e := range w.EntitiesOf(tiles.SchemaPlayer) {
-					if o, _ := w.Get(e, tiles.PlayerOwner); string(o) == owner {
-						n++
-					}
-				}
+				n += avatarsIn(w, owner)
 			}); err != nil {
 				return 0, err
 			}

@@ -215,11 +215,7 @@ func TestWorldLab(t *testing.T) {
 			}
 			var n int
 			if err := srv.Inspect(ctx, r.X, r.Y, func(w *peer.World) {
-				for _, e := range w.EntitiesOf(tiles.SchemaPlayer) {
-					if o, _ := w.Get(e, tiles.PlayerOwner); string(o) == c.Self() {
-						n++
-					}
-				}
+				n += avatarsIn(w, c.Self())
 			}); err != nil {
 				return err
 			}

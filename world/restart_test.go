@@ -136,11 +136,7 @@ func TestWorldRestartStaleResidence(t *testing.T) {
 		avatars := 0
 		for _, reg := range []world.Region{r, far} {
 			if err := n.srv.Inspect(ctx, reg.X, reg.Y, func(w *peer.World) {
-				for _, e := range w.EntitiesOf(tiles.SchemaPlayer) {
-					if o, _ := w.Get(e, tiles.PlayerOwner); string(o) == c.Self() {
-						avatars++
-					}
-				}
+				avatars += avatarsIn(w, c.Self())
 			}); err != nil {
 				return err
 			}

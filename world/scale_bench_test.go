@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime/pprof"
@@ -127,24 +126,11 @@ func startScaleWorld(b *testing.B, cols, rows int) *scaleWorld {
 		rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{"host"}, MaxMembers: 1024}
 	}
 	sig := signaling.New(signaling.Config{Rooms: rooms, Logger: zerolog.Nop(), MaxConns: 100000, MaxConnsPerAddr: 100000})
-	mux := http.NewServeMux()
-	hs := httptest.NewServer(mux)
-	cfg := world.ServerConfig{Def: sw.def, URL: hs.URL, Grace: time.Hour}
+	cfg := world.ServerConfig{Def: sw.def, Grace: time.Hour}
 	if sw.peer != nil {
 		cfg.HostConfig = func(room signaling.RoomID) (peer.Config, error) { return sw.peer(room), nil }
 	}
-	srv, err := world.NewServer(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mux.Handle("/api/worlds/", srv.Handler())
-	mux.Handle("/", sig.Handler())
-	b.Cleanup(func() {
-		srv.Close()
-		_ = sig.Close()
-		hs.Close()
-	})
-	sw.url, sw.srv = hs.URL, srv
+	sw.srv, sw.url = mountWorld(b, sig, cfg)
 	return sw
 }
 

@@ -76,21 +76,42 @@ func startWorldApp(t testing.TB, cfg world.ServerConfig, app inputRecorder) *tes
 		rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{"host"}}
 	}
 	sig := signaling.New(signaling.Config{Rooms: rooms, Logger: zerolog.Nop()})
+	cfg.Def = def
+	srv, url := mountWorld(t, sig, cfg)
+	return &testWorld{url: url, srv: srv, app: app}
+}
+
+// mountWorld serves a world.Server of cfg (its URL filled in) and sig's signaling on one
+// loopback HTTP server, all three closed when the test ends; it returns the server and the URL.
+func mountWorld(tb testing.TB, sig *signaling.Server, cfg world.ServerConfig) (*world.Server, string) {
+	tb.Helper()
 	mux := http.NewServeMux()
 	hs := httptest.NewServer(mux)
-	cfg.Def, cfg.URL = def, hs.URL
+	cfg.URL = hs.URL
 	srv, err := world.NewServer(cfg)
 	if err != nil {
-		t.Fatal(err)
+		hs.Close()
+		tb.Fatal(err)
 	}
 	mux.Handle("/api/worlds/", srv.Handler())
 	mux.Handle("/", sig.Handler())
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		srv.Close()
 		_ = sig.Close()
 		hs.Close()
 	})
-	return &testWorld{url: hs.URL, srv: srv, app: app}
+	return srv, hs.URL
+}
+
+// avatarsIn counts owner's player entities in w (a player holds exactly one in the world).
+func avatarsIn(w *peer.World, owner string) int {
+	n := 0
+	for _, e := range w.EntitiesOf(tiles.SchemaPlayer) {
+		if o, _ := w.Get(e, tiles.PlayerOwner); string(o) == owner {
+			n++
+		}
+	}
+	return n
 }
 
 func (tw *testWorld) join(t testing.TB, ctx context.Context, user string, start [2]int) *world.Client {
