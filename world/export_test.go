@@ -143,3 +143,21 @@ func (s *Server) Settle(owner string, from, dest Region, gen uint32) bool {
 	handed, _ := s.settle(owner, from, dest, gen)
 	return handed
 }
+
+// PlayerRecord returns the room owner is resident in by this Server's memory ("" while it is
+// not in the world) and the last generation handed out for it.
+func (s *Server) PlayerRecord(owner string) (signaling.RoomID, uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.players[owner]
+	if p == nil || p.region.World == "" {
+		if p == nil {
+			return "", 0
+		}
+		return "", p.gen
+	}
+	return p.region.Room(), p.gen
+}
+
+// ArrivalTries is arrivalTries.
+const ArrivalTries = arrivalTries

@@ -62,9 +62,11 @@ type regionApp struct {
 	byOwner map[string]*inhabitant
 	retire  map[peer.Entity]int // avatars handed away, despawned after this many more ticks
 	tell    map[peer.PeerIndex]*telling
-	ready   func()
-	swept   time.Time // the last sweep
-	saved   time.Time // the last save of the residents' data
+	// stranded: members whose arrival failed every try, to be tried again (Server.strand)
+	stranded map[string]strandedArrival
+	ready    func()
+	swept    time.Time // the last sweep
+	saved    time.Time // the last save of the residents' data
 }
 
 func (a *regionApp) Schemas() *schema.Table { return a.app.Schemas() }
@@ -338,10 +340,29 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 	}
 }
 
-// sweep despawns avatars no resident owns (a member's replica merged back after the host
+// strandedArrival is a member's arrival to try again at at.
+type strandedArrival struct {
+	idx peer.PeerIndex
+	at  time.Time
+}
+
+// sweep tries stranded arrivals again, despawns avatars no resident owns (a member's replica merged back after the host
 // restarted holds the avatars of before), and every SaveEvery saves the residents' data, so that
 // a crash loses at most that much of where the players were.
 func (a *regionApp) sweep(w *peer.World, now time.Time) {
+	for owner, st := range a.stranded {
+		switch {
+		case a.members[st.idx] != owner || a.byOwner[owner] != nil:
+			delete(a.stranded, owner) // gone, or resident here after all
+		case !now.Before(st.at):
+			delete(a.stranded, owner)
+			a.s.wg.Add(1)
+			go func() {
+				defer a.s.wg.Done()
+				a.s.arrival(a.rr, a.r, owner, st.idx)
+			}()
+		}
+	}
 	owned := map[peer.Entity]bool{}
 	for _, in := range a.byOwner {
 		owned[in.e] = true

@@ -93,6 +93,7 @@ type Server struct {
 	mLoaded    prometheus.GaugeFunc
 	mRefused   *prometheus.CounterVec
 	mPause     prometheus.Histogram
+	mStranded  prometheus.Counter
 }
 
 // playerRec is what the Server keeps of a player between regions and between visits.
@@ -176,10 +177,12 @@ func (s *Server) metrics(reg prometheus.Registerer) {
 		Help: "World inputs and requests refused (docs/security.md \"Worlds\"), by reason."}, []string{"reason"})
 	s.mPause = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "concord_world_handover_seconds",
 		Help: "Time from a source region seeing an avatar out of bounds to the destination holding it.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	s.mStranded = prometheus.NewCounter(prometheus.CounterOpts{Name: "concord_world_arrivals_retried_total",
+		Help: "Arrivals that failed every try and were scheduled to be tried again (docs/protocol.md §11)."})
 	s.mLoaded = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_world_regions_loaded", Help: "Regions whose host runs in this process."},
 		func() float64 { return float64(len(s.Loaded())) })
 	if reg != nil {
-		reg.MustRegister(s.mHandovers, s.mRefused, s.mPause, s.mLoaded)
+		reg.MustRegister(s.mHandovers, s.mRefused, s.mPause, s.mStranded, s.mLoaded)
 	}
 }
 
@@ -302,7 +305,8 @@ func (s *Server) start(ctx context.Context, rg *regionRun) error {
 	ready := make(chan struct{})
 	app := &regionApp{s: s, rr: rg, r: rg.r, app: s.def.App, av: s.def.App.Avatar(), fresh: seed == nil,
 		members: map[peer.PeerIndex]string{}, index: map[string]peer.PeerIndex{}, byOwner: map[string]*inhabitant{},
-		retire: map[peer.Entity]int{}, tell: map[peer.PeerIndex]*telling{}, ready: func() { close(ready) }}
+		retire: map[peer.Entity]int{}, tell: map[peer.PeerIndex]*telling{}, stranded: map[string]strandedArrival{},
+		ready: func() { close(ready) }}
 	cfg.Server, cfg.Room, cfg.User, cfg.Device, cfg.Kind = s.cfg.URL, string(room), hostUser, "serve", signaling.KindHost
 	cfg.App = app
 	var dur *durable.App
@@ -456,6 +460,7 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 			dest, gen, elsewhere, err = s.arrivalCluster(s.ctx, r, owner)
 		}
 		if err != nil {
+			s.strand(rg, owner, idx)
 			return
 		}
 		if elsewhere {
@@ -465,14 +470,21 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 	}
 	dest, h := s.arrive(r, owner)
 	// A first arrival whose region does not load in time (a server under load) is tried again,
-	// a few times, a second apart: the peer asks for the member's arrival only once.
-	for try := 1; h != nil && !s.transfer(Region{}, dest, *h, nil) && try < arrivalTries; try++ {
+	// a few times, a second apart; then the region's host tries it again later (strand): the
+	// peer asks for the member's arrival only once.
+	placed := h == nil || s.transfer(Region{}, dest, *h, nil)
+	for try := 1; !placed && try < arrivalTries; try++ {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-time.After(time.Second):
 		}
 		dest, h = s.arrive(r, owner)
+		placed = h == nil || s.transfer(Region{}, dest, *h, nil)
+	}
+	if !placed {
+		s.strand(rg, owner, idx)
+		return
 	}
 	if dest == r {
 		return // accept told it
@@ -484,6 +496,30 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 	}
 	s.mu.Unlock()
 	s.hint(ctx, rg, owner, idx, dest, gen)
+}
+
+// arrivalRetry is how long a member whose arrival failed every try waits for the next.
+const arrivalRetry = 2 * time.Second
+
+// strand has rg's host try owner's arrival again after arrivalRetry, while idx is still its
+// member there and the player is not resident there (regionApp.sweep): an arrival that failed
+// every try (the store or the destination's load failing under load, or a whole cluster
+// restarting) must not leave a member of the world with no avatar until it joins again.
+func (s *Server) strand(rg *regionRun, owner string, idx peer.PeerIndex) {
+	s.mu.Lock()
+	p, a := rg.peer, rg.app
+	s.mu.Unlock()
+	if p == nil || s.ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
+	defer cancel()
+	_ = p.Do(ctx, func(*peer.World) {
+		if a.members[idx] == owner && a.byOwner[owner] == nil {
+			a.stranded[owner] = strandedArrival{idx: idx, at: s.now().Add(arrivalRetry)}
+			s.mStranded.Inc()
+		}
+	})
 }
 
 // hint tells member idx of rg, player owner, that it is resident in dest with generation gen

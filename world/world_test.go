@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -632,4 +633,53 @@ func request(t *testing.T, method, url, bearer string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// An arrival that fails every try (here the region's host cannot spawn the avatar; under load
+// the store or a destination's load fails the same way) is tried again by the region the member
+// joined until it holds: the member is not left in the world with no avatar until it joins again.
+func TestWorldStrandedArrivalRetried(t *testing.T) {
+	app := &unspawnable{inputRecorder: newRecorder()}
+	app.failing.Store(true)
+	tw := startWorldApp(t, world.ServerConfig{}, app)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := tw.join(t, ctx, "dan", [2]int{0, 0})
+	// Every try failed: ArrivalTries generations were handed out and the record says nowhere
+	// (a try sets the region, its failure clears it).
+	poll.Until(t, 30*time.Second, "the arrival's tries to fail", func() error {
+		if room, gen := tw.srv.PlayerRecord(c.Self()); gen < world.ArrivalTries || room != "" {
+			return fmt.Errorf("record %q gen %d", room, gen)
+		}
+		return nil
+	})
+	if r, g, ok := c.Resident(); ok {
+		t.Fatalf("resident in %s gen %d with no avatar spawned", r.Room(), g)
+	}
+	app.failing.Store(false)
+	waitResident(t, c, 0, 0)
+	poll.Until(t, 20*time.Second, "dan's one avatar", func() error {
+		n := 0
+		if err := tw.srv.Inspect(ctx, 0, 0, func(w *peer.World) { n = avatarsIn(w, c.Self()) }); err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("%d avatars", n)
+		}
+		return nil
+	})
+}
+
+// unspawnable gives new players values the avatar's schema refuses while failing is set.
+type unspawnable struct {
+	inputRecorder
+	failing atomic.Bool
+}
+
+func (u *unspawnable) NewPlayer(r world.Region, owner string) [][]byte {
+	v := u.inputRecorder.NewPlayer(r, owner)
+	if u.failing.Load() {
+		v[0] = []byte{1} // the position: not a Vec
+	}
+	return v
 }
