@@ -29,6 +29,9 @@ type numRec struct {
 	version uint16
 	lww     []ComponentID // ascending
 	app     []ComponentID // ascending
+	// small holds lww while it fits: most entities have a handful of components, and a
+	// snapshot's 10,000 entities would otherwise grow 10,000 slices step by step.
+	small [4]ComponentID
 }
 
 // Replica is one ADR-117 replica: the LWW map, the deleted-entity set, the append sets and a
@@ -224,6 +227,7 @@ func (r *Replica) index(e Entity, c ComponentID, app bool) {
 	rec := r.nums[e.Number()]
 	if rec == nil {
 		rec = &numRec{version: e.Version()}
+		rec.lww = rec.small[:0]
 		r.nums[e.Number()] = rec
 	}
 	// rec.version == e.Version() here: admit removed lower versions, and a higher live

@@ -69,6 +69,10 @@ type Peer struct {
 	fatal  error // set by a role to end Run (a schema mismatch)
 	start  time.Time
 
+	// publishDue asks afterEvent to publish the status once the app has heard the step's events
+	// (memberSynced).
+	publishDue bool
+
 	// The periodic entries of an awake peer (nil while asleep or before startTimers), and the
 	// tick's and the flush's latest times.
 	tickTimer, reportTimer, digestTimer *timerEntry
@@ -270,6 +274,10 @@ func (p *Peer) afterEvent() {
 		}
 	}
 	p.w.events = p.w.events[:0]
+	if p.publishDue {
+		p.publishDue = false
+		p.publish()
+	}
 	p.w.closeBatch()
 	p.schedule()
 }
