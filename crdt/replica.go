@@ -45,6 +45,10 @@ type Replica struct {
 	lww  lwwTable
 	app  map[uint64]*appendSet
 	nums map[uint16]*numRec
+	// lastRec is nums[lastNum] as index last found it, or nil: the values of one entity come
+	// one after another (a snapshot's spawn, an update), and index looks their number up once.
+	lastNum uint16
+	lastRec *numRec
 	// appBytes is the size of the append values as APPEND_VALUE messages (Size).
 	appBytes int
 	// del holds, per entity number, the highest deleted version + 1 (0: none), in pages of
@@ -209,6 +213,9 @@ func (r *Replica) dropLive(n uint16, rec *numRec) {
 		r.appOrderOK = false
 	}
 	delete(r.nums, n)
+	if r.lastNum == n {
+		r.lastRec = nil
+	}
 }
 
 func (r *Replica) mergeDeleteEntity(e Entity) Outcome {
@@ -224,12 +231,16 @@ func (r *Replica) index(e Entity, c ComponentID, app bool) {
 	if r.nums == nil {
 		r.nums = make(map[uint16]*numRec)
 	}
-	rec := r.nums[e.Number()]
+	rec := r.lastRec
+	if rec == nil || r.lastNum != e.Number() {
+		rec = r.nums[e.Number()]
+	}
 	if rec == nil {
 		rec = &numRec{version: e.Version()}
 		rec.lww = rec.small[:0]
 		r.nums[e.Number()] = rec
 	}
+	r.lastNum, r.lastRec = e.Number(), rec
 	// rec.version == e.Version() here: admit removed lower versions, and a higher live
 	// version would have made admit refuse e.
 	// The component lists stay sorted: an entity has a handful of components, and hashing

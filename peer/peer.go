@@ -258,6 +258,9 @@ func (p *Peer) after(d time.Duration, fn func()) {
 	p.timers.add(p.clock.Now().Add(d), 0, func(time.Time) { fn() })
 }
 
+// maxKeptEvents is the most room for events afterEvent keeps from one step to the next.
+const maxKeptEvents = 4096
+
 // afterEvent runs after every event: the host sends the commands the event produced, the app
 // hears what happened, and the write batch closes.
 func (p *Peer) afterEvent() {
@@ -274,6 +277,9 @@ func (p *Peer) afterEvent() {
 		}
 	}
 	p.w.events = p.w.events[:0]
+	if cap(p.w.events) > maxKeptEvents {
+		p.w.events = nil // a late join's 40,000 events: not kept for the member's life
+	}
 	if p.publishDue {
 		p.publishDue = false
 		p.publish()

@@ -423,7 +423,8 @@ func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 	// Any message for version v of a number deletes its lower versions: drop them from the index.
 	// An indexed e is its number's entry in byNumber (index, spawn): the lookup is only needed
 	// for an entity not indexed, which spares it for every value of a snapshot's entities.
-	if w.ents[e] == nil {
+	indexed := w.ents[e]
+	if indexed == nil {
 		if old, ok := w.byNumber[e.Number()]; ok && old != e && w.r.EntityDeleted(old) {
 			w.forget(old, origin)
 		}
@@ -468,8 +469,7 @@ func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 		w.sink.authorityChanged(e, rec, origin)
 		return
 	}
-	in := w.ents[e]
-	if in != nil {
+	if in := indexed; in != nil {
 		if i, ok := in.schema.Index(m.Component); ok {
 			if deleted {
 				// TRNP's updates carry values only: a deleted property travels as a CRDT message.
