@@ -67,6 +67,14 @@ func Build(dst *netmsg.HostSnapshot, r *crdt.Replica, t *schema.Table, o Options
 	}
 	b := builder{r: r, t: t, cover: cover}
 	b.stream = make([]byte, 0, 1024)
+	// Sized for the covered share of the replica at once, not grown by doubling through it: a
+	// late join's snapshot is the whole world.
+	if share := o.Cover.Len(); share > 0 {
+		values := r.Len() * share / o.Cover.Count()
+		b.stamps = make([]crdt.Timestamp, 0, values)
+		b.arena = make([]byte, 0, r.Size()*share/o.Cover.Count())
+		b.spawns = make([]spawnRef, 0, r.LiveEntities()*share/o.Cover.Count())
+	}
 	walkCover(r, cover, func(number, version uint16) {
 		m := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
 		b.stream = crdt.AppendMessage(b.stream, &m)
@@ -97,7 +105,7 @@ func Build(dst *netmsg.HostSnapshot, r *crdt.Replica, t *schema.Table, o Options
 		})
 	}
 
-	h := dst.HostState[:0]
+	h := slices.Grow(dst.HostState[:0], hostStateFixed+(o.Cover.Count()+7)/8+8+4*len(b.stamps)+len(b.stream))
 	h = append(h, Version)
 	h = le.AppendUint64(h, o.Term)
 	h = le.AppendUint32(h, uint32(r.Clock()))
