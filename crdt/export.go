@@ -294,7 +294,7 @@ func (r *Replica) AppendCorrection(dst []byte, m *Message) []byte {
 // LiveVersion returns the version of entity number n that holds entries, if any: at most one
 // version of a number holds entries at a time.
 func (r *Replica) LiveVersion(n uint16) (version uint16, ok bool) {
-	if rec := r.nums[n]; rec != nil {
+	if rec := r.nums.get(n); rec != nil {
 		return rec.version, true
 	}
 	return 0, false
@@ -305,7 +305,7 @@ func (r *Replica) LiveVersion(n uint16) (version uint16, ok bool) {
 // caller read part of the state (a few digest buckets) without walking the whole of it. fn must
 // not modify the replica.
 func (r *Replica) RangeEntity(e Entity, fn func(Entry) bool) bool {
-	rec := r.nums[e.Number()]
+	rec := r.nums.get(e.Number())
 	if rec == nil || rec.version != e.Version() {
 		return true
 	}
@@ -328,7 +328,7 @@ func (r *Replica) RangeEntity(e Entity, fn func(Entry) bool) bool {
 // values within one in ascending (timestamp, value) order, until fn returns false, and reports
 // whether it ran to the end. fn must not modify the replica.
 func (r *Replica) RangeEntityAppend(e Entity, fn func(AppendEntry) bool) bool {
-	rec := r.nums[e.Number()]
+	rec := r.nums.get(e.Number())
 	if rec == nil || rec.version != e.Version() {
 		return true
 	}
