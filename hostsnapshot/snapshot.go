@@ -245,6 +245,19 @@ func SpawnValues(s *schema.Schema, updateData []byte, fn func(i int, v []byte)) 
 	return nil
 }
 
+// walkSpawn is SpawnValues in one pass over the values (schema.Schema.WalkValues): Apply checks
+// every spawn with it before it merges anything, then merges them with it.
+func walkSpawn(s *schema.Schema, updateData []byte, fn func(i int, v []byte)) error {
+	mask, data, ok := consumeMask(updateData, len(s.Properties))
+	if !ok {
+		return fmt.Errorf("%w: update data shorter than its mask", ErrSpawn)
+	}
+	if err := s.WalkValues(data, mask, fn); err != nil {
+		return fmt.Errorf("%w: %w", ErrSpawn, err)
+	}
+	return nil
+}
+
 // AppendSpawnUpdate appends the update data of a spawn: the mask, then the values it names.
 // value(i) returns property i's value; the caller has checked every value against the schema.
 func AppendSpawnUpdate(dst []byte, s *schema.Schema, mask uint32, value func(i int) []byte) []byte {
@@ -361,7 +374,7 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 			return h.info, corrections, err
 		}
 		n := 0
-		if err := SpawnValues(sc, sp.UpdateData, func(int, []byte) { n++ }); err != nil {
+		if err := walkSpawn(sc, sp.UpdateData, func(int, []byte) { n++ }); err != nil {
 			return h.info, corrections, fmt.Errorf("entity %d: %w", sp.NetworkID, err)
 		}
 		need += 1 + n
@@ -429,7 +442,7 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 		first := len(spawned.recs)
 		m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: schema.ComponentMeta, Timestamp: nextStamp(), Data: metaBuf[start:len(metaBuf):len(metaBuf)]}
 		put(&m, &spawned)
-		_ = SpawnValues(sc, sp.UpdateData, func(i int, v []byte) {
+		_ = walkSpawn(sc, sp.UpdateData, func(i int, v []byte) { // checked above
 			m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: sc.Properties[i].Component, Timestamp: nextStamp(), Data: v}
 			put(&m, &spawned)
 		})
