@@ -235,24 +235,27 @@ func consumeMask(b []byte, n int) (mask uint32, data []byte, ok bool) {
 // SpawnValues calls fn for each property value carried by a spawn's update data (or a HostCommands spawn,
 // which uses the same layout). Values alias the spawn.
 func SpawnValues(s *schema.Schema, updateData []byte, fn func(i int, v []byte)) error {
-	mask, data, ok := consumeMask(updateData, len(s.Properties))
-	if !ok {
-		return fmt.Errorf("%w: update data shorter than its mask", ErrSpawn)
-	}
-	if err := s.ConsumeValues(data, mask, fn); err != nil {
-		return fmt.Errorf("%w: %w", ErrSpawn, err)
-	}
-	return nil
+	return spawnValues(s, updateData, fn, false)
 }
 
 // walkSpawn is SpawnValues in one pass over the values (schema.Schema.WalkValues): Apply checks
 // every spawn with it before it merges anything, then merges them with it.
 func walkSpawn(s *schema.Schema, updateData []byte, fn func(i int, v []byte)) error {
+	return spawnValues(s, updateData, fn, true)
+}
+
+func spawnValues(s *schema.Schema, updateData []byte, fn func(i int, v []byte), onePass bool) error {
 	mask, data, ok := consumeMask(updateData, len(s.Properties))
 	if !ok {
 		return fmt.Errorf("%w: update data shorter than its mask", ErrSpawn)
 	}
-	if err := s.WalkValues(data, mask, fn); err != nil {
+	var err error
+	if onePass {
+		err = s.WalkValues(data, mask, fn)
+	} else {
+		err = s.ConsumeValues(data, mask, fn)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSpawn, err)
 	}
 	return nil
