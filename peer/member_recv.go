@@ -145,8 +145,9 @@ func (m *memberRole) snapshot(snap *netmsg.HostSnapshot) error {
 	// A member that holds a replica judges the snapshot's deletions as a host's later input.
 	judge := m.holdsReplica()
 	// An event or so per value (EventSpawned, EventUpdated): room for them at once, not by
-	// doubling through a late join's 40,000 (afterEvent lets the room go again).
-	w.events = slices.Grow(w.events, st.Values+1)
+	// doubling through a late join's 40,000 (afterEvent lets the room go again); no more than
+	// maxEventRoom on a snapshot's word, which a host may fill with values that change nothing.
+	w.events = slices.Grow(w.events, min(st.Values+1, maxEventRoom))
 	info, corr, err := hostsnapshot.Apply(w.r, w.schemas, snap, func(cm *crdt.Message) crdt.Outcome {
 		if judge && (cm.Type == crdt.DeleteEntity || cm.Type == crdt.DeleteEntityNetwork) && !m.hostMessageOK(cm) {
 			return crdt.Ignored
@@ -275,6 +276,9 @@ const (
 // holdsReplica reports whether the member has a clock to judge a host by: it is synced, or its
 // replica holds a previous host's state (a survivor of a migration, a member back from a pause).
 func (m *memberRole) holdsReplica() bool { return m.synced || m.w.r.Clock() > 0 }
+
+// maxEventRoom bounds the room for events a member makes ahead of a snapshot's merge.
+const maxEventRoom = 1 << 16
 
 // snapshotBounds returns what a host snapshot carries and why it is beyond what this member
 // takes, or "".
