@@ -53,7 +53,7 @@ func (r *Replica) refreshSums() {
 	if r.nDirty == 0 {
 		return
 	}
-	if r.nDirty > len(r.nums)/2+64 {
+	if r.nDirty > r.nums.n/2+64 {
 		r.resum() // most of the state changed (a snapshot merged): one pass over all of it
 		return
 	}
@@ -144,7 +144,7 @@ func (r *Replica) numberSum(n uint16) uint64 {
 		b = AppendMessage(b[:0], &m)
 		sum += ElementHash(b)
 	}
-	if rec := r.nums[n]; rec != nil {
+	if rec := r.nums.get(n); rec != nil {
 		e := NewEntity(n, rec.version)
 		for _, c := range rec.lww {
 			s := r.lww.find(lwwKey(e, c))

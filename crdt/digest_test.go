@@ -155,13 +155,13 @@ func TestHashResum(t *testing.T) {
 		}
 	}
 	write(5000, 3000) // most numbers dirty: resum
-	if r.nDirty <= len(r.nums)/2+64 {
-		t.Fatalf("%d dirty of %d live: the test does not reach resum", r.nDirty, len(r.nums))
+	if r.nDirty <= r.nums.n/2+64 {
+		t.Fatalf("%d dirty of %d live: the test does not reach resum", r.nDirty, r.nums.n)
 	}
 	checkSums(t, r, 0)
 	write(20, 3000) // a few: number by number
-	if r.nDirty == 0 || r.nDirty > len(r.nums)/2+64 {
-		t.Fatalf("%d dirty of %d live: the test does not take the incremental path", r.nDirty, len(r.nums))
+	if r.nDirty == 0 || r.nDirty > r.nums.n/2+64 {
+		t.Fatalf("%d dirty of %d live: the test does not take the incremental path", r.nDirty, r.nums.n)
 	}
 	checkSums(t, r, 1)
 	write(8000, 3000) // most again, deletions included

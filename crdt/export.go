@@ -31,16 +31,63 @@ func (r *Replica) sortedLWW() []int32 {
 	if r.lwwOrderOK {
 		return r.lwwOrder
 	}
-	order := r.lwwOrder[:0]
+	// The keys are sorted with their slots beside them, by a radix sort over the bytes in
+	// which they differ: a comparison sort through the slot indexes missed the cache on every
+	// comparison, and the first Range after any key came or went (a host's snapshot for a
+	// joining member, whose avatar it has just spawned) took milliseconds.
+	ks := make([]keySlot, 0, r.lww.n)
+	var or, and uint64 = 0, ^uint64(0)
 	for i := range r.lww.slots {
-		if r.lww.slots[i].ref != 0 {
-			order = append(order, int32(i))
+		if s := &r.lww.slots[i]; s.ref != 0 {
+			ks = append(ks, keySlot{s.key, int32(i)})
+			or |= s.key
+			and &= s.key
 		}
 	}
-	slots := r.lww.slots
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(slots[a].key, slots[b].key) })
+	radixSort(ks, or^and)
+	order := r.lwwOrder[:0]
+	for _, k := range ks {
+		order = append(order, k.slot)
+	}
 	r.lwwOrder, r.lwwOrderOK = order, true
 	return order
+}
+
+type keySlot struct {
+	key  uint64
+	slot int32
+}
+
+// radixSort sorts ks by key, least significant byte first, skipping the bytes in which no two
+// keys differ (the set bits of differ).
+func radixSort(ks []keySlot, differ uint64) {
+	if len(ks) < 64 {
+		slices.SortFunc(ks, func(a, b keySlot) int { return cmp.Compare(a.key, b.key) })
+		return
+	}
+	tmp := make([]keySlot, len(ks))
+	src, dst := ks, tmp
+	for shift := uint(0); shift < 64; shift += 8 {
+		if (differ>>shift)&0xff == 0 {
+			continue
+		}
+		var count [257]int
+		for _, k := range src {
+			count[(k.key>>shift)&0xff+1]++
+		}
+		for i := 1; i < 257; i++ {
+			count[i] += count[i-1]
+		}
+		for _, k := range src {
+			b := (k.key >> shift) & 0xff
+			dst[count[b]] = k
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &ks[0] {
+		copy(ks, src)
+	}
 }
 
 // sortedApp returns the append keys in ascending order, cached until the key set changes.
@@ -247,7 +294,7 @@ func (r *Replica) AppendCorrection(dst []byte, m *Message) []byte {
 // LiveVersion returns the version of entity number n that holds entries, if any: at most one
 // version of a number holds entries at a time.
 func (r *Replica) LiveVersion(n uint16) (version uint16, ok bool) {
-	if rec := r.nums[n]; rec != nil {
+	if rec := r.nums.get(n); rec != nil {
 		return rec.version, true
 	}
 	return 0, false
@@ -258,7 +305,7 @@ func (r *Replica) LiveVersion(n uint16) (version uint16, ok bool) {
 // caller read part of the state (a few digest buckets) without walking the whole of it. fn must
 // not modify the replica.
 func (r *Replica) RangeEntity(e Entity, fn func(Entry) bool) bool {
-	rec := r.nums[e.Number()]
+	rec := r.nums.get(e.Number())
 	if rec == nil || rec.version != e.Version() {
 		return true
 	}
@@ -281,7 +328,7 @@ func (r *Replica) RangeEntity(e Entity, fn func(Entry) bool) bool {
 // values within one in ascending (timestamp, value) order, until fn returns false, and reports
 // whether it ran to the end. fn must not modify the replica.
 func (r *Replica) RangeEntityAppend(e Entity, fn func(AppendEntry) bool) bool {
-	rec := r.nums[e.Number()]
+	rec := r.nums.get(e.Number())
 	if rec == nil || rec.version != e.Version() {
 		return true
 	}

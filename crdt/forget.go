@@ -18,7 +18,7 @@ func (r *Replica) Forget(n uint16) bool {
 		r.nDeleted--
 		dropped = true
 	}
-	if rec := r.nums[n]; rec != nil {
+	if rec := r.nums.get(n); rec != nil {
 		r.dropLive(n, rec)
 		dropped = true
 	}
@@ -39,11 +39,18 @@ func (r *Replica) BucketDigestsOf(buckets int, keep func(n uint16) bool, dst []u
 // live version's entries or a deleted version).
 func (r *Replica) Numbers(dst []uint16) []uint16 {
 	start := len(dst)
-	for n := range r.nums {
-		dst = append(dst, n)
+	for pi, p := range &r.nums.pages {
+		if p == nil {
+			continue
+		}
+		for j, rec := range p {
+			if rec != nil {
+				dst = append(dst, uint16(pi<<8|j))
+			}
+		}
 	}
 	r.RangeDeleted(func(n, _ uint16) bool {
-		if r.nums[n] == nil {
+		if r.nums.get(n) == nil {
 			dst = append(dst, n)
 		}
 		return true

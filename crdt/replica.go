@@ -23,12 +23,47 @@ type Config struct {
 	MaxMessageSize int
 }
 
+// numTable maps entity numbers to the records of their live versions, in pages of 256 numbers
+// allocated on first use (as Replica.del): a lookup is two loads, where a map hashed every value
+// a snapshot merged, and a world of dense numbers takes less memory than the map did.
+type numTable struct {
+	pages [256]*[256]*numRec
+	n     int // records held
+}
+
+func (t *numTable) get(n uint16) *numRec {
+	if p := t.pages[n>>8]; p != nil {
+		return p[n&0xff]
+	}
+	return nil
+}
+
+// set stores rec, not nil, for n, which holds none.
+func (t *numTable) set(n uint16, rec *numRec) {
+	p := t.pages[n>>8]
+	if p == nil {
+		p = new([256]*numRec)
+		t.pages[n>>8] = p
+	}
+	p[n&0xff] = rec
+	t.n++
+}
+
+// remove drops n's record, which it holds; an emptied page is kept for the numbers to come.
+func (t *numTable) remove(n uint16) {
+	t.pages[n>>8][n&0xff] = nil
+	t.n--
+}
+
 // numRec indexes the live entity of one entity number. A message for version v of a number
 // deletes every lower version, so at most one version of a number holds entries at a time.
 type numRec struct {
 	version uint16
 	lww     []ComponentID // ascending
 	app     []ComponentID // ascending
+	// small holds lww while it fits: most entities have a handful of components, and a
+	// snapshot's 10,000 entities would otherwise grow 10,000 slices step by step.
+	small [4]ComponentID
 }
 
 // Replica is one ADR-117 replica: the LWW map, the deleted-entity set, the append sets and a
@@ -41,7 +76,7 @@ type Replica struct {
 
 	lww  lwwTable
 	app  map[uint64]*appendSet
-	nums map[uint16]*numRec
+	nums numTable
 	// appBytes is the size of the append values as APPEND_VALUE messages (Size).
 	appBytes int
 	// del holds, per entity number, the highest deleted version + 1 (0: none), in pages of
@@ -74,7 +109,6 @@ func New(cfg Config) *Replica {
 		retention: cfg.AppendRetention,
 		maxMsg:    cfg.MaxMessageSize,
 		app:       make(map[uint64]*appendSet),
-		nums:      make(map[uint16]*numRec),
 	}
 	if r.retention <= 0 {
 		r.retention = DefaultAppendRetention
@@ -181,7 +215,7 @@ func (r *Replica) raiseDeleted(n, ver uint16) {
 		r.nDeleted++
 	}
 	p[n&0xff] = uint32(ver) + 1
-	if rec := r.nums[n]; rec != nil && rec.version <= ver {
+	if rec := r.nums.get(n); rec != nil && rec.version <= ver {
 		r.dropLive(n, rec)
 	}
 }
@@ -205,7 +239,7 @@ func (r *Replica) dropLive(n uint16, rec *numRec) {
 	if len(rec.app) > 0 {
 		r.appOrderOK = false
 	}
-	delete(r.nums, n)
+	r.nums.remove(n)
 }
 
 func (r *Replica) mergeDeleteEntity(e Entity) Outcome {
@@ -218,13 +252,11 @@ func (r *Replica) mergeDeleteEntity(e Entity) Outcome {
 
 // index records that entity e has a new lww (app=false) or append (app=true) key.
 func (r *Replica) index(e Entity, c ComponentID, app bool) {
-	if r.nums == nil {
-		r.nums = make(map[uint16]*numRec)
-	}
-	rec := r.nums[e.Number()]
+	rec := r.nums.get(e.Number())
 	if rec == nil {
 		rec = &numRec{version: e.Version()}
-		r.nums[e.Number()] = rec
+		rec.lww = rec.small[:0]
+		r.nums.set(e.Number(), rec)
 	}
 	// rec.version == e.Version() here: admit removed lower versions, and a higher live
 	// version would have made admit refuse e.
@@ -414,7 +446,7 @@ func (r *Replica) growth(m *Message) int {
 
 // AppendSets returns how many append sets entity e holds, and whether one of them is c's.
 func (r *Replica) AppendSets(e Entity, c ComponentID) (n int, has bool) {
-	rec := r.nums[e.Number()]
+	rec := r.nums.get(e.Number())
 	if rec == nil || rec.version != e.Version() {
 		return 0, false
 	}
@@ -427,18 +459,16 @@ func (r *Replica) Len() int { return r.lww.n }
 
 // LiveEntities returns the number of entities with at least one entry (an LWW value or
 // tombstone, or an append set). Deleted entities hold none.
-func (r *Replica) LiveEntities() int { return len(r.nums) }
+func (r *Replica) LiveEntities() int { return r.nums.n }
 
 // DeletedNumbers returns the number of entity numbers with a deleted version.
 func (r *Replica) DeletedNumbers() int { return r.nDeleted }
 
-// Reserve makes room for entities more entity numbers and values more LWW values, so that
+// Reserve makes room for entities more entity numbers (a hint no longer needed: numbers are
+// indexed in pages) and values more LWW values, so that
 // merging a state of that size (a member's first snapshot) does not grow the tables step by step
 // on the way. A hint only: merging more still works.
 func (r *Replica) Reserve(entities, values int) {
-	if entities > 0 && r.nums == nil {
-		r.nums = make(map[uint16]*numRec, min(entities, 1<<16))
-	}
 	if values > 0 {
 		r.lww.reserve(values)
 	}

@@ -67,6 +67,14 @@ func Build(dst *netmsg.HostSnapshot, r *crdt.Replica, t *schema.Table, o Options
 	}
 	b := builder{r: r, t: t, cover: cover}
 	b.stream = make([]byte, 0, 1024)
+	// Sized for the covered share of the replica at once, not grown by doubling through it: a
+	// late join's snapshot is the whole world.
+	if share := o.Cover.Len(); share > 0 {
+		values := r.Len() * share / o.Cover.Count()
+		b.stamps = make([]crdt.Timestamp, 0, values)
+		b.arena = make([]byte, 0, r.Size()*share/o.Cover.Count())
+		b.spawns = make([]spawnRef, 0, r.LiveEntities()*share/o.Cover.Count())
+	}
 	walkCover(r, cover, func(number, version uint16) {
 		m := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
 		b.stream = crdt.AppendMessage(b.stream, &m)
@@ -97,7 +105,7 @@ func Build(dst *netmsg.HostSnapshot, r *crdt.Replica, t *schema.Table, o Options
 		})
 	}
 
-	h := dst.HostState[:0]
+	h := slices.Grow(dst.HostState[:0], hostStateFixed+(o.Cover.Count()+7)/8+8+4*len(b.stamps)+len(b.stream))
 	h = append(h, Version)
 	h = le.AppendUint64(h, o.Term)
 	h = le.AppendUint32(h, uint32(r.Clock()))
@@ -227,11 +235,27 @@ func consumeMask(b []byte, n int) (mask uint32, data []byte, ok bool) {
 // SpawnValues calls fn for each property value carried by a spawn's update data (or a HostCommands spawn,
 // which uses the same layout). Values alias the spawn.
 func SpawnValues(s *schema.Schema, updateData []byte, fn func(i int, v []byte)) error {
+	return spawnValues(s, updateData, fn, false)
+}
+
+// walkSpawn is SpawnValues in one pass over the values (schema.Schema.WalkValues): Apply checks
+// every spawn with it before it merges anything, then merges them with it.
+func walkSpawn(s *schema.Schema, updateData []byte, fn func(i int, v []byte)) error {
+	return spawnValues(s, updateData, fn, true)
+}
+
+func spawnValues(s *schema.Schema, updateData []byte, fn func(i int, v []byte), onePass bool) error {
 	mask, data, ok := consumeMask(updateData, len(s.Properties))
 	if !ok {
 		return fmt.Errorf("%w: update data shorter than its mask", ErrSpawn)
 	}
-	if err := s.ConsumeValues(data, mask, fn); err != nil {
+	var err error
+	if onePass {
+		err = s.WalkValues(data, mask, fn)
+	} else {
+		err = s.ConsumeValues(data, mask, fn)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSpawn, err)
 	}
 	return nil
@@ -353,7 +377,7 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 			return h.info, corrections, err
 		}
 		n := 0
-		if err := SpawnValues(sc, sp.UpdateData, func(int, []byte) { n++ }); err != nil {
+		if err := walkSpawn(sc, sp.UpdateData, func(int, []byte) { n++ }); err != nil {
 			return h.info, corrections, fmt.Errorf("entity %d: %w", sp.NetworkID, err)
 		}
 		need += 1 + n
@@ -421,7 +445,7 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 		first := len(spawned.recs)
 		m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: schema.ComponentMeta, Timestamp: nextStamp(), Data: metaBuf[start:len(metaBuf):len(metaBuf)]}
 		put(&m, &spawned)
-		_ = SpawnValues(sc, sp.UpdateData, func(i int, v []byte) {
+		_ = walkSpawn(sc, sp.UpdateData, func(i int, v []byte) { // checked above
 			m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: sc.Properties[i].Component, Timestamp: nextStamp(), Data: v}
 			put(&m, &spawned)
 		})

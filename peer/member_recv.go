@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
@@ -129,7 +130,8 @@ func (m *memberRole) snapshot(snap *netmsg.HostSnapshot) error {
 		m.count.fenced.Add(1)
 		return nil
 	}
-	if reason := m.snapshotBounds(snap); reason != "" {
+	st, reason := m.snapshotBounds(snap)
+	if reason != "" {
 		// Refused whole, merged nowhere, unanswered: a member that refused its sync snapshot
 		// stays unsynced with this host, and takes nothing else from it, until signaling
 		// announces another.
@@ -142,6 +144,10 @@ func (m *memberRole) snapshot(snap *netmsg.HostSnapshot) error {
 	m.refusedSync = nil
 	// A member that holds a replica judges the snapshot's deletions as a host's later input.
 	judge := m.holdsReplica()
+	// An event or so per value (EventSpawned, EventUpdated): room for them at once, not by
+	// doubling through a late join's 40,000 (afterEvent lets the room go again); no more than
+	// maxEventRoom on a snapshot's word, which a host may fill with values that change nothing.
+	w.events = slices.Grow(w.events, min(st.Values+1, maxEventRoom))
 	info, corr, err := hostsnapshot.Apply(w.r, w.schemas, snap, func(cm *crdt.Message) crdt.Outcome {
 		if judge && (cm.Type == crdt.DeleteEntity || cm.Type == crdt.DeleteEntityNetwork) && !m.hostMessageOK(cm) {
 			return crdt.Ignored
@@ -271,30 +277,34 @@ const (
 // replica holds a previous host's state (a survivor of a migration, a member back from a pause).
 func (m *memberRole) holdsReplica() bool { return m.synced || m.w.r.Clock() > 0 }
 
-// snapshotBounds returns why a host snapshot is beyond what this member takes, or "".
-func (m *memberRole) snapshotBounds(snap *netmsg.HostSnapshot) string {
+// maxEventRoom bounds the room for events a member makes ahead of a snapshot's merge.
+const maxEventRoom = 1 << 16
+
+// snapshotBounds returns what a host snapshot carries and why it is beyond what this member
+// takes, or "".
+func (m *memberRole) snapshotBounds(snap *netmsg.HostSnapshot) (hostsnapshot.Stats, string) {
 	st, err := hostsnapshot.Inspect(snap)
 	if err != nil {
-		return "" // Apply refuses it as malformed
+		return hostsnapshot.Stats{}, "" // Apply refuses it as malformed
 	}
 	switch {
 	case st.Bytes > maxSnapshotBytes:
-		return fmt.Sprintf("snapshot of %d bytes, more than %d", st.Bytes, maxSnapshotBytes)
+		return st, fmt.Sprintf("snapshot of %d bytes, more than %d", st.Bytes, maxSnapshotBytes)
 	case st.Values > maxSnapshotValues:
-		return fmt.Sprintf("snapshot of %d values, more than %d", st.Values, maxSnapshotValues)
+		return st, fmt.Sprintf("snapshot of %d values, more than %d", st.Values, maxSnapshotValues)
 	case st.MaxStamp > st.Clock:
-		return fmt.Sprintf("snapshot stamps a value %d, above its own clock %d", st.MaxStamp, st.Clock)
+		return st, fmt.Sprintf("snapshot stamps a value %d, above its own clock %d", st.MaxStamp, st.Clock)
 	}
 	if !m.holdsReplica() {
 		if st.Clock > maxFreshClock {
-			return fmt.Sprintf("snapshot clock %d leaves less than %d of the wire clock", st.Clock, uint64(math.MaxUint32-maxFreshClock))
+			return st, fmt.Sprintf("snapshot clock %d leaves less than %d of the wire clock", st.Clock, uint64(math.MaxUint32-maxFreshClock))
 		}
-		return ""
+		return st, ""
 	}
 	if limit := m.hostClockLimit(); uint64(st.Clock) > limit {
-		return fmt.Sprintf("snapshot clock %d more than %d above this member's clock %d", st.Clock, limit-uint64(m.w.r.Clock()), m.w.r.Clock())
+		return st, fmt.Sprintf("snapshot clock %d more than %d above this member's clock %d", st.Clock, limit-uint64(m.w.r.Clock()), m.w.r.Clock())
 	}
-	return ""
+	return st, ""
 }
 
 // hostClockLimit is the highest stamp a member that holds a replica takes from a host: its clock

@@ -69,6 +69,10 @@ type Peer struct {
 	fatal  error // set by a role to end Run (a schema mismatch)
 	start  time.Time
 
+	// publishDue asks afterEvent to publish the status once the app has heard the step's events
+	// (memberSynced).
+	publishDue bool
+
 	// The periodic entries of an awake peer (nil while asleep or before startTimers), and the
 	// tick's and the flush's latest times.
 	tickTimer, reportTimer, digestTimer *timerEntry
@@ -254,6 +258,9 @@ func (p *Peer) after(d time.Duration, fn func()) {
 	p.timers.add(p.clock.Now().Add(d), 0, func(time.Time) { fn() })
 }
 
+// maxKeptEvents is the most room for events afterEvent keeps from one step to the next.
+const maxKeptEvents = 4096
+
 // afterEvent runs after every event: the host sends the commands the event produced, the app
 // hears what happened, and the write batch closes.
 func (p *Peer) afterEvent() {
@@ -270,6 +277,13 @@ func (p *Peer) afterEvent() {
 		}
 	}
 	p.w.events = p.w.events[:0]
+	if cap(p.w.events) > maxKeptEvents {
+		p.w.events = nil // a late join's 40,000 events: not kept for the member's life
+	}
+	if p.publishDue {
+		p.publishDue = false
+		p.publish()
+	}
 	p.w.closeBatch()
 	p.schedule()
 }

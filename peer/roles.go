@@ -100,5 +100,8 @@ func (p *Peer) memberSynced() {
 	// in one process, in the middle of the pause), and it only serves the next migration.
 	p.standbyAt = p.clock.Now().Add(standbyDelay)
 	p.after(standbyDelay, p.updateStandby)
-	p.publish() // Status.Synced turns true now, not up to a ReportInterval later
+	// Status.Synced turns true in this loop step, not up to a ReportInterval later; but after
+	// the app has heard EventSynced (afterEvent): the status hash after a snapshot sums the
+	// whole replica, milliseconds the app need not wait for.
+	p.publishDue = true
 }

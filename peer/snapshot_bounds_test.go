@@ -142,3 +142,24 @@ func TestSnapshotBoundsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A member makes room for a snapshot's events before it merges it, from the values the snapshot
+// claims: a host that claims as many as the bounds allow, in a snapshot Apply then refuses (its
+// stamps match no spawn), gets at most maxEventRoom events' room made, not 40 bytes a claimed
+// value (80 MiB at maxSnapshotValues).
+func TestSnapshotEventRoomBounded(t *testing.T) {
+	n, _, m, _ := room12(t)
+	fp := m.w.schemas.Fingerprint()
+	snap := netmsg.HostSnapshot{HostPeerIndex: 1, LocalPeerIndex: 2,
+		HostState: hostState(uint32(m.w.r.Clock()), fp, make([]uint32, maxSnapshotValues), nil)}
+	n.do(2, func(w *World) {
+		if err := m.member.snapshot(&snap); err == nil {
+			t.Fatal("a snapshot whose stamps match no spawn was applied")
+		}
+		// 2 × 65,536 (not the constant itself, so that raising it fails here): slices.Grow may
+		// round up.
+		if c := cap(w.events); c > 1<<17 {
+			t.Fatalf("room for %d events made ahead of a refused snapshot, want at most %d", c, 1<<17)
+		}
+	})
+}

@@ -421,8 +421,13 @@ func (w *World) mergeRemoteWrite(m *crdt.Message, origin PeerIndex) { w.mergeRem
 func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 	e := m.Entity
 	// Any message for version v of a number deletes its lower versions: drop them from the index.
-	if old, ok := w.byNumber[e.Number()]; ok && old != e && w.r.EntityDeleted(old) {
-		w.forget(old, origin)
+	// An indexed e is its number's entry in byNumber (index, spawn): the lookup is only needed
+	// for an entity not indexed, which spares it for every value of a snapshot's entities.
+	indexed := w.ents[e]
+	if indexed == nil {
+		if old, ok := w.byNumber[e.Number()]; ok && old != e && w.r.EntityDeleted(old) {
+			w.forget(old, origin)
+		}
 	}
 	switch m.Type {
 	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
@@ -447,7 +452,7 @@ func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 			w.sink.otherChanged(m, origin)
 			return
 		}
-		w.index(e, origin)
+		w.index(e, m.Data, origin)
 		return
 	case schema.ComponentAuthority:
 		in := w.ents[e]
@@ -464,8 +469,7 @@ func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 		w.sink.authorityChanged(e, rec, origin)
 		return
 	}
-	in := w.ents[e]
-	if in != nil {
+	if in := indexed; in != nil {
 		if i, ok := in.schema.Index(m.Component); ok {
 			if deleted {
 				// TRNP's updates carry values only: a deleted property travels as a CRDT message.
@@ -481,12 +485,9 @@ func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 	w.sink.otherChanged(m, origin)
 }
 
-// index (re)reads e's meta and authority components after its meta changed.
-func (w *World) index(e Entity, origin PeerIndex) {
-	data, _, ok, deleted := w.r.Get(e, schema.ComponentMeta)
-	if !ok || deleted {
-		return
-	}
+// index (re)reads e's meta and authority components after its meta changed to data (a merge
+// that applied: data is what the replica now holds).
+func (w *World) index(e Entity, data []byte, origin PeerIndex) {
 	id, creation, ok := schema.ParseMeta(data)
 	s, known := w.schemas.Lookup(id)
 	if !ok || !known {
