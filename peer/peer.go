@@ -61,7 +61,7 @@ type Peer struct {
 	member *memberRole // non-nil while it is not
 
 	timers timers
-	events chan loopEvent
+	events *eventQueue
 	calls  chan func()
 	done   chan struct{} // closed when Run has returned
 	quit   chan struct{} // closed when Run starts shutting down: helper goroutines give up
@@ -105,7 +105,7 @@ func New(cfg Config) (*Peer, error) {
 		w:       newWorld(cfg.App.Schemas(), crdt.Config{}),
 		members: make(map[PeerIndex]sigclient.Member),
 		remotes: make(map[PeerIndex]*remote),
-		events:  make(chan loopEvent, 4096),
+		events:  newEventQueue(maxLoopEvents),
 		calls:   make(chan func()),
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
@@ -226,8 +226,10 @@ func (p *Peer) loop(ctx context.Context) error {
 				continue
 			}
 			p.handleSignaling(ctx, ev)
-		case ev := <-p.events:
-			p.handleLinkEvent(ev)
+		case <-p.events.ready:
+			if ev, ok := p.events.pop(); ok {
+				p.handleLinkEvent(ev)
+			}
 		case <-timer.C():
 			armed = time.Time{}
 			p.runTimers(p.clock.Now())
@@ -316,8 +318,10 @@ func (p *Peer) shutdown() {
 		select {
 		case <-waited:
 			return
-		case ev := <-p.events:
-			p.release(ev.data)
+		case <-p.events.ready:
+			if ev, ok := p.events.pop(); ok {
+				p.release(ev.data)
+			}
 		}
 	}
 }
