@@ -177,6 +177,7 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if *wireStats {
 		o.WireOut = stdout
 	}
+	o.SettleOut = stderr // SIGUSR1: the idle benchmark reads a settled resident set
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if *exitOnEOF {
