@@ -141,19 +141,19 @@ func (p *Peer) post(r *remote, ch link.Channel, payload []byte) {
 	*bp = append((*bp)[:0], payload...)
 	ev := loopEvent{r: r, kind: evMessage, ch: ch, data: bp}
 	if ch == link.Unreliable {
-		if !p.events.tryPush(ev) {
+		if !p.events.TryPush(ev) {
 			p.count.droppedIn.Add(1)
 			p.release(bp)
 		}
 		return
 	}
-	if !p.events.pushWait(ev, p.quit) {
+	if !p.events.PushWait(ev, p.quit, nil) {
 		p.release(bp)
 	}
 }
 
 func (p *Peer) postState(r *remote, kind uint8, err error) {
-	p.events.pushWait(loopEvent{r: r, kind: kind, closed: err}, p.quit)
+	p.events.PushWait(loopEvent{r: r, kind: kind, closed: err}, p.quit, nil)
 }
 
 func (p *Peer) release(bp *[]byte) {

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/boundq"
 	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
@@ -61,7 +62,7 @@ type Peer struct {
 	member *memberRole // non-nil while it is not
 
 	timers timers
-	events *eventQueue
+	events *boundq.Queue[loopEvent]
 	calls  chan func()
 	done   chan struct{} // closed when Run has returned
 	quit   chan struct{} // closed when Run starts shutting down: helper goroutines give up
@@ -105,7 +106,7 @@ func New(cfg Config) (*Peer, error) {
 		w:       newWorld(cfg.App.Schemas(), crdt.Config{}),
 		members: make(map[PeerIndex]sigclient.Member),
 		remotes: make(map[PeerIndex]*remote),
-		events:  newEventQueue(maxLoopEvents),
+		events:  newEventQueue(),
 		calls:   make(chan func()),
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
@@ -226,8 +227,8 @@ func (p *Peer) loop(ctx context.Context) error {
 				continue
 			}
 			p.handleSignaling(ctx, ev)
-		case <-p.events.ready:
-			if ev, ok := p.events.pop(); ok {
+		case <-p.events.Ready():
+			if ev, ok := p.events.Pop(); ok {
 				p.handleLinkEvent(ev)
 			}
 		case <-timer.C():
@@ -318,8 +319,8 @@ func (p *Peer) shutdown() {
 		select {
 		case <-waited:
 			return
-		case <-p.events.ready:
-			if ev, ok := p.events.pop(); ok {
+		case <-p.events.Ready():
+			if ev, ok := p.events.Pop(); ok {
 				p.release(ev.data)
 			}
 		}
