@@ -130,7 +130,7 @@ type Client struct {
 	log    zerolog.Logger
 	joined Joined
 
-	events chan Event  // only the reader sends; closed after Closed
+	events chan Event // only the reader sends; closed after Closed
 	// send is the outbound queue, of SendQueue frames; its storage grows with what it holds (a
 	// channel of the peer's 1,024 slots cost every idle member 24 KiB).
 	send *boundq.Queue[[]byte]
