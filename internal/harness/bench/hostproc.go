@@ -39,6 +39,9 @@ type HostOptions struct {
 	// returns the freed heap to the OS, as the benchmark does in its own process before it reads
 	// a resident set — and then write "bench-host settled N" (N counting from 1) to it.
 	SettleOut io.Writer
+	// SettleProfile, when not empty, receives a heap profile at every settle (the last one
+	// stays): inuse_space is what the host holds then.
+	SettleProfile string
 	// WireOut, when not nil, receives the host's UDP packet counts and the unreliable datagrams
 	// its links dropped as "wire packets bytes control small dropped" lines every 100 ms (the
 	// fanout benchmark reads them); nil: no counting.
@@ -94,7 +97,7 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 		return err
 	}
 	if o.SettleOut != nil {
-		stop := settleOnSignal(o.SettleOut)
+		stop := settleOnSignal(o.SettleOut, o.SettleProfile, log)
 		defer stop()
 	}
 	if wire != nil {
@@ -110,7 +113,7 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 }
 
 // settleOnSignal settles this process's memory on every SIGUSR1 and says so on out, until stop.
-func settleOnSignal(out io.Writer) (stop func()) {
+func settleOnSignal(out io.Writer, profile string, log zerolog.Logger) (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGUSR1)
 	done := make(chan struct{})
@@ -123,6 +126,7 @@ func settleOnSignal(out io.Writer) (stop func()) {
 				return
 			case <-sigs:
 				debug.FreeOSMemory()
+				writeMemProfile(profile, log)
 				fmt.Fprintf(out, "bench-host settled %d\n", n)
 			}
 		}
