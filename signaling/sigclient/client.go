@@ -50,7 +50,8 @@ type ClientConfig struct {
 	// Logger receives the client's logs. The zero value discards them.
 	Logger zerolog.Logger
 	// Dialer dials the websocket. If nil, a dialer with a 10s handshake
-	// timeout and no proxy is used.
+	// timeout, no proxy and write buffers lent from a pool while a message is
+	// written is used.
 	Dialer *websocket.Dialer
 	// Header is sent with the websocket handshake (for example Origin).
 	Header http.Header
@@ -95,7 +96,9 @@ const (
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.Dialer == nil {
-		c.Dialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+		// The write buffer is borrowed from a pool only while a message is written, as the
+		// server's: an idle member's client holds none.
+		c.Dialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second, WriteBufferPool: &writeBuffers}
 	}
 	if c.EventQueue <= 0 {
 		c.EventQueue = 256
@@ -120,6 +123,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	}
 	return c
 }
+
+// writeBuffers lends the default dialer's websockets their write buffers (gorilla's BufferPool).
+var writeBuffers sync.Pool
 
 // Client is a member's connection to the signaling server. Its methods may be
 // called from any goroutine. It runs two goroutines (a reader and a writer)
