@@ -12,9 +12,9 @@ const maxLoopEvents = 4096
 const idleLoopEvents = 16
 
 // newEventQueue makes the loop's event queue. Its storage grows with what it holds and is let go
-// once drained: a channel of maxLoopEvents slots, made up front, cost every idle member 160 KiB
-// for a queue that holds a handful of events at a time. The links' goroutines push; only the loop
-// pops.
+// once the queue drains after holding little (boundq): a channel of maxLoopEvents slots, made up
+// front, cost every idle member 160 KiB for a queue that holds a handful of events at a time. The
+// links' goroutines push; only the loop pops.
 func newEventQueue() *boundq.Queue[loopEvent] {
 	return boundq.New[loopEvent](maxLoopEvents, idleLoopEvents)
 }

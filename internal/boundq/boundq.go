@@ -11,6 +11,7 @@ type Queue[T any] struct {
 	buf   []T           // guarded by mu: a ring of len(buf) slots
 	head  int           // guarded by mu: the oldest item's slot
 	n     int           // guarded by mu: items queued
+	peak  int           // guarded by mu: the most items queued since the queue last drained
 	space chan struct{} // guarded by mu: closed when an item is taken while PushWait waits; nil when none waits
 }
 
@@ -87,6 +88,7 @@ func (q *Queue[T]) pushLocked(v T) {
 	}
 	q.buf[(q.head+q.n)%len(q.buf)] = v
 	q.n++
+	q.peak = max(q.peak, q.n)
 	if q.n == 1 {
 		q.signal()
 	}
@@ -106,8 +108,14 @@ func (q *Queue[T]) Pop() (T, bool) {
 	q.n--
 	if q.n > 0 {
 		q.signal()
-	} else if len(q.buf) > q.idle {
-		q.buf, q.head = nil, 0 // a burst's storage goes once drained
+	} else {
+		// A burst's storage goes once the queue drains after holding at most a quarter of it:
+		// not after the burst itself, so that bursts of one size in a row (a member's datagrams
+		// every tick) reuse one ring instead of growing a new one each time.
+		if len(q.buf) > q.idle && q.peak <= len(q.buf)/4 {
+			q.buf, q.head = nil, 0
+		}
+		q.peak = 0
 	}
 	if q.space != nil {
 		close(q.space)

@@ -54,7 +54,8 @@ func TestBound(t *testing.T) {
 }
 
 // TestStorage: the queue costs what it holds — nothing before the first item, a few slots while
-// items trickle in, and a burst's storage is let go once drained.
+// items trickle in, one ring for bursts of one size in a row, and a burst's storage is let go
+// once the queue drains after holding little.
 func TestStorage(t *testing.T) {
 	q := New[int](4096, 16)
 	if q.Slots() != 0 {
@@ -91,7 +92,23 @@ func TestStorage(t *testing.T) {
 		}
 		next++
 	}
+	burst := q.Slots()
+	for range 10 { // bursts of 40 items, each drained: one ring, not a new one each time
+		for i := range 40 {
+			q.TryPush(i)
+		}
+		for q.Len() > 0 {
+			<-q.Ready()
+			q.Pop()
+		}
+	}
+	if s := q.Slots(); s != 64 {
+		t.Fatalf("bursts of 40 in a row: %d slots after them (the 3000 burst left %d), want 64", s, burst)
+	}
+	q.TryPush(1) // quiet again: the next drain lets the bursts' ring go
+	<-q.Ready()
+	q.Pop()
 	if q.Slots() > 16 {
-		t.Fatalf("a drained queue keeps %d slots (at most 16)", q.Slots())
+		t.Fatalf("a drained queue keeps %d slots after a quiet spell (at most 16)", q.Slots())
 	}
 }
