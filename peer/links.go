@@ -141,26 +141,19 @@ func (p *Peer) post(r *remote, ch link.Channel, payload []byte) {
 	*bp = append((*bp)[:0], payload...)
 	ev := loopEvent{r: r, kind: evMessage, ch: ch, data: bp}
 	if ch == link.Unreliable {
-		select {
-		case p.events <- ev:
-		default:
+		if !p.events.TryPush(ev) {
 			p.count.droppedIn.Add(1)
 			p.release(bp)
 		}
 		return
 	}
-	select {
-	case p.events <- ev:
-	case <-p.quit:
+	if !p.events.PushWait(ev, p.quit, nil) {
 		p.release(bp)
 	}
 }
 
 func (p *Peer) postState(r *remote, kind uint8, err error) {
-	select {
-	case p.events <- loopEvent{r: r, kind: kind, closed: err}:
-	case <-p.quit:
-	}
+	p.events.PushWait(loopEvent{r: r, kind: kind, closed: err}, p.quit, nil)
 }
 
 func (p *Peer) release(bp *[]byte) {

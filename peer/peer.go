@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/crdt"
+	"github.com/concordrtc/concord/internal/boundq"
 	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
@@ -61,7 +62,7 @@ type Peer struct {
 	member *memberRole // non-nil while it is not
 
 	timers timers
-	events chan loopEvent
+	events *boundq.Queue[loopEvent]
 	calls  chan func()
 	done   chan struct{} // closed when Run has returned
 	quit   chan struct{} // closed when Run starts shutting down: helper goroutines give up
@@ -109,7 +110,7 @@ func New(cfg Config) (*Peer, error) {
 		w:       newWorld(cfg.App.Schemas(), crdt.Config{}),
 		members: make(map[PeerIndex]sigclient.Member),
 		remotes: make(map[PeerIndex]*remote),
-		events:  make(chan loopEvent, 4096),
+		events:  newEventQueue(),
 		calls:   make(chan func()),
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
@@ -230,8 +231,10 @@ func (p *Peer) loop(ctx context.Context) error {
 				continue
 			}
 			p.handleSignaling(ctx, ev)
-		case ev := <-p.events:
-			p.handleLinkEvent(ev)
+		case <-p.events.Ready():
+			if ev, ok := p.events.Pop(); ok {
+				p.handleLinkEvent(ev)
+			}
 		case <-timer.C():
 			armed = time.Time{}
 			p.runTimers(p.clock.Now())
@@ -330,8 +333,10 @@ func (p *Peer) shutdown() {
 		select {
 		case <-waited:
 			return
-		case ev := <-p.events:
-			p.release(ev.data)
+		case <-p.events.Ready():
+			if ev, ok := p.events.Pop(); ok {
+				p.release(ev.data)
+			}
 		}
 	}
 }

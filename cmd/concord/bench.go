@@ -161,6 +161,7 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	fs.StringVar(&o.Schema, "schema", bench.SchemaQuantized, "the movers' position: quantized (6 bytes) or plain (two float32, 8 bytes)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process to this file (written when it stops: SIGINT, SIGTERM or the end of standard input, not SIGKILL)")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile of this process (allocations over its whole life) to this file when it stops, as -cpuprofile")
+	fs.StringVar(&o.SettleProfile, "settle-memprofile", "", "write a heap profile of this process to this file whenever it settles its memory (SIGUSR1, the idle benchmark)")
 	exitOnEOF := fs.Bool("exit-on-stdin-eof", false, "stop when standard input ends (the benchmark that started this process is gone)")
 	wireStats := fs.Bool("wire-stats", false, "count the host's UDP packets and print the counts on standard output every 100 ms")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
@@ -177,6 +178,7 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if *wireStats {
 		o.WireOut = stdout
 	}
+	o.SettleOut = stderr // SIGUSR1: the idle benchmark reads a settled resident set
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if *exitOnEOF {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/boundq"
 )
 
 // JoinOptions say which room to join and as whom.
@@ -48,7 +50,8 @@ type ClientConfig struct {
 	// Logger receives the client's logs. The zero value discards them.
 	Logger zerolog.Logger
 	// Dialer dials the websocket. If nil, a dialer with a 10s handshake
-	// timeout and no proxy is used.
+	// timeout, no proxy and write buffers lent from a pool while a message is
+	// written is used.
 	Dialer *websocket.Dialer
 	// Header is sent with the websocket handshake (for example Origin).
 	Header http.Header
@@ -93,7 +96,9 @@ const (
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.Dialer == nil {
-		c.Dialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+		// The write buffer is borrowed from a pool only while a message is written, as the
+		// server's: an idle member's client holds none.
+		c.Dialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second, WriteBufferPool: &writeBuffers}
 	}
 	if c.EventQueue <= 0 {
 		c.EventQueue = 256
@@ -119,6 +124,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	return c
 }
 
+// writeBuffers lends the default dialer's websockets their write buffers (gorilla's BufferPool).
+var writeBuffers sync.Pool
+
 // Client is a member's connection to the signaling server. Its methods may be
 // called from any goroutine. It runs two goroutines (a reader and a writer)
 // until Close or until the connection fails.
@@ -128,8 +136,10 @@ type Client struct {
 	log    zerolog.Logger
 	joined Joined
 
-	events chan Event  // only the reader sends; closed after Closed
-	send   chan []byte // bounded outbound queue; never closed
+	events chan Event // only the reader sends; closed after Closed
+	// send is the outbound queue, of SendQueue frames; its storage grows with what it holds (a
+	// channel of the peer's 1,024 slots cost every idle member 24 KiB).
+	send *boundq.Queue[[]byte]
 
 	done       chan struct{} // closed by shutdown
 	readerDone chan struct{}
@@ -214,7 +224,7 @@ func Dial(ctx context.Context, serverURL string, opts JoinOptions, cfg ClientCon
 		cfg: cfg, ws: ws,
 		log:        cfg.Logger.With().Str("room", string(opts.Room)).Logger(),
 		events:     make(chan Event, cfg.EventQueue),
-		send:       make(chan []byte, cfg.SendQueue),
+		send:       boundq.New[[]byte](cfg.SendQueue, idleSendSlots),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -391,22 +401,24 @@ func (c *Client) queue(ctx context.Context, m ClientMessage, wait bool) error {
 	default:
 	}
 	if !wait {
-		select {
-		case c.send <- frame:
-			return nil
-		default:
+		if !c.send.TryPush(frame) {
 			return fmt.Errorf("%w (%s)", ErrSendQueueFull, m.Type)
 		}
+		return nil
+	}
+	if c.send.PushWait(frame, c.done, ctx.Done()) {
+		return nil
 	}
 	select {
-	case c.send <- frame:
-		return nil
 	case <-c.done:
 		return ErrClosed
-	case <-ctx.Done():
+	default:
 		return ctx.Err()
 	}
 }
+
+// idleSendSlots is the largest send queue storage kept once the writer drains it.
+const idleSendSlots = 8
 
 // Close leaves the room: it sends a close frame and waits for the server's
 // answer and for both goroutines to end. After CloseGrace it stops waiting
@@ -507,8 +519,14 @@ func (c *Client) readMessages() error {
 				return err
 			}
 		}
+		if c.buf.Cap() > idleReadBuffer {
+			c.buf = bytes.Buffer{} // a burst's batches (up to 32 KiB) are not kept by an idle member
+		}
 	}
 }
+
+// idleReadBuffer is the largest read buffer the reader keeps between messages.
+const idleReadBuffer = 4 << 10
 
 // handleMessage decodes one server message and queues its event. Only a full event queue is an
 // error; an undecodable or unknown message is logged and skipped.
@@ -584,7 +602,11 @@ func (c *Client) writeLoop() {
 	}
 	for {
 		select {
-		case f := <-c.send:
+		case <-c.send.Ready():
+			f, ok := c.send.Pop()
+			if !ok {
+				continue
+			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(c.cfg.WriteWait))
 			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
 				c.shutdown(err, false)

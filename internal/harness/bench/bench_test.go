@@ -213,6 +213,7 @@ func TestHostHelperProcess(t *testing.T) {
 	if *wire {
 		o.WireOut = os.Stdout
 	}
+	o.SettleOut = os.Stderr // as bench-host: the idle benchmark settles it
 	lv, _ := zerolog.ParseLevel(*logLevel)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -230,6 +231,22 @@ func helperHostCommand(args []string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHostHelperProcess$", "--"}, args...)...)
 	cmd.Env = append(os.Environ(), hostHelperEnv+"=1")
 	return cmd
+}
+
+// TestIdleSmoke runs the idle benchmark at a small size: raw pairs, a room whose host process
+// settles its memory before and after the window (the resident set is read settled on both
+// sides), and its standby phase.
+func TestIdleSmoke(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	s, err := Idle(ctx, IdleOptions{Members: 3, Window: 500 * time.Millisecond, Standby: true, HostCommand: helperHostCommand}, log, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Members != 3 || s.Concord <= 0 || s.Standby <= 0 { // the host's CPU is read in 10 ms ticks: may be 0 here
+		t.Fatalf("summary %+v: want CPU figures for the room and its standby phase", s)
+	}
 }
 
 // TestMigrationSmoke kills a bench host process twice under three peers and a small world.

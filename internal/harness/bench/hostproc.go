@@ -2,9 +2,14 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"os/signal"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,6 +35,13 @@ type HostOptions struct {
 	// MemProfile, when not empty, is the file that receives a heap profile when the run ends
 	// (its alloc_space and alloc_objects count every allocation of the run).
 	MemProfile string
+	// SettleOut, when not nil, makes the host settle its memory on SIGUSR1 — a collection that
+	// returns the freed heap to the OS, as the benchmark does in its own process before it reads
+	// a resident set — and then write "bench-host settled N" (N counting from 1) to it.
+	SettleOut io.Writer
+	// SettleProfile, when not empty, receives a heap profile at every settle (the last one
+	// stays): inuse_space is what the host holds then.
+	SettleProfile string
 	// WireOut, when not nil, receives the host's UDP packet counts and the unreliable datagrams
 	// its links dropped as "wire packets bytes control small dropped" lines every 100 ms (the
 	// fanout benchmark reads them); nil: no counting.
@@ -84,6 +96,10 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if o.SettleOut != nil {
+		stop := settleOnSignal(o.SettleOut, o.SettleProfile, log)
+		defer stop()
+	}
 	if wire != nil {
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -96,6 +112,44 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 	return p.Run(ctx)
 }
 
+// settleOnSignal settles this process's memory on every SIGUSR1 and says so on out, until stop.
+func settleOnSignal(out io.Writer, profile string, log zerolog.Logger) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1)
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+				debug.FreeOSMemory()
+				writeMemProfile(profile, log)
+				fmt.Fprintf(out, "bench-host settled %d\n", n)
+			}
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done); <-exited }
+}
+
+// settle asks the host process to settle its memory (HostOptions.SettleOut) and waits until it
+// has: its resident set then counts what is live, as settledRSS does in this process.
+func (hp *hostProc) settle(ctx context.Context) error {
+	hp.settles++
+	if err := hp.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return err
+	}
+	want := fmt.Sprintf("bench-host settled %d\n", hp.settles)
+	return wait(ctx, 10*time.Second, "the bench host settled", hp.exited, func() error {
+		if !strings.Contains(hp.out.String(), want) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
 // hostProc is one running bench host process.
 type hostProc struct {
 	cmd      *exec.Cmd
@@ -103,6 +157,7 @@ type hostProc struct {
 	out      *tail
 	waited   chan error
 	killOnce sync.Once
+	settles  int // SIGUSR1s sent (settle)
 }
 
 func startHostProc(o MigrationOptions, url string) (*hostProc, error) {

@@ -120,6 +120,11 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 		return 0, 0, mem, fmt.Errorf("%w\n%s", err, hp.out)
 	}
 	g.remoteHost = hp
+	// The host process's resident set is read settled, as this process's is (settledRSS): what
+	// is live, not the garbage its collector has yet to reach.
+	if err := hp.settle(ctx); err != nil {
+		return 0, 0, mem, err
+	}
 	host0, _ := procRSS(hp.cmd.Process.Pid)
 	for i := range o.Members {
 		if _, err := g.start(fmt.Sprintf("idle%d", i+1), signaling.KindBot, &app{idle: true}); err != nil {
@@ -154,12 +159,16 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	if !standby {
 		writeMemProfile(o.MemProfile, log)
 	}
+	unsettled, _ := procRSS(hp.cmd.Process.Pid)
+	if serr := hp.settle(ctx); serr != nil && err == nil {
+		err = serr
+	}
 	if h, rerr := procRSS(hp.cmd.Process.Pid); rerr == nil {
 		mem.host = h - host0
 	}
 	// Said before the room closes: closing hundreds of links is the slow part.
-	fmt.Fprintf(progress, "idle: %.1f%% of a core (host %.1f%%), %.0f KiB a member (host %.0f KiB)\n",
-		total, host, perMember(mem.self+mem.host, o.Members), perMember(mem.host, o.Members))
+	fmt.Fprintf(progress, "idle: %.1f%% of a core (host %.1f%%), %.0f KiB a member (host %.0f KiB; %.0f before its collection)\n",
+		total, host, perMember(mem.self+mem.host, o.Members), perMember(mem.host, o.Members), perMember(unsettled-host0, o.Members))
 	if err == nil {
 		err = g.failed()
 	}
