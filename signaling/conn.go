@@ -34,18 +34,18 @@ type conn struct {
 	// are, and those other frames' bound does not count them; so signals never make a slow
 	// consumer, and a burst's membership frames never shed a signal (the offers and answers
 	// that make the burst's links). Slices shared by a broadcast: 24 bytes each.
-	qMu      sync.Mutex
-	queue    [][]byte // guarded by qMu
-	head     int      // guarded by qMu: queue[:head] is written
+	qMu   sync.Mutex
+	queue [][]byte // guarded by qMu
+	head  int      // guarded by qMu: queue[:head] is written
 	// sigAt holds the positions (counted by pushed and popped) of the queued signals, oldest
 	// first: at most three quarters of SendQueue.
 	sigAt          []uint64 // guarded by qMu
 	pushed, popped uint64   // guarded by qMu: frames ever queued and taken
-	writing  bool     // guarded by qMu: a writeLoop runs
-	pingDue  bool     // guarded by qMu: the pinger fired; the writer pings
-	spillCap int
-	wake     chan struct{} // capacity 1: frames were queued (or a ping is due) while the writer ran
-	pinger   *time.Timer   // every PingInterval: sets pingDue; nil until start
+	writing        bool     // guarded by qMu: a writeLoop runs
+	pingDue        bool     // guarded by qMu: the pinger fired; the writer pings
+	spillCap       int
+	wake           chan struct{} // capacity 1: frames were queued (or a ping is due) while the writer ran
+	pinger         *time.Timer   // every PingInterval: sets pingDue; nil until start
 
 	// batch is set from the join when the client reads batched messages; the writer then joins
 	// the frames it finds queued into one websocket message (docs/protocol.md §4 "Batched
