@@ -628,7 +628,7 @@ func (c *conn) readMessages() LeaveReason {
 			c.replyError(fmt.Errorf("%w: this socket joined as peer %d", ErrAlreadyJoined, c.index), 0)
 		case typeSignal:
 			frame := mustMarshal(signalMsg{V: ProtocolVersion, Type: typeSignal, From: c.index, To: m.To, Payload: *m.Payload})
-			c.s.post(&evSignal{c: c, to: m.To, room: m.Room, frame: frame})
+			c.s.post(&evSignal{c: c, to: m.To, room: m.Room, frame: frame, kind: m.Payload.Kind, session: m.Payload.Session})
 		case typeSynced:
 			c.s.post(&evSynced{c: c})
 		case typeReport:
