@@ -1,13 +1,9 @@
 package peer_test
 
 import (
-	"context"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/demo/arena"
 	"github.com/concordrtc/concord/internal/testkit/poll"
@@ -19,24 +15,13 @@ import (
 // after the budget refills, and syncs well within its connect timeout (5 s): without the resend
 // it waited the timeout out before it offered again.
 func TestShedOfferSentAgain(t *testing.T) {
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	// The host takes 5 signals a second, one at a time; pairs are not limited here.
-	srv := signaling.New(signaling.Config{Logger: log, RecvSignalRate: 5, RecvSignalBurst: 1, SignalRate: 1e4, SignalBurst: 1e5})
-	hs := httptest.NewServer(srv.Handler())
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &room{t: t, url: hs.URL, server: srv, ctx: ctx, errs: make(chan error, 64)}
-	t.Cleanup(func() {
-		cancel()
-		for _, p := range r.peers {
-			<-p.Done()
-		}
-		_ = srv.Close()
-		hs.Close()
-	})
+	r := newRoomWith(t, signaling.Config{RecvSignalRate: 5, RecvSignalBurst: 1, SignalRate: 1e4, SignalBurst: 1e5})
+	ctx := r.ctx
 	r.joinHost(arena.New(arena.Config{}))
 
 	// The flooder keeps the host's budget spent until the joiner has been refused.
-	fl, err := signaling.Dial(ctx, hs.URL, signaling.JoinOptions{Room: "arena", User: "flooder"}, signaling.ClientConfig{})
+	fl, err := signaling.Dial(ctx, r.url, signaling.JoinOptions{Room: "arena", User: "flooder"}, signaling.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
