@@ -60,6 +60,10 @@ type Status struct {
 	// busy (recipient_busy), and SignalsResent the times a link sent such signals again
 	// (docs/protocol.md §4 "Signal budgets"; resend.go).
 	SignalsShed, SignalsResent uint64
+	// SignalsDropped counts signals to this peer its signaling client dropped on arrival, its
+	// event queue three quarters full (sigclient.Client.ShedSignals, of the current connection):
+	// their senders are not told, and their links wait out the connect timeout.
+	SignalsDropped uint64
 	// Signaling reports a live signaling connection. While it is down the room plays on over
 	// the links, and the peer redials (Config.RedialMin, RedialMax).
 	Signaling bool
@@ -172,6 +176,9 @@ func (p *Peer) publish() *Status {
 	}
 	for i := range st.RefusedBy {
 		st.RefusedBy[i] = p.count.refusedBy[i].Load()
+	}
+	if c, ok := p.sig.(interface{ ShedSignals() uint64 }); ok {
+		st.SignalsDropped = c.ShedSignals()
 	}
 	if p.resumeErr != nil {
 		st.ResumeRefused = p.resumeErr.Error()

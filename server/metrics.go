@@ -138,7 +138,7 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 type refusalCollector struct {
 	peers                     func() []roomPeer
 	refused, offenders, world *prometheus.Desc
-	shed, resent              *prometheus.Desc
+	shed, resent, dropped     *prometheus.Desc
 }
 
 // roomPeer is a peer of this process and its room.
@@ -158,6 +158,8 @@ func newRefusalCollector(peers func() []roomPeer) *refusalCollector {
 			"Signals of a peer of this process that signaling did not relay (recipient_busy), per room.", []string{"room"}, nil),
 		resent: prometheus.NewDesc("concord_peer_signals_resent_total",
 			"Times a link of a peer of this process sent its refused signals again, per room.", []string{"room"}, nil),
+		dropped: prometheus.NewDesc("concord_peer_signals_dropped_total",
+			"Signals to a peer of this process its signaling client dropped on arrival (its event queue three quarters full), per room.", []string{"room"}, nil),
 		world: prometheus.NewDesc("concord_room_world_bytes",
 			"Size of each room's world in a peer of this process, as a checkpoint (bounded by --max-world-bytes for members' writes).", []string{"room"}, nil),
 	}
@@ -169,6 +171,7 @@ func (c *refusalCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.world
 	ch <- c.shed
 	ch <- c.resent
+	ch <- c.dropped
 }
 
 func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
@@ -184,5 +187,6 @@ func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.world, prometheus.GaugeValue, float64(st.WorldBytes), rp.room)
 		ch <- prometheus.MustNewConstMetric(c.shed, prometheus.CounterValue, float64(st.SignalsShed), rp.room)
 		ch <- prometheus.MustNewConstMetric(c.resent, prometheus.CounterValue, float64(st.SignalsResent), rp.room)
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(st.SignalsDropped), rp.room)
 	}
 }
