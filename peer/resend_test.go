@@ -28,9 +28,11 @@ func TestShedOfferSentAgain(t *testing.T) {
 	defer fl.Close()
 	stop := make(chan struct{})
 	flooded := make(chan struct{})
+	spent := make(chan struct{}) // the flooder was refused: the host's budget is spent
 	go func() {
 		defer close(flooded)
-		tick := time.NewTicker(2 * time.Millisecond)
+		refused := false
+		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		cand := signaling.SignalPayload{Kind: signaling.SignalCandidate, Session: 999,
 			Candidate: &signaling.ICECandidate{Candidate: "candidate:1 1 udp 2130706431 127.0.0.1 9 typ host"}}
@@ -38,12 +40,21 @@ func TestShedOfferSentAgain(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-fl.Events(): // its own refusals and the room's news
+			case ev := <-fl.Events(): // its own refusals and the room's news
+				if er, ok := ev.(signaling.Error); ok && er.Code == signaling.CodeRecipientBusy && !refused {
+					refused = true
+					close(spent)
+				}
 			case <-tick.C:
 				_ = fl.TrySendSignal(1, cand)
 			}
 		}
 	}()
+	select {
+	case <-spent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the flooder was never refused")
+	}
 	joiner := r.join("joiner", signaling.KindBot, arena.New(arena.Config{Bot: &arena.BotConfig{Seed: 1, MoveFor: time.Millisecond}}))
 	poll.Until(t, 10*time.Second, "the joiner's signals refused", func() error {
 		if st := joiner.Status(); st.SignalsShed == 0 {
@@ -51,6 +62,11 @@ func TestShedOfferSentAgain(t *testing.T) {
 		}
 		return nil
 	})
+	if joiner.Status().Synced {
+		// Its offer took the one token a refill made before the flooder did (a 1 ms window
+		// in 200 ms): this run shows nothing about a refused offer.
+		t.Skip("the joiner's offer got through the flood")
+	}
 	close(stop)
 	<-flooded
 	stopped := time.Now()
