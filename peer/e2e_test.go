@@ -30,8 +30,15 @@ type room struct {
 
 func newRoom(t *testing.T, rooms map[signaling.RoomID]signaling.RoomConfig) *room {
 	t.Helper()
+	return newRoomWith(t, signaling.Config{Rooms: rooms})
+}
+
+// newRoomWith is newRoom on a signaling server of configuration cfg (its Logger the test's).
+func newRoomWith(t *testing.T, cfg signaling.Config) *room {
+	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	srv := signaling.New(signaling.Config{Logger: log, Rooms: rooms})
+	cfg.Logger = log
+	srv := signaling.New(cfg)
 	hs := httptest.NewServer(srv.Handler())
 	api, err := link.NewAPI(link.Config{Logger: log})
 	if err != nil {

@@ -41,6 +41,12 @@ type remote struct {
 	backlog      [][]byte
 	backlogBytes int
 	backlogAt    time.Time
+	// The signals of this link signaling did not relay (resend.go): shed is what to send again
+	// (shedDescription, shedCandidates), resends how often it was, resendArmed whether a resend
+	// is due.
+	shed        uint8
+	resends     uint8
+	resendArmed bool
 }
 
 // Flow control of the reliable channel (docs/protocol.md §5, "Limits"). A link refuses a reliable

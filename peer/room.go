@@ -84,6 +84,10 @@ func (p *Peer) handleSignaling(ctx context.Context, ev sigclient.Event) {
 	case sigclient.Signal:
 		p.handleSignal(ev.From, ev.Payload)
 	case sigclient.Error:
+		if ev.Code == sigclient.CodeRecipientBusy && ev.Signal != "" {
+			p.signalShed(ev) // a burst's busy host or member: sent again soon, logged at debug
+			break
+		}
 		p.log.Warn().Str("code", string(ev.Code)).Str("message", ev.Message).Msg("signaling error")
 	case sigclient.Closed:
 		// Links stay up: the room keeps playing without signaling, and nothing is lost; the

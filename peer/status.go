@@ -56,6 +56,14 @@ type Status struct {
 	Standby bool
 	// StandbyPromoted counts migrations that reused a standby link instead of connecting anew.
 	StandbyPromoted uint64
+	// SignalsShed counts this peer's signals signaling did not relay because their recipient was
+	// busy (recipient_busy), and SignalsResent the times a link sent such signals again
+	// (docs/protocol.md §4 "Signal budgets"; resend.go).
+	SignalsShed, SignalsResent uint64
+	// SignalsDropped counts signals to this peer its signaling client dropped on arrival, its
+	// event queue three quarters full (sigclient.Client.ShedSignals, of the current connection):
+	// their senders are not told, and their links wait out the connect timeout.
+	SignalsDropped uint64
 	// Signaling reports a live signaling connection. While it is down the room plays on over
 	// the links, and the peer redials (Config.RedialMin, RedialMax).
 	Signaling bool
@@ -97,6 +105,7 @@ type counters struct {
 	migrations                                                                                                   atomic.Uint64
 	deltas, wholes, deltaMissed                                                                                  atomic.Uint64
 	superseded                                                                                                   atomic.Uint64
+	signalsShed, signalsResent                                                                                   atomic.Uint64
 	refusedBy                                                                                                    [NumRefusals]atomic.Uint64
 	// closedMu guards closed: the counters of links already closed (by any goroutine).
 	closedMu sync.Mutex
@@ -156,6 +165,8 @@ func (p *Peer) publish() *Status {
 		Superseded:      p.count.superseded.Load(),
 		DeltaMissed:     p.count.deltaMissed.Load(),
 		StandbyPromoted: p.count.promoted.Load(),
+		SignalsShed:     p.count.signalsShed.Load(),
+		SignalsResent:   p.count.signalsResent.Load(),
 		Standby:         p.standby != nil && p.standby.ready,
 		Signaling:       p.sig != nil,
 		Server:          p.servers[p.server],
@@ -165,6 +176,9 @@ func (p *Peer) publish() *Status {
 	}
 	for i := range st.RefusedBy {
 		st.RefusedBy[i] = p.count.refusedBy[i].Load()
+	}
+	if c, ok := p.sig.(interface{ ShedSignals() uint64 }); ok {
+		st.SignalsDropped = c.ShedSignals()
 	}
 	if p.resumeErr != nil {
 		st.ResumeRefused = p.resumeErr.Error()

@@ -138,6 +138,7 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 type refusalCollector struct {
 	peers                     func() []roomPeer
 	refused, offenders, world *prometheus.Desc
+	shed, resent, dropped     *prometheus.Desc
 }
 
 // roomPeer is a peer of this process and its room.
@@ -153,6 +154,12 @@ func newRefusalCollector(peers func() []roomPeer) *refusalCollector {
 			"Inputs a peer of this process refused by the protocol's limits, per room and reason.", []string{"room", "reason"}, nil),
 		offenders: prometheus.NewDesc("concord_peer_offenders_total",
 			"Members whose link a host of this process closed for repeated refused inputs, per room.", []string{"room"}, nil),
+		shed: prometheus.NewDesc("concord_peer_signals_shed_total",
+			"Signals of a peer of this process that signaling did not relay (recipient_busy), per room.", []string{"room"}, nil),
+		resent: prometheus.NewDesc("concord_peer_signals_resent_total",
+			"Times a link of a peer of this process sent its refused signals again, per room.", []string{"room"}, nil),
+		dropped: prometheus.NewDesc("concord_peer_signals_dropped_total",
+			"Signals to a peer of this process its signaling client dropped on arrival (its event queue three quarters full), per room.", []string{"room"}, nil),
 		world: prometheus.NewDesc("concord_room_world_bytes",
 			"Size of each room's world in a peer of this process, as a checkpoint (bounded by --max-world-bytes for members' writes).", []string{"room"}, nil),
 	}
@@ -162,6 +169,9 @@ func (c *refusalCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.refused
 	ch <- c.offenders
 	ch <- c.world
+	ch <- c.shed
+	ch <- c.resent
+	ch <- c.dropped
 }
 
 func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
@@ -175,5 +185,8 @@ func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.offenders, prometheus.CounterValue, float64(st.Offenders), rp.room)
 		ch <- prometheus.MustNewConstMetric(c.world, prometheus.GaugeValue, float64(st.WorldBytes), rp.room)
+		ch <- prometheus.MustNewConstMetric(c.shed, prometheus.CounterValue, float64(st.SignalsShed), rp.room)
+		ch <- prometheus.MustNewConstMetric(c.resent, prometheus.CounterValue, float64(st.SignalsResent), rp.room)
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(st.SignalsDropped), rp.room)
 	}
 }

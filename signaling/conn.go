@@ -29,17 +29,23 @@ type conn struct {
 	// (membership, host changes) spill on, up to spillCap more. A burst of joins or leaves in a
 	// big room outpaces any fixed queue (each one is broadcast to every member), and dropping a
 	// member for it (above all the room's host, whose drop costs the room a migration) turns a
-	// crowd into an outage. Signals are refused, as to a busy recipient, from the last quarter
-	// of SendQueue on, so only those frames, which cannot be lost, can make a slow consumer
-	// (slices shared by a broadcast: 24 bytes each).
-	qMu      sync.Mutex
-	queue    [][]byte // guarded by qMu
-	head     int      // guarded by qMu: queue[:head] is written
-	writing  bool     // guarded by qMu: a writeLoop runs
-	pingDue  bool     // guarded by qMu: the pinger fired; the writer pings
-	spillCap int
-	wake     chan struct{} // capacity 1: frames were queued (or a ping is due) while the writer ran
-	pinger   *time.Timer   // every PingInterval: sets pingDue; nil until start
+	// crowd into an outage. Signals are counted apart (sigAt): they are refused, as to a busy
+	// recipient, once three quarters of SendQueue signals are queued, however many other frames
+	// are, and those other frames' bound does not count them; so signals never make a slow
+	// consumer, and a burst's membership frames never shed a signal (the offers and answers
+	// that make the burst's links). Slices shared by a broadcast: 24 bytes each.
+	qMu   sync.Mutex
+	queue [][]byte // guarded by qMu
+	head  int      // guarded by qMu: queue[:head] is written
+	// sigAt holds the positions (counted by pushed and popped) of the queued signals, oldest
+	// first: at most three quarters of SendQueue.
+	sigAt          []uint64 // guarded by qMu
+	pushed, popped uint64   // guarded by qMu: frames ever queued and taken
+	writing        bool     // guarded by qMu: a writeLoop runs
+	pingDue        bool     // guarded by qMu: the pinger fired; the writer pings
+	spillCap       int
+	wake           chan struct{} // capacity 1: frames were queued (or a ping is due) while the writer ran
+	pinger         *time.Timer   // every PingInterval: sets pingDue; nil until start
 
 	// batch is set from the join when the client reads batched messages; the writer then joins
 	// the frames it finds queued into one websocket message (docs/protocol.md §4 "Batched
@@ -133,31 +139,38 @@ func (c *conn) logr(e *zerolog.Event) *zerolog.Event {
 // change) for each member of a full room, and never less than the queue itself.
 func spillFrames(cfg *Config) int { return 4 * max(cfg.MaxMembers, cfg.SendQueue) }
 
-// enqueue queues frame without blocking and reports whether it fit, in the queue or the spill.
+// enqueue queues frame without blocking and reports whether it fit, in the queue or the spill
+// (the signals queued do not count: they have a share of their own, enqueueSignal).
 func (c *conn) enqueue(frame []byte) bool {
 	c.qMu.Lock()
 	defer c.qMu.Unlock()
-	if len(c.queue)-c.head >= c.s.cfg.SendQueue+c.spillCap {
+	if len(c.queue)-c.head-len(c.sigAt) >= c.s.cfg.SendQueue+c.spillCap {
 		return false
 	}
 	c.pushLocked(frame)
 	return true
 }
 
-// enqueueSignal queues a relayed signal (or an answer to a refused message) unless that would eat into the last quarter of the
-// queue, which is kept for membership and host messages, or the queue has spilled: a flood of
-// signals is shed (the senders are told), and only those messages, which cannot be lost, can
-// make a slow consumer.
+// enqueueSignal queues a relayed signal (or an answer to a refused message) unless three
+// quarters of SendQueue signals are queued already: a flood of signals is shed (the senders are
+// told), and only messages that cannot be lost (membership, host) can make a slow consumer. The
+// other frames queued do not count: in a burst of joins every member's queue fills with
+// membership frames (each join and each sync goes to every member), and shedding the offers and
+// answers behind them left the joiners waiting out their connect timeouts (docs/protocol.md §4).
+// A signal waits behind them instead, in order.
 func (c *conn) enqueueSignal(frame []byte) bool {
 	c.qMu.Lock()
 	defer c.qMu.Unlock()
-	q := c.s.cfg.SendQueue
-	if len(c.queue)-c.head >= q-max(1, q/4) {
+	if len(c.sigAt) >= signalShare(c.s.cfg.SendQueue) {
 		return false
 	}
+	c.sigAt = append(c.sigAt, c.pushed)
 	c.pushLocked(frame)
 	return true
 }
+
+// signalShare is how many signals a socket's queue holds at most: three quarters of SendQueue.
+func signalShare(sendQueue int) int { return sendQueue - max(1, sendQueue/4) }
 
 // idleQueueCap is the largest queue array kept once drained; a bigger one (left by a burst) is
 // dropped, so that an idle member holds at most this much.
@@ -171,6 +184,7 @@ func (c *conn) pushLocked(frame []byte) {
 		c.queue, c.head = c.queue[:n], 0
 	}
 	c.queue = append(c.queue, frame)
+	c.pushed++
 	c.kickLocked()
 }
 
@@ -182,6 +196,10 @@ func (c *conn) popLocked() ([]byte, bool) {
 	f := c.queue[c.head]
 	c.queue[c.head] = nil
 	c.head++
+	if len(c.sigAt) > 0 && c.sigAt[0] == c.popped {
+		c.sigAt = c.sigAt[:copy(c.sigAt, c.sigAt[1:])]
+	}
+	c.popped++
 	if c.head == len(c.queue) {
 		if cap(c.queue) > idleQueueCap {
 			c.queue = nil
@@ -189,6 +207,9 @@ func (c *conn) popLocked() ([]byte, bool) {
 			c.queue = c.queue[:0]
 		}
 		c.head = 0
+		if cap(c.sigAt) > idleQueueCap {
+			c.sigAt = nil
+		}
 	}
 	return f, true
 }
@@ -423,7 +444,8 @@ func (c *conn) finish() {
 		c.pinger.Stop()
 	}
 	pending := append([][]byte(nil), c.queue[c.head:]...)
-	c.queue, c.head = nil, 0
+	c.queue, c.head, c.sigAt = nil, 0, nil
+	c.popped = c.pushed
 	c.qMu.Unlock()
 	if c.info.graceful {
 		// Flush what is queued now, within one WriteWait in total, so that
@@ -606,7 +628,7 @@ func (c *conn) readMessages() LeaveReason {
 			c.replyError(fmt.Errorf("%w: this socket joined as peer %d", ErrAlreadyJoined, c.index), 0)
 		case typeSignal:
 			frame := mustMarshal(signalMsg{V: ProtocolVersion, Type: typeSignal, From: c.index, To: m.To, Payload: *m.Payload})
-			c.s.post(&evSignal{c: c, to: m.To, room: m.Room, frame: frame})
+			c.s.post(&evSignal{c: c, to: m.To, room: m.Room, frame: frame, kind: m.Payload.Kind, session: m.Payload.Session})
 		case typeSynced:
 			c.s.post(&evSynced{c: c})
 		case typeReport:

@@ -83,6 +83,9 @@ type evSignal struct {
 	to    PeerIndex
 	room  RoomID // optional check, "" if the sender named no room
 	frame []byte // the encoded signal message for the recipient
+	// kind and session name the signal in a refusal, so that its sender can send it again.
+	kind    SignalKind
+	session uint64
 }
 
 type evSynced struct{ c *conn }
@@ -764,7 +767,7 @@ func (h *hub) signal(ev *evSignal) {
 		if errors.Is(err, ErrRecipientBusy) {
 			h.stats.shed.Add(1)
 		}
-		h.refuse(m, err, ev.to)
+		h.refuseFrame(m, err, encodeSignalError(err, ev.to, ev.kind, ev.session))
 	}
 }
 
@@ -791,11 +794,16 @@ func (h *hub) budget(m, to *member) error {
 // refuse tells m why its message was refused and counts it against m (a repeat offender is
 // dropped).
 func (h *hub) refuse(m *member, err error, peer PeerIndex) {
+	h.refuseFrame(m, err, encodeError(err, peer))
+}
+
+// refuseFrame is refuse with the error message encoded (frame).
+func (h *hub) refuseFrame(m *member, err error, frame []byte) {
 	h.stats.refuse(err)
 	// Answers to a member that floods are shed like signals: they cannot make it a slow
 	// consumer; its strikes drop it instead.
 	if !m.dropping {
-		m.c.enqueueSignal(encodeError(err, peer))
+		m.c.enqueueSignal(frame)
 	}
 	m.c.strike(err)
 }

@@ -228,6 +228,10 @@ func encodeError(err error, peer PeerIndex) []byte {
 	return sigclient.EncodeError(err, peer)
 }
 
+func encodeSignalError(err error, peer PeerIndex, kind SignalKind, session uint64) []byte {
+	return sigclient.EncodeSignalError(err, peer, kind, session)
+}
+
 // iceServers returns the ICE servers of a joining member; nil without Config.ICEServers.
 func (h *hub) iceServers(room RoomID, id Identity) []ICEServer {
 	if h.cfg.ICEServers == nil {

@@ -71,3 +71,83 @@ func TestBurstSpillsNotDrops(t *testing.T) {
 		t.Fatalf("rooms %+v, want one room still in term 1", rooms)
 	}
 }
+
+// TestBurstQueuesSignalsBehindMembership: a host whose queue is full of a burst's membership
+// frames (it does not read: busy answering the joiners) still gets the joiners' offers, queued
+// behind those frames in order, instead of the joiners hearing recipient_busy and waiting out
+// their connect timeouts; signals keep a share of their own (three quarters of SendQueue),
+// past which they are shed as before (the refusal names the signal), and the host is never
+// dropped.
+func TestBurstQueuesSignalsBehindMembership(t *testing.T) {
+	const queue, burst = 8, 160 // 160 announcements: far more than the socket buffers take
+	share := signalShare(queue)
+	e := newEnvWith(t, Config{SendQueue: queue, MaxMembers: burst + 8, PongWait: time.Minute, PingInterval: time.Minute, WriteWait: time.Minute},
+		func(hs *httptest.Server) { hs.Listener = smallBufferListener{hs.Listener} })
+	host := e.raw(smallBufferDialer())
+	rawSend(t, host, `{"v":1,"type":"join","room":"r","user":"host","kind":"host"}`)
+	if m := rawRead(t, host); m["type"] != "joined" {
+		t.Fatalf("host got %v", m)
+	}
+	var last *Client
+	for i := range burst {
+		last, _ = e.joined(JoinOptions{Room: "r", User: fmt.Sprintf("c%d", i)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	// Offers go until one is refused: the share fits, the next one is shed.
+	var refused Error
+	sent := 0
+	for refused.Code == "" {
+		if sent > 4*queue {
+			t.Fatalf("%d offers relayed to a host that reads nothing", sent)
+		}
+		sent++
+		if err := last.SendSignal(ctx, 1, SignalPayload{Kind: SignalOffer, SDP: fmt.Sprint("offer", sent), Session: uint64(sent)}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(50 * time.Millisecond)
+	events:
+		for {
+			select {
+			case ev := <-last.Events():
+				if er, ok := ev.(Error); ok {
+					refused = er
+					break events
+				}
+			case <-deadline:
+				break events
+			}
+		}
+	}
+	relayed := sent - 1
+	// The refusal names the signal, so that its sender can send it again.
+	if refused.Code != CodeRecipientBusy || refused.PeerIndex != 1 || refused.Signal != SignalOffer || refused.Session != uint64(sent) {
+		t.Fatalf("sender got %+v, want recipient_busy for the host's offer of session %d", refused, sent)
+	}
+	if relayed < share {
+		t.Fatalf("%d offers relayed before one was refused, want at least the share (%d): the announcements shed them", relayed, share)
+	}
+	if st := e.srv.Stats(); st.ShedSignals != 1 || st.SlowConsumers != 0 {
+		t.Fatalf("stats %+v: want exactly the offer past the share shed, nobody dropped", st)
+	}
+	// The host reads: every announcement, then the relayed offers, in order.
+	joins, offers := 0, 0
+	for offers < relayed {
+		m := rawRead(t, host)
+		switch m["type"] {
+		case "member-joined":
+			if offers > 0 {
+				t.Fatalf("an announcement after an offer: out of order")
+			}
+			joins++
+		case "signal":
+			if s := m["payload"].(map[string]any)["sdp"]; s != fmt.Sprint("offer", offers+1) {
+				t.Fatalf("offer %d: got %v", offers+1, s)
+			}
+			offers++
+		}
+	}
+	if joins != burst {
+		t.Fatalf("%d announcements before the offers, want %d", joins, burst)
+	}
+}

@@ -304,6 +304,7 @@ var refusalMetrics = []string{
 	"concord_signaling_refused_connections_total", "concord_signaling_shed_signals_total",
 	"concord_signaling_slow_consumer_drops_total", "concord_signaling_relay_errors_total",
 	"concord_signaling_ping_timeouts_total", "concord_peer_refused_total", "concord_host_link_dropped_total",
+	"concord_peer_signals_shed_total", "concord_peer_signals_resent_total", "concord_peer_signals_dropped_total",
 }
 
 // serveRefusals reads serve's /metrics and returns the refusal counters that are not zero, as

@@ -133,6 +133,9 @@ type Conn struct {
 	descQueued bool       // the local offer/answer is in out
 	held       []Signal   // candidates gathered before the description was queued
 	out        []Signal   // signals for run to send, in order
+	// sent holds the signals handed to ConnConfig.Signal until the link is ready (then nil: an
+	// open link keeps none), for Resend: the description first, then the candidates.
+	sent []Signal
 }
 
 type chanState struct {
@@ -384,6 +387,9 @@ func (c *Conn) run() {
 			go c.readLoop(st)
 			if open++; open == NumChannels {
 				c.log.Debug().Msg("link ready")
+				c.outMu.Lock()
+				c.sent = nil // nothing left to resend
+				c.outMu.Unlock()
 				close(c.ready)
 			}
 		case <-c.dying:
@@ -406,7 +412,54 @@ func (c *Conn) flushSignals() {
 			c.fail(fmt.Errorf("%w: %s: %w", ErrSignalFailed, s.Kind, err))
 			return
 		}
+		c.outMu.Lock()
+		if !c.isReady() && !slices.ContainsFunc(c.sent, s.same) { // a resent one is kept once
+			c.sent = append(c.sent, s)
+		}
+		c.outMu.Unlock()
 	}
+}
+
+// same reports whether o is s: the description, or the same candidate.
+func (s Signal) same(o Signal) bool {
+	if s.Kind != SignalCandidate || o.Kind != SignalCandidate {
+		return s.Kind == o.Kind
+	}
+	return s.Candidate != nil && o.Candidate != nil && s.Candidate.Candidate == o.Candidate.Candidate
+}
+
+func (c *Conn) isReady() bool {
+	select {
+	case <-c.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Resend sends again signals signaling did not relay (refused as recipient_busy: the remote
+// never saw them): for kind offer or answer, this Conn's description and every candidate sent so
+// far; for kind candidate, every candidate sent so far (the remote ignores one it has). It does
+// nothing once the link is ready or dead, and reports whether it queued anything. A resent
+// signal never replaces a link: the remote's ICE may be connecting already, through candidates
+// it did get or peer-reflexive ones.
+func (c *Conn) Resend(kind string) bool {
+	if c.isDead() || c.isReady() {
+		return false
+	}
+	c.outMu.Lock()
+	n := len(c.out)
+	for _, s := range c.sent {
+		if s.Kind == SignalCandidate || kind != SignalCandidate {
+			c.out = append(c.out, s)
+		}
+	}
+	queued := len(c.out) > n
+	c.outMu.Unlock()
+	if queued {
+		c.poke()
+	}
+	return queued
 }
 
 func (c *Conn) teardown() {

@@ -202,6 +202,11 @@ type Error struct {
 	Message string
 	// PeerIndex is the peer a rejected signal was addressed to, else 0.
 	PeerIndex PeerIndex
+	// Signal and Session are the kind and session of the rejected signal ("" and 0 from a server
+	// that does not say): a signal refused with recipient_busy was not relayed, and its sender
+	// may send it again.
+	Signal  SignalKind
+	Session uint64
 }
 
 // Error implements error.

@@ -406,6 +406,10 @@ type errorMsg struct {
 	Code      ErrorCode `json:"code"`
 	Message   string    `json:"message"`
 	PeerIndex PeerIndex `json:"peerIndex,omitempty"`
+	// Signal and Session name the refused signal (its kind and session), so that its sender
+	// can send it again (docs/protocol.md §4 "Signal budgets").
+	Signal  SignalKind `json:"signal,omitempty"`
+	Session uint64     `json:"session,omitempty"`
 }
 
 // MustMarshal encodes a server message. The structs above hold no values
@@ -420,6 +424,11 @@ func MustMarshal(v any) []byte {
 
 func EncodeError(err error, peer PeerIndex) []byte {
 	return MustMarshal(errorMsg{V: ProtocolVersion, Type: typeError, Code: CodeOf(err), Message: err.Error(), PeerIndex: peer})
+}
+
+// EncodeSignalError encodes the refusal of a signal to peer: its kind and session go with it.
+func EncodeSignalError(err error, peer PeerIndex, kind SignalKind, session uint64) []byte {
+	return MustMarshal(errorMsg{V: ProtocolVersion, Type: typeError, Code: CodeOf(err), Message: err.Error(), PeerIndex: peer, Signal: kind, Session: session})
 }
 
 // ServerMessage is every message a server sends, flattened, as the client
@@ -446,8 +455,10 @@ type ServerMessage struct {
 	To      PeerIndex      `json:"to"`
 	Payload *SignalPayload `json:"payload"`
 
-	Code    ErrorCode `json:"code"`
-	Message string    `json:"message"`
+	Code    ErrorCode  `json:"code"`
+	Message string     `json:"message"`
+	Signal  SignalKind `json:"signal"`
+	Session uint64     `json:"session"`
 }
 
 // DecodeServerMessage decodes one server message into dst, overwriting every
@@ -501,7 +512,7 @@ func DecodeServerMessage(b []byte, dst *ServerMessage) (Event, error) {
 		}
 		return Signal{From: dst.From, Payload: *dst.Payload}, nil
 	case typeError:
-		return Error{Code: dst.Code, Message: dst.Message, PeerIndex: dst.PeerIndex}, nil
+		return Error{Code: dst.Code, Message: dst.Message, PeerIndex: dst.PeerIndex, Signal: dst.Signal, Session: dst.Session}, nil
 	}
 	return nil, nil
 }

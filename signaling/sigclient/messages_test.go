@@ -129,6 +129,8 @@ func TestServerMessageGolden(t *testing.T) {
 			`{"v":1,"type":"signal","from":1,"to":2,"payload":{"kind":"candidate","candidate":{"candidate":"candidate:1 1 udp 2130706431 127.0.0.1 50000 typ host","sdpMid":"0","sdpMLineIndex":0},"session":1}}`},
 		{"error", errorMsg{V: 1, Type: typeError, Code: CodeUnknownPeer, Message: `signaling: unknown peer: no member with peer index 7 in room "lobby"`, PeerIndex: 7},
 			`{"v":1,"type":"error","code":"unknown_peer","message":"signaling: unknown peer: no member with peer index 7 in room \"lobby\"","peerIndex":7}`},
+		{"error-signal", errorMsg{V: 1, Type: typeError, Code: CodeRecipientBusy, Message: "signaling: recipient busy: peer 1's queue is full; signal not relayed", PeerIndex: 1, Signal: SignalOffer, Session: 3},
+			`{"v":1,"type":"error","code":"recipient_busy","message":"signaling: recipient busy: peer 1's queue is full; signal not relayed","peerIndex":1,"signal":"offer","session":3}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
