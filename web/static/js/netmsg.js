@@ -313,7 +313,7 @@ class Cursor {
   /**
    * One run of a RunUpdates body (netmsg/runs.go), its updates pushed to updates: networkId,
    * count, lengthAndWidth and mask once, then count data of dataLength bytes, entity networkId + k.
-   * @param {Array<object>} updates
+   * @param {Array<{networkId: bigint, maskBits: number, mask: number, data: Uint8Array}>} updates
    */
   run(updates) {
     const networkId = this.uvarint('network id');
@@ -529,6 +529,7 @@ function decodeAt(c, start) {
     case Type.RunUpdates: {
       c.checkBody(start, n, 1, false);
       const time = c.uvarint('time');
+      /** @type {Array<{networkId: bigint, maskBits: number, mask: number, data: Uint8Array}>} */
       const updates = [];
       while (c.off < c.end) c.run(updates);
       msg = { type: t, time, updates };
