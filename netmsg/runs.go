@@ -42,18 +42,7 @@ func AppendRunUpdates(dst []byte, m *EntityUpdates) []byte {
 // no data, or whose ids pass 2⁶⁴ − 1 is ErrBodyLength; data past the body ErrShortBuffer. A nil
 // m validates only. Every error is a *ProtocolError.
 func ConsumeRunUpdates(b []byte, m *EntityUpdates) (n int, err error) {
-	d := decoder{b: b}
-	body := d.extFrame(TypeRunUpdates)
-	if !d.checkBody(body, 1, false) {
-		return d.result()
-	}
-	t := d.uvarint("time")
-	if m != nil {
-		m.Time = t
-		m.Updates = m.Updates[:0]
-	}
-	d.runs(m)
-	return d.result()
+	return consumeTimed(b, TypeRunUpdates, m)
 }
 
 // runs reads RunUpdates' runs to the end of the body into m (nil: validate only).
