@@ -44,25 +44,36 @@ func addGoldenSeeds(f *testing.F, keep func(Type) bool) {
 // *ProtocolError at an offset inside the input; validate-only (nil value)
 // agrees with decoding; a decoded message re-encodes to exactly the bytes it
 // came from; decoding into a dirty, reused value gives the same result.
+// decodeValidates decodes b into m and validates it (a nil message): both must agree, an error
+// must be a *ProtocolError within b, and a success must consume 1..len(b) bytes. ok: it decoded.
+func decodeValidates[T any](t *testing.T, b []byte, m *T, consume func([]byte, *T) (int, error)) (n int, ok bool) {
+	t.Helper()
+	n, err := consume(b, m)
+	nv, errv := consume(b, nil)
+	if n != nv || (err == nil) != (errv == nil) {
+		t.Fatalf("decode n=%d err=%v, validate n=%d err=%v", n, err, nv, errv)
+	}
+	if err != nil {
+		checkProtocolError(t, err, len(b))
+		if errv.Error() != err.Error() {
+			t.Fatalf("decode error %v, validate error %v", err, errv)
+		}
+		return 0, false
+	}
+	if n <= 0 || n > len(b) {
+		t.Fatalf("n = %d for %d bytes", n, len(b))
+	}
+	return n, true
+}
+
 func fuzzDecoder[T any](f *testing.F, typ Type, consume func([]byte, *T) (int, error), appendT func([]byte, *T) []byte) {
 	addGoldenSeeds(f, func(t Type) bool { return t == typ })
 	f.Add([]byte{byte(typ)})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m T
-		n, err := consume(b, &m)
-		nv, errv := consume(b, nil)
-		if n != nv || (err == nil) != (errv == nil) {
-			t.Fatalf("decode n=%d err=%v, validate n=%d err=%v", n, err, nv, errv)
-		}
-		if err != nil {
-			checkProtocolError(t, err, len(b))
-			if errv.Error() != err.Error() {
-				t.Fatalf("decode error %v, validate error %v", err, errv)
-			}
+		n, ok := decodeValidates(t, b, &m, consume)
+		if !ok {
 			return
-		}
-		if n <= 0 || n > len(b) {
-			t.Fatalf("n = %d for %d bytes", n, len(b))
 		}
 		enc := appendT(nil, &m)
 		if !bytes.Equal(enc, b[:n]) {
@@ -158,6 +169,41 @@ func FuzzConsumeForget(f *testing.F) {
 
 func FuzzConsumePackedUpdates(f *testing.F) {
 	fuzzDecoder(f, TypePackedUpdates, ConsumePackedUpdates, AppendPackedUpdates)
+}
+
+// FuzzConsumeRunUpdates: a decoder takes any split of the updates into runs, the encoder makes
+// the longest (up to MaxRun), so the property is on the updates, not the bytes: re-encoded, they
+// decode to the same, and the re-encoding is stable; decoding never yields more updates than
+// the body has bytes.
+func FuzzConsumeRunUpdates(f *testing.F) {
+	addGoldenSeeds(f, func(t Type) bool { return t == TypeRunUpdates })
+	f.Add([]byte{byte(TypeRunUpdates)})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m EntityUpdates
+		n, ok := decodeValidates(t, b, &m, ConsumeRunUpdates)
+		if !ok {
+			return
+		}
+		if len(m.Updates) > n {
+			t.Fatalf("%d updates from %d bytes", len(m.Updates), n)
+		}
+		enc := AppendRunUpdates(nil, &m)
+		if len(enc) > n {
+			t.Fatalf("re-encoding of %d bytes is longer than the %d decoded", len(enc), n)
+		}
+		var m2 EntityUpdates
+		if n2, err := ConsumeRunUpdates(enc, &m2); err != nil || n2 != len(enc) || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("second decode: n=%d err=%v\n%+v\n%+v", n2, err, m, m2)
+		}
+		if again := AppendRunUpdates(nil, &m2); !bytes.Equal(again, enc) {
+			t.Fatalf("re-encoding not stable:\n got %x\nwant %x", again, enc)
+		}
+		// The same updates as PackedUpdates decode to the same.
+		var m3 EntityUpdates
+		if _, err := ConsumePackedUpdates(AppendPackedUpdates(nil, &m), &m3); err != nil || !reflect.DeepEqual(m, m3) {
+			t.Fatalf("as PackedUpdates: %v\n%+v\n%+v", err, m, m3)
+		}
+	})
 }
 
 func FuzzConsumeDeltaUpdates(f *testing.F) {

@@ -196,6 +196,9 @@ type jAck struct {
 // packedUpdates is an EntityUpdates that the vectors encode as PackedUpdates.
 type packedUpdates EntityUpdates
 
+// runUpdates is an EntityUpdates that the vectors encode as RunUpdates.
+type runUpdates EntityUpdates
+
 type extMsg struct {
 	Type Type
 	Body []byte
@@ -459,6 +462,19 @@ var codecs = []goldenCodec{
 			return ConsumePackedUpdates(b, (*EntityUpdates)(m))
 		},
 	},
+	codec[runUpdates, jEntityUpdates]{
+		file: "run_updates.json", own: is(TypeRunUpdates),
+		toJ: func(m *runUpdates) jEntityUpdates {
+			return jEntityUpdates{u64(m.Time), mapSlice(m.Updates, toJUpdate)}
+		},
+		fromJ: func(j *jEntityUpdates) runUpdates {
+			return runUpdates{uint64(j.Time), mapSlice(j.Updates, fromJUpdate)}
+		},
+		append: func(dst []byte, m *runUpdates) []byte { return AppendRunUpdates(dst, (*EntityUpdates)(m)) },
+		consumeFn: func(b []byte, m *runUpdates) (int, error) {
+			return ConsumeRunUpdates(b, (*EntityUpdates)(m))
+		},
+	},
 	codec[DeltaUpdates, jDeltaUpdates]{
 		file: "delta_updates.json", own: is(TypeDeltaUpdates),
 		toJ: func(m *DeltaUpdates) jDeltaUpdates {
@@ -478,7 +494,7 @@ var codecs = []goldenCodec{
 	codec[extMsg, jExt]{
 		file: "ext.json", own: func(t Type) bool {
 			return t.IsFramed() && t > TypeHello && t != TypeRelay && t != TypeActions && t != TypeForget && t != TypePackedUpdates &&
-				t != TypeDeltaUpdates && t != TypeAck
+				t != TypeDeltaUpdates && t != TypeAck && t != TypeRunUpdates
 		},
 		toJ:   func(m *extMsg) jExt { return jExt{uint8(m.Type), m.Body} },
 		fromJ: func(j *jExt) extMsg { return extMsg{Type(j.Type), j.Body} },

@@ -20,6 +20,15 @@ const maxU64 = math.MaxUint64
 // entity is an ADR-117 entity (number | version<<16) as a networkId.
 func entity(number, version uint16) uint64 { return uint64(version)<<16 | uint64(number) }
 
+// runOf returns n updates of consecutive entities from 512, one mask and data length.
+func runOf(n int) []Update {
+	us := make([]Update, n)
+	for i := range us {
+		us[i] = Update{entity(512+uint16(i), 0), Width8, 0x03, pattern(2, byte(i))}
+	}
+	return us
+}
+
 // pattern returns n deterministic bytes.
 func pattern(n int, seed byte) []byte {
 	b := make([]byte, n)
@@ -231,6 +240,26 @@ func messageVectors() []namedValue {
 		}}},
 		{"a long value", packedUpdates{Time: 300, Updates: []Update{{entity(1000, 0), Width8, 0x03, pattern(200, 9)}}}},
 
+		// RunUpdates: consecutive ids of one mask and data length share a run (its count one byte,
+		// at most MaxRun); a gap in the ids, another mask or another length starts a new one.
+		{"one update, time 0", runUpdates{Time: 0, Updates: []Update{{entity(512, 0), Width8, 0x01, f32one}}}},
+		{"a run of three, then a gap, a new mask and a new length", runUpdates{Time: 300, Updates: []Update{
+			{entity(512, 0), Width8, 0x03, pattern(4, 1)},
+			{entity(513, 0), Width8, 0x03, pattern(4, 2)},
+			{entity(514, 0), Width8, 0x03, pattern(4, 3)},
+			{entity(516, 0), Width8, 0x03, pattern(4, 4)},
+			{entity(517, 0), Width8, 0x01, pattern(4, 5)},
+			{entity(518, 0), Width8, 0x01, pattern(2, 6)},
+		}}},
+		{"u16 and u32 masks, empty data, the last id", runUpdates{Time: 1 << 31, Updates: []Update{
+			{entity(600, 2), Width16, 0x8001, pattern(3, 7)},
+			{entity(601, 2), Width32, 0x8001, pattern(3, 8)},
+			{entity(602, 2), Width32, 0, nil},
+			{entity(603, 2), Width32, 0, nil},
+			{maxU64, Width8, 0x01, pattern(1, 9)},
+		}}},
+		{"a run of 130: 127, then 3", runUpdates{Time: 7, Updates: runOf(130)}},
+
 		// DeltaUpdates
 		{"seq 1, one update", DeltaUpdates{Seq: 1, EntityUpdates: EntityUpdates{Time: 0, Updates: []Update{{entity(512, 0), Width8, 0x01, []byte{0x00, 1, 2, 3, 4, 5, 6}}}}}},
 		{"a delta against seq 298, u16 mask", DeltaUpdates{Seq: 300, EntityUpdates: EntityUpdates{Time: 1 << 20, Updates: []Update{
@@ -341,6 +370,13 @@ func invalidVectors() []invalidDef {
 		{"PackedUpdates time not in its shortest form", "", bld{17}.u32(2).raw(0x80, 0x00), "body_length"},
 		{"PackedUpdates width code 3", "", bld{17}.u32(4).raw(1, 0x80, 0x04, 0x03), "invalid_mask_width"},
 		{"PackedUpdates data past the body", "", bld{17}.u32(5).raw(1, 0x80, 0x04, 0x10, 0x01), "short_buffer"},
+		{"RunUpdates without a time", "", bld{20}.u32(0), "body_length"},
+		{"RunUpdates run of no updates", "", bld{20}.u32(6).raw(1, 0x80, 0x04, 0x00, 0x04, 0x01), "body_length"},
+		{"RunUpdates run of two without data", "", bld{20}.u32(6).raw(1, 0x80, 0x04, 0x02, 0x00, 0x01), "body_length"},
+		{"RunUpdates ids past 2⁶⁴", "", bld{20}.u32(16).raw(1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02, 0x04, 0x01, 0x07, 0x08), "body_length"},
+		{"RunUpdates count not in its shortest form", "", bld{20}.u32(8).raw(1, 0x80, 0x04, 0x81, 0x00, 0x04, 0x01, 0x07), "body_length"},
+		{"RunUpdates width code 3", "", bld{20}.u32(5).raw(1, 0x80, 0x04, 0x01, 0x07), "invalid_mask_width"},
+		{"RunUpdates run's data past the body", "", bld{20}.u32(7).raw(1, 0x80, 0x04, 0x02, 0x04, 0x01, 0x07), "short_buffer"},
 		{"DeltaUpdates without a time", "", bld{18}.u32(1).raw(1), "body_length"},
 		{"DeltaUpdates time past the body", "", bld{18}.u32(2).raw(1, 0x80), "short_buffer"},
 		{"DeltaUpdates seq not in its shortest form", "", bld{18}.u32(3).raw(0x81, 0x00, 0x00), "body_length"},

@@ -47,17 +47,27 @@ func AppendPackedUpdates(dst []byte, m *EntityUpdates) []byte {
 // is an error (ErrBodyLength, ErrShortBuffer), as is a width code of 3 (ErrInvalidMaskWidth). A
 // nil m validates only. Every error is a *ProtocolError.
 func ConsumePackedUpdates(b []byte, m *EntityUpdates) (n int, err error) {
+	return consumeTimed(b, TypePackedUpdates, m)
+}
+
+// consumeTimed decodes a PackedUpdates or a RunUpdates (t), a time and then updates, into m (nil:
+// validate only). (A method value for the updates would make the decoder escape: an allocation.)
+func consumeTimed(b []byte, t Type, m *EntityUpdates) (n int, err error) {
 	d := decoder{b: b}
-	body := d.extFrame(TypePackedUpdates)
+	body := d.extFrame(t)
 	if !d.checkBody(body, 1, false) {
 		return d.result()
 	}
-	t := d.uvarint("time")
+	time := d.uvarint("time")
 	if m != nil {
-		m.Time = t
+		m.Time = time
 		m.Updates = m.Updates[:0]
 	}
-	d.packedUpdates(m)
+	if t == TypeRunUpdates {
+		d.runs(m)
+	} else {
+		d.packedUpdates(m)
+	}
 	return d.result()
 }
 

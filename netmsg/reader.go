@@ -135,6 +135,8 @@ func messageLen(b []byte) (int, error) {
 		return ConsumeDeltaUpdates(b, nil)
 	case TypeAck:
 		return ConsumeAck(b, nil)
+	case TypeRunUpdates:
+		return ConsumeRunUpdates(b, nil)
 	case TypeStamp, TypeDigest: // bodies checked by ConsumeStamp, ConsumeDigest
 		return frameLen(b)
 	default:

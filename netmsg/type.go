@@ -113,6 +113,11 @@ const (
 	// member received (and, the first time, that it takes them):
 	//	highest uvarint | received u64 (bit i: seq highest−1−i)
 	TypeAck Type = 19
+
+	// TypeRunUpdates is RunUpdates, unreliable, either direction: PackedUpdates
+	// with consecutive entities' updates of one mask and length as runs (runs.go):
+	//	time uvarint | (networkId uvarint | count uvarint | lengthAndWidth uvarint | mask | data*count)*
+	TypeRunUpdates Type = 20
 )
 
 // Bounds of the type ranges.
@@ -144,6 +149,7 @@ var typeNames = [...]string{
 	TypePackedUpdates: "PackedUpdates",
 	TypeDeltaUpdates:  "DeltaUpdates",
 	TypeAck:           "Ack",
+	TypeRunUpdates:    "RunUpdates",
 }
 
 // String returns the message name, "Extension(n)" for an undefined

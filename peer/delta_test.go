@@ -185,7 +185,7 @@ func TestRuleDeltasHostile(t *testing.T) {
 }
 
 // Rule "deltas, older member": a member that does not ask (Config.NoDeltas, or an older build)
-// gets the shared PackedUpdates, byte for byte what every other such member gets.
+// gets the shared RunUpdates, byte for byte what every other such member gets.
 func TestRuleDeltasNotAsked(t *testing.T) {
 	n := newStepNet(t)
 	app := &stepApp{table: stepSchemas()}
@@ -206,7 +206,7 @@ func TestRuleDeltasNotAsked(t *testing.T) {
 		t.Fatalf("delta members: 2 %v, 3 %v; want only 3", h.host.mems[2].delta != nil, h.host.mems[3].delta != nil)
 	}
 	for _, d := range got[2] {
-		if netmsg.Type(d[0]) != netmsg.TypePackedUpdates {
+		if netmsg.Type(d[0]) != netmsg.TypeRunUpdates {
 			t.Fatalf("member 2 got type %v", netmsg.Type(d[0]))
 		}
 	}

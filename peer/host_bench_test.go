@@ -80,3 +80,25 @@ func BenchmarkHostFanoutRelayed(b *testing.B) {
 		n.pump()
 	}
 }
+
+// BenchmarkWorldSet: the host's app writes every box a new value, one step (one batch stamp) per
+// round, as a game moves its entities every tick; ns/op is per Set.
+func BenchmarkWorldSet(b *testing.B) {
+	n, h, boxes := benchRoom(b)
+	v := make([]byte, 4)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		binary.LittleEndian.PutUint32(v, uint32(i+1))
+		n.do(1, func(w *World) {
+			for _, e := range boxes {
+				_ = w.Set(e, 0, v)
+			}
+		})
+		i += len(boxes)
+		b.StopTimer()
+		h.flushUpdates() // empties the change list, as the network flush does
+		n.pump()
+		b.StartTimer()
+	}
+}

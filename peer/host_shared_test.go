@@ -8,7 +8,7 @@ import (
 	"github.com/concordrtc/concord/peer/link"
 )
 
-// updatesTo collects, per destination, the update datagrams (PackedUpdates) the host (peer 1) sends.
+// updatesTo collects, per destination, the update datagrams (RunUpdates) the host (peer 1) sends.
 func updatesTo(n *stepNet) map[PeerIndex][][]byte {
 	got := map[PeerIndex][][]byte{}
 	n.onSend = func(from, to PeerIndex, ch link.Channel, b []byte) {
@@ -24,8 +24,8 @@ func carries(t *testing.T, dgrams [][]byte, e Entity) bool {
 	t.Helper()
 	for _, d := range dgrams {
 		var eu netmsg.EntityUpdates
-		if _, err := netmsg.ConsumePackedUpdates(d, &eu); err != nil {
-			t.Fatalf("host sent a bad PackedUpdates: %v", err)
+		if _, err := netmsg.ConsumeRunUpdates(d, &eu); err != nil {
+			t.Fatalf("host sent a bad RunUpdates: %v", err)
 		}
 		for _, u := range eu.Updates {
 			if Entity(u.NetworkID) == e {

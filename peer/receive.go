@@ -64,6 +64,10 @@ func (in *inbox) decode(b []byte) (netmsg.Type, int, error) {
 		// The same updates, packed: the roles handle them as EntityUpdates.
 		n, err = netmsg.ConsumePackedUpdates(b, &in.eu)
 		t = netmsg.TypeEntityUpdates
+	case netmsg.TypeRunUpdates:
+		// The same updates, in runs: the roles handle them as EntityUpdates.
+		n, err = netmsg.ConsumeRunUpdates(b, &in.eu)
+		t = netmsg.TypeEntityUpdates
 	case netmsg.TypeFragment:
 		n, err = netmsg.ConsumeFragment(b, &in.frag)
 	case netmsg.TypeCrdtBatch:

@@ -33,11 +33,11 @@ type updater struct {
 	refs   [][]byte  // property values, aliasing the replica for the duration of one send
 	dgram  []byte
 	vals   []byte
-	// The encodings of updates (Config.TRNPUpdates chooses; DeltaUpdates for a member that takes
-	// them), kept here so that a send allocates neither.
-	packed netmsg.PackedUpdatesWriter
-	plain  netmsg.EntityUpdatesWriter
-	delta  deltaWriter
+	// The encodings of updates (RunUpdates, or EntityUpdates with Config.TRNPUpdates; DeltaUpdates
+	// for a member that takes them), kept here so that a send allocates none.
+	runs  netmsg.RunUpdatesWriter
+	plain netmsg.EntityUpdatesWriter
+	delta deltaWriter
 	// gens and hes are the items' values' generations in the host's shared history and the
 	// items' histories (deltaHist.keep), valid while kept is set (one collect).
 	gens []uint32
@@ -48,7 +48,7 @@ type updater struct {
 	prefix []byte
 }
 
-// updatesWriter is netmsg's PackedUpdatesWriter or EntityUpdatesWriter, or a deltaWriter.
+// updatesWriter is netmsg's RunUpdatesWriter or EntityUpdatesWriter, or a deltaWriter.
 type updatesWriter interface {
 	Reset(dst []byte, time uint64, limit int) bool
 	Add(u *netmsg.Update) bool
@@ -66,7 +66,7 @@ func (d *deltaWriter) Reset(dst []byte, time uint64, limit int) bool {
 	return d.DeltaUpdatesWriter.Reset(dst, d.seq, time, limit)
 }
 
-// send turns dirty (entity → property mask) into ≤ MaxDatagram datagrams, one PackedUpdates (or
+// send turns dirty (entity → property mask) into ≤ MaxDatagram datagrams, one RunUpdates (or
 // with Config.TRNPUpdates, one EntityUpdates; with dt, one DeltaUpdates) per timestamp (a relayed
 // value keeps its author's stamp), and clears what it sent. Each property is read from the
 // replica once. At most MaxDatagramsPerFlush datagrams go out; the rest stays dirty. A lost
@@ -185,7 +185,7 @@ func sortItems(items, scratch []updItem) []updItem {
 // sent or dropped as too large; the rest did not go (MaxDatagramsPerFlush, or the link failed).
 // With dt, the datagrams are DeltaUpdates numbered for r's member.
 func (u *updater) emit(b roleBase, r *remote, rec *[]byte, dt *deltaTx) int {
-	var wr updatesWriter = &u.packed
+	var wr updatesWriter = &u.runs
 	switch {
 	case dt != nil:
 		wr = &u.delta

@@ -260,10 +260,17 @@ func (w *World) Set(e Entity, prop int, value []byte) error {
 		return err
 	}
 	c := in.schema.Properties[prop].Component
-	if cur, _, ok, deleted := w.r.Get(e, c); ok && !deleted && bytes.Equal(cur, value) {
+	// Writing the value the property has is no write, and takes no stamp. Once the batch has its
+	// stamp, WriteChanged tests and writes in one lookup of the replica's table.
+	var res crdt.Outcome
+	if w.stamp != 0 {
+		res = w.r.WriteChanged(e, c, w.stamp, value)
+	} else if cur, _, ok, deleted := w.r.Get(e, c); ok && !deleted && bytes.Equal(cur, value) {
 		return nil
+	} else {
+		res = w.r.WriteAt(e, c, w.batchStamp(), value, false)
 	}
-	if w.r.WriteAt(e, c, w.batchStamp(), value, false) == crdt.Applied {
+	if res == crdt.Applied {
 		w.sink.propChanged(e, prop, 0)
 	}
 	return nil

@@ -404,6 +404,19 @@ test('a member merges PackedUpdates (a Go host\'s updates) as it merges EntityUp
   }
 });
 
+test('a member merges RunUpdates (a Go host\'s updates in runs) as it merges EntityUpdates', () => {
+  const room = newRoom();
+  try {
+    const p = { x: 1234, y: 4321 };
+    const u = { networkId: BigInt(room.box), maskBits: netmsg.maskWidth(2), mask: 1 << BOX_POS, data: encodeVec(p) };
+    const runs = netmsg.encode({ type: Type.RunUpdates, time: BigInt(room.member.w.clock + 10), updates: [u] });
+    assert.equal(runs[0], Type.RunUpdates);
+    assert.deepEqual(deliver(room, room.link1, UNRELIABLE, runs, p), { moved: true, refused: 0 });
+  } finally {
+    stop(room);
+  }
+});
+
 test('a member asks a Go host for deltas, rebuilds them from the values it acknowledged, and acks', () => {
   const room = newRoom();
   try {

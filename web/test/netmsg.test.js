@@ -67,6 +67,7 @@ const MESSAGE_FILES = {
   'packed_updates.json': 17,
   'delta_updates.json': 18,
   'ack.json': 19,
+  'run_updates.json': 20,
 };
 const OTHER_FILES = ['ext.json', 'payload.json', 'invalid.json', 'fragmentation.json', 'mask_width.json'];
 

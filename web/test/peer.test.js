@@ -225,6 +225,15 @@ test('owner write stamped below the re-stamp but after its last write wins', () 
   assert.deepEqual(room.warnings, []);
 });
 
+test('a browser host takes a Go member\'s RunUpdates as EntityUpdates', () => {
+  const room = newRoom();
+  const { ts } = avatarPos(room);
+  const pos = { x: 77, y: 88 };
+  const u = { networkId: BigInt(room.avatar), maskBits: netmsg.maskWidth(3), mask: 1 << AVATAR_POS, data: encodeVec(pos) };
+  deliver(room, OWNER, UNRELIABLE, netmsg.encode({ type: Type.RunUpdates, time: BigInt(ts + 1), updates: [u] }));
+  assert.deepEqual(avatarPos(room), { pos, ts: ts + 1 });
+});
+
 test('a burst of owner writes below the re-stamp keeps its last one', () => {
   const room = newRoom();
   const { ts: before } = avatarPos(room);

@@ -137,7 +137,7 @@ func TestFanoutSmoke(t *testing.T) {
 	t.Run("deltas", func(t *testing.T) { fanoutSmoke(t, true, true) })
 }
 
-// fanoutSmoke runs a small fanout. Without deltas, the bots get the host's shared PackedUpdates;
+// fanoutSmoke runs a small fanout. Without deltas, the bots get the host's shared RunUpdates;
 // with them (the host's -deltas), DeltaUpdates that are smaller once the bots acknowledged values.
 func fanoutSmoke(t *testing.T, hostProcess, deltas bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -151,10 +151,11 @@ func fanoutSmoke(t *testing.T, hostProcess, deltas bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The raw baseline sends one EntityUpdates of every entity; Concord one PackedUpdates, whose
-	// varint time grows by a byte at 2⁷ and 2¹⁴ ticks.
+	// The raw baseline sends one EntityUpdates of every entity; Concord one RunUpdates, whose
+	// varint time grows by a byte at 2⁷ and 2¹⁴ ticks (deltas: DeltaUpdates, PackedUpdates numbered).
 	raw := float64(len(rawTemplates(o.Entities)[0]))
-	packed := float64(packedLen(o.Entities))
+	packed := float64(updatesLen(o.Entities, &netmsg.PackedUpdatesWriter{}))
+	runs := float64(updatesLen(o.Entities, &netmsg.RunUpdatesWriter{}))
 	for name, p := range map[string]*phase{"concord": &res.concord, "raw": &res.raw} {
 		if p.lat.n == 0 || p.cpu <= 0 || p.wall <= 0 {
 			t.Errorf("%s: %d latency samples, cpu %v over %v", name, p.lat.n, p.cpu, p.wall)
@@ -165,8 +166,8 @@ func fanoutSmoke(t *testing.T, hostProcess, deltas bool) {
 		if name == "concord" && deltas && !(p.dgramLen > 0 && p.dgramLen < 0.9*packed) {
 			t.Errorf("%s: mean datagram %.1f bytes with deltas, want below 90%% of %.0f (one PackedUpdates of %d entities)", name, p.dgramLen, packed, o.Entities)
 		}
-		if name == "concord" && !deltas && (p.dgramLen < packed || p.dgramLen > packed+2) {
-			t.Errorf("%s: mean datagram %.1f bytes, want %.0f to %.0f (one PackedUpdates of %d entities)", name, p.dgramLen, packed, packed+2, o.Entities)
+		if name == "concord" && !deltas && (p.dgramLen < runs || p.dgramLen > runs+2) {
+			t.Errorf("%s: mean datagram %.1f bytes, want %.0f to %.0f (one RunUpdates of %d entities)", name, p.dgramLen, runs, runs+2, o.Entities)
 		}
 		if p50 := p.lat.quantile(0.5); p50 <= 0 || p50 > 5*time.Second {
 			t.Errorf("%s: latency p50 %v", name, p50)
@@ -342,12 +343,16 @@ func sizeOf(fi os.FileInfo) int64 {
 	return fi.Size()
 }
 
-// packedLen is the size of one PackedUpdates of m movers (entity ids from 512 up) at time 0.
-func packedLen(m int) int {
+// updatesLen is the size of one message of w's kind (PackedUpdates or RunUpdates) of m movers
+// (entity ids from 512 up) at time 0.
+func updatesLen(m int, w interface {
+	Reset([]byte, uint64, int) bool
+	Add(*netmsg.Update) bool
+	Len() int
+}) int {
 	s, _ := schemas.Lookup(schemaMover)
 	width, _ := netmsg.MaskWidth(len(s.Properties))
 	data := make([]byte, s.Properties[propPos].Size+s.Properties[propSent].Size)
-	var w netmsg.PackedUpdatesWriter
 	w.Reset(nil, 0, netmsg.MaxDatagram)
 	for i := range m {
 		w.Add(&netmsg.Update{NetworkID: uint64(peer.FirstSpawnNumber) + uint64(i), Width: width, Mask: 0b11, Data: data})

@@ -458,6 +458,7 @@ export class HostRole extends HostMethods {
         break;
       case Type.EntityUpdates:
       case Type.PackedUpdates: // the same updates, packed (a Go peer's)
+      case Type.RunUpdates: // the same updates, in runs (a Go peer's)
         if (!hm.snapshotSent) return;
         if (m.time <= 0xffffffffn && !this.stampOK(hm, m.time)) {
           this.refuse(hm, `updates stamped ${m.time}, more than ${MAX_STAMP_SKEW} above the host's clock ${w.clock}`);

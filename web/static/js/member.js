@@ -339,6 +339,7 @@ export class MemberRole {
         break;
       case Type.EntityUpdates:
       case Type.PackedUpdates: // the same updates, packed (a Go peer's)
+      case Type.RunUpdates: // the same updates, in runs (a Go peer's)
         if (!this.hostStampOK(m.time)) return;
         p.applyUpdates(m, w.host, () => true);
         break;

@@ -30,6 +30,7 @@ export const Type = Object.freeze({
   PackedUpdates: 17,
   DeltaUpdates: 18,
   Ack: 19,
+  RunUpdates: 20,
 });
 
 const TYPE_NAMES = Object.keys(Type);
@@ -56,6 +57,8 @@ export const MAX_DIGEST_BUCKETS = 4096;
 export const DEFAULT_MAX_TOTAL = 64 << 20;
 /** Size of a Fragment message without its chunk. */
 export const FRAGMENT_OVERHEAD = 17;
+/** The most updates an encoder puts in one run of a RunUpdates (netmsg.MaxRun): the count takes one byte. */
+export const MAX_RUN = 127;
 /** Size of a Relay message without its data. */
 export const RELAY_OVERHEAD = 14;
 
@@ -307,6 +310,33 @@ class Cursor {
     return { networkId, maskBits, mask, data };
   }
 
+  /**
+   * One run of a RunUpdates body (netmsg/runs.go), its updates pushed to updates: networkId,
+   * count, lengthAndWidth and mask once, then count data of dataLength bytes, entity networkId + k.
+   * @param {Array<{networkId: bigint, maskBits: number, mask: number, data: Uint8Array}>} updates
+   */
+  run(updates) {
+    const networkId = this.uvarint('network id');
+    const at = this.off;
+    const count = this.uvarint('run count');
+    const lwAt = this.off;
+    const lw = this.uvarint('length and width');
+    const size = lw >> 2n;
+    if (count === 0n) this.fail(at, 'body_length', 'run of no updates');
+    if (count > 1n && size === 0n) this.fail(at, 'body_length', `run of ${count} updates without data`);
+    if (count - 1n > 0xffffffffffffffffn - networkId) this.fail(at, 'body_length', `run of ${count} updates from network id ${networkId} passes 2⁶⁴`);
+    const code = Number(lw & 3n);
+    if (code === 3) this.fail(lwAt, 'invalid_mask_width', `width code ${code}`);
+    if (size > BigInt(MAX_UPDATE_DATA)) this.fail(lwAt, 'too_large', `update data of ${size} bytes, more than ${MAX_UPDATE_DATA}`);
+    const { mask, maskBits } = this.mask(code, lwAt);
+    if (size > 0n && count > BigInt(this.end - this.off) / size) {
+      this.fail(this.off, 'short_buffer', `run of ${count} updates of ${size} bytes runs past the body`);
+    }
+    for (let k = 0n; k < count; k++) {
+      updates.push({ networkId: networkId + k, maskBits, mask, data: this.blob(Number(size), 'update data') });
+    }
+  }
+
   update() {
     const networkId = this.u64('network id');
     const at = this.off;
@@ -493,6 +523,15 @@ function decodeAt(c, start) {
       const time = c.uvarint('time');
       const updates = [];
       while (c.off < c.end) updates.push(c.packedUpdate());
+      msg = { type: t, time, updates };
+      break;
+    }
+    case Type.RunUpdates: {
+      c.checkBody(start, n, 1, false);
+      const time = c.uvarint('time');
+      /** @type {Array<{networkId: bigint, maskBits: number, mask: number, data: Uint8Array}>} */
+      const updates = [];
+      while (c.off < c.end) c.run(updates);
       msg = { type: t, time, updates };
       break;
     }
@@ -1040,6 +1079,29 @@ function writeMessage(w, m) {
         w.bytes(data);
       }
       break;
+    case Type.RunUpdates: {
+      // Consecutive ids of one mask and data length (not empty) in one run of at most MAX_RUN,
+      // as Go's RunUpdatesWriter makes them.
+      w.uvarint(m.time, 'time');
+      const us = m.updates ?? [];
+      for (let i = 0; i < us.length; ) {
+        const u = us[i];
+        const data = updateCheck(u);
+        let j = i + 1;
+        while (j < us.length && j - i < MAX_RUN && data.length > 0 && us[j].networkId === u.networkId + BigInt(j - i) &&
+          us[j].maskBits === u.maskBits && us[j].mask === u.mask && updateCheck(us[j]).length === data.length) j++;
+        const code = u.maskBits === 8 ? 0 : u.maskBits === 16 ? 1 : 2;
+        w.uvarint(u.networkId, 'network id');
+        w.uvarint(BigInt(j - i), 'run count');
+        w.uvarint((BigInt(data.length) << 2n) | BigInt(code), 'length and width');
+        if (code === 0) w.u8(u.mask);
+        else if (code === 1) w.u16(u.mask);
+        else w.u32(u.mask, 'mask');
+        for (let k = i; k < j; k++) w.bytes(updateCheck(us[k]));
+        i = j;
+      }
+      break;
+    }
     case Type.Digest: {
       const d = m.digests ?? [];
       if (d.length < 1 || d.length > MAX_DIGEST_BUCKETS) throw new RangeError(`netmsg: Digest of ${d.length} buckets (1–${MAX_DIGEST_BUCKETS})`);
