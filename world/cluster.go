@@ -282,6 +282,11 @@ func (s *Server) deliverRemote(node string, from, dest Region, h handoff) (ok, f
 	return s.settle(h.owner, from, dest, h.gen)
 }
 
+// settleUnread is how much longer than the destination's bound settle keeps reading a record
+// the store does not answer: the source that gave up at the bound kept its copy while the
+// destination, whose claim had landed, held one too (TestWorldCluster under load: two avatars).
+const settleUnread = 30 * time.Second
+
 // settle decides a handover whose request failed: a reply that did not come in time (a node
 // under load) may hide a destination that took the avatar, or one still about to. The residence
 // record decides. A newer generation than the handover's: the player went on from the
@@ -338,7 +343,7 @@ func (s *Server) settle(owner string, from, dest Region, gen uint32) (handed, fe
 			}
 		}
 		cancel()
-		if s.now().After(deadline) {
+		if s.now().After(deadline.Add(settleUnread)) {
 			return false, false // the store does not answer: the source keeps the avatar, as before
 		}
 		select {
