@@ -41,20 +41,23 @@ type clusterLab struct {
 	// logOnce opens logw, the file of the nodes' debug lines (logger)
 	logOnce sync.Once
 	logw    io.Writer
+	leases  map[signaling.RoomID]labLease // owner's, guarded by mu
 }
 
-// owner is the lab's placement: the live node where region r is loaded (its lease holder),
-// else the live node of its column (x mod the live nodes).
+// owner is the lab's placement, exclusive as a cluster's leases are (§7): the live node where
+// region r is loaded or loading (its lease holder), else the node it was last given to within
+// leaseFor while that node lives, else the live node of its column (x mod the live nodes).
+// Without the lease, two nodes asked at once while neither had begun loading each loaded r:
+// two hosts of one room, each holding an avatar of a player.
 func (l *clusterLab) owner(_ context.Context, r world.Region) (string, error) {
 	l.mu.Lock()
-	nodes := slices.Clone(l.nodes)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
 	var live []string
-	for i, n := range nodes {
+	for i, n := range l.nodes {
 		if n == nil {
 			continue
 		}
-		if slices.Contains(n.Loaded(), r.Room()) {
+		if n.Hosting(r.Room()) {
 			return l.names[i], nil
 		}
 		live = append(live, l.names[i])
@@ -62,7 +65,24 @@ func (l *clusterLab) owner(_ context.Context, r world.Region) (string, error) {
 	if len(live) == 0 {
 		return "", fmt.Errorf("no node")
 	}
-	return live[r.X%len(live)], nil
+	if ls, ok := l.leases[r.Room()]; ok && time.Since(ls.at) < leaseFor && slices.Contains(live, ls.node) {
+		return ls.node, nil
+	}
+	node := live[r.X%len(live)]
+	if l.leases == nil {
+		l.leases = map[signaling.RoomID]labLease{}
+	}
+	l.leases[r.Room()] = labLease{node: node, at: time.Now()}
+	return node, nil
+}
+
+// leaseFor is how long the lab's placement keeps a region on the node it gave it to before that
+// node hosts it (a load's bound).
+const leaseFor = world.DefaultLoadTimeout
+
+type labLease struct {
+	node string
+	at   time.Time
 }
 
 // logger is node's logger: debug lines to the file CONCORD_WORLD_CLUSTER_LOG names (none

@@ -199,3 +199,11 @@ func (s *Server) Place(owner string, x, y int, gen uint32) {
 	defer s.mu.Unlock()
 	s.players[owner] = &playerRec{region: r, gen: gen}
 }
+
+// Hosting reports whether region room is loaded or loading here (a lease holder's).
+func (s *Server) Hosting(room signaling.RoomID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rg := s.regions[room]
+	return rg != nil && (rg.state == loaded || rg.state == loading)
+}
