@@ -399,7 +399,9 @@ func (s *Server) claim(ctx context.Context, owner string, dest Region, gen uint3
 			prev, rev = e.Value(), e.Revision()
 			if cur, err := consumeResidence(prev); err == nil &&
 				(cur.gen > gen || cur.gen == gen && (int(cur.x) != dest.X || int(cur.y) != dest.Y)) {
-				s.log.Debug().Str("owner", owner).Str("room", string(dest.Room())).Uint32("gen", gen).Str("record", s.describe(cur)).Msg("world: claim refused: stale")
+				if e := s.log.Debug(); e.Enabled() {
+					e.Str("owner", owner).Str("room", string(dest.Room())).Uint32("gen", gen).Str("record", s.describe(cur)).Msg("world: claim refused: stale")
+				}
 				s.count("cluster", "stale_claim")
 				return nil, ErrStaleClaim
 			}
@@ -479,8 +481,10 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 		p = &playerRec{}
 		s.players[owner] = p
 	}
-	s.log.Debug().Str("owner", owner).Str("room", string(r.Room())).Bool("recorded", ok).Str("record", s.describe(cur)).
-		Str("memory", string(p.region.Room())).Uint32("memgen", p.gen).Msg("world: arrival reads residence")
+	if e := s.log.Debug(); e.Enabled() {
+		e.Str("owner", owner).Str("room", string(r.Room())).Bool("recorded", ok).Str("record", s.describe(cur)).
+			Str("memory", string(p.region.Room())).Uint32("memgen", p.gen).Msg("world: arrival reads residence")
+	}
 	if ok {
 		if d, okr := s.def.Region(int(cur.x), int(cur.y)); okr && d != r {
 			return d, cur.gen, true, nil
