@@ -483,6 +483,10 @@ func (c *Client) run(ctx context.Context) {
 				return
 			}
 			word, renum := residentRule(res, gen, ack, hinted, m.room, r, rm)
+			if word != wordAck {
+				c.cfg.Logger.Debug().Str("owner", c.self).Str("from", string(m.room)).Str("room", string(r.Room())).Uint32("gen", rm.Gen).
+					Str("resident", string(res.Room())).Uint32("mygen", gen).Uint8("word", uint8(word)).Msg("world: client resident word")
+			}
 			if renum {
 				renumber(rm.Ack)
 			}

@@ -1,6 +1,7 @@
 package world
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -281,6 +282,11 @@ func (s *Server) deliverRemote(node string, from, dest Region, h handoff) (ok, f
 	return s.settle(h.owner, from, dest, h.gen)
 }
 
+// settleUnread is how much longer than the destination's bound settle keeps reading a record
+// the store does not answer: the source that gave up at the bound kept its copy while the
+// destination, whose claim had landed, held one too (TestWorldCluster under load: two avatars).
+const settleUnread = 30 * time.Second
+
 // settle decides a handover whose request failed: a reply that did not come in time (a node
 // under load) may hide a destination that took the avatar, or one still about to. The residence
 // record decides. A newer generation than the handover's: the player went on from the
@@ -292,13 +298,22 @@ func (s *Server) deliverRemote(node string, from, dest Region, h handoff) (ok, f
 // avatar (false; handedAway gives it the generation). Without it, both the source and the
 // destination held an avatar of the player.
 func (s *Server) settle(owner string, from, dest Region, gen uint32) (handed, fenced bool) {
+	defer func() {
+		s.log.Debug().Str("owner", owner).Str("from", string(from.Room())).Str("room", string(dest.Room())).Uint32("gen", gen).
+			Bool("handed", handed).Bool("fenced", fenced).Msg("world: handover settled")
+	}()
 	key := s.resKey(owner)
+	arrival := from.World == "" // a first arrival's, not a handover's: no source holds the avatar
 	deadline := s.now().Add(DefaultLoadTimeout + time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
 		cur, rev, ok, err := s.residence(ctx, owner)
 		switch {
 		case err != nil:
+		case ok && cur.gen > gen && arrival:
+			// Placed since by another arrival or gone on: the arrival reads the record again.
+			cancel()
+			return false, false
 		case ok && cur.gen > gen:
 			cancel()
 			return true, false
@@ -307,6 +322,13 @@ func (s *Server) settle(owner string, from, dest Region, gen uint32) (handed, fe
 				cancel()
 				return true, false
 			}
+		case arrival:
+			// No claim of the destination's: nothing to fence with, as no region holds the
+			// player (a record written for from named region (0, 0), where no host held it).
+			// The arrival tries again, reading the record: a claim of the destination's
+			// landing later is seen there, or replaced by a newer generation in the same region.
+			cancel()
+			return false, false
 		default:
 			v := appendResidence(nil, residence{node: s.cl.node, x: uint16(from.X), y: uint16(from.Y), gen: gen})
 			if rev == 0 {
@@ -321,7 +343,7 @@ func (s *Server) settle(owner string, from, dest Region, gen uint32) (handed, fe
 			}
 		}
 		cancel()
-		if s.now().After(deadline) {
+		if s.now().After(deadline.Add(settleUnread)) {
 			return false, false // the store does not answer: the source keeps the avatar, as before
 		}
 		select {
@@ -377,6 +399,9 @@ func (s *Server) claim(ctx context.Context, owner string, dest Region, gen uint3
 			prev, rev = e.Value(), e.Revision()
 			if cur, err := consumeResidence(prev); err == nil &&
 				(cur.gen > gen || cur.gen == gen && (int(cur.x) != dest.X || int(cur.y) != dest.Y)) {
+				if e := s.log.Debug(); e.Enabled() {
+					e.Str("owner", owner).Str("room", string(dest.Room())).Uint32("gen", gen).Str("record", s.describe(cur)).Msg("world: claim refused: stale")
+				}
 				s.count("cluster", "stale_claim")
 				return nil, ErrStaleClaim
 			}
@@ -388,15 +413,31 @@ func (s *Server) claim(ctx context.Context, owner string, dest Region, gen uint3
 		} else {
 			nrev, err = s.cl.res.Update(ctx, key, v, rev)
 		}
+		if err != nil {
+			// A write whose reply did not come (the store under load) may have landed: the
+			// record then names this region, and a source settling on it let its copy go while
+			// this host, taking the claim for failed, never took the avatar. Read what it holds.
+			rctx, rcancel := context.WithTimeout(s.ctx, 2*time.Second)
+			e, rerr := s.cl.res.Get(rctx, key)
+			rcancel()
+			if rerr == nil && bytes.Equal(e.Value(), v) {
+				nrev, err = e.Revision(), nil
+			} else if rerr != nil && !errors.Is(rerr, jetstream.ErrKeyNotFound) {
+				return nil, err
+			}
+		}
 		if err == nil {
+			s.log.Debug().Str("owner", owner).Str("room", string(dest.Room())).Uint32("gen", gen).Uint64("rev", nrev).Msg("world: claimed")
 			return func() {
 				uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
+				var err error
 				if prev == nil {
-					_ = s.cl.res.Delete(uctx, key, jetstream.LastRevision(nrev))
+					err = s.cl.res.Delete(uctx, key, jetstream.LastRevision(nrev))
 				} else {
-					_, _ = s.cl.res.Update(uctx, key, prev, nrev)
+					_, err = s.cl.res.Update(uctx, key, prev, nrev)
 				}
+				s.log.Debug().Err(err).Str("owner", owner).Str("room", string(dest.Room())).Uint32("gen", gen).Msg("world: claim undone")
 			}, nil
 		}
 		// Someone wrote between the read and the update: read again.
@@ -405,13 +446,19 @@ func (s *Server) claim(ctx context.Context, owner string, dest Region, gen uint3
 	return nil, ErrStaleClaim
 }
 
+// describe formats a residence record for a log line: "node room gen".
+func (s *Server) describe(r residence) string {
+	return fmt.Sprintf("%s %s %d", r.node, RoomName(s.def.Name, int(r.x), int(r.y)), r.gen)
+}
+
 // unclaim removes owner's record when it still says dest and gen (the player left the world).
 func (s *Server) unclaim(ctx context.Context, owner string, dest Region, gen uint32) {
 	cur, rev, ok, err := s.residence(ctx, owner)
 	if err != nil || !ok || cur.gen != gen || int(cur.x) != dest.X || int(cur.y) != dest.Y {
 		return
 	}
-	_ = s.cl.res.Delete(ctx, s.resKey(owner), jetstream.LastRevision(rev))
+	err = s.cl.res.Delete(ctx, s.resKey(owner), jetstream.LastRevision(rev))
+	s.log.Debug().Err(err).Str("owner", owner).Str("room", string(dest.Room())).Uint32("gen", gen).Msg("world: unclaimed")
 }
 
 // arrivalCluster reads where owner is resident across the cluster when it arrives in r. When
@@ -433,6 +480,10 @@ func (s *Server) arrivalCluster(ctx context.Context, r Region, owner string) (de
 	if p == nil {
 		p = &playerRec{}
 		s.players[owner] = p
+	}
+	if e := s.log.Debug(); e.Enabled() {
+		e.Str("owner", owner).Str("room", string(r.Room())).Bool("recorded", ok).Str("record", s.describe(cur)).
+			Str("memory", string(p.region.Room())).Uint32("memgen", p.gen).Msg("world: arrival reads residence")
 	}
 	if ok {
 		if d, okr := s.def.Region(int(cur.x), int(cur.y)); okr && d != r {

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/demo/tiles"
 	"github.com/concordrtc/concord/internal/durable"
@@ -34,20 +38,26 @@ type clusterLab struct {
 	nodes []*world.Server // nil: killed
 	names []string
 	rr    atomic.Int64
+	// logOnce opens logw, the file of the nodes' debug lines (logger)
+	logOnce sync.Once
+	logw    io.Writer
+	leases  map[signaling.RoomID]labLease // owner's, guarded by mu
 }
 
-// owner is the lab's placement: the live node where region r is loaded (its lease holder),
-// else the live node of its column (x mod the live nodes).
+// owner is the lab's placement, exclusive as a cluster's leases are (§7): the live node where
+// region r is loaded or loading (its lease holder), else the node it was last given to within
+// leaseFor while that node lives, else the live node of its column (x mod the live nodes).
+// Without the lease, two nodes asked at once while neither had begun loading each loaded r:
+// two hosts of one room, each holding an avatar of a player.
 func (l *clusterLab) owner(_ context.Context, r world.Region) (string, error) {
 	l.mu.Lock()
-	nodes := slices.Clone(l.nodes)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
 	var live []string
-	for i, n := range nodes {
+	for i, n := range l.nodes {
 		if n == nil {
 			continue
 		}
-		if slices.Contains(n.Loaded(), r.Room()) {
+		if n.Hosting(r.Room()) {
 			return l.names[i], nil
 		}
 		live = append(live, l.names[i])
@@ -55,7 +65,44 @@ func (l *clusterLab) owner(_ context.Context, r world.Region) (string, error) {
 	if len(live) == 0 {
 		return "", fmt.Errorf("no node")
 	}
-	return live[r.X%len(live)], nil
+	if ls, ok := l.leases[r.Room()]; ok && time.Since(ls.at) < leaseFor && slices.Contains(live, ls.node) {
+		return ls.node, nil
+	}
+	node := live[r.X%len(live)]
+	if l.leases == nil {
+		l.leases = map[signaling.RoomID]labLease{}
+	}
+	l.leases[r.Room()] = labLease{node: node, at: time.Now()}
+	return node, nil
+}
+
+// leaseFor is how long the lab's placement keeps a region on the node it gave it to before that
+// node hosts it (a load's bound).
+const leaseFor = world.DefaultLoadTimeout
+
+type labLease struct {
+	node string
+	at   time.Time
+}
+
+// logger is node's logger: debug lines to the file CONCORD_WORLD_CLUSTER_LOG names (none
+// without it), to follow claims, settles, tells and arrivals when a step fails.
+func (l *clusterLab) logger(node string) zerolog.Logger {
+	l.logOnce.Do(func() {
+		if name := os.Getenv("CONCORD_WORLD_CLUSTER_LOG"); name != "" {
+			f, err := os.Create(name)
+			if err != nil {
+				l.t.Fatal(err)
+			}
+			l.t.Cleanup(func() { _ = f.Close() })
+			l.logw = zerolog.SyncWriter(f)
+			zerolog.TimeFieldFormat = zerolog.TimeFormatUnixMs
+		}
+	})
+	if l.logw == nil {
+		return zerolog.Nop()
+	}
+	return zerolog.New(l.logw).Level(zerolog.DebugLevel).With().Timestamp().Str("node", node).Logger()
 }
 
 func (l *clusterLab) live() []*world.Server {
@@ -73,7 +120,7 @@ func (l *clusterLab) live() []*world.Server {
 func (l *clusterLab) start(i int) {
 	l.t.Helper()
 	srv, err := world.NewServer(world.ServerConfig{Def: l.def, URL: l.url, Store: l.st, Writer: l.wr, Grace: 2 * time.Second,
-		Node: l.names[i], Cluster: &world.Cluster{Conn: l.st.Conn(), Owner: l.owner},
+		Node: l.names[i], Logger: l.logger(l.names[i]), Cluster: &world.Cluster{Conn: l.st.Conn(), Owner: l.owner},
 		HostConfig: func(room signaling.RoomID) (peer.Config, error) { return l.tr(room), nil }})
 	if err != nil {
 		l.t.Fatal(err)
@@ -189,7 +236,7 @@ func TestWorldCluster(t *testing.T) {
 	clients := make([]*world.Client, bots)
 	for i := range bots {
 		c, err := world.Join(ctx, world.Config{Server: hs.URL, World: tiles.Name, App: app, User: fmt.Sprintf("bot%d", i), Device: "lab",
-			Start: [2]int{i % tiles.Cols, (i / tiles.Cols) % tiles.Rows}, Peer: tr})
+			Start: [2]int{i % tiles.Cols, (i / tiles.Cols) % tiles.Rows}, Peer: tr, Logger: l.logger("client")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,6 +458,62 @@ func TestWorldHandoverSettle(t *testing.T) {
 	}
 	if got := a.Residence(ctx, "q"); got != "a tiles.0.0 2" {
 		t.Fatalf("record %q", got)
+	}
+}
+
+// An arrival whose handover request fails is settled without a source: it fences nothing (a
+// record written for its source named region (0, 0), where no host held the player, and every
+// other node's arrival redirected the client there), and a record of a newer generation is not
+// taken for the arrival's success (the arrival reads the record again and tells the member
+// where that is).
+func TestWorldArrivalSettle(t *testing.T) {
+	srvs, def := twoClaimingNodes(t), tiles.Def()
+	a, b := srvs[0], srvs[1]
+	ctx := context.Background()
+	dest, _ := def.Region(3, 1)
+	if a.Settle("p", world.Region{}, dest, 2) {
+		t.Fatal("an arrival with no claim of its destination settled as placed")
+	}
+	if got := a.Residence(ctx, "p"); got != "" {
+		t.Fatalf("an arrival's settle wrote the record %q", got)
+	}
+	elsewhere, _ := def.Region(6, 6)
+	if err := b.Claim(ctx, "q", elsewhere, 5); err != nil {
+		t.Fatal(err)
+	}
+	if a.Settle("q", world.Region{}, dest, 2) {
+		t.Fatal("an arrival settled as placed in tiles.3.1 by a record naming tiles.6.6")
+	}
+}
+
+// An arrival whose transfer fails forgets the player's residence only while it is still the
+// arrival's own: another arrival (a room of the player's) or a handover may have placed it
+// since, and without this the arrival's next try took the player for out of the world and made
+// it resident a second time, beside its avatar (TestWorldCluster, two avatars on one node).
+func TestWorldFailedArrivalKeepsPlacement(t *testing.T) {
+	st, err := durable.Open(durable.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	// Region (5, 5) is placed on a node that does not answer: a transfer there fails at once.
+	owner := func(_ context.Context, r world.Region) (string, error) {
+		if r.X == 5 && r.Y == 5 {
+			return "gone", nil
+		}
+		return "a", nil
+	}
+	s, err := world.NewServer(world.ServerConfig{Def: tiles.Def(), Store: st, Node: "a",
+		Cluster: &world.Cluster{Conn: st.Conn(), Owner: owner, Timeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if s.ArriveThen("p", 5, 5, func() { s.Place("p", 2, 2, 7) }) {
+		t.Fatal("placed in a region no node answers for")
+	}
+	if room, gen := s.PlayerRecord("p"); room != "tiles.2.2" || gen != 7 {
+		t.Fatalf("after the failed arrival the node remembers %q gen %d, want tiles.2.2 gen 7", room, gen)
 	}
 }
 

@@ -134,6 +134,9 @@ func (s *Server) Arrive(ctx context.Context, owner string, x, y int) (Region, ui
 	if h == nil {
 		return dest, 0
 	}
+	s.mu.Lock()
+	s.players[owner].moving-- // no transfer follows
+	s.mu.Unlock()
 	return dest, h.gen
 }
 
@@ -161,3 +164,46 @@ func (s *Server) PlayerRecord(owner string) (signaling.RoomID, uint32) {
 
 // ArrivalTries is arrivalTries.
 const ArrivalTries = arrivalTries
+
+// EndHost ends the host of region (x, y) as a host that fails on its own ends: its loop gone
+// before the janitor unloads it, so that the unload saves none of its residents.
+func (s *Server) EndHost(x, y int) {
+	s.mu.Lock()
+	rg := s.regions[RoomName(s.def.Name, x, y)]
+	cancel, done := rg.cancel, rg.done
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// ArriveThen runs an arrival's placement of owner arriving in region (x, y) (arrive, then the
+// transfer) with between run after arrive decided and before the transfer; it reports whether the
+// player was placed.
+func (s *Server) ArriveThen(owner string, x, y int, between func()) bool {
+	r, _ := s.def.Region(x, y)
+	dest, h := s.arrive(r, owner)
+	if h == nil {
+		return true
+	}
+	between()
+	return s.transfer(Region{}, dest, *h, nil)
+}
+
+// Place makes this Server remember owner resident in region (x, y) with generation gen, as a
+// handover's or another arrival's success does.
+func (s *Server) Place(owner string, x, y int, gen uint32) {
+	r, _ := s.def.Region(x, y)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.players[owner] = &playerRec{region: r, gen: gen}
+}
+
+// Hosting reports whether region room is loaded or loading here (a lease holder's).
+func (s *Server) Hosting(room signaling.RoomID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rg := s.regions[room]
+	return rg != nil && (rg.state == loaded || rg.state == loading)
+}

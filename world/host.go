@@ -74,6 +74,7 @@ func (a *regionApp) Schemas() *schema.Table { return a.app.Schemas() }
 // HostStart drops avatars a checkpoint held (players' data is kept apart and they arrive
 // again), generates a region never visited, and opens the region to handovers.
 func (a *regionApp) HostStart(w *peer.World) {
+	a.s.log.Debug().Str("room", string(a.r.Room())).Int("residents", len(a.byOwner)).Msg("world: host start")
 	for _, e := range w.EntitiesOf(a.av.ID) {
 		_ = w.Despawn(e)
 	}
@@ -196,6 +197,8 @@ func (a *regionApp) accept(w *peer.World, h handoff) bool {
 	}
 	in := &inhabitant{owner: h.owner, e: e, gen: h.gen, ack: h.ack, ackSent: h.ack}
 	a.byOwner[h.owner] = in
+	_, member := a.index[h.owner]
+	a.s.log.Debug().Str("owner", h.owner).Str("room", string(a.r.Room())).Uint32("gen", h.gen).Bool("member", member).Msg("world: avatar accepted")
 	if idx, member := a.index[h.owner]; member {
 		in.joined = true
 		// Now, not at the next tick: the player's inputs wait for it.
@@ -217,6 +220,8 @@ func (a *regionApp) accept(w *peer.World, h handoff) bool {
 // handedAway ends a handover on the source: the destination holds the avatar (ok) or refused it.
 func (a *regionApp) handedAway(w *peer.World, owner string, dest Region, fenced bool, gen uint32, ok bool) {
 	in := a.byOwner[owner]
+	a.s.log.Debug().Str("owner", owner).Str("from", string(a.r.Room())).Str("room", string(dest.Room())).Uint32("gen", gen).
+		Bool("ok", ok).Bool("fenced", fenced).Bool("held", in != nil).Msg("world: handed away")
 	if in == nil {
 		return
 	}
@@ -287,6 +292,7 @@ func (a *regionApp) Tick(w *peer.World, dt time.Duration) {
 			grace = max(grace, joinGrace) // handed here before its client joined this room
 		}
 		if !in.away.IsZero() && now.Sub(in.away) > grace {
+			a.s.log.Debug().Str("owner", owner).Str("room", string(a.r.Room())).Uint32("gen", in.gen).Bool("joined", in.joined).Msg("world: resident left")
 			a.s.left(owner, a.values(w, in.e), in.gen)
 			_ = w.Despawn(in.e)
 			delete(a.byOwner, owner)
@@ -363,6 +369,7 @@ func (a *regionApp) sweep(w *peer.World, now time.Time) {
 			}()
 		}
 	}
+	a.absent()
 	owned := map[peer.Entity]bool{}
 	for _, in := range a.byOwner {
 		owned[in.e] = true
@@ -383,6 +390,35 @@ func (a *regionApp) sweep(w *peer.World, now time.Time) {
 		}
 	}
 	a.s.savePlayers(batch)
+}
+
+// absent starts the arrival again of each member this node takes for resident here whose avatar
+// this host does not hold, with no arrival under way (Server.forgetAbsent): the host heard of the
+// member's arrival once, maybe while this node's memory still said so, and without this the
+// member stayed with no avatar (docs/protocol.md §11 "Residence").
+func (a *regionApp) absent() {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for owner, idx := range a.index {
+		if a.byOwner[owner] != nil || a.members[idx] != owner {
+			continue
+		}
+		if _, waiting := a.stranded[owner]; waiting {
+			continue
+		}
+		p := s.players[owner]
+		if p == nil || p.region != a.r || p.moving > 0 || p.arriving > 0 || s.ctx.Err() != nil {
+			continue
+		}
+		p.arriving++
+		s.mAbsent.Inc()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.arrivalCounted(a.rr, a.r, owner, idx, p)
+		}()
+	}
 }
 
 // values copies e's property values in schema order.

@@ -243,3 +243,47 @@ func TestWorldArrivalNewestSave(t *testing.T) {
 		t.Fatalf("arrives in %s with gen %d, want tiles.5.3 gen 5", dest.Room(), gen)
 	}
 }
+
+// A region host that ends on its own (its loop gone before the janitor unloads it, so that no
+// resident of it is saved) leaves the node's memory naming the region as the player's: the
+// region reopens from its checkpoint, which holds no avatar, and the member arrives in it again.
+// The host sees the memory naming its own region while it does not hold the player and makes it
+// arrive anew with the next generation (without it the arrival took the player for resident there
+// already, and the member stayed with no avatar for good).
+func TestWorldEndedHostResidentAgain(t *testing.T) {
+	n := newOneNode(t)
+	n.start(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := world.Join(ctx, world.Config{Server: n.url, World: tiles.Name, App: n.app, User: "eve", Device: "d", Start: [2]int{2, 2}, Peer: n.tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitResident(t, c, 2, 2)
+	_, gen, _ := c.Resident()
+	n.srv.EndHost(2, 2)
+	poll.Until(t, 30*time.Second, "eve resident again with one avatar", func() error {
+		r, g, _ := c.Resident()
+		if g <= gen || r.X != 2 || r.Y != 2 {
+			return fmt.Errorf("resident %s gen %d (was gen %d); record %q; node %s; loaded %v", r.Room(), g, gen, n.srv.Residence(ctx, c.Self()), n.srv.DebugPlayer(ctx, c.Self()), n.srv.Loaded())
+		}
+		avatars := 0
+		if err := n.srv.Inspect(ctx, 2, 2, func(w *peer.World) { avatars += avatarsIn(w, c.Self()) }); err != nil {
+			return err
+		}
+		if avatars != 1 {
+			return fmt.Errorf("%d avatars", avatars)
+		}
+		return nil
+	})
+	if err := c.Input(tiles.Walk(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the input acknowledged", func() error {
+		if p := c.Pending(); p > 0 {
+			return fmt.Errorf("%d pending: %s", p, c.Debug())
+		}
+		return nil
+	})
+}

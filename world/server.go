@@ -94,6 +94,7 @@ type Server struct {
 	mRefused   *prometheus.CounterVec
 	mPause     prometheus.Histogram
 	mStranded  prometheus.Counter
+	mAbsent    prometheus.Counter
 }
 
 // playerRec is what the Server keeps of a player between regions and between visits.
@@ -101,6 +102,10 @@ type playerRec struct {
 	region Region // where it is resident; zero World while it is not in the world
 	saved  [][]byte
 	gen    uint32
+	// moving counts this node's arrivals of the player handing it to region (arrive to the end
+	// of transfer): region's host may not hold it yet. arriving counts the arrival goroutines
+	// under way (so that the sweep starts no second one).
+	moving, arriving int
 }
 
 // Region states.
@@ -179,10 +184,12 @@ func (s *Server) metrics(reg prometheus.Registerer) {
 		Help: "Time from a source region seeing an avatar out of bounds to the destination holding it.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
 	s.mStranded = prometheus.NewCounter(prometheus.CounterOpts{Name: "concord_world_arrivals_retried_total",
 		Help: "Arrivals that failed every try and were scheduled to be tried again (docs/protocol.md §11)."})
+	s.mAbsent = prometheus.NewCounter(prometheus.CounterOpts{Name: "concord_world_absent_residents_total",
+		Help: "Members this node took for resident in a region whose host did not hold their avatar, made to arrive again (docs/protocol.md §11)."})
 	s.mLoaded = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "concord_world_regions_loaded", Help: "Regions whose host runs in this process."},
 		func() float64 { return float64(len(s.Loaded())) })
 	if reg != nil {
-		reg.MustRegister(s.mHandovers, s.mRefused, s.mPause, s.mStranded, s.mLoaded)
+		reg.MustRegister(s.mHandovers, s.mRefused, s.mPause, s.mStranded, s.mAbsent, s.mLoaded)
 	}
 }
 
@@ -242,8 +249,17 @@ func (s *Server) load(ctx context.Context, r Region) error {
 		rg := s.regions[r.Room()]
 		switch rg.state {
 		case loaded:
+			if !rg.ended() {
+				s.mu.Unlock()
+				return nil
+			}
+			// Its host ended on its own and the janitor has not noticed yet: a client asking
+			// again for its region (its room lost its host) was told it is loaded, and stopped
+			// asking, with no host in its room for good.
+			rg.setState(unloading)
 			s.mu.Unlock()
-			return nil
+			s.unload(rg)
+			continue
 		case unloaded:
 			if s.closing || s.ctx.Err() != nil {
 				s.mu.Unlock()
@@ -352,9 +368,11 @@ func (s *Server) unload(rg *regionRun) {
 	var data []byte
 	var clock crdt.Timestamp
 	app := rg.app
+	s.log.Debug().Str("room", string(rg.r.Room())).Msg("world: unloading")
 	if err := rg.peer.Do(ctx, func(w *peer.World) {
 		// Residents still here (a server stopping) keep their data as if they had left.
 		for owner, in := range app.byOwner {
+			s.log.Debug().Str("owner", owner).Str("room", string(rg.r.Room())).Uint32("gen", in.gen).Bool("handing", in.handing).Msg("world: resident unloaded")
 			if !in.handing {
 				s.left(owner, app.values(w, in.e), in.gen)
 			}
@@ -399,13 +417,7 @@ func (s *Server) janitor() {
 			if rg.state != loaded {
 				continue
 			}
-			ended := false
-			select {
-			case <-rg.done:
-				ended = true
-			default:
-			}
-			if ended || rg.members == 0 && now.Sub(rg.idle) >= s.cfg.Grace && !s.hasResidents(rg) {
+			if rg.ended() || rg.members == 0 && now.Sub(rg.idle) >= s.cfg.Grace && !s.hasResidents(rg) {
 				rg.setState(unloading)
 				idle = append(idle, rg)
 			}
@@ -414,6 +426,16 @@ func (s *Server) janitor() {
 		for _, rg := range idle {
 			s.unload(rg)
 		}
+	}
+}
+
+// ended reports whether rg's host has ended (loaded only).
+func (rg *regionRun) ended() bool {
+	select {
+	case <-rg.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -445,47 +467,69 @@ const arrivalTries = 5
 // is resident when it is not in the world yet (and hands its avatar there), and tells the
 // member. It runs on a goroutine of its own: the store may be slow.
 func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerIndex) {
+	s.mu.Lock()
+	p := s.players[owner]
+	if p == nil {
+		p = &playerRec{}
+		s.players[owner] = p
+	}
+	p.arriving++
+	s.mu.Unlock()
+	s.arrivalCounted(rg, r, owner, idx, p)
+}
+
+// arrivalCounted is arrival once p.arriving counts it; it ends the count.
+func (s *Server) arrivalCounted(rg *regionRun, r Region, owner string, idx peer.PeerIndex, p *playerRec) {
+	defer func() {
+		s.mu.Lock()
+		p.arriving--
+		s.mu.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
 	defer cancel()
+	s.forgetAbsent(ctx, rg, r, owner)
 	s.loadPlayer(ctx, owner)
-	if s.cl != nil {
-		dest, gen, elsewhere, err := s.arrivalCluster(ctx, r, owner)
-		// The store did not answer (a node under load): try again, a second apart.
-		for try := 1; err != nil && try < arrivalTries; try++ {
+	// A try the store did not answer (a node under load), or whose region did not load in time,
+	// is tried again, a second apart, a few times; then the region's host tries it again later
+	// (strand): the peer asks for the member's arrival only once. Each try reads the record
+	// again: another arrival (a room of the player's on any node) may have placed the player
+	// meanwhile, and a try that took its own last failure for the player's state made it
+	// resident a second time.
+	var dest Region
+	var h *handoff
+	for try := 0; ; try++ {
+		if try == arrivalTries {
+			s.log.Debug().Str("owner", owner).Str("room", string(r.Room())).Msg("world: arrival stranded")
+			s.strand(rg, owner, idx)
+			return
+		}
+		if try > 0 {
 			select {
 			case <-s.ctx.Done():
 				return
 			case <-time.After(time.Second):
 			}
-			dest, gen, elsewhere, err = s.arrivalCluster(s.ctx, r, owner)
 		}
-		if err != nil {
-			s.strand(rg, owner, idx)
-			return
-		}
-		if elsewhere {
-			s.hint(ctx, rg, owner, idx, dest, gen)
-			return
-		}
-	}
-	dest, h := s.arrive(r, owner)
-	// A first arrival whose region does not load in time (a server under load) is tried again,
-	// a few times, a second apart; then the region's host tries it again later (strand): the
-	// peer asks for the member's arrival only once.
-	placed := h == nil || s.transfer(Region{}, dest, *h, nil)
-	for try := 1; !placed && try < arrivalTries; try++ {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-time.After(time.Second):
+		if s.cl != nil {
+			tctx, tcancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
+			d, gen, elsewhere, err := s.arrivalCluster(tctx, r, owner)
+			tcancel()
+			if err != nil {
+				continue
+			}
+			if elsewhere {
+				hctx, hcancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
+				s.hint(hctx, rg, owner, idx, d, gen)
+				hcancel()
+				return
+			}
 		}
 		dest, h = s.arrive(r, owner)
-		placed = h == nil || s.transfer(Region{}, dest, *h, nil)
+		if h == nil || s.transfer(Region{}, dest, *h, nil) {
+			break
+		}
 	}
-	if !placed {
-		s.strand(rg, owner, idx)
-		return
-	}
+	s.log.Debug().Str("owner", owner).Str("room", string(r.Room())).Str("dest", string(dest.Room())).Bool("handed", h != nil).Msg("world: arrival placed")
 	if dest == r {
 		return // accept told it
 	}
@@ -495,7 +539,37 @@ func (s *Server) arrival(rg *regionRun, r Region, owner string, idx peer.PeerInd
 		gen = p.gen
 	}
 	s.mu.Unlock()
-	s.hint(ctx, rg, owner, idx, dest, gen)
+	hctx, hcancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
+	defer hcancel()
+	s.hint(hctx, rg, owner, idx, dest, gen)
+}
+
+// forgetAbsent forgets that owner is resident in r when r's host does not hold it and no
+// arrival of this node is handing it there: the host that held it ended without its residents'
+// unload (a host that ends on its own is unloaded with its loop gone) and r reopened from its
+// checkpoint, which holds no avatar. Without it this node's memory said r, the arrival took the
+// player for resident there ("accept told it"), and the member stayed with no avatar for good.
+// The player then arrives anew, with a generation above every one this node handed out and the
+// record's (docs/protocol.md §11 "Residence").
+func (s *Server) forgetAbsent(ctx context.Context, rg *regionRun, r Region, owner string) {
+	s.mu.Lock()
+	p := s.players[owner]
+	stale := p != nil && p.region == r && p.moving == 0
+	hp, a := rg.peer, rg.app
+	s.mu.Unlock()
+	if !stale || hp == nil {
+		return
+	}
+	held := true
+	if hp.Do(ctx, func(*peer.World) { held = a.byOwner[owner] != nil }) != nil {
+		return // not known: as it was
+	}
+	s.mu.Lock()
+	if !held && p.region == r && p.moving == 0 {
+		s.log.Debug().Str("owner", owner).Str("room", string(r.Room())).Uint32("gen", p.gen).Msg("world: resident by memory, not held: arrives anew")
+		p.region = Region{}
+	}
+	s.mu.Unlock()
 }
 
 // arrivalRetry is how long a member whose arrival failed every try waits for the next.
@@ -535,6 +609,7 @@ func (s *Server) hint(ctx context.Context, rg *regionRun, owner string, idx peer
 	}
 	_ = p.Do(ctx, func(*peer.World) {
 		if a.members[idx] == owner && a.byOwner[owner] == nil {
+			s.log.Debug().Str("owner", owner).Str("from", string(a.r.Room())).Str("room", string(dest.Room())).Uint32("gen", gen).Msg("world: hint")
 			a.tell[idx] = &telling{m: resident{X: uint16(dest.X), Y: uint16(dest.Y), Gen: gen}, left: tellTimes}
 		}
 	})
@@ -547,7 +622,11 @@ func (s *Server) hint(ctx context.Context, rg *regionRun, owner string, idx peer
 func (s *Server) loadPlayer(ctx context.Context, owner string) {
 	s.mu.Lock()
 	p := s.players[owner]
-	known := p != nil && (p.region.World != "" || p.saved != nil && s.cl == nil)
+	// In a cluster the store is read even when this node's memory names a region: that memory
+	// is stale once the player went on through other nodes (it left one of them, which saved a
+	// newer generation), and the arrival that trusted it gave the player an older generation
+	// than its client knew.
+	known := p != nil && s.cl == nil && (p.region.World != "" || p.saved != nil)
 	s.mu.Unlock()
 	if known || s.kv == nil {
 		return
@@ -565,8 +644,8 @@ func (s *Server) loadPlayer(ctx context.Context, owner string) {
 		p = &playerRec{}
 		s.players[owner] = p
 	}
-	if p.region.World == "" && (p.saved == nil || gen > p.gen) {
-		p.saved, p.gen = values, gen
+	if (p.region.World == "" || s.cl != nil) && (p.saved == nil || gen > p.gen) {
+		p.saved, p.gen = values, max(p.gen, gen) // a generation handed out is never handed out again
 	}
 	s.mu.Unlock()
 }
@@ -614,7 +693,8 @@ func (s *Server) arrive(r Region, owner string) (dest Region, h *handoff) {
 	}
 	dest = s.def.RegionAt(pos)
 	p.region = dest
-	p.gen++ // the generation dest is to hold it with: never handed out twice, even if this fails
+	p.moving++ // until transfer ends
+	p.gen++    // the generation dest is to hold it with: never handed out twice, even if this fails
 	return dest, &handoff{owner: owner, values: values, gen: p.gen}
 }
 
@@ -637,7 +717,12 @@ func (s *Server) left(owner string, values [][]byte, gen uint32) {
 			// Saved first: a node that finds the record gone reads the saved data, and must
 			// read these values and this generation, not an older save's.
 			if err := s.kv.save(ctx, owner, values, gen); err != nil {
+				// The record stays: a node finding none would read older saved data and give
+				// the player a generation its client already knew (and dropped every word of).
+				// The record's region makes it arrive anew above the record's (§11 "Cluster
+				// restart").
 				s.log.Warn().Err(err).Str("owner", owner).Msg("world: player data not saved in the store")
+				return
 			}
 			if s.cl != nil {
 				s.unclaim(ctx, owner, was, gen)
@@ -693,11 +778,20 @@ func (s *Server) Player(owner string) (r Region, resident bool, saved [][]byte) 
 // its own.
 func (s *Server) transfer(from, dest Region, h handoff, src *regionRun) bool {
 	ok, fenced := s.deliver(from, dest, h)
+
+	s.log.Debug().Str("owner", h.owner).Str("from", string(from.Room())).Str("room", string(dest.Room())).Uint32("gen", h.gen).
+		Bool("ok", ok).Bool("fenced", fenced).Msg("world: transfer")
 	s.mu.Lock()
+	if p := s.players[h.owner]; p != nil && src == nil && p.moving > 0 {
+		p.moving-- // an arrival's: arrive counted it
+	}
 	if p := s.players[h.owner]; p != nil && ok {
 		p.region, p.gen = dest, max(p.gen, h.gen)
-	} else if p != nil && src == nil {
-		p.region = Region{} // a first arrival that failed: the next arrival tries again
+	} else if p != nil && src == nil && p.region == dest && p.gen == h.gen {
+		// A first arrival that failed: the next arrival tries again. Only while the memory is
+		// still this arrival's: another arrival or a handover that placed the player since
+		// stands (without it the next try made the player resident a second time).
+		p.region = Region{}
 	}
 	var sp *peer.Peer
 	var sa *regionApp
