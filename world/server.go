@@ -411,13 +411,20 @@ func (s *Server) janitor() {
 		case <-t.C:
 		}
 		now := s.now()
-		var idle []*regionRun
+		var idle, reopen []*regionRun
 		s.mu.Lock()
 		for _, rg := range s.regions {
 			if rg.state != loaded {
 				continue
 			}
-			if rg.ended() || rg.members == 0 && now.Sub(rg.idle) >= s.cfg.Grace && !s.hasResidents(rg) {
+			switch {
+			case rg.ended():
+				rg.setState(unloading)
+				idle = append(idle, rg)
+				if rg.members > 0 || s.hasResidents(rg) {
+					reopen = append(reopen, rg)
+				}
+			case rg.members == 0 && now.Sub(rg.idle) >= s.cfg.Grace && !s.hasResidents(rg):
 				rg.setState(unloading)
 				idle = append(idle, rg)
 			}
@@ -425,6 +432,20 @@ func (s *Server) janitor() {
 		s.mu.Unlock()
 		for _, rg := range idle {
 			s.unload(rg)
+		}
+		// A host that ended on its own with members in its room or players resident there is
+		// started again at once: its members' asks for the region may all have come while it was
+		// still taken for loaded, and none may come again.
+		for _, rg := range reopen {
+			s.wg.Add(1)
+			go func(r Region) {
+				defer s.wg.Done()
+				ctx, cancel := context.WithTimeout(s.ctx, DefaultLoadTimeout)
+				defer cancel()
+				if err := s.load(ctx, r); err != nil && s.ctx.Err() == nil {
+					s.log.Warn().Err(err).Str("room", string(r.Room())).Msg("world: a region whose host ended not reopened")
+				}
+			}(rg.r)
 		}
 	}
 }
