@@ -57,6 +57,20 @@ func newOneNode(t *testing.T) *oneNode {
 	return n
 }
 
+// joinResident joins user to the node's world in region (2, 2), closed when the test ends, and
+// returns its client once it is resident there, with its generation.
+func (n *oneNode) joinResident(ctx context.Context, user string) (*world.Client, uint32) {
+	n.t.Helper()
+	c, err := world.Join(ctx, world.Config{Server: n.url, World: tiles.Name, App: n.app, User: user, Device: "d", Start: [2]int{2, 2}, Peer: n.tr})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(c.Close)
+	waitResident(n.t, c, 2, 2)
+	_, gen, _ := c.Resident()
+	return c, gen
+}
+
 // start starts the node; serve says whether its directory answers at once.
 func (n *oneNode) start(serve bool) {
 	n.t.Helper()
@@ -109,13 +123,7 @@ func TestWorldRestartStaleResidence(t *testing.T) {
 	n.start(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := world.Join(ctx, world.Config{Server: n.url, World: tiles.Name, App: n.app, User: "ann", Device: "d", Start: [2]int{2, 2}, Peer: n.tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitResident(t, c, 2, 2)
-	_, gen, _ := c.Resident()
+	c, gen := n.joinResident(ctx, "ann")
 
 	n.stop()
 	n.start(false)
@@ -255,13 +263,7 @@ func TestWorldEndedHostResidentAgain(t *testing.T) {
 	n.start(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := world.Join(ctx, world.Config{Server: n.url, World: tiles.Name, App: n.app, User: "eve", Device: "d", Start: [2]int{2, 2}, Peer: n.tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitResident(t, c, 2, 2)
-	_, gen, _ := c.Resident()
+	c, gen := n.joinResident(ctx, "eve")
 	n.srv.EndHost(2, 2)
 	poll.Until(t, 30*time.Second, "eve resident again with one avatar", func() error {
 		r, g, _ := c.Resident()
