@@ -207,3 +207,12 @@ func (s *Server) Hosting(room signaling.RoomID) bool {
 	rg := s.regions[room]
 	return rg != nil && (rg.state == loaded || rg.state == loading)
 }
+
+// Hear has the client hear a `resident` word naming region (x, y) with gen and ack from the host
+// of region (fx, fy)'s room, as if that host had sent it.
+func (c *Client) Hear(fx, fy, x, y int, gen, ack uint32) {
+	from, _ := c.def.Region(fx, fy)
+	c.post(from.Room(), func(n *roomNews) {
+		n.resident = appendResident(nil, resident{X: uint16(x), Y: uint16(y), Gen: gen, Ack: ack})
+	})
+}

@@ -1,0 +1,155 @@
+package world_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/demo/tiles"
+	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/signaling"
+	"github.com/concordrtc/concord/world"
+)
+
+// silence is the tests' Config.ResidentSilence: shorter than the default, still above twice the
+// resident host's cadence (a word a second), so that a test waits seconds, not tens.
+const silence = 2500 * time.Millisecond
+
+// A client holding a generation newer than any host's (the world restarted and forgot the player:
+// the generation started over) is not stranded: its resident region's host stops saying it holds
+// the player at that generation, and after Config.ResidentSilence the client takes the word of
+// the host that does, numbers its inputs anew and plays on (docs/protocol.md §11 "Residence
+// silence"). Without the silence rule the client dropped every word as older, for ever, and its
+// inputs were dropped as out of order.
+func TestWorldResidentNewerThanRecord(t *testing.T) {
+	def := tiles.Def()
+	app := newRecorder()
+	def.App = app
+	rooms := map[signaling.RoomID]signaling.RoomConfig{}
+	for _, room := range def.Rooms() {
+		rooms[room] = signaling.RoomConfig{PinnedHosts: []signaling.Identity{"host"}}
+	}
+	sig := signaling.New(signaling.Config{Rooms: rooms, Logger: zerolog.Nop()})
+	var api atomic.Pointer[http.Handler]
+	mux := http.NewServeMux()
+	mux.Handle("/api/worlds/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*api.Load()).ServeHTTP(w, r) }))
+	mux.Handle("/", sig.Handler())
+	hs := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		_ = sig.Close()
+		hs.Close()
+	})
+	serve := func() *world.Server {
+		srv, err := world.NewServer(world.ServerConfig{Def: def, URL: hs.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := srv.Handler()
+		api.Store(&h)
+		return srv
+	}
+	srv := serve()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// The player was in the world before with generation 10: it arrives with 11.
+	owner := string(signaling.NewIdentity("eve", "d"))
+	first, _ := def.Region(0, 0)
+	srv.Remember(owner, app.NewPlayer(first, owner), 10)
+	c, err := world.Join(ctx, world.Config{Server: hs.URL, World: tiles.Name, App: app, User: "eve", Device: "d",
+		ResidentSilence: silence})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	poll.Until(t, 20*time.Second, "eve resident with generation 11", func() error {
+		if r, gen, ok := c.Resident(); !ok || gen != 11 {
+			return fmt.Errorf("resident %v gen %d", r.Room(), gen)
+		}
+		return nil
+	})
+	for range 3 {
+		if err := c.Input(tiles.Walk(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Until(t, 20*time.Second, "eve's inputs acknowledged", func() error {
+		if n := c.Pending(); n > 0 {
+			return fmt.Errorf("%d pending", n)
+		}
+		return nil
+	})
+
+	// The world restarts with no memory of the player: its region comes back on a new server,
+	// which places it anew with generation 1 (in the region of whichever of its rooms' hosts
+	// heard it arrive first). Every host's word is now older than the client's.
+	srv.Close()
+	srv = serve()
+	defer srv.Close()
+	poll.Until(t, 30*time.Second, "eve resident again with the host's generation", func() error {
+		if _, gen, ok := c.Resident(); !ok || gen != 1 {
+			return fmt.Errorf("%s (server: %s)", c.Debug(), srv.DebugPlayer(ctx, owner))
+		}
+		return nil
+	})
+	// Its inputs apply again: numbered anew from the host's ack.
+	before := len(app.applied(owner))
+	if err := c.Input(tiles.Walk(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "eve's input after the restart applied", func() error {
+		if n := c.Pending(); n > 0 || len(app.applied(owner)) <= before {
+			return fmt.Errorf("%d pending, %d applied", n, len(app.applied(owner))-before)
+		}
+		return nil
+	})
+}
+
+// While the resident region's host speaks, an older host's word never takes the player back,
+// however long it goes on: the silence rule is the resident host's silence, not time passing.
+func TestWorldStaleHostRefusedWhileResidentHostSpeaks(t *testing.T) {
+	tw := startWorld(t, world.ServerConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	owner := string(signaling.NewIdentity("fay", "d"))
+	def := tw.srv.Def()
+	first, _ := def.Region(0, 0)
+	tw.srv.Remember(owner, tw.app.NewPlayer(first, owner), 10)
+	c, err := world.Join(ctx, world.Config{Server: tw.url, World: tiles.Name, App: tw.app, User: "fay", Device: "d",
+		ResidentSilence: silence})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	waitResident(t, c, 0, 0)
+	// A neighbour's host says, again and again for three silences, that it holds the player
+	// with an older generation (its own region).
+	end := time.Now().Add(3 * silence)
+	for time.Now().Before(end) {
+		c.Hear(1, 0, 1, 0, 5, 0)
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(100 * time.Millisecond): // the stale host's pace, not synchronisation
+		}
+		if r, gen, _ := c.Resident(); r.X != 0 || r.Y != 0 || gen != 11 {
+			t.Fatalf("the stale host took the player: resident %s gen %d", r.Room(), gen)
+		}
+	}
+	// And the player still plays where it is.
+	if err := c.Input(tiles.Walk(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "fay's input applied", func() error {
+		if n := c.Pending(); n > 0 {
+			return fmt.Errorf("%d pending", n)
+		}
+		return nil
+	})
+}
