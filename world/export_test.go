@@ -216,3 +216,53 @@ func (c *Client) Hear(fx, fy, x, y int, gen, ack uint32) {
 		n.resident = appendResident(nil, resident{X: uint16(x), Y: uint16(y), Gen: gen, Ack: ack})
 	})
 }
+
+// Forget has this Server and the host of region (x, y) forget owner without a word to its client:
+// the avatar despawned, the inhabitant and the memory of the player gone (a restart that lost it).
+func (s *Server) Forget(ctx context.Context, owner string, x, y int) error {
+	s.mu.Lock()
+	rg := s.regions[RoomName(s.def.Name, x, y)]
+	var p *peer.Peer
+	var a *regionApp
+	if rg != nil {
+		p, a = rg.peer, rg.app
+	}
+	delete(s.players, owner)
+	s.mu.Unlock()
+	if p == nil {
+		return ErrUnknownRegion
+	}
+	return p.Do(ctx, func(w *peer.World) {
+		if in := a.byOwner[owner]; in != nil {
+			_ = w.Despawn(in.e)
+			delete(a.byOwner, owner)
+		}
+	})
+}
+
+// MemberOf reports whether owner is a member of the room of region (x, y) by its host.
+func (s *Server) MemberOf(ctx context.Context, owner string, x, y int) bool {
+	s.mu.Lock()
+	rg := s.regions[RoomName(s.def.Name, x, y)]
+	var p *peer.Peer
+	var a *regionApp
+	if rg != nil {
+		p, a = rg.peer, rg.app
+	}
+	s.mu.Unlock()
+	in := false
+	if p != nil {
+		_ = p.Do(ctx, func(*peer.World) { _, in = a.index[owner] })
+	}
+	return in
+}
+
+// Arriving returns how many arrivals of owner are under way.
+func (s *Server) Arriving(owner string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.players[owner]; p != nil {
+		return p.arriving
+	}
+	return 0
+}

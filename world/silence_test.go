@@ -153,3 +153,67 @@ func TestWorldStaleHostRefusedWhileResidentHostSpeaks(t *testing.T) {
 		return nil
 	})
 }
+
+// A client whose resident host forgot it without a word, and of which no host says anything, asks
+// to be placed again: at twice Config.ResidentSilence it joins its region's room again, whose host
+// hears it arrive and places it (docs/protocol.md §11 "Residence silence"). Without it the player
+// stayed a member with no avatar anywhere, for ever.
+func TestWorldSilentResidentPlacedAgain(t *testing.T) {
+	tw := startWorld(t, world.ServerConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	owner := string(signaling.NewIdentity("gil", "d"))
+	def := tw.srv.Def()
+	first, _ := def.Region(0, 0)
+	tw.srv.Remember(owner, tw.app.NewPlayer(first, owner), 10)
+	c, err := world.Join(ctx, world.Config{Server: tw.url, World: tiles.Name, App: tw.app, User: "gil", Device: "d",
+		ResidentSilence: silence})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	waitResident(t, c, 0, 0)
+	// Every region in view has heard the player arrive, and told it where it is (before the
+	// forgetting: an arrival after it would place the player anew on its own).
+	poll.Until(t, 20*time.Second, "gil a member of every region in view", func() error {
+		for _, r := range [][2]int{{0, 0}, {1, 0}, {0, 1}, {1, 1}} {
+			if !tw.srv.MemberOf(ctx, owner, r[0], r[1]) {
+				return fmt.Errorf("not a member of %v", r)
+			}
+		}
+		if n := tw.srv.Arriving(owner); n > 0 {
+			return fmt.Errorf("%d arrivals under way", n)
+		}
+		return nil
+	})
+	if err := tw.srv.Forget(ctx, owner, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, "gil placed again", func() error {
+		if _, gen, ok := c.Resident(); !ok || gen != 1 {
+			return fmt.Errorf("%s (server: %s)", c.Debug(), tw.srv.DebugPlayer(ctx, owner))
+		}
+		return nil
+	})
+	poll.Until(t, 20*time.Second, "gil's one avatar", func() error {
+		n := 0
+		for _, e := range c.View(ctx) {
+			if e.Owner == owner {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("%d avatars in the view", n)
+		}
+		return nil
+	})
+	if err := c.Input(tiles.Walk(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "gil's input applied", func() error {
+		if n := c.Pending(); n > 0 {
+			return fmt.Errorf("%d pending", n)
+		}
+		return nil
+	})
+}
