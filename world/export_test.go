@@ -266,3 +266,28 @@ func (s *Server) Arriving(owner string) int {
 	}
 	return 0
 }
+
+// Superseded reports whether the host of region (x, y) takes owner's copy for superseded by the
+// residence record (and waits out a failing claim's bound before it lets it go).
+func (s *Server) Superseded(ctx context.Context, owner string, x, y int) bool {
+	s.mu.Lock()
+	rg := s.regions[RoomName(s.def.Name, x, y)]
+	var p *peer.Peer
+	var a *regionApp
+	if rg != nil {
+		p, a = rg.peer, rg.app
+	}
+	s.mu.Unlock()
+	sup := false
+	if p != nil {
+		_ = p.Do(ctx, func(*peer.World) { _, sup = a.superseded[owner] })
+	}
+	return sup
+}
+
+// PutResidence writes owner's residence record as region (x, y), generation gen, unconditionally
+// (a claim's undo putting the record back).
+func (s *Server) PutResidence(ctx context.Context, owner string, x, y int, gen uint32) error {
+	_, err := s.cl.res.Put(ctx, s.resKey(owner), appendResidence(nil, residence{node: s.cl.node, x: uint16(x), y: uint16(y), gen: gen}))
+	return err
+}
