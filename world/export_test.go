@@ -220,13 +220,8 @@ func (c *Client) Hear(fx, fy, x, y int, gen, ack uint32) {
 // Forget has this Server and the host of region (x, y) forget owner without a word to its client:
 // the avatar despawned, the inhabitant and the memory of the player gone (a restart that lost it).
 func (s *Server) Forget(ctx context.Context, owner string, x, y int) error {
+	p, a := s.hostOf(x, y)
 	s.mu.Lock()
-	rg := s.regions[RoomName(s.def.Name, x, y)]
-	var p *peer.Peer
-	var a *regionApp
-	if rg != nil {
-		p, a = rg.peer, rg.app
-	}
 	delete(s.players, owner)
 	s.mu.Unlock()
 	if p == nil {
@@ -242,14 +237,7 @@ func (s *Server) Forget(ctx context.Context, owner string, x, y int) error {
 
 // MemberOf reports whether owner is a member of the room of region (x, y) by its host.
 func (s *Server) MemberOf(ctx context.Context, owner string, x, y int) bool {
-	s.mu.Lock()
-	rg := s.regions[RoomName(s.def.Name, x, y)]
-	var p *peer.Peer
-	var a *regionApp
-	if rg != nil {
-		p, a = rg.peer, rg.app
-	}
-	s.mu.Unlock()
+	p, a := s.hostOf(x, y)
 	in := false
 	if p != nil {
 		_ = p.Do(ctx, func(*peer.World) { _, in = a.index[owner] })
@@ -270,14 +258,7 @@ func (s *Server) Arriving(owner string) int {
 // Superseded reports whether the host of region (x, y) takes owner's copy for superseded by the
 // residence record (and waits out a failing claim's bound before it lets it go).
 func (s *Server) Superseded(ctx context.Context, owner string, x, y int) bool {
-	s.mu.Lock()
-	rg := s.regions[RoomName(s.def.Name, x, y)]
-	var p *peer.Peer
-	var a *regionApp
-	if rg != nil {
-		p, a = rg.peer, rg.app
-	}
-	s.mu.Unlock()
+	p, a := s.hostOf(x, y)
 	sup := false
 	if p != nil {
 		_ = p.Do(ctx, func(*peer.World) { _, sup = a.superseded[owner] })
@@ -290,4 +271,14 @@ func (s *Server) Superseded(ctx context.Context, owner string, x, y int) bool {
 func (s *Server) PutResidence(ctx context.Context, owner string, x, y int, gen uint32) error {
 	_, err := s.cl.res.Put(ctx, s.resKey(owner), appendResidence(nil, residence{node: s.cl.node, x: uint16(x), y: uint16(y), gen: gen}))
 	return err
+}
+
+// hostOf returns the host peer and app of region (x, y) (nil when it is not loaded here).
+func (s *Server) hostOf(x, y int) (*peer.Peer, *regionApp) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rg := s.regions[RoomName(s.def.Name, x, y)]; rg != nil {
+		return rg.peer, rg.app
+	}
+	return nil, nil
 }

@@ -58,16 +58,8 @@ func TestWorldResidentNewerThanRecord(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	// The player was in the world before with generation 10: it arrives with 11.
-	owner := string(signaling.NewIdentity("eve", "d"))
-	first, _ := def.Region(0, 0)
-	srv.Remember(owner, app.NewPlayer(first, owner), 10)
-	c, err := world.Join(ctx, world.Config{Server: hs.URL, World: tiles.Name, App: app, User: "eve", Device: "d",
-		ResidentSilence: silence})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := joinReturning(t, ctx, srv, hs.URL, app, "eve")
+	owner := c.Self()
 	poll.Until(t, 20*time.Second, "eve resident with generation 11", func() error {
 		if r, gen, ok := c.Resident(); !ok || gen != 11 {
 			return fmt.Errorf("resident %v gen %d", r.Room(), gen)
@@ -117,16 +109,7 @@ func TestWorldStaleHostRefusedWhileResidentHostSpeaks(t *testing.T) {
 	tw := startWorld(t, world.ServerConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	owner := string(signaling.NewIdentity("fay", "d"))
-	def := tw.srv.Def()
-	first, _ := def.Region(0, 0)
-	tw.srv.Remember(owner, tw.app.NewPlayer(first, owner), 10)
-	c, err := world.Join(ctx, world.Config{Server: tw.url, World: tiles.Name, App: tw.app, User: "fay", Device: "d",
-		ResidentSilence: silence})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := joinReturning(t, ctx, tw.srv, tw.url, tw.app, "fay")
 	waitResident(t, c, 0, 0)
 	// A neighbour's host says, again and again for three silences, that it holds the player
 	// with an older generation (its own region).
@@ -143,15 +126,7 @@ func TestWorldStaleHostRefusedWhileResidentHostSpeaks(t *testing.T) {
 		}
 	}
 	// And the player still plays where it is.
-	if err := c.Input(tiles.Walk(0, 0)); err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, 20*time.Second, "fay's input applied", func() error {
-		if n := c.Pending(); n > 0 {
-			return fmt.Errorf("%d pending", n)
-		}
-		return nil
-	})
+	playOn(t, c, "fay")
 }
 
 // A client whose resident host forgot it without a word, and of which no host says anything, asks
@@ -162,16 +137,8 @@ func TestWorldSilentResidentPlacedAgain(t *testing.T) {
 	tw := startWorld(t, world.ServerConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	owner := string(signaling.NewIdentity("gil", "d"))
-	def := tw.srv.Def()
-	first, _ := def.Region(0, 0)
-	tw.srv.Remember(owner, tw.app.NewPlayer(first, owner), 10)
-	c, err := world.Join(ctx, world.Config{Server: tw.url, World: tiles.Name, App: tw.app, User: "gil", Device: "d",
-		ResidentSilence: silence})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := joinReturning(t, ctx, tw.srv, tw.url, tw.app, "gil")
+	owner := c.Self()
 	waitResident(t, c, 0, 0)
 	// Every region in view has heard the player arrive, and told it where it is (before the
 	// forgetting: an arrival after it would place the player anew on its own).
@@ -207,13 +174,36 @@ func TestWorldSilentResidentPlacedAgain(t *testing.T) {
 		}
 		return nil
 	})
+	playOn(t, c, "gil")
+}
+
+// playOn sends c an input and waits until its resident region's host has applied it.
+func playOn(t *testing.T, c *world.Client, who string) {
+	t.Helper()
 	if err := c.Input(tiles.Walk(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 20*time.Second, "gil's input applied", func() error {
+	poll.Until(t, 20*time.Second, who+"'s input applied", func() error {
 		if n := c.Pending(); n > 0 {
-			return fmt.Errorf("%d pending", n)
+			return fmt.Errorf("%d pending: %s", n, c.Debug())
 		}
 		return nil
 	})
+}
+
+// joinReturning joins user (device "d") to the tiles world of srv at url, whose memory holds the
+// player's data with generation 10 (it was in the world before): it arrives with 11. Its client
+// counts the residence silence in silence.
+func joinReturning(t *testing.T, ctx context.Context, srv *world.Server, url string, app world.App, user string) *world.Client {
+	t.Helper()
+	owner := string(signaling.NewIdentity(user, "d"))
+	def := srv.Def()
+	first, _ := def.Region(0, 0)
+	srv.Remember(owner, app.NewPlayer(first, owner), 10)
+	c, err := world.Join(ctx, world.Config{Server: url, World: tiles.Name, App: app, User: user, Device: "d", ResidentSilence: silence})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

@@ -399,13 +399,23 @@ test('WorldClient: a region\'s load request carries that region\'s join token fr
   assert.equal(asked[0].device, 'tab-1');
 });
 
-test('WorldClient: holding a generation newer than every host\'s (the record lost on a restart), it takes the holder\'s word once its resident host has been silent for the bound: stuck before, resident after', async (t) => {
-  let clock = 0;
-  const { c, rooms } = setup(t, { opts: { now: () => clock, residentSilenceMs: 5000 } });
+/**
+ * A client resident in (3, 3) with generation 10 (its host said so), its view joined, its
+ * residence silence (5 s) on clock.ms, which the test moves.
+ * @param {any} t
+ */
+async function residentAt10(t) {
+  const clock = { ms: 0 };
+  const { c, rooms } = setup(t, { opts: { now: () => clock.ms, residentSilenceMs: 5000 } });
   await c.start();
   const home = rooms.get('tiles.3.3');
   home.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 10, ack: 0 }));
   await until('the view joined', () => [...c.regions.values()].filter((r) => r.state === 'joined').length === 9);
+  return { c, rooms, clock, home };
+}
+
+test('WorldClient: holding a generation newer than every host\'s (the record lost on a restart), it takes the holder\'s word once its resident host has been silent for the bound: stuck before, resident after', async (t) => {
+  const { c, rooms, clock, home } = await residentAt10(t);
   c.input(tiles.walkInput({ x: 1, y: 0 }));
   home.hostSays(MSG_ACK, u32(1));
   c.input(tiles.walkInput({ x: 2, y: 0 }));
@@ -414,13 +424,13 @@ test('WorldClient: holding a generation newer than every host\'s (the record los
   const south = rooms.get('tiles.3.4');
   south.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 4, gen: 5, ack: 0 }));
   assert.deepEqual(c.resident, { x: 3, y: 3 }, 'an older word, while the resident host may speak: dropped');
-  clock += 4999;
+  clock.ms += 4999;
   south.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 4, gen: 5, ack: 0 }));
   await until('a poll', () => true);
   assert.deepEqual(c.resident, { x: 3, y: 3 });
   assert.equal(c.gen, 10);
   // The silence passes the bound: the held word is heard again and taken from its own host.
-  clock += 1;
+  clock.ms += 1;
   await until('resident where the host holds it', () => c.resident?.y === 4);
   assert.equal(c.gen, 5);
   // Its waiting input is numbered anew after the host's ack 0 and sent there.
@@ -432,15 +442,10 @@ test('WorldClient: holding a generation newer than every host\'s (the record los
 });
 
 test('WorldClient: while the resident region\'s host speaks, an older host\'s word never takes the player back, however long it goes on', async (t) => {
-  let clock = 0;
-  const { c, rooms } = setup(t, { opts: { now: () => clock, residentSilenceMs: 5000 } });
-  await c.start();
-  const home = rooms.get('tiles.3.3');
-  home.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 10, ack: 0 }));
-  await until('the view joined', () => [...c.regions.values()].filter((r) => r.state === 'joined').length === 9);
+  const { c, rooms, clock, home } = await residentAt10(t);
   const south = rooms.get('tiles.3.4');
   for (let i = 0; i < 30; i++) {
-    clock += 1000;
+    clock.ms += 1000;
     home.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 10, ack: 0 }));
     south.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 4, gen: 5, ack: 0 }));
     c.poll();
@@ -451,16 +456,11 @@ test('WorldClient: while the resident region\'s host speaks, an older host\'s wo
 });
 
 test('WorldClient: when no host speaks of the player, at twice the silence it joins its region\'s room again to be placed anew, and takes that host\'s word', async (t) => {
-  let clock = 0;
-  const { c, rooms } = setup(t, { opts: { now: () => clock, residentSilenceMs: 5000 } });
-  await c.start();
-  const home = rooms.get('tiles.3.3');
-  home.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 10, ack: 0 }));
-  await until('the view joined', () => [...c.regions.values()].filter((r) => r.state === 'joined').length === 9);
-  clock += 9999;
+  const { c, rooms, clock, home } = await residentAt10(t);
+  clock.ms += 9999;
   c.poll();
   assert.equal(rooms.get('tiles.3.3'), home);
-  clock += 1;
+  clock.ms += 1;
   await until('the room joined again', () => rooms.get('tiles.3.3') !== home && c.regions.get('3,3')?.state === 'joined');
   assert.ok(home.stopped, 'the old member left');
   // Its host hears the player arrive and places it (generation 1: the world forgot it).
