@@ -659,7 +659,8 @@ func (c *Client) run(ctx context.Context) {
 					for room, d := range again {
 						handle(regionMsg{room: room, typ: MsgResident, data: d})
 					}
-					if silence >= 2*c.cfg.ResidentSilence && c.cfg.Now().Sub(rejoined) >= 2*c.cfg.ResidentSilence {
+					// (Again: a word heard again may have been taken.)
+					if silence = c.cfg.Now().Sub(heard); silence >= 2*c.cfg.ResidentSilence && c.cfg.Now().Sub(rejoined) >= 2*c.cfg.ResidentSilence {
 						rejoined = c.cfg.Now()
 						target := res
 						if rd.World != "" {
