@@ -657,7 +657,12 @@ func (c *Client) run(ctx context.Context) {
 					maps.Copy(again, held)
 					clear(held)
 					for room, d := range again {
-						handle(regionMsg{room: room, typ: MsgResident, data: d})
+						c.mu.Lock()
+						_, followed := c.follows[room] // a room left since: its word is no one's now
+						c.mu.Unlock()
+						if followed {
+							handle(regionMsg{room: room, typ: MsgResident, data: d})
+						}
 					}
 					// (Again: a word heard again may have been taken.)
 					if silence = c.cfg.Now().Sub(heard); silence >= 2*c.cfg.ResidentSilence && c.cfg.Now().Sub(rejoined) >= 2*c.cfg.ResidentSilence {
