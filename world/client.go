@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -31,6 +32,9 @@ const (
 	// resendAfter: inputs not acknowledged this long after they were sent are sent again.
 	resendAfter = 500 * time.Millisecond
 	pumpEvery   = 20 * time.Millisecond
+	// DefaultResidentSilence is Config.ResidentSilence's default: a resident region's host tells
+	// its resident members every second, so five seconds without it is four lost words at least.
+	DefaultResidentSilence = 5 * time.Second
 )
 
 // ErrPending reports that MaxPending inputs wait for their acknowledgement.
@@ -56,6 +60,14 @@ type Config struct {
 	// HTTP is the client of the directory requests (nil: one with a 15 s timeout).
 	HTTP   *http.Client
 	Logger zerolog.Logger
+	// ResidentSilence is how long the resident region's host may say nothing of the player (no
+	// `resident` naming it at the generation held or newer, no `ack`) before the client takes
+	// the named region's own host's word whatever its generation, and, twice as long, joins its
+	// region's room again to be placed anew (residentRule, docs/protocol.md §11 "Residence
+	// silence"). Zero: DefaultResidentSilence.
+	ResidentSilence time.Duration
+	// Now is the clock of the residence silence (nil: time.Now).
+	Now func() time.Time
 }
 
 // EventKind says what an Event reports.
@@ -150,6 +162,12 @@ func Join(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 15 * time.Second}
+	}
+	if cfg.ResidentSilence <= 0 {
+		cfg.ResidentSilence = DefaultResidentSilence
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	var dir Directory
 	if err := apiJSON(ctx, cfg.HTTP, http.MethodGet, cfg.Server, "/api/worlds/"+url.PathEscape(cfg.World), "", &dir); err != nil {
@@ -368,6 +386,44 @@ func (c *Client) follow(ctx context.Context, r Region) error {
 	return nil
 }
 
+// rejoin leaves region r's room and joins it again (once the old member has ended), so that its
+// host hears the player arrive and places it anew: an arrival reads the residence record and
+// makes the player resident, or tells it where it is (residentRule's silence).
+func (c *Client) rejoin(ctx context.Context, r Region) {
+	c.mu.Lock()
+	f := c.follows[r.Room()]
+	busy := c.joining[r.Room()] || c.closed
+	if !busy {
+		c.joining[r.Room()] = true
+	}
+	c.mu.Unlock()
+	if busy {
+		return
+	}
+	if f != nil {
+		c.unfollow(f)
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.joining, r.Room())
+			c.mu.Unlock()
+		}()
+		if f != nil {
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err := c.follow(ctx, r); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn().Err(err).Str("room", string(r.Room())).Msg("world: region not joined again")
+		}
+	}()
+}
+
 func (c *Client) unfollow(f *follow) {
 	c.mu.Lock()
 	delete(c.follows, f.r.Room())
@@ -401,6 +457,12 @@ func (c *Client) run(ctx context.Context) {
 		gen      uint32
 		hinted   bool
 		wanted   time.Time // the last check that every region in view is followed
+		// heard: the last word of the resident region's host that it holds the player (its
+		// `resident` at gen or newer, its ack); held: each room's latest word dropped since, taken
+		// again once the silence passes ResidentSilence (a redirect is told 5 times only);
+		// rejoined: the last time the client joined a room again to be placed anew.
+		heard, rejoined time.Time
+		held            = map[signaling.RoomID][]byte{}
 	)
 	acked := func(a uint32) {
 		if a <= ack {
@@ -482,16 +544,21 @@ func (c *Client) run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			word, renum := residentRule(res, gen, ack, hinted, m.room, r, rm)
+			now := c.cfg.Now()
+			silent := gen > 0 && now.Sub(heard) >= c.cfg.ResidentSilence
+			word, renum := residentRule(res, gen, ack, hinted, silent, m.room, r, rm)
 			if word != wordAck {
 				c.cfg.Logger.Debug().Str("owner", c.self).Str("from", string(m.room)).Str("room", string(r.Room())).Uint32("gen", rm.Gen).
-					Str("resident", string(res.Room())).Uint32("mygen", gen).Uint8("word", uint8(word)).Msg("world: client resident word")
+					Str("resident", string(res.Room())).Uint32("mygen", gen).Uint8("word", uint8(word)).Bool("silent", silent).Msg("world: client resident word")
 			}
 			if renum {
 				renumber(rm.Ack)
 			}
 			switch word {
 			case wordDrop:
+				if gen > 0 {
+					held[m.room] = m.data
+				}
 				return
 			case wordHint:
 				hinted = true
@@ -504,11 +571,16 @@ func (c *Client) run(ctx context.Context) {
 				c.wantOne(ctx, r)
 				return
 			case wordAck:
+				if m.room == res.Room() {
+					heard = now
+				}
 				acked(rm.Ack)
 				return
 			}
 			from := res
 			res, gen = r, rm.Gen
+			heard = now
+			clear(held) // older than what was just taken, or said of a residence that ended
 			// The new region applied inputs up to rm.Ack: send it the rest (again), now.
 			acked(rm.Ack)
 			sentUpTo, sentAt = ack, time.Time{}
@@ -527,6 +599,7 @@ func (c *Client) run(ctx context.Context) {
 			pump(time.Now())
 		case MsgAck:
 			if m.room == res.Room() && len(m.data) == 4 {
+				heard = c.cfg.Now() // only a host that holds the player acknowledges its inputs
 				acked(binary.LittleEndian.Uint32(m.data))
 			}
 		case msgHostLost:
@@ -575,6 +648,33 @@ func (c *Client) run(ctx context.Context) {
 				if rd.World != "" {
 					c.wantOne(ctx, rd)
 				}
+				// The resident region's host has said nothing of the player for ResidentSilence:
+				// the words dropped meanwhile are heard again under the silence rule (residentRule)
+				// and, at twice the bound, the region the player is said to be in is joined again,
+				// so that its host places the player anew (an arrival reads the record).
+				if silence := c.cfg.Now().Sub(heard); silence >= c.cfg.ResidentSilence {
+					again := make(map[signaling.RoomID][]byte, len(held))
+					maps.Copy(again, held)
+					clear(held)
+					for room, d := range again {
+						c.mu.Lock()
+						_, followed := c.follows[room] // a room left since: its word is no one's now
+						c.mu.Unlock()
+						if followed {
+							handle(regionMsg{room: room, typ: MsgResident, data: d})
+						}
+					}
+					// (Again: a word heard again may have been taken.)
+					if silence = c.cfg.Now().Sub(heard); silence >= 2*c.cfg.ResidentSilence && c.cfg.Now().Sub(rejoined) >= 2*c.cfg.ResidentSilence {
+						rejoined = c.cfg.Now()
+						target := res
+						if rd.World != "" {
+							target = rd
+						}
+						c.cfg.Logger.Debug().Str("owner", c.self).Str("room", string(target.Room())).Dur("silence", silence).Msg("world: client joins again to be placed")
+						c.rejoin(ctx, target)
+					}
+				}
 			}
 			pump(now)
 		}
@@ -616,7 +716,27 @@ const redirectFor = 15 * time.Second
 // nothing from it. Only hosts speak (the Client reads its room's host only). Generation 0 is a
 // word of a host that knows no generation (a world without records): followed once, only
 // before the player is resident anywhere.
-func residentRule(res Region, gen, ack uint32, hinted bool, from signaling.RoomID, to Region, m resident) (word residentWord, renumber bool) {
+//
+// silent: the resident region's host has said nothing of the player (no word naming it at gen or
+// newer, no ack) for Config.ResidentSilence. The generation held may then be newer than any
+// host's (a whole cluster's restart lost or rewrote the record, docs/protocol.md §11 "Residence
+// silence"), and dropping every word would strand the player for ever: a word the rule above
+// drops is then taken from the named region's own host (it holds the avatar it names, whatever
+// its generation) and followed from anyone else (a redirect: that region's own host then says
+// it). While the resident host speaks, nothing changes: an older host cannot take the player back.
+func residentRule(res Region, gen, ack uint32, hinted, silent bool, from signaling.RoomID, to Region, m resident) (word residentWord, renumber bool) {
+	word, renumber = residentRuleHeard(res, gen, ack, hinted, from, to, m)
+	if word != wordDrop || !silent || gen == 0 {
+		return word, renumber
+	}
+	if from == to.Room() && m.Gen > 0 {
+		return wordTake, m.Ack < ack
+	}
+	return wordRedirect, false
+}
+
+// residentRuleHeard is residentRule while the resident region's host speaks.
+func residentRuleHeard(res Region, gen, ack uint32, hinted bool, from signaling.RoomID, to Region, m resident) (word residentWord, renumber bool) {
 	if m.Gen == 0 {
 		if gen == 0 && !hinted {
 			return wordHint, false

@@ -6,12 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/concordrtc/concord/internal/durable"
+	"github.com/concordrtc/concord/peer"
 	"github.com/concordrtc/concord/signaling"
 )
 
@@ -444,6 +446,80 @@ func (s *Server) claim(ctx context.Context, owner string, dest Region, gen uint3
 	}
 	s.count("cluster", "claim_conflict")
 	return nil, ErrStaleClaim
+}
+
+// fenceResidents reads the residence record of each of rr's residents in batch (a's, every
+// SaveEvery) and saves the data of those it still names; a resident it names in another region
+// with a newer generation is another host's now (two arrivals on two nodes that each read no
+// record, a claim of a newer generation made from a node whose memory of the player was newer):
+// that copy is not saved over the newer one's data, and once the record has stood so past a
+// failing claim's bound its host lets it go and tells the member where the player is
+// (regionApp.supersede). Without it both avatars stayed for good. It runs on a goroutine of its own.
+func (s *Server) fenceResidents(rr *regionRun, a *regionApp, batch []savedPlayer) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		type stale struct {
+			owner string
+			gen   uint32
+			rec   residence
+		}
+		var stales []stale
+		for _, p := range batch {
+			ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+			cur, _, ok, err := s.residence(ctx, p.owner)
+			if err == nil && ok && cur.gen > p.gen && (int(cur.x) != a.r.X || int(cur.y) != a.r.Y) {
+				cancel()
+				stales = append(stales, stale{p.owner, p.gen, cur})
+				continue
+			}
+			if err == nil {
+				err = s.kv.save(ctx, p.owner, p.values, p.gen)
+			}
+			cancel()
+			if err != nil {
+				s.log.Warn().Err(err).Str("owner", p.owner).Msg("world: player data not saved in the store")
+				return
+			}
+		}
+		s.mu.Lock()
+		hp := rr.peer
+		s.mu.Unlock()
+		if hp == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+		defer cancel()
+		var gone []stale
+		_ = hp.Do(ctx, func(w *peer.World) {
+			now := s.now()
+			for _, st := range stales {
+				if a.supersede(w, st.owner, st.gen, st.rec, now) {
+					gone = append(gone, st)
+				}
+			}
+			// Those the record names here again, or not elsewhere newer, are no longer suspect.
+			for owner := range a.superseded {
+				if !slices.ContainsFunc(stales, func(st stale) bool { return st.owner == owner }) {
+					delete(a.superseded, owner)
+				}
+			}
+		})
+		if len(gone) == 0 {
+			return
+		}
+		s.mu.Lock()
+		for _, st := range gone {
+			s.count("cluster", "superseded")
+			if p := s.players[st.owner]; p != nil && p.region == a.r && p.gen == st.gen {
+				p.region = Region{} // the record's region holds it: an arrival reads it there
+			}
+		}
+		s.mu.Unlock()
+	}()
 }
 
 // describe formats a residence record for a log line: "node room gen".

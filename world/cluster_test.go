@@ -538,3 +538,134 @@ func twoClaimingNodes(t *testing.T) [2]*world.Server {
 	}
 	return srvs
 }
+
+// twoWorldNodes is two world nodes on one store and one signaling server, a owning the even
+// columns, b the odd, closed when the test ends.
+func twoWorldNodes(t *testing.T) (a, b *world.Server, def world.Def) {
+	t.Helper()
+	tr, _, def, sig := labWorld()
+	mux := http.NewServeMux()
+	mux.Handle("/", sig.Handler())
+	hs := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		_ = sig.Close()
+		hs.Close()
+	})
+	st, err := durable.Open(durable.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	placement := func(_ context.Context, r world.Region) (string, error) { return []string{"a", "b"}[r.X%2], nil }
+	var srvs [2]*world.Server
+	for i, node := range []string{"a", "b"} {
+		// A minute's grace: the player's client is a member of neither room, and its avatars
+		// stay as a member's would (a client follows both regions when they are in view).
+		s, err := world.NewServer(world.ServerConfig{Def: def, URL: hs.URL, Store: st, Node: node, LeaveGrace: time.Minute,
+			Cluster:    &world.Cluster{Conn: st.Conn(), Owner: placement},
+			HostConfig: func(room signaling.RoomID) (peer.Config, error) { return tr(room), nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		srvs[i] = s
+	}
+	return srvs[0], srvs[1], def
+}
+
+// Two nodes' arrivals of one player race: each read no residence record, and each decided from
+// its own memory of the player (the nodes' saved copies differ: a's is newer and elsewhere). b
+// places the player in (1, 2) with generation 2; a then claims (2, 1) with generation 6, which the
+// record allows (a newer generation), and its host takes the avatar too: two avatars of one player,
+// for good (TestWorldCluster, "two avatars" after the whole cluster's restart). The region host
+// holding a copy the record no longer names lets it go within a save period.
+func TestWorldRacingArrivalsOneAvatar(t *testing.T) {
+	a, b, def := twoWorldNodes(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	at := func(x, y int) [][]byte {
+		r, _ := def.Region(x, y)
+		v := (&tiles.App{}).NewPlayer(r, "p")
+		v[def.App.Avatar().Pos] = world.AppendVec(nil, world.Vec{X: (r.Min.X + r.Max.X) / 2, Y: (r.Min.Y + r.Max.Y) / 2})
+		return v
+	}
+	a.Remember("p", at(2, 1), 5)
+	b.Remember("p", at(1, 2), 1)
+	placedB := false
+	placedA := a.ArriveThen("p", 0, 0, func() { placedB = b.ArriveThen("p", 0, 0, func() {}) })
+	if !placedA || !placedB {
+		t.Fatalf("placed by a %v, by b %v", placedA, placedB)
+	}
+	count := func() (na, nb int, err error) {
+		if err = a.Inspect(ctx, 2, 1, func(w *peer.World) { na = avatarsIn(w, "p") }); err != nil {
+			return
+		}
+		err = b.Inspect(ctx, 1, 2, func(w *peer.World) { nb = avatarsIn(w, "p") })
+		return
+	}
+	poll.Until(t, world.DefaultLoadTimeout+3*world.SaveEvery, "one avatar of p", func() error {
+		na, nb, err := count()
+		if err != nil {
+			return err
+		}
+		if na+nb != 1 {
+			return fmt.Errorf("%d avatars in tiles.2.1 (a), %d in tiles.1.2 (b); record %q", na, nb, a.Residence(ctx, "p"))
+		}
+		return nil
+	})
+	// The one left is the record's.
+	if na, _, err := count(); err != nil || na != 1 {
+		t.Fatalf("the avatar left is not the record's (tiles.2.1 gen 6): %d there, %v; record %q", na, err, a.Residence(ctx, "p"))
+	}
+}
+
+// A claim that names another region with a newer generation and is put back (a destination that
+// failed to take the avatar) does not make the holder let its copy go: the record must stand past
+// a failing claim's bound. Letting go at first sight left the player with no avatar anywhere.
+func TestWorldSupersedeWaitsOutAFailingClaim(t *testing.T) {
+	a, b, def := twoWorldNodes(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, _ := def.Region(2, 1)
+	v := (&tiles.App{}).NewPlayer(r, "p")
+	v[def.App.Avatar().Pos] = world.AppendVec(nil, world.Vec{X: (r.Min.X + r.Max.X) / 2, Y: (r.Min.Y + r.Max.Y) / 2})
+	a.Remember("p", v, 5)
+	if !a.ArriveThen("p", 2, 1, func() {}) {
+		t.Fatal("not placed")
+	}
+	held := func() int {
+		n := 0
+		if err := a.Inspect(ctx, 2, 1, func(w *peer.World) { n = avatarsIn(w, "p") }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	dest, _ := def.Region(1, 2)
+	if err := b.Claim(ctx, "p", dest, 7); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 3*world.SaveEvery, "the copy taken for superseded", func() error {
+		if held() == 0 {
+			return nil // let go at first sight: checked below
+		}
+		if !a.Superseded(ctx, "p", 2, 1) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	if held() != 1 {
+		t.Fatal("the holder let its copy go at the first sight of a claim that may yet be put back")
+	}
+	if err := b.PutResidence(ctx, "p", 2, 1, 6); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 3*world.SaveEvery, "the suspicion cleared", func() error {
+		if a.Superseded(ctx, "p", 2, 1) {
+			return fmt.Errorf("still suspect")
+		}
+		return nil
+	})
+	if held() != 1 {
+		t.Fatal("the holder let its copy go")
+	}
+}

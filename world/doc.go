@@ -19,6 +19,10 @@
 // cluster's restart too; a client takes only a newer word, and only from a host that holds or
 // handed the avatar (residentRule), and a Server that closes loads nothing more, so that every
 // region host it ran ends unloaded, its residents saved (docs/protocol.md §11 "Cluster restart").
+// The client's net where that fails (a record lost, a generation started over): once its resident
+// region's host has said nothing of the player for Config.ResidentSilence, it takes the holder's
+// word whatever its generation, and at twice that joins its region again to be placed anew
+// (docs/protocol.md §11 "Residence silence").
 //
 // Ownership: each region's state (its peer.World, its residents) belongs to its host's loop; the
 // Server's tables (regions, players) are guarded by its mutex, never held across a call into a

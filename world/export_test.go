@@ -207,3 +207,78 @@ func (s *Server) Hosting(room signaling.RoomID) bool {
 	rg := s.regions[room]
 	return rg != nil && (rg.state == loaded || rg.state == loading)
 }
+
+// Hear has the client hear a `resident` word naming region (x, y) with gen and ack from the host
+// of region (fx, fy)'s room, as if that host had sent it.
+func (c *Client) Hear(fx, fy, x, y int, gen, ack uint32) {
+	from, _ := c.def.Region(fx, fy)
+	c.post(from.Room(), func(n *roomNews) {
+		n.resident = appendResident(nil, resident{X: uint16(x), Y: uint16(y), Gen: gen, Ack: ack})
+	})
+}
+
+// Forget has this Server and the host of region (x, y) forget owner without a word to its client:
+// the avatar despawned, the inhabitant and the memory of the player gone (a restart that lost it).
+func (s *Server) Forget(ctx context.Context, owner string, x, y int) error {
+	p, a := s.hostOf(x, y)
+	s.mu.Lock()
+	delete(s.players, owner)
+	s.mu.Unlock()
+	if p == nil {
+		return ErrUnknownRegion
+	}
+	return p.Do(ctx, func(w *peer.World) {
+		if in := a.byOwner[owner]; in != nil {
+			_ = w.Despawn(in.e)
+			delete(a.byOwner, owner)
+		}
+	})
+}
+
+// MemberOf reports whether owner is a member of the room of region (x, y) by its host.
+func (s *Server) MemberOf(ctx context.Context, owner string, x, y int) bool {
+	p, a := s.hostOf(x, y)
+	in := false
+	if p != nil {
+		_ = p.Do(ctx, func(*peer.World) { _, in = a.index[owner] })
+	}
+	return in
+}
+
+// Arriving returns how many arrivals of owner are under way.
+func (s *Server) Arriving(owner string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.players[owner]; p != nil {
+		return p.arriving
+	}
+	return 0
+}
+
+// Superseded reports whether the host of region (x, y) takes owner's copy for superseded by the
+// residence record (and waits out a failing claim's bound before it lets it go).
+func (s *Server) Superseded(ctx context.Context, owner string, x, y int) bool {
+	p, a := s.hostOf(x, y)
+	sup := false
+	if p != nil {
+		_ = p.Do(ctx, func(*peer.World) { _, sup = a.superseded[owner] })
+	}
+	return sup
+}
+
+// PutResidence writes owner's residence record as region (x, y), generation gen, unconditionally
+// (a claim's undo putting the record back).
+func (s *Server) PutResidence(ctx context.Context, owner string, x, y int, gen uint32) error {
+	_, err := s.cl.res.Put(ctx, s.resKey(owner), appendResidence(nil, residence{node: s.cl.node, x: uint16(x), y: uint16(y), gen: gen}))
+	return err
+}
+
+// hostOf returns the host peer and app of region (x, y) (nil when it is not loaded here).
+func (s *Server) hostOf(x, y int) (*peer.Peer, *regionApp) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rg := s.regions[RoomName(s.def.Name, x, y)]; rg != nil {
+		return rg.peer, rg.app
+	}
+	return nil, nil
+}

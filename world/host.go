@@ -67,6 +67,10 @@ type regionApp struct {
 	ready    func()
 	swept    time.Time // the last sweep
 	saved    time.Time // the last save of the residents' data
+
+	// superseded: residents the residence record names elsewhere with a newer generation, since
+	// when (Server.fenceResidents; a cluster's only)
+	superseded map[string]supersededAt
 }
 
 func (a *regionApp) Schemas() *schema.Table { return a.app.Schemas() }
@@ -389,7 +393,49 @@ func (a *regionApp) sweep(w *peer.World, now time.Time) {
 			batch = append(batch, savedPlayer{owner, a.values(w, in.e), in.gen})
 		}
 	}
+	if a.s.cl != nil {
+		a.s.fenceResidents(a.rr, a, batch)
+		return
+	}
 	a.s.savePlayers(batch)
+}
+
+// supersededAt is a resident the residence record names elsewhere with a newer generation: the
+// record as first seen so, and when.
+type supersededAt struct {
+	x, y  uint16
+	gen   uint32
+	since time.Time
+}
+
+// supersede lets go of owner's copy, of generation gen, when the record has named region (x, y)
+// with generation rgen > gen for longer than a claim that fails stands (DefaultLoadTimeout: a
+// destination writes its claim before it takes the avatar, and puts it back if it does not);
+// until then it remembers since when. It tells the member where the player is.
+func (a *regionApp) supersede(w *peer.World, owner string, gen uint32, rec residence, now time.Time) bool {
+	in := a.byOwner[owner]
+	if in == nil || in.handing || in.gen != gen {
+		delete(a.superseded, owner)
+		return false
+	}
+	seen, ok := a.superseded[owner]
+	if !ok || seen.x != rec.x || seen.y != rec.y || seen.gen != rec.gen {
+		a.superseded[owner] = supersededAt{x: rec.x, y: rec.y, gen: rec.gen, since: now}
+		return false
+	}
+	if now.Sub(seen.since) <= DefaultLoadTimeout {
+		return false
+	}
+	delete(a.superseded, owner)
+	a.s.log.Debug().Str("owner", owner).Str("room", string(a.r.Room())).Uint32("gen", gen).Str("record", a.s.describe(rec)).Msg("world: superseded copy let go")
+	_ = w.Despawn(in.e)
+	delete(a.byOwner, owner)
+	if idx, member := a.index[owner]; member {
+		t := &telling{m: resident{X: rec.x, Y: rec.y, Gen: rec.gen}, left: tellTimes}
+		a.tell[idx] = t
+		a.sendTell(w, idx, t, now)
+	}
+	return true
 }
 
 // absent starts the arrival again of each member this node takes for resident here whose avatar

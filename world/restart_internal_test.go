@@ -41,16 +41,16 @@ func TestWorldResidentRule(t *testing.T) {
 		{"own host acknowledges more", false, res.Room(), res, resident{Gen: gen, Ack: ack + 3}, wordAck, false},
 		{"another host repeats an old ack", false, near.Room(), res, resident{Gen: gen, Ack: 2}, wordAck, false},
 	} {
-		word, renumber := residentRule(res, gen, ack, c.hinted, c.from, c.to, c.m)
+		word, renumber := residentRule(res, gen, ack, c.hinted, false, c.from, c.to, c.m)
 		if word != c.word || renumber != c.renumber {
 			t.Errorf("%s: word %d renumber %v, want %d %v", c.name, word, renumber, c.word, c.renumber)
 		}
 	}
 	// Before the player is resident: a generation-0 hint is followed once.
-	if w, _ := residentRule(Region{}, 0, 0, false, near.Room(), far, resident{}); w != wordHint {
+	if w, _ := residentRule(Region{}, 0, 0, false, false, near.Room(), far, resident{}); w != wordHint {
 		t.Fatalf("first hint: %d", w)
 	}
-	if w, _ := residentRule(Region{}, 0, 0, true, near.Room(), res, resident{}); w != wordDrop {
+	if w, _ := residentRule(Region{}, 0, 0, true, false, near.Room(), res, resident{}); w != wordDrop {
 		t.Fatalf("second hint: %d", w)
 	}
 }

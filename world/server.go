@@ -322,7 +322,7 @@ func (s *Server) start(ctx context.Context, rg *regionRun) error {
 	app := &regionApp{s: s, rr: rg, r: rg.r, app: s.def.App, av: s.def.App.Avatar(), fresh: seed == nil,
 		members: map[peer.PeerIndex]string{}, index: map[string]peer.PeerIndex{}, byOwner: map[string]*inhabitant{},
 		retire: map[peer.Entity]int{}, tell: map[peer.PeerIndex]*telling{}, stranded: map[string]strandedArrival{},
-		ready: func() { close(ready) }}
+		superseded: map[string]supersededAt{}, ready: func() { close(ready) }}
 	cfg.Server, cfg.Room, cfg.User, cfg.Device, cfg.Kind = s.cfg.URL, string(room), hostUser, "serve", signaling.KindHost
 	cfg.App = app
 	var dur *durable.App

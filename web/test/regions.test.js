@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import {
   regionAt, regionsInView, roomName, parseRoomName, parseDirectory, followPlan, mergeAvatars,
   ReplayQueue, regionOrigin, cellKey, generationOf, parseResident, encodeResident, parseAck, encodeInput,
-  MSG_RESIDENT, MSG_ACK, ACTION_INPUT, MAX_PENDING_INPUTS,
+  MSG_RESIDENT, MSG_ACK, ACTION_INPUT, MAX_PENDING_INPUTS, residentRule,
 } from '../static/js/regions.js';
+import { readJSON } from './helpers.js';
 
 const tiles = { cols: 8, rows: 8, regionSize: 16000 };
 
@@ -173,3 +174,14 @@ test('ReplayQueue.rebase: a host that applied more than this queue numbered cont
   assert.equal(q.push('e'), 52);
 });
 
+
+test('residentRule: shared vectors (testdata/world/resident_rule.json), the cases Go checks too', () => {
+  const v = readJSON('testdata/world/resident_rule.json');
+  assert.ok(v.vectors.length > 0);
+  for (const c of v.vectors) {
+    const res = c.res ? { x: c.res[0], y: c.res[1] } : null;
+    const got = residentRule({ res, gen: c.gen, ack: c.ack, hinted: c.hinted, silent: c.silent },
+      cellKey({ x: c.from[0], y: c.from[1] }), { x: c.to[0], y: c.to[1] }, c.m);
+    assert.deepEqual(got, { word: c.want, renumber: c.renumber }, c.name);
+  }
+});

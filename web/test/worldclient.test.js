@@ -398,3 +398,77 @@ test('WorldClient: a region\'s load request carries that region\'s join token fr
   assert.equal(asked[0].user, 'ann');
   assert.equal(asked[0].device, 'tab-1');
 });
+
+/**
+ * A client resident in (3, 3) with generation 10 (its host said so), its view joined, its
+ * residence silence (5 s) on clock.ms, which the test moves.
+ * @param {any} t
+ */
+async function residentAt10(t) {
+  const clock = { ms: 0 };
+  const { c, rooms } = setup(t, { opts: { now: () => clock.ms, residentSilenceMs: 5000 } });
+  await c.start();
+  const home = rooms.get('tiles.3.3');
+  home.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 10, ack: 0 }));
+  await until('the view joined', () => [...c.regions.values()].filter((r) => r.state === 'joined').length === 9);
+  return { c, rooms, clock, home };
+}
+
+test('WorldClient: holding a generation newer than every host\'s (the record lost on a restart), it takes the holder\'s word once its resident host has been silent for the bound: stuck before, resident after', async (t) => {
+  const { c, rooms, clock, home } = await residentAt10(t);
+  c.input(tiles.walkInput({ x: 1, y: 0 }));
+  home.hostSays(MSG_ACK, u32(1));
+  c.input(tiles.walkInput({ x: 2, y: 0 }));
+  // The world restarted and forgot the player: (3, 4)'s host placed it anew with generation 5
+  // (N) while the client holds 10 (N + 5). (3, 3)'s host holds nothing and says nothing.
+  const south = rooms.get('tiles.3.4');
+  south.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 4, gen: 5, ack: 0 }));
+  assert.deepEqual(c.resident, { x: 3, y: 3 }, 'an older word, while the resident host may speak: dropped');
+  clock.ms += 4999;
+  south.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 4, gen: 5, ack: 0 }));
+  await until('a poll', () => true);
+  assert.deepEqual(c.resident, { x: 3, y: 3 });
+  assert.equal(c.gen, 10);
+  // The silence passes the bound: the held word is heard again and taken from its own host.
+  clock.ms += 1;
+  await until('resident where the host holds it', () => c.resident?.y === 4);
+  assert.equal(c.gen, 5);
+  // Its waiting input is numbered anew after the host's ack 0 and sent there.
+  assert.deepEqual(c.queue.pending().map((p) => p.seq), [1]);
+  assert.equal(south.inputs.at(-1)?.seq, 1);
+  // From now on that host is the resident one: its word at generation 5 is its ack.
+  south.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 4, gen: 5, ack: 1 }));
+  assert.equal(c.queue.size, 0);
+});
+
+test('WorldClient: while the resident region\'s host speaks, an older host\'s word never takes the player back, however long it goes on', async (t) => {
+  const { c, rooms, clock, home } = await residentAt10(t);
+  const south = rooms.get('tiles.3.4');
+  for (let i = 0; i < 30; i++) {
+    clock.ms += 1000;
+    home.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 10, ack: 0 }));
+    south.hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 4, gen: 5, ack: 0 }));
+    c.poll();
+    assert.deepEqual(c.resident, { x: 3, y: 3 });
+    assert.equal(c.gen, 10);
+  }
+  assert.equal(rooms.get('tiles.3.3'), home, 'never joined again');
+});
+
+test('WorldClient: when no host speaks of the player, at twice the silence it joins its region\'s room again to be placed anew, and takes that host\'s word', async (t) => {
+  const { c, rooms, clock, home } = await residentAt10(t);
+  clock.ms += 9999;
+  c.poll();
+  assert.equal(rooms.get('tiles.3.3'), home);
+  clock.ms += 1;
+  await until('the room joined again', () => rooms.get('tiles.3.3') !== home && c.regions.get('3,3')?.state === 'joined');
+  assert.ok(home.stopped, 'the old member left');
+  // Its host hears the player arrive and places it (generation 1: the world forgot it).
+  rooms.get('tiles.3.3').hostSays(MSG_RESIDENT, encodeResident({ x: 3, y: 3, gen: 1, ack: 0 }));
+  assert.deepEqual(c.resident, { x: 3, y: 3 });
+  assert.equal(c.gen, 1);
+  // Not again at once: the next try waits twice the bound.
+  const again = rooms.get('tiles.3.3');
+  c.poll();
+  assert.equal(rooms.get('tiles.3.3'), again);
+});

@@ -215,6 +215,64 @@ export function encodeResident(m) {
   return b;
 }
 
+/** How long the resident region's host may say nothing of the player before the silence rule (residentRule). */
+export const RESIDENT_SILENCE_MS = 5000;
+
+/**
+ * What a world client does with a `resident` word (docs/protocol.md §11 "World messages" and
+ * "Residence silence"; the same rule as Go world.residentRule, shared as the vectors of
+ * testdata/world/resident_rule.json). The client is resident in `res` (null: nowhere yet, gen 0)
+ * with generation `gen` and inputs acknowledged up to `ack`; `hinted`: it followed a generation-0
+ * word already; `silent`: the resident region's host has said nothing of the player (no word
+ * naming it at gen or newer, no ack) for RESIDENT_SILENCE_MS. The host of region `fromKey` names
+ * region `to` with m.gen and m.ack.
+ *
+ * A word is taken only with a newer generation (the same one naming the resident region: its ack)
+ * from the named region's own host (it holds the avatar) or the resident region's (a handover's
+ * source, a restarted host that no longer holds the player); a third region's host read the
+ * residence record: its region is followed (redirect), and its own host says the rest. An older
+ * word was true before the newest one taken, never after: dropped. Generation 0 (a host that knows
+ * no generation): followed once, before the player is resident. Only the named region's own host
+ * renumbers the inputs (its ack below the client's: the world forgot the sequence).
+ *
+ * Silent: the generation held may be newer than any host's (a whole cluster's restart lost or
+ * rewrote the record), and dropping every word would strand the player for ever; a word dropped
+ * by the rule above is then taken from the named region's own host whatever its generation, and
+ * followed from anyone else. While the resident host speaks, an older host never takes the player.
+ * @param {{res: Cell | null, gen: number, ack: number, hinted: boolean, silent: boolean}} st
+ * @param {string} fromKey the cell key of the region whose host said it
+ * @param {Cell} to
+ * @param {{gen: number, ack: number}} m
+ * @returns {{word: 'drop' | 'hint' | 'redirect' | 'ack' | 'take', renumber: boolean}}
+ */
+export function residentRule(st, fromKey, to, m) {
+  const toKey = cellKey(to);
+  const resKey = st.res ? cellKey(st.res) : '';
+  const own = fromKey === toKey;
+  const heard = residentRuleHeard(st, resKey, fromKey, toKey, m);
+  if (heard.word !== 'drop' || !st.silent || st.gen === 0) return heard;
+  if (own && m.gen > 0) return { word: 'take', renumber: m.ack < st.ack };
+  return { word: 'redirect', renumber: false };
+}
+
+/**
+ * residentRule while the resident region's host speaks.
+ * @param {{gen: number, ack: number, hinted: boolean}} st
+ * @param {string} resKey
+ * @param {string} fromKey
+ * @param {string} toKey
+ * @param {{gen: number, ack: number}} m
+ * @returns {{word: 'drop' | 'hint' | 'redirect' | 'ack' | 'take', renumber: boolean}}
+ */
+function residentRuleHeard(st, resKey, fromKey, toKey, m) {
+  if (m.gen === 0) return { word: st.gen === 0 && !st.hinted ? 'hint' : 'drop', renumber: false };
+  if (m.gen < st.gen || (m.gen === st.gen && toKey !== resKey)) return { word: 'drop', renumber: false };
+  const renumber = fromKey === toKey && m.ack < st.ack;
+  if (m.gen === st.gen) return { word: 'ack', renumber };
+  if (fromKey !== toKey && fromKey !== resKey) return { word: 'redirect', renumber: false };
+  return { word: 'take', renumber };
+}
+
 /**
  * An `ack` message's sequence number, or null for a malformed payload.
  * @param {Uint8Array} b

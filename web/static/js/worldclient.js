@@ -24,7 +24,7 @@ import { randomDevice } from './signaling.js';
 import { now } from './loop.js';
 import {
   parseDirectory, followPlan, cellKey, mergeAvatars, ReplayQueue, generationOf, parseResident, parseAck,
-  encodeInput, roomName, MSG_RESIDENT, MSG_ACK, ACTION_INPUT, MAX_INPUT_DATA,
+  encodeInput, roomName, residentRule, MSG_RESIDENT, MSG_ACK, ACTION_INPUT, MAX_INPUT_DATA, RESIDENT_SILENCE_MS,
 } from './regions.js';
 
 /** @typedef {import('./regions.js').Cell} Cell */
@@ -85,6 +85,8 @@ export const REDIRECT_MS = 15000;
  * @property {number} [resendMs] default RESEND_MS
  * @property {number} [retryMs] default RETRY_MS
  * @property {number} [redirectMs] default REDIRECT_MS
+ * @property {number} [residentSilenceMs] default regions.js RESIDENT_SILENCE_MS (docs/protocol.md §11 "Residence silence")
+ * @property {() => number} [now] the clock of the residence silence, ms (default loop.js now)
  * @property {number} [reloadEveryMs] default RELOAD_EVERY_MS
  * @property {typeof fetch} [fetch]
  * @property {import('./peer.js').LogFunc} [log]
@@ -184,6 +186,17 @@ export class WorldClient {
     this.gen = 0;
     /** @type {{key: string, until: number} | null} a region a third host says the player is resident in, followed until its own host says so */
     this.redirect = null;
+    /** A generation-0 word was followed already (residentRule's hint: once). */
+    this.hinted = false;
+    /**
+     * The last word of the resident region's host that it holds the player (its `resident` at
+     * this.gen or newer, its ack): the silence of residentRule counts from it.
+     */
+    this.heardAt = 0;
+    /** @type {Map<string, {r: FollowedRegion, m: {x: number, y: number, gen: number, ack: number}}>} each region's latest word dropped since, heard again once the silence passes the bound */
+    this.held = new Map();
+    /** The last time the client joined a region's room again to be placed anew. */
+    this.rejoinedAt = 0;
     /** "user/device" as the rooms know this player (the first room's peerId once joined). */
     this.self = opts.user ? `${opts.user}/${this.device}` : '';
     /** @type {ReplayQueue<{data: Uint8Array, sentAt: number}>} inputs not acknowledged yet */
@@ -387,7 +400,10 @@ export class WorldClient {
   hostMessage(r, type, data) {
     if (type === MSG_ACK) {
       const seq = parseAck(data);
-      if (seq !== null && this.resident && cellKey(this.resident) === r.key) this.takeAck(seq);
+      if (seq !== null && this.resident && cellKey(this.resident) === r.key) {
+        this.heardAt = this.clock(); // only a host that holds the player acknowledges its inputs
+        this.takeAck(seq);
+      }
       return;
     }
     if (type !== MSG_RESIDENT) return;
@@ -398,22 +414,19 @@ export class WorldClient {
 
   /**
    * A region host says the player is resident in (m.x, m.y) with generation m.gen and inputs up to
-   * m.ack applied. Before the player is resident anywhere, any host's word is taken (a host that
-   * knows no generation names the region with generation 0). After that, another region is taken
-   * only with a newer generation: the destination of a handover, its source naming the
-   * destination (both say generation + 1), or any region's host that read the player's residence
-   * record, which carries its generation (after a whole cluster's restart the player may be
-   * resident out of this client's view: docs/protocol.md §11 "Cluster restart"). The generation
-   * grows at every handover and arrival and never goes below the record's, which survives the
-   * restart, so an older word — the source's periodic message overtaken by the destination's, a
-   * redirect read before the player moved on — was true before the newest word taken and never
-   * after: dropping it is safe and strands no one. A newer word is taken from the named region's
-   * own host (it holds the avatar) or the resident region's (a handover's source, which names the
-   * destination once it holds the avatar, or a restarted host that no longer holds it); a third
-   * region's host read the record, which a claim writes before the destination takes the avatar
-   * (and puts back if it does not), so that region is only followed (a redirect, kept
-   * REDIRECT_MS), and its own host says the rest. Only the named region's own host renumbers the
-   * inputs (takeResidentAck): another host's ack is only old.
+   * m.ack applied; regions.js residentRule decides what it is (the rule Go's client shares, with
+   * its vectors). A word newer by generation is taken from the named region's own host (it holds
+   * the avatar) or the resident region's (a handover's source, a restarted host that no longer
+   * holds it); a third region's host read the residence record, which a claim writes before the
+   * destination takes the avatar (and puts back if it does not), so that region is only followed
+   * (a redirect, kept REDIRECT_MS), and its own host says the rest. An older word — the source's
+   * periodic message overtaken by the destination's, a redirect read before the player moved on —
+   * was true before the newest word taken and never after: dropped, but held, since the
+   * generation the client holds may be newer than any host's (a whole cluster's restart lost the
+   * record): once the resident region's host has said nothing of the player for
+   * RESIDENT_SILENCE_MS, the held words are heard again under the silence rule (poll), which takes
+   * the named region's own host's word whatever its generation (docs/protocol.md §11 "Residence
+   * silence"). Only the named region's own host renumbers the inputs.
    * @param {FollowedRegion} r the region whose host said it
    * @param {{x: number, y: number, gen: number, ack: number}} m
    */
@@ -421,52 +434,79 @@ export class WorldClient {
     const to = { x: m.x, y: m.y };
     const toKey = cellKey(to);
     const curKey = this.resident ? cellKey(this.resident) : '';
-    if (toKey === curKey) {
-      if (m.gen >= this.gen) {
-        this.gen = m.gen;
-        this.takeResidentAck(r, toKey, m.ack);
+    const t = this.clock();
+    const silent = this.gen > 0 && t - this.heardAt >= this.silenceMs;
+    const { word, renumber } = residentRule({ res: this.resident, gen: this.gen, ack: this.queue.acked, hinted: this.hinted, silent }, r.key, to, m);
+    switch (word) {
+      case 'drop':
+        if (this.gen > 0) this.held.set(r.key, { r, m });
+        return;
+      case 'hint':
+        this.hinted = true;
+        this.followCell(to);
+        return;
+      case 'redirect':
+        this.redirect = { key: toKey, until: now() + (this.opts.redirectMs ?? REDIRECT_MS) };
+        if (this.resident) this.refollow();
+        else this.followCell(to);
+        return;
+      case 'ack':
+        if (r.key === curKey) this.heardAt = t;
+        this.residentAck(r, renumber, m.ack);
         this.flush();
-      }
-      return;
-    }
-    if (this.resident && m.gen <= this.gen) return;
-    if (this.resident && r.key !== toKey && r.key !== curKey) {
-      this.redirect = { key: toKey, until: now() + (this.opts.redirectMs ?? REDIRECT_MS) };
-      this.refollow();
-      return;
+        return;
     }
     this.redirect = null;
     const from = this.resident;
     this.resident = to;
-    this.gen = Math.max(this.gen, m.gen);
+    this.gen = m.gen;
+    this.heardAt = t;
+    this.held.clear(); // older than what was just taken, or said of a residence that ended
     // What the destination has applied is what the source handed over: everything above it
     // goes to the destination.
-    this.takeResidentAck(r, toKey, m.ack);
+    this.residentAck(r, renumber, m.ack);
     this.sentUpTo = this.queue.acked;
-    if (from) this.crossings++;
+    const crossed = !from || curKey !== toKey;
+    if (from && crossed) this.crossings++;
     this.refollow();
     const replayed = this.queue.size;
     this.flush();
-    if (from) this.log('info', 'crossed a border', { from: curKey, to: toKey, replayed });
-    this.emit({ kind: 'crossing', from, to, replayed });
+    if (from && crossed) this.log('info', 'crossed a border', { from: curKey, to: toKey, replayed });
+    if (crossed) this.emit({ kind: 'crossing', from, to, replayed });
     if (this.onResidentOnce) {
       this.onResidentOnce();
       this.onResidentOnce = null;
     }
   }
 
+  /** The residence silence bound (residentRule). */
+  get silenceMs() { return this.opts.residentSilenceMs ?? RESIDENT_SILENCE_MS; }
+
+  /** The clock of the residence silence (opts.now, default loop.js now). */
+  clock() { return this.opts.now ? this.opts.now() : now(); }
+
   /**
-   * Takes the ack of a `resident` word that region r's host said about region toKey. When the
-   * region's own host acknowledges less than this client had acknowledged, the world forgot the
-   * sequence (a restart restored the player from its saved data with ack 0): the waiting inputs
-   * are numbered from its ack, as the host applies only ack + 1. (Another host's word — a
-   * handover's source repeating itself — may carry an older ack: that is only old.)
+   * Follows region c unless it is followed already (a hint or a redirect before the player is
+   * resident anywhere: refollow follows the view of a resident region only).
+   * @param {Cell} c
+   */
+  followCell(c) {
+    if (this.stopped || this.regions.has(cellKey(c))) return;
+    this.follow(c);
+    this.emit({ kind: 'follow', join: [{ x: c.x, y: c.y }], leave: [] });
+  }
+
+  /**
+   * The ack of a `resident` word region r's host said: renumber (residentRule: its own host
+   * acknowledges less than the client had, the world forgot the sequence) numbers the waiting
+   * inputs from it, as the host applies only ack + 1; any other is only an acknowledgement (a
+   * handover's source repeating itself may carry an older one: that is only old).
    * @param {FollowedRegion} r
-   * @param {string} toKey
+   * @param {boolean} renumber
    * @param {number} ack
    */
-  takeResidentAck(r, toKey, ack) {
-    if (r.key === toKey && ack < this.queue.acked) {
+  residentAck(r, renumber, ack) {
+    if (renumber) {
       this.queue.renumber(ack);
       this.sentUpTo = ack;
       this.log('info', 'the world forgot the input sequence; numbering anew', { room: r.room, ack });
@@ -475,6 +515,46 @@ export class WorldClient {
     this.takeAck(ack);
   }
 
+  /**
+   * The resident region's host has said nothing of the player for silenceMs: the words dropped
+   * meanwhile are heard again (residentRule's silence takes the holder's word whatever its
+   * generation) and, at twice the bound, the region the player is said to be in is joined again,
+   * so that its host hears the player arrive and places it anew (an arrival reads the record).
+   */
+  checkSilence() {
+    if (!this.resident) return;
+    const t = this.clock();
+    const ms = this.silenceMs;
+    if (t - this.heardAt < ms) return;
+    const again = [...this.held.values()];
+    this.held.clear();
+    for (const { r, m } of again) if (this.regions.get(r.key) === r) this.residentSaid(r, m);
+    if (t - this.heardAt < 2 * ms || t - this.rejoinedAt < 2 * ms) return;
+    this.rejoinedAt = t;
+    const rd = this.redirect && now() < this.redirect.until ? this.redirect.key : '';
+    const key = rd || cellKey(this.resident);
+    const [x, y] = key.split(',').map(Number);
+    this.log('info', 'the resident region\'s host is silent; joining its room again to be placed', { region: key });
+    this.rejoin({ x, y });
+  }
+
+  /**
+   * Leaves region c's room and joins it again.
+   * @param {Cell} c
+   */
+  rejoin(c) {
+    const key = cellKey(c);
+    const old = this.regions.get(key);
+    if (old && (old.state === 'loading' || old.state === 'joining')) return; // a join under way places it
+    if (old && old.peer) old.peer.stop();
+    this.regions.delete(key);
+    const t = this.leaving.get(key);
+    if (t !== undefined) {
+      clearTimeout(t);
+      this.leaving.delete(key);
+    }
+    this.follow(c);
+  }
 
   /**
    * Takes a host's acknowledgement: drops the inputs up to ack, or, when the host has applied more
@@ -569,6 +649,7 @@ export class WorldClient {
   /** Sends what waits, sends again what went unacknowledged, and retries failed regions. */
   poll() {
     if (this.stopped) return;
+    this.checkSilence();
     const first = this.queue.pending()[0];
     if (first && first.input.sentAt > 0 && now() - first.input.sentAt > (this.opts.resendMs ?? RESEND_MS)) {
       this.sentUpTo = this.queue.acked; // the host drops what it applied already
