@@ -42,6 +42,9 @@ type Options struct {
 	// the receiver holds nothing else, so a number the snapshot leaves out is none of its business
 	// and not a difference.
 	Keep func(n uint16) bool
+	// Cache, when set, keeps the encoded pages of whole-world snapshots (every bucket, no Keep)
+	// from one Build to the next; the snapshot is the same with or without it.
+	Cache *Cache
 }
 
 // Info is what Apply learned from a snapshot's hostState.
@@ -69,28 +72,49 @@ func Build(dst *netmsg.HostSnapshot, r *crdt.Replica, t *schema.Table, o Options
 	b.stream = make([]byte, 0, 1024)
 	// Sized for the covered share of the replica at once, not grown by doubling through it: a
 	// late join's snapshot is the whole world.
+	cached := o.Cache != nil && o.Keep == nil && o.Cover.IsAll()
 	if share := o.Cover.Len(); share > 0 {
 		values := r.Len() * share / o.Cover.Count()
-		b.stamps = make([]crdt.Timestamp, 0, values)
-		b.arena = make([]byte, 0, r.Size()*share/o.Cover.Count())
-		b.spawns = make([]spawnRef, 0, r.LiveEntities()*share/o.Cover.Count())
+		b.arena = make([]byte, 0, r.Size()*share/o.Cover.Count()) // dst's to keep
+		if cached {
+			// Copied out below: the cache's scratch serves every Build.
+			b.stamps = slices.Grow(o.Cache.stamps[:0], values)
+			b.spawns = slices.Grow(o.Cache.spawns[:0], r.LiveEntities())
+		} else {
+			b.stamps = make([]crdt.Timestamp, 0, values)
+			b.spawns = make([]spawnRef, 0, r.LiveEntities()*share/o.Cover.Count())
+		}
 	}
-	walkCover(r, cover, func(number, version uint16) {
+	del := func(number, version uint16) {
 		m := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
 		b.stream = crdt.AppendMessage(b.stream, &m)
-	}, func(e crdt.Entry) {
-		if len(b.entries) > 0 && b.entries[0].Entity != e.Entity {
-			b.flush()
-		}
-		b.entries = append(b.entries, e)
-	}, func(a crdt.AppendEntry) {
-		if len(b.entries) > 0 {
-			b.flush() // the last entity's entries, before the first append value
-		}
-		m := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
-		b.stream = crdt.AppendMessage(b.stream, &m)
-	})
-	b.flush()
+	}
+	if cached {
+		// The deletions, then the cached pages' spawns and stream, then the append values: the
+		// order of the walk below, without the walk of every LWW entry.
+		var tail []byte
+		walkCover(r, cover, del, nil, func(a crdt.AppendEntry) {
+			m := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
+			tail = crdt.AppendMessage(tail, &m)
+		})
+		o.Cache.fill(&b)
+		b.stream = append(b.stream, tail...)
+		defer func() { o.Cache.stamps, o.Cache.spawns = b.stamps, b.spawns }()
+	} else {
+		walkCover(r, cover, del, func(e crdt.Entry) {
+			if len(b.entries) > 0 && b.entries[0].Entity != e.Entity {
+				b.flush()
+			}
+			b.entries = append(b.entries, e)
+		}, func(a crdt.AppendEntry) {
+			if len(b.entries) > 0 {
+				b.flush() // the last entity's entries, before the first append value
+			}
+			m := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
+			b.stream = crdt.AppendMessage(b.stream, &m)
+		})
+		b.flush()
+	}
 
 	dst.HostTime = uint64(r.Clock())
 	dst.LocalPeerIndex, dst.HostPeerIndex = o.LocalPeerIndex, o.HostPeerIndex
