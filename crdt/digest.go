@@ -42,6 +42,7 @@ func ElementHash(encoded []byte) uint64 { return fmix64(fnv1a(fnvOffset, encoded
 // changed records a modification of the state that touched entity number n.
 func (r *Replica) changed(n uint16) {
 	r.changes++
+	r.pageChanges[n>>8] = r.changes
 	if bit := uint64(1) << (n & 63); r.dirty[n>>6]&bit == 0 {
 		r.dirty[n>>6] |= bit
 		r.nDirty++

@@ -94,6 +94,9 @@ type Replica struct {
 
 	// changes counts modifications of the state (not of the clock), see Changes.
 	changes uint64
+	// pageChanges is, per page of 256 entity numbers, changes after the last modification of a
+	// number in it (PageChanges): what a cache of one page's share of the state checks.
+	pageChanges [256]uint64
 
 	// The set hash (digest.go): per entity number, the sum of its messages' element hashes, in
 	// pages of 256 numbers allocated on first use; their total; and the numbers changed since.
@@ -130,6 +133,13 @@ func keyComponent(k uint64) ComponentID { return ComponentID(k) }
 // state without reporting Applied: a message for version v of an entity number deletes the
 // lower versions of that number whatever happens to the message itself.
 func (r *Replica) Changes() uint64 { return r.changes }
+
+// PageChanges is what Changes returned right after the last modification of an entity number in
+// page p (the numbers p<<8 … p<<8|0xff), 0 if none: anything derived from those numbers' state
+// when Changes returned c is still exact while PageChanges(p) ≤ c. A host's snapshot cache keeps
+// each page's encoding under it (hostsnapshot.Cache), so a burst of joiners and a world that
+// changes in a few pages share the work of the rest.
+func (r *Replica) PageChanges(p uint8) uint64 { return r.pageChanges[p] }
 
 // Clock returns the Lamport clock: the highest timestamp written or observed.
 func (r *Replica) Clock() Timestamp { return r.clock }

@@ -43,7 +43,21 @@ type lwwTable struct {
 	// bytes is the size of the entries as ADR-117 messages (PUT_COMPONENT or DELETE_COMPONENT
 	// each), kept by insert, set and remove: Replica.Size.
 	bytes int
+	// slab is room not yet handed out for small values: the first value of at most slabValue
+	// bytes stored in a vals entry takes its buffer from here (capped at its length, so it never
+	// grows into its neighbour's) instead of an allocation of its own. A late joiner merges
+	// 40,000 values at once, and a heap object each was a quarter of its merge. Only an entry
+	// without a buffer takes from a slab (removal keeps the buffer for the entry's next key), so
+	// what slabs ever hold is bounded by the most values the table held at once.
+	slab []byte
 }
+
+// slabValue is the largest value a slab holds; slabSize the size of one slab (what one value
+// that outlives the others can keep alive).
+const (
+	slabValue = 64
+	slabSize  = 4 << 10
+)
 
 // size is the encoded size of an occupied slot's entry.
 func (t *lwwTable) size(s *lwwSlot) int {
@@ -96,6 +110,12 @@ func (t *lwwTable) set(s *lwwSlot, data []byte, state uint8) {
 	s.ref &^= refTomb
 	if cap(*buf) > shrinkThreshold && len(data) < cap(*buf)/4 {
 		*buf = nil // do not let one huge value pin memory for the life of the key
+	}
+	if n := len(data); cap(*buf) == 0 && n > 0 && n <= slabValue {
+		if len(t.slab) < n {
+			t.slab = make([]byte, slabSize)
+		}
+		*buf, t.slab = t.slab[:0:n], t.slab[n:]
 	}
 	*buf = append((*buf)[:0], data...)
 	t.bytes += putHeader + len(data)

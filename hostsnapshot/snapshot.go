@@ -42,6 +42,9 @@ type Options struct {
 	// the receiver holds nothing else, so a number the snapshot leaves out is none of its business
 	// and not a difference.
 	Keep func(n uint16) bool
+	// Cache, when set, keeps the encoded pages of whole-world snapshots (every bucket, no Keep)
+	// from one Build to the next; the snapshot is the same with or without it.
+	Cache *Cache
 }
 
 // Info is what Apply learned from a snapshot's hostState.
@@ -69,28 +72,49 @@ func Build(dst *netmsg.HostSnapshot, r *crdt.Replica, t *schema.Table, o Options
 	b.stream = make([]byte, 0, 1024)
 	// Sized for the covered share of the replica at once, not grown by doubling through it: a
 	// late join's snapshot is the whole world.
+	cached := o.Cache != nil && o.Keep == nil && o.Cover.IsAll()
 	if share := o.Cover.Len(); share > 0 {
 		values := r.Len() * share / o.Cover.Count()
-		b.stamps = make([]crdt.Timestamp, 0, values)
-		b.arena = make([]byte, 0, r.Size()*share/o.Cover.Count())
-		b.spawns = make([]spawnRef, 0, r.LiveEntities()*share/o.Cover.Count())
+		b.arena = make([]byte, 0, r.Size()*share/o.Cover.Count()) // dst's to keep
+		if cached {
+			// Copied out below: the cache's scratch serves every Build.
+			b.stamps = slices.Grow(o.Cache.stamps[:0], values)
+			b.spawns = slices.Grow(o.Cache.spawns[:0], r.LiveEntities())
+		} else {
+			b.stamps = make([]crdt.Timestamp, 0, values)
+			b.spawns = make([]spawnRef, 0, r.LiveEntities()*share/o.Cover.Count())
+		}
 	}
-	walkCover(r, cover, func(number, version uint16) {
+	del := func(number, version uint16) {
 		m := crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(number, version)}
 		b.stream = crdt.AppendMessage(b.stream, &m)
-	}, func(e crdt.Entry) {
-		if len(b.entries) > 0 && b.entries[0].Entity != e.Entity {
-			b.flush()
-		}
-		b.entries = append(b.entries, e)
-	}, func(a crdt.AppendEntry) {
-		if len(b.entries) > 0 {
-			b.flush() // the last entity's entries, before the first append value
-		}
-		m := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
-		b.stream = crdt.AppendMessage(b.stream, &m)
-	})
-	b.flush()
+	}
+	if cached {
+		// The deletions, then the cached pages' spawns and stream, then the append values: the
+		// order of the walk below, without the walk of every LWW entry.
+		var tail []byte
+		walkCover(r, cover, del, nil, func(a crdt.AppendEntry) {
+			m := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
+			tail = crdt.AppendMessage(tail, &m)
+		})
+		o.Cache.fill(&b)
+		b.stream = append(b.stream, tail...)
+		defer func() { o.Cache.stamps, o.Cache.spawns = b.stamps, b.spawns }()
+	} else {
+		walkCover(r, cover, del, func(e crdt.Entry) {
+			if len(b.entries) > 0 && b.entries[0].Entity != e.Entity {
+				b.flush()
+			}
+			b.entries = append(b.entries, e)
+		}, func(a crdt.AppendEntry) {
+			if len(b.entries) > 0 {
+				b.flush() // the last entity's entries, before the first append value
+			}
+			m := crdt.Message{Type: crdt.AppendValue, Entity: a.Entity, Component: a.Component, Timestamp: a.Timestamp, Data: a.Data}
+			b.stream = crdt.AppendMessage(b.stream, &m)
+		})
+		b.flush()
+	}
 
 	dst.HostTime = uint64(r.Clock())
 	dst.LocalPeerIndex, dst.HostPeerIndex = o.LocalPeerIndex, o.HostPeerIndex
@@ -341,6 +365,47 @@ func (u *lwwRun) sortFrom(from int) {
 	}
 }
 
+// record appends the record of an LWW message (a put or a component's deletion).
+func (u *lwwRun) record(m *crdt.Message) {
+	k := uint64(m.Entity)<<32 | uint64(m.Component)
+	if m.Type == crdt.DeleteComponent || m.Type == crdt.DeleteComponentNetwork {
+		u.recs = append(u.recs, lwwRec{key: k, ts: m.Timestamp, deleted: true})
+		return
+	}
+	u.recs = append(u.recs, lwwRec{key: k, ts: m.Timestamp, data: m.Data})
+}
+
+// eachValue calls fn with the LWW messages of s's spawns (of hostState h, checked whole): each
+// spawn's meta, then its values in property order; after each spawn, spawnDone with the length
+// spawned's records had before it. One Message serves every call (it escapes through fn, so a
+// Message per value would be a heap allocation per value); the meta values are rebuilt into one
+// buffer that is only ever appended to, since records keep them until the corrections are done.
+func eachValue(t *schema.Table, s *netmsg.HostSnapshot, h hostState, fn func(*crdt.Message), spawnDone func(first int), spawned *lwwRun) {
+	var m crdt.Message
+	var metaBuf []byte
+	stamps := h.stamps
+	nextStamp := func() crdt.Timestamp {
+		ts := crdt.Timestamp(le.Uint32(stamps))
+		stamps = stamps[4:]
+		return ts
+	}
+	for i := range s.Spawns {
+		sp := &s.Spawns[i]
+		sc, _ := spawnSchema(t, sp) // checked
+		e := crdt.Entity(sp.NetworkID)
+		start := len(metaBuf)
+		metaBuf = schema.AppendMeta(metaBuf, sc.ID, sp.CreationData)
+		first := len(spawned.recs)
+		m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: schema.ComponentMeta, Timestamp: nextStamp(), Data: metaBuf[start:len(metaBuf):len(metaBuf)]}
+		fn(&m)
+		_ = walkSpawn(sc, sp.UpdateData, func(i int, v []byte) { // checked
+			m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: sc.Properties[i].Component, Timestamp: nextStamp(), Data: v}
+			fn(&m)
+		})
+		spawnDone(first)
+	}
+}
+
 // find returns the last record of key k, or nil. Successive calls must ask ascending keys.
 func (u *lwwRun) find(k uint64) *lwwRec {
 	for u.i < len(u.recs) && u.recs[u.i].key < k {
@@ -402,21 +467,27 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 	// the spawns and of the stream in two runs (each in key order when Build wrote them; the
 	// stream is merged last, so its record wins when both hold a key), the deleted versions and
 	// the append values.
-	spawned := lwwRun{recs: make([]lwwRec, 0, need)}
-	streamed := lwwRun{recs: make([]lwwRec, 0, len(h.stream)/24)}
+	var spawned, streamed lwwRun
+	// Into a replica that held nothing, the records are kept only if the merge turns out to
+	// need them (the guard below): a member's first join does not build 40,000 of them.
+	recording := !fresh
 	if fresh {
 		r.Reserve(len(s.Spawns), need+len(h.stream)/24)
+	} else {
+		spawned.recs = make([]lwwRec, 0, need)
+		streamed.recs = make([]lwwRec, 0, len(h.stream)/24)
 	}
 	seenDeleted := map[uint16]uint16{}
 	seenAppend := map[string]struct{}{}
+	records := 0 // LWW records merged
 	put := func(m *crdt.Message, run *lwwRun) {
 		merge(m)
-		k := uint64(m.Entity)<<32 | uint64(m.Component)
 		switch m.Type {
-		case crdt.PutComponent, crdt.PutComponentNetwork:
-			run.recs = append(run.recs, lwwRec{key: k, ts: m.Timestamp, data: m.Data})
-		case crdt.DeleteComponent, crdt.DeleteComponentNetwork:
-			run.recs = append(run.recs, lwwRec{key: k, ts: m.Timestamp, deleted: true})
+		case crdt.PutComponent, crdt.PutComponentNetwork, crdt.DeleteComponent, crdt.DeleteComponentNetwork:
+			records++
+			if recording {
+				run.record(m)
+			}
 		case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
 			if v, ok := seenDeleted[m.Entity.Number()]; !ok || v < m.Entity.Version() {
 				seenDeleted[m.Entity.Number()] = m.Entity.Version()
@@ -425,36 +496,31 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 			seenAppend[appendKey(m.Entity, m.Component, m.Timestamp, m.Data)] = struct{}{}
 		}
 	}
-
-	stamps := h.stamps
-	nextStamp := func() crdt.Timestamp {
-		ts := crdt.Timestamp(le.Uint32(stamps))
-		stamps = stamps[4:]
-		return ts
-	}
-	// The meta values are rebuilt into one buffer that is only ever appended to: the records
-	// keep every one of them until the corrections are computed. One Message serves every merge:
-	// it escapes through merge, so a Message per value would be a heap allocation per value.
-	var metaBuf []byte
-	for i := range s.Spawns {
-		sp := &s.Spawns[i]
-		sc, _ := spawnSchema(t, sp)
-		e := crdt.Entity(sp.NetworkID)
-		start := len(metaBuf)
-		metaBuf = schema.AppendMeta(metaBuf, sc.ID, sp.CreationData)
-		first := len(spawned.recs)
-		m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: schema.ComponentMeta, Timestamp: nextStamp(), Data: metaBuf[start:len(metaBuf):len(metaBuf)]}
-		put(&m, &spawned)
-		_ = walkSpawn(sc, sp.UpdateData, func(i int, v []byte) { // checked above
-			m = crdt.Message{Type: crdt.PutComponent, Entity: e, Component: sc.Properties[i].Component, Timestamp: nextStamp(), Data: v}
-			put(&m, &spawned)
-		})
-		spawned.sortFrom(first) // property order need not be component order
-	}
-	spawned.sortFrom(0)
+	eachValue(t, s, h, func(m *crdt.Message) { put(m, &spawned) }, func(first int) {
+		if recording {
+			spawned.sortFrom(first) // property order need not be component order
+		}
+	}, &spawned)
 	for rd.Reset(h.stream); rd.Next(&m) == nil; {
 		put(&m, &streamed)
 	}
+	// Into a replica that held nothing, where every LWW record of the snapshot made an entry of
+	// its own (no key repeated, none refused, none removed by a later deletion), each entry is
+	// the one record that made it: no LWW correction can come out, so the LWW walk, which sorts
+	// the whole replica, is skipped (a member's first join).
+	skipLWW := fresh && r.Len() == records
+	if !recording && !skipLWW {
+		// The records after all, read again from the snapshot (merged once already).
+		recording = true
+		spawned.recs = make([]lwwRec, 0, need)
+		eachValue(t, s, h, func(m *crdt.Message) { spawned.record(m) }, spawned.sortFrom, &spawned)
+		for rd.Reset(h.stream); rd.Next(&m) == nil; {
+			if m.Type == crdt.PutComponent || m.Type == crdt.PutComponentNetwork || m.Type == crdt.DeleteComponent || m.Type == crdt.DeleteComponentNetwork {
+				streamed.record(&m)
+			}
+		}
+	}
+	spawned.sortFrom(0)
 	streamed.sortFrom(0)
 	r.ObserveClock(h.info.Clock)
 
@@ -473,11 +539,7 @@ func Apply(r *crdt.Replica, t *schema.Table, s *netmsg.HostSnapshot, merge func(
 		}
 		corrections = crdt.AppendMessage(corrections, &c)
 	}
-	// Into a replica that held nothing, where every LWW record of the snapshot made an entry of
-	// its own (no key repeated, none refused, none removed by a later deletion), each entry is
-	// the one record that made it: no LWW correction can come out, so the LWW walk, which sorts
-	// the whole replica, is skipped (a member's first join).
-	if fresh && r.Len() == len(spawned.recs)+len(streamed.recs) {
+	if skipLWW {
 		lww = nil
 	}
 	walkCover(r, h.info.Cover, func(number, version uint16) {

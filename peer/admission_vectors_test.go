@@ -266,7 +266,8 @@ func TestAdmissionVectors(t *testing.T) {
 				if l.Record != nil {
 					in.auth = l.Record.record(t)
 				}
-				w.ents[e], w.byNumber[l.Entity] = in, e
+				w.ents[e] = in
+				w.byNumber.set(e)
 			}
 			for _, d := range c.Deleted {
 				w.r.Merge(&crdt.Message{Type: crdt.DeleteEntity, Entity: crdt.NewEntity(d.Entity, d.Version)})

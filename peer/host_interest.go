@@ -171,7 +171,7 @@ func (im *interest) forgetFor(hm *hostMember, numbers []uint16) {
 	}
 	ids := make([]uint64, 0, len(numbers))
 	for _, n := range numbers {
-		e, ok := im.w.byNumber[n]
+		e, ok := im.w.byNumber.get(n)
 		if !ok {
 			v, _ := im.w.r.DeletedVersion(n)
 			e = crdt.NewEntity(n, v)

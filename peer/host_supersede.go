@@ -62,7 +62,7 @@ func (h *hostRole) deletion(hm *hostMember, m *crdt.Message, relayed bool, orpha
 	case why == RefusedCorrection:
 		return true, h.refuse(hm, why, reason) // a reserved number, a version far above any known
 	}
-	if live, ok := w.byNumber[m.Entity.Number()]; ok && live.Version() <= m.Entity.Version() && (h.heldAtStart[live] || w.restored[live]) {
+	if live, ok := w.byNumber.get(m.Entity.Number()); ok && live.Version() <= m.Entity.Version() && (h.heldAtStart[live] || w.restored[live]) {
 		return false, nil
 	}
 	switch {
@@ -83,7 +83,7 @@ func (h *hostRole) deletion(hm *hostMember, m *crdt.Message, relayed bool, orpha
 // it at that version too, and a live entity of the number at or below it moves to a fresh number.
 func (h *hostRole) supersede(del Entity) {
 	w := h.w
-	live, isLive := w.byNumber[del.Number()]
+	live, isLive := w.byNumber.get(del.Number())
 	if isLive && live.Version() > del.Version() {
 		isLive = false // the member takes the live entity; the deletion is of an older version
 	}

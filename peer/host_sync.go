@@ -29,6 +29,9 @@ type syncer struct {
 	part    []uint64 // one member's digests when it follows part of the world
 	ownAt   uint64   // Replica.Changes() when own was computed
 	out     []byte
+	// cache keeps the whole-world snapshot's pages encoded from one join to the next: a joiner's
+	// snapshot re-encodes only the pages that changed since the last one.
+	cache hostsnapshot.Cache
 }
 
 // answerDigest compares a member's bucket digests with the host's. The first digest of a link
@@ -147,7 +150,7 @@ func (s *syncer) sendSnapshot(r *remote, cover hostsnapshot.Cover, keep func(uin
 		peers = append(peers, netmsg.PeerInfo{PeerIndex: uint64(m.Index), PeerID: wirePeerID(string(m.ID))})
 	}
 	hostsnapshot.Build(&s.snap, w.r, w.schemas, hostsnapshot.Options{
-		Term: uint64(w.term), LocalPeerIndex: uint64(r.idx), HostPeerIndex: uint64(w.self), Peers: peers, Cover: cover, Keep: keep,
+		Term: uint64(w.term), LocalPeerIndex: uint64(r.idx), HostPeerIndex: uint64(w.self), Peers: peers, Cover: cover, Keep: keep, Cache: &s.cache,
 	})
 	s.out = netmsg.AppendHostSnapshot(s.out[:0], &s.snap)
 	s.env.send(r, link.Reliable, s.out)

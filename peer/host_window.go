@@ -112,7 +112,7 @@ func windowRecordOK(peer, self PeerIndex, earlier bool) bool {
 // knownVersion is the highest version of entity number n this world knows of: live, deleted, or 0.
 func (w *World) knownVersion(n uint16) uint16 {
 	var v uint16
-	if e, ok := w.byNumber[n]; ok {
+	if e, ok := w.byNumber.get(n); ok {
 		v = e.Version()
 	}
 	if dv, ok := w.r.DeletedVersion(n); ok && dv > v {
@@ -136,7 +136,7 @@ func (win *window) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 		if relayed {
 			// A previous host deleted only what it had: never an entity this host spawned
 			// since it took over (a deletion takes every lower version of its number too).
-			if live, ok := win.w.byNumber[m.Entity.Number()]; ok && !windowDeletionOK(live.Version(), win.heldAtStart[live], m.Entity.Version()) {
+			if live, ok := win.w.byNumber.get(m.Entity.Number()); ok && !windowDeletionOK(live.Version(), win.heldAtStart[live], m.Entity.Version()) {
 				return RefusedSurvivor, fmt.Sprintf("relayed deletion of %v, spawned by this host after it took over", live)
 			}
 		}

@@ -76,7 +76,7 @@ type World struct {
 	heldTerm Term
 
 	ents     map[Entity]*entityInfo
-	byNumber map[uint16]Entity
+	byNumber numberIndex
 	stamp    crdt.Timestamp // the open batch's timestamp, 0 when none is open
 	next     uint16         // host: next entity number to try
 	// restored is the entities a merged checkpoint held (MergeCheckpoint), nil before one.
@@ -95,13 +95,12 @@ type World struct {
 
 func newWorld(schemas *schema.Table, cfg crdt.Config) *World {
 	return &World{
-		r:        crdt.New(cfg),
-		schemas:  schemas,
-		ents:     make(map[Entity]*entityInfo),
-		byNumber: make(map[uint16]Entity),
-		next:     FirstSpawnNumber,
-		sink:     nopSink{},
-		limits:   WorldLimits{}.withDefaults(),
+		r:       crdt.New(cfg),
+		schemas: schemas,
+		ents:    make(map[Entity]*entityInfo),
+		next:    FirstSpawnNumber,
+		sink:    nopSink{},
+		limits:  WorldLimits{}.withDefaults(),
 	}
 }
 
@@ -320,7 +319,7 @@ func (w *World) spawnAt(e Entity, id schema.ID, creation []byte, values [][]byte
 	w.buf = schema.AppendMeta(w.buf[:0], id, creation)
 	w.r.WriteAt(e, schema.ComponentMeta, ts, w.buf, false)
 	w.ents[e] = &entityInfo{schema: s, creation: bytes.Clone(creation), auth: auth}
-	w.byNumber[e.Number()] = e
+	w.byNumber.set(e)
 	for i, v := range values {
 		if v != nil {
 			w.r.WriteAt(e, s.Properties[i].Component, ts, v, false)
@@ -359,7 +358,7 @@ func (w *World) allocate() (Entity, bool) {
 		if n < FirstSpawnNumber {
 			continue
 		}
-		if _, live := w.byNumber[n]; live {
+		if _, live := w.byNumber.get(n); live {
 			continue
 		}
 		var ver uint16
@@ -432,7 +431,7 @@ func (w *World) observe(m *crdt.Message, origin PeerIndex) {
 	// for an entity not indexed, which spares it for every value of a snapshot's entities.
 	indexed := w.ents[e]
 	if indexed == nil {
-		if old, ok := w.byNumber[e.Number()]; ok && old != e && w.r.EntityDeleted(old) {
+		if old, ok := w.byNumber.get(e.Number()); ok && old != e && w.r.EntityDeleted(old) {
 			w.forget(old, origin)
 		}
 	}
@@ -506,7 +505,7 @@ func (w *World) index(e Entity, data []byte, origin PeerIndex) {
 	if fresh {
 		in = &entityInfo{}
 		w.ents[e] = in
-		w.byNumber[e.Number()] = e
+		w.byNumber.set(e)
 	}
 	in.schema, in.creation = s, bytes.Clone(creation)
 	if a, _, ok, del := w.r.Get(e, schema.ComponentAuthority); ok && !del {
@@ -521,9 +520,9 @@ func (w *World) index(e Entity, data []byte, origin PeerIndex) {
 // evict drops entity number n from the replica and the index without deleting it: the host no
 // longer sends it to this member (InterestPolicy).
 func (w *World) evict(n uint16) {
-	if e, ok := w.byNumber[n]; ok {
+	if e, ok := w.byNumber.get(n); ok {
 		delete(w.ents, e)
-		delete(w.byNumber, n)
+		w.byNumber.del(n)
 		w.events = append(w.events, Event{Kind: EventLeftInterest, Entity: e})
 		w.sink.despawned(e, w.host)
 	}
@@ -532,8 +531,8 @@ func (w *World) evict(n uint16) {
 
 func (w *World) forget(e Entity, origin PeerIndex) {
 	delete(w.ents, e)
-	if w.byNumber[e.Number()] == e {
-		delete(w.byNumber, e.Number())
+	if cur, ok := w.byNumber.get(e.Number()); ok && cur == e {
+		w.byNumber.del(e.Number())
 	}
 	w.events = append(w.events, Event{Kind: EventDespawned, Entity: e})
 	w.sink.despawned(e, origin)
