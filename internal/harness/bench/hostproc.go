@@ -191,7 +191,12 @@ func (hp *hostProc) profileWindow(ctx context.Context, start bool) error {
 	if start {
 		want = fmt.Sprintf("bench-host profiling %d\n", hp.profiles)
 	}
-	return wait(ctx, 10*time.Second, "the bench host's window profile", hp.exited, func() error {
+	return hp.waitSaid(ctx, "the bench host's window profile", want)
+}
+
+// waitSaid waits until the host process has said want (what names the wait in its error).
+func (hp *hostProc) waitSaid(ctx context.Context, what, want string) error {
+	return wait(ctx, 10*time.Second, what, hp.exited, func() error {
 		if !strings.Contains(hp.out.String(), want) {
 			return errors.New("not yet")
 		}
@@ -206,13 +211,7 @@ func (hp *hostProc) settle(ctx context.Context) error {
 	if err := hp.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		return err
 	}
-	want := fmt.Sprintf("bench-host settled %d\n", hp.settles)
-	return wait(ctx, 10*time.Second, "the bench host settled", hp.exited, func() error {
-		if !strings.Contains(hp.out.String(), want) {
-			return errors.New("not yet")
-		}
-		return nil
-	})
+	return hp.waitSaid(ctx, "the bench host settled", fmt.Sprintf("bench-host settled %d\n", hp.settles))
 }
 
 // hostProc is one running bench host process.
