@@ -102,3 +102,25 @@ func BenchmarkWorldSet(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkIdleHostTick: one tick and network flush of a host whose 256 members are synced and
+// idle, nothing written (docs/protocol.md §5, "Idle members"): what an idle room costs its host
+// 20 times a second.
+func BenchmarkIdleHostTick(b *testing.B) {
+	n := newStepNet(b)
+	h := n.join(1, &stepApp{table: stepSchemas()}, 1, 1)
+	for idx := PeerIndex(2); idx <= 257; idx++ {
+		n.join(idx, &stepApp{table: stepSchemas()}, 1, 1)
+	}
+	for range 3 {
+		h.flushUpdates()
+		n.pump()
+	}
+	now := n.clock.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		now = now.Add(h.cfg.TickInterval)
+		h.tick(now, h.cfg.TickInterval)
+	}
+}

@@ -249,14 +249,23 @@ func (p *Peer) sendReliable(r *remote, b []byte, owned bool) bool {
 	}
 	r.backlog = append(r.backlog, b)
 	r.backlogBytes += len(b)
+	p.backlogged = true
 	return true
 }
 
 // drainBacklogs sends what the links' buffers take of their backlogs (every tick), and drops the
 // links whose backlog has not moved for backlogStall.
 func (p *Peer) drainBacklogs(now time.Time) {
+	if !p.backlogged {
+		return
+	}
+	p.backlogged = false
 	for _, r := range p.remotes {
-		if len(r.backlog) == 0 || r.closing || r.l == nil {
+		if len(r.backlog) == 0 {
+			continue
+		}
+		if r.closing || r.l == nil {
+			p.backlogged = true
 			continue
 		}
 		moved := false
@@ -283,6 +292,9 @@ func (p *Peer) drainBacklogs(now time.Time) {
 		case now.Sub(r.backlogAt) > backlogStall:
 			p.log.Warn().Uint64("peer", uint64(r.idx)).Int("backlog", r.backlogBytes).Msg("peer cannot keep up (backlog stalled); closing link")
 			p.drop(r)
+		}
+		if len(r.backlog) > 0 {
+			p.backlogged = true
 		}
 	}
 }

@@ -63,7 +63,13 @@ func (m *memberRole) handle(t netmsg.Type, in *inbox, stamp uint64) error {
 	}
 	switch t {
 	case netmsg.TypeHostSnapshot:
-		return m.snapshot(&in.snap)
+		err := m.snapshot(&in.snap)
+		// A snapshot is rare (a join, an anti-entropy answer, a migration) and the largest message:
+		// its decoded Peers and Spawns are let go, not kept for the next one. Every member kept the
+		// room's whole peer list: quadratic in the room, 14 KiB a member at 256. (The payload its
+		// HostState aliases is the reassembler's, which lets go of more than 1 MiB by itself.)
+		in.snap = netmsg.HostSnapshot{}
+		return err
 	case netmsg.TypeHostCommands:
 		m.applyCommands(&in.hc, stamp)
 	case netmsg.TypePeerEntered:

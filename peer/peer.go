@@ -81,6 +81,12 @@ type Peer struct {
 	idler                               Idler      // the App, if it is one
 	sleep                               sleepState // sleep.go
 
+	// backlogged is false only when no link holds a backlog (drainBacklogs), reasmDue zero only
+	// when no link has a fragmented payload unfinished (expireReassembly): the tick's walks over
+	// every link are skipped while they would find nothing.
+	backlogged bool
+	reasmDue   time.Time
+
 	// migratingSince is when this synced member learned of a new host (zero when not migrating);
 	// lastPause is how long its latest migration took, until the new host's snapshot merged.
 	migratingSince time.Time

@@ -220,17 +220,35 @@ func (p *Peer) sizeReassembly(r *remote) {
 		r.reasm, r.reasmHost = netmsg.NewReassembler(netmsg.Config{MaxTotal: limit}), host
 	}
 	r.reasmAt = p.clock.Now()
+	if p.reasmDue.IsZero() {
+		// Later payloads start later: the first one unfinished is the first due.
+		p.reasmDue = r.reasmAt.Add(reassemblyTimeout)
+	}
 }
 
 // expireReassembly closes the links whose fragmented payload is unfinished after
 // reassemblyTimeout, freeing what they buffered.
+// It walks the links only once the earliest payload that may still be unfinished is due
+// (p.reasmDue), not at every flush: an idle host's flush walked every member's link 20 times a
+// second for payloads that are rarely fragmented and never 30 s old.
 func (p *Peer) expireReassembly(now time.Time) {
+	if p.reasmDue.IsZero() || !now.After(p.reasmDue) {
+		return
+	}
+	p.reasmDue = time.Time{}
 	for _, r := range p.remotes {
-		if r.reasm != nil && r.reasm.InProgress() && now.Sub(r.reasmAt) > reassemblyTimeout {
+		if r.reasm == nil || !r.reasm.InProgress() {
+			continue
+		}
+		if now.Sub(r.reasmAt) > reassemblyTimeout {
 			p.count.refuse(RefusedReassembly)
 			p.log.Warn().Uint64("peer", uint64(r.idx)).Int("buffered", r.reasm.Buffered()).Msg("fragmented payload unfinished after 30s; closing link")
 			r.reasm.Reset()
 			p.drop(r)
+			continue
+		}
+		if due := r.reasmAt.Add(reassemblyTimeout); p.reasmDue.IsZero() || due.Before(p.reasmDue) {
+			p.reasmDue = due
 		}
 	}
 }

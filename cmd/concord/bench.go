@@ -162,6 +162,7 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process to this file (written when it stops: SIGINT, SIGTERM or the end of standard input, not SIGKILL)")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile of this process (allocations over its whole life) to this file when it stops, as -cpuprofile")
 	fs.StringVar(&o.SettleProfile, "settle-memprofile", "", "write a heap profile of this process to this file whenever it settles its memory (SIGUSR1, the idle benchmark)")
+	fs.StringVar(&o.WindowProfile, "window-cpuprofile", "", "write a CPU profile of this process from one SIGUSR2 to the next to this file (the idle benchmark's window)")
 	exitOnEOF := fs.Bool("exit-on-stdin-eof", false, "stop when standard input ends (the benchmark that started this process is gone)")
 	wireStats := fs.Bool("wire-stats", false, "count the host's UDP packets and print the counts on standard output every 100 ms")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")

@@ -399,6 +399,7 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (the members and signaling) over the window of the room without standby links to this file")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile of this process (the members and signaling) at the end of the window of the room without standby links to this file")
 	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, the members' joins included) to this file")
+	hostWindowProfile := fs.String("host-window-cpuprofile", "", "write a CPU profile of the bench-host process over the window of the room without standby links to this file (what the host pays for idle members, the joins left out)")
 	hostMemProfile := fs.String("host-memprofile", "", "write a heap profile of the bench-host process to this file when it settles at the end of the window (inuse_space: what it holds for its members; with -standby, the standby room's)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
@@ -409,11 +410,15 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	o.HostCommand = benchHostCommand(exe)
-	if *hostProfile != "" || *hostMemProfile != "" {
+	o.HostWindowProfile = *hostWindowProfile != ""
+	if *hostProfile != "" || *hostMemProfile != "" || o.HostWindowProfile {
 		o.HostCommand = func(args []string) *exec.Cmd {
 			pre := []string{"bench-host"}
 			if *hostProfile != "" {
 				pre = append(pre, "-cpuprofile", *hostProfile)
+			}
+			if o.HostWindowProfile {
+				pre = append(pre, "-window-cpuprofile", *hostWindowProfile)
 			}
 			if *hostMemProfile != "" {
 				pre = append(pre, "-settle-memprofile", *hostMemProfile)

@@ -42,6 +42,10 @@ type HostOptions struct {
 	// SettleProfile, when not empty, receives a heap profile at every settle (the last one
 	// stays): inuse_space is what the host holds then.
 	SettleProfile string
+	// WindowProfile, when not empty, is the file that receives a CPU profile from one SIGUSR2 to
+	// the next (the idle benchmark's window: what the host pays for idle members, without the
+	// joins), said on SettleOut as "bench-host profiling N" and "bench-host profiled N".
+	WindowProfile string
 	// WireOut, when not nil, receives the host's UDP packet counts and the unreliable datagrams
 	// its links dropped as "wire packets bytes control small dropped" lines every 100 ms (the
 	// fanout benchmark reads them); nil: no counting.
@@ -99,6 +103,10 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 	if o.SettleOut != nil {
 		stop := settleOnSignal(o.SettleOut, o.SettleProfile, log)
 		defer stop()
+		if o.WindowProfile != "" {
+			stop := profileOnSignal(o.SettleOut, o.WindowProfile, log)
+			defer stop()
+		}
 	}
 	if wire != nil {
 		wctx, stop := context.WithCancel(ctx)
@@ -134,6 +142,68 @@ func settleOnSignal(out io.Writer, profile string, log zerolog.Logger) (stop fun
 	return func() { signal.Stop(sigs); close(done); <-exited }
 }
 
+// profileOnSignal starts a CPU profile into path on a SIGUSR2 and stops it on the next, saying
+// so on out, until stop (which ends a profile still running).
+func profileOnSignal(out io.Writer, path string, log zerolog.Logger) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR2)
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		stopProfile := func() {}
+		defer func() { stopProfile() }()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			var err error
+			if stopProfile, err = startProfile(path); err != nil {
+				log.Error().Err(err).Msg("window profile")
+				stopProfile = func() {}
+			}
+			fmt.Fprintf(out, "bench-host profiling %d\n", n)
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			stopProfile()
+			stopProfile = func() {}
+			fmt.Fprintf(out, "bench-host profiled %d\n", n)
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done); <-exited }
+}
+
+// profileWindow toggles the host's window profile (HostOptions.WindowProfile) and waits until it
+// says it has started (start) or written it.
+func (hp *hostProc) profileWindow(ctx context.Context, start bool) error {
+	if start {
+		hp.profiles++
+	}
+	if err := hp.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		return err
+	}
+	want := fmt.Sprintf("bench-host profiled %d\n", hp.profiles)
+	if start {
+		want = fmt.Sprintf("bench-host profiling %d\n", hp.profiles)
+	}
+	return hp.waitSaid(ctx, "the bench host's window profile", want)
+}
+
+// waitSaid waits until the host process has said want (what names the wait in its error).
+func (hp *hostProc) waitSaid(ctx context.Context, what, want string) error {
+	return wait(ctx, 10*time.Second, what, hp.exited, func() error {
+		if !strings.Contains(hp.out.String(), want) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
 // settle asks the host process to settle its memory (HostOptions.SettleOut) and waits until it
 // has: its resident set then counts what is live, as settledRSS does in this process.
 func (hp *hostProc) settle(ctx context.Context) error {
@@ -141,13 +211,7 @@ func (hp *hostProc) settle(ctx context.Context) error {
 	if err := hp.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		return err
 	}
-	want := fmt.Sprintf("bench-host settled %d\n", hp.settles)
-	return wait(ctx, 10*time.Second, "the bench host settled", hp.exited, func() error {
-		if !strings.Contains(hp.out.String(), want) {
-			return errors.New("not yet")
-		}
-		return nil
-	})
+	return hp.waitSaid(ctx, "the bench host settled", fmt.Sprintf("bench-host settled %d\n", hp.settles))
 }
 
 // hostProc is one running bench host process.
@@ -158,6 +222,7 @@ type hostProc struct {
 	waited   chan error
 	killOnce sync.Once
 	settles  int // SIGUSR1s sent (settle)
+	profiles int // window profiles started (profileWindow)
 }
 
 func startHostProc(o MigrationOptions, url string) (*hostProc, error) {

@@ -40,6 +40,9 @@ type IdleOptions struct {
 	// MemProfile, when not empty, receives a heap profile of this process (the members and
 	// signaling) at the end of that window: inuse_space is what the room holds.
 	MemProfile string
+	// HostWindowProfile makes Idle start and stop the host process's window profile (bench-host
+	// -window-cpuprofile) around the window of the room without standby links.
+	HostWindowProfile bool
 }
 
 // IdleSummary is what Idle measured: CPU in % of one core over each window, both ends of every
@@ -153,8 +156,20 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	if err != nil {
 		return 0, 0, mem, err
 	}
+	hostProfile := !standby && o.HostWindowProfile
+	if hostProfile {
+		if err := hp.profileWindow(ctx, true); err != nil {
+			stopProfile()
+			return 0, 0, mem, err
+		}
+	}
 	total, host, err = idleWindow(ctx, o.Window, g)
 	stopProfile()
+	if hostProfile {
+		if perr := hp.profileWindow(ctx, false); perr != nil && err == nil {
+			err = perr
+		}
+	}
 	mem.self = settledRSS() - self0
 	if !standby {
 		writeMemProfile(o.MemProfile, log)
