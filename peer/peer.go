@@ -264,6 +264,9 @@ const sigBatch = 64
 // many signals can be queued.
 func (p *Peer) drainSignaling(ctx context.Context) {
 	for range sigBatch {
+		if p.fatal != nil {
+			return // the loop ends with it; the rest stay queued, as before
+		}
 		select {
 		case ev, ok := <-p.sigEvents:
 			if !ok {
