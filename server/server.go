@@ -502,10 +502,34 @@ func dedicatedHostConfig(log zerolog.Logger, o Options, room signaling.RoomID, a
 	cfg := peer.Config{Room: string(room), User: DedicatedHostUser, Device: "serve", Kind: signaling.KindHost, App: newApp(o, room), Logger: hl, Deltas: o.Deltas,
 		RelayRate: o.RelayRate, RelayBurst: o.RelayBurst, RecvRelayRate: o.RecvRelayRate, RecvRelayBurst: o.RecvRelayBurst, RelayBacklog: o.RelayBacklog,
 		WorldLimits: o.World}
+	cfg.SignalingConfig.EventQueue = hostEventQueue(o.Limits, room)
 	if _, own := o.Apps[string(room)]; !own && o.InterestRadius > 0 {
 		cfg.Interest = arena.RadiusInterest{Radius: o.InterestRadius}
 	}
 	return cfg, nw.config(hl, &cfg)
+}
+
+// hostEventsPerMember is how many signaling events one joiner brings its host: member-joined,
+// member-synced, its offer and its candidates (one or two on a machine's own addresses, more
+// with a TURN relay or several interfaces).
+const hostEventsPerMember = 6
+
+// hostEventQueue is the dedicated host's signaling event queue: room enough for every member
+// of a full room joining at once (hostEventsPerMember each), and never less than the peer's
+// default. A burst of 1,024 joiners brings its host ~5,000 events faster than its loop takes
+// them for a while; past three quarters of the queue the client sheds signals on arrival, and
+// the joiners whose offers it shed never hear of it (they wait out their connect timeout). The
+// server queues as many membership messages for every member (signaling.Config.SendQueue's
+// overflow, 4 × max(MaxMembers, SendQueue)); 16 bytes a slot, made up front.
+func hostEventQueue(l signaling.Config, room signaling.RoomID) int {
+	members := l.Rooms[room].MaxMembers
+	if members <= 0 {
+		members = l.MaxMembers
+	}
+	if members <= 0 {
+		members = signaling.DefaultMaxMembers
+	}
+	return max(peer.DefaultSignalingEventQueue, hostEventsPerMember*members)
 }
 
 // newApp is a new App for room's dedicated host: the embedding program's (Options.Apps), else

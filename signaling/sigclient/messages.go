@@ -465,6 +465,14 @@ type ServerMessage struct {
 // field, and converts it to an Event. It returns a nil Event for message types
 // it does not know (a newer server may add some). It never panics.
 func DecodeServerMessage(b []byte, dst *ServerMessage) (Event, error) {
+	if ev, ok := decodeNotice(b, dst); ok {
+		return ev, nil // a burst's membership notices, without reflection (fastdecode.go)
+	}
+	return decodeServerJSON(b, dst)
+}
+
+// decodeServerJSON is DecodeServerMessage through encoding/json, for every message.
+func decodeServerJSON(b []byte, dst *ServerMessage) (Event, error) {
 	*dst = ServerMessage{}
 	if err := json.Unmarshal(b, dst); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadMessage, err)

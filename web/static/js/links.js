@@ -50,6 +50,11 @@ export class Remote {
     // The term in which this link was made, raised while its remote stays the host: the term of
     // the host messages that carry none on the wire (a member's fence checks it).
     this.term = 0;
+    // Signals of this link signaling refused as recipient_busy, not yet sent again (SHED_*), the
+    // resends so far, and whether one is scheduled (Peer.signalShed).
+    this.shed = 0;
+    this.resends = 0;
+    this.resendArmed = false;
   }
 
   close() {
@@ -64,6 +69,17 @@ export class Remote {
  */
 export const HOST_REASSEMBLY_LIMIT = MAX_CORRECTION_BYTES + (64 << 10);
 export const REASSEMBLY_TIMEOUT_MS = 30000;
+
+/**
+ * Refused signals sent again (Go's peer/resend.go; docs/protocol.md §4 "Signal budgets"): the
+ * first pause, doubled after each resend up to the most, plus up to half again of jitter, at
+ * most MAX_RESENDS times a link; past that the connect timeout decides.
+ */
+export const RESEND_PAUSE_MS = 250;
+export const MAX_RESEND_PAUSE_MS = 2000;
+export const MAX_RESENDS = 6;
+const SHED_DESCRIPTION = 1;
+const SHED_CANDIDATES = 2;
 
 /** Peer's link methods. */
 export class PeerLinks {
@@ -116,6 +132,35 @@ export class PeerLinks {
     }
     if (!r || r.session !== session || !r.link) return; // a signal for no link
     r.link.handleSignal(pl);
+  }
+
+  /**
+   * Handles signaling's refusal of one of this peer's signals as recipient_busy (an error naming
+   * peerIndex, signal and session): in a burst of joins a host's signal budget or the signal share
+   * of its queue runs out, and the remote never saw the signal, so the link cannot come up
+   * without it. The link it belongs to, while it is still being made, sends it again after a
+   * pause (RESEND_PAUSE_MS doubled each time, with jitter so that a burst's refused joiners do
+   * not come back at once), the same session, never remade: the remote may be connecting already.
+   * @this {import('./peer.js').Peer}
+   * @param {import('./signaling.js').SignalingEvent} ev
+   */
+  signalShed(ev) {
+    this.count.signalsShed++;
+    const r = this.remotes.get(ev.peerIndex);
+    if (!r || r.session !== (ev.session || 0) || r.ready || !r.link || r.link.dead) return; // replaced, up or gone
+    r.shed |= ev.signal === 'candidate' ? SHED_CANDIDATES : SHED_DESCRIPTION;
+    if (r.resendArmed || r.resends >= MAX_RESENDS) return;
+    r.resendArmed = true;
+    let pause = Math.min(RESEND_PAUSE_MS * 2 ** r.resends, MAX_RESEND_PAUSE_MS);
+    pause += Math.random() * pause / 2;
+    r.resends++;
+    this.after(pause, () => {
+      r.resendArmed = false;
+      if (this.remotes.get(r.idx) !== r || r.ready || !r.link) return;
+      const kind = r.shed & SHED_DESCRIPTION ? 'offer' : 'candidate'; // the description, whichever it is, and the candidates after it
+      r.shed = 0;
+      if (r.link.resend(kind)) this.count.signalsResent++;
+    });
   }
 
   /**

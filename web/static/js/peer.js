@@ -186,7 +186,7 @@ export class Peer extends PeerMethods {
     this.stopped = false;
     // deltas: values taken as differences from acknowledged ones; deltaMissed: dropped for want
     // of their baseline (docs/protocol.md §2.10).
-    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, refused: 0, offenders: 0, fenced: 0, dropped: 0, deltas: 0, deltaMissed: 0,
+    this.count = { bytesIn: 0, bytesOut: 0, rejected: 0, rejectedRace: 0, refused: 0, offenders: 0, fenced: 0, dropped: 0, deltas: 0, deltaMissed: 0, signalsShed: 0, signalsResent: 0,
       /** @type {Record<string, number>} */ refusedBy: {} };
     this.signalingState = 'connecting';
     this.resumeToken = '';
@@ -407,6 +407,10 @@ export class Peer extends PeerMethods {
         this.handleSignal(ev.from, ev.payload);
         break;
       case 'error':
+        if (ev.code === 'recipient_busy') {
+          this.signalShed(ev); // not relayed: sent again (links.js), no warning each time
+          break;
+        }
         this.log('warn', 'signaling error', { code: ev.code, message: ev.message });
         if (REMOVED_CODES.has(ev.code)) this.removedWhy = ev.message; // the close follows
         break;

@@ -90,7 +90,18 @@ class LinkEnd {
     this.remote = remote;
     this.session = session;
     this.offerer = offerer;
-    this.signalOut = signal;
+    /**
+     * The signals sent until the link is ready, for resend: the description first, then the
+     * candidates (Go's Conn.sent). A ready link keeps none.
+     * @type {import('./signaling.js').SignalPayload[]}
+     */
+    this.sent = [];
+    /** @param {import('./signaling.js').SignalPayload} pl */
+    this.signalOut = (pl) => {
+      if (!this.ready) this.sent.push(pl);
+      else this.sent = [];
+      signal(pl);
+    };
     this.onMessage = onMessage;
     this.onReady = onReady;
     this.onClose = onClose;
@@ -98,6 +109,26 @@ class LinkEnd {
     this.dead = false;
     this.bytesIn = 0;
     this.bytesOut = 0;
+  }
+
+  /**
+   * Sends again signals signaling did not relay (refused as recipient_busy: the remote never saw
+   * them, docs/protocol.md §4 "Signal budgets"): for kind 'offer' or 'answer', this link's
+   * description and every candidate sent so far; for 'candidate', every candidate sent so far
+   * (the remote ignores one it has). Nothing once the link is ready or dead; reports whether it
+   * sent anything. The same link and session: the remote's ICE may be connecting already.
+   * @param {string} kind
+   * @returns {boolean}
+   */
+  resend(kind) {
+    if (this.dead || this.ready) {
+      this.sent = [];
+      return false;
+    }
+    const again = this.sent.filter((s) => s.kind === 'candidate' || kind !== 'candidate');
+    for (const s of again) this.signalOut(s);
+    this.sent.splice(this.sent.length - again.length); // signalOut noted them again
+    return again.length > 0;
   }
 
   /**
