@@ -4,7 +4,7 @@ import (
 	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
-// Answering offers off the loop (docs/protocol.md §5, "Migration"). A pion answer — a new
+// Answering offers off the loop (docs/protocol.md §5, "Session: joining"). A pion answer — a new
 // PeerConnection, its data channels, SetRemoteDescription, CreateAnswer, SetLocalDescription —
 // holds its caller 0.4–1.3 ms of wall time (link.BenchmarkAnswerOffer), mostly waiting on pion's
 // own goroutines and locks. A new host after a migration without standby links answers every
@@ -21,8 +21,9 @@ const maxAnswering = 4
 
 // maxEarlySignals bounds the signals a remote holds while its answer is being made: the offer's
 // trickled candidates (a browser sends a handful, pion one per address) and a refusal or two of
-// the answer by signaling. Past it the answer is abandoned, as a bad signal would end it.
-const maxEarlySignals = 32
+// the answer by signaling; the same bound as the link's on candidates before the remote
+// description. Past it the link is dropped, as a bad signal would drop it.
+const maxEarlySignals = 64
 
 // answering is what a remote whose answer is being made holds for the loop (remote.answering).
 type answering struct {

@@ -179,3 +179,47 @@ func TestAnswerOffLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerEarlySignalsBounded: a member that floods candidates while its answer is being made
+// loses its link at the 65th (maxEarlySignals, the link's own bound before the remote
+// description), and the answer made meanwhile is closed, not adopted: a remote cannot make the
+// loop hold signals without bound.
+func TestAnswerEarlySignalsBounded(t *testing.T) {
+	gt := &gateTransport{gate: make(chan struct{})}
+	p, err := New(Config{
+		Server: "http://answer.invalid", Room: "answer", User: "u", App: &stepApp{table: stepSchemas()},
+		Transport: gt, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.handleSignal(2, sigclient.SignalPayload{Kind: sigclient.SignalOffer, SDP: "offer", Session: 1})
+	cand := sigclient.SignalPayload{Kind: sigclient.SignalCandidate, Session: 1,
+		Candidate: &sigclient.ICECandidate{Candidate: "candidate:1 1 udp 1 127.0.0.1 9 typ host"}}
+	for range maxEarlySignals {
+		p.handleSignal(2, cand)
+	}
+	if r := p.remotes[2]; r == nil || len(r.answering.early) != maxEarlySignals {
+		t.Fatalf("the link did not hold %d signals", maxEarlySignals)
+	}
+	p.handleSignal(2, cand)
+	if r := p.remotes[2]; r != nil {
+		t.Fatalf("the link holds %d signals; want it dropped past %d", len(r.answering.early), maxEarlySignals)
+	}
+	close(gt.gate)
+	poll.Until(t, 10*time.Second, "the dropped link's answer closed", func() error {
+		for ev, ok := p.events.Pop(); ok; ev, ok = p.events.Pop() {
+			p.handleLinkEvent(ev)
+		}
+		gt.mu.Lock()
+		defer gt.mu.Unlock()
+		if len(gt.links) != 1 {
+			return errors.New("no answer made yet")
+		}
+		if _, closed := gt.links[0].state(); !closed {
+			return errors.New("open")
+		}
+		return nil
+	})
+	p.shutdown()
+}
