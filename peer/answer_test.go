@@ -85,6 +85,18 @@ func (l *gateLink) state() ([]sigclient.SignalKind, bool) {
 	return slices.Clone(l.signals), l.closed
 }
 
+// newAnswerPeer is a peer on gt, driven by the test in place of its loop (it never runs).
+func newAnswerPeer(t *testing.T, gt *gateTransport) *Peer {
+	p, err := New(Config{
+		Server: "http://answer.invalid", Room: "answer", User: "u", App: &stepApp{table: stepSchemas()},
+		Transport: gt, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestAnswerOffLoop: a peer answers offers off its loop (answer.go). While the pion calls of
 // six answers are held, the loop's handleSignal returns at once for every offer (before, the
 // first offer held the loop for as long as its answer took: a new host answering 31 survivors
@@ -93,13 +105,7 @@ func (l *gateLink) state() ([]sigclient.SignalKind, bool) {
 // a link replaced meanwhile (a new session) is closed, not adopted.
 func TestAnswerOffLoop(t *testing.T) {
 	gt := &gateTransport{gate: make(chan struct{})}
-	p, err := New(Config{
-		Server: "http://answer.invalid", Room: "answer", User: "u", App: &stepApp{table: stepSchemas()},
-		Transport: gt, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newAnswerPeer(t, gt)
 	offer := func(session uint64) sigclient.SignalPayload {
 		return sigclient.SignalPayload{Kind: sigclient.SignalOffer, SDP: "offer", Session: session}
 	}
@@ -186,13 +192,7 @@ func TestAnswerOffLoop(t *testing.T) {
 // loop hold signals without bound.
 func TestAnswerEarlySignalsBounded(t *testing.T) {
 	gt := &gateTransport{gate: make(chan struct{})}
-	p, err := New(Config{
-		Server: "http://answer.invalid", Room: "answer", User: "u", App: &stepApp{table: stepSchemas()},
-		Transport: gt, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newAnswerPeer(t, gt)
 	p.handleSignal(2, sigclient.SignalPayload{Kind: sigclient.SignalOffer, SDP: "offer", Session: 1})
 	cand := sigclient.SignalPayload{Kind: sigclient.SignalCandidate, Session: 1,
 		Candidate: &sigclient.ICECandidate{Candidate: "candidate:1 1 udp 1 127.0.0.1 9 typ host"}}
