@@ -191,6 +191,10 @@ func (r *MigrationResult) printLinkPhases(w io.Writer) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
+		if len(c) == 0 { // a standby link: made before the kill
+			fmt.Fprintf(&b, "%s —", name)
+			continue
+		}
 		fmt.Fprintf(&b, "%s %s/%s", name, msf(quantile(c, 0.5)), msf(quantile(c, 0.9)))
 	}
 	fmt.Fprintf(w, "members' new links (from the kill, median/p90 over %d members × trials): %s\n", len(cols[linkPhaseSynced]), b.String())
