@@ -201,6 +201,10 @@ func (n *stepNet) Connect(cfg LinkConfig) (Link, error) {
 	return l, nil
 }
 
+// AnswersInline implements InlineTransport: the step harness drives the peers without their
+// loops, so an offer is answered in the step that delivers it.
+func (n *stepNet) AnswersInline() bool { return true }
+
 // pump delivers signals and messages until nothing moves.
 func (n *stepNet) pump() {
 	n.t.Helper()

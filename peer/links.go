@@ -29,6 +29,9 @@ type remote struct {
 	lastHeard time.Time
 	rtt       time.Duration
 	pongs     uint64 // Pongs received: answers to this peer's pings (confirmGone)
+	// answering is set while a worker makes this link's answer off the loop (answer.go); l is
+	// nil until then.
+	answering *answering
 	// aside holds greetings (Hello, the Ack asking for deltas, Digest) received while this peer
 	// was not the host, for when it becomes host.
 	aside [][]byte
@@ -66,7 +69,7 @@ const (
 // loopEvent is posted to the loop by link goroutines.
 type loopEvent struct {
 	r      *remote
-	kind   uint8 // evMessage, evReady, evClosed
+	kind   uint8 // evMessage, evReady, evClosed, evLinked
 	ch     link.Channel
 	data   *[]byte
 	closed error
@@ -76,13 +79,28 @@ const (
 	evMessage = iota
 	evReady
 	evClosed
+	evLinked // an answering worker made r's link (answer.go)
 )
 
 // connect makes a link to member idx and starts its watcher.
 func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
 	r := &remote{idx: idx, session: session}
-	l, err := p.cfg.Transport.Connect(LinkConfig{
-		Local: p.w.self, Remote: idx, Session: session, Offerer: offerer,
+	l, err := p.cfg.Transport.Connect(p.linkConfig(r, offerer))
+	if err != nil {
+		p.log.Error().Err(err).Uint64("peer", uint64(idx)).Msg("cannot make link")
+		return nil
+	}
+	p.remotes[idx] = r
+	p.watch(r, l)
+	return r
+}
+
+// linkConfig is the configuration of r's link; the answering workers use it off the loop, so it
+// holds no reference to the loop's state but r, whose events it posts.
+func (p *Peer) linkConfig(r *remote, offerer bool) LinkConfig {
+	idx := r.idx
+	return LinkConfig{
+		Local: p.w.self, Remote: idx, Session: r.session, Offerer: offerer,
 		ICEServers: p.iceServers, RelayOnly: p.cfg.RelayOnly,
 		Logger: p.log.With().Uint64("peer", uint64(idx)).Logger(),
 		Signal: func(pl sigclient.SignalPayload) error {
@@ -90,19 +108,18 @@ func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
 			if h == nil {
 				return errNoSignaling
 			}
-			// Never blocks: this runs on the loop (an answer made by HandleSignal) as well as
-			// on link goroutines. A lost signal makes the link time out and be made again.
+			// Never blocks: this runs on the loop (an offer made by connect) as well as on
+			// link goroutines. A lost signal makes the link time out and be made again.
 			return h.c.TrySendSignal(idx, pl)
 		},
 		Handler: func(ch link.Channel, payload []byte) { p.post(r, ch, payload) },
-	})
-	if err != nil {
-		p.log.Error().Err(err).Uint64("peer", uint64(idx)).Msg("cannot make link")
-		return nil
 	}
+}
+
+// watch makes l r's link and starts its watcher.
+func (p *Peer) watch(r *remote, l Link) {
 	r.l = l
 	r.reasm = netmsg.NewReassembler(netmsg.Config{})
-	p.remotes[idx] = r
 	p.goTracked(func() {
 		select {
 		case <-l.Ready():
@@ -112,7 +129,6 @@ func (p *Peer) connect(idx PeerIndex, session uint64, offerer bool) *remote {
 		<-l.Done()
 		p.postState(r, evClosed, errors.New("link closed"))
 	})
-	return r
 }
 
 // handleSignal routes a WebRTC signal to the link it belongs to, making an answering link for a
@@ -126,8 +142,11 @@ func (p *Peer) handleSignal(from PeerIndex, pl sigclient.SignalPayload) {
 		if r != nil {
 			p.discard(r)
 		}
-		r = p.connect(from, pl.Session, false)
-		if r == nil {
+		if !p.answersInline() {
+			p.answer(from, pl) // off the loop (answer.go)
+			return
+		}
+		if r = p.connect(from, pl.Session, false); r == nil {
 			return
 		}
 	}
@@ -135,8 +154,17 @@ func (p *Peer) handleSignal(from PeerIndex, pl sigclient.SignalPayload) {
 		p.log.Debug().Uint64("peer", uint64(from)).Str("kind", string(pl.Kind)).Msg("signal for no link; dropped")
 		return
 	}
+	if r.answering != nil {
+		p.early(r, pl) // the link is being made: fed to it once it is
+		return
+	}
+	p.feed(r, pl)
+}
+
+// feed hands a signal to r's link, dropping the link if the signal is bad.
+func (p *Peer) feed(r *remote, pl sigclient.SignalPayload) {
 	if err := r.l.HandleSignal(pl); err != nil {
-		p.log.Warn().Err(err).Uint64("peer", uint64(from)).Msg("bad signal; closing link")
+		p.log.Warn().Err(err).Uint64("peer", uint64(r.idx)).Msg("bad signal; closing link")
 		p.drop(r)
 	}
 }
@@ -171,6 +199,10 @@ func (p *Peer) release(bp *[]byte) {
 func (p *Peer) handleLinkEvent(ev loopEvent) {
 	defer p.release(ev.data)
 	r := ev.r
+	if ev.kind == evLinked {
+		p.linked(r) // closes the made link if r was replaced or dropped
+		return
+	}
 	if p.remotes[r.idx] != r {
 		return // a link that was replaced or dropped
 	}

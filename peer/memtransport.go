@@ -25,6 +25,10 @@ type memKey struct {
 	session           uint64
 }
 
+// AnswersInline implements InlineTransport: a pipe half is made at once, so an answer takes no
+// worker.
+func (t *MemoryTransport) AnswersInline() bool { return true }
+
 // Connect makes one half of a pipe; the pipe exists once both halves are made.
 func (t *MemoryTransport) Connect(cfg LinkConfig) (Link, error) {
 	l := &memLink{handler: cfg.Handler, ready: make(chan struct{}), done: make(chan struct{})}

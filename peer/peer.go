@@ -52,6 +52,8 @@ type Peer struct {
 
 	// Links (links.go, standby.go).
 	remotes map[PeerIndex]*remote // host: one per member; member: the host (and a standby)
+	// answerSem holds a place for each answer being made off the loop (answer.go).
+	answerSem chan struct{}
 	// queuedTo is the remotes with reliable messages queued for the next network flush.
 	queuedTo  []*remote
 	standby   *remote   // member with Config.Standby: idle link to the next host
@@ -370,12 +372,24 @@ func (p *Peer) shutdown() {
 	for {
 		select {
 		case <-waited:
+			for ev, ok := p.events.Pop(); ok; ev, ok = p.events.Pop() {
+				p.dropEvent(ev) // posted before its goroutine ended: a made answer to close
+			}
 			return
 		case <-p.events.Ready():
 			if ev, ok := p.events.Pop(); ok {
-				p.release(ev.data)
+				p.dropEvent(ev)
 			}
 		}
+	}
+}
+
+// dropEvent lets go of an event shutdown does not handle: its payload, or the link an answering
+// worker made (answer.go), which nobody else closes.
+func (p *Peer) dropEvent(ev loopEvent) {
+	p.release(ev.data)
+	if ev.kind == evLinked && ev.r.answering != nil && ev.r.answering.made != nil {
+		_ = ev.r.answering.made.Close()
 	}
 }
 

@@ -39,7 +39,17 @@ type resender interface{ Resend(kind string) bool }
 func (p *Peer) signalShed(ev sigclient.Error) {
 	p.count.signalsShed.Add(1)
 	p.log.Debug().Uint64("peer", uint64(ev.PeerIndex)).Str("signal", string(ev.Signal)).Uint64("session", ev.Session).Msg("signal not relayed: recipient busy")
+	p.resendShed(ev)
+}
+
+// resendShed arms the resend of a refused signal (signalShed; linked, for the refusals heard
+// while the link's answer was being made off the loop).
+func (p *Peer) resendShed(ev sigclient.Error) {
 	r := p.remotes[ev.PeerIndex]
+	if r != nil && r.session == ev.Session && r.answering != nil && len(r.answering.shed) < maxEarlySignals {
+		r.answering.shed = append(r.answering.shed, ev) // the answer went out before the loop adopted its link
+		return
+	}
 	if r == nil || r.session != ev.Session || r.ready || r.closing || r.l == nil {
 		return // a link since replaced, up or gone
 	}

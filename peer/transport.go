@@ -34,6 +34,15 @@ type LinkConfig struct {
 	Trace func(event string)
 }
 
+// InlineTransport is a Transport whose Connect and HandleSignal do no I/O and return at once (an
+// in-memory one, MemoryTransport): a peer answers its offers on its loop, in the order they came,
+// instead of on a worker (answer.go), so that a deterministic test stays deterministic.
+type InlineTransport interface {
+	Transport
+	// AnswersInline reports whether offers are answered on the loop.
+	AnswersInline() bool
+}
+
 // Link is a link.Link that is set up through signaling.
 type Link interface {
 	link.Link

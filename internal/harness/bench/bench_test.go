@@ -285,8 +285,11 @@ func migrationSmoke(t *testing.T, standby bool) {
 		t.Error("full snapshot size not measured")
 	}
 	var out bytes.Buffer
-	res.Print(&out)
+	res.Print(&out) // with standby links no new link is traced: the phases print as "—"
 	t.Logf("\n%s", out.String())
+	if !standby && !strings.Contains(out.String(), "members' new links") {
+		t.Error("no phases of the members' new links printed")
+	}
 }
 
 // TestRunHostProfile checks that a bench host writes its CPU profile when it stops.

@@ -44,6 +44,14 @@ func (t *joinTrace) stamp(i int, last bool) {
 	t.at[i].CompareAndSwap(0, now)
 }
 
+// reset clears the stamps (Migration, at a kill: the next link is the one to the new host).
+func (t *joinTrace) reset() {
+	for i := range t.at {
+		t.at[i].Store(0)
+	}
+	t.opened.Store(0)
+}
+
 // wrap makes inner's links stamp t.
 func (t *joinTrace) wrap(inner peer.Transport) peer.Transport { return tracingTransport{inner, t} }
 

@@ -78,7 +78,19 @@ type trial struct {
 	lostEnts                int  // survivors missing entities after convergence
 	lostVals                int  // moving entities whose converged value is older than one a survivor had seen
 	fullHash                bool // the full replica hashes were equal at the check
+	// links holds, per member that made a new link to the new host, when each phase of that
+	// link happened, counted from the kill: heard (the member learnt of the new host), the
+	// joinTrace phases, and synced (linkPhaseHeard … linkPhaseSynced).
+	links [][numLinkPhases]time.Duration
 }
+
+// The columns of trial.links: the member heard of the new host, the phases of its new link
+// (joinTrace), it synced.
+const (
+	linkPhaseHeard  = 0
+	linkPhaseSynced = numPhases + 1
+	numLinkPhases   = numPhases + 2
+)
 
 // pause is the user-visible gap: until the state converged, plus until updates reached everyone
 // after the new host resumed (the driver's verification in between is not counted).
@@ -129,6 +141,11 @@ func Migration(ctx context.Context, o MigrationOptions, log zerolog.Logger, prog
 	}
 	for i := range o.Peers {
 		a := &app{entities: o.Entities, moving: o.Moving, hold: hold, probe: newProbe(nil, true)}
+		pr := a.probe
+		// Each member's links are traced; a trial clears the stamps at the kill, so they are the
+		// phases of its link to the new host. Reliable bytes count until it syncs in the new term.
+		g.trace = &joinTrace{synced: func() bool { return pr.syncedTerm.Load() >= pr.hostTerm.Load() }}
+		g.traces = append(g.traces, g.trace)
 		if _, err := g.start(fmt.Sprintf("peer%d", i+1), signaling.KindBot, a); err != nil {
 			hp.kill()
 			return nil, err

@@ -127,6 +127,7 @@ func (r *MigrationResult) Print(w io.Writer) {
 		return
 	}
 	r.printPhases(w)
+	r.printLinkPhases(w)
 	r.printSummary(w)
 }
 
@@ -160,6 +161,43 @@ func (r *MigrationResult) printPhases(w io.Writer) {
 		phase(func(t *trial) time.Duration { return t.first }), phase(func(t *trial) time.Duration { return t.median }),
 		phase(func(t *trial) time.Duration { return t.synced }), phase(func(t *trial) time.Duration { return t.converged }),
 		phase(func(t *trial) time.Duration { return t.flowing }))
+}
+
+// printLinkPhases writes when the phases of the members' new links to the new host ended, from the
+// kill: median and p90 over every member of every trial.
+func (r *MigrationResult) printLinkPhases(w io.Writer) {
+	var cols [numLinkPhases][]time.Duration
+	for _, t := range r.trials {
+		for _, l := range t.links {
+			for i, d := range l {
+				if d > 0 {
+					cols[i] = append(cols[i], d)
+				}
+			}
+		}
+	}
+	if len(cols[linkPhaseSynced]) == 0 {
+		return
+	}
+	var b strings.Builder
+	for i, c := range cols {
+		name := "synced"
+		switch {
+		case i == linkPhaseHeard:
+			name = "heard"
+		case i <= numPhases:
+			name = phaseNames[i-1]
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if len(c) == 0 { // a standby link: made before the kill
+			fmt.Fprintf(&b, "%s —", name)
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s/%s", name, msf(quantile(c, 0.5)), msf(quantile(c, 0.9)))
+	}
+	fmt.Fprintf(w, "members' new links (from the kill, median/p90 over %d members × trials): %s\n", len(cols[linkPhaseSynced]), b.String())
 }
 
 func (r *MigrationResult) printSummary(w io.Writer) {

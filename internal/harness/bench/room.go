@@ -90,6 +90,8 @@ type peerGroup struct {
 	tickInterval time.Duration
 	// trace, when set, stamps the phases of the links of the peers started next (LateJoin).
 	trace *joinTrace
+	// traces is each peer's trace, when Migration traces every member's links.
+	traces []*joinTrace
 
 	peers  []*peer.Peer
 	probes []*probe

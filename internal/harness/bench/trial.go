@@ -98,6 +98,9 @@ func (r *trialRun) steady() error {
 func (r *trialRun) killHost() error {
 	r.hold.Store(true)
 	r.tr.bytes = r.g.bytes() // the count at the kill; converge makes it the difference
+	for _, t := range r.g.traces {
+		t.reset()
+	}
 	r.kill = time.Now()
 	for _, pr := range r.g.probes {
 		pr.expectFresh(r.kill)
@@ -169,6 +172,9 @@ func (r *trialRun) newHostSynced() error {
 		}
 		heard = append(heard, time.Duration(h-k))
 		synced = append(synced, time.Duration(at-k))
+		if i < len(g.traces) {
+			r.tr.links = append(r.tr.links, linkPhases(g.traces[i], k, h, at))
+		}
 		if firstSynced == 0 || at < firstSynced {
 			firstSynced = at
 		}
@@ -310,4 +316,18 @@ func boolByte(v bool) byte {
 		return 1
 	}
 	return 0
+}
+
+// linkPhases is when each phase of a member's link to the new host happened, from the kill k:
+// heard h, the trace's phases (0 where one is missing: a link that opened before it was traced),
+// synced at.
+func linkPhases(t *joinTrace, k, h, at int64) (p [numLinkPhases]time.Duration) {
+	p[linkPhaseHeard] = time.Duration(h - k)
+	for i := range numPhases {
+		if s := t.at[i].Load(); s != 0 {
+			p[1+i] = time.Duration(s - k)
+		}
+	}
+	p[linkPhaseSynced] = time.Duration(at - k)
+	return p
 }

@@ -1,0 +1,225 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/concordrtc/concord/internal/testkit/poll"
+	"github.com/concordrtc/concord/peer/link"
+	"github.com/concordrtc/concord/signaling/sigclient"
+)
+
+// gateTransport makes answering links that take as long as the test says: Connect of an
+// answerer waits for gate, as a pion answer holds its caller for its PeerConnection,
+// SetRemoteDescription and CreateAnswer. It counts the answers being made at once.
+type gateTransport struct {
+	gate chan struct{}
+
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	links    []*gateLink
+}
+
+func (t *gateTransport) Connect(cfg LinkConfig) (Link, error) {
+	t.mu.Lock()
+	t.inFlight++
+	t.most = max(t.most, t.inFlight)
+	t.mu.Unlock()
+	<-t.gate
+	l := &gateLink{remote: cfg.Remote, session: cfg.Session, done: make(chan struct{}), ready: make(chan struct{})}
+	t.mu.Lock()
+	t.inFlight--
+	t.links = append(t.links, l)
+	t.mu.Unlock()
+	return l, nil
+}
+
+func (t *gateTransport) counts() (inFlight, most int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.inFlight, t.most
+}
+
+// gateLink records the signals it is fed; it never opens.
+type gateLink struct {
+	remote  PeerIndex
+	session uint64
+	done    chan struct{}
+	ready   chan struct{}
+
+	mu      sync.Mutex
+	signals []sigclient.SignalKind
+	closed  bool
+}
+
+func (l *gateLink) HandleSignal(pl sigclient.SignalPayload) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.signals = append(l.signals, pl.Kind)
+	return nil
+}
+func (l *gateLink) Send(link.Channel, []byte) error { return link.ErrNotReady }
+func (l *gateLink) Stats() link.Stats               { return link.Stats{} }
+func (l *gateLink) Done() <-chan struct{}           { return l.done }
+func (l *gateLink) Ready() <-chan struct{}          { return l.ready }
+func (l *gateLink) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		close(l.done)
+	}
+	return nil
+}
+
+func (l *gateLink) state() ([]sigclient.SignalKind, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.signals), l.closed
+}
+
+// newAnswerPeer is a peer on gt, driven by the test in place of its loop (it never runs).
+func newAnswerPeer(t *testing.T, gt *gateTransport) *Peer {
+	p, err := New(Config{
+		Server: "http://answer.invalid", Room: "answer", User: "u", App: &stepApp{table: stepSchemas()},
+		Transport: gt, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestAnswerOffLoop: a peer answers offers off its loop (answer.go). While the pion calls of
+// six answers are held, the loop's handleSignal returns at once for every offer (before, the
+// first offer held the loop for as long as its answer took: a new host answering 31 survivors
+// held their greetings behind every answer), at most maxAnswering answers are made at once, a
+// candidate that arrives before its link is made is fed to it after the offer, and the answer of
+// a link replaced meanwhile (a new session) is closed, not adopted.
+func TestAnswerOffLoop(t *testing.T) {
+	gt := &gateTransport{gate: make(chan struct{})}
+	p := newAnswerPeer(t, gt)
+	offer := func(session uint64) sigclient.SignalPayload {
+		return sigclient.SignalPayload{Kind: sigclient.SignalOffer, SDP: "offer", Session: session}
+	}
+	members := []PeerIndex{2, 3, 4, 5, 6, 7}
+	stepped := make(chan struct{})
+	go func() { // the loop's steps, each one signal
+		defer close(stepped)
+		for _, idx := range members {
+			p.handleSignal(idx, offer(1))
+		}
+		p.handleSignal(2, sigclient.SignalPayload{Kind: sigclient.SignalCandidate, Session: 1,
+			Candidate: &sigclient.ICECandidate{Candidate: "candidate:1 1 udp 1 127.0.0.1 9 typ host"}})
+		p.handleSignal(7, offer(2)) // member 7 offers again: its first answer is not wanted
+	}()
+	select {
+	case <-stepped:
+	case <-time.After(10 * time.Second):
+		close(gt.gate)
+		t.Fatal("the loop was held by the answers' pion calls")
+	}
+	poll.Until(t, 10*time.Second, "answers being made", func() error {
+		if n, _ := gt.counts(); n != maxAnswering {
+			return fmt.Errorf("%d answers being made, want %d", n, maxAnswering)
+		}
+		return nil
+	})
+	close(gt.gate)
+
+	// The loop adopts what the workers made: one evLinked per answer (seven: member 7's twice).
+	linked := 0
+	poll.Until(t, 10*time.Second, "every answer linked", func() error {
+		for ev, ok := p.events.Pop(); ok; ev, ok = p.events.Pop() {
+			if ev.kind == evLinked {
+				linked++
+			}
+			p.handleLinkEvent(ev)
+		}
+		if linked < len(members)+1 {
+			return fmt.Errorf("%d answers linked", linked)
+		}
+		return nil
+	})
+	if _, most := gt.counts(); most > maxAnswering {
+		t.Errorf("%d answers made at once, want at most %d", most, maxAnswering)
+	}
+	for _, idx := range members {
+		r := p.remotes[idx]
+		if r == nil || r.l == nil || r.answering != nil {
+			t.Fatalf("member %d: no link adopted (%+v)", idx, r)
+		}
+	}
+	if got := p.remotes[7].session; got != 2 {
+		t.Errorf("member 7's link is of session %d, want 2", got)
+	}
+	for _, l := range gt.links {
+		signals, closed := l.state()
+		switch {
+		case l.remote == 2:
+			if want := []sigclient.SignalKind{sigclient.SignalOffer, sigclient.SignalCandidate}; !slices.Equal(signals, want) {
+				t.Errorf("member 2's link was fed %v, want %v", signals, want)
+			}
+		case l.remote == 7 && l.session == 1:
+			poll.Until(t, 10*time.Second, "member 7's replaced answer closed", func() error { // on a goroutine
+				if _, closed := l.state(); !closed {
+					return errors.New("open")
+				}
+				return nil
+			})
+		case closed:
+			t.Errorf("member %d's link (session %d) was closed", l.remote, l.session)
+		}
+	}
+	p.shutdown()
+	for _, l := range gt.links {
+		if _, closed := l.state(); !closed {
+			t.Errorf("member %d's link (session %d) outlived the peer", l.remote, l.session)
+		}
+	}
+}
+
+// TestAnswerEarlySignalsBounded: a member that floods candidates while its answer is being made
+// loses its link at the 65th (maxEarlySignals, the link's own bound before the remote
+// description), and the answer made meanwhile is closed, not adopted: a remote cannot make the
+// loop hold signals without bound.
+func TestAnswerEarlySignalsBounded(t *testing.T) {
+	gt := &gateTransport{gate: make(chan struct{})}
+	p := newAnswerPeer(t, gt)
+	p.handleSignal(2, sigclient.SignalPayload{Kind: sigclient.SignalOffer, SDP: "offer", Session: 1})
+	cand := sigclient.SignalPayload{Kind: sigclient.SignalCandidate, Session: 1,
+		Candidate: &sigclient.ICECandidate{Candidate: "candidate:1 1 udp 1 127.0.0.1 9 typ host"}}
+	for range maxEarlySignals {
+		p.handleSignal(2, cand)
+	}
+	if r := p.remotes[2]; r == nil || len(r.answering.early) != maxEarlySignals {
+		t.Fatalf("the link did not hold %d signals", maxEarlySignals)
+	}
+	p.handleSignal(2, cand)
+	if r := p.remotes[2]; r != nil {
+		t.Fatalf("the link holds %d signals; want it dropped past %d", len(r.answering.early), maxEarlySignals)
+	}
+	close(gt.gate)
+	poll.Until(t, 10*time.Second, "the dropped link's answer closed", func() error {
+		for ev, ok := p.events.Pop(); ok; ev, ok = p.events.Pop() {
+			p.handleLinkEvent(ev)
+		}
+		gt.mu.Lock()
+		defer gt.mu.Unlock()
+		if len(gt.links) != 1 {
+			return errors.New("no answer made yet")
+		}
+		if _, closed := gt.links[0].state(); !closed {
+			return errors.New("open")
+		}
+		return nil
+	})
+	p.shutdown()
+}
