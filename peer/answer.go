@@ -109,6 +109,7 @@ func (p *Peer) early(r *remote, pl sigclient.SignalPayload) {
 	a := r.answering
 	if len(a.early) >= maxEarlySignals {
 		p.log.Warn().Uint64("peer", uint64(r.idx)).Msg("too many signals before the answer; closing link")
+		p.count.refuse(RefusedEarlySignals)
 		p.drop(r)
 		return
 	}

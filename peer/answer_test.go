@@ -206,6 +206,9 @@ func TestAnswerEarlySignalsBounded(t *testing.T) {
 	if r := p.remotes[2]; r != nil {
 		t.Fatalf("the link holds %d signals; want it dropped past %d", len(r.answering.early), maxEarlySignals)
 	}
+	if got := p.count.refusedBy[RefusedEarlySignals].Load(); got != 1 {
+		t.Fatalf("RefusedBy[early_signals] = %d, want 1 (the metric concord_peer_refused_total{reason=\"early_signals\"})", got)
+	}
 	close(gt.gate)
 	poll.Until(t, 10*time.Second, "the dropped link's answer closed", func() error {
 		for ev, ok := p.events.Pop(); ok; ev, ok = p.events.Pop() {

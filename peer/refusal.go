@@ -48,6 +48,9 @@ const (
 	// never recorded it synced in (no correction window), or a correction through the window
 	// beyond what a survivor could have seen (docs/protocol.md §5 "Limits").
 	RefusedSurvivor
+	// RefusedEarlySignals: a member's signals past maxEarlySignals for a link whose answer is
+	// still being made off the loop; the link is dropped (its connect timeout makes it again).
+	RefusedEarlySignals
 	// NumRefusals is the number of reasons.
 	NumRefusals
 )
@@ -70,6 +73,7 @@ var refusalNames = [NumRefusals]string{
 	RefusedMemberWorld:  "member_world_bytes",
 	RefusedWorldBytes:   "world_bytes",
 	RefusedSurvivor:     "survivor_claim",
+	RefusedEarlySignals: "early_signals",
 }
 
 // String returns the reason's label, as /metrics shows it.
