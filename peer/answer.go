@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"sync/atomic"
+
 	"github.com/concordrtc/concord/signaling/sigclient"
 )
 
@@ -36,6 +38,10 @@ type answering struct {
 	// orders them before the loop reads them).
 	made Link
 	err  error
+	// abandoned is set by the loop when the remote is replaced or dropped before its worker
+	// starts: a worker waiting for a place then makes no link (a member sending offer after offer
+	// costs one pion answer, not one per offer).
+	abandoned atomic.Bool
 }
 
 // answersInline reports whether the transport wants its offers answered on the loop
@@ -48,7 +54,8 @@ func (p *Peer) answersInline() bool {
 // answer makes the answering link for an offer from member from: the loop registers the remote
 // now, a worker makes the link and applies the offer, and linked finishes on the loop.
 func (p *Peer) answer(from PeerIndex, offer sigclient.SignalPayload) {
-	r := &remote{idx: from, session: offer.Session, answering: &answering{}}
+	a := &answering{}
+	r := &remote{idx: from, session: offer.Session, answering: a}
 	p.remotes[from] = r
 	cfg := p.linkConfig(r, false)
 	if p.answerSem == nil {
@@ -60,6 +67,10 @@ func (p *Peer) answer(from PeerIndex, offer sigclient.SignalPayload) {
 		case <-p.quit:
 			return
 		}
+		if a.abandoned.Load() {
+			<-p.answerSem
+			return // nobody waits for this link: linked would close it
+		}
 		l, err := p.cfg.Transport.Connect(cfg)
 		if err == nil {
 			if err = l.HandleSignal(offer); err != nil {
@@ -68,7 +79,7 @@ func (p *Peer) answer(from PeerIndex, offer sigclient.SignalPayload) {
 			}
 		}
 		<-p.answerSem
-		r.answering.made, r.answering.err = l, err
+		a.made, a.err = l, err
 		if !p.events.PushWait(loopEvent{r: r, kind: evLinked}, p.quit, nil) && l != nil {
 			_ = l.Close() // the peer is shutting down: nobody else will
 		}

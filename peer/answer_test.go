@@ -134,17 +134,17 @@ func TestAnswerOffLoop(t *testing.T) {
 	})
 	close(gt.gate)
 
-	// The loop adopts what the workers made: one evLinked per answer (seven: member 7's twice).
-	linked := 0
+	// The loop adopts what the workers made: one evLinked per answer made (member 7's first answer
+	// is made only if its worker had a place before the second offer came: one waiting for a
+	// place makes none, TestAnswerReplacedOffersMakeNoLink).
 	poll.Until(t, 10*time.Second, "every answer linked", func() error {
 		for ev, ok := p.events.Pop(); ok; ev, ok = p.events.Pop() {
-			if ev.kind == evLinked {
-				linked++
-			}
 			p.handleLinkEvent(ev)
 		}
-		if linked < len(members)+1 {
-			return fmt.Errorf("%d answers linked", linked)
+		for _, idx := range members {
+			if r := p.remotes[idx]; r == nil || r.answering != nil || (idx == 7 && r.session != 2) {
+				return fmt.Errorf("member %d's answer not adopted", idx)
+			}
 		}
 		return nil
 	})
@@ -210,19 +210,53 @@ func TestAnswerEarlySignalsBounded(t *testing.T) {
 		t.Fatalf("RefusedBy[early_signals] = %d, want 1 (the metric concord_peer_refused_total{reason=\"early_signals\"})", got)
 	}
 	close(gt.gate)
-	poll.Until(t, 10*time.Second, "the dropped link's answer closed", func() error {
-		for ev, ok := p.events.Pop(); ok; ev, ok = p.events.Pop() {
-			p.handleLinkEvent(ev)
+	p.shutdown() // waits for the worker: the answer it made, if it made one, is closed, not adopted
+	gt.mu.Lock()
+	defer gt.mu.Unlock()
+	for _, l := range gt.links {
+		if _, closed := l.state(); !closed {
+			t.Fatalf("the dropped link's answer (session %d) is open", l.session)
 		}
-		gt.mu.Lock()
-		defer gt.mu.Unlock()
-		if len(gt.links) != 1 {
-			return errors.New("no answer made yet")
-		}
-		if _, closed := gt.links[0].state(); !closed {
-			return errors.New("open")
+	}
+}
+
+// TestAnswerReplacedOffersMakeNoLink: a member that sends offer after offer while every answering
+// place is taken costs one pion answer, not one per offer: the workers of the replaced offers,
+// still waiting for a place, make no link (answering.abandoned). Before, each replaced offer's
+// worker made its PeerConnection once a place came free, only for the loop to close it.
+func TestAnswerReplacedOffersMakeNoLink(t *testing.T) {
+	gt := &gateTransport{gate: make(chan struct{})}
+	p := newAnswerPeer(t, gt)
+	for m := PeerIndex(2); m < 2+maxAnswering; m++ { // every place taken, held at the gate
+		p.handleSignal(m, sigclient.SignalPayload{Kind: sigclient.SignalOffer, SDP: "offer", Session: 1})
+	}
+	poll.Until(t, 10*time.Second, "every answering place taken", func() error {
+		if in, _ := gt.counts(); in != maxAnswering {
+			return fmt.Errorf("%d answers being made", in)
 		}
 		return nil
 	})
-	p.shutdown()
+	const offers = 10
+	flood := PeerIndex(2 + maxAnswering)
+	for s := uint64(1); s <= offers; s++ {
+		p.handleSignal(flood, sigclient.SignalPayload{Kind: sigclient.SignalOffer, SDP: "offer", Session: s})
+	}
+	close(gt.gate)
+	want := maxAnswering + 1 // the held ones and the flooder's last offer
+	poll.Until(t, 10*time.Second, "the flooder's last offer answered", func() error {
+		for ev, ok := p.events.Pop(); ok; ev, ok = p.events.Pop() {
+			p.handleLinkEvent(ev)
+		}
+		if r := p.remotes[flood]; r == nil || r.session != offers || r.answering != nil {
+			return errors.New("not adopted yet")
+		}
+		return nil
+	})
+	p.shutdown() // waits for every worker: none can make a link after this
+	gt.mu.Lock()
+	made := len(gt.links)
+	gt.mu.Unlock()
+	if made != want {
+		t.Fatalf("%d links made for %d offers of one member and %d others; want %d (one per member)", made, offers, maxAnswering, want)
+	}
 }

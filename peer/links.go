@@ -446,6 +446,9 @@ func (p *Peer) discard(r *remote) {
 	if p.remotes[r.idx] == r {
 		delete(p.remotes, r.idx)
 	}
+	if r.answering != nil {
+		r.answering.abandoned.Store(true) // its worker, if still waiting for a place, makes nothing
+	}
 	if p.standby == r {
 		p.standby = nil
 	}
