@@ -195,3 +195,20 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	return err
 }
+
+// cmdBenchRawHost runs the raw pion host process of the idle benchmark (bench.RunRawHost): its
+// links' signals on standard input and output, until standard input ends.
+func cmdBenchRawHost(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench-rawhost", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	// SIGUSR1: the idle benchmark reads a settled resident set.
+	return bench.RunRawHost(ctx, bench.RawHostOptions{SettleOut: stderr}, stdin, stdout, log)
+}

@@ -220,6 +220,11 @@ func benchHostCommand(exe string) func(args []string) *exec.Cmd {
 	return func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"bench-host"}, args...)...) }
 }
 
+// benchRawHostCommand makes the command of the idle benchmark's raw host process.
+func benchRawHostCommand(exe string) func(args []string) *exec.Cmd {
+	return func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"bench-rawhost"}, args...)...) }
+}
+
 func benchAllMigration(ctx context.Context, plan benchAllPlan, noStandby bool, exe string, log zerolog.Logger, stderr io.Writer) bench.Row {
 	o := bench.MigrationOptions{Peers: plan.migPeers, Entities: plan.migEntities, Moving: 100, Trials: plan.migTrials,
 		Settle: 500 * time.Millisecond, NoStandby: noStandby, HostLogLevel: "warn", HostCommand: benchHostCommand(exe)}
@@ -298,7 +303,8 @@ func benchAllJoins(ctx context.Context, plan benchAllPlan, exe string, stderr io
 }
 
 func benchAllIdle(ctx context.Context, plan benchAllPlan, exe string, log zerolog.Logger, stderr io.Writer) []bench.Row {
-	s, err := bench.Idle(ctx, bench.IdleOptions{Members: plan.idleMembers, Window: plan.idleWindow, Standby: true, HostCommand: benchHostCommand(exe)}, log, stderr)
+	s, err := bench.Idle(ctx, bench.IdleOptions{Members: plan.idleMembers, Window: plan.idleWindow, Standby: true,
+		HostCommand: benchHostCommand(exe), RawHostCommand: benchRawHostCommand(exe)}, log, stderr)
 	if err != nil {
 		return []bench.Row{{What: fmt.Sprintf("Idle members, %d", plan.idleMembers), Verdict: "error: " + firstLine(err), Load: bench.LoadAverage()}}
 	}
@@ -394,6 +400,7 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&o.Members, "n", 256, "idle members of one room, and raw pion link pairs")
 	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured time of each phase")
 	fs.BoolVar(&o.Standby, "standby", false, "also a room whose members keep standby links")
+	oneProcess := fs.Bool("raw-one-process-only", false, "skip the raw baseline in two processes (a raw pion host process, concord bench-rawhost, and the links' other ends here); the verdict is then the whole against raw pairs in one process")
 	fs.DurationVar(&o.ReportInterval, "report-interval", 0, "the members' status report interval (0: peer's default, 1s); an experiment")
 	fs.DurationVar(&o.TickInterval, "tick-interval", 0, "the members' tick and network interval (0: peer's default, 50ms); an experiment")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (the members and signaling) over the window of the room without standby links to this file")
@@ -410,6 +417,9 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	o.HostCommand = benchHostCommand(exe)
+	if !*oneProcess {
+		o.RawHostCommand = benchRawHostCommand(exe)
+	}
 	o.HostWindowProfile = *hostWindowProfile != ""
 	if *hostProfile != "" || *hostMemProfile != "" || o.HostWindowProfile {
 		o.HostCommand = func(args []string) *exec.Cmd {
