@@ -54,12 +54,14 @@ type IdleOptions struct {
 type IdleSummary struct {
 	Members      int
 	Raw, Concord float64 // CPU %; Raw: both ends of every pair in this process
+	Standby      float64 // CPU %, the phase with standby links; 0 when not run
+	ConcordHost  float64 // the host process's part of Concord
+	StandbyHost  float64
+
 	// RawTwo is the raw baseline in Concord's shape (RawHostCommand), both processes; RawTwoHost
 	// is its raw host process's part. 0 when not run.
 	RawTwo, RawTwoHost float64
-	Standby            float64 // CPU %, the phase with standby links; 0 when not run
-	ConcordHost        float64 // the host process's part of Concord
-	StandbyHost        float64
+
 	// Memory per member (or raw pair), KiB of resident set: what the room or the pairs added to
 	// this process's RSS, plus (Concord) what the members added to the host process's.
 	RawKiB, ConcordKiB, ConcordHostKiB float64
