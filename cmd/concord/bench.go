@@ -201,6 +201,8 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 func cmdBenchRawHost(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-rawhost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	o := bench.RawHostOptions{SettleOut: stderr} // SIGUSR1: the idle benchmark reads a settled resident set
+	fs.StringVar(&o.WindowProfile, "window-cpuprofile", "", "write a CPU profile of this process from one SIGUSR2 to the next to this file (the idle benchmark's window)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -209,6 +211,5 @@ func cmdBenchRawHost(ctx context.Context, args []string, stdin io.Reader, stdout
 	if err != nil {
 		return err
 	}
-	// SIGUSR1: the idle benchmark reads a settled resident set.
-	return bench.RunRawHost(ctx, bench.RawHostOptions{SettleOut: stderr}, stdin, stdout, log)
+	return bench.RunRawHost(ctx, o, stdin, stdout, log)
 }

@@ -109,6 +109,8 @@ bench-host); the host is killed with SIGKILL -trials times and the pause until e
 converged and updates flow again is measured.`},
 	"bench-host": {"concord bench-host [flags]", `The host process that "concord bench migration" starts and kills and "concord bench
 fanout" measures: a host of the bench game in the room "bench".`},
+	"bench-rawhost": {"concord bench-rawhost [flags]", `The raw pion host process that "concord bench idle" measures: one link answered per member,
+its signals as JSON lines on standard input and output, until standard input ends.`},
 	"token": {"concord token --room R --user U [flags]", `Prints an HS256 join token signed with CONCORD_SECRET, the secret "concord serve" verifies
 joins with: for trying a server with a secret (the page takes it as ?token=) and for scripts.
 Deployments mint the same tokens in their own backend (claims: docs/protocol.md "Signaling:

@@ -47,6 +47,9 @@ type IdleOptions struct {
 	// HostWindowProfile makes Idle start and stop the host process's window profile (bench-host
 	// -window-cpuprofile) around the window of the room without standby links.
 	HostWindowProfile bool
+	// RawHostWindowProfile does the same for the raw host process (bench-rawhost
+	// -window-cpuprofile) around its window.
+	RawHostWindowProfile bool
 }
 
 // IdleSummary is what Idle measured: CPU in % of one core over each window, both ends of every
@@ -119,7 +122,7 @@ func Idle(ctx context.Context, o IdleOptions, log zerolog.Logger, progress io.Wr
 // idleRawHost runs the two-process raw phase of Idle (RawHostCommand) and fills in its figures.
 func idleRawHost(ctx context.Context, o IdleOptions, s *IdleSummary, log zerolog.Logger, progress io.Writer) error {
 	self0 := settledRSS()
-	rl, err := dialRawHost(ctx, o.RawHostCommand([]string{"-log-level", "warn"}), o.Members, pionLogger(log))
+	rl, err := dialRawHost(ctx, o.RawHostCommand(nil), o.Members, pionLogger(log))
 	if err != nil {
 		return err
 	}
@@ -128,8 +131,18 @@ func idleRawHost(ctx context.Context, o IdleOptions, s *IdleSummary, log zerolog
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}
+	if o.RawHostWindowProfile {
+		if err := rl.hp.profileWindow(ctx, true); err != nil {
+			return err
+		}
+	}
 	if s.RawTwo, s.RawTwoHost, err = idleWindow(ctx, o.Window, rl.hp); err != nil {
 		return err
+	}
+	if o.RawHostWindowProfile {
+		if err := rl.hp.profileWindow(ctx, false); err != nil {
+			return err
+		}
 	}
 	self := settledRSS() - self0
 	if err := rl.hp.settle(ctx); err != nil {

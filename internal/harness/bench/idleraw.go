@@ -82,6 +82,9 @@ type RawHostOptions struct {
 	// SettleOut, when not nil, makes the raw host settle its memory on SIGUSR1 and say
 	// "bench-host settled N" on it, as HostOptions.SettleOut.
 	SettleOut io.Writer
+	// WindowProfile, when not empty, is the file that receives a CPU profile from one SIGUSR2 to
+	// the next (the idle benchmark's window), said on SettleOut, as HostOptions.WindowProfile.
+	WindowProfile string
 }
 
 // RunRawHost runs the raw host process of the idle benchmark: it reads rawHostSignals from in,
@@ -97,6 +100,10 @@ func RunRawHost(ctx context.Context, o RawHostOptions, in io.Reader, out io.Writ
 	if o.SettleOut != nil {
 		stop := settleOnSignal(o.SettleOut, "", log)
 		defer stop()
+		if o.WindowProfile != "" {
+			stop := profileOnSignal(o.SettleOut, o.WindowProfile, log)
+			defer stop()
+		}
 		// Said once SIGUSR1 is handled: the benchmark settles this process before its links.
 		fmt.Fprintln(o.SettleOut, rawHostReady)
 	}
@@ -167,6 +174,7 @@ type rawHostLinks struct {
 // dialRawHost starts the raw host process (cmd, from RawHostCommand), connects n links to it and
 // waits until every one is open on this side.
 func dialRawHost(ctx context.Context, cmd *exec.Cmd, n int, pion zerolog.Logger) (*rawHostLinks, error) {
+	cmd.Args = append(cmd.Args, "-log-level", "warn")
 	pr, pw := io.Pipe()
 	hp, err := startBenchHost(cmd, pw)
 	if err != nil {
