@@ -203,6 +203,7 @@ func cmdBenchRawHost(ctx context.Context, args []string, stdin io.Reader, stdout
 	fs.SetOutput(stderr)
 	o := bench.RawHostOptions{SettleOut: stderr} // SIGUSR1: the idle benchmark reads a settled resident set
 	fs.StringVar(&o.WindowProfile, "window-cpuprofile", "", "write a CPU profile of this process from one SIGUSR2 to the next to this file (the idle benchmark's window)")
+	fs.StringVar(&o.SettleProfile, "settle-memprofile", "", "write a heap profile of this process to this file whenever it settles its memory (SIGUSR1, the idle benchmark)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -409,6 +409,7 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	hostWindowProfile := fs.String("host-window-cpuprofile", "", "write a CPU profile of the bench-host process over the window of the room without standby links to this file (what the host pays for idle members, the joins left out)")
 	hostMemProfile := fs.String("host-memprofile", "", "write a heap profile of the bench-host process to this file when it settles at the end of the window (inuse_space: what it holds for its members; with -standby, the standby room's)")
 	rawHostWindowProfile := fs.String("rawhost-window-cpuprofile", "", "write a CPU profile of the raw host process (bench-rawhost) over its window to this file")
+	rawHostMemProfile := fs.String("rawhost-memprofile", "", "write a heap profile of the raw host process (bench-rawhost) to this file when it settles at the end of its window (inuse_space: what it holds for its links)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -420,10 +421,17 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	o.HostCommand = benchHostCommand(exe)
 	if !*oneProcess {
 		o.RawHostCommand = benchRawHostCommand(exe)
-		if *rawHostWindowProfile != "" {
-			o.RawHostWindowProfile = true
+		o.RawHostWindowProfile = *rawHostWindowProfile != ""
+		if o.RawHostWindowProfile || *rawHostMemProfile != "" {
 			o.RawHostCommand = func(args []string) *exec.Cmd {
-				return exec.Command(exe, append([]string{"bench-rawhost", "-window-cpuprofile", *rawHostWindowProfile}, args...)...)
+				pre := []string{"bench-rawhost"}
+				if o.RawHostWindowProfile {
+					pre = append(pre, "-window-cpuprofile", *rawHostWindowProfile)
+				}
+				if *rawHostMemProfile != "" {
+					pre = append(pre, "-settle-memprofile", *rawHostMemProfile)
+				}
+				return exec.Command(exe, append(pre, args...)...)
 			}
 		}
 	}

@@ -82,6 +82,9 @@ type RawHostOptions struct {
 	// SettleOut, when not nil, makes the raw host settle its memory on SIGUSR1 and say
 	// "bench-host settled N" on it, as HostOptions.SettleOut.
 	SettleOut io.Writer
+	// SettleProfile, when not empty, receives a heap profile at every settle (the last one
+	// stays), as HostOptions.SettleProfile.
+	SettleProfile string
 	// WindowProfile, when not empty, is the file that receives a CPU profile from one SIGUSR2 to
 	// the next (the idle benchmark's window), said on SettleOut, as HostOptions.WindowProfile.
 	WindowProfile string
@@ -98,7 +101,7 @@ func RunRawHost(ctx context.Context, o RawHostOptions, in io.Reader, out io.Writ
 	}
 	defer api.Close()
 	if o.SettleOut != nil {
-		stop := settleOnSignal(o.SettleOut, "", log)
+		stop := settleOnSignal(o.SettleOut, o.SettleProfile, log)
 		defer stop()
 		if o.WindowProfile != "" {
 			stop := profileOnSignal(o.SettleOut, o.WindowProfile, log)
