@@ -42,8 +42,10 @@ type signalLines struct {
 	err  error // of the first failed write; read after done
 }
 
+// newSignalLines queues up to 16 signals a link (an offer or answer, a few loopback candidates
+// and their end, with room to spare): the queue is what a link's set-up may have in flight.
 func newSignalLines(w io.Writer, n int) *signalLines {
-	sl := &signalLines{q: make(chan rawHostSignal, 64*n), done: make(chan struct{})}
+	sl := &signalLines{q: make(chan rawHostSignal, 16*n), done: make(chan struct{})}
 	go func() {
 		defer close(sl.done)
 		enc := json.NewEncoder(w) // one line a value
