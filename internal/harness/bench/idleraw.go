@@ -103,12 +103,7 @@ func RunRawHost(ctx context.Context, o RawHostOptions, in io.Reader, out io.Writ
 	}
 	defer api.Close()
 	if o.SettleOut != nil {
-		stop := settleOnSignal(o.SettleOut, o.SettleProfile, log)
-		defer stop()
-		if o.WindowProfile != "" {
-			stop := profileOnSignal(o.SettleOut, o.WindowProfile, log)
-			defer stop()
-		}
+		defer onSignals(o.SettleOut, o.SettleProfile, o.WindowProfile, log)()
 		// Said once SIGUSR1 is handled: the benchmark settles this process before its links.
 		fmt.Fprintln(o.SettleOut, rawHostReady)
 	}
