@@ -195,3 +195,22 @@ func cmdBenchHost(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	return err
 }
+
+// cmdBenchRawHost runs the raw pion host process of the idle benchmark (bench.RunRawHost): its
+// links' signals on standard input and output, until standard input ends.
+func cmdBenchRawHost(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench-rawhost", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := bench.RawHostOptions{SettleOut: stderr} // SIGUSR1: the idle benchmark reads a settled resident set
+	fs.StringVar(&o.WindowProfile, "window-cpuprofile", "", "write a CPU profile of this process from one SIGUSR2 to the next to this file (the idle benchmark's window)")
+	fs.StringVar(&o.SettleProfile, "settle-memprofile", "", "write a heap profile of this process to this file whenever it settles its memory (SIGUSR1, the idle benchmark)")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	return bench.RunRawHost(ctx, o, stdin, stdout, log)
+}

@@ -220,6 +220,11 @@ func benchHostCommand(exe string) func(args []string) *exec.Cmd {
 	return func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"bench-host"}, args...)...) }
 }
 
+// benchRawHostCommand makes the command of the idle benchmark's raw host process.
+func benchRawHostCommand(exe string) func(args []string) *exec.Cmd {
+	return func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"bench-rawhost"}, args...)...) }
+}
+
 func benchAllMigration(ctx context.Context, plan benchAllPlan, noStandby bool, exe string, log zerolog.Logger, stderr io.Writer) bench.Row {
 	o := bench.MigrationOptions{Peers: plan.migPeers, Entities: plan.migEntities, Moving: 100, Trials: plan.migTrials,
 		Settle: 500 * time.Millisecond, NoStandby: noStandby, HostLogLevel: "warn", HostCommand: benchHostCommand(exe)}
@@ -298,7 +303,8 @@ func benchAllJoins(ctx context.Context, plan benchAllPlan, exe string, stderr io
 }
 
 func benchAllIdle(ctx context.Context, plan benchAllPlan, exe string, log zerolog.Logger, stderr io.Writer) []bench.Row {
-	s, err := bench.Idle(ctx, bench.IdleOptions{Members: plan.idleMembers, Window: plan.idleWindow, Standby: true, HostCommand: benchHostCommand(exe)}, log, stderr)
+	s, err := bench.Idle(ctx, bench.IdleOptions{Members: plan.idleMembers, Window: plan.idleWindow, Standby: true,
+		HostCommand: benchHostCommand(exe), RawHostCommand: benchRawHostCommand(exe)}, log, stderr)
 	if err != nil {
 		return []bench.Row{{What: fmt.Sprintf("Idle members, %d", plan.idleMembers), Verdict: "error: " + firstLine(err), Load: bench.LoadAverage()}}
 	}
@@ -394,6 +400,7 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&o.Members, "n", 256, "idle members of one room, and raw pion link pairs")
 	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured time of each phase")
 	fs.BoolVar(&o.Standby, "standby", false, "also a room whose members keep standby links")
+	oneProcess := fs.Bool("raw-one-process-only", false, "skip the raw baseline in two processes (a raw pion host process, concord bench-rawhost, and the links' other ends here); the verdict is then the whole against raw pairs in one process")
 	fs.DurationVar(&o.ReportInterval, "report-interval", 0, "the members' status report interval (0: peer's default, 1s); an experiment")
 	fs.DurationVar(&o.TickInterval, "tick-interval", 0, "the members' tick and network interval (0: peer's default, 50ms); an experiment")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (the members and signaling) over the window of the room without standby links to this file")
@@ -401,6 +408,8 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	hostProfile := fs.String("host-cpuprofile", "", "write a CPU profile of the bench-host process (its whole life, the members' joins included) to this file")
 	hostWindowProfile := fs.String("host-window-cpuprofile", "", "write a CPU profile of the bench-host process over the window of the room without standby links to this file (what the host pays for idle members, the joins left out)")
 	hostMemProfile := fs.String("host-memprofile", "", "write a heap profile of the bench-host process to this file when it settles at the end of the window (inuse_space: what it holds for its members; with -standby, the standby room's)")
+	rawHostWindowProfile := fs.String("rawhost-window-cpuprofile", "", "write a CPU profile of the raw host process (bench-rawhost) over its window to this file")
+	rawHostMemProfile := fs.String("rawhost-memprofile", "", "write a heap profile of the raw host process (bench-rawhost) to this file when it settles at the end of its window (inuse_space: what it holds for its links)")
 	logLevel := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -410,6 +419,22 @@ func cmdBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	o.HostCommand = benchHostCommand(exe)
+	if !*oneProcess {
+		o.RawHostCommand = benchRawHostCommand(exe)
+		o.RawHostWindowProfile = *rawHostWindowProfile != ""
+		if o.RawHostWindowProfile || *rawHostMemProfile != "" {
+			o.RawHostCommand = func(args []string) *exec.Cmd {
+				pre := []string{"bench-rawhost"}
+				if o.RawHostWindowProfile {
+					pre = append(pre, "-window-cpuprofile", *rawHostWindowProfile)
+				}
+				if *rawHostMemProfile != "" {
+					pre = append(pre, "-settle-memprofile", *rawHostMemProfile)
+				}
+				return exec.Command(exe, append(pre, args...)...)
+			}
+		}
+	}
 	o.HostWindowProfile = *hostWindowProfile != ""
 	if *hostProfile != "" || *hostMemProfile != "" || o.HostWindowProfile {
 		o.HostCommand = func(args []string) *exec.Cmd {

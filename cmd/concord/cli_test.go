@@ -32,6 +32,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"bench", "fanout", "-h"}, 0, []string{""}, []string{"Usage: concord bench fanout", "-duration", "-cpuprofile"}},
 		{[]string{"bench", "migration", "-h"}, 0, []string{""}, []string{"Usage: concord bench migration", "-trials", "-standby"}},
 		{[]string{"bench-host", "-h"}, 0, []string{""}, []string{"Usage: concord bench-host", "-cpuprofile", "-exit-on-stdin-eof"}},
+		{[]string{"bench-rawhost", "-h"}, 0, []string{""}, []string{"Usage: concord bench-rawhost", "JSON lines", "-log-level"}},
 		{[]string{"bench-join-bots", "-h"}, 0, []string{""}, []string{"Usage: concord bench-join-bots", "-first", "-timeout"}},
 		{[]string{"bench", "joins", "-h"}, 0, []string{""}, []string{"Usage: concord bench joins", "-procs", "-cpuprofile-window"}},
 		{[]string{"crdt", "-h"}, 0, []string{""}, []string{"Usage: concord crdt", "state", "dump"}},

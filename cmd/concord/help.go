@@ -79,9 +79,12 @@ every tick, then -joins members one after another, each alone in this process: e
 and leaves. Prints joined → synced p50/p99, start → synced p50, the snapshot's size and the median
 of each step of a join (link made, offer sent, answer in, ICE, DTLS, channels open, first and last
 snapshot byte, apply). The same row as "concord bench all".`},
-	"bench idle": {"concord bench idle [flags]", `Opens -n raw pion link pairs in this process and measures their CPU over -window; then a room of
--n members whose host (concord bench-host, an empty world) moves nothing, both ends measured (this
-process and the host process); with -standby, the same room with standby links.`},
+	"bench idle": {"concord bench idle [flags]", `Opens -n raw pion link pairs in this process and measures their CPU over -window; then -n raw pion
+links from this process to a raw host process (concord bench-rawhost: Concord's shape, two processes);
+then a room of -n members whose host (concord bench-host, an empty world) moves nothing, both ends
+measured (this process and the host process); with -standby, the same room with standby links. The
+verdict judges the host process against the raw host process (CPU and memory per member) and prints
+both wholes and the one-process figure beside it.`},
 	"bench all": {"concord bench all [-quick] [flags]", `Runs the headline set of BENCHMARKS.md and prints its leading table: each figure, its
 same-run comparison, the goal, pass or MISS and by how much, and the load average. The fan-out
 rows run bench/colyseus/run.mjs (node; npm ci when its node_modules is missing), the CRDT row
@@ -106,6 +109,8 @@ bench-host); the host is killed with SIGKILL -trials times and the pause until e
 converged and updates flow again is measured.`},
 	"bench-host": {"concord bench-host [flags]", `The host process that "concord bench migration" starts and kills and "concord bench
 fanout" measures: a host of the bench game in the room "bench".`},
+	"bench-rawhost": {"concord bench-rawhost [flags]", `The raw pion host process that "concord bench idle" measures: one link answered per member,
+its signals as JSON lines on standard input and output, until standard input ends.`},
 	"token": {"concord token --room R --user U [flags]", `Prints an HS256 join token signed with CONCORD_SECRET, the secret "concord serve" verifies
 joins with: for trying a server with a secret (the page takes it as ?token=) and for scripts.
 Deployments mint the same tokens in their own backend (claims: docs/protocol.md "Signaling:

@@ -78,6 +78,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "bench-host": // hidden: the host process `bench migration` kills
 		err = cmdBenchHost(ctx, args[1:], stdin, stdout, stderr)
+	case "bench-rawhost": // hidden: the raw pion host process `bench idle` measures
+		err = cmdBenchRawHost(ctx, args[1:], stdin, stdout, stderr)
 	case "bench-voice-server": // hidden: the forwarder process `bench voice` measures
 		err = cmdBenchVoiceServer(ctx, args[1:], stdin, stdout, stderr)
 	case "bench-join-bots": // hidden: a bot process of `bench joins`

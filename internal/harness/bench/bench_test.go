@@ -234,19 +234,55 @@ func helperHostCommand(args []string) *exec.Cmd {
 	return cmd
 }
 
-// TestIdleSmoke runs the idle benchmark at a small size: raw pairs, a room whose host process
-// settles its memory before and after the window (the resident set is read settled on both
-// sides), and its standby phase.
+// rawHostHelperEnv makes this test binary run a raw host (TestRawHostHelperProcess).
+const rawHostHelperEnv = "CONCORD_BENCH_RAWHOST_HELPER"
+
+// TestRawHostHelperProcess is the raw host process of TestIdleSmoke, as `concord bench-rawhost`.
+func TestRawHostHelperProcess(t *testing.T) {
+	if os.Getenv(rawHostHelperEnv) != "1" {
+		t.Skip("the raw host process of TestIdleSmoke")
+	}
+	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel)
+	if err := RunRawHost(context.Background(), RawHostOptions{SettleOut: os.Stderr}, os.Stdin, os.Stdout, log); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// helperRawHostCommand runs TestRawHostHelperProcess as a raw host process.
+func helperRawHostCommand(args []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestRawHostHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), rawHostHelperEnv+"=1")
+	return cmd
+}
+
+// TestIdleSmoke runs the idle benchmark at a small size: raw pairs in one process, raw links to a
+// raw host process, a room whose host process settles its memory before and after the window
+// (the resident set is read settled on both sides), and its standby phase; its rows judge the
+// host against the raw host and print both baselines.
 func TestIdleSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
-	s, err := Idle(ctx, IdleOptions{Members: 3, Window: 500 * time.Millisecond, Standby: true, HostCommand: helperHostCommand}, log, io.Discard)
+	s, err := Idle(ctx, IdleOptions{Members: 3, Window: 500 * time.Millisecond, Standby: true,
+		HostCommand: helperHostCommand, RawHostCommand: helperRawHostCommand}, log, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Members != 3 || s.Concord <= 0 || s.Standby <= 0 { // the host's CPU is read in 10 ms ticks: may be 0 here
-		t.Fatalf("summary %+v: want CPU figures for the room and its standby phase", s)
+	// The processes' CPU is read in 10 ms ticks: a host's may be 0 here, the wholes may not.
+	if s.Members != 3 || s.Concord <= 0 || s.Standby <= 0 || s.Raw <= 0 || s.RawTwo <= 0 {
+		t.Fatalf("summary %+v: want CPU figures for both raw baselines, the room and its standby phase", s)
+	}
+	if s.RawTwoHostKiB <= 0 || s.RawTwoKiB < s.RawTwoHostKiB {
+		t.Fatalf("summary %+v: want the raw host's memory per link, and the whole's at least that", s)
+	}
+	rows := IdleRows(*s)
+	if len(rows) != 3 || !strings.Contains(rows[0].What, "raw pion host process") || !strings.Contains(rows[0].Compare, "one process") ||
+		!strings.Contains(rows[1].What, "raw pion host process") {
+		t.Fatalf("rows %+v: want the host judged against the raw host, with the one-process baseline shown", rows)
+	}
+	for _, r := range rows {
+		t.Logf("%s: %s (%s) — %s: %s", r.What, r.Figure, r.Compare, r.Goal, r.Verdict)
 	}
 }
 

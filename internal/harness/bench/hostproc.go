@@ -101,12 +101,7 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 		return err
 	}
 	if o.SettleOut != nil {
-		stop := settleOnSignal(o.SettleOut, o.SettleProfile, log)
-		defer stop()
-		if o.WindowProfile != "" {
-			stop := profileOnSignal(o.SettleOut, o.WindowProfile, log)
-			defer stop()
-		}
+		defer onSignals(o.SettleOut, o.SettleProfile, o.WindowProfile, log)()
 	}
 	if wire != nil {
 		wctx, stop := context.WithCancel(ctx)
@@ -118,6 +113,18 @@ func RunHost(ctx context.Context, o HostOptions, log zerolog.Logger) error {
 		defer func() { stop(); <-done }()
 	}
 	return p.Run(ctx)
+}
+
+// onSignals is what a bench host process does on the idle benchmark's signals, said on out:
+// settle on SIGUSR1 (settleOnSignal) and, when windowProfile is not empty, profile from one
+// SIGUSR2 to the next (profileOnSignal), until stop.
+func onSignals(out io.Writer, settleProfile, windowProfile string, log zerolog.Logger) (stop func()) {
+	stopSettle := settleOnSignal(out, settleProfile, log)
+	stopProfile := func() {}
+	if windowProfile != "" {
+		stopProfile = profileOnSignal(out, windowProfile, log)
+	}
+	return func() { stopProfile(); stopSettle() }
 }
 
 // settleOnSignal settles this process's memory on every SIGUSR1 and says so on out, until stop.

@@ -30,6 +30,10 @@ type IdleOptions struct {
 	Standby bool
 	// HostCommand makes the command of the bench host process from bench-host's flags.
 	HostCommand func(args []string) *exec.Cmd
+	// RawHostCommand makes the command of the raw host process (bench-rawhost, RunRawHost) from
+	// its flags: the raw baseline in Concord's shape, its links' host ends in a process of their
+	// own. Nil: that phase is not run.
+	RawHostCommand func(args []string) *exec.Cmd
 	// ReportInterval and TickInterval, when not zero, override the members' status report
 	// interval and their tick and network intervals (experiments: what an idle member's cost
 	// comes from).
@@ -43,20 +47,31 @@ type IdleOptions struct {
 	// HostWindowProfile makes Idle start and stop the host process's window profile (bench-host
 	// -window-cpuprofile) around the window of the room without standby links.
 	HostWindowProfile bool
+	// RawHostWindowProfile does the same for the raw host process (bench-rawhost
+	// -window-cpuprofile) around its window.
+	RawHostWindowProfile bool
 }
 
 // IdleSummary is what Idle measured: CPU in % of one core over each window, both ends of every
 // link together (Concord: this process's members and signaling, and the host process).
 type IdleSummary struct {
 	Members      int
-	Raw, Concord float64 // CPU %
+	Raw, Concord float64 // CPU %; Raw: both ends of every pair in this process
 	Standby      float64 // CPU %, the phase with standby links; 0 when not run
 	ConcordHost  float64 // the host process's part of Concord
 	StandbyHost  float64
+
+	// RawTwo is the raw baseline in Concord's shape (RawHostCommand), both processes; RawTwoHost
+	// is its raw host process's part. 0 when not run.
+	RawTwo, RawTwoHost float64
+
 	// Memory per member (or raw pair), KiB of resident set: what the room or the pairs added to
 	// this process's RSS, plus (Concord) what the members added to the host process's.
 	RawKiB, ConcordKiB, ConcordHostKiB float64
-	Load                               string
+	// RawTwoKiB is what the two-process baseline's links added to both processes, RawTwoHostKiB
+	// to its raw host process.
+	RawTwoKiB, RawTwoHostKiB float64
+	Load                     string
 }
 
 // Idle measures what idle members cost: o.Members raw pion link pairs open and carrying nothing
@@ -81,6 +96,13 @@ func Idle(ctx context.Context, o IdleOptions, log zerolog.Logger, progress io.Wr
 		return nil, err
 	}
 	runtime.GC()
+	if o.RawHostCommand != nil {
+		fmt.Fprintf(progress, "idle: %d raw pion links to a raw host process\n", o.Members)
+		if err := idleRawHost(ctx, o, s, log, progress); err != nil {
+			return nil, fmt.Errorf("raw host: %w", err)
+		}
+		runtime.GC()
+	}
 	fmt.Fprintf(progress, "idle: a room of %d members\n", o.Members)
 	var mem idleMemory
 	if s.Concord, s.ConcordHost, mem, err = idleRoom(ctx, o, false, log, progress); err != nil {
@@ -95,6 +117,45 @@ func Idle(ctx context.Context, o IdleOptions, log zerolog.Logger, progress io.Wr
 		}
 	}
 	return s, nil
+}
+
+// idleRawHost runs the two-process raw phase of Idle (RawHostCommand) and fills in its figures.
+func idleRawHost(ctx context.Context, o IdleOptions, s *IdleSummary, log zerolog.Logger, progress io.Writer) error {
+	self0 := settledRSS()
+	rl, err := dialRawHost(ctx, o.RawHostCommand(nil), o.Members, pionLogger(log))
+	if err != nil {
+		return err
+	}
+	defer rl.close()
+	// As in the Concord phase: the set-up is over, what is left is the links' idle traffic.
+	if err := sleep(ctx, 2*time.Second); err != nil {
+		return err
+	}
+	if o.RawHostWindowProfile {
+		if err := rl.hp.profileWindow(ctx, true); err != nil {
+			return err
+		}
+	}
+	if s.RawTwo, s.RawTwoHost, err = idleWindow(ctx, o.Window, rl.hp); err != nil {
+		return err
+	}
+	if o.RawHostWindowProfile {
+		if err := rl.hp.profileWindow(ctx, false); err != nil {
+			return err
+		}
+	}
+	self := settledRSS() - self0
+	if err := rl.hp.settle(ctx); err != nil {
+		return err
+	}
+	host, err := procRSS(rl.hp.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	s.RawTwoKiB, s.RawTwoHostKiB = perMember(self+host-rl.host0, o.Members), perMember(host-rl.host0, o.Members)
+	fmt.Fprintf(progress, "idle: raw pion in two processes %.1f%% of a core (raw host %.1f%%), %.0f KiB a link (raw host %.0f KiB)\n",
+		s.RawTwo, s.RawTwoHost, s.RawTwoKiB, s.RawTwoHostKiB)
+	return rl.hp.exited()
 }
 
 // idleMemory is the resident memory a room of idle members added, in bytes: to this process
@@ -163,7 +224,7 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 			return 0, 0, mem, err
 		}
 	}
-	total, host, err = idleWindow(ctx, o.Window, g)
+	total, host, err = idleWindow(ctx, o.Window, hp)
 	stopProfile()
 	if hostProfile {
 		if perr := hp.profileWindow(ctx, false); perr != nil && err == nil {
@@ -193,11 +254,13 @@ func idleRoom(ctx context.Context, o IdleOptions, standby bool, log zerolog.Logg
 	return total, host, mem, err
 }
 
-// idleWindow measures this process's CPU, and g's host process's when g is not nil, over d.
-func idleWindow(ctx context.Context, d time.Duration, g *peerGroup) (total, host float64, err error) {
+// idleWindow measures this process's CPU, and hp's when hp is not nil, over d.
+func idleWindow(ctx context.Context, d time.Duration, hp *hostProc) (total, host float64, err error) {
 	var h0 time.Duration
-	if g != nil {
-		h0 = g.hostCPU()
+	if hp != nil {
+		if h0, err = procCPU(hp.cmd.Process.Pid); err != nil {
+			return 0, 0, err
+		}
 	}
 	t0, c0 := time.Now(), cpuTime()
 	if err := sleep(ctx, d); err != nil {
@@ -205,8 +268,12 @@ func idleWindow(ctx context.Context, d time.Duration, g *peerGroup) (total, host
 	}
 	t1, c1 := time.Now(), cpuTime()
 	var h time.Duration
-	if g != nil {
-		if h = g.hostCPU() - h0; h < 0 {
+	if hp != nil {
+		h1, err := procCPU(hp.cmd.Process.Pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		if h = h1 - h0; h < 0 {
 			return 0, 0, errors.New("idle: host CPU went back")
 		}
 	}
