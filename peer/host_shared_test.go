@@ -76,15 +76,7 @@ func TestHostSharedChangeList(t *testing.T) {
 
 	// Member 2 moves its avatar; the host relays it to 3 and 4 only.
 	clear(got)
-	n.do(2, func(w *World) {
-		a, _ := w.AvatarOf(2)
-		if err := w.Set(a, 0, []byte{5, 0, 0, 0}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	n.peers[2].flushUpdates()
-	n.pump()
-	a2, _ := h.w.AvatarOf(2)
+	a2 := n.moveAvatar(t, 2, h)
 	h.flushUpdates()
 	n.pump()
 	if carries(t, got[2], a2) {
@@ -240,4 +232,20 @@ func TestHostSharedDatagramsSentOwned(t *testing.T) {
 			}
 		}
 	}
+}
+
+// moveAvatar has member idx write its avatar's first property and flush, and returns that
+// avatar as host h knows it (the relay not yet flushed by the host).
+func (n *stepNet) moveAvatar(t *testing.T, idx PeerIndex, h *stepPeer) Entity {
+	t.Helper()
+	n.do(idx, func(w *World) {
+		a, _ := w.AvatarOf(idx)
+		if err := w.Set(a, 0, []byte{5, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	n.peers[idx].flushUpdates()
+	n.pump()
+	a, _ := h.w.AvatarOf(idx)
+	return a
 }

@@ -47,15 +47,7 @@ func TestIdleHostFlushWalksNoMember(t *testing.T) {
 	}
 	idle("after the host's write")
 
-	n.do(2, func(w *World) {
-		a, _ := w.AvatarOf(2)
-		if err := w.Set(a, 0, []byte{5, 0, 0, 0}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	n.peers[2].flushUpdates()
-	n.pump()
-	a2, _ := h.w.AvatarOf(2)
+	a2 := n.moveAvatar(t, 2, h)
 	walks := h.host.walks
 	h.flushUpdates()
 	n.pump()
