@@ -185,11 +185,11 @@ func TestServeFlagsCheckedFirst(t *testing.T) {
 }
 
 // TestUsageListsEveryCommand: the main usage names every command and subcommand that has a help
-// of its own (helps), but the hidden processes the benches start (bench-host, bench-voice-server,
-// bench-join-bots).
+// of its own (helps), but the hidden processes the benches start (bench-host, bench-rawhost,
+// bench-voice-server, bench-join-bots).
 func TestUsageListsEveryCommand(t *testing.T) {
 	for name := range helps {
-		if name == "bench-host" || name == "bench-voice-server" || name == "bench-join-bots" {
+		if name == "bench-host" || name == "bench-rawhost" || name == "bench-voice-server" || name == "bench-join-bots" {
 			continue
 		}
 		if !strings.Contains(usage, "concord "+name+" ") && !strings.Contains(usage, "concord "+name+"\n") {
