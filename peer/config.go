@@ -134,6 +134,14 @@ type Config struct {
 	InterestInterval time.Duration
 	// MaxDatagramsPerFlush bounds unreliable datagrams per remote per network interval; default 64.
 	MaxDatagramsPerFlush int
+	// EndWhenReplaced makes Run return (an error wrapping sigclient.ErrReplaced) when another
+	// connection joins with this peer's identity, instead of keeping its links without signaling.
+	// For a supervised peer — a server's dedicated host, which its placement starts again while
+	// its node owns the room — a replaced peer that stays would be a host nobody can reach that
+	// its supervisor still counts as running. By default a replaced peer keeps its links and does
+	// not redial (the same device elsewhere: fighting it would take turns at replacing).
+	EndWhenReplaced bool
+
 	// Standby makes a synced member keep an idle standby link to the member signaling would elect
 	// next, so that a host migration needs no new ICE/DTLS handshake: when that member becomes
 	// host, the standby link becomes the link to the host. By default (Standby and NoStandby

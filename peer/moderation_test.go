@@ -123,3 +123,36 @@ func TestBanEndsPeerOnResume(t *testing.T) {
 	o.start()
 	runEnds(t, botDone, signaling.ErrBanned, "the bot banned during the outage")
 }
+
+// A peer with EndWhenReplaced (a server's dedicated host) ends when another connection joins with
+// its identity: Run returns ErrReplaced, so its supervisor sees it stop. Without it the replaced
+// peer stays, without signaling, and its supervisor counts a host nobody can reach as running.
+func TestReplacedPeerEndsWhenAsked(t *testing.T) {
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	srv := signaling.New(signaling.Config{Logger: log})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { _ = srv.Close(); hs.Close() })
+	tr := &peer.MemoryTransport{Pipe: link.PipeConfig{Seed: 7}}
+	run := func(end bool) (*peer.Peer, chan error) {
+		p, err := peer.New(peer.Config{Server: hs.URL, Room: "arena", User: "host", Device: "serve", Kind: signaling.KindHost,
+			App: arena.New(arena.Config{}), Transport: tr, Logger: log, EndWhenReplaced: end,
+			RedialMin: 10 * time.Millisecond, RedialMax: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return p, done
+	}
+	first, firstDone := run(true)
+	poll.Until(t, 10*time.Second, "the first host hosts", func() error {
+		if !first.Status().IsHost {
+			return errors.New("not host yet")
+		}
+		return nil
+	})
+	run(false)
+	runEnds(t, firstDone, signaling.ErrReplaced, "the replaced dedicated host")
+}

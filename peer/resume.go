@@ -37,8 +37,13 @@ func (p *Peer) signalingLost(ctx context.Context, cause error) {
 	if errors.Is(cause, sigclient.ErrReplaced) {
 		// Another connection joined with this identity (the same device elsewhere): fighting
 		// it for the index would only take turns at replacing each other.
-		p.log.Error().Err(cause).Msg("signaling connection replaced by another with this identity; not redialing, keeping links")
 		p.closeLater(old)
+		if p.cfg.EndWhenReplaced {
+			p.log.Error().Err(cause).Msg("signaling connection replaced by another with this identity; ending (EndWhenReplaced)")
+			p.fatal = cause
+			return
+		}
+		p.log.Error().Err(cause).Msg("signaling connection replaced by another with this identity; not redialing, keeping links")
 		return
 	}
 	p.log.Warn().Err(cause).Msg("signaling connection lost; keeping links and redialing")

@@ -70,6 +70,13 @@ func (s *Server) startDedicated(ctx context.Context, room signaling.RoomID) (clu
 		return nil, fmt.Errorf("%w: %w", cluster.ErrRoomBroken, err)
 	}
 	cfg := d.cfg
+	// A placed host that another connection replaced (its room's lease moved while the cluster's
+	// store elected a leader, and a host of another node joined with the same identity) ends, so
+	// that the placement sees it stop and starts it again while this node owns the room, or lets
+	// it go: kept running without signaling, it was a host nobody could reach that the placement
+	// counted as running, and the room stayed without its dedicated host. (A single node's host
+	// keeps the default: its end stops the server, and only the operator holds its identity.)
+	cfg.EndWhenReplaced = true
 	cfg.App = newApp(s.o, d.room)
 	cfg.Server = s.hostServer
 	if s.secret != "" {
