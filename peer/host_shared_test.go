@@ -153,13 +153,7 @@ func TestHostSharedChangeListLeftovers(t *testing.T) {
 // that flush's own that nothing writes afterwards, and the next flush records into a new one.
 // (The fake links keep the owned bytes uncopied until the pump delivers them.)
 func TestHostSharedDatagramsSentOwned(t *testing.T) {
-	n := newStepNet(t)
-	n.noDeltas = true
-	app := &stepApp{table: stepSchemas()}
-	h := n.join(1, app, 1, 1)
-	for idx := PeerIndex(2); idx <= 4; idx++ {
-		n.join(idx, &stepApp{table: stepSchemas()}, 1, 1)
-	}
+	n, h, _ := newRoomOfFour(t)
 	var boxes []Entity
 	n.do(1, func(w *World) {
 		for range 300 { // a few datagrams' worth
@@ -248,4 +242,17 @@ func (n *stepNet) moveAvatar(t *testing.T, idx PeerIndex, h *stepPeer) Entity {
 	n.pump()
 	a, _ := h.w.AvatarOf(idx)
 	return a
+}
+
+// newRoomOfFour is a stepped room without deltas: host 1 (its app returned) and members 2–4
+// joined.
+func newRoomOfFour(t *testing.T) (*stepNet, *stepPeer, *stepApp) {
+	n := newStepNet(t)
+	n.noDeltas = true
+	app := &stepApp{table: stepSchemas()}
+	h := n.join(1, app, 1, 1)
+	for idx := PeerIndex(2); idx <= 4; idx++ {
+		n.join(idx, &stepApp{table: stepSchemas()}, 1, 1)
+	}
+	return n, h, app
 }

@@ -13,13 +13,7 @@ import (
 // time, a quarter of an idle host's CPU at 256 members. A write, the host's or a relayed one,
 // still reaches every member, and the flush goes back to walking nothing once it has.
 func TestIdleHostFlushWalksNoMember(t *testing.T) {
-	n := newStepNet(t)
-	n.noDeltas = true
-	app := &stepApp{table: stepSchemas()}
-	h := n.join(1, app, 1, 1)
-	for idx := PeerIndex(2); idx <= 4; idx++ {
-		n.join(idx, &stepApp{table: stepSchemas()}, 1, 1)
-	}
+	n, h, app := newRoomOfFour(t)
 	for range 3 { // the joins' leftovers go out
 		h.flushUpdates()
 		n.pump()

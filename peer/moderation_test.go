@@ -20,11 +20,15 @@ import (
 
 // runPeer starts a peer of the arena game on server url and returns it and the channel its Run's
 // result arrives on (put back by whoever reads it, for the cleanup).
-func runPeer(t *testing.T, url string, tr peer.Transport, log zerolog.Logger, user string, kind signaling.Kind) (*peer.Peer, chan error) {
+func runPeer(t *testing.T, url string, tr peer.Transport, log zerolog.Logger, user string, kind signaling.Kind, opts ...func(*peer.Config)) (*peer.Peer, chan error) {
 	t.Helper()
-	p, err := peer.New(peer.Config{Server: url, Room: "arena", User: user, Device: "d", Kind: kind,
+	cfg := peer.Config{Server: url, Room: "arena", User: user, Device: "d", Kind: kind,
 		App: arena.New(arena.Config{}), Transport: tr, Logger: log.With().Str("who", user).Logger(),
-		RedialMin: 10 * time.Millisecond, RedialMax: 20 * time.Millisecond})
+		RedialMin: 10 * time.Millisecond, RedialMax: 20 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := peer.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,17 +138,7 @@ func TestReplacedPeerEndsWhenAsked(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close(); hs.Close() })
 	tr := &peer.MemoryTransport{Pipe: link.PipeConfig{Seed: 7}}
 	run := func(end bool) (*peer.Peer, chan error) {
-		p, err := peer.New(peer.Config{Server: hs.URL, Room: "arena", User: "host", Device: "serve", Kind: signaling.KindHost,
-			App: arena.New(arena.Config{}), Transport: tr, Logger: log, EndWhenReplaced: end,
-			RedialMin: 10 * time.Millisecond, RedialMax: 20 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- p.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
-		return p, done
+		return runPeer(t, hs.URL, tr, log, "host", signaling.KindHost, func(c *peer.Config) { c.EndWhenReplaced = end })
 	}
 	first, firstDone := run(true)
 	poll.Until(t, 10*time.Second, "the first host hosts", func() error {
