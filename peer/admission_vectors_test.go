@@ -89,7 +89,10 @@ type admissionVectors struct {
 	Corrections []struct {
 		Name, Why string
 		Relayed   bool
-		Live      []struct {
+		// Lacked: the host held nothing of the message's entity when the batch first named it;
+		// Waiting: the sender's avatar waits for this answer.
+		Lacked, Waiting bool
+		Live            []struct {
 			Entity  uint16
 			Version uint16
 			Record  *vectorRecord
@@ -294,7 +297,8 @@ func TestAdmissionVectors(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			why, reason := win.admitCorrection(hm, &m, c.Relayed)
+			hm.avatarAfterAnswer = c.Waiting
+			why, reason := win.admitCorrection(hm, &m, c.Relayed, c.Lacked)
 			got := ""
 			if reason != "" {
 				got = why.String()

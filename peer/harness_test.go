@@ -176,6 +176,19 @@ func (n *stepNet) joinWith(idx PeerIndex, app App, term Term, host PeerIndex, be
 	return sp
 }
 
+// converge runs rounds of host h's network flush, each followed by 2 s of the net (digests repair
+// what differs), and fails the test unless member m then holds h's replica.
+func (n *stepNet) converge(h, m *stepPeer, rounds int) {
+	n.t.Helper()
+	for range rounds {
+		h.flushUpdates()
+		n.advance(2 * time.Second)
+	}
+	if got, want := m.w.r.Hash(), h.w.r.Hash(); got != want {
+		n.t.Fatalf("member %x, host %x: the member stays apart", got, want)
+	}
+}
+
 // recordSynced records member idx synced in term, as signaling does when it reports synced
 // (Member.SyncedTerm), in every peer's roster.
 func (n *stepNet) recordSynced(idx PeerIndex, term Term) {

@@ -155,6 +155,7 @@ func (h *hostRole) handle(r *remote, t netmsg.Type, in *inbox) error {
 			// corrections may carry host entities closes.
 			hm.answered = true
 			hm.acceptRelayed = false
+			h.settleAvatar(hm)
 		}
 		h.answerDigest(hm, &in.dig)
 	case netmsg.TypePeerCommands:

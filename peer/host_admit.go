@@ -191,8 +191,11 @@ func (g *gate) strike(hm *hostMember, reason string) error {
 }
 
 // entityVerdict is what authority decided of one entity's corrections in a batch: err refuses
-// them; windowed says they are admitted only because the batch is a survivor's (relayed).
+// them; windowed says they are admitted only because the batch is a survivor's (relayed);
+// lacked says this host held nothing of the entity when the batch first named it (not live, no
+// tombstone of its version).
 type entityVerdict struct {
 	err      error
 	windowed bool
+	lacked   bool
 }

@@ -23,6 +23,11 @@ type hostMember struct {
 	// acceptRelayed: the member's next CRDT batch answers its sync snapshot and may carry host
 	// entities it received from the previous host.
 	acceptRelayed bool
+	// avatarAfterAnswer: a survivor (acceptRelayed) whose avatar waits for its answer to the sync
+	// snapshot: the avatar an earlier host gave it may be one this host never knew (its
+	// checkpoint is older), and the answer brings it back (windowAvatarOK); a fresh one is
+	// spawned only if it does not (settleAvatar).
+	avatarAfterAnswer bool
 	// answered: the member has answered its sync snapshot (its corrections, if it had any, are
 	// merged), so this host holds its latest writes.
 	answered bool
@@ -222,7 +227,7 @@ func (h *hostRole) linkClosed(r *remote) {
 // avatar by the previous host reached this host late).
 func (h *hostRole) respawnAvatars() {
 	for _, hm := range h.mems {
-		if hm.snapshotSent && hm.info.Kind != string(sigclient.KindHost) {
+		if hm.snapshotSent && !hm.avatarAfterAnswer && hm.info.Kind != string(sigclient.KindHost) {
 			if _, ok := h.w.AvatarOf(hm.link.idx); !ok {
 				h.spawnAvatar(hm.info)
 			}

@@ -47,7 +47,7 @@ func (h *hostRole) deletion(hm *hostMember, m *crdt.Message, relayed bool, orpha
 	if w.r.EntityDeleted(m.Entity) {
 		return true, nil // held here already
 	}
-	why, reason := h.admitCorrection(hm, m, relayed)
+	why, reason := h.admitCorrection(hm, m, relayed, false)
 	if reason == "" && !relayed && int(m.Entity.Version()) > int(w.knownVersion(m.Entity.Number()))+maxVersionAhead {
 		why, reason = RefusedCorrection, fmt.Sprintf("deletion of %v, far above any version of number %d known here", m.Entity, m.Entity.Number())
 	}

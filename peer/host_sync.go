@@ -43,7 +43,14 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 	n := len(dig.Digests)
 	first := !hm.snapshotSent
 	if first {
-		if _, ok := h.policy(); ok {
+		// Relayed corrections only from a member that held an earlier host's state, as
+		// signaling recorded it: a fresh joiner (term 0), one of this term, or one whose
+		// greeting claims what signaling never saw has nothing of a previous host to relay.
+		hm.acceptRelayed = h.survivorWindow(hm)
+		// A survivor's avatar waits for its answer, which may bring back the one an earlier
+		// host gave it (windowAvatarOK); until then it follows what it would without one.
+		hm.avatarAfterAnswer = hm.acceptRelayed && hm.info.Kind != string(sigclient.KindHost)
+		if _, ok := h.policy(); ok && !hm.avatarAfterAnswer {
 			h.ensureAvatar(hm) // where its avatar stands decides what it follows
 		}
 		hm.visible, hm.near = h.interestOf(hm.link.idx, h.env.successor())
@@ -58,13 +65,11 @@ func (h *hostRole) answerDigest(hm *hostMember, dig *netmsg.Digest) {
 	hm.answering = true
 	if first {
 		hm.snapshotSent = true
-		// Relayed corrections only from a member that held an earlier host's state, as
-		// signaling recorded it: a fresh joiner (term 0), one of this term, or one whose
-		// greeting claims what signaling never saw has nothing of a previous host to relay.
-		hm.acceptRelayed = h.survivorWindow(hm)
 		hm.dirty = make(map[Entity]uint32)
 		h.entered = append(h.entered, netmsg.PeerInfo{PeerIndex: uint64(hm.link.idx), PeerID: wirePeerID(hm.info.ID)})
-		h.ensureAvatar(hm)
+		if !hm.avatarAfterAnswer {
+			h.ensureAvatar(hm)
+		}
 		h.log.Info().Uint64("peer", uint64(hm.link.idx)).Int("buckets", len(differ)).Msg("member synced by snapshot")
 	}
 }
@@ -132,6 +137,20 @@ func (s *syncer) staleDigest(hm *hostMember, dig *netmsg.Digest) bool {
 // snapshot arrived.
 const maxSnapshotWait = 10 * time.Second
 
+// settleAvatar ends a survivor's wait for its avatar (avatarAfterAnswer) once its answer to the
+// sync snapshot is merged, or its window closed without one: it keeps the avatar its answer
+// brought back, or gets a fresh one, and what it follows is worked out again from there.
+func (h *hostRole) settleAvatar(hm *hostMember) {
+	if !hm.avatarAfterAnswer {
+		return
+	}
+	hm.avatarAfterAnswer = false
+	h.ensureAvatar(hm)
+	if _, ok := h.policy(); ok {
+		hm.visible, hm.near = h.interestOf(hm.link.idx, h.env.successor())
+	}
+}
+
 // ensureAvatar spawns the avatar of a member that has none (a dedicated host gets none).
 func (h *hostRole) ensureAvatar(hm *hostMember) {
 	if hm.info.Kind != string(sigclient.KindHost) {
@@ -175,8 +194,10 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 	hm.answering = false
 	if !hm.answered {
 		// Its answer to the sync snapshot: merged below, then it drops what it holds outside its
-		// interest (deferred: the merge may deliver what it is told to forget).
+		// interest (deferred: the merge may deliver what it is told to forget), which its
+		// avatar, brought back by the answer or fresh, decides (deferred after: runs first).
 		defer h.forgetOutside(hm)
+		defer h.settleAvatar(hm)
 	}
 	hm.answered = true
 	if len(b.Messages) > maxCorrectionBytes {
@@ -202,7 +223,18 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 				continue
 			}
 		}
-		if why, reason := h.admitCorrection(hm, &m, relayed); reason != "" {
+		v, decided := verdict[m.Entity]
+		if !decided {
+			v.err = h.auth.AdmitCorrection(idx, m.Entity, relayed)
+			// Admitted only because of the window: a host entity the member relays.
+			v.windowed = relayed && v.err == nil && h.auth.AdmitCorrection(idx, m.Entity, false) != nil
+			v.lacked = h.w.lacks(m.Entity)
+			if verdict == nil {
+				verdict = make(map[Entity]entityVerdict)
+			}
+			verdict[m.Entity] = v
+		}
+		if why, reason := h.admitCorrection(hm, &m, relayed, v.lacked); reason != "" {
 			if err := h.refuse(hm, why, reason); err != nil {
 				return err
 			}
@@ -214,16 +246,6 @@ func (h *hostRole) corrections(hm *hostMember, b *netmsg.CrdtBatch) error {
 				h.rejectedAbsent(&m)
 			}
 			continue
-		}
-		v, decided := verdict[m.Entity]
-		if !decided {
-			v.err = h.auth.AdmitCorrection(idx, m.Entity, relayed)
-			// Admitted only because of the window: a host entity the member relays.
-			v.windowed = relayed && v.err == nil && h.auth.AdmitCorrection(idx, m.Entity, false) != nil
-			if verdict == nil {
-				verdict = make(map[Entity]entityVerdict)
-			}
-			verdict[m.Entity] = v
 		}
 		err := v.err
 		if err == nil && v.windowed && m.Timestamp > windowCeiling(h.tookOver) {

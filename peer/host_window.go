@@ -109,6 +109,16 @@ func windowRecordOK(peer, self PeerIndex, earlier bool) bool {
 	return peer == self || earlier
 }
 
+// lacks reports whether this world holds nothing of e: no live entity of its number, and no
+// tombstone of its version or a later one.
+func (w *World) lacks(e Entity) bool {
+	if _, ok := w.byNumber.get(e.Number()); ok {
+		return false
+	}
+	dv, deleted := w.r.DeletedVersion(e.Number())
+	return !deleted || dv < e.Version()
+}
+
 // knownVersion is the highest version of entity number n this world knows of: live, deleted, or 0.
 func (w *World) knownVersion(n uint16) uint16 {
 	var v uint16
@@ -121,9 +131,20 @@ func (w *World) knownVersion(n uint16) uint16 {
 	return v
 }
 
+// windowAvatarOK reports whether an authority record of kind naming its sender may be admitted:
+// only a survivor's (relayed) avatar, for an entity this host lacked when the batch first named
+// it, while the survivor has no avatar here (its avatar waits for this answer, avatarless). That
+// is the avatar a previous host spawned for it after the checkpoint this host restored: refused,
+// the survivor lost its avatar and what it last wrote there. A member never gives itself a
+// lock, nor takes an entity this host holds, nor gets a second avatar.
+func windowAvatarOK(kind authority.Kind, relayed, lacked, avatarless bool) bool {
+	return kind == authority.KindAvatar && relayed && lacked && avatarless
+}
+
 // admitCorrection applies the limits of a correction beyond authority: its stamp, a relayed
-// deletion's version, and authority records. It returns why and a reason to refuse m, or "".
-func (win *window) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool) (Refusal, string) {
+// deletion's version, and authority records. lacked says this host held nothing of m's entity
+// when the batch first named it. It returns why and a reason to refuse m, or "".
+func (win *window) admitCorrection(hm *hostMember, m *crdt.Message, relayed, lacked bool) (Refusal, string) {
 	idx := hm.link.idx
 	switch m.Type {
 	case crdt.DeleteEntity, crdt.DeleteEntityNetwork:
@@ -149,6 +170,11 @@ func (win *window) admitCorrection(hm *hostMember, m *crdt.Message, relayed bool
 		var rec authority.Record
 		if _, err := authority.ConsumeRecord(m.Data, &rec); err == nil && rec.Kind != authority.KindHost && win.w.AuthorityRecord(m.Entity) != rec {
 			if rec.Peer == idx {
+				// One avatar a member: the first record brought back ends the wait.
+				_, has := win.w.AvatarOf(idx)
+				if windowAvatarOK(rec.Kind, relayed, lacked, hm.avatarAfterAnswer && !has) {
+					return 0, ""
+				}
 				return RefusedCorrection, fmt.Sprintf("authority record handing %v to its sender", m.Entity)
 			}
 			if relayed && !windowRecordOK(rec.Peer, win.w.self, win.present[rec.Peer] || win.survivorTerm(rec.Peer) != 0) {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt"
 )
 
@@ -35,6 +36,12 @@ func TestSurvivorWindowVectors(t *testing.T) {
 			Earlier    bool
 			OK         bool
 		}
+		Avatar []struct {
+			Why                         string
+			Kind                        string
+			Relayed, Lacked, Avatarless bool
+			OK                          bool
+		}
 	}
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "peer", "survivor_window.json"))
 	if err != nil {
@@ -43,7 +50,7 @@ func TestSurvivorWindowVectors(t *testing.T) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Open) == 0 || len(v.Stamp) == 0 || len(v.Deletion) == 0 || len(v.Record) == 0 {
+	if len(v.Open) == 0 || len(v.Stamp) == 0 || len(v.Deletion) == 0 || len(v.Record) == 0 || len(v.Avatar) == 0 {
 		t.Fatal("a section of the vectors is empty")
 	}
 	for _, c := range v.Open {
@@ -64,6 +71,16 @@ func TestSurvivorWindowVectors(t *testing.T) {
 	for _, c := range v.Record {
 		if got := windowRecordOK(c.Peer, c.Self, c.Earlier); got != c.OK {
 			t.Errorf("record %s: %v, want %v", c.Why, got, c.OK)
+		}
+	}
+	kinds := map[string]authority.Kind{"host": authority.KindHost, "avatar": authority.KindAvatar, "lock": authority.KindLock}
+	for _, c := range v.Avatar {
+		kind, ok := kinds[c.Kind]
+		if !ok {
+			t.Fatalf("avatar %s: kind %q", c.Why, c.Kind)
+		}
+		if got := windowAvatarOK(kind, c.Relayed, c.Lacked, c.Avatarless); got != c.OK {
+			t.Errorf("avatar %s: %v, want %v", c.Why, got, c.OK)
 		}
 	}
 }

@@ -53,7 +53,8 @@ function vectorHost(clock = 0) {
   const host = Object.create(HostRole.prototype);
   Object.assign(host, {
     p: { count, log() {}, send() {}, members: new Map() },
-    w: { clock, self: HOST, byNumber: new Map(), ents: new Map(), r: new Replica(), authorityRecord(e) { const i = this.ents.get(e); return i ? i.auth : { kind: KIND_HOST, peer: 0 }; } },
+    w: { clock, self: HOST, byNumber: new Map(), ents: new Map(), r: new Replica(), authorityRecord(e) { const i = this.ents.get(e); return i ? i.auth : { kind: KIND_HOST, peer: 0 }; },
+      avatarOf(p) { for (const [e, i] of this.ents) if (i.auth.kind === KIND_AVATAR && i.auth.peer === p) return e; return undefined; } },
     refuseLog: 0,
     heldAtStart: new Set(),
     present: new Set(),
@@ -153,7 +154,9 @@ test('the limits of a correction give the outcomes of the shared vectors', (t) =
     if (msg.record) data = encodeRecord(recordOf(msg.record));
     else if (msg.data) data = fromHex(msg.data);
     const m = { type: types[msg.type], entity: id(msg.entity, msg.version), component: msg.component || 0, timestamp: msg.ts || 0, networkId: 0, data };
-    const got = host.admitCorrection(newMember(), m, !!c.relayed);
+    const hm = newMember();
+    hm.avatarAfterAnswer = !!c.waiting;
+    const got = host.admitCorrection(hm, m, !!c.relayed, !!c.lacked);
     assert.equal(got ? got.why : '', c.want, `${c.name} (${c.why}): ${got && got.reason}`);
   }
 });

@@ -13,7 +13,7 @@ import * as netmsg from '../static/js/netmsg.js';
 import { Type } from '../static/js/netmsg.js';
 import * as crdt from '../static/js/crdt.js';
 import { RELIABLE, UNRELIABLE } from '../static/js/rtc.js';
-import { MAX_STAMP_SKEW, MAX_STRIKES, MAX_CONDUCTS, CLOSE_REFUSED, windowOpen, windowCeiling, windowDeletionOK, windowRecordOK } from '../static/js/restamp.js';
+import { MAX_STAMP_SKEW, MAX_STRIKES, MAX_CONDUCTS, CLOSE_REFUSED, windowOpen, windowCeiling, windowDeletionOK, windowRecordOK, windowAvatarOK } from '../static/js/restamp.js';
 import { readJSON } from './helpers.js';
 import { HOST_REASSEMBLY_LIMIT, REASSEMBLY_TIMEOUT_MS } from '../static/js/links.js';
 import { COMPONENT_AUTHORITY, COMPONENT_META, appendMeta } from '../static/js/schema.js';
@@ -91,7 +91,10 @@ function newRoom({ answered = [OWNER, MALLORY], opts = {}, term = TERM, held = {
   room.avatar = p.w.avatarOf(OWNER);
   assert.notEqual(room.avatar, undefined, 'the owner has an avatar');
   assert.equal(p.w.schemaOf(room.avatar).id, SCHEMA_AVATAR);
-  assert.notEqual(p.w.avatarOf(MALLORY), undefined, 'mallory has an avatar');
+  // A survivor that has not answered its sync snapshot waits for its avatar (its answer may
+  // bring back the one an earlier host gave it).
+  const waits = p.host.memberOf(room.remotes.get(MALLORY)).avatarAfterAnswer;
+  assert.equal(p.w.avatarOf(MALLORY) !== undefined, !waits, waits ? 'mallory waits for its avatar' : 'mallory has an avatar');
   drain(room);
   return room;
 }
@@ -670,6 +673,45 @@ test('a survivor\'s relayed entity the host never saw is admitted whole, by the 
   assert.equal(p.count.rejected - rejected, 0, 'no key of the relayed entity is rejected');
 });
 
+// Go: peer/survivor_avatar_test.go TestSurvivorAvatarComesBack.
+test('a survivor\'s avatar the new host never knew comes back with its answer, and only one', () => {
+  // Mallory synced with term 1's host, which spawned its avatar after the world this host took
+  // over with: its answer brings the avatar back, with where it last put it.
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, warn: true, takeover: true });
+  const p = room.p;
+  const h = p.host;
+  assert.equal(p.w.avatarOf(MALLORY), undefined, 'its avatar waits for its answer');
+  const [avatar, second, locked] = [900, 901, 902];
+  const ts = h.tookOver + 5;
+  const pos = encodeVec({ x: 7, y: 3 });
+  const put = (e, c, data) => ({ type: crdt.MessageType.PutComponent, entity: e, component: c, timestamp: ts, networkId: 0, data });
+  const msgs = [
+    put(avatar, COMPONENT_META, appendMeta(SCHEMA_AVATAR)),
+    put(avatar, COMPONENT_AUTHORITY, encodeRecord({ kind: KIND_AVATAR, peer: MALLORY })),
+    put(avatar, POS, pos),
+    put(second, COMPONENT_META, appendMeta(SCHEMA_AVATAR)),
+    put(second, COMPONENT_AUTHORITY, encodeRecord({ kind: KIND_AVATAR, peer: MALLORY })),
+    put(locked, COMPONENT_META, appendMeta(SCHEMA_AVATAR)),
+    put(locked, COMPONENT_AUTHORITY, encodeRecord({ kind: KIND_LOCK, peer: MALLORY })),
+  ];
+  hostile(room, MALLORY, RELIABLE, batchOf(room, msgs));
+  assert.equal(p.w.avatarOf(MALLORY), avatar, 'its avatar is the one its answer brought back');
+  assert.deepEqual(p.w.r.get(avatar, POS).data, pos, 'where it last put it');
+  const mine = [...p.w.ents.keys()].filter((e) => { const a = p.w.authorityRecord(e); return a.kind === KIND_AVATAR && a.peer === MALLORY; });
+  assert.deepEqual(mine, [avatar], 'one avatar a member');
+  assert.equal(p.w.authorityRecord(locked).kind, KIND_HOST, 'a lock naming its sender goes back to the host');
+  assert.equal(p.status().refusedBy.correction, 2, 'the second avatar and the lock are refused');
+});
+
+test('a survivor whose answer brings no avatar gets a fresh one', () => {
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, warn: true, takeover: true });
+  assert.equal(room.p.w.avatarOf(MALLORY), undefined, 'its avatar waits for its answer');
+  hostile(room, MALLORY, RELIABLE, batchOf(room, []));
+  const fresh = room.p.w.avatarOf(MALLORY);
+  assert.notEqual(fresh, undefined, 'a fresh avatar once its answer is merged');
+  assert.equal(room.p.w.schemaOf(fresh).id, SCHEMA_AVATAR);
+});
+
 // Go: peer/restamp_absent_test.go TestRuleRestampKeyHostLacks.
 test('a rejected correction to a key the host lacks is deleted above it, so the member converges', () => {
   const room = newRoom({ warn: true });
@@ -721,6 +763,9 @@ test('the window\'s rules give the outcomes of the shared vectors', () => {
   for (const c of v.stamp) assert.equal(c.stamp <= windowCeiling(c.tookOver), c.ok, c.why);
   for (const c of v.deletion) assert.equal(windowDeletionOK(c.live, c.heldAtStart, c.version), c.ok, c.why);
   for (const c of v.record) assert.equal(windowRecordOK(c.peer, c.self, c.earlier), c.ok, c.why);
+  assert.ok(v.avatar.length > 0, 'the avatar section is empty');
+  const kinds = { host: KIND_HOST, avatar: KIND_AVATAR, lock: KIND_LOCK };
+  for (const c of v.avatar) assert.equal(windowAvatarOK(kinds[c.kind], c.relayed, c.lacked, c.avatarless), c.ok, c.why);
 });
 
 test('digests keep the bucket count of a member\'s first', () => {

@@ -105,7 +105,14 @@ type labCluster struct {
 func newLabCluster(t *testing.T, lab *netlab.Lab, bin string, nodes int, rooms []string) *labCluster {
 	t.Helper()
 	c := &labCluster{t: t, bin: bin, rooms: rooms, seen: map[string]map[int]string{}}
-	base := filepath.Join(lab.TempDir(), strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+	// Fresh even when the test runs again in the same lab (-count): a directory of its own.
+	if err := os.MkdirAll(lab.TempDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.MkdirTemp(lab.TempDir(), strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, ns := range lab.Nodes[:nodes] {
 		addr := netlab.NodeAddr(i).String()
 		n := &clusterNode{i: i, name: fmt.Sprintf("n%d", i+1), ns: ns, url: "http://" + addr + ":7880", data: filepath.Join(base, fmt.Sprintf("n%d", i+1))}

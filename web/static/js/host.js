@@ -63,6 +63,10 @@ export class HostMember {
     // acceptRelayed: the member's next CRDT batch answers its sync snapshot and may carry host
     // entities it received from the previous host.
     this.acceptRelayed = false;
+    // avatarAfterAnswer: a survivor (acceptRelayed) whose avatar waits for its answer to the sync
+    // snapshot, which may bring back the avatar an earlier host gave it that this host never knew
+    // (windowAvatarOK); a fresh one is spawned only if it does not (settleAvatar).
+    this.avatarAfterAnswer = false;
     // answered: the member has answered its sync snapshot (its corrections, if it had any, are
     // merged), so this host holds its latest writes.
     this.answered = false;
@@ -450,7 +454,10 @@ export class HostRole extends HostMethods {
         if (hm.snapshotSent && this.staleDigest(hm, m)) break;
         // A member sends its next digest after its corrections, on the same ordered channel: its
         // answer to the sync snapshot is in.
-        if (hm.snapshotSent) hm.answered = true;
+        if (hm.snapshotSent) {
+          hm.answered = true;
+          this.settleAvatar(hm);
+        }
         this.answerDigest(hm, m);
         break;
       case Type.PeerCommands:
@@ -826,9 +833,12 @@ export class HostRole extends HostMethods {
       // Relayed corrections only from a member that held an earlier host's state, as signaling
       // recorded it (its greeting alone opens nothing).
       hm.acceptRelayed = this.survivorWindow(hm);
+      // A survivor's avatar waits for its answer, which may bring back the one an earlier host
+      // gave it (windowAvatarOK).
+      hm.avatarAfterAnswer = hm.acceptRelayed && info.kind !== 'host';
       hm.dirty = new Map();
       this.entered.push({ peerIndex: BigInt(r.idx), peerId: wirePeerID(info.id) });
-      if (info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(info);
+      if (!hm.avatarAfterAnswer && info.kind !== 'host' && w.avatarOf(r.idx) === undefined) this.spawnAvatar(info);
       p.log('info', 'member synced by snapshot', { member: r.idx, buckets: differ.length });
     }
   }

@@ -8,8 +8,8 @@ import { now } from './loop.js';
 import * as netmsg from './netmsg.js';
 import { RELIABLE } from './rtc.js';
 import { COMPONENT_AUTHORITY } from './schema.js';
-import { KIND_HOST, decodeRecord } from './authority.js';
-import { FIRST_SPAWN_NUMBER, MAX_VERSION_AHEAD, knownVersion } from './world.js';
+import { KIND_AVATAR, KIND_HOST, decodeRecord } from './authority.js';
+import { FIRST_SPAWN_NUMBER, MAX_VERSION_AHEAD, knownVersion, lacks } from './world.js';
 
 const EMPTY = new Uint8Array(0);
 
@@ -44,7 +44,7 @@ const RACE_WINDOW_MS = 2000;
 const { PutComponent, PutComponentNetwork, DeleteComponent, DeleteEntity, DeleteEntityNetwork } = crdt.MessageType;
 
 // The survivors' correction window (docs/protocol.md §5 "Limits"; Go's windowOpen, windowCeiling,
-// windowDeletionOK, windowRecordOK), checked against testdata/peer/survivor_window.json.
+// windowDeletionOK, windowRecordOK, windowAvatarOK), checked against testdata/peer/survivor_window.json.
 
 /**
  * Whether a member whose greeting names term held, and whom signaling recorded synced in term rec
@@ -86,6 +86,20 @@ export function windowDeletionOK(live, heldAtStart, del) {
  */
 export function windowRecordOK(peer, self, earlier) {
   return peer === self || earlier;
+}
+
+/**
+ * Whether an authority record of kind naming its sender may be admitted: only a survivor's
+ * (relayed) avatar, for an entity this host lacked when the batch first named it, while the
+ * survivor has no avatar here (its avatar waits for this answer): the avatar a previous host gave
+ * it that this host never knew. Never a lock, an entity this host holds, or a second avatar.
+ * @param {number} kind
+ * @param {boolean} relayed
+ * @param {boolean} lacked
+ * @param {boolean} avatarless
+ */
+export function windowAvatarOK(kind, relayed, lacked, avatarless) {
+  return kind === KIND_AVATAR && relayed && lacked && avatarless;
 }
 
 /**
@@ -280,29 +294,58 @@ export class HostRestamp {
    * @param {import('./netmsg.js').Msg} b
    */
   corrections(hm, b) {
-    const r = hm.r;
-    const w = this.w;
-    if (Number(b.term) !== w.term) {
+    if (Number(b.term) !== this.w.term) {
       this.p.count.fenced++;
       return;
     }
     const relayed = hm.acceptRelayed;
     hm.acceptRelayed = false;
+    const answer = !hm.answered;
     hm.answered = true;
+    try {
+      this.mergeCorrections(hm, b, relayed);
+    } finally {
+      // Its avatar, brought back by its answer or fresh (Go's settleAvatar).
+      if (answer) this.settleAvatar(hm);
+    }
+  }
+
+  /**
+   * The body of corrections: merges what the limits and authority admit of batch b.
+   * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   * @param {import('./netmsg.js').Msg} b
+   * @param {boolean} relayed
+   */
+  mergeCorrections(hm, b, relayed) {
+    const r = hm.r;
+    const w = this.w;
     if (b.messages.length > MAX_CORRECTION_BYTES) {
       this.refuse(hm, `corrections of ${b.messages.length} bytes, more than ${MAX_CORRECTION_BYTES}`);
       return;
     }
     let orphaned = false;
     let count = 0;
-    /** @type {Map<number, {err: Error | null, windowed: boolean}>} */
+    /** @type {Map<number, {err: Error | null, windowed: boolean, lacked: boolean}>} */
     const verdict = new Map();
     for (const m of crdt.readStream(b.messages)) {
       if (++count > MAX_CORRECTION_MESSAGES) {
         this.refuse(hm, `more than ${MAX_CORRECTION_MESSAGES} corrections in one batch; the rest dropped`);
         break;
       }
-      const refused = this.admitCorrection(hm, m, relayed);
+      // Admission is decided per entity by the authority the batch found (Go's entityVerdict): a
+      // relayed entity this host lacked brings its own record, which must not refuse the entity's
+      // keys after it.
+      const e = m.entity >>> 0;
+      let v = verdict.get(e);
+      if (!v) {
+        let refusedBy = null;
+        try { this.auth.admitCorrection(r.idx, e, relayed); } catch (x) { refusedBy = x; }
+        // windowed: admitted only because of the window (a host entity the member relays).
+        v = { err: refusedBy, windowed: relayed && refusedBy === null && !this.ownsCorrection(r.idx, e), lacked: lacks(w, e) };
+        verdict.set(e, v);
+      }
+      const refused = this.admitCorrection(hm, m, relayed, v.lacked);
       if (refused) {
         this.refuse(hm, refused.reason, refused.why);
         if (m.component === COMPONENT_AUTHORITY && m.type !== DeleteEntity && m.type !== DeleteEntityNetwork) {
@@ -319,18 +362,6 @@ export class HostRestamp {
         w.mergeRemote(m, r.idx);
         orphaned = true;
         continue;
-      }
-      // Admission is decided per entity by the authority the batch found (Go's entityVerdict): a
-      // relayed entity this host lacked brings its own record, which must not refuse the entity's
-      // keys after it.
-      const e = m.entity >>> 0;
-      let v = verdict.get(e);
-      if (!v) {
-        let refusedBy = null;
-        try { this.auth.admitCorrection(r.idx, e, relayed); } catch (x) { refusedBy = x; }
-        // windowed: admitted only because of the window (a host entity the member relays).
-        v = { err: refusedBy, windowed: relayed && refusedBy === null && !this.ownsCorrection(r.idx, e) };
-        verdict.set(e, v);
       }
       let err = v.err;
       if (err === null && v.windowed && (m.timestamp || 0) > windowCeiling(this.tookOver)) {
@@ -480,7 +511,7 @@ export class HostRestamp {
    * @param {boolean} relayed
    * @returns {{why: string, reason: string} | null}
    */
-  admitCorrection(hm, m, relayed) {
+  admitCorrection(hm, m, relayed, lacked = false) {
     if (m.type === DeleteEntity || m.type === DeleteEntityNetwork) {
       const num = m.entity & 0xffff;
       if (num < FIRST_SPAWN_NUMBER) return { why: 'correction', reason: `deletion of reserved entity ${m.entity >>> 0}` };
@@ -502,7 +533,12 @@ export class HostRestamp {
       try { rec = decodeRecord(m.data); } catch { rec = null; }
       const cur = this.w.authorityRecord(m.entity >>> 0);
       if (rec && rec.kind !== KIND_HOST && !(cur.kind === rec.kind && cur.peer === rec.peer)) {
-        if (rec.peer === hm.r.idx) return { why: 'correction', reason: `authority record handing ${m.entity >>> 0} to its sender` };
+        if (rec.peer === hm.r.idx) {
+          // One avatar a member: the first record brought back ends the wait.
+          const avatarless = hm.avatarAfterAnswer && this.w.avatarOf(hm.r.idx) === undefined;
+          if (windowAvatarOK(rec.kind, relayed, lacked, avatarless)) return null;
+          return { why: 'correction', reason: `authority record handing ${m.entity >>> 0} to its sender` };
+        }
         if (relayed && !windowRecordOK(rec.peer, this.w.self, this.present.has(rec.peer) || this.survivorTerm(rec.peer) !== 0)) {
           return { why: 'survivor_claim', reason: `relayed authority record handing ${m.entity >>> 0} to member ${rec.peer}, not a member of an earlier term` };
         }
@@ -574,12 +610,25 @@ export class HostRestamp {
   }
 
   /**
+   * Ends a survivor's wait for its avatar once its answer to the sync snapshot is merged (or its
+   * window closed without one): it keeps the avatar its answer brought back, or gets a fresh one
+   * (Go's settleAvatar).
+   * @this {import('./host.js').HostRole}
+   * @param {import('./host.js').HostMember} hm
+   */
+  settleAvatar(hm) {
+    if (!hm.avatarAfterAnswer) return;
+    hm.avatarAfterAnswer = false;
+    if (hm.info && hm.info.kind !== 'host' && this.w.avatarOf(hm.r.idx) === undefined) this.spawnAvatar(hm.info);
+  }
+
+  /**
    * Gives a new avatar to every synced member that has none (its deletion reached this host late).
    * @this {import('./host.js').HostRole}
    */
   respawnAvatars() {
     for (const [idx, hm] of this.mems) {
-      if (hm.snapshotSent && hm.info && hm.info.kind !== 'host' && this.w.avatarOf(idx) === undefined) this.spawnAvatar(hm.info);
+      if (hm.snapshotSent && !hm.avatarAfterAnswer && hm.info && hm.info.kind !== 'host' && this.w.avatarOf(idx) === undefined) this.spawnAvatar(hm.info);
     }
   }
 

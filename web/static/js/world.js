@@ -38,6 +38,17 @@ export function knownVersion(w, n) {
   if (dv !== undefined && dv > v) v = dv;
   return v;
 }
+/**
+ * Whether w holds nothing of entity e: no live entity of its number, and no tombstone of its
+ * version or a later one (Go's World.lacks).
+ * @param {any} w
+ * @param {number} e
+ */
+export function lacks(w, e) {
+  if (w.byNumber.get(e & 0xffff) !== undefined) return false;
+  const dv = w.r.deletedVersion(e & 0xffff);
+  return dv === undefined || dv < (e >>> 16);
+}
 /** The entity that holds room-wide host state. */
 export const ROOM_ENTITY = 0;
 
