@@ -119,7 +119,7 @@ func New(cfg Config) (*Node, error) {
 		freed = func(signaling.RoomID) { cfg.Placement.Poke() } // a stopping node handed a room over
 	}
 	dir, err := cfg.Store.Directory(durable.DirectoryConfig{Node: cfg.Name, TTL: cfg.LeaseTTL, Keep: n.keep, Lost: n.lost,
-		Freed: freed, Now: cfg.Clock.Now, Logger: cfg.Logger.With().Str("component", "directory").Logger()})
+		Freed: freed, Alive: n.heardLately, Now: cfg.Clock.Now, Logger: cfg.Logger.With().Str("component", "directory").Logger()})
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +173,18 @@ func (n *Node) heard(m *nats.Msg) {
 	if _, ok := n.seen[a.Node]; ok || len(n.seen) < maxNodes {
 		n.seen[a.Node] = time.Now()
 	}
+}
+
+// heardLately reports whether node name was heard from within HeartbeatTimeout (this one is):
+// heartbeats travel over the cluster's routes, which carry them while JetStream elects a leader.
+func (n *Node) heardLately(name string) bool {
+	if name == n.name {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.seen[name]
+	return ok && time.Since(at) <= n.cfg.HeartbeatTimeout
 }
 
 // Alive lists the nodes heard from within HeartbeatTimeout, this one included, sorted.

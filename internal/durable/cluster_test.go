@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/concordrtc/concord/internal/testkit/freeport"
@@ -321,5 +322,105 @@ func BenchmarkClusterStart(b *testing.B) {
 		}
 		b.ReportMetric(first.Seconds(), "first-s")
 		b.ReportMetric(restart.Seconds(), "restart-s")
+	}
+}
+
+// outageKV is a directory bucket that stops answering while down is set, as JetStream does while
+// it elects a stream leader after a node of the cluster died.
+type outageKV struct {
+	jetstream.KeyValue
+	down *atomic.Bool
+}
+
+var errNoResponse = errors.New("nats: no response from stream")
+
+func (k outageKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if k.down.Load() {
+		return nil, errNoResponse
+	}
+	return k.KeyValue.Get(ctx, key)
+}
+
+func (k outageKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if k.down.Load() {
+		return 0, errNoResponse
+	}
+	return k.KeyValue.Create(ctx, key, value, opts...)
+}
+
+func (k outageKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	if k.down.Load() {
+		return 0, errNoResponse
+	}
+	return k.KeyValue.Update(ctx, key, value, last)
+}
+
+// TestDirectoryOutageLeavesLiveHolderItsLease: the bucket stops answering both nodes for longer
+// than a TTL (a stream leader election after a third node died). When it answers again, b leaves
+// a's expired lease to a, which is alive, for a TTL (a renews it and keeps its room); the lease
+// of a node that is not alive is taken at once, and a live holder that does not renew within the
+// TTL loses its room all the same. Without the wait, killing one node of three moved the rooms of
+// the two others too (TestLab8Cluster's logs: "room lease lost … revision moved on" on the
+// surviving nodes).
+func TestDirectoryOutageLeavesLiveHolderItsLease(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	ctx := context.Background()
+	clk := newClock()
+	var down atomic.Bool
+	alive := map[string]bool{"a": true, "b": true}
+	var mu sync.Mutex
+	dir := func(node string) *Directory {
+		d, err := NewDirectory(outageKV{KeyValue: s.dir, down: &down}, DirectoryConfig{Node: node, TTL: 5 * time.Second, Renew: -1, Now: clk.now,
+			Alive:  func(n string) bool { mu.Lock(); defer mu.Unlock(); return alive[n] },
+			Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Close)
+		return d
+	}
+	a, b := dir("a"), dir("b")
+	outage := func() {
+		t.Helper()
+		down.Store(true)
+		clk.add(2 * time.Second)
+		a.RenewAll(ctx) // fails: a's view of the outage starts
+		if _, err := b.Acquire(ctx, "spare"); err == nil {
+			t.Fatal("acquired while the bucket is down")
+		}
+		clk.add(5 * time.Second) // past every lease's expiry
+		down.Store(false)
+	}
+	for _, room := range []signaling.RoomID{"kept", "dead", "late"} {
+		if l, err := a.Acquire(ctx, room); err != nil || l.Node != "a" {
+			t.Fatal(l, err)
+		}
+	}
+
+	// a is alive: b leaves "kept" to it, and a's renewal after the outage keeps it.
+	outage()
+	if l, err := b.Acquire(ctx, "kept"); err != nil || l.Node != "a" || b.Owns("kept") {
+		t.Fatalf("b took the lease of a live node right after the outage: %+v %v", l, err)
+	}
+	if err := a.Renew(ctx, "kept"); err != nil || !a.Owns("kept") {
+		t.Fatalf("a's renewal after the outage: %v (owns %v)", err, a.Owns("kept"))
+	}
+
+	// A live holder that does not renew within the TTL after the outage loses its room.
+	clk.add(5*time.Second + time.Millisecond)
+	if err := a.Renew(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := b.Acquire(ctx, "late"); err != nil || l.Node != "b" {
+		t.Fatalf("a lease its live holder left unrenewed a TTL after the outage: %+v %v", l, err)
+	}
+
+	// A holder that is not alive (its heartbeats stopped): its lease is taken at once.
+	outage()
+	mu.Lock()
+	alive["a"] = false
+	mu.Unlock()
+	if l, err := b.Acquire(ctx, "dead"); err != nil || l.Node != "b" || !b.Owns("dead") {
+		t.Fatalf("the lease of a dead node after the outage: %+v %v", l, err)
 	}
 }

@@ -28,6 +28,13 @@ import (
 // Every write is a revision check, so two nodes never both win one revision: the fencing token of
 // a lease is its revision. Expiry is wall-clock time: the nodes' clocks must agree to well within
 // a TTL.
+//
+// A lease that expired while the bucket did not answer this node (a stream leader election after
+// a node of the cluster died, 5–6 s in the lab) was not renewed because nobody could write, not
+// because its holder died. If its holder is alive (DirectoryConfig.Alive: its heartbeats still
+// arrive over the cluster's routes), Acquire leaves it to its holder for a TTL after the bucket
+// came back here, time for the holder's next renewal; a dead holder's leases are taken at once,
+// as before. Without this, killing one node of three moved every room of the other two as well.
 
 // DefaultLeaseTTL is a lease's lifetime when DirectoryConfig.TTL is zero: a dead owner's rooms
 // move after at most this long.
@@ -96,6 +103,10 @@ type DirectoryConfig struct {
 	// Freed, if not nil, is told (on the watcher's goroutine; it must not block) of each room
 	// whose lease another node released: the room can be taken now, not after a TTL.
 	Freed func(room signaling.RoomID)
+	// Alive, if not nil, reports whether a node is alive (heard from lately): its lease that
+	// expired while the bucket did not answer this node is left to it for a TTL after the
+	// bucket came back (see above). Nil: every expired lease may be taken.
+	Alive func(node string) bool
 }
 
 // held is a lease this node holds: the revision it wrote and the expiry it wrote.
@@ -113,9 +124,15 @@ type Directory struct {
 	cfg DirectoryConfig
 	log zerolog.Logger
 
-	mu    sync.Mutex // guards held and cache
+	mu    sync.Mutex // guards held, cache and outage
 	held  map[string]held
 	cache map[string]Lease
+	// outage is this node's view of the bucket: down since the first failed operation, back
+	// since the first one that succeeded after it.
+	outage struct {
+		down        bool
+		since, back time.Time
+	}
 
 	watcher jetstream.KeyWatcher
 	quit    chan struct{}
@@ -251,6 +268,7 @@ func (d *Directory) renewLoop() {
 // Lookup reads room's lease from the bucket (not the cache); ok is false when it has none.
 func (d *Directory) Lookup(ctx context.Context, room signaling.RoomID) (l Lease, ok bool, err error) {
 	e, err := d.kv.Get(ctx, RoomKey(room))
+	d.noted(answered(err))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Lease{}, false, nil
 	}
@@ -261,13 +279,50 @@ func (d *Directory) Lookup(ctx context.Context, room signaling.RoomID) (l Lease,
 	return d.vouch(l, d.cfg.Now()), err == nil, err
 }
 
+// noted records in this node's view of an outage whether the bucket answered an operation (with
+// a result or a refusal it decided: a revision conflict, a missing key).
+func (d *Directory) noted(answered bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o := &d.outage
+	switch {
+	case !answered && !o.down:
+		o.down, o.since = true, d.cfg.Now()
+	case answered && o.down:
+		o.down, o.back = false, d.cfg.Now()
+	}
+}
+
+// answered reports whether err is nil or came from a bucket that answered.
+func answered(err error) bool {
+	return err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || revisionConflict(err)
+}
+
+// waitsForHolder reports whether another node's expired lease l is left to its holder at now: the
+// holder is alive, the lease was live when the bucket stopped answering this node, and the bucket
+// has been back for less than a TTL (see the package's directory comment).
+func (d *Directory) waitsForHolder(l Lease, now time.Time) bool {
+	if d.cfg.Alive == nil || l.Live(now) {
+		return false
+	}
+	d.mu.Lock()
+	o := d.outage
+	d.mu.Unlock()
+	if o.back.IsZero() || !l.ExpiresAt().After(o.since) || !now.Before(o.back.Add(d.cfg.TTL)) {
+		return false
+	}
+	return d.cfg.Alive(l.Node)
+}
+
 // Acquire takes room's lease for this node if it is free, expired or already this node's, and
-// returns the lease as it stands: this node's (Owns is true) or the live lease of another node.
+// returns the lease as it stands: this node's (Owns is true) or the live lease of another node
+// (or one left to its live holder after an outage of the bucket, expired: see above).
 func (d *Directory) Acquire(ctx context.Context, room signaling.RoomID) (Lease, error) {
 	key := RoomKey(room)
 	for range maxAttempts {
 		var rev uint64
 		e, err := d.kv.Get(ctx, key)
+		d.noted(answered(err))
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
@@ -279,7 +334,7 @@ func (d *Directory) Acquire(ctx context.Context, room signaling.RoomID) (Lease, 
 			}
 			now := d.cfg.Now()
 			l = d.vouch(l, now)
-			if l.Node != d.cfg.Node && l.Live(now) {
+			if l.Node != d.cfg.Node && (l.Live(now) || d.waitsForHolder(l, now)) {
 				return l, nil
 			}
 			if h, ok := d.heldLease(key); ok && h.rev == l.Revision && l.Node == d.cfg.Node && l.Live(now) {
@@ -294,6 +349,7 @@ func (d *Directory) Acquire(ctx context.Context, room signaling.RoomID) (Lease, 
 		} else {
 			l.Revision, err = d.kv.Update(ctx, key, b, rev)
 		}
+		d.noted(answered(err))
 		if err == nil {
 			d.mu.Lock()
 			d.held[key] = held{room: room, rev: l.Revision, expires: l.ExpiresAt()}
@@ -350,6 +406,7 @@ func (d *Directory) Renew(ctx context.Context, room signaling.RoomID) error {
 	l := Lease{Room: room, Node: d.cfg.Node, Expires: d.cfg.Now().Add(d.cfg.TTL).UnixMilli()}
 	b, _ := json.Marshal(l)
 	rev, err := d.kv.Update(ctx, key, b, h.rev)
+	d.noted(answered(err))
 	if err != nil {
 		if revisionConflict(err) {
 			d.forget(key, h.rev)
@@ -398,6 +455,9 @@ func (d *Directory) Release(ctx context.Context, room signaling.RoomID) error {
 	return nil
 }
 
+// renewAtOnce bounds the renewals of one RenewAll in flight at once.
+const renewAtOnce = 16
+
 // RenewAll renews every held lease (releasing those Keep no longer wants) and tells Lost of
 // those lost.
 func (d *Directory) RenewAll(ctx context.Context) {
@@ -407,14 +467,34 @@ func (d *Directory) RenewAll(ctx context.Context) {
 		rooms = append(rooms, h.room)
 	}
 	d.mu.Unlock()
-	for _, room := range rooms {
+	// Renewed side by side: while the bucket does not answer, each try waits for its timeout, and
+	// one after the other a node's last rooms were renewed seconds after the bucket came back.
+	errs := make([]error, len(rooms))
+	renew := make([]bool, len(rooms))
+	slots := make(chan struct{}, renewAtOnce)
+	var wg sync.WaitGroup
+	for i, room := range rooms {
 		if d.cfg.Keep != nil && !d.cfg.Keep(room) {
 			if err := d.Release(ctx, room); err != nil && !errors.Is(err, ErrNotHeld) {
 				d.log.Warn().Err(err).Str("room", string(room)).Msg("room lease not released")
 			}
 			continue
 		}
-		err := d.Renew(ctx, room)
+		renew[i] = true
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() { // owned by RenewAll, which waits for it below
+			defer wg.Done()
+			errs[i] = d.Renew(ctx, room)
+			<-slots
+		}()
+	}
+	wg.Wait()
+	for i, room := range rooms {
+		if !renew[i] {
+			continue
+		}
+		err := errs[i]
 		switch {
 		case err == nil, errors.Is(err, ErrNotHeld):
 		case errors.Is(err, ErrLeaseLost):
