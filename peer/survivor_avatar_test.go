@@ -5,6 +5,7 @@ import (
 
 	"github.com/concordrtc/concord/authority"
 	"github.com/concordrtc/concord/crdt/schema"
+	"github.com/concordrtc/concord/netmsg"
 )
 
 // Rule "correction window", a survivor's own avatar: the new host restored a checkpoint older
@@ -71,5 +72,33 @@ func TestSurvivorWithoutAvatarGetsOne(t *testing.T) {
 	}
 	if hm := h.host.synced(2); hm == nil || hm.avatarAfterAnswer {
 		t.Fatalf("host: the survivor still waits for its avatar (%v)", hm)
+	}
+}
+
+// A survivor's next digest after its sync snapshot is its answer too, batch or not (it sends its
+// corrections first, on the same ordered channel): the window closes, and its wait for an avatar
+// ends with a fresh one. The browser host had kept the window open past the digest (web/test
+// "a survivor's digest after its sync snapshot closes its window and ends its wait for an avatar").
+func TestSurvivorDigestClosesWindow(t *testing.T) {
+	n := newStepNet(t)
+	h := n.join(1, &stepApp{table: stepSchemas()}, 2, 1)
+	n.join(2, &stepApp{table: stepSchemas()}, 2, 1)
+	hm := h.host.synced(2)
+	if av, ok := h.w.AvatarOf(2); ok {
+		if err := h.w.Despawn(av); err != nil { // as if this host had never spawned it
+			t.Fatal(err)
+		}
+	}
+	// As a survivor right after its sync snapshot: its window open, its avatar waiting.
+	hm.answered, hm.acceptRelayed, hm.avatarAfterAnswer = false, true, true
+	in := &inbox{dig: netmsg.Digest{Term: 2, Clock: uint32(hm.snapClock), Digests: make([]uint64, hm.buckets)}}
+	if err := h.host.handle(hm.link, netmsg.TypeDigest, in); err != nil {
+		t.Fatal(err)
+	}
+	if hm.acceptRelayed || hm.avatarAfterAnswer || !hm.answered {
+		t.Fatalf("after the digest: window open %v, avatar waiting %v, answered %v", hm.acceptRelayed, hm.avatarAfterAnswer, hm.answered)
+	}
+	if _, ok := h.w.AvatarOf(2); !ok {
+		t.Error("the survivor has no avatar after its digest")
 	}
 }

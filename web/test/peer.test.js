@@ -712,6 +712,22 @@ test('a survivor whose answer brings no avatar gets a fresh one', () => {
   assert.equal(room.p.w.schemaOf(fresh).id, SCHEMA_AVATAR);
 });
 
+// Go: peer/survivor_avatar_test.go TestSurvivorDigestClosesWindow.
+test('a survivor\'s digest after its sync snapshot closes its window and ends its wait for an avatar', () => {
+  const room = newRoom({ answered: [OWNER], term: 2, held: { [MALLORY]: 1 }, warn: true, boxes: 2, takeover: true });
+  const p = room.p;
+  const hm = p.host.memberOf(room.remotes.get(MALLORY));
+  assert.equal(hm.acceptRelayed, true, 'test setup: the recorded survivor\'s window is open');
+  // Its next digest, computed after the snapshot arrived, without a batch before it.
+  hostile(room, MALLORY, RELIABLE, netmsg.encode({ type: Type.Digest, term: BigInt(room.term), clock: hm.snapClock, digests: new BigUint64Array(p.opts.buckets) }));
+  assert.equal(hm.acceptRelayed, false, 'the window is closed');
+  assert.notEqual(p.w.avatarOf(MALLORY), undefined, 'it has an avatar');
+  // A deletion of a box the host held at the takeover, which the window would have admitted.
+  const [box] = p.w.entitiesOf(SCHEMA_BOX);
+  hostile(room, MALLORY, RELIABLE, netmsg.encode({ type: Type.CrdtBatch, term: BigInt(room.term), messages: crdt.encodeMessage({ type: crdt.MessageType.DeleteEntity, entity: box, component: 0, timestamp: 0, networkId: 0, data: null }) }));
+  assert.equal(p.w.exists(box), true, 'the box lives: the deletion came after the window');
+});
+
 // Go: peer/restamp_absent_test.go TestRuleRestampKeyHostLacks.
 test('a rejected correction to a key the host lacks is deleted above it, so the member converges', () => {
   const room = newRoom({ warn: true });

@@ -452,10 +452,12 @@ export class HostRole extends HostMethods {
         // Computed before the last snapshot arrived: it neither answers the sync snapshot nor says
         // what the snapshot repaired (staleDigest).
         if (hm.snapshotSent && this.staleDigest(hm, m)) break;
-        // A member sends its next digest after its corrections, on the same ordered channel: its
-        // answer to the sync snapshot is in.
         if (hm.snapshotSent) {
+          // A member sends its next digest after its corrections, on the same ordered channel:
+          // its answer to the sync snapshot is in, and the window in which its corrections may
+          // carry host entities closes (as Go's).
           hm.answered = true;
+          hm.acceptRelayed = false;
           this.settleAvatar(hm);
         }
         this.answerDigest(hm, m);
