@@ -285,11 +285,8 @@ func TestWorldCluster(t *testing.T) {
 			}
 		}
 		for _, c := range clients {
-			poll.Until(t, 60*time.Second, c.Self()+"'s inputs acknowledged", func() error {
-				if n := c.Pending(); n > 0 {
-					return fmt.Errorf("%d pending: client %s; nodes %s", n, c.Debug(), l.debug(ctx, c.Self()))
-				}
-				return nil
+			waitAcked(t, c, 60*time.Second, c.Self()+"'s inputs acknowledged", func() string {
+				return fmt.Sprintf("client %s; nodes %s", c.Debug(), l.debug(ctx, c.Self()))
 			})
 		}
 		t.Logf("%s: walks %d, edits %d", phase, walks.Load(), edited.Load())

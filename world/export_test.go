@@ -237,11 +237,8 @@ func (s *Server) Forget(ctx context.Context, owner string, x, y int) error {
 
 // MemberOf reports whether owner is a member of the room of region (x, y) by its host.
 func (s *Server) MemberOf(ctx context.Context, owner string, x, y int) bool {
-	p, a := s.hostOf(x, y)
 	in := false
-	if p != nil {
-		_ = p.Do(ctx, func(*peer.World) { _, in = a.index[owner] })
-	}
+	s.onHost(ctx, x, y, func(a *regionApp) { _, in = a.index[owner] })
 	return in
 }
 
@@ -258,12 +255,16 @@ func (s *Server) Arriving(owner string) int {
 // Superseded reports whether the host of region (x, y) takes owner's copy for superseded by the
 // residence record (and waits out a failing claim's bound before it lets it go).
 func (s *Server) Superseded(ctx context.Context, owner string, x, y int) bool {
-	p, a := s.hostOf(x, y)
 	sup := false
-	if p != nil {
-		_ = p.Do(ctx, func(*peer.World) { _, sup = a.superseded[owner] })
-	}
+	s.onHost(ctx, x, y, func(a *regionApp) { _, sup = a.superseded[owner] })
 	return sup
+}
+
+// onHost runs f on the loop of region (x, y)'s host with its app, if the region is loaded here.
+func (s *Server) onHost(ctx context.Context, x, y int, f func(a *regionApp)) {
+	if p, a := s.hostOf(x, y); p != nil {
+		_ = p.Do(ctx, func(*peer.World) { f(a) })
+	}
 }
 
 // PutResidence writes owner's residence record as region (x, y), generation gen, unconditionally

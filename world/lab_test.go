@@ -182,11 +182,8 @@ func TestWorldLab(t *testing.T) {
 		}
 	}
 	for _, c := range clients {
-		poll.Until(t, 60*time.Second, c.Self()+"'s inputs acknowledged", func() error {
-			if n := c.Pending(); n > 0 {
-				return fmt.Errorf("%d pending: client %s; server %s", n, c.Debug(), srv.DebugPlayer(ctx, c.Self()))
-			}
-			return nil
+		waitAcked(t, c, 60*time.Second, c.Self()+"'s inputs acknowledged", func() string {
+			return fmt.Sprintf("client %s; server %s", c.Debug(), srv.DebugPlayer(ctx, c.Self()))
 		})
 	}
 	handovers := len(srv.HandoverPauses())

@@ -71,12 +71,7 @@ func TestWorldResidentNewerThanRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll.Until(t, 20*time.Second, "eve's inputs acknowledged", func() error {
-		if n := c.Pending(); n > 0 {
-			return fmt.Errorf("%d pending", n)
-		}
-		return nil
-	})
+	waitAcked(t, c, 20*time.Second, "eve's inputs acknowledged", nil)
 
 	// The world restarts with no memory of the player: its region comes back on a new server,
 	// which places it anew with generation 1 (in the region of whichever of its rooms' hosts
@@ -183,12 +178,7 @@ func playOn(t *testing.T, c *world.Client, who string) {
 	if err := c.Input(tiles.Walk(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 20*time.Second, who+"'s input applied", func() error {
-		if n := c.Pending(); n > 0 {
-			return fmt.Errorf("%d pending: %s", n, c.Debug())
-		}
-		return nil
-	})
+	waitAcked(t, c, 20*time.Second, who+"'s input applied", c.Debug)
 }
 
 // joinReturning joins user (device "d") to the tiles world of srv at url, whose memory holds the

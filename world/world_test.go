@@ -201,12 +201,7 @@ func TestWorldCrossing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent = append(sent, tiles.Walk(0, 0))
-	poll.Until(t, 20*time.Second, "every input acknowledged", func() error {
-		if n := pl.Pending(); n > 0 {
-			return fmt.Errorf("%d pending", n)
-		}
-		return nil
-	})
+	waitAcked(t, pl, 20*time.Second, "every input acknowledged", nil)
 	waitResident(t, pl, 1, 0)
 	select {
 	case ev := <-pl.Events():
@@ -300,12 +295,7 @@ func TestWorldUnloadKeepsEdits(t *testing.T) {
 	if err := pl.Input(tiles.Walk(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "inputs acknowledged", func() error {
-		if n := pl.Pending(); n > 0 {
-			return fmt.Errorf("%d pending", n)
-		}
-		return nil
-	})
+	waitAcked(t, pl, 10*time.Second, "inputs acknowledged", nil)
 	p := ownPos(t, ctx, pl)
 	tx, ty := p.X/tiles.Tile+1, p.Y/tiles.Tile
 	if err := pl.Input(tiles.Place(tx, ty, 5)); err != nil {
@@ -474,12 +464,7 @@ func TestWorldRestartKeepsEdits(t *testing.T) {
 	if err := pl.Input(tiles.Walk(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "inputs acknowledged", func() error {
-		if n := pl.Pending(); n > 0 {
-			return fmt.Errorf("%d pending", n)
-		}
-		return nil
-	})
+	waitAcked(t, pl, 10*time.Second, "inputs acknowledged", nil)
 	p := ownPos(t, ctx, pl)
 	tx, ty := p.X/tiles.Tile, p.Y/tiles.Tile-1
 	if err := pl.Input(tiles.Place(tx, ty, 3)); err != nil {
@@ -682,4 +667,20 @@ func (u *unspawnable) NewPlayer(r world.Region, owner string) [][]byte {
 		v[0] = []byte{1} // the position: not a Vec
 	}
 	return v
+}
+
+// waitAcked waits up to d until the resident host of c has acknowledged every input c sent;
+// where, if not nil, says where things stand when it does not.
+func waitAcked(t *testing.T, c *world.Client, d time.Duration, what string, where func() string) {
+	t.Helper()
+	poll.Until(t, d, what, func() error {
+		switch n := c.Pending(); {
+		case n == 0:
+			return nil
+		case where != nil:
+			return fmt.Errorf("%d pending: %s", n, where())
+		default:
+			return fmt.Errorf("%d pending", n)
+		}
+	})
 }

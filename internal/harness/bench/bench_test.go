@@ -229,8 +229,13 @@ func TestHostHelperProcess(t *testing.T) {
 
 // helperHostCommand runs TestHostHelperProcess as a bench host process.
 func helperHostCommand(args []string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHostHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), hostHelperEnv+"=1")
+	return helperCommand("TestHostHelperProcess", hostHelperEnv, args)
+}
+
+// helperCommand runs this test binary's test (a helper process's) with env set, and args.
+func helperCommand(test, env string, args []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^" + test + "$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), env+"=1")
 	return cmd
 }
 
@@ -251,9 +256,7 @@ func TestRawHostHelperProcess(t *testing.T) {
 
 // helperRawHostCommand runs TestRawHostHelperProcess as a raw host process.
 func helperRawHostCommand(args []string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestRawHostHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), rawHostHelperEnv+"=1")
-	return cmd
+	return helperCommand("TestRawHostHelperProcess", rawHostHelperEnv, args)
 }
 
 // TestIdleSmoke runs the idle benchmark at a small size: raw pairs in one process, raw links to a

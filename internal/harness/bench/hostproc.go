@@ -129,57 +129,51 @@ func onSignals(out io.Writer, settleProfile, windowProfile string, log zerolog.L
 
 // settleOnSignal settles this process's memory on every SIGUSR1 and says so on out, until stop.
 func settleOnSignal(out io.Writer, profile string, log zerolog.Logger) (stop func()) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGUSR1)
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		for n := 1; ; n++ {
-			select {
-			case <-done:
-				return
-			case <-sigs:
-				debug.FreeOSMemory()
-				writeMemProfile(profile, log)
-				fmt.Fprintf(out, "bench-host settled %d\n", n)
-			}
-		}
-	}()
-	return func() { signal.Stop(sigs); close(done); <-exited }
+	return onSignal(syscall.SIGUSR1, func(n int) {
+		debug.FreeOSMemory()
+		writeMemProfile(profile, log)
+		fmt.Fprintf(out, "bench-host settled %d\n", n)
+	}, func() {})
 }
 
 // profileOnSignal starts a CPU profile into path on a SIGUSR2 and stops it on the next, saying
 // so on out, until stop (which ends a profile still running).
 func profileOnSignal(out io.Writer, path string, log zerolog.Logger) (stop func()) {
+	stopProfile := func() {} // the signal goroutine's alone
+	return onSignal(syscall.SIGUSR2, func(n int) {
+		window := (n + 1) / 2
+		if n%2 == 0 {
+			stopProfile()
+			stopProfile = func() {}
+			fmt.Fprintf(out, "bench-host profiled %d\n", window)
+			return
+		}
+		var err error
+		if stopProfile, err = startProfile(path); err != nil {
+			log.Error().Err(err).Msg("window profile")
+			stopProfile = func() {}
+		}
+		fmt.Fprintf(out, "bench-host profiling %d\n", window)
+	}, func() { stopProfile() })
+}
+
+// onSignal calls each on its own goroutine for every sig received, with how many so far (1, 2,
+// …), and end once after the last, until stop (which waits for it).
+func onSignal(sig os.Signal, each func(n int), end func()) (stop func()) {
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGUSR2)
+	signal.Notify(sigs, sig)
 	done := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		stopProfile := func() {}
-		defer func() { stopProfile() }()
+		defer end()
 		for n := 1; ; n++ {
 			select {
 			case <-done:
 				return
 			case <-sigs:
+				each(n)
 			}
-			var err error
-			if stopProfile, err = startProfile(path); err != nil {
-				log.Error().Err(err).Msg("window profile")
-				stopProfile = func() {}
-			}
-			fmt.Fprintf(out, "bench-host profiling %d\n", n)
-			select {
-			case <-done:
-				return
-			case <-sigs:
-			}
-			stopProfile()
-			stopProfile = func() {}
-			fmt.Fprintf(out, "bench-host profiled %d\n", n)
 		}
 	}()
 	return func() { signal.Stop(sigs); close(done); <-exited }
